@@ -1,0 +1,1 @@
+"""Shipped data (package data of ioa_semantic; read with importlib.resources)."""

@@ -1,0 +1,40 @@
+"""ioa-semantic: judge SemanticProfile envelopes of the Internet of Agents.
+
+>>> from ioa_semantic import Checker
+>>> checker = Checker("cs-translation")
+>>> decision = checker.check(envelope_bytes)        # doctest: +SKIP
+>>> decision.verdict                                # doctest: +SKIP
+<Verdict.COMPATIBLE: 'compatible'>
+"""
+
+from ._checker import Checker, check
+from ._exceptions import (
+    ArtifactError,
+    ConfigurationError,
+    IoaSemanticError,
+    ProfileError,
+    RegistrationError,
+)
+from ._expansion import ExpansionError, expand
+from ._findings import Decision, Finding, ProfileRef, Severity, Verdict
+from ._intake import Limits
+from ._version import __version__
+
+__all__ = [
+    "ArtifactError",
+    "Checker",
+    "ConfigurationError",
+    "Decision",
+    "ExpansionError",
+    "Finding",
+    "IoaSemanticError",
+    "Limits",
+    "ProfileError",
+    "ProfileRef",
+    "RegistrationError",
+    "Severity",
+    "Verdict",
+    "__version__",
+    "check",
+    "expand",
+]

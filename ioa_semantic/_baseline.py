@@ -1,0 +1,151 @@
+"""The baseline stage: one document through intake, context review, expansion and shapes.
+
+Envelopes and capability registrations share this path and differ only in their schema and
+root shape. The result is either findings that reject the document (invalid, or
+indeterminate when a remote context would be needed) or a clean expanded node ready for the
+compatibility engine.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._codes import finding
+from ._expansion import (
+    ContextPolicy,
+    ExpansionError,
+    SenderTerms,
+    dropped_findings,
+    expand,
+    expansion_findings,
+    review_contexts,
+    term_for,
+)
+from ._findings import Finding, Severity, Verdict
+from ._intake import Limits, parse
+from ._shapes import Located, ShapeSet, iri_findings, located_nodes
+
+Kind = Literal["envelope", "registration"]
+IOA = "https://example.org/ioa/semantic#"
+_REQUIRED_TYPE = {"envelope": IOA + "SemanticProfile", "registration": IOA + "Capability"}
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """A document after the baseline stage."""
+
+    findings: tuple[Finding, ...]
+    document: Any = None
+    node: dict[str, Any] | None = None
+    located: tuple[Located, ...] = ()
+
+    @property
+    def rejected(self) -> bool:
+        return any(f.severity is Severity.ERROR for f in self.findings)
+
+
+def read_document(
+    data: bytes | str | dict[str, Any],
+    kind: Kind,
+    *,
+    shapes: ShapeSet,
+    policy: ContextPolicy,
+    permitted_types: frozenset[str] = frozenset(),
+    limits: Limits = Limits(),
+) -> Baseline:
+    """Run the baseline stages on one envelope or registration."""
+    if isinstance(data, dict):
+        document: Any = data
+    else:
+        intake = parse(data, limits)
+        if not intake.ok:
+            return Baseline(intake.findings)
+        document = intake.document
+    if not isinstance(document, dict):
+        return Baseline((finding("json.not-object", "the document is not one JSON object"),))
+
+    found: list[Finding] = list(shapes.schema_findings(kind, document))
+    review = review_contexts(document, policy)
+    found.extend(review.findings)
+    if "@context" not in document or not review.expandable or any(
+            f.effect is Verdict.INVALID for f in review.findings):
+        return Baseline(_dedupe(found), document)
+
+    try:
+        expansion = expand(document)
+    except ExpansionError as exc:
+        found.append(expansion_findings(exc))
+        return Baseline(_dedupe(found), document)
+    legacy = frozenset(f.path for f in found if f.code.endswith(".legacy-key"))
+    legacy_keys = frozenset(
+        f"{path}/{key}" for path in legacy | {""} for key in ("id", "type"))
+    found.extend(dropped_findings(document, expansion.dropped, review.terms, policy,
+                                  skip=legacy_keys))
+
+    nodes = expansion.nodes
+    if len(nodes) != 1 or not isinstance(nodes[0], dict) or {"@graph", "@included", "@reverse"} & set(nodes[0]):
+        found.append(finding(
+            "jsonld.node-structure",
+            f"the document must be exactly one top-level node; expansion gives {len(nodes)}, "
+            "or uses @graph, @included or @reverse", ""))
+        return Baseline(_dedupe(found), document)
+    node = nodes[0]
+    located = located_nodes(node, document, review.terms)
+    found.extend(iri_findings(located, review.terms, policy.allowed_schemes))
+    root_shape = shapes.envelope if kind == "envelope" else shapes.registration
+    for violation in shapes.validate(root_shape, located, review.terms):
+        if violation.code.endswith(".unknown-property") and violation.path and (
+                term_for(violation.path) in policy.ignorable_terms
+                or violation.path in policy.ignorable_terms):
+            found.append(finding("jsonld.ignored-term",
+                                 f"{term_for(violation.path)} is not a baseline property; the "
+                                 "profile lets it be ignored as a descriptive term",
+                                 violation.pointer, severity=Severity.WARNING))
+            continue
+        found.append(finding(violation.code, violation.message, violation.pointer,
+                             section=violation.section))
+    found.extend(_extra_types(node, located[0], kind, permitted_types))
+    if kind == "envelope":
+        found.extend(_ambiguous_bindings(located, review.terms))
+    return Baseline(_dedupe(found), document, node, tuple(located))
+
+
+def _extra_types(node: dict[str, Any], root: Located, kind: Kind,
+                 permitted: frozenset[str]) -> list[Finding]:
+    required = _REQUIRED_TYPE[kind]
+    extra = [t for t in node.get("@type", []) if t != required and t not in permitted]
+    if not extra or required not in node.get("@type", []):
+        return []
+    return [finding(f"{kind}.type-not-permitted",
+                    f"@type holds {', '.join(extra)}, which the profile does not permit "
+                    "beside the baseline class", "/@type" if "@type" in root.compact else "")]
+
+
+def _ambiguous_bindings(located: list[Located], terms: SenderTerms) -> list[Finding]:
+    senses: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for here in located:
+        for binding in here.node.get(IOA + "termBindings", []):
+            for term in binding.get(IOA + "term", []) if isinstance(binding, dict) else []:
+                for sense in binding.get(IOA + "sense", []):
+                    if isinstance(term, dict) and isinstance(sense, dict) and "@id" in sense:
+                        senses[(here.member_pointer(IOA + "termBindings", terms),
+                                str(term.get("@value")))].add(sense["@id"])
+    return [finding("envelope.ambiguous-binding",
+                    f"the term {term!r} is bound to {len(s)} different senses "
+                    f"({', '.join(sorted(s))}); ask the sender to correct or renegotiate", pointer)
+            for (pointer, term), s in sorted(senses.items()) if len(s) > 1]
+
+
+def _dedupe(findings: list[Finding]) -> tuple[Finding, ...]:
+    """One finding per (code, path, message); the JSON Schema and SHACL may agree."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for f in findings:
+        key = (f.code, f.path)
+        if key in seen and f.code.split(".", 1)[1] in ("type", "empty", "missing"):
+            continue
+        seen.add(key)
+        out.append(f)
+    return tuple(out)

@@ -1,0 +1,243 @@
+"""The Checker: one receiver's profile, registrations and artifacts, built once, used often.
+
+A Checker loads and compiles everything that does not depend on the envelope (profile,
+vocabulary, shapes, offered registrations and artifacts) at construction; ``check`` then runs
+one envelope through the pipeline: intake, expansion, shapes, store, decision. It holds no
+mutable state between checks except a bounded decision cache, so it may be shared between
+threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ._baseline import read_document
+from ._codes import finding
+from ._decision import evaluate, task_from
+from ._exceptions import RegistrationError
+from ._expansion import ContextPolicy
+from ._findings import Decision, Finding, ProfileRef, Severity, Verdict, combine, sort_key
+from ._intake import Limits
+from ._loader import (
+    Artifact,
+    Profile,
+    Registration,
+    artifact_quads,
+    load_profile,
+    read_artifact,
+    registration_from_node,
+    resolve_artifact,
+)
+from ._shapes import ShapeSet
+from ._store import Dataset, envelope_quads
+
+_SHAPES: ShapeSet | None = None
+_SHAPES_LOCK = threading.Lock()
+
+
+def shapes() -> ShapeSet:
+    """The compiled baseline shapes, shared by every Checker in the process."""
+    global _SHAPES
+    with _SHAPES_LOCK:
+        if _SHAPES is None:
+            _SHAPES = ShapeSet()
+        return _SHAPES
+
+
+EnvelopeInput = bytes | str | dict[str, Any]
+
+
+class Checker:
+    """Judges envelopes against one accepted profile (draft 7.1).
+
+    ``capabilities`` are the receiver's own registrations (paths, or bytes), ``alignments``
+    the offered artifacts (paths, shipped names, or bytes). A broken profile or registration
+    raises :class:`~ioa_semantic.ConfigurationError`; a malformed artifact is excluded with a
+    reason at check time.
+    """
+
+    def __init__(
+        self,
+        profile: str | Profile = "cs-translation",
+        *,
+        capabilities: Iterable[str | Path | bytes] = (),
+        alignments: Iterable[str | Path | bytes] = (),
+        limits: Limits = Limits(),
+        cache_size: int = 1024,
+    ) -> None:
+        self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
+        self.limits = limits
+        self.policy = ContextPolicy(
+            allow_vocab=self.profile.allow_vocab,
+            allow_base=self.profile.allow_base,
+            allowed_schemes=self.profile.allowed_schemes,
+            ignorable_terms=self.profile.ignorable_terms,
+        )
+        self._shapes = shapes()
+        self.registrations = tuple(
+            self._registration(item, i) for i, item in enumerate(capabilities))
+        self.artifacts = tuple(self._artifact(item, i) for i, item in enumerate(alignments))
+        fixed = list(self.profile.quads)
+        for registration in self.registrations:
+            fixed.extend(registration.quads())
+        for artifact in self.artifacts:
+            if not artifact.malformed:
+                fixed.extend(artifact_quads(artifact))
+        self._fixed = tuple(fixed)
+        self._cache: OrderedDict[tuple[Any, ...], Decision] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
+
+    @property
+    def profile_ref(self) -> ProfileRef:
+        return ProfileRef(self.profile.id, self.profile.revision)
+
+    def _registration(self, item: str | Path | bytes, index: int) -> Registration:
+        origin, data = _read(item, "capability registration", RegistrationError)
+        result = read_document(data, "registration", shapes=self._shapes, policy=self.policy,
+                               permitted_types=self.profile.permitted_types, limits=self.limits)
+        errors = [f for f in result.findings if f.severity is Severity.ERROR]
+        if errors or result.node is None:
+            details = "; ".join(f"{f.code} at {f.path or '/'}: {f.message}" for f in errors)
+            raise RegistrationError(f"{origin}: not a valid capability registration: {details}")
+        registration = registration_from_node(result.node, origin, index,
+                                              self.profile.single_ontology())
+        if isinstance(registration, str):
+            raise RegistrationError(f"{origin}: {registration}")
+        return registration
+
+    def _artifact(self, item: str | Path | bytes, index: int) -> Artifact:
+        if isinstance(item, bytes):
+            return read_artifact(item, f"<artifact {index}>", index)
+        origin, data = resolve_artifact(str(item))
+        return read_artifact(data, origin, index)
+
+    def check(
+        self,
+        envelope: EnvelopeInput,
+        *,
+        params: Mapping[str, str] | None = None,
+        at: datetime | None = None,
+        source: str = "-",
+    ) -> Decision:
+        """Judge one envelope. ``at`` is the evaluation instant (default: now, in UTC).
+
+        A dict is accepted but is weaker than bytes: duplicate member names are already gone.
+        """
+        at = at or datetime.now(UTC)
+        params = dict(params or {})
+        key = self._cache_key(envelope, params, at)
+        if key is not None:
+            with self._cache_lock:
+                cached = self._cache.get(key)
+                if cached is not None:
+                    self._cache.move_to_end(key)
+                    return _with_source(cached, source)
+        decision = self._decide(envelope, params, at, source)
+        if key is not None:
+            with self._cache_lock:
+                self._cache[key] = decision
+                if len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return decision
+
+    def _cache_key(self, envelope: EnvelopeInput, params: Mapping[str, str],
+                   at: datetime) -> tuple[Any, ...] | None:
+        # Everything else a decision depends on (profile, registrations, artifacts) is fixed
+        # for this Checker; the instant matters only through its side of each validity limit.
+        if self._cache_size <= 0 or isinstance(envelope, dict):
+            return None
+        data = envelope.encode("utf-8", "surrogatepass") if isinstance(envelope, str) else envelope
+        validity = tuple(a.valid_until is not None and at >= a.valid_until for a in self.artifacts)
+        return (hashlib.sha256(data).digest(), tuple(sorted(params.items())), validity)
+
+    def _decide(self, envelope: EnvelopeInput, params: dict[str, str], at: datetime,
+                source: str) -> Decision:
+        baseline = read_document(envelope, "envelope", shapes=self._shapes, policy=self.policy,
+                                 permitted_types=self.profile.permitted_types, limits=self.limits)
+        findings: list[Finding] = list(baseline.findings)
+        evidence: list[dict[str, Any]] = []
+        excluded: list[dict[str, Any]] = []
+        candidates: list[dict[str, Any]] = []
+        ontology: dict[str, str] = {}
+        if not baseline.rejected and baseline.node is not None:
+            dataset = Dataset(self._fixed, envelope_quads(baseline.node))
+            task = task_from(baseline.node, params)
+            outcome = evaluate(dataset, baseline.node, self.profile, self.registrations,
+                               self.artifacts, task, at)
+            findings.extend(outcome.findings)
+            evidence, excluded, candidates = outcome.evidence, outcome.excluded, outcome.candidates
+            ontology = outcome.ontology
+        verdict = combine(f.effect for f in findings
+                          if f.severity is Severity.ERROR and f.effect is not None)
+        # Every non-compatible result carries an error; a lower-ranked error never decides.
+        findings = [_demote(f, verdict) for f in findings]
+        return Decision(
+            verdict=verdict,
+            findings=tuple(sorted(findings, key=sort_key)),
+            profile=self.profile_ref,
+            source=source,
+            evidence=tuple(evidence),
+            excluded=tuple(excluded),
+            candidates=tuple(candidates),
+            dependencies=self._dependencies(ontology, params, at),
+            at=at.isoformat().replace("+00:00", "Z"),
+        )
+
+    def _dependencies(self, ontology: Mapping[str, str], params: Mapping[str, str],
+                      at: datetime) -> dict[str, Any]:
+        return {
+            "profile": {"id": self.profile.id, "revision": self.profile.revision,
+                        "sha256": self.profile.digest},
+            "ontology": dict(ontology),
+            "artifacts": [
+                {"artifactId": a.id or None, "revision": a.revision or None, "sha256": a.digest,
+                 "validUntil": a.valid_until.isoformat().replace("+00:00", "Z")
+                 if a.valid_until else None,
+                 "expiredAtEvaluation": bool(a.valid_until and at >= a.valid_until)}
+                for a in self.artifacts
+            ],
+            "capabilities": [
+                {"id": r.iri, "ontologyId": r.ontology[0], "ontologyVersion": r.ontology[1]}
+                for r in self.registrations
+            ],
+            "parameters": dict(sorted(params.items())),
+        }
+
+
+def _demote(f: Finding, verdict: Verdict) -> Finding:
+    """Keep errors that share the verdict's effect; others stay visible as warnings."""
+    if f.severity is Severity.ERROR and f.effect is not verdict:
+        return finding(f.code, f.message, f.path, severity=Severity.WARNING, section=f.section)
+    return f
+
+
+def _with_source(decision: Decision, source: str) -> Decision:
+    if decision.source == source:
+        return decision
+    from dataclasses import replace
+    return replace(decision, source=source)
+
+
+def _read(item: str | Path | bytes, what: str,
+          error: type[Exception]) -> tuple[str, bytes]:
+    if isinstance(item, bytes):
+        return f"<{what}>", item
+    path = Path(item)
+    try:
+        return str(path), path.read_bytes()
+    except OSError as exc:
+        raise error(f"{path}: the {what} cannot be read: {exc.strerror}") from exc
+
+
+def check(envelope: EnvelopeInput, profile: str = "cs-translation", **options: Any) -> Decision:
+    """One-off check; build a :class:`Checker` to check many envelopes."""
+    at = options.pop("at", None)
+    params = options.pop("params", None)
+    return Checker(profile, **options).check(envelope, at=at, params=params)

@@ -1,0 +1,159 @@
+"""The ``ioa-check`` command: a thin shell over :class:`~ioa_semantic.Checker`.
+
+It parses arguments, builds one Checker, checks each envelope, hands the decisions to the
+chosen reporter and returns the contract's exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import sys
+import traceback
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from . import _resources
+from ._checker import Checker
+from ._codes import finding
+from ._exceptions import ConfigurationError
+from ._findings import Decision, Verdict
+from ._intake import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
+from ._reporters import REPORTERS
+from ._version import __version__
+
+
+class ExitStatus(enum.IntEnum):
+    COMPATIBLE = 0
+    INCOMPATIBLE = 1
+    USAGE = 2
+    INDETERMINATE = 3
+    INVALID = 4
+    INTERNAL = 70
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _instant(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO-8601 date-time") from None
+    if parsed.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} has no UTC offset; write e.g. 2026-06-01T00:00:00Z")
+    return parsed
+
+
+def _parameter(value: str) -> tuple[str, str]:
+    key, sep, val = value.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    return key, val
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return int(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ioa-check",
+        description="Judge SemanticProfile envelopes (draft-zhang-dmsc-ioa-semantic-interaction-03) "
+                    "against a domain profile: compatible, incompatible, indeterminate or invalid.",
+        epilog="exit status: 0 compatible, 1 incompatible, 2 usage or configuration error, "
+               "3 indeterminate, 4 invalid, 70 internal error",
+    )
+    parser.add_argument("envelopes", nargs="*", metavar="ENVELOPE",
+                        help="envelope file, or - for standard input")
+    parser.add_argument("--profile", metavar="NAME|PATH",
+                        help="installed profile name or profile file (Turtle)")
+    parser.add_argument("--capability", action="append", default=[], metavar="FILE",
+                        help="the receiver's own capability registration (repeatable)")
+    parser.add_argument("--alignment", action="append", default=[], metavar="FILE|NAME",
+                        help="an offered alignment artifact, by path or shipped name (repeatable)")
+    parser.add_argument("--param", action="append", default=[], type=_parameter,
+                        metavar="KEY=VALUE", help="task parameter (repeatable)")
+    parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
+                        help="evaluation instant, ISO-8601 with a UTC offset (default: now)")
+    parser.add_argument("--format", choices=sorted(REPORTERS), default="text")
+    parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES,
+                        help="size limit of one document in bytes (default: 1 MiB)")
+    parser.add_argument("--max-depth", type=_positive, default=DEFAULT_MAX_DEPTH,
+                        help="nesting depth limit of one document (default: 64)")
+    parser.add_argument("--list", action="store_true",
+                        help="list the shipped profiles and alignment artifacts, then exit")
+    parser.add_argument("--version", action="version", version=f"ioa-check {__version__}")
+    return parser
+
+
+def _list() -> int:
+    print("profiles:")
+    for name in _resources.shipped_profiles():
+        print(f"  {name}")
+    print("alignment artifacts:")
+    for name in _resources.shipped_alignments():
+        print(f"  {name}")
+    return ExitStatus.COMPATIBLE
+
+
+def _read_envelope(name: str) -> bytes | Decision:
+    try:
+        if name == "-":
+            return sys.stdin.buffer.read()
+        return Path(name).read_bytes()
+    except OSError as exc:
+        return Decision(Verdict.INVALID, (finding(
+            "json.unreadable", f"{name}: cannot be read: {exc.strerror}"),),
+            profile=None, source=name)  # type: ignore[arg-type]
+
+
+def run(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    opts = parser.parse_args(argv)
+    if opts.list:
+        return _list()
+    if not opts.envelopes:
+        parser.error("at least one ENVELOPE (or -) is required")
+    if not opts.profile:
+        parser.error("--profile is required")
+    keys = [k for k, _ in opts.param]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        parser.error(f"--param {', '.join(repeated)} given more than once")
+    try:
+        checker = Checker(opts.profile, capabilities=opts.capability, alignments=opts.alignment,
+                          limits=Limits(opts.max_bytes, opts.max_depth))
+    except ConfigurationError as exc:
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    params = dict(opts.param)
+    decisions = []
+    for name in opts.envelopes:
+        data = _read_envelope(name)
+        if isinstance(data, Decision):
+            from dataclasses import replace
+            decisions.append(replace(data, profile=checker.profile_ref))
+            continue
+        decisions.append(checker.check(data, params=params, at=opts.at, source=name))
+    REPORTERS[opts.format](decisions, sys.stdout)
+    return max(d.verdict.exit_status for d in decisions)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # a bug: say so, and put no verdict on stdout
+        print("ioa-check: internal error (a bug; please report it with this trace):",
+              file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return ExitStatus.INTERNAL

@@ -1,0 +1,185 @@
+"""The registry of every reason code the checker can emit.
+
+Each code belongs to one of the contract's families (the first dotted segment), forces one
+verdict when it is an error (``None``: it never decides), and rests on one draft section.
+Checking code builds findings only through :func:`finding`, so an unregistered code is a bug
+that fails loudly in the tests rather than a silent new output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._findings import Finding, Severity, Verdict
+
+FAMILIES = (
+    "json",
+    "jsonld",
+    "envelope",
+    "registration",
+    "profile",
+    "domain",
+    "intent",
+    "capability",
+    "alignment",
+    "retrieval",
+    "constraint",
+)
+
+INVALID = Verdict.INVALID
+INCOMPATIBLE = Verdict.INCOMPATIBLE
+INDETERMINATE = Verdict.INDETERMINATE
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    code: str
+    effect: Verdict | None
+    section: str
+    meaning: str
+
+    @property
+    def family(self) -> str:
+        return self.code.partition(".")[0]
+
+
+_TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
+    # json.: bytes to JSON
+    ("json.unreadable", INVALID, "5.4", "the input could not be read"),
+    ("json.too-large", INVALID, "6.1", "the input exceeds the size limit"),
+    ("json.too-deep", INVALID, "6.1", "the input nests deeper than the depth limit"),
+    ("json.encoding", INVALID, "5.4", "the input is not UTF-8"),
+    ("json.syntax", INVALID, "5.4", "the input is not JSON"),
+    ("json.duplicate-key", INVALID, "6.4", "an object repeats a member name"),
+    ("json.non-finite", INVALID, "5.4", "NaN or Infinity, which JSON does not have"),
+    ("json.not-object", INVALID, "6.2", "the document is not one JSON object"),
+    # jsonld.: contexts and expansion
+    ("jsonld.context-invalid", INVALID, "6.1", "an @context value that is not a context"),
+    ("jsonld.context-keyword", INVALID, "6.1",
+     "a context keyword the profile does not allow (@vocab, @base, @language, ...)"),
+    ("jsonld.term-redefinition", INVALID, "6.1",
+     "a baseline term or prefix defined differently from the 6.1 context"),
+    ("jsonld.protected-redefinition", INVALID, "6.1", "a protected term redefined"),
+    ("jsonld.keyword-alias", INVALID, "6.1", "a term aliasing a keyword such as @id or @type"),
+    ("jsonld.term-definition", INVALID, "6.1",
+     "a term definition using a feature the baseline does not use"),
+    ("jsonld.expansion-error", INVALID, "6.1", "JSON-LD expansion failed"),
+    ("jsonld.dropped-term", INVALID, "6.1", "a member that expansion would drop silently"),
+    ("jsonld.ignored-term", None, "6.1",
+     "a descriptive member the profile lets the receiver ignore"),
+    ("jsonld.relative-iri", INVALID, "6.1", "a reference that does not expand to an absolute IRI"),
+    ("jsonld.scheme-not-allowed", INVALID, "6.1",
+     "a reference whose IRI scheme the profile does not allow"),
+    ("jsonld.node-structure", INVALID, "6.2",
+     "not exactly one top-level node (@graph, @included, @reverse or several nodes)"),
+    # envelope.: baseline fields of a task envelope
+    ("envelope.missing", INVALID, "6.2", "a required field is missing"),
+    ("envelope.cardinality", INVALID, "6.2", "a field has more values than allowed"),
+    ("envelope.type", INVALID, "6.2", "a field has the wrong type"),
+    ("envelope.empty", INVALID, "6.2", "a string field is empty or blank"),
+    ("envelope.rdf-type", INVALID, "6.2", "@type lacks the required class"),
+    ("envelope.type-not-permitted", INVALID, "6.2", "@type holds a class the profile does not permit"),
+    ("envelope.unknown-property", INVALID, "6.1", "a property outside the baseline vocabulary"),
+    ("envelope.legacy-key", INVALID, "6.5", "the legacy id/type spelling in place of @id/@type"),
+    ("envelope.language-tag", INVALID, "5.2", "a language value that is not a language tag"),
+    ("envelope.media-type", INVALID, "5.2", "a media type that is not type/subtype"),
+    ("envelope.ambiguous-binding", INVALID, "6.4", "one term bound to several senses"),
+    # registration.: capability registrations
+    ("registration.missing", INVALID, "6.3", "a required field is missing"),
+    ("registration.cardinality", INVALID, "6.3", "a field has more values than allowed"),
+    ("registration.type", INVALID, "6.3", "a field has the wrong type"),
+    ("registration.empty", INVALID, "6.3", "a string field is empty or blank"),
+    ("registration.rdf-type", INVALID, "6.3", "@type lacks ioa:Capability"),
+    ("registration.type-not-permitted", INVALID, "6.3",
+     "@type holds a class the profile does not permit"),
+    ("registration.unknown-property", INVALID, "6.3", "a property outside the baseline vocabulary"),
+    ("registration.legacy-key", INVALID, "6.5", "the legacy id/type spelling in place of @id/@type"),
+    ("registration.language-tag", INVALID, "5.2", "a language value that is not a language tag"),
+    ("registration.media-type", INVALID, "6.3", "a media type that is not type/subtype"),
+    ("registration.no-ontology", INVALID, "6.3",
+     "no ontology named and the profile does not accept exactly one"),
+    # profile.: ontology and version acceptance
+    ("profile.ontology-not-accepted", INDETERMINATE, "5.3", "the profile does not accept the ontology"),
+    ("profile.version-not-accepted", INDETERMINATE, "5.3",
+     "the profile does not accept the ontology version and defines no relationship to it"),
+    ("profile.relationship-scope", INDETERMINATE, "5.3",
+     "a declared version relationship does not cover this intent"),
+    ("profile.version-relationship", None, "5.3", "the version was read through a declared relationship"),
+    # domain.: domains and senses
+    ("domain.binding-not-permitted", INCOMPATIBLE, "5.4",
+     "a term binding's sense lies outside the profile's permitted domains"),
+    ("domain.context-not-permitted", INCOMPATIBLE, "5.4",
+     "the task context names a domain the profile does not permit"),
+    ("domain.intent-not-permitted", INCOMPATIBLE, "5.4",
+     "the intent applies only to domains the profile does not permit"),
+    ("domain.unknown-sense", INDETERMINATE, "6.4", "a sense the vocabularies do not know"),
+    # intent.: intents
+    ("intent.unknown", INDETERMINATE, "5.4", "an intent the vocabularies do not know"),
+    ("intent.not-applicable", INCOMPATIBLE, "5.4",
+     "a capability the intent requires is not among capabilityRefs"),
+    ("intent.domain-mismatch", INCOMPATIBLE, "5.4",
+     "the intent does not apply to any domain of the task context"),
+    # capability.: capabilities
+    ("capability.unknown", INDETERMINATE, "5.4", "a capability the vocabularies do not know"),
+    ("capability.input-conflict", INCOMPATIBLE, "7.1",
+     "the provider's declared inputs exclude the task's input media type"),
+    ("capability.output-conflict", INCOMPATIBLE, "7.1",
+     "the provider's declared outputs exclude the task's output media type"),
+    ("capability.language-conflict", INCOMPATIBLE, "7.1",
+     "the provider's declared languages exclude the task's language"),
+    ("capability.provided", None, "7.1", "a requested capability is provided"),
+    # alignment.: artifacts and mappings
+    ("alignment.no-accepted-mapping", INDETERMINATE, "7.3",
+     "no accepted mapping provides a requested capability"),
+    ("alignment.ambiguous", INDETERMINATE, "7.3",
+     "several distinct applicable artifacts and no selection rule singles one out"),
+    ("alignment.condition-unevaluable", INDETERMINATE, "7.2",
+     "a mapping condition cannot be evaluated against the task"),
+    ("alignment.not-offered", INDETERMINATE, "7.2", "alignmentRef names an artifact not offered"),
+    ("alignment.untrusted", None, "7.2", "an artifact excluded: issuer not trusted by the profile"),
+    ("alignment.expired", None, "7.2", "an artifact excluded: expired at the evaluation instant"),
+    ("alignment.inapplicable", None, "7.3",
+     "an artifact excluded: versions, capabilities, direction or conditions do not cover the task"),
+    ("alignment.malformed", None, "7.2", "an artifact excluded: malformed"),
+    ("alignment.pin-mismatch", None, "7.2",
+     "an artifact excluded: its digest differs from the profile's pin"),
+    ("alignment.not-referenced", None, "7.2",
+     "an artifact excluded: the envelope's alignmentRef names another artifact"),
+    ("alignment.candidate", None, "7.4", "a candidate mapping, descriptive only"),
+    ("alignment.local-selection", None, "7.3",
+     "the profile's selection rule chose one mapping; the peer's agreement is not established"),
+    # retrieval.: remote resources
+    ("retrieval.prohibited", INDETERMINATE, "6.1", "remote retrieval is not allowed by policy"),
+    # constraint.: task parameters
+    ("constraint.missing-parameter", INDETERMINATE, "5.4",
+     "a task parameter the profile requires is not supplied"),
+    ("constraint.parameter-conflict", INCOMPATIBLE, "5.4",
+     "a task parameter conflicts with the profile's constraint"),
+    ("constraint.ambiguous-parameter", INDETERMINATE, "5.4",
+     "a task parameter has several values where one is required"),
+)
+
+CODES: dict[str, Code] = {row[0]: Code(*row) for row in _TABLE}
+
+
+def finding(
+    code: str,
+    message: str,
+    path: str = "",
+    *,
+    severity: Severity | None = None,
+    section: str | None = None,
+) -> Finding:
+    """Build a finding for a registered code; errors carry the code's effect."""
+    entry = CODES[code]
+    if severity is None:
+        severity = Severity.ERROR if entry.effect is not None else Severity.INFO
+    effect = entry.effect if severity is Severity.ERROR else None
+    return Finding(
+        code=code,
+        severity=severity,
+        message=message,
+        section=section or entry.section,
+        path=path,
+        effect=effect,
+    )

@@ -1,0 +1,387 @@
+"""Expansion: the sender's JSON-LD contexts are held to the baseline, then expanded by pyld.
+
+The 6.1 context is the receiver's: a sender may define only the terms it uses, and each
+definition must equal the baseline's (contract rule 2). This stage checks every ``@context``
+in the document against that policy before anything is expanded, refuses remote contexts
+and ``@import`` (retrieval is off; rule 12), expands with no document base so that a
+relative reference stays relative (rule 1), reports every member that expansion drops
+(rule 3), and checks that every IRI in the result is absolute and of an allowed scheme.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyld import jsonld
+
+from . import _resources
+from ._codes import finding
+from ._findings import Finding, Severity
+
+_KEYWORDS = frozenset({
+    "@base", "@container", "@context", "@direction", "@graph", "@id", "@import", "@included",
+    "@index", "@json", "@language", "@list", "@nest", "@none", "@prefix", "@propagate",
+    "@protected", "@reverse", "@set", "@type", "@value", "@version", "@vocab",
+})
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+# Keys a term definition may carry without leaving what the baseline itself uses.
+_SIMPLE_DEFINITION_KEYS = frozenset({"@id", "@type", "@container", "@protected", "@language"})
+
+
+def baseline_context() -> dict[str, Any]:
+    """The 6.1 inline context (the object under ``@context``)."""
+    context: dict[str, Any] = _resources.read_json("contexts", "baseline.jsonld")["@context"]
+    return context
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """A term definition reduced to what decides its meaning: IRI, coercion, container."""
+
+    iri: str | None
+    type: str | None = None
+    container: str | None = None
+
+
+def _as_definition(value: Any, prefixes: Mapping[str, str]) -> Definition | None:
+    if isinstance(value, str):
+        return Definition(_resolve(value, prefixes))
+    if isinstance(value, dict):
+        container = value.get("@container")
+        if isinstance(container, list) and len(container) == 1:
+            container = container[0]
+        iri = value.get("@id")
+        return Definition(
+            _resolve(iri, prefixes) if isinstance(iri, str) else None,
+            value.get("@type"),
+            container if isinstance(container, str) else None,
+        )
+    return None
+
+
+def _resolve(value: str, prefixes: Mapping[str, str]) -> str:
+    prefix, sep, suffix = value.partition(":")
+    if sep and not suffix.startswith("//") and prefix in prefixes:
+        return prefixes[prefix] + suffix
+    return value
+
+
+def _same_meaning(sent: Definition, baseline: Definition) -> bool:
+    # "@set" only shapes compaction: expansion gives the same set with or without it.
+    def container(c: str | None) -> str | None:
+        return None if c == "@set" else c
+
+    return (sent.iri, sent.type, container(sent.container)) == (
+        baseline.iri, baseline.type, container(baseline.container))
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPolicy:
+    """What a sender's contexts may do, from the receiver's profile."""
+
+    allow_vocab: bool = False
+    allow_base: bool = False
+    allowed_schemes: frozenset[str] = frozenset({"https", "http", "urn"})
+    ignorable_terms: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class SenderTerms:
+    """The sender's term map, used only to point findings at the member they concern."""
+
+    terms: dict[str, str | None] = field(default_factory=dict)
+
+    def resolve(self, key: str) -> str | None:
+        if key in self.terms:
+            return self.terms[key]
+        prefix, sep, suffix = key.partition(":")
+        if sep and prefix in self.terms and self.terms[prefix] and not suffix.startswith("//"):
+            return f"{self.terms[prefix]}{suffix}"
+        return key if _SCHEME.match(key) else None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextReview:
+    findings: tuple[Finding, ...]
+    terms: SenderTerms
+    expandable: bool
+
+
+class _Baseline:
+    """The baseline definitions, resolved once."""
+
+    def __init__(self) -> None:
+        context = baseline_context()
+        self.prefixes = {k: v for k, v in context.items()
+                         if isinstance(v, str) and not k.startswith("@") and v.endswith(("#", "/"))}
+        self.definitions = {
+            k: d for k, v in context.items() if not k.startswith("@")
+            if (d := _as_definition(v, self.prefixes)) is not None
+        }
+        self.iri_to_term = {d.iri: k for k, d in self.definitions.items() if d.iri}
+
+
+_BASELINE: _Baseline | None = None
+
+
+def _baseline() -> _Baseline:
+    global _BASELINE
+    if _BASELINE is None:
+        _BASELINE = _Baseline()
+    return _BASELINE
+
+
+def term_for(iri: str) -> str:
+    """The baseline term that spells ``iri`` in compact form (or the IRI itself)."""
+    return _baseline().iri_to_term.get(iri, iri)
+
+
+def _contexts(document: Any) -> Iterator[tuple[str, Any]]:
+    """Every ``@context`` member in the document with its JSON Pointer."""
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                token = key.replace("~", "~0").replace("/", "~1")
+                if key == "@context":
+                    yield f"{pointer}/@context", item
+                elif key not in ("@value", "@json"):
+                    stack.append((f"{pointer}/{token}", item))
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
+
+
+def review_contexts(document: dict[str, Any], policy: ContextPolicy) -> ContextReview:
+    """Hold every ``@context`` in ``document`` to the baseline and the policy (rule 2, 12)."""
+    baseline = _baseline()
+    findings: list[Finding] = []
+    terms = SenderTerms({k: d.iri for k, d in baseline.definitions.items()})
+    expandable = True
+    objects: list[tuple[str, dict[str, Any]]] = []
+
+    def visit(pointer: str, value: Any) -> None:
+        nonlocal expandable
+        if isinstance(value, str):
+            expandable = False
+            findings.append(finding(
+                "retrieval.prohibited",
+                f"remote context {value!r} is not retrieved: remote retrieval is off by policy",
+                pointer))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                visit(f"{pointer}/{i}", item)
+        elif isinstance(value, dict):
+            objects.append((pointer, value))
+        else:
+            expandable = False
+            what = "null, which would clear the baseline" if value is None else repr(value)
+            findings.append(finding("jsonld.context-invalid", f"@context is {what}", pointer))
+
+    for pointer, value in _contexts(document):
+        visit(pointer, value)
+
+    # Prefixes are collected first so that a definition may use a prefix defined after it.
+    prefixes = dict(baseline.prefixes)
+    for _, obj in objects:
+        for key, value in obj.items():
+            if not key.startswith("@") and isinstance(value, str) and not value.startswith("@"):
+                prefixes.setdefault(key, value)
+
+    for pointer, obj in objects:
+        for key, value in obj.items():
+            at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+            problem = _review_entry(key, value, prefixes, baseline, policy)
+            if problem is None:
+                if not key.startswith("@"):
+                    definition = _as_definition(value, prefixes)
+                    terms.terms[key] = definition.iri if definition else None
+                continue
+            code, message = problem
+            if code == "retrieval.prohibited":
+                expandable = False
+            findings.append(finding(code, message, at))
+    return ContextReview(tuple(findings), terms, expandable)
+
+
+def _review_entry(
+    key: str, value: Any, prefixes: Mapping[str, str], baseline: _Baseline, policy: ContextPolicy
+) -> tuple[str, str] | None:
+    if key == "@version":
+        return None if value == 1.1 else ("jsonld.context-invalid", "@version must be 1.1")
+    if key == "@protected":
+        return None if isinstance(value, bool) else (
+            "jsonld.context-invalid", "@protected must be true or false")
+    if key == "@import":
+        return ("retrieval.prohibited",
+                f"@import of {value!r} is a remote retrieval, which is off by policy")
+    if key in ("@vocab", "@base"):
+        allowed = policy.allow_vocab if key == "@vocab" else policy.allow_base
+        return None if allowed else (
+            "jsonld.context-keyword",
+            f"{key} is not allowed by the profile: it hides dropped terms or makes relative "
+            "references absolute")
+    if key.startswith("@"):
+        return ("jsonld.context-keyword", f"{key} in a sender's context is not allowed")
+    if key in baseline.definitions:
+        sent = _as_definition(value, prefixes)
+        if sent is None or not _same_meaning(sent, baseline.definitions[key]):
+            return ("jsonld.term-redefinition",
+                    f"{key!r} is defined differently from the baseline 6.1 context")
+        if isinstance(value, dict) and set(value) - _SIMPLE_DEFINITION_KEYS:
+            return ("jsonld.term-redefinition",
+                    f"{key!r} carries {sorted(set(value) - _SIMPLE_DEFINITION_KEYS)}, "
+                    "which the baseline definition does not")
+        return None
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.startswith("@"):
+            return ("jsonld.keyword-alias",
+                    f"{key!r} aliases {value}; @id and @type are used directly (6.1)")
+        return None
+    if isinstance(value, dict):
+        if isinstance(value.get("@id"), str) and value["@id"].startswith("@"):
+            return ("jsonld.keyword-alias",
+                    f"{key!r} aliases {value['@id']}; @id and @type are used directly (6.1)")
+        extra = set(value) - _SIMPLE_DEFINITION_KEYS
+        if extra:
+            return ("jsonld.term-definition",
+                    f"the definition of {key!r} uses {sorted(extra)}, which envelopes may not use")
+        container = value.get("@container")
+        if container not in (None, "@set", "@list", ["@set"], ["@list"]):
+            return ("jsonld.term-definition",
+                    f"the definition of {key!r} uses container {container!r}")
+        return None
+    return ("jsonld.context-invalid", f"the definition of {key!r} is not a string or an object")
+
+
+class ExpansionError(Exception):
+    """pyld refused the document; ``code`` is the JSON-LD error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class RemoteLoadRefused(Exception):
+    """The default document loader: nothing is fetched unless a policy says so."""
+
+
+def refuse_remote(url: str, options: Any = None) -> Any:
+    raise RemoteLoadRefused(f"remote retrieval of {url!r} is off by policy")
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    nodes: list[Any]
+    dropped: tuple[str | None, ...]
+
+
+def expand(
+    document: Any,
+    *,
+    base: str | None = None,
+    expand_context: Any = None,
+    document_loader: Callable[[str, Any], Any] | None = None,
+    processing_mode: str = "json-ld-1.1",
+) -> Expansion:
+    """JSON-LD 1.1 expansion with no document base unless one is given.
+
+    pyld would otherwise resolve relative references against a default base and turn
+    ``"TechTranslation"`` into an absolute IRI. Every dropped property is recorded.
+    """
+    dropped: list[str | None] = []
+    options: dict[str, Any] = {
+        "base": base,
+        "documentLoader": document_loader or refuse_remote,
+        "processingMode": processing_mode,
+    }
+    if expand_context is not None:
+        options["expandContext"] = expand_context
+    try:
+        nodes = jsonld.expand(document, options, on_property_dropped=dropped.append)
+    except jsonld.JsonLdError as exc:
+        code, message = _describe(exc)
+        raise ExpansionError(code, message) from exc
+    except RecursionError as exc:
+        raise ExpansionError("recursion", "the document nests too deeply to expand") from exc
+    return Expansion(nodes, tuple(dropped))
+
+
+def _describe(exc: jsonld.JsonLdError) -> tuple[str, str]:
+    # pyld wraps loader and context errors; the innermost JSON-LD code is the informative one.
+    code = exc.code or ""
+    message = str(exc.args[0]) if exc.args else exc.type
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, jsonld.JsonLdError) and cause.code:
+            code = code or cause.code
+        if isinstance(cause, RemoteLoadRefused):
+            return "loading remote context failed", str(cause)
+        cause = cause.__cause__ or (
+            cause.details.get("cause") if isinstance(cause, jsonld.JsonLdError)
+            and isinstance(cause.details, dict) else None)
+    return code or exc.type, message
+
+
+def expansion_findings(exc: ExpansionError) -> Finding:
+    if exc.code == "protected term redefinition":
+        return finding("jsonld.protected-redefinition",
+                       f"a protected term is redefined: {exc}", "/@context")
+    if exc.code in ("loading remote context failed", "loading document failed"):
+        return finding("retrieval.prohibited", str(exc), "/@context")
+    return finding("jsonld.expansion-error", f"JSON-LD expansion failed ({exc.code}): {exc}", "")
+
+
+def dropped_findings(
+    document: Any, dropped: Iterable[str | None], terms: SenderTerms, policy: ContextPolicy,
+    skip: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """Point at each member expansion dropped; ignorable ones are warnings (rule 3)."""
+    wanted = set(dropped)
+    if not wanted:
+        return []
+    out = []
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+                if key.startswith("@"):
+                    if key not in ("@context", "@value", "@json"):
+                        stack.append((at, item))
+                    continue
+                mapped = terms.resolve(key)
+                hit = (key in wanted and mapped in (None, key) and not _SCHEME.match(key)) or (
+                    None in wanted and key in terms.terms and terms.terms[key] is None)
+                if hit and at not in skip:
+                    if key in policy.ignorable_terms:
+                        out.append(finding(
+                            "jsonld.ignored-term",
+                            f"{key!r} is not mapped by the context; the profile lets it be "
+                            "ignored as a descriptive term", at, severity=Severity.WARNING))
+                    else:
+                        out.append(finding(
+                            "jsonld.dropped-term",
+                            f"{key!r} is not mapped by the context and would be dropped "
+                            "silently by expansion", at))
+                elif not hit:
+                    stack.append((at, item))
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
+    return out
+
+
+def iri_scheme(iri: str) -> str | None:
+    """The scheme of an absolute IRI (lower case), or None for a relative reference."""
+    match = _SCHEME.match(iri)
+    return match.group(1).lower() if match else None
+
+
+def is_keyword(key: str) -> bool:
+    return key in _KEYWORDS

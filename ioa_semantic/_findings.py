@@ -1,0 +1,152 @@
+"""Immutable values that every stage produces and every reporter reads.
+
+A :class:`Finding` is one reason about the input: a stable dotted code, a severity, a sentence
+for people, the draft section it rests on, and where in the input it points. A
+:class:`Decision` is the verdict of one check together with every finding and the
+descriptive evidence around it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Verdict(enum.StrEnum):
+    """The outcome of a check (draft 7.1), plus the rejection of malformed input."""
+
+    COMPATIBLE = "compatible"
+    INCOMPATIBLE = "incompatible"
+    INDETERMINATE = "indeterminate"
+    INVALID = "invalid"
+
+    @property
+    def exit_status(self) -> int:
+        return _EXIT_STATUS[self]
+
+    @property
+    def may_proceed(self) -> bool:
+        """Whether a receiver may rely on semantic compatibility (7.1); never authorization."""
+        return self is Verdict.COMPATIBLE
+
+
+_EXIT_STATUS = {
+    Verdict.COMPATIBLE: 0,
+    Verdict.INCOMPATIBLE: 1,
+    Verdict.INDETERMINATE: 3,
+    Verdict.INVALID: 4,
+}
+
+# Combination order of contract rule 14: malformed input is rejected first; an established
+# conflict outranks anything unestablished.
+_RANK = {
+    Verdict.COMPATIBLE: 0,
+    Verdict.INDETERMINATE: 1,
+    Verdict.INCOMPATIBLE: 2,
+    Verdict.INVALID: 3,
+}
+
+
+def combine(verdicts: Any) -> Verdict:
+    """The three-valued AND of contract rule 14 (with `invalid` above all)."""
+    result = Verdict.COMPATIBLE
+    for verdict in verdicts:
+        if _RANK[verdict] > _RANK[result]:
+            result = verdict
+    return result
+
+
+class Severity(enum.StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reason about the input.
+
+    ``effect`` is the verdict this finding forces when its severity is ``error``; it comes
+    from the code registry, so a finding cannot claim an effect its code does not have.
+    """
+
+    code: str
+    severity: Severity
+    message: str
+    section: str
+    path: str
+    effect: Verdict | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "code": self.code,
+            "severity": str(self.severity),
+            "message": self.message,
+            "section": self.section,
+            "path": self.path,
+        }
+
+
+def sort_key(finding: Finding) -> tuple[int, str, str, str]:
+    """Errors first, then by path and code, so reasons come out in a stable order."""
+    order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+    return (order[finding.severity], finding.path, finding.code, finding.message)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRef:
+    id: str
+    revision: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "revision": self.revision}
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The verdict of one check with every reason and what it depended on.
+
+    ``evidence``, ``excluded`` and ``candidates`` are descriptive: they never change the
+    verdict. ``dependencies`` lists what a cached copy of this decision depends on
+    (contract rule 15).
+    """
+
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    profile: ProfileRef
+    source: str = "-"
+    evidence: tuple[dict[str, Any], ...] = ()
+    excluded: tuple[dict[str, Any], ...] = ()
+    candidates: tuple[dict[str, Any], ...] = ()
+    dependencies: dict[str, Any] = field(default_factory=dict)
+    at: str | None = None
+
+    @property
+    def reasons(self) -> tuple[Finding, ...]:
+        return self.findings
+
+    @property
+    def may_proceed(self) -> bool:
+        return self.verdict.may_proceed
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "source": self.source,
+            "verdict": str(self.verdict),
+            "reasons": [f.as_dict() for f in self.findings],
+            "profile": self.profile.as_dict(),
+            "authorization": "not-evaluated",
+            "mayProceed": self.may_proceed,
+        }
+        if self.at is not None:
+            out["at"] = self.at
+        if self.evidence:
+            out["evidence"] = list(self.evidence)
+        if self.excluded:
+            out["excluded"] = list(self.excluded)
+        if self.candidates:
+            out["candidates"] = list(self.candidates)
+        if self.dependencies:
+            out["dependencies"] = self.dependencies
+        return out

@@ -1,0 +1,152 @@
+"""Intake: bytes to JSON, strictly and within limits.
+
+This is the first stage of the pipeline. It accepts only what RFC 8259 calls JSON, in UTF-8,
+within a size and a nesting-depth limit, and rejects what parsers commonly let through:
+duplicate member names (a parser differential: one reader keeps the first value, another the
+last), NaN and Infinity, and a top level that is not an object. It never raises on input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from ._codes import finding
+from ._findings import Finding
+
+DEFAULT_MAX_BYTES = 1 << 20
+DEFAULT_MAX_DEPTH = 64
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = str.maketrans({"[": "+", "{": "+", "]": "-", "}": "-"})
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of intake; both are checked before the parser runs."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_depth: int = DEFAULT_MAX_DEPTH
+
+
+@dataclass(frozen=True, slots=True)
+class Intake:
+    """The parsed document, or the findings that kept it from being one."""
+
+    document: Any
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def _nesting_depth(text: str) -> int:
+    # Strings are removed first so that brackets inside them do not count; what remains is
+    # a short run of brackets whose running sum is the depth.
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_DEPTH_STEP)
+    if not brackets:
+        return 0
+    return max(accumulate(1 if step == "+" else -1 for step in brackets))
+
+
+class _DuplicateKeys:
+    """Collects objects that repeat a member name while the parser builds them."""
+
+    def __init__(self) -> None:
+        # The objects themselves are kept so that no id is reused by a later object after
+        # a repeated member's first value is thrown away.
+        self.seen: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            names: dict[str, int] = {}
+            for key, _ in pairs:
+                names[key] = names.get(key, 0) + 1
+            self.seen[id(obj)] = (obj, sorted(k for k, n in names.items() if n > 1))
+        return obj
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _pointer_token(token: str | int) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def _locate(
+    document: Any, wanted: dict[int, tuple[dict[str, Any], list[str]]]
+) -> list[tuple[str, list[str]]]:
+    """JSON Pointers of the objects the parser flagged (depth is already bounded)."""
+    found = []
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, dict):
+            if id(value) in wanted:
+                found.append((pointer, wanted[id(value)][1]))
+            stack.extend((f"{pointer}/{_pointer_token(k)}", v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", v) for i, v in enumerate(value))
+    return sorted(found)
+
+
+def parse(data: bytes | str, limits: Limits = Limits()) -> Intake:
+    """Parse one JSON document under ``limits``; every problem is a finding, none raises."""
+    if isinstance(data, str):
+        size = len(data.encode("utf-8", "surrogatepass"))
+        text = data
+    else:
+        size = len(data)
+        text = None
+    if size > limits.max_bytes:
+        return _fail("json.too-large",
+                     f"the document has {size} bytes, over the limit of {limits.max_bytes}")
+    if text is None:
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _fail("json.encoding", f"the document is not UTF-8 (byte {exc.start})")
+    if text.startswith("\ufeff"):
+        return _fail("json.encoding", "the document starts with a byte order mark")
+    depth = _nesting_depth(text)
+    if depth > limits.max_depth:
+        return _fail("json.too-deep",
+                     f"the document nests {depth} levels deep, over the limit of {limits.max_depth}")
+    duplicates = _DuplicateKeys()
+    try:
+        document = json.loads(text, object_pairs_hook=duplicates, parse_constant=_reject_constant)
+    except _NonFinite as exc:
+        return _fail("json.non-finite", f"{exc} is not a JSON number")
+    except RecursionError:
+        return _fail("json.too-deep", "the document nests too deeply to parse")
+    except json.JSONDecodeError as exc:
+        return _fail("json.syntax",
+                     f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    except ValueError as exc:
+        return _fail("json.syntax", f"not JSON: {exc}")
+    if duplicates.seen:
+        return Intake(None, tuple(
+            finding("json.duplicate-key",
+                    f"the object repeats the member name(s) {', '.join(map(repr, names))}",
+                    pointer)
+            for pointer, names in _locate(document, duplicates.seen)
+        ))
+    if not isinstance(document, dict):
+        kind = "an array" if isinstance(document, list) else f"a {type(document).__name__}"
+        return _fail("json.not-object", f"the document is {kind}, not one JSON object")
+    return Intake(document, ())
+
+
+def _fail(code: str, message: str) -> Intake:
+    return Intake(None, (finding(code, message, ""),))

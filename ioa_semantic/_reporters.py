@@ -1,0 +1,70 @@
+"""Reporters: decisions rendered for people (text) or programs (JSON Lines).
+
+Reporters only read :class:`~ioa_semantic.Decision` values; they never decide anything.
+The ``--format`` choices of the command line are the keys of :data:`REPORTERS`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import IO
+
+from rich.console import Console
+from rich.markup import escape
+
+from ._findings import Decision, Severity, Verdict
+
+_STYLE = {
+    Verdict.COMPATIBLE: "bold green",
+    Verdict.INCOMPATIBLE: "bold red",
+    Verdict.INDETERMINATE: "bold yellow",
+    Verdict.INVALID: "bold magenta",
+}
+_HINT = {
+    Verdict.COMPATIBLE: "semantic compatibility established; authorization is not evaluated",
+    Verdict.INCOMPATIBLE: "a completed check established a conflict; do not proceed",
+    Verdict.INDETERMINATE: "compatibility could not be established; do not proceed, supply "
+                           "what is missing or renegotiate",
+    Verdict.INVALID: "malformed input rejected before compatibility was evaluated; ask the "
+                     "sender for a corrected envelope",
+}
+
+
+def json_lines(decisions: Iterable[Decision], stream: IO[str]) -> None:
+    for decision in decisions:
+        stream.write(json.dumps(decision.as_dict(), ensure_ascii=False) + "\n")
+
+
+def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    for decision in decisions:
+        verdict = decision.verdict
+        console.print(f"[{_STYLE[verdict]}]{verdict.upper()}[/] {escape(decision.source)}  "
+                      f"[dim]profile {escape(decision.profile.id)} revision "
+                      f"{escape(decision.profile.revision)}[/]")
+        console.print(f"  {_HINT[verdict]}")
+        for reason in decision.reasons:
+            mark = {Severity.ERROR: "[red]error[/]", Severity.WARNING: "[yellow]warning[/]",
+                    Severity.INFO: "[dim]info[/]"}[reason.severity]
+            where = reason.path or "/"
+            console.print(f"  {mark} {escape(reason.code)} [dim](section {reason.section}, at "
+                          f"{escape(where)})[/]")
+            console.print(f"      {escape(reason.message)}")
+        for item in decision.evidence:
+            via = f" via artifact {item['artifactId']} revision {item['revision']}" if (
+                item.get("artifactId")) else f" ({item['via']})"
+            console.print(f"  [green]provided[/] {escape(item['capability'])} by "
+                          f"{escape(item['providedBy'])}{escape(via)}")
+        for item in decision.excluded:
+            console.print(f"  [dim]excluded artifact {escape(str(item.get('artifactId')))} "
+                          f"revision {escape(str(item.get('revision')))}: "
+                          f"{escape(item['reason'])}[/]")
+        if decision.at:
+            console.print(f"  [dim]evaluated at {decision.at}; authorization not evaluated[/]")
+
+
+REPORTERS: dict[str, Callable[[Iterable[Decision], IO[str]], None]] = {
+    "text": text,
+    "json": json_lines,
+}

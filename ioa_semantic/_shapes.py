@@ -1,0 +1,473 @@
+"""Shape checks: JSON Schema over the compact form, compiled SHACL over the expanded graph.
+
+``shapes/baseline.ttl`` is the normative statement of a well-formed envelope and capability
+registration. It is compiled once into plain constraint objects and evaluated over the
+expanded JSON-LD, so that each finding can name the JSON Pointer of the member it concerns;
+the tests hold this evaluation to pyshacl on the same shapes. The JSON Schemas catch what
+expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, JSON types.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyoxigraph
+from jsonschema import Draft202012Validator
+
+from . import _resources
+from ._codes import finding
+from ._expansion import SenderTerms, iri_scheme, term_for
+from ._findings import Finding
+
+SH = "http://www.w3.org/ns/shacl#"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+IOASH = "https://ioa-semantic.org/ns/shapes#"
+RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyShape:
+    name: str
+    path: str
+    min_count: int | None
+    max_count: int | None
+    node_kind: str | None
+    datatype: str | None
+    pattern: re.Pattern[str] | None
+    has_value: str | None
+    pattern_code: str
+    section: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeShape:
+    name: str
+    family: str
+    section: str
+    node_kind: str | None
+    closed: bool
+    properties: tuple[PropertyShape, ...]
+    target_classes: frozenset[str]
+    target_subjects_of: frozenset[str]
+    target_objects_of: frozenset[str]
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        return frozenset(p.path for p in self.properties)
+
+
+def _triples(text: str) -> dict[str, dict[str, list[pyoxigraph.NamedNode | Any]]]:
+    graph: dict[str, dict[str, list[Any]]] = {}
+    for quad in pyoxigraph.parse(text, pyoxigraph.RdfFormat.TURTLE):
+        subject = quad.subject.value if hasattr(quad.subject, "value") else str(quad.subject)
+        graph.setdefault(subject, {}).setdefault(quad.predicate.value, []).append(quad.object)
+    return graph
+
+
+def compile_shapes(text: str) -> dict[str, NodeShape]:
+    """Compile the SHACL Core subset the baseline shapes use into constraint objects."""
+    graph = _triples(text)
+
+    def one(subject: str, predicate: str) -> Any:
+        values = graph.get(subject, {}).get(predicate, [])
+        return values[0].value if values else None
+
+    def many(subject: str, predicate: str) -> frozenset[str]:
+        return frozenset(v.value for v in graph.get(subject, {}).get(predicate, []))
+
+    shapes = {}
+    for subject, props in graph.items():
+        if not any(t.value == SH + "NodeShape" for t in props.get(RDF_TYPE, [])):
+            continue
+        family = one(subject, IOASH + "family")
+        section = one(subject, IOASH + "section")
+        properties = []
+        for prop in props.get(SH + "property", []):
+            p = prop.value
+            pattern = one(p, SH + "pattern")
+            min_count = one(p, SH + "minCount")
+            max_count = one(p, SH + "maxCount")
+            properties.append(PropertyShape(
+                name=p,
+                path=one(p, SH + "path"),
+                min_count=int(min_count) if min_count is not None else None,
+                max_count=int(max_count) if max_count is not None else None,
+                node_kind=_local(one(p, SH + "nodeKind")),
+                datatype=one(p, SH + "datatype"),
+                pattern=re.compile(pattern) if pattern is not None else None,
+                has_value=one(p, SH + "hasValue"),
+                pattern_code=one(p, IOASH + "patternCode") or "empty",
+                section=one(p, IOASH + "section") or section,
+                message=one(p, SH + "message") or "",
+            ))
+        shapes[subject] = NodeShape(
+            name=subject,
+            family=family,
+            section=section,
+            node_kind=_local(one(subject, SH + "nodeKind")),
+            closed=one(subject, SH + "closed") == "true",
+            properties=tuple(sorted(properties, key=lambda p: p.path)),
+            target_classes=many(subject, SH + "targetClass"),
+            target_subjects_of=many(subject, SH + "targetSubjectsOf"),
+            target_objects_of=many(subject, SH + "targetObjectsOf"),
+        )
+    return shapes
+
+
+def _local(iri: str | None) -> str | None:
+    return iri.rpartition("#")[2] if iri else None
+
+
+# --- the expanded graph, with the compact member each node and value came from -----------
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """An expanded node object and the compact object (and JSON Pointer) it came from."""
+
+    node: dict[str, Any]
+    compact: dict[str, Any]
+    pointer: str
+
+    def key_for(self, iri: str, terms: SenderTerms) -> str | None:
+        for key in sorted(self.compact):
+            if not key.startswith("@") and terms.resolve(key) == iri:
+                return key
+        return None
+
+    def member_pointer(self, iri: str, terms: SenderTerms) -> str:
+        key = self.key_for(iri, terms)
+        if key is None:
+            return self.pointer
+        return f"{self.pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+
+    def value_pointer(self, iri: str, index: int, terms: SenderTerms) -> str:
+        key = self.key_for(iri, terms)
+        base = self.member_pointer(iri, terms)
+        if key is not None and isinstance(self.compact.get(key), list):
+            return f"{base}/{index}"
+        return base
+
+
+def _is_node(value: Any) -> bool:
+    return isinstance(value, dict) and not ({"@value", "@list", "@set"} & value.keys()) and (
+        len(value) > 1 or "@id" not in value)
+
+
+def located_nodes(root: dict[str, Any], compact: dict[str, Any], terms: SenderTerms) -> list[Located]:
+    """Every embedded node object, root first, each with its compact origin."""
+    out = []
+    stack = [Located(root, compact, "")]
+    while stack:
+        here = stack.pop()
+        out.append(here)
+        for prop in sorted(here.node, reverse=True):
+            if prop.startswith("@"):
+                continue
+            key = here.key_for(prop, terms)
+            compact_values = here.compact.get(key) if key is not None else None
+            for i, value in enumerate(here.node[prop]):
+                if not _is_node(value):
+                    continue
+                if isinstance(compact_values, list):
+                    origin = compact_values[i] if i < len(compact_values) else {}
+                    at = here.value_pointer(prop, i, terms)
+                else:
+                    origin = compact_values if i == 0 else {}
+                    at = here.member_pointer(prop, terms)
+                stack.append(Located(value, origin if isinstance(origin, dict) else {}, at))
+    return out
+
+
+# --- evaluation ---------------------------------------------------------------------------
+
+
+def _kind(value: Any) -> str:
+    """SHACL node kind of an expanded value: IRI, BlankNode or Literal."""
+    if isinstance(value, dict) and "@value" not in value and "@list" not in value:
+        ident = value.get("@id")
+        if isinstance(ident, str) and not ident.startswith("_:"):
+            return "IRI"
+        return "BlankNode"
+    if isinstance(value, dict) and "@list" in value:
+        return "BlankNode"
+    return "Literal"
+
+
+def _datatype(value: Any) -> str | None:
+    if not isinstance(value, dict) or "@value" not in value:
+        return None
+    if "@language" in value:
+        return RDF_LANGSTRING
+    declared = value.get("@type")
+    if isinstance(declared, str):
+        return RDF_JSON if declared == "@json" else declared
+    raw = value["@value"]
+    if isinstance(raw, bool):
+        return XSD + "boolean"
+    if isinstance(raw, int):
+        return XSD + "integer"
+    if isinstance(raw, float):
+        return XSD + "integer" if raw.is_integer() and abs(raw) < 1e21 else XSD + "double"
+    return XSD + "string"
+
+
+_NODE_KIND_OK = {
+    "IRI": {"IRI"},
+    "BlankNode": {"BlankNode"},
+    "Literal": {"Literal"},
+    "BlankNodeOrIRI": {"IRI", "BlankNode"},
+    "BlankNodeOrLiteral": {"BlankNode", "Literal"},
+    "IRIOrLiteral": {"IRI", "Literal"},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One SHACL validation result, in terms comparable with pyshacl's report."""
+
+    shape: str
+    component: str
+    path: str | None
+    pointer: str
+    code: str
+    message: str
+    section: str
+
+
+def _values(node: dict[str, Any], path: str) -> list[Any]:
+    if path == RDF_TYPE:
+        return [{"@id": t} for t in node.get("@type", [])]
+    values = node.get(path, [])
+    return values if isinstance(values, list) else [values]
+
+
+def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterator[Violation]:
+    """Every violation of ``shape`` at one focus node."""
+    family = shape.family
+    if shape.node_kind and _kind(here.node) not in _NODE_KIND_OK[shape.node_kind]:
+        yield Violation(shape.name, "NodeKindConstraintComponent", None, here.pointer,
+                        f"{family}.missing" if shape.node_kind == "IRI" else f"{family}.type",
+                        "the node needs an @id IRI" if shape.node_kind == "IRI"
+                        else f"the node must be a {shape.node_kind}", shape.section)
+    for prop in shape.properties:
+        values = _values(here.node, prop.path)
+        name = "@type" if prop.path == RDF_TYPE else term_for(prop.path)
+        where = here.pointer if prop.path == RDF_TYPE else here.member_pointer(prop.path, terms)
+        if prop.path == RDF_TYPE:
+            where = f"{here.pointer}/@type" if "@type" in here.compact else here.pointer
+
+        def v(component: str, code: str, detail: str, at: str = where,
+              prop: PropertyShape = prop, name: str = name) -> Violation:
+            return Violation(shape.name, component, prop.path, at, f"{family}.{code}",
+                             f"{name}: {prop.message} ({detail})", prop.section)
+
+        if prop.min_count is not None and len(values) < prop.min_count:
+            yield v("MinCountConstraintComponent", "missing",
+                    "missing" if not values else f"{len(values)} value(s)",
+                    here.pointer)
+        if prop.max_count is not None and len(values) > prop.max_count:
+            yield v("MaxCountConstraintComponent", "cardinality", f"{len(values)} values")
+        if prop.has_value is not None and values and not any(
+                x.get("@id") == prop.has_value for x in values if isinstance(x, dict)):
+            yield v("HasValueConstraintComponent", "rdf-type", f"found {_show(values)}")
+        for i, value in enumerate(values):
+            at = where if prop.path == RDF_TYPE else here.value_pointer(prop.path, i, terms)
+            if prop.node_kind and _kind(value) not in _NODE_KIND_OK[prop.node_kind]:
+                yield v("NodeKindConstraintComponent", "type",
+                        f"a {_kind(value).lower()} is not a {prop.node_kind}", at)
+            if prop.datatype is not None:
+                actual = _datatype(value)
+                if actual != prop.datatype:
+                    yield v("DatatypeConstraintComponent", "type",
+                            f"found {_describe_value(value)}", at)
+                    continue
+            if prop.pattern is not None:
+                text = _lexical(value)
+                if text is None or not prop.pattern.search(text):
+                    yield v("PatternConstraintComponent", prop.pattern_code,
+                            f"found {_describe_value(value)}", at)
+    if shape.closed:
+        allowed = shape.allowed
+        for prop_iri in sorted(here.node):
+            if prop_iri.startswith("@") or prop_iri in allowed:
+                continue
+            yield Violation(shape.name, "ClosedConstraintComponent", prop_iri,
+                            here.member_pointer(prop_iri, terms), f"{family}.unknown-property",
+                            f"{term_for(prop_iri)!s} is not a property of this node in the "
+                            "baseline vocabulary", "6.1")
+
+
+def _lexical(value: Any) -> str | None:
+    if isinstance(value, dict) and "@value" in value:
+        raw = value["@value"]
+        if isinstance(raw, bool):
+            return "true" if raw else "false"
+        return str(raw)
+    if isinstance(value, dict) and "@id" in value:
+        return str(value["@id"])
+    return None
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, dict) and "@value" in value:
+        raw = value["@value"]
+        if "@language" in value:
+            return f"a language-tagged string {raw!r}@{value['@language']}"
+        if isinstance(raw, str):
+            kind = "a typed literal" if "@type" in value else "the string"
+            return f"{kind} {raw!r}"
+        return f"the {type(raw).__name__} {raw!r}"
+    if isinstance(value, dict) and "@id" in value:
+        return f"the reference {value['@id']!r}"
+    return "a node"
+
+
+def _show(values: list[Any]) -> str:
+    return ", ".join(str(v.get("@id")) for v in values if isinstance(v, dict)) or "nothing"
+
+
+class ShapeSet:
+    """The compiled baseline shapes and compact-form schemas, built once per process."""
+
+    def __init__(self) -> None:
+        self.shapes = compile_shapes(_resources.read_text("shapes", "baseline.ttl"))
+        self.envelope = self.shapes[IOASH + "EnvelopeShape"]
+        self.registration = self.shapes[IOASH + "RegistrationShape"]
+        self.schemas = {
+            kind: Draft202012Validator(_resources.read_json("shapes", f"{kind}.schema.json"))
+            for kind in ("envelope", "registration")
+        }
+
+    def targets(self, here: Located, parents: Iterable[tuple[str, Located]],
+                family: str) -> list[NodeShape]:
+        types = set(here.node.get("@type", []))
+        found = []
+        for shape in self.shapes.values():
+            if shape.family != family:
+                continue
+            if (shape.target_classes & types) or any(p in here.node for p in shape.target_subjects_of):
+                found.append(shape)
+            elif any(prop in shape.target_objects_of for prop, _ in parents):
+                found.append(shape)
+        return found
+
+    def validate(self, root_shape: NodeShape, located: list[Located],
+                 terms: SenderTerms) -> list[Violation]:
+        """Every SHACL violation over the expanded graph; the root always gets ``root_shape``.
+
+        Only the shapes of the root shape's family apply: an envelope and a registration
+        share property names (ontologyId, inputs) that the other's targets would match.
+        """
+        parents: dict[int, list[tuple[str, Located]]] = {}
+        for here in located:
+            for prop, values in here.node.items():
+                if prop.startswith("@"):
+                    continue
+                for value in values:
+                    if _is_node(value):
+                        parents.setdefault(id(value), []).append((prop, here))
+        out: list[Violation] = []
+        for index, here in enumerate(located):
+            shapes = self.targets(here, parents.get(id(here.node), []), root_shape.family)
+            if index == 0 and root_shape not in shapes:
+                shapes.append(root_shape)
+            for shape in shapes:
+                out.extend(evaluate_node(shape, here, terms))
+        return out
+
+    def schema_findings(self, kind: str, document: dict[str, Any]) -> list[Finding]:
+        validator = self.schemas[kind]
+        family = validator.schema["x-family"]
+        out = []
+        for error in validator.iter_errors(document):
+            pointer = "".join(
+                "/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
+            code, message = _schema_error(family, error, pointer)
+            out.append(finding(code, message, pointer))
+        return out
+
+
+_SCHEMA_CODE = {
+    "required": "missing",
+    "minItems": "missing",
+    "type": "type",
+    "oneOf": "type",
+    "pattern": "empty",
+    "minLength": "empty",
+    "not": "legacy-key",
+}
+
+
+def _schema_error(family: str, error: Any, pointer: str) -> tuple[str, str]:
+    kind = _SCHEMA_CODE.get(error.validator, "type")
+    where = pointer or "the document"
+    if kind == "missing" and error.validator == "required":
+        missing = [m for m in error.validator_value if m not in error.instance]
+        return f"{family}.missing", f"{where} has no {', '.join(missing)} member"
+    if kind == "legacy-key":
+        keys = [k for k in ("id", "type") if k in error.instance]
+        return (f"{family}.legacy-key",
+                f"{where} uses the legacy {' and '.join(keys)} spelling; the baseline uses "
+                "@id and @type, and no id or type alias exists (6.1, 6.5)")
+    if kind == "missing":
+        return f"{family}.missing", f"{where} is empty; at least one value is required"
+    if kind == "empty":
+        return f"{family}.empty", f"{where} is an empty or blank string"
+    return f"{family}.type", f"{where} has the wrong JSON type: {_json_type(error.instance)}"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def iri_findings(located: list[Located], terms: SenderTerms,
+                 allowed_schemes: frozenset[str]) -> list[Finding]:
+    """Every reference in the expanded graph is an absolute IRI of an allowed scheme (6.1)."""
+    out = []
+
+    def check(iri: str, pointer: str, what: str) -> None:
+        if iri.startswith("_:"):
+            return
+        scheme = iri_scheme(iri)
+        if scheme is None:
+            out.append(finding("jsonld.relative-iri",
+                               f"{what} {iri!r} does not expand to an absolute IRI "
+                               "(is a prefix missing from the context?)", pointer))
+        elif scheme not in allowed_schemes:
+            out.append(finding("jsonld.scheme-not-allowed",
+                               f"{what} {iri!r} has the scheme {scheme!r}, which the profile "
+                               f"does not allow (allowed: {', '.join(sorted(allowed_schemes))}); "
+                               "an undefined prefix reads as a scheme", pointer))
+
+    for here in located:
+        ident = here.node.get("@id")
+        if isinstance(ident, str):
+            check(ident, f"{here.pointer}/@id" if "@id" in here.compact else here.pointer, "@id")
+        for t in here.node.get("@type", []):
+            if isinstance(t, str):
+                check(t, f"{here.pointer}/@type", "@type")
+        for prop, values in here.node.items():
+            if prop.startswith("@"):
+                continue
+            check(prop, here.member_pointer(prop, terms), "the property")
+            for i, value in enumerate(values):
+                if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("@id"), str):
+                    check(value["@id"], here.value_pointer(prop, i, terms), term_for(prop))
+    return out

@@ -1,0 +1,1 @@
+"""Named SPARQL queries of the decision stage."""
