@@ -29,6 +29,7 @@ from ._shapes import Located, ShapeSet, iri_findings, located_nodes
 
 Kind = Literal["envelope", "registration"]
 IOA = "https://example.org/ioa/semantic#"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 _REQUIRED_TYPE = {"envelope": IOA + "SemanticProfile", "registration": IOA + "Capability"}
 
 
@@ -78,11 +79,10 @@ def read_document(
     except ExpansionError as exc:
         found.append(expansion_findings(exc))
         return Baseline(_dedupe(found), document)
+    # A legacy id/type key is already reported as such; it is not also a dropped term.
     legacy = frozenset(f.path for f in found if f.code.endswith(".legacy-key"))
-    legacy_keys = frozenset(
-        f"{path}/{key}" for path in legacy | {""} for key in ("id", "type"))
     found.extend(dropped_findings(document, expansion.dropped, review.terms, policy,
-                                  skip=legacy_keys))
+                                  skip=legacy))
 
     nodes = expansion.nodes
     if len(nodes) != 1 or not isinstance(nodes[0], dict) or {"@graph", "@included", "@reverse"} & set(nodes[0]):
@@ -95,7 +95,14 @@ def read_document(
     located = located_nodes(node, document, review.terms)
     found.extend(iri_findings(located, review.terms, policy.allowed_schemes))
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration
-    for violation in shapes.validate(root_shape, located, review.terms):
+    violations = shapes.validate(root_shape, located, review.terms)
+    # SHACL reports a missing @type twice (minCount and hasValue); people need it once.
+    missing_types = {(v.shape, v.pointer) for v in violations
+                     if v.component == "MinCountConstraintComponent" and v.path == RDF_TYPE}
+    for violation in violations:
+        if violation.component == "HasValueConstraintComponent" and (
+                violation.shape, violation.pointer) in missing_types:
+            continue
         if violation.code.endswith(".unknown-property") and violation.path and (
                 term_for(violation.path) in policy.ignorable_terms
                 or violation.path in policy.ignorable_terms):

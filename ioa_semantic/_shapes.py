@@ -274,7 +274,7 @@ def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterat
                     here.pointer)
         if prop.max_count is not None and len(values) > prop.max_count:
             yield v("MaxCountConstraintComponent", "cardinality", f"{len(values)} values")
-        if prop.has_value is not None and values and not any(
+        if prop.has_value is not None and not any(
                 x.get("@id") == prop.has_value for x in values if isinstance(x, dict)):
             yield v("HasValueConstraintComponent", "rdf-type", f"found {_show(values)}")
         for i, value in enumerate(values):
@@ -287,7 +287,6 @@ def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterat
                 if actual != prop.datatype:
                     yield v("DatatypeConstraintComponent", "type",
                             f"found {_describe_value(value)}", at)
-                    continue
             if prop.pattern is not None:
                 text = _lexical(value)
                 if text is None or not prop.pattern.search(text):
@@ -390,6 +389,10 @@ class ShapeSet:
             pointer = "".join(
                 "/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
             code, message = _schema_error(family, error, pointer)
+            if code.endswith(".legacy-key") and isinstance(error.instance, dict):
+                out.extend(finding(code, message, f"{pointer}/{key}")
+                           for key in ("id", "type") if key in error.instance)
+                continue
             out.append(finding(code, message, pointer))
         return out
 
@@ -412,7 +415,7 @@ def _schema_error(family: str, error: Any, pointer: str) -> tuple[str, str]:
         missing = [m for m in error.validator_value if m not in error.instance]
         return f"{family}.missing", f"{where} has no {', '.join(missing)} member"
     if kind == "legacy-key":
-        keys = [k for k in ("id", "type") if k in error.instance]
+        keys = [k for k in ("id", "type") if isinstance(error.instance, dict) and k in error.instance]
         return (f"{family}.legacy-key",
                 f"{where} uses the legacy {' and '.join(keys)} spelling; the baseline uses "
                 "@id and @type, and no id or type alias exists (6.1, 6.5)")
