@@ -17,8 +17,9 @@ from pathlib import Path
 from . import _resources
 from ._checker import Checker
 from ._codes import finding
-from ._exceptions import ConfigurationError
+from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, Verdict
+from ._loader import read_artifact, read_profile
 from ._intake import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
 from ._reporters import REPORTERS
 from ._version import __version__
@@ -68,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ioa-check",
         description="Judge SemanticProfile envelopes (draft-zhang-dmsc-ioa-semantic-interaction-03) "
                     "against a domain profile: compatible, incompatible, indeterminate or invalid.",
-        epilog="exit status: 0 compatible, 1 incompatible, 2 usage or configuration error, "
+        epilog="also: ioa-check lint FILE... validates profile and artifact files. "
+               "exit status: 0 compatible, 1 incompatible, 2 usage or configuration error, "
                "3 indeterminate, 4 invalid, 70 internal error",
     )
     parser.add_argument("envelopes", nargs="*", metavar="ENVELOPE",
@@ -115,7 +117,41 @@ def _read_envelope(name: str) -> bytes | Decision:
             profile=None, source=name)  # type: ignore[arg-type]
 
 
+def lint(argv: Sequence[str]) -> int:
+    """``ioa-check lint FILE...``: profiles (.ttl) and alignment artifacts (.json) on their own."""
+    parser = _Parser(prog="ioa-check lint",
+                     description="Validate profile (.ttl) and alignment artifact (.json) files.")
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    opts = parser.parse_args(argv)
+    status = ExitStatus.COMPATIBLE
+    for name in opts.files:
+        problems = _lint_problems(Path(name))
+        if problems:
+            status = ExitStatus.INCOMPATIBLE
+            for problem in problems:
+                print(f"{name}: {problem}")
+        else:
+            print(f"{name}: ok")
+    return status
+
+
+def _lint_problems(path: Path) -> list[str]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [f"cannot be read: {exc.strerror}"]
+    if path.suffix == ".ttl":
+        try:
+            read_profile(data, str(path))
+        except ProfileError as exc:
+            return [str(exc).removeprefix(f"{path}: ")]
+        return []
+    return list(read_artifact(data, str(path), 0).problems)
+
+
 def run(argv: Sequence[str]) -> int:
+    if argv and argv[0] == "lint":
+        return lint(argv[1:])
     parser = build_parser()
     opts = parser.parse_args(argv)
     if opts.list:

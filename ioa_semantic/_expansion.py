@@ -313,7 +313,8 @@ def expand(
 
 
 def _describe(exc: jsonld.JsonLdError) -> tuple[str, str]:
-    # pyld wraps loader and context errors; the innermost JSON-LD code is the informative one.
+    # pyld wraps loader and context errors: the outermost JSON-LD code names what failed
+    # (W3C error codes); a refused remote load anywhere in the chain is a retrieval.
     code = exc.code or ""
     message = str(exc.args[0]) if exc.args else exc.type
     cause: BaseException | None = exc

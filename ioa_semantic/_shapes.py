@@ -340,7 +340,8 @@ class ShapeSet:
         self.envelope = self.shapes[IOASH + "EnvelopeShape"]
         self.registration = self.shapes[IOASH + "RegistrationShape"]
         self.schemas = {
-            kind: Draft202012Validator(_resources.read_json("shapes", f"{kind}.schema.json"))
+            kind: Draft202012Validator(_inline_refs(
+                _resources.read_json("shapes", f"{kind}.schema.json")))
             for kind in ("envelope", "registration")
         }
 
@@ -395,6 +396,28 @@ class ShapeSet:
                 continue
             out.append(finding(code, message, pointer))
         return out
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its local ``$ref``s replaced by their targets.
+
+    The compact-form schemas are not recursive; resolving references once here instead of on
+    every validation roughly halves the cost of the JSON Schema step.
+    """
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                return {**walk(defs[ref.removeprefix("#/$defs/")]), **walk(rest)}
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
 
 
 _SCHEMA_CODE = {

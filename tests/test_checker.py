@@ -1,0 +1,136 @@
+"""The library surface: Checker reuse, threads, the decision cache (S5), inputs of every type.
+
+Covers R-7.1-1 (three outcomes plus invalid, no boolean), R-7.1-5 (mayProceed), R-7.1-7
+(compatible is not authorization), R-5.3-4 / R-9-I1 / R-9-I2 (revalidation).
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+import pytest
+
+from ioa_semantic import Checker, ProfileError, RegistrationError, Verdict, check
+from support import CONFORMANCE, dumps, envelope_62
+
+AT = datetime(2026, 6, 1, tzinfo=UTC)
+CASE_121 = CONFORMANCE / "draft-12.1-accepted-mapping"
+needs_shared = pytest.mark.skipif(not CASE_121.exists(), reason="../shared is not present")
+
+
+def test_the_62_envelope_is_compatible_and_says_authorization_is_not_evaluated() -> None:
+    decision = Checker("cs-translation").check(dumps(envelope_62()), at=AT)
+    assert decision.verdict is Verdict.COMPATIBLE
+    assert decision.may_proceed
+    assert decision.as_dict()["authorization"] == "not-evaluated"
+    assert decision.profile.id == "https://example.org/profiles/cs-translation"
+
+
+def test_bytes_str_and_dict_inputs_agree() -> None:
+    checker = Checker("cs-translation")
+    doc = envelope_62()
+    verdicts = {checker.check(x, at=AT).verdict for x in (dumps(doc), json.dumps(doc), doc)}
+    assert verdicts == {Verdict.COMPATIBLE}
+
+
+def test_a_dict_input_cannot_show_duplicate_keys_but_bytes_can() -> None:
+    raw = dumps(envelope_62()).replace(b'"intentRef"', b'"intentRef": "cs:X", "intentRef"', 1)
+    assert Checker("cs-translation").check(raw, at=AT).verdict is Verdict.INVALID
+
+
+def test_not_compatible_never_may_proceed() -> None:
+    doc = envelope_62()
+    doc["ontologyVersion"] = "9.9"
+    decision = Checker("cs-translation").check(dumps(doc), at=AT)
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert not decision.may_proceed
+
+
+def test_checks_from_many_threads_give_the_sequential_answers() -> None:
+    checker = Checker("cs-translation", cache_size=0)
+    docs = []
+    for version in ("1.0", "1.1", "", "1.0"):
+        doc = envelope_62()
+        doc["ontologyVersion"] = version
+        docs.append(dumps(doc))
+    expected = [checker.check(d, at=AT).verdict for d in docs]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(lambda d: checker.check(d, at=AT).verdict, docs * 25))
+    assert got == expected * 25
+
+
+@needs_shared
+def test_cache_is_missed_when_the_instant_passes_a_validity_limit() -> None:
+    """R-9-I2: compatible at t1; the same request after validUntil is not served from cache."""
+    checker = Checker("cs-translation", capabilities=[CASE_121 / "provider.jsonld"],
+                      alignments=[CASE_121 / "align0.json"])
+    envelope = (CASE_121 / "envelope.jsonld").read_bytes()
+    params = {"sourceLang": "zh", "targetLang": "en"}
+    assert checker.check(envelope, params=params, at=AT).verdict is Verdict.COMPATIBLE
+    later = datetime(2027, 1, 1, tzinfo=UTC)
+    assert checker.check(envelope, params=params, at=later).verdict is Verdict.INDETERMINATE
+
+
+@needs_shared
+def test_cache_is_missed_when_a_task_parameter_changes() -> None:
+    checker = Checker("cs-translation", capabilities=[CASE_121 / "provider.jsonld"],
+                      alignments=[CASE_121 / "align0.json"])
+    envelope = (CASE_121 / "envelope.jsonld").read_bytes()
+    ok = checker.check(envelope, params={"sourceLang": "zh", "targetLang": "en"}, at=AT)
+    changed = checker.check(envelope, params={"sourceLang": "zh", "targetLang": "fr"}, at=AT)
+    assert ok.verdict is Verdict.COMPATIBLE
+    assert changed.verdict is Verdict.INDETERMINATE
+
+
+@needs_shared
+def test_a_changed_offered_capability_is_a_new_check(tmp_path) -> None:
+    """S5: the intended service changes, so the prior result is not reused."""
+    envelope = (CASE_121 / "envelope.jsonld").read_bytes()
+    params = {"sourceLang": "zh", "targetLang": "en"}
+    provider = json.loads((CASE_121 / "provider.jsonld").read_text())
+    provider["@id"] = "doc:SummarizeText"
+    (tmp_path / "p.jsonld").write_text(json.dumps(provider))
+    first = Checker("cs-translation", capabilities=[CASE_121 / "provider.jsonld"],
+                    alignments=[CASE_121 / "align0.json"])
+    second = Checker("cs-translation", capabilities=[tmp_path / "p.jsonld"],
+                     alignments=[CASE_121 / "align0.json"])
+    assert first.check(envelope, params=params, at=AT).verdict is Verdict.COMPATIBLE
+    assert second.check(envelope, params=params, at=AT).verdict is Verdict.INDETERMINATE
+    assert first.check(envelope, params=params, at=AT).dependencies["capabilities"] != \
+        second.check(envelope, params=params, at=AT).dependencies["capabilities"]
+
+
+def test_unknown_profile_names_the_installed_ones() -> None:
+    with pytest.raises(ProfileError, match="cs-translation"):
+        Checker("no-such-profile")
+
+
+def test_broken_profile_file_is_a_profile_error(tmp_path) -> None:
+    path = tmp_path / "broken.ttl"
+    path.write_text("@prefix iop: <https://ioa-semantic.org/ns/profile#> .\n<a> iop:x ")
+    with pytest.raises(ProfileError, match="broken.ttl"):
+        Checker(str(path))
+
+
+def test_malformed_capability_is_a_configuration_error(tmp_path) -> None:
+    path = tmp_path / "cap.jsonld"
+    path.write_text('{"@context": {}, "@type": "Capability"}')
+    with pytest.raises(RegistrationError, match="cap.jsonld"):
+        Checker("cs-translation", capabilities=[path])
+
+
+def test_one_off_check_function() -> None:
+    assert check(dumps(envelope_62()), at=AT).verdict is Verdict.COMPATIBLE
+
+
+def test_reasons_are_ordered_stably() -> None:
+    doc = envelope_62()
+    doc["ontologyVersion"] = 1
+    doc["capabilityRefs"] = []
+    del doc["intentRef"]
+    checker = Checker("cs-translation", cache_size=0)
+    runs = {tuple((f.code, f.path) for f in checker.check(dumps(doc), at=AT).findings)
+            for _ in range(5)}
+    assert len(runs) == 1

@@ -1,0 +1,145 @@
+"""The installed ``ioa-check`` as a subprocess, run from a folder outside the repository.
+
+Covers the contract's command line: formats, several envelopes, standard input, exit
+statuses, usage errors (exit 2 with nothing on stdout), --version and --list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from ioa_semantic import _resources
+from support import AT, CONFORMANCE, IOA_CHECK, dumps, envelope_62
+
+OUTPUT_SCHEMA = jsonschema.Draft202012Validator(
+    json.loads((_resources.folder("queries") / ".." / "output.schema.json").read_text()))
+
+
+def run(args: list[str], cwd: Path, stdin: bytes | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([IOA_CHECK, *args], cwd=cwd, input=stdin, capture_output=True,
+                          timeout=60, env=env)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "ok.jsonld").write_bytes(dumps(envelope_62()))
+    bad = envelope_62()
+    del bad["intentRef"]
+    (tmp_path / "bad.jsonld").write_bytes(dumps(bad))
+    law = envelope_62()
+    law["profileContext"]["termBindings"][0]["sense"] = "https://example.org/onto/law#MasterOfLaws"
+    (tmp_path / "law.jsonld").write_bytes(dumps(law))
+    return tmp_path
+
+
+def lines(proc: subprocess.CompletedProcess[bytes]) -> list[dict]:
+    out = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
+    for item in out:
+        OUTPUT_SCHEMA.validate(item)
+    return out
+
+
+def test_json_lines_one_per_envelope_and_the_highest_status(folder: Path) -> None:
+    proc = run(["ok.jsonld", "law.jsonld", "bad.jsonld", "--profile", "cs-translation",
+                "--at", AT, "--format", "json"], folder)
+    results = lines(proc)
+    assert [r["verdict"] for r in results] == ["compatible", "incompatible", "invalid"]
+    assert [r["source"] for r in results] == ["ok.jsonld", "law.jsonld", "bad.jsonld"]
+    assert proc.returncode == 4
+
+
+def test_standard_input(folder: Path) -> None:
+    proc = run(["-", "--profile", "cs-translation", "--at", AT, "--format", "json"], folder,
+               stdin=dumps(envelope_62()))
+    (result,) = lines(proc)
+    assert result["source"] == "-" and result["verdict"] == "compatible"
+    assert proc.returncode == 0
+
+
+def test_an_unreadable_envelope_is_a_result_and_the_others_are_checked(folder: Path) -> None:
+    proc = run(["missing.jsonld", "ok.jsonld", "--profile", "cs-translation", "--at", AT,
+                "--format", "json"], folder)
+    missing, ok = lines(proc)
+    assert missing["verdict"] == "invalid" and missing["reasons"][0]["code"] == "json.unreadable"
+    assert ok["verdict"] == "compatible"
+    assert proc.returncode == 4
+
+
+def test_text_output_has_verdict_first_and_no_colour_off_a_terminal(folder: Path) -> None:
+    proc = run(["law.jsonld", "--profile", "cs-translation", "--at", AT], folder)
+    text = proc.stdout.decode()
+    assert text.startswith("INCOMPATIBLE law.jsonld")
+    assert "domain.binding-not-permitted" in text and "section 5.4" in text
+    assert "\x1b[" not in text
+    assert proc.returncode == 1
+
+
+def test_no_color_is_honoured_even_when_colour_is_forced(folder: Path) -> None:
+    env = {**os.environ, "FORCE_COLOR": "1", "NO_COLOR": "1"}
+    proc = run(["law.jsonld", "--profile", "cs-translation", "--at", AT], folder, env=env)
+    assert "\x1b[3" not in proc.stdout.decode()
+
+
+@pytest.mark.parametrize("args", [
+    ["ok.jsonld", "--profile", "no-such-profile"],
+    ["ok.jsonld"],
+    ["ok.jsonld", "--profile", "cs-translation", "--capability", "nope.jsonld"],
+    ["ok.jsonld", "--profile", "cs-translation", "--param", "a=1", "--param", "a=2"],
+    ["ok.jsonld", "--profile", "cs-translation", "--at", "2026-06-01T00:00:00"],
+    ["ok.jsonld", "--profile", "cs-translation", "--format", "yaml"],
+    ["ok.jsonld", "--profile", "cs-translation", "--alignment", "no-such-artifact"],
+])
+def test_usage_errors_exit_2_with_nothing_on_stdout(folder: Path, args: list[str]) -> None:
+    proc = run(args, folder)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == b""
+    assert proc.stderr.strip()
+    assert b"Traceback" not in proc.stderr
+
+
+def test_unknown_profile_message_names_the_installed_ones(folder: Path) -> None:
+    proc = run(["ok.jsonld", "--profile", "nope"], folder)
+    assert b"cs-translation" in proc.stderr
+
+
+def test_broken_profile_file_is_exit_2_naming_the_file(folder: Path) -> None:
+    (folder / "p.ttl").write_text("this is not turtle")
+    proc = run(["ok.jsonld", "--profile", "p.ttl"], folder)
+    assert proc.returncode == 2 and b"p.ttl" in proc.stderr and proc.stdout == b""
+
+
+def test_version_and_list(folder: Path) -> None:
+    assert run(["--version"], folder).stdout.startswith(b"ioa-check ")
+    listing = run(["--list"], folder).stdout.decode()
+    assert "cs-translation" in listing and "cs-doc-v1" in listing
+
+
+def test_shipped_alignment_by_name(folder: Path) -> None:
+    case = CONFORMANCE / "draft-12.1-accepted-mapping"
+    if not case.exists():
+        pytest.skip("../shared is not present")
+    proc = run([str(case / "envelope.jsonld"), "--profile", "cs-translation", "--capability",
+                str(case / "provider.jsonld"), "--alignment", "cs-doc-v1", "--param",
+                "sourceLang=zh", "--param", "targetLang=en", "--at", AT, "--format", "json"],
+               folder)
+    (result,) = lines(proc)
+    assert result["verdict"] == "compatible"
+    assert result["evidence"][0]["artifactId"] == "https://example.org/align/cs-doc-v1"
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in CONFORMANCE.glob("*")) or ["none"])
+def test_public_conformance_outputs_match_the_published_schema(tmp_path: Path, case: str) -> None:
+    folder = CONFORMANCE / case
+    if not folder.exists():
+        pytest.skip("../shared is not present")
+    spec = json.loads((folder / "case.json").read_text())
+    proc = run([spec["envelope"], *spec["args"], "--format", "json"], folder)
+    (result,) = lines(proc)
+    assert result["verdict"] == spec["expect"]["verdict"]
