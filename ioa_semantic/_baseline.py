@@ -21,6 +21,7 @@ from ._expansion import (
     expand,
     expansion_findings,
     review_contexts,
+    structure_findings,
     term_for,
 )
 from ._findings import Finding, Severity, Verdict
@@ -54,7 +55,7 @@ def read_document(
     shapes: ShapeSet,
     policy: ContextPolicy,
     permitted_types: frozenset[str] = frozenset(),
-    limits: Limits = Limits(),
+    limits: Limits | None = None,
 ) -> Baseline:
     """Run the baseline stages on one envelope or registration."""
     if isinstance(data, dict):
@@ -68,6 +69,7 @@ def read_document(
         return Baseline((finding("json.not-object", "the document is not one JSON object"),))
 
     found: list[Finding] = list(shapes.schema_findings(kind, document))
+    found.extend(structure_findings(document))
     review = review_contexts(document, policy)
     found.extend(review.findings)
     if "@context" not in document or not review.expandable or any(
@@ -85,7 +87,10 @@ def read_document(
                                   skip=legacy))
 
     nodes = expansion.nodes
-    if len(nodes) != 1 or not isinstance(nodes[0], dict) or {"@graph", "@included", "@reverse"} & set(nodes[0]):
+    if any(f.code == "jsonld.node-structure" for f in found):
+        return Baseline(_dedupe(found), document)
+    if len(nodes) != 1 or not isinstance(nodes[0], dict) or (
+            {"@graph", "@included", "@reverse"} & set(nodes[0])):
         found.append(finding(
             "jsonld.node-structure",
             f"the document must be exactly one top-level node; expansion gives {len(nodes)}, "

@@ -68,11 +68,11 @@ class Checker:
         *,
         capabilities: Iterable[str | Path | bytes] = (),
         alignments: Iterable[str | Path | bytes] = (),
-        limits: Limits = Limits(),
+        limits: Limits | None = None,
         cache_size: int = 1024,
     ) -> None:
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
-        self.limits = limits
+        self.limits = limits or Limits()
         self.policy = ContextPolicy(
             allow_vocab=self.profile.allow_vocab,
             allow_base=self.profile.allow_base,

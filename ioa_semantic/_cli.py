@@ -19,8 +19,8 @@ from ._checker import Checker
 from ._codes import finding
 from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, Verdict
-from ._loader import read_artifact, read_profile
 from ._intake import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
+from ._loader import read_artifact, read_profile
 from ._reporters import REPORTERS
 from ._version import __version__
 

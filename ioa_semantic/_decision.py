@@ -222,10 +222,10 @@ def _binding_senses(dataset: Dataset, profile: Profile) -> Iterator[Finding]:
                           f"the sense {sense} bound to {term!r} has no declared domain, so the "
                           "profile's domain restriction cannot be evaluated", sense)
         elif not any(r["permitted"] for r in rows) and not profile.cross_domain_bindings:
+            permitted = profile.permitted_domains | profile.permitted_binding_domains
             yield finding("domain.binding-not-permitted",
                           f"{term!r} is bound to {sense}, which lies in {', '.join(domains)}; the "
-                          "profile permits senses only in "
-                          f"{', '.join(sorted(profile.permitted_domains | profile.permitted_binding_domains)) or 'no domain'}",
+                          f"profile permits senses only in {', '.join(sorted(permitted)) or 'no domain'}",
                           sense)
 
 
@@ -414,7 +414,8 @@ def _mapped(capability: str, rows: list[Mapping[str, Any]],
                 _exclude(out, artifact, "alignment.inapplicable", why)
 
     if len(applicable) > 1 and profile.preferred_issuers:
-        ranks = {key: profile.preferred_issuers.get(a.asserted_by) for key, (a, _, _) in applicable.items()}
+        ranks = {key: profile.preferred_issuers.get(a.asserted_by)
+                 for key, (a, _, _) in applicable.items()}
         ranked = [r for r in ranks.values() if r is not None]
         best = {key for key, r in ranks.items() if ranked and r == min(ranked)}
         if len(best) == 1:

@@ -159,7 +159,8 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy) -> ContextR
     """Hold every ``@context`` in ``document`` to the baseline and the policy (rule 2, 12)."""
     baseline = _baseline()
     findings: list[Finding] = []
-    terms = SenderTerms({k: d.iri for k, d in baseline.definitions.items()})
+    # Only what the sender defines: a baseline term it uses without defining is dropped.
+    terms = SenderTerms()
     expandable = True
     objects: list[tuple[str, dict[str, Any]]] = []
 
@@ -336,6 +337,36 @@ def expansion_findings(exc: ExpansionError) -> Finding:
     if exc.code in ("loading remote context failed", "loading document failed"):
         return finding("retrieval.prohibited", str(exc), "/@context")
     return finding("jsonld.expansion-error", f"JSON-LD expansion failed ({exc.code}): {exc}", "")
+
+
+# Keywords an envelope or registration never needs in a node object: they add nodes or
+# graphs beside the one being judged, which the shapes would not see.
+_STRUCTURE_KEYWORDS = frozenset({"@graph", "@included", "@reverse", "@nest", "@index"})
+_KEYWORD_LIKE = re.compile(r"^@[A-Za-z]+$")
+
+
+def structure_findings(document: Any) -> list[Finding]:
+    """Keys that expansion would turn into other nodes, or ignore as reserved keyword forms."""
+    out = []
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+                if key in _STRUCTURE_KEYWORDS:
+                    out.append(finding("jsonld.node-structure",
+                                       f"{key} is not used in envelopes or registrations: it adds "
+                                       "nodes or graphs beside the one being judged", at))
+                elif key.startswith("@") and key not in _KEYWORDS and _KEYWORD_LIKE.match(key):
+                    out.append(finding("jsonld.dropped-term",
+                                       f"{key!r} has the form of a keyword and would be ignored "
+                                       "silently by expansion", at))
+                elif key not in ("@context", "@value", "@json"):
+                    stack.append((at, item))
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
+    return sorted(out, key=lambda f: f.path)
 
 
 def dropped_findings(

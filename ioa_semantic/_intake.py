@@ -101,20 +101,18 @@ def _locate(
     return sorted(found)
 
 
-def parse(data: bytes | str, limits: Limits = Limits()) -> Intake:
+def parse(data: bytes | str, limits: Limits | None = None) -> Intake:
     """Parse one JSON document under ``limits``; every problem is a finding, none raises."""
-    if isinstance(data, str):
-        size = len(data.encode("utf-8", "surrogatepass"))
-        text = data
-    else:
-        size = len(data)
-        text = None
+    limits = limits or Limits()
+    size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > limits.max_bytes:
         return _fail("json.too-large",
                      f"the document has {size} bytes, over the limit of {limits.max_bytes}")
-    if text is None:
+    if isinstance(data, str):
+        text = data
+    else:
         try:
-            text = bytes(data).decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             return _fail("json.encoding", f"the document is not UTF-8 (byte {exc.start})")
     if text.startswith("\ufeff"):

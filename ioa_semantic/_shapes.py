@@ -352,9 +352,9 @@ class ShapeSet:
         for shape in self.shapes.values():
             if shape.family != family:
                 continue
-            if (shape.target_classes & types) or any(p in here.node for p in shape.target_subjects_of):
-                found.append(shape)
-            elif any(prop in shape.target_objects_of for prop, _ in parents):
+            if (shape.target_classes & types
+                    or any(p in here.node for p in shape.target_subjects_of)
+                    or any(prop in shape.target_objects_of for prop, _ in parents)):
                 found.append(shape)
         return found
 
@@ -385,7 +385,7 @@ class ShapeSet:
     def schema_findings(self, kind: str, document: dict[str, Any]) -> list[Finding]:
         validator = self.schemas[kind]
         family = validator.schema["x-family"]
-        out = []
+        out: list[Finding] = []
         for error in validator.iter_errors(document):
             pointer = "".join(
                 "/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
@@ -417,7 +417,8 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(v) for v in node]
         return node
 
-    return walk(schema)
+    inlined: dict[str, Any] = walk(schema)
+    return inlined
 
 
 _SCHEMA_CODE = {

@@ -114,6 +114,7 @@ class Dataset:
     def select(self, name: str) -> list[dict[str, Any]]:
         """Run a named query; each row maps variable names to plain Python values."""
         solutions = self.store.query(_resources.query(name))
+        assert isinstance(solutions, pyoxigraph.QuerySolutions), name
         variables = [v.value for v in solutions.variables]
         rows = []
         for solution in solutions:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ioa_semantic import Checker, ProfileError, RegistrationError, Verdict, check
+
 from support import CONFORMANCE, dumps, envelope_62
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
@@ -103,21 +104,21 @@ def test_a_changed_offered_capability_is_a_new_check(tmp_path) -> None:
 
 
 def test_unknown_profile_names_the_installed_ones() -> None:
-    with pytest.raises(ProfileError, match="cs-translation"):
+    with pytest.raises(ProfileError, match=r"cs-translation"):
         Checker("no-such-profile")
 
 
 def test_broken_profile_file_is_a_profile_error(tmp_path) -> None:
     path = tmp_path / "broken.ttl"
     path.write_text("@prefix iop: <https://ioa-semantic.org/ns/profile#> .\n<a> iop:x ")
-    with pytest.raises(ProfileError, match="broken.ttl"):
+    with pytest.raises(ProfileError, match=r"broken\.ttl"):
         Checker(str(path))
 
 
 def test_malformed_capability_is_a_configuration_error(tmp_path) -> None:
     path = tmp_path / "cap.jsonld"
     path.write_text('{"@context": {}, "@type": "Capability"}')
-    with pytest.raises(RegistrationError, match="cap.jsonld"):
+    with pytest.raises(RegistrationError, match=r"cap\.jsonld"):
         Checker("cs-translation", capabilities=[path])
 
 

@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 
 from ioa_semantic import _resources
+
 from support import AT, CONFORMANCE, IOA_CHECK, dumps, envelope_62
 
 OUTPUT_SCHEMA = jsonschema.Draft202012Validator(

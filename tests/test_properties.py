@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ioa_semantic import Checker, Verdict
+
 from support import envelope_62
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
@@ -41,8 +42,8 @@ def _mutate(doc: dict[str, Any], op: str, field: str, value: Any) -> tuple[Any, 
             field in ("capabilityRefs", "@type") and isinstance(value, str))
     if op == "duplicate":
         # Two values of a single-valued field: a JSON array of the value twice, distinct
-        if field in ("ontologyId", "intentRef"):
-            doc[field] = [doc[field], doc[field] + "2"] if isinstance(doc.get(field), str) else doc.get(field)
+        if field in ("ontologyId", "intentRef") and isinstance(doc.get(field), str):
+            doc[field] = [doc[field], doc[field] + "2"]
             return doc, True
         return doc, False
     if op == "reprefix":

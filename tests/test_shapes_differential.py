@@ -22,6 +22,7 @@ from pyld import jsonld  # noqa: E402
 from ioa_semantic import _resources  # noqa: E402
 from ioa_semantic._expansion import ContextPolicy, expand, review_contexts  # noqa: E402
 from ioa_semantic._shapes import ShapeSet, located_nodes  # noqa: E402
+
 from support import envelope_62, registration_63  # noqa: E402
 
 SH = "http://www.w3.org/ns/shacl#"
@@ -140,7 +141,8 @@ def test_registration_shapes_agree_with_pyshacl(name: str) -> None:
     theirs = _pyshacl(doc, "registration")
     if name == "wrong-type":
         # pyshacl targets the node only through ioa:inputs/outputs; so does the checker's root.
-        assert ("HasValueConstraintComponent", "http://www.w3.org/1999/02/22-rdf-syntax-ns#type") in ours
+        rdf_type = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+        assert ("HasValueConstraintComponent", rdf_type) in ours
     assert ours == theirs
     assert (name == "as-is") == (not ours)
 
