@@ -8,12 +8,14 @@ compatibility engine.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._codes import finding
 from ._expansion import (
+    NO_BASE,
     ContextPolicy,
     ExpansionError,
     SenderTerms,
@@ -31,6 +33,7 @@ from ._shapes import Located, ShapeSet, iri_findings, located_nodes
 Kind = Literal["envelope", "registration"]
 IOA = "https://example.org/ioa/semantic#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+_NESTED_TYPES = frozenset({IOA + "Context", IOA + "TermBinding"})
 _REQUIRED_TYPE = {"envelope": IOA + "SemanticProfile", "registration": IOA + "Capability"}
 
 
@@ -59,12 +62,17 @@ def read_document(
 ) -> Baseline:
     """Run the baseline stages on one envelope or registration."""
     if isinstance(data, dict):
-        document: Any = data
-    else:
-        intake = parse(data, limits)
-        if not intake.ok:
-            return Baseline(intake.findings)
-        document = intake.document
+        # An already parsed document still passes the limits; its duplicate keys are gone.
+        try:
+            data = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        except RecursionError:
+            return Baseline((finding("json.too-deep", "the object nests too deeply"),))
+        except (ValueError, TypeError) as exc:
+            return Baseline((finding("json.syntax", f"the object is not JSON data: {exc}"),))
+    intake = parse(data, limits)
+    if not intake.ok:
+        return Baseline(intake.findings)
+    document: Any = intake.document
     if not isinstance(document, dict):
         return Baseline((finding("json.not-object", "the document is not one JSON object"),))
 
@@ -77,7 +85,9 @@ def read_document(
         return Baseline(_dedupe(found), document)
 
     try:
-        expansion = expand(document)
+        # pyld ignores a context's @base when there is no document base; an allowed @base
+        # gets a reserved base that nothing can mean, and what resolves against it is relative.
+        expansion = expand(document, base=NO_BASE if policy.allow_base else None)
     except ExpansionError as exc:
         found.append(expansion_findings(exc))
         return Baseline(_dedupe(found), document)
@@ -118,21 +128,29 @@ def read_document(
             continue
         found.append(finding(violation.code, violation.message, violation.pointer,
                              section=violation.section))
-    found.extend(_extra_types(node, located[0], kind, permitted_types))
+    found.extend(_extra_types(located, kind, permitted_types))
     if kind == "envelope":
         found.extend(_ambiguous_bindings(located, review.terms))
     return Baseline(_dedupe(found), document, node, tuple(located))
 
 
-def _extra_types(node: dict[str, Any], root: Located, kind: Kind,
+def _extra_types(located: list[Located], kind: Kind,
                  permitted: frozenset[str]) -> list[Finding]:
-    required = _REQUIRED_TYPE[kind]
-    extra = [t for t in node.get("@type", []) if t != required and t not in permitted]
-    if not extra or required not in node.get("@type", []):
-        return []
-    return [finding(f"{kind}.type-not-permitted",
-                    f"@type holds {', '.join(extra)}, which the profile does not permit "
-                    "beside the baseline class", "/@type" if "@type" in root.compact else "")]
+    """Classes beside each node's baseline class, unless the profile permits them (rule 2)."""
+    out = []
+    for index, here in enumerate(located):
+        types = here.node.get("@type", [])
+        required = _REQUIRED_TYPE[kind] if index == 0 else next(
+            (t for t in types if t in _NESTED_TYPES), None)
+        if required is None or required not in types:
+            continue  # the shapes report the missing class
+        extra = [t for t in types if t != required and t not in permitted]
+        if extra:
+            out.append(finding(
+                f"{kind}.type-not-permitted",
+                f"@type holds {', '.join(extra)}, which the profile does not permit beside "
+                f"{required}", f"{here.pointer}/@type" if "@type" in here.compact else here.pointer))
+    return out
 
 
 def _ambiguous_bindings(located: list[Located], terms: SenderTerms) -> list[Finding]:

@@ -96,8 +96,6 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("registration.legacy-key", INVALID, "6.5", "the legacy id/type spelling in place of @id/@type"),
     ("registration.language-tag", INVALID, "5.2", "a language value that is not a language tag"),
     ("registration.media-type", INVALID, "6.3", "a media type that is not type/subtype"),
-    ("registration.no-ontology", INVALID, "6.3",
-     "no ontology named and the profile does not accept exactly one"),
     # profile.: ontology and version acceptance
     ("profile.ontology-not-accepted", INDETERMINATE, "5.3", "the profile does not accept the ontology"),
     ("profile.version-not-accepted", INDETERMINATE, "5.3",
@@ -127,7 +125,6 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "the provider's declared outputs exclude the task's output media type"),
     ("capability.language-conflict", INCOMPATIBLE, "7.1",
      "the provider's declared languages exclude the task's language"),
-    ("capability.provided", None, "7.1", "a requested capability is provided"),
     # alignment.: artifacts and mappings
     ("alignment.no-accepted-mapping", INDETERMINATE, "7.3",
      "no accepted mapping provides a requested capability"),
@@ -145,7 +142,6 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "an artifact excluded: its digest differs from the profile's pin"),
     ("alignment.not-referenced", None, "7.2",
      "an artifact excluded: the envelope's alignmentRef names another artifact"),
-    ("alignment.candidate", None, "7.4", "a candidate mapping, descriptive only"),
     ("alignment.local-selection", None, "7.3",
      "the profile's selection rule chose one mapping; the peer's agreement is not established"),
     # retrieval.: remote resources
@@ -155,11 +151,45 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "a task parameter the profile requires is not supplied"),
     ("constraint.parameter-conflict", INCOMPATIBLE, "5.4",
      "a task parameter conflicts with the profile's constraint"),
-    ("constraint.ambiguous-parameter", INDETERMINATE, "5.4",
-     "a task parameter has several values where one is required"),
 )
 
 CODES: dict[str, Code] = {row[0]: Code(*row) for row in _TABLE}
+
+# What the person reading a reason can do about it, by code family and, where it says more,
+# by code. Shown by the text reporter; never part of the decision.
+FIXES: dict[str, str] = {
+    "json": "send one UTF-8 JSON object without repeated member names, within the limits",
+    "jsonld": "use the baseline 6.1 context: define only the terms you use, exactly as it does, "
+              "and write every reference as an absolute IRI or a compact IRI with a defined prefix",
+    "envelope": "correct the envelope field as draft 6.2 requires",
+    "registration": "correct the registration as draft 6.3 requires",
+    "profile": "send the envelope in an ontology version the receiver's profile accepts, or "
+               "negotiate a profile that declares the relationship",
+    "domain": "bind the term to a sense in a domain the profile permits, or negotiate a profile "
+              "that permits the domain",
+    "intent": "declare every capability the intent requires, or use an intent the profile knows",
+    "capability": "use a capability the profile knows, or send a task the provider's declared "
+                  "constraints admit",
+    "alignment": "offer an accepted alignment artifact (trusted issuer, valid at the instant, "
+                 "covering the exact versions and the task's parameters), or negotiate one mapping",
+    "retrieval": "inline the context (the 6.1 baseline) or allow the origin explicitly",
+    "constraint": "supply the task parameter (--param or the envelope's profileContext) with a "
+                  "value the profile allows",
+    "json.too-large": "send a smaller document, or raise the limit (--max-bytes) if you trust it",
+    "json.too-deep": "flatten the document, or raise the limit (--max-depth) if you trust it",
+    "jsonld.dropped-term": "define the member in the context, remove it, or have the profile "
+                           "list it as an ignorable descriptive term",
+    "jsonld.relative-iri": "write the reference as an absolute IRI, or define its prefix",
+    "envelope.legacy-key": "write @id and @type; id and type have no meaning in this revision",
+    "alignment.condition-unevaluable": "supply the task parameter the mapping's condition names "
+                                       "(for example --param sourceLang=zh)",
+    "alignment.ambiguous": "negotiate one mapping, reference it with alignmentRef, or give the "
+                           "profile a selection rule",
+}
+
+
+def fix_for(code: str) -> str:
+    return FIXES.get(code) or FIXES.get(code.partition(".")[0], "")
 
 
 def finding(

@@ -52,29 +52,32 @@ def same_value(parameter: str, a: str, b: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """Task parameters by name; several values for one name cannot satisfy a condition."""
+    """Task parameters by name, each with where it came from.
 
-    parameters: Mapping[str, tuple[str, ...]]
+    Every parameter has one value: the shapes allow one language, domain and (for use as a
+    parameter) media type on a profileContext, and ``--param`` names a key once.
+    """
+
+    parameters: Mapping[str, str]
     origin: Mapping[str, str] = field(default_factory=dict)
 
     def for_capability(self, declared: Mapping[str, tuple[str, ...]]) -> Task:
-        """Add the media types the vocabulary declares for one requested capability."""
+        """Add the media type the vocabulary declares for one requested capability, if single."""
         merged = dict(self.parameters)
         origin = dict(self.origin)
         for name, values in declared.items():
             if name not in merged and len(values) == 1:
-                merged[name] = values
+                merged[name] = values[0]
                 origin[name] = "profile vocabulary"
         return Task(merged, origin)
 
     def single(self, name: str) -> str | None:
-        values = self.parameters.get(name, ())
-        return values[0] if len(values) == 1 else None
+        return self.parameters.get(name)
 
 
 def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
     """The contract's table: --param first, then the envelope's profileContext."""
-    params: dict[str, tuple[str, ...]] = {}
+    params: dict[str, str] = {}
     origin: dict[str, str] = {}
     contexts = node.get(IOA + "profileContext", [])
     context = contexts[0] if contexts and isinstance(contexts[0], dict) else {}
@@ -83,16 +86,13 @@ def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
         return tuple(sorted({str(v.get("@value", v.get("@id"))) for v in context.get(IOA + prop, [])}))
 
     for name, prop in (("sourceLang", "sourceLang"), ("targetLang", "targetLang"),
-                       ("domain", "domain")):
-        found = values(prop)
-        if found:
-            params[name], origin[name] = found, "envelope"
-    for name, prop in (("inputMediaType", "inputs"), ("outputMediaType", "outputs")):
+                       ("domain", "domain"), ("inputMediaType", "inputs"),
+                       ("outputMediaType", "outputs")):
         found = values(prop)
         if len(found) == 1:
-            params[name], origin[name] = found, "envelope"
+            params[name], origin[name] = found[0], "envelope"
     for name, value in overrides.items():
-        params[name], origin[name] = (value,), "--param"
+        params[name], origin[name] = value, "--param"
     return Task(params, origin)
 
 
@@ -264,14 +264,10 @@ def _parameters(profile: Profile, task: Task) -> Iterator[Finding]:
                           f"the profile requires the task parameter {name!r}, which neither "
                           "--param nor the envelope supplies", "/profileContext")
     for name, allowed in sorted(profile.parameter_values.items()):
-        values = task.parameters.get(name, ())
-        if len(values) > 1:
-            yield finding("constraint.ambiguous-parameter",
-                          f"the task parameter {name!r} has several values {list(values)}",
-                          "/profileContext")
-        elif values and not any(same_value(name, values[0], a) for a in allowed):
+        value = task.single(name)
+        if value is not None and not any(same_value(name, value, a) for a in allowed):
             yield finding("constraint.parameter-conflict",
-                          f"the task parameter {name}={values[0]!r} is not among the values the "
+                          f"the task parameter {name}={value!r} is not among the values the "
                           f"profile allows ({', '.join(sorted(allowed))})", "/profileContext")
 
 
@@ -364,13 +360,11 @@ def _evaluate_conditions(conditions: list[tuple[str, str]], profile: Profile,
     for name, required in sorted(conditions):
         if name not in profile.known_parameters:
             return "unevaluable", f"the condition {name!r} has no defined evaluation"
-        values = task.parameters.get(name, ())
-        if not values:
+        value = task.single(name)
+        if value is None:
             return "unevaluable", f"the task supplies no {name!r} for the condition {name}={required!r}"
-        if len(values) > 1:
-            return "unevaluable", f"the task has several values of {name!r}"
-        if not same_value(name, values[0], required):
-            return "false", f"the condition {name}={required!r} does not hold ({name}={values[0]!r})"
+        if not same_value(name, value, required):
+            return "false", f"the condition {name}={required!r} does not hold ({name}={value!r})"
     return "satisfied", ""
 
 

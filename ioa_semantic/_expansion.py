@@ -26,6 +26,8 @@ _KEYWORDS = frozenset({
     "@index", "@json", "@language", "@list", "@nest", "@none", "@prefix", "@propagate",
     "@protected", "@reverse", "@set", "@type", "@value", "@version", "@vocab",
 })
+# A document base no reference can legitimately resolve against (RFC 6761 .invalid).
+NO_BASE = "https://no-document-base.invalid/"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 # Keys a term definition may carry without leaving what the baseline itself uses.
 _SIMPLE_DEFINITION_KEYS = frozenset({"@id", "@type", "@container", "@protected", "@language"})
@@ -411,6 +413,8 @@ def dropped_findings(
 
 def iri_scheme(iri: str) -> str | None:
     """The scheme of an absolute IRI (lower case), or None for a relative reference."""
+    if iri.startswith(NO_BASE):
+        return None
     match = _SCHEME.match(iri)
     return match.group(1).lower() if match else None
 

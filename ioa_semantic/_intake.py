@@ -21,6 +21,7 @@ DEFAULT_MAX_BYTES = 1 << 20
 DEFAULT_MAX_DEPTH = 64
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEPTH_STEP = str.maketrans({"[": "+", "{": "+", "]": "-", "}": "-"})
 
@@ -72,6 +73,15 @@ class _DuplicateKeys:
         return obj
 
 
+def _has_lone_surrogate(document: Any) -> bool:
+    # Only reached when the text escapes a surrogate, so the common case pays nothing.
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _reject_constant(name: str) -> Any:
     raise _NonFinite(name)
 
@@ -110,6 +120,11 @@ def parse(data: bytes | str, limits: Limits | None = None) -> Intake:
                      f"the document has {size} bytes, over the limit of {limits.max_bytes}")
     if isinstance(data, str):
         text = data
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _fail("json.encoding", "the text holds a lone UTF-16 surrogate, "
+                         "which is not Unicode text")
     else:
         try:
             text = data.decode("utf-8")
@@ -133,6 +148,9 @@ def parse(data: bytes | str, limits: Limits | None = None) -> Intake:
                      f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
     except ValueError as exc:
         return _fail("json.syntax", f"not JSON: {exc}")
+    if _ESCAPED_SURROGATE.search(text) and _has_lone_surrogate(document):
+        return _fail("json.encoding",
+                     "the document escapes a lone UTF-16 surrogate, which is not Unicode text")
     if duplicates.seen:
         return Intake(None, tuple(
             finding("json.duplicate-key",

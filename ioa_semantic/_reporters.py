@@ -13,6 +13,7 @@ from typing import IO
 from rich.console import Console
 from rich.markup import escape
 
+from ._codes import fix_for
 from ._findings import Decision, Severity, Verdict
 
 _STYLE = {
@@ -51,6 +52,8 @@ def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
             console.print(f"  {mark} {escape(reason.code)} [dim](section {reason.section}, at "
                           f"{escape(where)})[/]")
             console.print(f"      {escape(reason.message)}")
+            if reason.severity is Severity.ERROR and fix_for(reason.code):
+                console.print(f"      [dim]fix: {escape(fix_for(reason.code))}[/]")
         for item in decision.evidence:
             via = f" via artifact {item['artifactId']} revision {item['revision']}" if (
                 item.get("artifactId")) else f" ({item['via']})"

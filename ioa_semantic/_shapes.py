@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 
 from . import _resources
 from ._codes import finding
-from ._expansion import SenderTerms, iri_scheme, term_for
+from ._expansion import NO_BASE, SenderTerms, iri_scheme, term_for
 from ._findings import Finding
 
 SH = "http://www.w3.org/ns/shacl#"
@@ -475,7 +475,7 @@ def iri_findings(located: list[Located], terms: SenderTerms,
         scheme = iri_scheme(iri)
         if scheme is None:
             out.append(finding("jsonld.relative-iri",
-                               f"{what} {iri!r} does not expand to an absolute IRI "
+                               f"{what} {iri.removeprefix(NO_BASE)!r} does not expand to an absolute IRI "
                                "(is a prefix missing from the context?)", pointer))
         elif scheme not in allowed_schemes:
             out.append(finding("jsonld.scheme-not-allowed",
