@@ -144,3 +144,28 @@ def test_public_conformance_outputs_match_the_published_schema(tmp_path: Path, c
     proc = run([spec["envelope"], *spec["args"], "--format", "json"], folder)
     (result,) = lines(proc)
     assert result["verdict"] == spec["expect"]["verdict"]
+
+
+def test_lint_lists_every_problem_with_its_place(folder: Path) -> None:
+    (folder / "art.json").write_text(json.dumps({
+        "artifactId": "https://a.example/x", "revision": "", "direction": "sideways",
+        "mappingRules": [{"from": "x", "to": "https://b.example/y", "conditions": {"k": 1}}]}))
+    (folder / "p.ttl").write_text("@prefix iop: <https://ioa-semantic.org/ns/profile#> .\n"
+                                  "<https://p.example/> a iop:Profile .\n")
+    proc = run(["lint", "art.json", "p.ttl"], folder)
+    out = proc.stdout.decode()
+    assert proc.returncode == 1
+    for place in ("/direction", "/revision", "/mappingRules/0/from",
+                  "/mappingRules/0/conditions/k", "'assertedBy' is a required property"):
+        assert place in out, place
+    assert "p.ttl: the profile must have exactly one revision" in out
+
+
+def test_lint_accepts_the_shipped_files(folder: Path) -> None:
+    profile = _resources.shipped_profiles()["cs-translation"]
+    artifact = _resources.shipped_alignments()["cs-doc-v1"]
+    (folder / "p.ttl").write_bytes(profile.read_bytes())
+    (folder / "a.json").write_bytes(artifact.read_bytes())
+    proc = run(["lint", "p.ttl", "a.json"], folder)
+    assert proc.returncode == 0
+    assert proc.stdout.decode().splitlines() == ["p.ttl: ok", "a.json: ok"]
