@@ -59,8 +59,13 @@ def read_document(
     policy: ContextPolicy,
     permitted_types: frozenset[str] = frozenset(),
     limits: Limits | None = None,
+    retriever: Any = None,
 ) -> Baseline:
-    """Run the baseline stages on one envelope or registration."""
+    """Run the baseline stages on one envelope or registration.
+
+    ``retriever`` (a :class:`~ioa_semantic._retrieval.Retriever`) fetches remote contexts
+    when a retrieval policy allows them; without one they are prohibited retrievals.
+    """
     if isinstance(data, dict):
         # An already parsed document still passes the limits; its duplicate keys are gone.
         try:
@@ -78,7 +83,7 @@ def read_document(
 
     found: list[Finding] = list(shapes.schema_findings(kind, document))
     found.extend(structure_findings(document))
-    review = review_contexts(document, policy)
+    review = review_contexts(document, policy, retriever)
     found.extend(review.findings)
     if "@context" not in document or not review.expandable or any(
             f.effect is Verdict.INVALID for f in review.findings):
@@ -87,7 +92,8 @@ def read_document(
     try:
         # pyld ignores a context's @base when there is no document base; an allowed @base
         # gets a reserved base that nothing can mean, and what resolves against it is relative.
-        expansion = expand(document, base=NO_BASE if policy.allow_base else None)
+        expansion = expand(document, base=NO_BASE if policy.allow_base else None,
+                           document_loader=retriever.document_loader if retriever else None)
     except ExpansionError as exc:
         found.append(expansion_findings(exc))
         return Baseline(_dedupe(found), document)

@@ -20,7 +20,7 @@ from typing import Any
 from ._baseline import read_document
 from ._codes import finding
 from ._decision import evaluate, task_from
-from ._exceptions import RegistrationError
+from ._exceptions import ConfigurationError, RegistrationError
 from ._expansion import ContextPolicy
 from ._findings import Decision, Finding, ProfileRef, Severity, Verdict, combine, sort_key
 from ._intake import Limits
@@ -28,7 +28,9 @@ from ._loader import (
     Artifact,
     Profile,
     Registration,
+    artifact_from,
     artifact_quads,
+    is_remote,
     load_profile,
     read_artifact,
     registration_from_node,
@@ -37,6 +39,9 @@ from ._loader import (
 from ._shapes import ShapeSet
 from ._store import Dataset, envelope_quads
 
+_ALIGNMENT_REF = "https://example.org/ioa/semantic#alignmentRef"
+_MAPPING_NOT_ESTABLISHED = frozenset({
+    "alignment.no-accepted-mapping", "alignment.condition-unevaluable", "alignment.not-offered"})
 _SHAPES: ShapeSet | None = None
 _SHAPES_LOCK = threading.Lock()
 
@@ -70,8 +75,21 @@ class Checker:
         alignments: Iterable[str | Path | bytes] = (),
         limits: Limits | None = None,
         cache_size: int = 1024,
+        allow_remote: Iterable[str] = (),
+        allow_private_addresses: bool = False,
+        retrieval: Any = None,
     ) -> None:
-        self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
+        # Retrieval is off unless the profile or the caller names origins (contract 4).
+        # ``retrieval`` is a ready RetrievalPolicy (tests give it a resolver and a test CA);
+        # otherwise the policy is the profile's section plus ``allow_remote``.
+        self._cli_origins = tuple(allow_remote)
+        self._allow_private = allow_private_addresses
+        self._retrieval_policy = retrieval
+        self._resources: Any = None
+        bootstrap = self._retriever() if isinstance(profile, str) else None
+        self.profile = profile if isinstance(profile, Profile) else load_profile(profile, bootstrap)
+        if retrieval is None:
+            self._retrieval_policy = self._policy_from(self.profile)
         self.limits = limits or Limits()
         self.policy = ContextPolicy(
             allow_vocab=self.profile.allow_vocab,
@@ -82,7 +100,11 @@ class Checker:
         self._shapes = shapes()
         self.registrations = tuple(
             self._registration(item, i) for i, item in enumerate(capabilities))
-        self.artifacts = tuple(self._artifact(item, i) for i, item in enumerate(alignments))
+        offered = list(alignments)
+        self._remote_artifacts = tuple(str(a) for a in offered
+                                       if isinstance(a, str) and is_remote(a))
+        self.artifacts = tuple(self._artifact(item, i) for i, item in enumerate(
+            a for a in offered if not (isinstance(a, str) and is_remote(a))))
         fixed = list(self.profile.quads)
         for registration in self.registrations:
             fixed.extend(registration.quads())
@@ -93,6 +115,39 @@ class Checker:
         self._cache: OrderedDict[tuple[Any, ...], Decision] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
+
+    def _policy_from(self, profile: Profile | None) -> Any:
+        settings = profile.retrieval if profile is not None else None
+        origins = tuple(dict.fromkeys((*(settings.origins if settings else ()), *self._cli_origins)))
+        if not origins:
+            return None
+        from ._retrieval import RetrievalPolicy
+
+        try:
+            return RetrievalPolicy(
+                origins=origins,
+                allow_private_addresses=self._allow_private or bool(
+                    settings and settings.allow_private_addresses),
+                pins=settings.pins if settings else {},
+                **(settings.budgets if settings else {}),
+            )
+        except ValueError as exc:
+            raise ConfigurationError(f"retrieval policy: {exc}") from exc
+
+    def _retriever(self) -> Any:
+        """A retriever for one check (or for loading the profile), or None when retrieval is off."""
+        policy = self._retrieval_policy or self._policy_from(None)
+        if policy is None:
+            return None
+        from ._retrieval import ResourceCache, Retriever
+
+        if self._resources is None:
+            self._resources = ResourceCache()
+        return Retriever(policy, self._resources)
+
+    @property
+    def retrieval_enabled(self) -> bool:
+        return self._retrieval_policy is not None
 
     @property
     def profile_ref(self) -> ProfileRef:
@@ -151,7 +206,8 @@ class Checker:
                    at: datetime) -> tuple[Any, ...] | None:
         # Everything else a decision depends on (profile, registrations, artifacts) is fixed
         # for this Checker; the instant matters only through its side of each validity limit.
-        if self._cache_size <= 0 or isinstance(envelope, dict):
+        # Remote resources can change between checks; only fetches are cached then.
+        if self._cache_size <= 0 or isinstance(envelope, dict) or self.retrieval_enabled:
             return None
         data = envelope.encode("utf-8", "surrogatepass") if isinstance(envelope, str) else envelope
         validity = tuple(a.valid_until is not None and at >= a.valid_until for a in self.artifacts)
@@ -159,19 +215,30 @@ class Checker:
 
     def _decide(self, envelope: EnvelopeInput, params: dict[str, str], at: datetime,
                 source: str) -> Decision:
+        retriever = self._retriever()
         baseline = read_document(envelope, "envelope", shapes=self._shapes, policy=self.policy,
-                                 permitted_types=self.profile.permitted_types, limits=self.limits)
+                                 permitted_types=self.profile.permitted_types, limits=self.limits,
+                                 retriever=retriever)
         findings: list[Finding] = list(baseline.findings)
         evidence: list[dict[str, Any]] = []
         excluded: list[dict[str, Any]] = []
         candidates: list[dict[str, Any]] = []
         ontology: dict[str, str] = {}
         if not baseline.rejected and baseline.node is not None:
-            dataset = Dataset(self._fixed, envelope_quads(baseline.node))
+            fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
+            artifacts = (*self.artifacts, *fetched)
+            dataset = Dataset(self._fixed, envelope_quads(baseline.node),
+                              *(artifact_quads(a) for a in fetched if not a.malformed))
             task = task_from(baseline.node, params)
             outcome = evaluate(dataset, baseline.node, self.profile, self.registrations,
-                               self.artifacts, task, at)
+                               artifacts, task, at)
             findings.extend(outcome.findings)
+            # An artifact that could not be fetched matters where a mapping was needed and
+            # not established (S4: unavailable, not absent); elsewhere it is a warning.
+            needed = any(f.code in _MAPPING_NOT_ESTABLISHED for f in outcome.findings)
+            findings.extend(f if needed else finding(f.code, f.message, f.path,
+                                                     severity=Severity.WARNING)
+                            for f in unavailable)
             evidence, excluded, candidates = outcome.evidence, outcome.excluded, outcome.candidates
             ontology = outcome.ontology
         verdict = combine(f.effect for f in findings
@@ -186,13 +253,43 @@ class Checker:
             evidence=tuple(evidence),
             excluded=tuple(excluded),
             candidates=tuple(candidates),
-            dependencies=self._dependencies(ontology, params, at),
+            dependencies=self._dependencies(ontology, params, at, retriever),
             at=at.isoformat().replace("+00:00", "Z"),
         )
 
+    def _fetch_artifacts(self, node: dict[str, Any],
+                         retriever: Any) -> tuple[list[Artifact], list[Finding]]:
+        """Artifacts offered by URL, and the one an alignmentRef names if it is not offered."""
+        wanted = list(self._remote_artifacts)
+        reference = node.get(_ALIGNMENT_REF, [{}])[0].get("@id")
+        if (reference and is_remote(reference) and reference not in wanted
+                and not any(a.id == reference for a in self.artifacts)):
+            wanted.append(reference)
+        if not wanted:
+            return [], []
+        if retriever is None:
+            return [], [finding("retrieval.prohibited",
+                                f"the alignment artifact {url} is not retrieved: remote "
+                                "retrieval is off by policy", url) for url in wanted]
+        from ._retrieval import RetrievalError
+
+        fetched: list[Artifact] = []
+        unavailable: list[Finding] = []
+        for url in wanted:
+            try:
+                document, final_url, digest = retriever.fetch_json(url)
+            except RetrievalError as exc:
+                unavailable.append(finding(exc.code, exc.message, url))
+                continue
+            fetched.append(artifact_from(document, digest, final_url,
+                                         len(self.artifacts) + len(fetched)))
+        return fetched, unavailable
+
     def _dependencies(self, ontology: Mapping[str, str], params: Mapping[str, str],
-                      at: datetime) -> dict[str, Any]:
+                      at: datetime, retriever: Any = None) -> dict[str, Any]:
         return {
+            "retrieved": [{"url": url, "finalUrl": final, "sha256": digest}
+                          for url, final, digest in (retriever.retrieved if retriever else ())],
             "profile": {"id": self.profile.id, "revision": self.profile.revision,
                         "sha256": self.profile.digest},
             "ontology": dict(ontology),

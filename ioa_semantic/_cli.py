@@ -18,9 +18,9 @@ from . import _resources
 from ._checker import Checker
 from ._codes import finding
 from ._exceptions import ConfigurationError, ProfileError
-from ._findings import Decision, Verdict
+from ._findings import Decision, ProfileRef, Verdict
 from ._intake import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
-from ._loader import read_artifact, read_profile
+from ._loader import ProfileUnavailable, read_artifact, read_profile
 from ._reporters import REPORTERS
 from ._version import __version__
 
@@ -85,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="KEY=VALUE", help="task parameter (repeatable)")
     parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
                         help="evaluation instant, ISO-8601 with a UTC offset (default: now)")
+    parser.add_argument("--allow-remote", action="append", default=[], metavar="ORIGIN",
+                        help="allow remote retrieval from this origin, e.g. "
+                             "https://contexts.example.org (repeatable; off by default)")
+    parser.add_argument("--allow-private-addresses", action="store_true",
+                        help="let allowed origins resolve to loopback or private addresses "
+                             "(for services on your own network; weakens SSRF protection)")
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text")
     parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES,
                         help="size limit of one document in bytes (default: 1 MiB)")
@@ -166,7 +172,16 @@ def run(argv: Sequence[str]) -> int:
         parser.error(f"--param {', '.join(repeated)} given more than once")
     try:
         checker = Checker(opts.profile, capabilities=opts.capability, alignments=opts.alignment,
-                          limits=Limits(opts.max_bytes, opts.max_depth))
+                          limits=Limits(opts.max_bytes, opts.max_depth),
+                          allow_remote=opts.allow_remote,
+                          allow_private_addresses=opts.allow_private_addresses)
+    except ProfileUnavailable as exc:
+        # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.
+        unavailable = [Decision(Verdict.INDETERMINATE, (finding(exc.code, str(exc), exc.url),),
+                                profile=ProfileRef(exc.url, ""), source=name)
+                       for name in opts.envelopes]
+        REPORTERS[opts.format](unavailable, sys.stdout)
+        return ExitStatus.INDETERMINATE
     except ConfigurationError as exc:
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyld import jsonld
+from pyld import iri_resolver, jsonld
 
 from . import _resources
 from ._codes import finding
@@ -157,8 +157,15 @@ def _contexts(document: Any) -> Iterator[tuple[str, Any]]:
             stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
 
 
-def review_contexts(document: dict[str, Any], policy: ContextPolicy) -> ContextReview:
-    """Hold every ``@context`` in ``document`` to the baseline and the policy (rule 2, 12)."""
+def review_contexts(document: dict[str, Any], policy: ContextPolicy,
+                    retriever: Any = None) -> ContextReview:
+    """Hold every ``@context`` in ``document`` to the baseline and the policy (rule 2, 12).
+
+    Without a retriever a remote context is a prohibited retrieval. With one, it is fetched
+    under the retriever's policy (which also follows what it names) and its content is held
+    to the same rules as an inline context: a remote context cannot say what an inline one
+    may not. Findings inside a remote context point at ``URL#/@context/...``.
+    """
     baseline = _baseline()
     findings: list[Finding] = []
     # Only what the sender defines: a baseline term it uses without defining is dropped.
@@ -166,19 +173,63 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy) -> ContextR
     expandable = True
     objects: list[tuple[str, dict[str, Any]]] = []
 
-    def visit(pointer: str, value: Any) -> None:
+    def fetch(pointer: str, reference: str, base: str | None, what: str) -> Any:
+        """The context a remote reference names, or None after recording why not."""
         nonlocal expandable
-        if isinstance(value, str):
+        if retriever is None:
             expandable = False
             findings.append(finding(
                 "retrieval.prohibited",
-                f"remote context {value!r} is not retrieved: remote retrieval is off by policy",
+                f"{what} {reference!r} is not retrieved: remote retrieval is off by policy",
                 pointer))
+            return None
+        url = iri_resolver.resolve(reference, base) if base else reference
+        if iri_scheme(url) is None:
+            expandable = False
+            findings.append(finding(
+                "jsonld.relative-iri",
+                f"{what} {reference!r} is relative and there is no document base", pointer))
+            return None
+        from ._retrieval import RetrievalError
+
+        try:
+            loaded = retriever.document_loader(url)
+        except RetrievalError as exc:
+            expandable = False
+            findings.append(finding(exc.code, exc.message, pointer))
+            return None
+        remote = loaded["document"]
+        if not isinstance(remote, dict) or "@context" not in remote:
+            expandable = False
+            findings.append(finding("jsonld.context-invalid",
+                                    f"{what} {url} is not a JSON-LD context document", pointer))
+            return None
+        return loaded["documentUrl"], remote["@context"]
+
+    def visit(pointer: str, value: Any, base: str | None = None) -> None:
+        nonlocal expandable
+        if isinstance(value, str):
+            fetched = fetch(pointer, value, base, "remote context")
+            if fetched is not None:
+                url, content = fetched
+                visit(f"{url}#/@context", content, url)
         elif isinstance(value, list):
             for i, item in enumerate(value):
-                visit(f"{pointer}/{i}", item)
+                visit(f"{pointer}/{i}", item, base)
         elif isinstance(value, dict):
             objects.append((pointer, value))
+            imported = value.get("@import")
+            if isinstance(imported, str) and retriever is not None:
+                fetched = fetch(f"{pointer}/@import", imported, base, "@import of")
+                if fetched is not None:
+                    url, content = fetched
+                    if isinstance(content, dict):
+                        visit(f"{url}#/@context", content, url)
+                    else:
+                        expandable = False
+                        findings.append(finding("jsonld.context-invalid",
+                                                f"@import of {url} is not a context object",
+                                                f"{pointer}/@import"))
         else:
             expandable = False
             what = "null, which would clear the baseline" if value is None else repr(value)
@@ -197,6 +248,8 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy) -> ContextR
     for pointer, obj in objects:
         for key, value in obj.items():
             at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+            if key == "@import" and retriever is not None:
+                continue  # fetched and reviewed above
             problem = _review_entry(key, value, prefixes, baseline, policy)
             if problem is None:
                 if not key.startswith("@"):
@@ -333,6 +386,12 @@ def _describe(exc: jsonld.JsonLdError) -> tuple[str, str]:
 
 
 def expansion_findings(exc: ExpansionError) -> Finding:
+    if exc.code in ("loading remote context failed", "loading document failed"):
+        from ._retrieval import retrieval_error_in
+
+        cause = retrieval_error_in(exc)
+        if cause is not None:
+            return finding(cause.code, cause.message, "/@context")
     if exc.code == "protected term redefinition":
         return finding("jsonld.protected-redefinition",
                        f"a protected term is redefined: {exc}", "/@context")

@@ -44,6 +44,27 @@ class VersionRelationship:
 
 
 @dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    """A profile's retrieval policy section (draft 6.1): what may be fetched, within what."""
+
+    origins: tuple[str, ...] = ()
+    allow_private_addresses: bool = False
+    budgets: dict[str, Any] = field(default_factory=dict)
+    pins: dict[str, str] = field(default_factory=dict)
+
+
+# iop: predicate of the retrieval section -> RetrievalPolicy field, and whether it is whole.
+RETRIEVAL_BUDGETS = {
+    "connectTimeout": ("connect_timeout", False),
+    "totalTimeout": ("total_timeout", False),
+    "maxBytes": ("max_bytes", True),
+    "maxRedirects": ("max_redirects", True),
+    "maxDepth": ("max_depth", True),
+    "maxFetches": ("max_fetches", True),
+}
+
+
+@dataclass(frozen=True, slots=True)
 class Profile:
     """A receiver's accepted domain profile."""
 
@@ -66,6 +87,7 @@ class Profile:
     preferred_issuers: dict[str, int] = field(default_factory=dict)
     required_parameters: frozenset[str] = frozenset()
     parameter_values: dict[str, frozenset[str]] = field(default_factory=dict)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     quads: tuple[pyoxigraph.Quad, ...] = ()
     digest: str = ""
 
@@ -105,8 +127,36 @@ def _local(iri: str) -> str:
     return iri.rpartition("#")[2]
 
 
-def resolve_profile(name_or_path: str) -> tuple[str, bytes]:
-    """The source name and bytes of a shipped profile name or a profile file path."""
+class ProfileUnavailable(ProfileError):
+    """A remote profile could not be retrieved; every check under it is indeterminate."""
+
+    def __init__(self, url: str, code: str, message: str) -> None:
+        super().__init__(message)
+        self.url = url
+        self.code = code
+
+
+TURTLE_TYPES = frozenset({"text/turtle", "application/x-turtle"})
+
+
+def is_remote(reference: str) -> bool:
+    return reference.lower().startswith(("https://", "http://"))
+
+
+def resolve_profile(name_or_path: str, retriever: Any = None) -> tuple[str, bytes]:
+    """The source name and bytes of a shipped profile name, a file path, or a URL."""
+    if is_remote(name_or_path):
+        if retriever is None:
+            raise ProfileUnavailable(name_or_path, "retrieval.prohibited",
+                                     f"the profile {name_or_path} is not retrieved: remote "
+                                     "retrieval is off (allow its origin with --allow-remote)")
+        from ._retrieval import RetrievalError
+
+        try:
+            body, final_url, _ = retriever.fetch_bytes(name_or_path, TURTLE_TYPES)
+        except RetrievalError as exc:
+            raise ProfileUnavailable(name_or_path, exc.code, exc.message) from exc
+        return final_url, body
     shipped = _resources.shipped_profiles()
     if name_or_path in shipped:
         return f"profile {name_or_path!r}", shipped[name_or_path].read_bytes()
@@ -122,8 +172,8 @@ def resolve_profile(name_or_path: str) -> tuple[str, bytes]:
         "and not a readable profile file")
 
 
-def load_profile(name_or_path: str) -> Profile:
-    source, data = resolve_profile(name_or_path)
+def load_profile(name_or_path: str, retriever: Any = None) -> Profile:
+    source, data = resolve_profile(name_or_path, retriever)
     return read_profile(data, source)
 
 
@@ -189,6 +239,10 @@ def read_profile(data: bytes, source: str) -> Profile:
             raise ProfileError(f"{source}: {flag} must be one boolean")
         flags[flag] = values == {"true"}
     labels = graph.values(node, RDFS_LABEL)
+    sections = graph.objects(node, IOP + "retrieval")
+    if len(sections) > 1:
+        raise ProfileError(f"{source}: the profile has more than one iop:retrieval section")
+    retrieval = _retrieval_settings(graph, sections[0], source) if sections else RetrievalSettings()
     return Profile(
         id=node.value,
         revision=revision,
@@ -209,10 +263,40 @@ def read_profile(data: bytes, source: str) -> Profile:
         preferred_issuers=preferred,
         required_parameters=graph.values(node, IOP + "requiresParameter"),
         parameter_values={k: frozenset(v) for k, v in parameter_values.items()},
+        retrieval=retrieval,
         quads=tuple(pyoxigraph.Quad(q.subject, q.predicate, q.object, PROFILE_GRAPH)
                     for q in quads),
         digest=hashlib.sha256(data).hexdigest(),
     )
+
+
+def _retrieval_settings(graph: _Graph, section: Any, source: str) -> RetrievalSettings:
+    origins = tuple(sorted(graph.values(section, IOP + "allowOrigin")))
+    private = graph.values(section, IOP + "allowPrivateAddresses")
+    if private - {"true", "false"} or len(private) > 1:
+        raise ProfileError(f"{source}: allowPrivateAddresses must be one boolean")
+    budgets: dict[str, Any] = {}
+    for name, (field_name, whole) in RETRIEVAL_BUDGETS.items():
+        values = graph.values(section, IOP + name)
+        if not values:
+            continue
+        (text,) = values if len(values) == 1 else (None,)
+        try:
+            number = float(text) if text is not None else -1.0
+        except ValueError:
+            number = -1.0
+        if (number <= 0 and not (name == "maxRedirects" and number == 0)) or (
+                whole and not number.is_integer()):
+            raise ProfileError(f"{source}: retrieval {name} must be one positive "
+                               f"{'whole number' if whole else 'number'} (found {sorted(values)})")
+        budgets[field_name] = int(number) if whole else number
+    pins = {}
+    for entry in graph.objects(section, IOP + "pin"):
+        digest = graph.one(entry, IOP + "sha256", "retrieval pin", source).lower()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ProfileError(f"{source}: retrieval pin sha256 {digest!r} is not 64 hex digits")
+        pins[graph.one(entry, IOP + "url", "retrieval pin", source)] = digest
+    return RetrievalSettings(origins, private == {"true"}, budgets, pins)
 
 
 # --- alignment artifacts -------------------------------------------------------------------
@@ -290,7 +374,11 @@ def read_artifact(data: bytes, origin: str, index: int) -> Artifact:
     if not intake.ok:
         return Artifact(origin, index, digest, None,
                         tuple(f"{f.message} at {f.path or '/'}" for f in intake.findings))
-    doc = intake.document
+    return artifact_from(intake.document, digest, origin, index)
+
+
+def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
+    """An artifact from its parsed document and the sha256 of the bytes it came from."""
     problems = tuple(
         f"{'/' + '/'.join(map(str, e.absolute_path)) if e.absolute_path else 'the artifact'}: "
         f"{e.message}"

@@ -1,0 +1,290 @@
+"""Remote retrieval through whole checks: the library and the installed CLI.
+
+Real servers on loopback (tests/retrieval_servers.py). Every failure must come out as an
+``indeterminate`` verdict with its ``retrieval.`` code, never incompatible, never a crash;
+a fetched context is held to the baseline like an inline one. Covers R-6.1-2, R-6.1-8,
+R-6.1-9, R-6.1-10, R-10-I1 and 12.5 S4.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import ssl
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+trustme = pytest.importorskip("trustme")
+
+from ioa_semantic import Checker, Verdict, _resources  # noqa: E402
+from ioa_semantic._retrieval import RetrievalPolicy  # noqa: E402
+
+from retrieval_servers import LoopbackServer, Reply, redirect  # noqa: E402
+from support import CONFORMANCE, IOA_CHECK, dumps, envelope_62  # noqa: E402
+
+AT = datetime(2026, 6, 1, tzinfo=UTC)
+CASE = CONFORMANCE / "draft-12.1-accepted-mapping"
+needs_shared = pytest.mark.skipif(not CASE.exists(), reason="../shared is not present")
+BASELINE = _resources.read_text("contexts", "baseline.jsonld").encode()
+PARAMS = {"sourceLang": "zh", "targetLang": "en"}
+
+
+def remote_envelope(url: str) -> dict[str, Any]:
+    """The 6.2 envelope with its context taken from ``url`` plus the prefix it uses."""
+    doc = envelope_62()
+    doc["@context"] = [url, {"cs": "https://example.org/onto/cs#"}]
+    return doc
+
+
+def errors(decision: Any) -> list[str]:
+    return [f.code for f in decision.findings if f.severity == "error"]
+
+
+@pytest.fixture
+def http() -> Iterator[LoopbackServer]:
+    bad = json.loads(BASELINE)
+    bad["@context"]["capabilityRefs"] = {"@id": "ioa:capabilityRefs"}  # no "@type": "@id"
+    routes = {
+        "/ctx.jsonld": Reply(BASELINE),
+        "/bad.jsonld": Reply(json.dumps(bad).encode()),
+        "/moved.jsonld": redirect("http://127.0.0.2:9/ctx.jsonld"),
+        "/profile.ttl": Reply(_resources.read_text("profiles", "cs-translation.ttl").encode(),
+                              content_type="text/turtle"),
+        "/profile.json": Reply(b"{}", content_type="application/json"),
+    }
+    if CASE.exists():
+        routes["/align.json"] = Reply((CASE / "align0.json").read_bytes(),
+                                      content_type="application/json")
+    with LoopbackServer(routes) as server:
+        yield server
+
+
+def local(server: LoopbackServer, path: str) -> str:
+    return server.url(path, host="127.0.0.1")
+
+
+def test_remote_context_on_an_allowed_origin_is_fetched_and_compatible(http: LoopbackServer) -> None:
+    checker = Checker("cs-translation", allow_remote=[http.origin("127.0.0.1")],
+                      allow_private_addresses=True)
+    decision = checker.check(dumps(remote_envelope(local(http, "/ctx.jsonld"))), at=AT)
+    assert decision.verdict is Verdict.COMPATIBLE, decision.findings
+    (retrieved,) = decision.dependencies["retrieved"]
+    assert retrieved["sha256"] == hashlib.sha256(BASELINE).hexdigest()
+
+
+def test_the_fetched_context_is_cached_across_checks(http: LoopbackServer) -> None:
+    checker = Checker("cs-translation", allow_remote=[http.origin("127.0.0.1")],
+                      allow_private_addresses=True)
+    data = dumps(remote_envelope(local(http, "/ctx.jsonld")))
+    for _ in range(3):
+        assert checker.check(data, at=AT).verdict is Verdict.COMPATIBLE
+    assert http.requests.count("/ctx.jsonld") == 1
+
+
+def test_retrieval_is_off_by_default(http: LoopbackServer) -> None:
+    decision = Checker("cs-translation").check(
+        dumps(remote_envelope(local(http, "/ctx.jsonld"))), at=AT)
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert errors(decision) == ["retrieval.prohibited"]
+    assert http.connections == 0
+
+
+def test_a_loopback_address_is_refused_unless_allowed(http: LoopbackServer) -> None:
+    checker = Checker("cs-translation", allow_remote=[http.origin("127.0.0.1")])
+    decision = checker.check(dumps(remote_envelope(local(http, "/ctx.jsonld"))), at=AT)
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert errors(decision) == ["retrieval.private-address"]
+    assert http.connections == 0
+
+
+def test_an_origin_off_the_allow_list_is_refused(http: LoopbackServer) -> None:
+    checker = Checker("cs-translation", allow_remote=["http://127.0.0.1:1"],
+                      allow_private_addresses=True)
+    decision = checker.check(dumps(remote_envelope(local(http, "/ctx.jsonld"))), at=AT)
+    assert errors(decision) == ["retrieval.origin-not-allowed"]
+    assert http.connections == 0
+
+
+def test_a_redirect_off_the_allow_list_is_indeterminate(http: LoopbackServer) -> None:
+    checker = Checker("cs-translation", allow_remote=[http.origin("127.0.0.1")],
+                      allow_private_addresses=True)
+    decision = checker.check(dumps(remote_envelope(local(http, "/moved.jsonld"))), at=AT)
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert errors(decision) == ["retrieval.redirect-refused"]
+
+
+def test_a_fetched_context_is_held_to_the_baseline(http: LoopbackServer) -> None:
+    """Contract rule 2 does not stop at the network: a remote redefinition is invalid."""
+    checker = Checker("cs-translation", allow_remote=[http.origin("127.0.0.1")],
+                      allow_private_addresses=True)
+    decision = checker.check(dumps(remote_envelope(local(http, "/bad.jsonld"))), at=AT)
+    assert decision.verdict is Verdict.INVALID
+    (reason,) = [f for f in decision.findings if f.severity == "error"]
+    assert reason.code == "jsonld.term-redefinition"
+    assert reason.path == local(http, "/bad.jsonld") + "#/@context/capabilityRefs"
+
+
+def _profile_with_retrieval(tmp_path: Path, section: str) -> Path:
+    text = _resources.read_text("profiles", "cs-translation.ttl").replace(
+        'iop:trustedIssuer <https://example.org/mapping-authority> .',
+        f'iop:trustedIssuer <https://example.org/mapping-authority> ;\n    iop:retrieval {section} .')
+    path = tmp_path / "profile.ttl"
+    path.write_text(text)
+    return path
+
+
+def test_the_profile_can_enable_retrieval(http: LoopbackServer, tmp_path: Path) -> None:
+    profile = _profile_with_retrieval(
+        tmp_path, f'[ iop:allowOrigin "{http.origin("127.0.0.1")}" ; '
+                  'iop:allowPrivateAddresses true ; iop:maxBytes 65536 ]')
+    decision = Checker(str(profile)).check(
+        dumps(remote_envelope(local(http, "/ctx.jsonld"))), at=AT)
+    assert decision.verdict is Verdict.COMPATIBLE, decision.findings
+
+
+def test_a_pin_in_the_profile_fixes_the_accepted_revision(http: LoopbackServer,
+                                                          tmp_path: Path) -> None:
+    url = local(http, "/ctx.jsonld")
+    profile = _profile_with_retrieval(
+        tmp_path, f'[ iop:allowOrigin "{http.origin("127.0.0.1")}" ; '
+                  'iop:allowPrivateAddresses true ; '
+                  f'iop:pin [ iop:url "{url}" ; iop:sha256 "{"0" * 64}" ] ]')
+    decision = Checker(str(profile)).check(dumps(remote_envelope(url)), at=AT)
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert errors(decision) == ["retrieval.pin-mismatch"]
+
+
+@needs_shared
+def test_an_alignment_ref_is_fetched_when_allowed(http: LoopbackServer) -> None:
+    envelope = json.loads((CASE / "envelope.jsonld").read_text())
+    envelope["@context"]["alignmentRef"] = {"@id": "ioa:alignmentRef", "@type": "@id"}
+    envelope["alignmentRef"] = local(http, "/align.json")
+    checker = Checker("cs-translation", capabilities=[CASE / "provider.jsonld"],
+                      allow_remote=[http.origin("127.0.0.1")], allow_private_addresses=True)
+    # The artifact's id is not its URL, so the reference restricts the artifacts considered
+    # to none: what is retrieved is offered, but alignmentRef names another artifactId.
+    decision = checker.check(dumps(envelope), params=PARAMS, at=AT)
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert http.requests == ["/align.json"]
+    assert any(item["code"] == "alignment.not-referenced" for item in decision.excluded)
+
+
+@needs_shared
+def test_an_offered_artifact_url_is_fetched(http: LoopbackServer) -> None:
+    checker = Checker("cs-translation", capabilities=[CASE / "provider.jsonld"],
+                      alignments=[local(http, "/align.json")],
+                      allow_remote=[http.origin("127.0.0.1")], allow_private_addresses=True)
+    decision = checker.check((CASE / "envelope.jsonld").read_bytes(), params=PARAMS, at=AT)
+    assert decision.verdict is Verdict.COMPATIBLE, decision.findings
+    assert decision.evidence[0]["artifactId"] == "https://example.org/align/cs-doc-v1"
+
+
+@needs_shared
+def test_an_unavailable_artifact_that_is_needed_is_indeterminate(http: LoopbackServer) -> None:
+    checker = Checker("cs-translation", capabilities=[CASE / "provider.jsonld"],
+                      alignments=[local(http, "/missing.json")],
+                      allow_remote=[http.origin("127.0.0.1")], allow_private_addresses=True)
+    decision = checker.check((CASE / "envelope.jsonld").read_bytes(), params=PARAMS, at=AT)
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert "retrieval.http-status" in errors(decision)
+    assert "capability." not in " ".join(errors(decision))
+
+
+def test_an_unavailable_artifact_that_is_not_needed_is_a_warning(http: LoopbackServer) -> None:
+    checker = Checker("cs-translation", alignments=[local(http, "/missing.json")],
+                      allow_remote=[http.origin("127.0.0.1")], allow_private_addresses=True)
+    decision = checker.check(dumps(envelope_62()), at=AT)
+    assert decision.verdict is Verdict.COMPATIBLE
+    assert [f.severity for f in decision.findings if f.code.startswith("retrieval.")] == ["warning"]
+
+
+def test_a_remote_profile(http: LoopbackServer) -> None:
+    checker = Checker(local(http, "/profile.ttl"), allow_remote=[http.origin("127.0.0.1")],
+                      allow_private_addresses=True)
+    assert checker.profile.id == "https://example.org/profiles/cs-translation"
+    assert checker.check(dumps(envelope_62()), at=AT).verdict is Verdict.COMPATIBLE
+
+
+# --- the installed command ------------------------------------------------------------------
+
+
+def cli(args: list[str], cwd: Path) -> tuple[int, list[dict[str, Any]]]:
+    proc = subprocess.run([IOA_CHECK, *args, "--at", "2026-06-01T00:00:00Z", "--format", "json"],
+                          cwd=cwd, capture_output=True, timeout=60)
+    assert b"Traceback" not in proc.stderr
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def test_cli_allow_remote(http: LoopbackServer, tmp_path: Path) -> None:
+    (tmp_path / "e.jsonld").write_bytes(dumps(remote_envelope(local(http, "/ctx.jsonld"))))
+    status, (result,) = cli(["e.jsonld", "--profile", "cs-translation", "--allow-remote",
+                             http.origin("127.0.0.1"), "--allow-private-addresses"], tmp_path)
+    assert (status, result["verdict"]) == (0, "compatible")
+    status, (result,) = cli(["e.jsonld", "--profile", "cs-translation"], tmp_path)
+    assert (status, result["verdict"]) == (3, "indeterminate")
+    assert result["reasons"][0]["code"] == "retrieval.prohibited"
+
+
+def test_cli_remote_profile_failures_are_indeterminate(http: LoopbackServer, tmp_path: Path) -> None:
+    (tmp_path / "e.jsonld").write_bytes(dumps(envelope_62()))
+    status, (result,) = cli(["e.jsonld", "--profile", local(http, "/profile.json"),
+                             "--allow-remote", http.origin("127.0.0.1"),
+                             "--allow-private-addresses"], tmp_path)
+    assert (status, result["verdict"]) == (3, "indeterminate")
+    assert result["reasons"][0]["code"] == "retrieval.content-type"
+    status, (result,) = cli(["e.jsonld", "--profile", local(http, "/profile.ttl"),
+                             "--allow-remote", http.origin("127.0.0.1"),
+                             "--allow-private-addresses"], tmp_path)
+    assert (status, result["verdict"]) == (0, "compatible")
+
+
+def test_cli_bad_origin_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "e.jsonld").write_bytes(dumps(envelope_62()))
+    proc = subprocess.run([IOA_CHECK, "e.jsonld", "--profile", "cs-translation",
+                           "--allow-remote", "not an origin"], cwd=tmp_path, capture_output=True,
+                          timeout=60)
+    assert proc.returncode == 2 and proc.stdout == b""
+
+
+# --- HTTPS with a test CA and a host name the test resolves ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("contexts.test").configure_cert(server)
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    return server, client
+
+
+def test_https_context_by_host_name(tls: tuple[ssl.SSLContext, ssl.SSLContext]) -> None:
+    server_tls, client_tls = tls
+
+    def resolver(host: str, port: int) -> list[str]:
+        if host == "contexts.test":
+            return ["127.0.0.1"]
+        raise socket.gaierror(socket.EAI_NONAME, host)
+
+    with LoopbackServer({"/ctx.jsonld": Reply(BASELINE)}, server_tls) as server:
+        origin = server.origin("contexts.test")
+        allowed = RetrievalPolicy(origins=(origin,), allow_private_addresses=True,
+                                  resolver=resolver, verify=client_tls)
+        checker = Checker("cs-translation", retrieval=allowed)
+        data = dumps(remote_envelope(f"{origin}/ctx.jsonld"))
+        assert checker.check(data, at=AT).verdict is Verdict.COMPATIBLE
+        # The same name resolving to loopback, with private addresses not allowed: refused
+        # before any byte reaches the server.
+        strict = Checker("cs-translation", retrieval=RetrievalPolicy(
+            origins=(origin,), resolver=resolver, verify=client_tls))
+        before = server.connections
+        decision = strict.check(data, at=AT)
+        assert errors(decision) == ["retrieval.private-address"]
+        assert server.connections == before
