@@ -141,20 +141,34 @@ def term_for(iri: str) -> str:
     return _baseline().iri_to_term.get(iri, iri)
 
 
-def _contexts(document: Any) -> Iterator[tuple[str, Any]]:
-    """Every ``@context`` member in the document with its JSON Pointer."""
+# Members whose values are not node data: contexts are reviewed on their own, and a value
+# object's content is a literal.
+_OPAQUE = frozenset({"@context", "@value", "@json"})
+
+
+def members(document: Any,
+            prune: Callable[[str], bool] = lambda key: False) -> Iterator[tuple[str, str, Any]]:
+    """``(pointer, key, value)`` of every object member of a compact document.
+
+    Iterative, so depth costs no recursion. A member is not entered when it is opaque or
+    when ``prune(key)`` says so (a member already reported as a whole).
+    """
     stack: list[tuple[str, Any]] = [("", document)]
     while stack:
         pointer, value = stack.pop()
         if isinstance(value, dict):
             for key, item in value.items():
-                token = key.replace("~", "~0").replace("/", "~1")
-                if key == "@context":
-                    yield f"{pointer}/@context", item
-                elif key not in ("@value", "@json"):
-                    stack.append((f"{pointer}/{token}", item))
+                at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+                yield at, key, item
+                if key not in _OPAQUE and not prune(key):
+                    stack.append((at, item))
         elif isinstance(value, list):
             stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
+
+
+def _contexts(document: Any) -> Iterator[tuple[str, Any]]:
+    """Every ``@context`` member in the document with its JSON Pointer."""
+    return ((at, value) for at, key, value in members(document) if key == "@context")
 
 
 def review_contexts(document: dict[str, Any], policy: ContextPolicy,
@@ -408,25 +422,19 @@ _KEYWORD_LIKE = re.compile(r"^@[A-Za-z]+$")
 
 def structure_findings(document: Any) -> list[Finding]:
     """Keys that expansion would turn into other nodes, or ignore as reserved keyword forms."""
+    def reserved(key: str) -> bool:
+        return key.startswith("@") and key not in _KEYWORDS and bool(_KEYWORD_LIKE.match(key))
+
     out = []
-    stack: list[tuple[str, Any]] = [("", document)]
-    while stack:
-        pointer, value = stack.pop()
-        if isinstance(value, dict):
-            for key, item in value.items():
-                at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
-                if key in _STRUCTURE_KEYWORDS:
-                    out.append(finding("jsonld.node-structure",
-                                       f"{key} is not used in envelopes or registrations: it adds "
-                                       "nodes or graphs beside the one being judged", at))
-                elif key.startswith("@") and key not in _KEYWORDS and _KEYWORD_LIKE.match(key):
-                    out.append(finding("jsonld.dropped-term",
-                                       f"{key!r} has the form of a keyword and would be ignored "
-                                       "silently by expansion", at))
-                elif key not in ("@context", "@value", "@json"):
-                    stack.append((at, item))
-        elif isinstance(value, list):
-            stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
+    for at, key, _ in members(document, prune=lambda k: k in _STRUCTURE_KEYWORDS or reserved(k)):
+        if key in _STRUCTURE_KEYWORDS:
+            out.append(finding("jsonld.node-structure",
+                               f"{key} is not used in envelopes or registrations: it adds "
+                               "nodes or graphs beside the one being judged", at))
+        elif reserved(key):
+            out.append(finding("jsonld.dropped-term",
+                               f"{key!r} has the form of a keyword and would be ignored "
+                               "silently by expansion", at))
     return sorted(out, key=lambda f: f.path)
 
 
@@ -438,35 +446,25 @@ def dropped_findings(
     wanted = set(dropped)
     if not wanted:
         return []
+
+    def is_dropped(key: str) -> bool:
+        if key.startswith("@"):
+            return False
+        return (key in wanted and terms.resolve(key) in (None, key) and not _SCHEME.match(key)) or (
+            None in wanted and key in terms.terms and terms.terms[key] is None)
+
     out = []
-    stack: list[tuple[str, Any]] = [("", document)]
-    while stack:
-        pointer, value = stack.pop()
-        if isinstance(value, dict):
-            for key, item in value.items():
-                at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
-                if key.startswith("@"):
-                    if key not in ("@context", "@value", "@json"):
-                        stack.append((at, item))
-                    continue
-                mapped = terms.resolve(key)
-                hit = (key in wanted and mapped in (None, key) and not _SCHEME.match(key)) or (
-                    None in wanted and key in terms.terms and terms.terms[key] is None)
-                if hit and at not in skip:
-                    if key in policy.ignorable_terms:
-                        out.append(finding(
-                            "jsonld.ignored-term",
-                            f"{key!r} is not mapped by the context; the profile lets it be "
-                            "ignored as a descriptive term", at, severity=Severity.WARNING))
-                    else:
-                        out.append(finding(
-                            "jsonld.dropped-term",
-                            f"{key!r} is not mapped by the context and would be dropped "
-                            "silently by expansion", at))
-                elif not hit:
-                    stack.append((at, item))
-        elif isinstance(value, list):
-            stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
+    for at, key, _ in members(document, prune=is_dropped):
+        if not is_dropped(key) or at in skip:
+            continue
+        if key in policy.ignorable_terms:
+            out.append(finding("jsonld.ignored-term",
+                               f"{key!r} is not mapped by the context; the profile lets it be "
+                               "ignored as a descriptive term", at, severity=Severity.WARNING))
+        else:
+            out.append(finding("jsonld.dropped-term",
+                               f"{key!r} is not mapped by the context and would be dropped "
+                               "silently by expansion", at))
     return out
 
 

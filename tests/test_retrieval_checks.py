@@ -25,7 +25,7 @@ trustme = pytest.importorskip("trustme")
 from ioa_semantic import Checker, Verdict, _resources  # noqa: E402
 from ioa_semantic._retrieval import RetrievalPolicy  # noqa: E402
 
-from retrieval_servers import LoopbackServer, Reply, redirect  # noqa: E402
+from retrieval_servers import LoopbackServer, Reply, drip, endless, redirect  # noqa: E402
 from support import CONFORMANCE, IOA_CHECK, dumps, envelope_62  # noqa: E402
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
@@ -209,6 +209,54 @@ def test_a_remote_profile(http: LoopbackServer) -> None:
                       allow_private_addresses=True)
     assert checker.profile.id == "https://example.org/profiles/cs-translation"
     assert checker.check(dumps(envelope_62()), at=AT).verdict is Verdict.COMPATIBLE
+
+
+def _context_naming(url: str, imports: bool = False) -> bytes:
+    """A context document that names ``url``: by @import, or as a further context."""
+    if imports:
+        return json.dumps({"@context": {"@import": url, "@version": 1.1}}).encode()
+    return json.dumps({"@context": [url]}).encode()
+
+
+@pytest.mark.parametrize(("path", "code"), [
+    ("/self.jsonld", "retrieval.cycle"),
+    ("/a.jsonld", "retrieval.cycle"),
+    ("/d1.jsonld", "retrieval.too-deep"),
+    ("/drip.jsonld", "retrieval.timeout"),
+    ("/endless.jsonld", "retrieval.too-large"),
+    ("/notjson.jsonld", "retrieval.failed"),
+    ("/html.jsonld", "retrieval.content-type"),
+])
+def test_every_failure_is_an_indeterminate_verdict_quickly(path: str, code: str) -> None:
+    import time
+
+    def at(p: str) -> str:
+        return f"http://127.0.0.1:{server.port}{p}"
+
+    routes: dict[str, Any] = {}
+    with LoopbackServer(routes) as server:
+        routes.update({
+            "/self.jsonld": Reply(_context_naming(at("/self.jsonld"), imports=True)),
+            "/a.jsonld": Reply(_context_naming(at("/b.jsonld"))),
+            "/b.jsonld": Reply(_context_naming(at("/a.jsonld"))),
+            **{f"/d{i}.jsonld": Reply(_context_naming(at(f"/d{i + 1}.jsonld"))) for i in range(1, 6)},
+            "/d6.jsonld": Reply(BASELINE),
+            "/drip.jsonld": drip(interval=0.05, max_bytes=200),
+            "/endless.jsonld": endless(),
+            "/notjson.jsonld": Reply(b"{not json"),
+            "/html.jsonld": Reply(b"<html></html>", content_type="text/html"),
+        })
+        server.routes.update(routes)
+        policy = RetrievalPolicy(origins=(server.origin("127.0.0.1"),),
+                                 allow_private_addresses=True, total_timeout=0.5,
+                                 max_bytes=64 * 1024, max_depth=3)
+        checker = Checker("cs-translation", retrieval=policy)
+        start = time.monotonic()
+        decision = checker.check(dumps(remote_envelope(at(path))), at=AT)
+        elapsed = time.monotonic() - start
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert errors(decision) == [code]
+    assert elapsed < 2.0
 
 
 # --- the installed command ------------------------------------------------------------------
