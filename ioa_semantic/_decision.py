@@ -16,7 +16,7 @@ from typing import Any
 from ._codes import finding
 from ._findings import Finding, Severity
 from ._loader import Artifact, Profile, Registration
-from ._store import Dataset, check_quads, group
+from ._store import Dataset, group
 
 IOA = "https://example.org/ioa/semantic#"
 
@@ -128,7 +128,7 @@ def evaluate(
     if read_as is None:
         return out  # rule 5: no vocabulary check under an unaccepted version
     out.ontology["readAs"] = read_as
-    dataset.add(check_quads((ontology_id, read_as)))
+    dataset.read_as((ontology_id, read_as))
 
     out.findings.extend(_context_domains(dataset))
     out.findings.extend(_binding_senses(dataset, profile))

@@ -111,6 +111,10 @@ class Dataset:
     def add(self, quads: Iterable[pyoxigraph.Quad]) -> None:
         self.store.bulk_extend(quads)
 
+    def read_as(self, ontology: tuple[str, str]) -> None:
+        """Record the ontology id and version the envelope is read under."""
+        self.store.bulk_extend(check_quads(ontology))
+
     def select(self, name: str) -> list[dict[str, Any]]:
         """Run a named query; each row maps variable names to plain Python values."""
         solutions = self.store.query(_resources.query(name))
