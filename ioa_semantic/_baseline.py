@@ -9,18 +9,22 @@ compatibility engine.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._codes import finding
 from ._expansion import (
     NO_BASE,
+    ActiveContext,
     ContextPolicy,
     ExpansionError,
     SenderTerms,
+    active_context,
     dropped_findings,
     expand,
+    expand_restricted,
     expansion_findings,
     review_contexts,
     structure_findings,
@@ -140,6 +144,69 @@ def read_document(
     return Baseline(_dedupe(found), document, node, tuple(located))
 
 
+# Reviews of inline contexts by (policy, context text): senders repeat their context on every
+# envelope, and a context that passed once passes again under the same policy.
+_CONTEXTS: OrderedDict[tuple[ContextPolicy, str], ActiveContext | None] = OrderedDict()
+_CONTEXTS_LIMIT = 256
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def _active_context(context: Any, policy: ContextPolicy) -> ActiveContext | None:
+    try:
+        key = (policy, json.dumps(context, ensure_ascii=False))
+    except (TypeError, ValueError):
+        return None
+    with _CONTEXTS_LOCK:
+        if key in _CONTEXTS:
+            _CONTEXTS.move_to_end(key)
+            return _CONTEXTS[key]
+    review = review_contexts({"@context": context}, policy)
+    active = None if review.findings or not review.expandable else active_context(context)
+    with _CONTEXTS_LOCK:
+        _CONTEXTS[key] = active
+        if len(_CONTEXTS) > _CONTEXTS_LIMIT:
+            _CONTEXTS.popitem(last=False)
+    return active
+
+
+def read_document_compiled(
+    data: bytes | str | dict[str, Any],
+    kind: Kind,
+    *,
+    shapes: ShapeSet,
+    policy: ContextPolicy,
+    permitted_types: frozenset[str] = frozenset(),
+    limits: Limits | None = None,
+) -> Baseline | None:
+    """The baseline stage for a well-formed document in the common subset, or None.
+
+    It answers only when it can show the document clean: strict intake, an inline context
+    that passes the review, the restricted expansion, and no shape violation, extra type or
+    ambiguous binding. Anything else (including every malformed document) returns None, and
+    the caller runs :func:`read_document`, which reports every reason.
+    """
+    if isinstance(data, dict):
+        return None
+    intake = parse(data, limits)
+    document = intake.document
+    if not intake.ok or "@context" not in document or not shapes.schema_valid[kind](document):
+        return None
+    active = _active_context(document["@context"], policy)
+    if active is None:
+        return None
+    expanded = expand_restricted(document, active, policy.allowed_schemes)
+    if expanded is None:
+        return None
+    node, nodes = expanded
+    located = [Located(n, compact, pointer) for n, compact, pointer in nodes]
+    root_shape = shapes.envelope if kind == "envelope" else shapes.registration
+    if not shapes.conforms(root_shape, node) or _extra_types(located, kind, permitted_types):
+        return None
+    if kind == "envelope" and _ambiguous_bindings(located, SenderTerms()):
+        return None
+    return Baseline((), document, node, tuple(located))
+
+
 def _extra_types(located: list[Located], kind: Kind,
                  permitted: frozenset[str]) -> list[Finding]:
     """Classes beside each node's baseline class, unless the profile permits them (rule 2)."""
@@ -160,18 +227,21 @@ def _extra_types(located: list[Located], kind: Kind,
 
 
 def _ambiguous_bindings(located: list[Located], terms: SenderTerms) -> list[Finding]:
-    senses: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for here in located:
-        for binding in here.node.get(IOA + "termBindings", []):
-            for term in binding.get(IOA + "term", []) if isinstance(binding, dict) else []:
-                for sense in binding.get(IOA + "sense", []):
+    senses: dict[tuple[int, str], set[str]] = defaultdict(set)
+    holders = {}
+    for index, here in enumerate(located):
+        for binding in here.node.get(IOA + "termBindings", ()):
+            for term in binding.get(IOA + "term", ()) if isinstance(binding, dict) else ():
+                for sense in binding.get(IOA + "sense", ()):
                     if isinstance(term, dict) and isinstance(sense, dict) and "@id" in sense:
-                        senses[(here.member_pointer(IOA + "termBindings", terms),
-                                str(term.get("@value")))].add(sense["@id"])
+                        senses[(index, str(term.get("@value")))].add(sense["@id"])
+                        holders[index] = here
+    found = [(holders[index].member_pointer(IOA + "termBindings", terms), term, s)
+             for (index, term), s in senses.items() if len(s) > 1]
     return [finding("envelope.ambiguous-binding",
                     f"the term {term!r} is bound to {len(s)} different senses "
                     f"({', '.join(sorted(s))}); ask the sender to correct or renegotiate", pointer)
-            for (pointer, term), s in sorted(senses.items()) if len(s) > 1]
+            for pointer, term, s in sorted(found, key=lambda item: (item[0], item[1]))]
 
 
 def _dedupe(findings: list[Finding]) -> tuple[Finding, ...]:

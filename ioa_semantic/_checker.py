@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ._baseline import read_document
+from ._baseline import read_document, read_document_compiled
 from ._codes import finding
 from ._decision import evaluate, task_from
 from ._exceptions import ConfigurationError, RegistrationError
@@ -39,6 +39,7 @@ from ._loader import (
 from ._shapes import ShapeSet
 from ._store import Dataset, envelope_quads
 
+ENGINES = ("compiled", "reference")
 _ALIGNMENT_REF = "https://example.org/ioa/semantic#alignmentRef"
 _MAPPING_NOT_ESTABLISHED = frozenset({
     "alignment.no-accepted-mapping", "alignment.condition-unevaluable", "alignment.not-offered"})
@@ -78,7 +79,14 @@ class Checker:
         allow_remote: Iterable[str] = (),
         allow_private_addresses: bool = False,
         retrieval: Any = None,
+        engine: str = "compiled",
     ) -> None:
+        if engine not in ENGINES:
+            raise ConfigurationError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")
+        # "compiled" answers the common case from compiled shapes and tables and hands
+        # everything else to "reference" (pyld, the shapes in full, the named SPARQL queries);
+        # the differential tests hold the two to the same decisions.
+        self.engine = engine
         # Retrieval is off unless the profile or the caller names origins (contract 4).
         # ``retrieval`` is a ready RetrievalPolicy (tests give it a resolver and a test CA);
         # otherwise the policy is the profile's section plus ``allow_remote``.
@@ -216,9 +224,15 @@ class Checker:
     def _decide(self, envelope: EnvelopeInput, params: dict[str, str], at: datetime,
                 source: str) -> Decision:
         retriever = self._retriever()
-        baseline = read_document(envelope, "envelope", shapes=self._shapes, policy=self.policy,
-                                 permitted_types=self.profile.permitted_types, limits=self.limits,
-                                 retriever=retriever)
+        baseline = None
+        if self.engine == "compiled" and retriever is None:
+            baseline = read_document_compiled(
+                envelope, "envelope", shapes=self._shapes, policy=self.policy,
+                permitted_types=self.profile.permitted_types, limits=self.limits)
+        if baseline is None:
+            baseline = read_document(envelope, "envelope", shapes=self._shapes,
+                                     policy=self.policy, permitted_types=self.profile.permitted_types,
+                                     limits=self.limits, retriever=retriever)
         findings: list[Finding] = list(baseline.findings)
         evidence: list[dict[str, Any]] = []
         excluded: list[dict[str, Any]] = []

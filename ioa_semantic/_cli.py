@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import _resources
-from ._checker import Checker
+from ._checker import ENGINES, Checker
 from ._codes import finding
 from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, ProfileRef, Verdict
@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="let allowed origins resolve to loopback or private addresses "
                              "(for services on your own network; weakens SSRF protection)")
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text")
+    parser.add_argument("--engine", choices=ENGINES, default="compiled",
+                        help="compiled (default) or reference: pyld, the SHACL shapes in full and "
+                             "the named SPARQL queries on every check; both decide the same")
     parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES,
                         help="size limit of one document in bytes (default: 1 MiB)")
     parser.add_argument("--max-depth", type=_positive, default=DEFAULT_MAX_DEPTH,
@@ -173,7 +176,7 @@ def run(argv: Sequence[str]) -> int:
     try:
         checker = Checker(opts.profile, capabilities=opts.capability, alignments=opts.alignment,
                           limits=Limits(opts.max_bytes, opts.max_depth),
-                          allow_remote=opts.allow_remote,
+                          allow_remote=opts.allow_remote, engine=opts.engine,
                           allow_private_addresses=opts.allow_private_addresses)
     except ProfileUnavailable as exc:
         # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.

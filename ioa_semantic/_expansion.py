@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyld import iri_resolver, jsonld
-
 from . import _resources
 from ._codes import finding
 from ._findings import Finding, Severity
@@ -197,6 +195,8 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,
                 f"{what} {reference!r} is not retrieved: remote retrieval is off by policy",
                 pointer))
             return None
+        from pyld import iri_resolver
+
         url = iri_resolver.resolve(reference, base) if base else reference
         if iri_scheme(url) is None:
             expandable = False
@@ -364,6 +364,8 @@ def expand(
     pyld would otherwise resolve relative references against a default base and turn
     ``"TechTranslation"`` into an absolute IRI. Every dropped property is recorded.
     """
+    from pyld import jsonld
+
     dropped: list[str | None] = []
     options: dict[str, Any] = {
         "base": base,
@@ -382,11 +384,13 @@ def expand(
     return Expansion(nodes, tuple(dropped))
 
 
-def _describe(exc: jsonld.JsonLdError) -> tuple[str, str]:
+def _describe(exc: Any) -> tuple[str, str]:
     # pyld wraps loader and context errors: the outermost JSON-LD code names what failed
     # (W3C error codes); a refused remote load anywhere in the chain is a retrieval.
     code = exc.code or ""
     message = str(exc.args[0]) if exc.args else exc.type
+    from pyld import jsonld
+
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, jsonld.JsonLdError) and cause.code:
@@ -478,3 +482,169 @@ def iri_scheme(iri: str) -> str | None:
 
 def is_keyword(key: str) -> bool:
     return key in _KEYWORDS
+
+
+# --- restricted expansion: the compiled path --------------------------------------------------
+#
+# Envelopes in the wild use the baseline context, a prefix or two, strings, node objects and
+# arrays of them. For exactly that subset the expanded form is simple enough to build in one
+# pass; anything else (a nested or remote context, a value object, a list, a number, a
+# relative or disallowed reference, a key expansion would drop) makes ``expand_restricted``
+# return None and the caller takes pyld. The differential tests hold the two to the same
+# output on every input the restricted path accepts.
+
+_GEN_DELIMS = (":", "/", "?", "#", "[", "]", "@")
+_DEFINITION_KEYS = frozenset({"@id", "@type", "@container", "@protected"})
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveContext:
+    """A sender's context reduced to what the restricted expansion needs.
+
+    ``memo`` remembers expanded references: the same context meets the same IRIs envelope
+    after envelope. It is bounded, and a lost race only recomputes an equal value.
+    """
+
+    terms: Mapping[str, str]
+    coerced: frozenset[str]
+    prefixes: Mapping[str, str]
+    memo: dict[tuple[str, bool, frozenset[str]], str | None] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
+
+
+def active_context(context: Any) -> ActiveContext | None:
+    """The active context of an inline context made only of simple definitions, or None."""
+    objects = context if isinstance(context, list) else [context]
+    raw: dict[str, tuple[str, bool, bool]] = {}  # term -> (value, coerced, simple)
+    for obj in objects:
+        if not isinstance(obj, dict):
+            return None
+        for key, value in obj.items():
+            if key in ("@version", "@protected"):
+                continue
+            if key.startswith("@"):
+                return None
+            if isinstance(value, str) and not value.startswith("@"):
+                entry = (value, False, True)
+            elif isinstance(value, dict) and set(value) <= _DEFINITION_KEYS and isinstance(
+                    value.get("@id"), str) and value.get("@type") in (None, "@id") and value.get(
+                    "@container") in (None, "@set", ["@set"]):
+                entry = (value["@id"], value.get("@type") == "@id", False)
+            else:
+                return None
+            if raw.get(key, entry) != entry:
+                return None  # defined twice, differently: pyld's rules decide, not ours
+            raw[key] = entry
+    prefixes = {k: v for k, (v, _, simple) in raw.items()
+                if simple and ":" in v and v.endswith(_GEN_DELIMS)}
+    terms: dict[str, str] = {}
+    for key, (value, _, _) in raw.items():
+        prefix, sep, suffix = value.partition(":")
+        if not sep:
+            return None  # a term defined by another term or a relative IRI
+        if not suffix.startswith("//") and prefix in raw:
+            if prefix not in prefixes:
+                return None
+            value = prefixes[prefix] + suffix
+        terms[key] = value
+    prefixes = {k: terms[k] for k in prefixes}
+    return ActiveContext(terms, frozenset(k for k, (_, c, _) in raw.items() if c), prefixes)
+
+
+_MEMO_LIMIT = 4096
+
+
+def _restricted_iri(value: str, active: ActiveContext, vocab: bool,
+                    schemes: frozenset[str]) -> str | None:
+    key = (value, vocab, schemes)
+    memo = active.memo
+    if key in memo:
+        return memo[key]
+    result = _expand_reference(value, active, vocab, schemes)
+    if len(memo) < _MEMO_LIMIT:
+        memo[key] = result
+    return result
+
+
+def _expand_reference(value: str, active: ActiveContext, vocab: bool,
+                      schemes: frozenset[str]) -> str | None:
+    if vocab and value in active.terms:
+        return active.terms[value]
+    if value.startswith(("@", "_:")):
+        return None
+    prefix, sep, suffix = value.partition(":")
+    if not sep:
+        return None  # relative: the reference path reports it
+    if not suffix.startswith("//"):
+        if prefix in active.prefixes:
+            value = active.prefixes[prefix] + suffix
+        elif prefix in active.terms:
+            return None
+    scheme = iri_scheme(value)
+    return value if scheme is not None and scheme in schemes else None
+
+
+def expand_restricted(
+    document: dict[str, Any], active: ActiveContext, schemes: frozenset[str]
+) -> tuple[dict[str, Any], list[tuple[dict[str, Any], dict[str, Any], str]]] | None:
+    """The expanded top node and ``(node, compact, pointer)`` of every node, or None."""
+    located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
+
+    def node(obj: dict[str, Any], pointer: str) -> dict[str, Any] | None:
+        out: dict[str, Any] = {}
+        located.append((out, obj, pointer))
+        for key, value in obj.items():
+            if key == "@context":
+                if pointer:
+                    return None
+                continue
+            if key == "@id":
+                ident = _restricted_iri(value, active, False, schemes) if isinstance(
+                    value, str) else None
+                if ident is None:
+                    return None
+                out["@id"] = ident
+                continue
+            if key == "@type":
+                names = [value] if isinstance(value, str) else value
+                if not isinstance(names, list) or not names:
+                    return None
+                types = []
+                for name in names:
+                    iri = _restricted_iri(name, active, True, schemes) if isinstance(
+                        name, str) else None
+                    if iri is None:
+                        return None
+                    types.append(iri)
+                out["@type"] = types
+                continue
+            prop = None if key.startswith("@") else _restricted_iri(key, active, True, schemes)
+            if prop is None or prop in out:
+                return None
+            coerced = key in active.coerced
+            items = value if isinstance(value, list) else [value]
+            expanded = []  # an empty array stays an empty array, as in pyld
+            for index, item in enumerate(items):
+                if isinstance(item, str):
+                    if coerced:
+                        iri = _restricted_iri(item, active, False, schemes)
+                        if iri is None:
+                            return None
+                        expanded.append({"@id": iri})
+                    else:
+                        expanded.append({"@value": item})
+                elif isinstance(item, dict) and not coerced and not any(
+                        k.startswith("@") and k not in ("@id", "@type") for k in item):
+                    token = key.replace("~", "~0").replace("/", "~1")
+                    child = node(item, f"{pointer}/{token}/{index}" if isinstance(
+                        value, list) else f"{pointer}/{token}")
+                    if child is None:
+                        return None
+                    expanded.append(child)
+                else:
+                    return None
+            out[prop] = expanded
+        return out
+
+    root = node(document, "")
+    return None if root is None else (root, located)

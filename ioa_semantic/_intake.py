@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -55,22 +56,25 @@ def _nesting_depth(text: str) -> int:
     return max(accumulate(1 if step == "+" else -1 for step in brackets))
 
 
-class _DuplicateKeys:
-    """Collects objects that repeat a member name while the parser builds them."""
+def _duplicate_keys() -> tuple[Callable[[list[tuple[str, Any]]], dict[str, Any]],
+                             dict[int, tuple[dict[str, Any], list[str]]]]:
+    """An object hook for the parser, and the objects it saw repeat a member name.
 
-    def __init__(self) -> None:
-        # The objects themselves are kept so that no id is reused by a later object after
-        # a repeated member's first value is thrown away.
-        self.seen: dict[int, tuple[dict[str, Any], list[str]]] = {}
+    The objects themselves are kept so that no id is reused by a later object after a
+    repeated member's first value is thrown away.
+    """
+    seen: dict[int, tuple[dict[str, Any], list[str]]] = {}
 
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         obj = dict(pairs)
         if len(obj) != len(pairs):
             names: dict[str, int] = {}
             for key, _ in pairs:
                 names[key] = names.get(key, 0) + 1
-            self.seen[id(obj)] = (obj, sorted(k for k, n in names.items() if n > 1))
+            seen[id(obj)] = (obj, sorted(k for k, n in names.items() if n > 1))
         return obj
+
+    return hook, seen
 
 
 def _has_lone_surrogate(document: Any) -> bool:
@@ -132,13 +136,16 @@ def parse(data: bytes | str, limits: Limits | None = None) -> Intake:
             return _fail("json.encoding", f"the document is not UTF-8 (byte {exc.start})")
     if text.startswith("\ufeff"):
         return _fail("json.encoding", "the document starts with a byte order mark")
-    depth = _nesting_depth(text)
+    # A document with fewer opening brackets than the limit cannot nest deeper than it; only
+    # the others pay for the exact measure.
+    brackets = text.count("{") + text.count("[")
+    depth = _nesting_depth(text) if brackets > limits.max_depth else 0
     if depth > limits.max_depth:
         return _fail("json.too-deep",
                      f"the document nests {depth} levels deep, over the limit of {limits.max_depth}")
-    duplicates = _DuplicateKeys()
+    hook, duplicates = _duplicate_keys()
     try:
-        document = json.loads(text, object_pairs_hook=duplicates, parse_constant=_reject_constant)
+        document = json.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant)
     except _NonFinite as exc:
         return _fail("json.non-finite", f"{exc} is not a JSON number")
     except RecursionError:
@@ -151,12 +158,12 @@ def parse(data: bytes | str, limits: Limits | None = None) -> Intake:
     if _ESCAPED_SURROGATE.search(text) and _has_lone_surrogate(document):
         return _fail("json.encoding",
                      "the document escapes a lone UTF-16 surrogate, which is not Unicode text")
-    if duplicates.seen:
+    if duplicates:
         return Intake(None, tuple(
             finding("json.duplicate-key",
                     f"the object repeats the member name(s) {', '.join(map(repr, names))}",
                     pointer)
-            for pointer, names in _locate(document, duplicates.seen)
+            for pointer, names in _locate(document, duplicates)
         ))
     if not isinstance(document, dict):
         kind = "an array" if isinstance(document, list) else f"a {type(document).__name__}"

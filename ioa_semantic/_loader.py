@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pyoxigraph
-from jsonschema import Draft202012Validator
 
 from . import _resources
 from ._exceptions import ArtifactError, ProfileError
@@ -341,12 +340,14 @@ class Artifact:
                 "source": self.origin}
 
 
-_ARTIFACT_SCHEMA: Draft202012Validator | None = None
+_ARTIFACT_SCHEMA: Any = None
 
 
-def _artifact_schema() -> Draft202012Validator:
+def _artifact_schema() -> Any:
     global _ARTIFACT_SCHEMA
     if _ARTIFACT_SCHEMA is None:
+        from jsonschema import Draft202012Validator
+
         _ARTIFACT_SCHEMA = Draft202012Validator(
             _resources.read_json("shapes", "artifact.schema.json"))
     return _ARTIFACT_SCHEMA

@@ -10,9 +10,6 @@ import json
 from collections.abc import Callable, Iterable
 from typing import IO
 
-from rich.console import Console
-from rich.markup import escape
-
 from ._codes import fix_for
 from ._findings import Decision, Severity, Verdict
 
@@ -38,6 +35,9 @@ def json_lines(decisions: Iterable[Decision], stream: IO[str]) -> None:
 
 
 def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
     console = Console(file=stream, highlight=False, soft_wrap=True)
     for decision in decisions:
         verdict = decision.verdict

@@ -10,12 +10,11 @@ expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, J
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyoxigraph
-from jsonschema import Draft202012Validator
 
 from . import _resources
 from ._codes import finding
@@ -56,10 +55,7 @@ class NodeShape:
     target_classes: frozenset[str]
     target_subjects_of: frozenset[str]
     target_objects_of: frozenset[str]
-
-    @property
-    def allowed(self) -> frozenset[str]:
-        return frozenset(p.path for p in self.properties)
+    allowed: frozenset[str] = frozenset()  # the property paths a closed shape admits
 
 
 def _triples(text: str) -> dict[str, dict[str, list[pyoxigraph.NamedNode | Any]]]:
@@ -70,9 +66,38 @@ def _triples(text: str) -> dict[str, dict[str, list[pyoxigraph.NamedNode | Any]]
     return graph
 
 
+class ShapesError(ValueError):
+    """The shapes use a SHACL construct the compiler does not support."""
+
+
+# The SHACL Core subset the compiler understands; anything else in a shape is refused, so a
+# shapes file can never say more than the compiled checks enforce.
+_NODE_SHAPE_KEYS = frozenset({
+    "targetClass", "targetSubjectsOf", "targetObjectsOf", "nodeKind", "closed", "property",
+})
+_PROPERTY_KEYS = frozenset({
+    "path", "minCount", "maxCount", "nodeKind", "datatype", "pattern", "hasValue", "message",
+})
+
+
+def _refuse_unsupported(graph: dict[str, dict[str, list[Any]]]) -> None:
+    for subject, props in graph.items():
+        is_node_shape = any(t.value == SH + "NodeShape" for t in props.get(RDF_TYPE, []))
+        allowed = _NODE_SHAPE_KEYS if is_node_shape else _PROPERTY_KEYS
+        for predicate in props:
+            if predicate.startswith(SH) and predicate[len(SH):] not in allowed:
+                raise ShapesError(f"{subject} uses sh:{predicate[len(SH):]}, which the shape "
+                                  "compiler does not support")
+        for path in props.get(SH + "path", []):
+            if not isinstance(path, pyoxigraph.NamedNode):
+                raise ShapesError(f"{subject} has a complex sh:path; only predicate paths are "
+                                  "supported")
+
+
 def compile_shapes(text: str) -> dict[str, NodeShape]:
     """Compile the SHACL Core subset the baseline shapes use into constraint objects."""
     graph = _triples(text)
+    _refuse_unsupported(graph)
 
     def one(subject: str, predicate: str) -> Any:
         values = graph.get(subject, {}).get(predicate, [])
@@ -116,6 +141,7 @@ def compile_shapes(text: str) -> dict[str, NodeShape]:
             target_classes=many(subject, SH + "targetClass"),
             target_subjects_of=many(subject, SH + "targetSubjectsOf"),
             target_objects_of=many(subject, SH + "targetObjectsOf"),
+            allowed=frozenset(p.path for p in properties),
         )
     return shapes
 
@@ -249,7 +275,11 @@ def _values(node: dict[str, Any], path: str) -> list[Any]:
 
 
 def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterator[Violation]:
-    """Every violation of ``shape`` at one focus node."""
+    """Every violation of ``shape`` at one focus node.
+
+    Names and JSON Pointers are worked out only for a violation, so a conforming node costs
+    a few comparisons per constraint (the compiled path asks only whether one exists).
+    """
     family = shape.family
     if shape.node_kind and _kind(here.node) not in _NODE_KIND_OK[shape.node_kind]:
         yield Violation(shape.name, "NodeKindConstraintComponent", None, here.pointer,
@@ -258,40 +288,39 @@ def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterat
                         else f"the node must be a {shape.node_kind}", shape.section)
     for prop in shape.properties:
         values = _values(here.node, prop.path)
-        name = "@type" if prop.path == RDF_TYPE else term_for(prop.path)
-        where = here.pointer if prop.path == RDF_TYPE else here.member_pointer(prop.path, terms)
-        if prop.path == RDF_TYPE:
-            where = f"{here.pointer}/@type" if "@type" in here.compact else here.pointer
 
-        def v(component: str, code: str, detail: str, at: str = where,
-              prop: PropertyShape = prop, name: str = name) -> Violation:
+        def v(component: str, code: str, detail: str, index: int | None = None,
+              prop: PropertyShape = prop) -> Violation:
+            if prop.path == RDF_TYPE:
+                name = "@type"
+                at = f"{here.pointer}/@type" if "@type" in here.compact else here.pointer
+            else:
+                name = term_for(prop.path)
+                at = (here.pointer if component == "MinCountConstraintComponent"
+                      else here.member_pointer(prop.path, terms) if index is None
+                      else here.value_pointer(prop.path, index, terms))
             return Violation(shape.name, component, prop.path, at, f"{family}.{code}",
                              f"{name}: {prop.message} ({detail})", prop.section)
 
         if prop.min_count is not None and len(values) < prop.min_count:
             yield v("MinCountConstraintComponent", "missing",
-                    "missing" if not values else f"{len(values)} value(s)",
-                    here.pointer)
+                    "missing" if not values else f"{len(values)} value(s)")
         if prop.max_count is not None and len(values) > prop.max_count:
             yield v("MaxCountConstraintComponent", "cardinality", f"{len(values)} values")
         if prop.has_value is not None and not any(
                 x.get("@id") == prop.has_value for x in values if isinstance(x, dict)):
             yield v("HasValueConstraintComponent", "rdf-type", f"found {_show(values)}")
         for i, value in enumerate(values):
-            at = where if prop.path == RDF_TYPE else here.value_pointer(prop.path, i, terms)
             if prop.node_kind and _kind(value) not in _NODE_KIND_OK[prop.node_kind]:
                 yield v("NodeKindConstraintComponent", "type",
-                        f"a {_kind(value).lower()} is not a {prop.node_kind}", at)
-            if prop.datatype is not None:
-                actual = _datatype(value)
-                if actual != prop.datatype:
-                    yield v("DatatypeConstraintComponent", "type",
-                            f"found {_describe_value(value)}", at)
+                        f"a {_kind(value).lower()} is not a {prop.node_kind}", i)
+            if prop.datatype is not None and _datatype(value) != prop.datatype:
+                yield v("DatatypeConstraintComponent", "type", f"found {_describe_value(value)}", i)
             if prop.pattern is not None:
                 text = _lexical(value)
                 if text is None or not prop.pattern.search(text):
                     yield v("PatternConstraintComponent", prop.pattern_code,
-                            f"found {_describe_value(value)}", at)
+                            f"found {_describe_value(value)}", i)
     if shape.closed:
         allowed = shape.allowed
         for prop_iri in sorted(here.node):
@@ -332,6 +361,95 @@ def _show(values: list[Any]) -> str:
     return ", ".join(str(v.get("@id")) for v in values if isinstance(v, dict)) or "nothing"
 
 
+# --- conformance functions: the compiled path -------------------------------------------------
+
+Conformance = Callable[[dict[str, Any]], bool]
+
+
+def _value_check(prop: PropertyShape) -> Callable[[Any], bool] | None:
+    """One function for every per-value constraint of a property shape (None: there are none)."""
+    kinds = _NODE_KIND_OK[prop.node_kind] if prop.node_kind else None
+    datatype, pattern = prop.datatype, prop.pattern
+    if kinds is None and datatype is None and pattern is None:
+        return None
+
+    def check(value: Any) -> bool:
+        if kinds is not None and _kind(value) not in kinds:
+            return False
+        if datatype is not None and _datatype(value) != datatype:
+            return False
+        if pattern is not None:
+            text = _lexical(value)
+            if text is None or not pattern.search(text):
+                return False
+        return True
+
+    return check
+
+
+def _property_conformance(prop: PropertyShape) -> Conformance:
+    low = prop.min_count or 0
+    high = prop.max_count if prop.max_count is not None else 1 << 62
+    has_value = prop.has_value
+    per_value = _value_check(prop)
+    path = prop.path
+    if path == RDF_TYPE:
+        # @type holds bare IRIs: every one is an IRI node, so only counts and hasValue apply.
+        def types_conform(node: dict[str, Any]) -> bool:
+            types = node.get("@type", ())
+            if not low <= len(types) <= high:
+                return False
+            if has_value is not None and has_value not in types:
+                return False
+            if per_value is not None:
+                for t in types:
+                    if not per_value({"@id": t}):
+                        return False
+            return True
+
+        return types_conform
+
+    def conforms(node: dict[str, Any]) -> bool:
+        values = node.get(path, ())
+        if not low <= len(values) <= high:
+            return False
+        if has_value is not None:
+            for v in values:
+                if isinstance(v, dict) and v.get("@id") == has_value:
+                    break
+            else:
+                return False
+        if per_value is not None:
+            for v in values:
+                if not per_value(v):
+                    return False
+        return True
+
+    return conforms
+
+
+def compile_conformance(shape: NodeShape) -> Conformance:
+    """A function that says whether a node conforms to ``shape``, with the same semantics as
+    :func:`evaluate_node` finding no violation (the tests hold the two together)."""
+    kinds = _NODE_KIND_OK[shape.node_kind] if shape.node_kind else None
+    checks = tuple(_property_conformance(p) for p in shape.properties)
+    allowed = shape.allowed if shape.closed else None
+
+    def conforms(node: dict[str, Any]) -> bool:
+        if kinds is not None and _kind(node) not in kinds:
+            return False
+        if allowed is not None:
+            for key in node:
+                if key[0] != "@" and key not in allowed:
+                    return False
+        for check in checks:  # noqa: SIM110 (a loop: no generator on the hot path)
+            if not check(node):
+                return False
+        return True
+
+    return conforms
+
+
 class ShapeSet:
     """The compiled baseline shapes and compact-form schemas, built once per process."""
 
@@ -339,11 +457,58 @@ class ShapeSet:
         self.shapes = compile_shapes(_resources.read_text("shapes", "baseline.ttl"))
         self.envelope = self.shapes[IOASH + "EnvelopeShape"]
         self.registration = self.shapes[IOASH + "RegistrationShape"]
-        self.schemas = {
-            kind: Draft202012Validator(_inline_refs(
-                _resources.read_json("shapes", f"{kind}.schema.json")))
+        self._schemas: dict[str, Any] = {}
+        self._conformance = {name: compile_conformance(s) for name, s in self.shapes.items()}
+        self.schema_valid = {
+            kind: compile_schema(_inline_refs(_resources.read_json("shapes", f"{kind}.schema.json")))
             for kind in ("envelope", "registration")
         }
+        # Targets by family, so that finding a node's shapes is a few dictionary lookups.
+        self._by_class: dict[tuple[str, str], list[NodeShape]] = {}
+        self._by_subject: dict[tuple[str, str], list[NodeShape]] = {}
+        self._by_object: dict[tuple[str, str], list[NodeShape]] = {}
+        for shape in self.shapes.values():
+            for index, targets in ((self._by_class, shape.target_classes),
+                                   (self._by_subject, shape.target_subjects_of),
+                                   (self._by_object, shape.target_objects_of)):
+                for target in targets:
+                    index.setdefault((shape.family, target), []).append(shape)
+
+    def conforms(self, root_shape: NodeShape, root: dict[str, Any]) -> bool:
+        """Whether the expanded graph under ``root`` has no violation (the compiled path)."""
+        family = root_shape.family
+        conformance = self._conformance
+        pending: list[tuple[dict[str, Any], str | None]] = [(root, None)]
+        while pending:
+            node, via = pending.pop()
+            names = {root_shape.name} if via is None else set()
+            for t in node.get("@type", ()):
+                for s in self._by_class.get((family, t), ()):
+                    names.add(s.name)
+            if via is not None:
+                for s in self._by_object.get((family, via), ()):
+                    names.add(s.name)
+            for prop, values in node.items():
+                if prop[0] == "@":
+                    continue
+                for s in self._by_subject.get((family, prop), ()):
+                    names.add(s.name)
+                for v in values:
+                    if isinstance(v, dict) and "@value" not in v and (len(v) > 1 or "@id" not in v):
+                        pending.append((v, prop))
+            for name in names:
+                if not conformance[name](node):
+                    return False
+        return True
+
+    def schema(self, kind: str) -> Any:
+        """The compact-form JSON Schema validator of ``kind``, built (and imported) on first use."""
+        if kind not in self._schemas:
+            from jsonschema import Draft202012Validator
+
+            self._schemas[kind] = Draft202012Validator(_inline_refs(
+                _resources.read_json("shapes", f"{kind}.schema.json")))
+        return self._schemas[kind]
 
     def targets(self, here: Located, parents: Iterable[tuple[str, Located]],
                 family: str) -> list[NodeShape]:
@@ -383,7 +548,7 @@ class ShapeSet:
         return out
 
     def schema_findings(self, kind: str, document: dict[str, Any]) -> list[Finding]:
-        validator = self.schemas[kind]
+        validator = self.schema(kind)
         family = validator.schema["x-family"]
         out: list[Finding] = []
         for error in validator.iter_errors(document):
@@ -419,6 +584,77 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
     inlined: dict[str, Any] = walk(schema)
     return inlined
+
+
+# --- the compact-form schemas, compiled: the compiled path ------------------------------------
+
+_SCHEMA_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "x-family"})
+_SCHEMA_KEYWORDS = frozenset({"type", "properties", "required", "items", "minItems", "pattern",
+                              "oneOf", "anyOf", "allOf", "not"}) | _SCHEMA_ANNOTATIONS
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+}
+
+
+def _combination(keyword: str, subs: list[Conformance]) -> Callable[[Any], bool]:
+    def holds(instance: Any) -> bool:
+        passed = sum(1 for sub in subs if sub(instance))
+        if keyword == "oneOf":
+            return passed == 1
+        return passed >= 1 if keyword == "anyOf" else passed == len(subs)
+
+    return holds
+
+
+def compile_schema(schema: Any) -> Conformance:
+    """A function that says whether an instance is valid against a (``$ref``-free) JSON Schema
+    of the subset the compact-form schemas use; any other keyword is refused."""
+    if not isinstance(schema, dict):
+        raise ShapesError("a schema must be an object")
+    unknown = set(schema) - _SCHEMA_KEYWORDS
+    if unknown:
+        raise ShapesError(f"the schema compiler does not support {sorted(unknown)}")
+    checks: list[Callable[[Any], bool]] = []
+    if "type" in schema:
+        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        tests = [_JSON_TYPES[n] for n in names]
+        checks.append(lambda v: any(t(v) for t in tests))
+    if "properties" in schema:
+        props = {k: compile_schema(s) for k, s in schema["properties"].items()}
+        checks.append(lambda v: not isinstance(v, dict) or all(
+            check(v[k]) for k, check in props.items() if k in v))
+    if "required" in schema:
+        required = tuple(schema["required"])
+        checks.append(lambda v: not isinstance(v, dict) or all(k in v for k in required))
+    if "items" in schema:
+        item = compile_schema(schema["items"])
+        checks.append(lambda v: not isinstance(v, list) or all(item(x) for x in v))
+    if "minItems" in schema:
+        low = schema["minItems"]
+        checks.append(lambda v: not isinstance(v, list) or len(v) >= low)
+    if "pattern" in schema:
+        pattern = re.compile(schema["pattern"])
+        checks.append(lambda v: not isinstance(v, str) or pattern.search(v) is not None)
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        if keyword in schema:
+            checks.append(_combination(keyword, [compile_schema(s) for s in schema[keyword]]))
+    if "not" in schema:
+        negated = compile_schema(schema["not"])
+        checks.append(lambda v: not negated(v))
+
+    def valid(instance: Any) -> bool:
+        for check in checks:  # noqa: SIM110 (a loop: no generator on the hot path)
+            if not check(instance):
+                return False
+        return True
+
+    return valid
 
 
 _SCHEMA_CODE = {

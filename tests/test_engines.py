@@ -1,0 +1,254 @@
+"""The compiled engine decides exactly as the reference engine (issue: the hot path).
+
+The reference engine runs pyld, the SHACL shapes in full and the named SPARQL queries on
+every check; the compiled engine answers the common case from compiled shapes and tables and
+hands everything else to the reference path. Every data-driven case, every public
+conformance case and hypothesis-generated envelopes (valid, mutated, remote and unusual
+contexts) must get the same verdict and the same reasons from both. Covers R-5.4-1,
+R-5.4-4, R-6.1-1, R-6.1-5, R-6.1-6, R-7.1-1.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import CONFORMANCE, envelope_62
+
+from ioa_semantic import Checker, Decision, Limits
+from ioa_semantic._baseline import read_document, read_document_compiled
+from ioa_semantic._checker import shapes
+from ioa_semantic._expansion import ContextPolicy
+
+CASES = Path(__file__).resolve().parent / "cases"
+AT = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def _summary(decision: Decision) -> tuple[Any, ...]:
+    return (decision.verdict, [(f.code, f.severity, f.path, f.message) for f in decision.findings],
+            decision.evidence, decision.excluded, decision.candidates)
+
+
+def _case_folders() -> list[Path]:
+    folders = sorted(p.parent for p in CASES.glob("*/*/case.json"))
+    if CONFORMANCE.exists():
+        folders += sorted(p.parent for p in CONFORMANCE.glob("*/case.json"))
+    return folders
+
+
+def _checkers(folder: Path, args: list[str]) -> tuple[Checker, Checker, dict[str, str], datetime]:
+    opts: dict[str, list[str]] = {}
+    for flag, value in zip(args[::2], args[1::2], strict=False):
+        opts.setdefault(flag, []).append(value)
+    profile = opts["--profile"][0]
+    if (folder / profile).exists():
+        profile = str(folder / profile)
+    common: dict[str, Any] = {
+        "capabilities": [folder / p for p in opts.get("--capability", [])],
+        "alignments": [str(folder / a) if (folder / a).exists() else a
+                       for a in opts.get("--alignment", [])],
+        "limits": Limits(int(opts.get("--max-bytes", [1 << 20])[0]),
+                         int(opts.get("--max-depth", [64])[0])),
+        "cache_size": 0,
+    }
+    params = dict(p.split("=", 1) for p in opts.get("--param", []))
+    at = datetime.fromisoformat(opts["--at"][0].replace("Z", "+00:00"))
+    return (Checker(profile, engine="compiled", **common),
+            Checker(profile, engine="reference", **common), params, at)
+
+
+@pytest.mark.parametrize("folder", _case_folders(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_case_gets_the_same_decision_from_both_engines(folder: Path) -> None:
+    spec = json.loads((folder / "case.json").read_text())
+    try:
+        compiled, reference, params, at = _checkers(folder, spec["args"])
+    except Exception:
+        pytest.skip("a configuration-error case: no check runs")
+    data = (folder / spec["envelope"]).read_bytes()
+    assert _summary(compiled.check(data, params=params, at=at)) == \
+        _summary(reference.check(data, params=params, at=at))
+
+
+# --- generated envelopes ------------------------------------------------------------------
+
+COMPILED = Checker("cs-translation", engine="compiled", cache_size=0)
+REFERENCE = Checker("cs-translation", engine="reference", cache_size=0)
+SHAPES = shapes()
+POLICY = ContextPolicy()
+
+local_names = st.sampled_from(["TechTranslation", "TranslateTechDoc", "LargeLanguageModel",
+                               "ComputerScience", "Other", "x", "Foo-1"])
+references = st.one_of(
+    local_names.map(lambda n: f"cs:{n}"),
+    local_names.map(lambda n: f"https://example.org/onto/cs#{n}"),
+    local_names.map(lambda n: f"law:{n}"),
+    local_names.map(lambda n: f"xx:{n}"),
+    local_names,                                    # relative
+    local_names.map(lambda n: f"urn:example:{n}"),
+    local_names.map(lambda n: f"_:{n}"),
+    st.just("HTTPS://example.org/onto/cs#TechTranslation"),
+)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(1.5), st.just(""),
+                    st.just("  "), st.text(max_size=5))
+values = st.one_of(references, scalars,
+                   st.lists(references, max_size=3),
+                   st.fixed_dictionaries({"@id": references}),
+                   st.fixed_dictionaries({"@value": st.one_of(st.text(max_size=4), st.integers())}),
+                   st.fixed_dictionaries({"@list": st.lists(references, max_size=2)}))
+context_extras = st.dictionaries(
+    st.sampled_from(["law", "xx", "note", "cs", "kind", "@vocab", "@base", "@language",
+                     "capabilityRefs", "ioa", "extra"]),
+    st.one_of(st.just("https://example.org/onto/law#"), st.just("https://ext.example/"),
+              st.just("@type"), st.just("@id"), st.just("urn:x:"),
+              st.just({"@id": "ioa:capabilityRefs"}),
+              st.just({"@id": "ioa:capabilityRefs", "@type": "@id", "@container": "@set"}),
+              st.just({"@id": "https://ext.example/x", "@type": "@id"}),
+              st.just({"@id": "https://ext.example/x", "@context": {}}),
+              st.just("https://example.org/ioa/semantic#")),
+    max_size=3)
+fields = st.sampled_from(["ontologyId", "ontologyVersion", "capabilityRefs", "intentRef",
+                          "profileVersion", "alignmentRef", "note", "@id", "@type", "type",
+                          "@foo", "@included", "ioa:intentRef", "extra"])
+
+
+@st.composite
+def envelopes(draw: st.DrawFn) -> Any:
+    doc = envelope_62()
+    context = doc["@context"]
+    context.update(draw(context_extras))
+    if draw(st.booleans()):
+        context["profileVersion"] = "ioa:profileVersion"
+        context["alignmentRef"] = {"@id": "ioa:alignmentRef", "@type": "@id"}
+    for field, value in draw(st.dictionaries(fields, values, max_size=3)).items():
+        doc[field] = value
+    bindings = doc["profileContext"]["termBindings"]
+    for _ in range(draw(st.integers(0, 2))):
+        bindings.append({"@type": "ioa:TermBinding", "term": draw(st.sampled_from(["LLM", "X", ""])),
+                         "sense": draw(references)})
+    if draw(st.booleans()):
+        doc["profileContext"]["domain"] = draw(st.one_of(references, st.lists(references, max_size=2)))
+    shape = draw(st.sampled_from(["inline", "array", "remote", "nested", "array-remote"]))
+    if shape == "array":
+        doc["@context"] = [context, {"law": "https://example.org/onto/law#"}]
+    elif shape == "remote":
+        doc["@context"] = "https://example.org/ioa/context.jsonld"
+    elif shape == "array-remote":
+        doc["@context"] = ["https://example.org/ioa/context.jsonld", context]
+    elif shape == "nested":
+        doc["profileContext"]["@context"] = {"law": "https://example.org/onto/law#"}
+    return doc
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelopes())
+def test_generated_envelopes_get_the_same_decision(doc: Any) -> None:
+    data = json.dumps(doc).encode()
+    assert _summary(COMPILED.check(data, at=AT)) == _summary(REFERENCE.check(data, at=AT))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelopes())
+def test_what_the_compiled_baseline_accepts_the_reference_finds_clean(doc: Any) -> None:
+    """Where the compiled path answers, pyld gives the same expansion and the shapes no reason."""
+    data = json.dumps(doc).encode()
+    fast = read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY)
+    if fast is None:
+        return
+    slow = read_document(data, "envelope", shapes=SHAPES, policy=POLICY)
+    assert slow.findings == ()
+    assert fast.node == slow.node
+
+
+def test_the_compiled_path_answers_the_draft_envelope() -> None:
+    """Without this, every differential test above would pass by always falling back."""
+    data = json.dumps(envelope_62()).encode()
+    assert read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY) is not None
+
+
+def test_an_unknown_engine_is_a_configuration_error() -> None:
+    from ioa_semantic import ConfigurationError
+
+    with pytest.raises(ConfigurationError):
+        Checker("cs-translation", engine="fast-and-loose")
+
+
+@st.composite
+def plausible_envelopes(draw: st.DrawFn) -> Any:
+    """Well-formed envelopes in many spellings, so that the compiled path answers most."""
+    doc = envelope_62()
+    context = doc["@context"]
+    prefix = draw(st.sampled_from(["cs", "c", "onto"]))
+    if prefix != "cs":
+        context[prefix] = context.pop("cs")
+
+    def ref(local: str) -> str:
+        return draw(st.sampled_from([f"{prefix}:{local}", f"https://example.org/onto/cs#{local}"]))
+
+    doc["capabilityRefs"] = draw(st.sampled_from([
+        [ref("TechTranslation")], ref("TechTranslation"), [ref("Summarize")],
+        [ref("TechTranslation"), ref("Summarize")]]))
+    doc["intentRef"] = draw(st.sampled_from([ref("TranslateTechDoc"), ref("Unknown")]))
+    doc["ontologyVersion"] = draw(st.sampled_from(["1.0", "1.0", "1.1", "2.0"]))
+    domain = draw(st.sampled_from([ref("ComputerScience"), "https://example.org/onto/law#Law"]))
+    senses = draw(st.lists(st.sampled_from([
+        ref("LargeLanguageModel"), "https://example.org/onto/law#MasterOfLaws", ref("Unknown")]),
+        min_size=0, max_size=3))
+    doc["profileContext"] = {
+        "@type": "ioa:Context", "domain": domain,
+        "termBindings": [{"@type": "ioa:TermBinding", "term": f"T{i}", "sense": s}
+                         for i, s in enumerate(senses)]}
+    if draw(st.booleans()):
+        context["profileVersion"] = "ioa:profileVersion"
+        doc["profileVersion"] = draw(st.sampled_from(["1", "2"]))
+    if draw(st.booleans()):
+        doc["@id"] = draw(st.sampled_from(["urn:uuid:1", "https://example.org/tasks/1"]))
+    if draw(st.booleans()):
+        doc["@context"] = [context, {"law": "https://example.org/onto/law#"}]
+    if draw(st.booleans()):
+        doc = dict(reversed(list(doc.items())))
+    return doc
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plausible_envelopes())
+def test_plausible_envelopes_get_the_same_decision(doc: Any) -> None:
+    data = json.dumps(doc).encode()
+    assert _summary(COMPILED.check(data, at=AT)) == _summary(REFERENCE.check(data, at=AT))
+
+
+def test_the_compiled_path_answers_most_plausible_envelopes() -> None:
+    answered = []
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck),
+              database=None)
+    @given(plausible_envelopes())
+    def probe(doc: Any) -> None:
+        data = json.dumps(doc).encode()
+        answered.append(read_document_compiled(data, "envelope", shapes=SHAPES,
+                                               policy=POLICY) is not None)
+
+    probe()
+    assert sum(answered) >= 0.9 * len(answered)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(envelopes(), plausible_envelopes()))
+def test_the_compiled_schemas_agree_with_jsonschema(doc: Any) -> None:
+    """The compact-form schemas compiled for the hot path accept exactly what jsonschema does."""
+    for kind in ("envelope", "registration"):
+        assert SHAPES.schema_valid[kind](doc) == SHAPES.schema(kind).is_valid(doc)
+
+
+def test_the_compilers_refuse_what_they_do_not_support() -> None:
+    from ioa_semantic._shapes import ShapesError, compile_schema, compile_shapes
+
+    with pytest.raises(ShapesError, match="uniqueItems"):
+        compile_schema({"type": "array", "uniqueItems": True})
+    with pytest.raises(ShapesError, match=r"sh:or"):
+        compile_shapes("@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+                       "<https://x.example/S> a sh:NodeShape ; sh:or ( <https://x.example/a> ) .")
