@@ -152,10 +152,9 @@ _CONTEXTS_LOCK = threading.Lock()
 
 
 def _active_context(context: Any, policy: ContextPolicy) -> ActiveContext | None:
-    try:
-        key = (policy, json.dumps(context, ensure_ascii=False))
-    except (TypeError, ValueError):
-        return None
+    # repr is the cheapest exact key of parsed JSON (dict order included: a reordered
+    # context is only a cache miss).
+    key = (policy, repr(context))
     with _CONTEXTS_LOCK:
         if key in _CONTEXTS:
             _CONTEXTS.move_to_end(key)
@@ -189,12 +188,13 @@ def read_document_compiled(
         return None
     intake = parse(data, limits)
     document = intake.document
-    if not intake.ok or "@context" not in document or not shapes.schema_valid[kind](document):
+    if not intake.ok or "@context" not in document:
         return None
     active = _active_context(document["@context"], policy)
     if active is None:
         return None
-    expanded = expand_restricted(document, active, policy.allowed_schemes)
+    expanded = expand_restricted(document, active, policy.allowed_schemes,
+                                 shapes.single_valued[kind])
     if expanded is None:
         return None
     node, nodes = expanded

@@ -38,6 +38,7 @@ from ._loader import (
 )
 from ._shapes import ShapeSet
 from ._store import Dataset, envelope_quads
+from ._tables import CompiledTables, TableDataset
 
 ENGINES = ("compiled", "reference")
 _ALIGNMENT_REF = "https://example.org/ioa/semantic#alignmentRef"
@@ -120,6 +121,9 @@ class Checker:
             if not artifact.malformed:
                 fixed.extend(artifact_quads(artifact))
         self._fixed = tuple(fixed)
+        # The compiled engine answers the named queries from tables derived once, with the
+        # compile queries, from the same quads the reference engine loads on every check.
+        self._tables = CompiledTables.build(self._fixed) if engine == "compiled" else None
         self._cache: OrderedDict[tuple[Any, ...], Decision] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
@@ -241,8 +245,12 @@ class Checker:
         if not baseline.rejected and baseline.node is not None:
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
             artifacts = (*self.artifacts, *fetched)
-            dataset = Dataset(self._fixed, envelope_quads(baseline.node),
-                              *(artifact_quads(a) for a in fetched if not a.malformed))
+            dataset: Any
+            if self._tables is not None and not fetched:
+                dataset = TableDataset(self._tables, baseline.node)
+            else:
+                dataset = Dataset(self._fixed, envelope_quads(baseline.node),
+                                  *(artifact_quads(a) for a in fetched if not a.malformed))
             task = task_from(baseline.node, params)
             outcome = evaluate(dataset, baseline.node, self.profile, self.registrations,
                                artifacts, task, at)

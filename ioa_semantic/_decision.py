@@ -11,12 +11,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from ._codes import finding
 from ._findings import Finding, Severity
 from ._loader import Artifact, Profile, Registration
-from ._store import Dataset, group
+from ._store import group
+
+
+class Dataset(Protocol):
+    """What the decision reads: the named queries' rows for one envelope.
+
+    The reference engine runs the SPARQL queries on a store (:class:`._store.Dataset`); the
+    compiled engine answers them from tables (:class:`._tables.TableDataset`).
+    """
+
+    def select(self, name: str) -> list[dict[str, Any]]: ...
+
+    def read_as(self, ontology: tuple[str, str]) -> None: ...
 
 IOA = "https://example.org/ioa/semantic#"
 
@@ -171,7 +183,9 @@ def _acceptance(dataset: Dataset, profile: Profile, ontology_id: str, version: s
     if direct:
         return str(direct[0]["readAs"])
     by_relationship = group(rows, "relationship")
-    for relationship_rows in by_relationship.values():
+    # Deterministic whatever order the rows come in: the first applicable relationship by
+    # the version it reads as.
+    for relationship_rows in sorted(by_relationship.values(), key=lambda rs: str(rs[0]["readAs"])):
         scope = {r["scope"] for r in relationship_rows if r["scope"]}
         if not scope or intent in scope:
             read_as = str(relationship_rows[0]["readAs"])

@@ -585,9 +585,14 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
 
 
 def expand_restricted(
-    document: dict[str, Any], active: ActiveContext, schemes: frozenset[str]
+    document: dict[str, Any], active: ActiveContext, schemes: frozenset[str],
+    single_valued: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], dict[str, Any], str]]] | None:
-    """The expanded top node and ``(node, compact, pointer)`` of every node, or None."""
+    """The expanded top node and ``(node, compact, pointer)`` of every node, or None.
+
+    ``single_valued`` are the properties the shapes allow once (sh:maxCount 1): the compact
+    form spells those as one value, never an array, and anything else goes the reference way.
+    """
     located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
 
     def node(obj: dict[str, Any], pointer: str) -> dict[str, Any] | None:
@@ -622,6 +627,8 @@ def expand_restricted(
             if prop is None or prop in out:
                 return None
             coerced = key in active.coerced
+            if isinstance(value, list) and prop in single_valued:
+                return None
             items = value if isinstance(value, list) else [value]
             expanded = []  # an empty array stays an empty array, as in pyld
             for index, item in enumerate(items):

@@ -459,45 +459,48 @@ class ShapeSet:
         self.registration = self.shapes[IOASH + "RegistrationShape"]
         self._schemas: dict[str, Any] = {}
         self._conformance = {name: compile_conformance(s) for name, s in self.shapes.items()}
-        self.schema_valid = {
-            kind: compile_schema(_inline_refs(_resources.read_json("shapes", f"{kind}.schema.json")))
-            for kind in ("envelope", "registration")
+        self.single_valued = {
+            family: frozenset(p.path for s in self.shapes.values() if s.family == family
+                              for p in s.properties if p.max_count is not None and p.max_count <= 1)
+            for family in ("envelope", "registration")
         }
-        # Targets by family, so that finding a node's shapes is a few dictionary lookups.
-        self._by_class: dict[tuple[str, str], list[NodeShape]] = {}
-        self._by_subject: dict[tuple[str, str], list[NodeShape]] = {}
-        self._by_object: dict[tuple[str, str], list[NodeShape]] = {}
-        for shape in self.shapes.values():
-            for index, targets in ((self._by_class, shape.target_classes),
-                                   (self._by_subject, shape.target_subjects_of),
-                                   (self._by_object, shape.target_objects_of)):
-                for target in targets:
-                    index.setdefault((shape.family, target), []).append(shape)
+        # Targets by family and IRI, so that finding a node's shapes is a few lookups.
+        self._targets: dict[str, tuple[dict[str, tuple[Conformance, ...]], ...]] = {}
+        for family in {s.family for s in self.shapes.values()}:
+            indexes: tuple[dict[str, list[str]], ...] = ({}, {}, {})
+            for shape in self.shapes.values():
+                if shape.family != family:
+                    continue
+                for index, targets in zip(indexes, (shape.target_classes, shape.target_subjects_of,
+                                                    shape.target_objects_of), strict=True):
+                    for target in targets:
+                        index.setdefault(target, []).append(shape.name)
+            self._targets[family] = tuple(
+                {iri: tuple(self._conformance[n] for n in dict.fromkeys(names))
+                 for iri, names in index.items()} for index in indexes)
 
     def conforms(self, root_shape: NodeShape, root: dict[str, Any]) -> bool:
         """Whether the expanded graph under ``root`` has no violation (the compiled path)."""
-        family = root_shape.family
-        conformance = self._conformance
+        by_class, by_subject, by_object = self._targets[root_shape.family]
+        root_check = self._conformance[root_shape.name]
         pending: list[tuple[dict[str, Any], str | None]] = [(root, None)]
         while pending:
             node, via = pending.pop()
-            names = {root_shape.name} if via is None else set()
+            # A shape targets a node in several ways (class, subjects of each of its
+            # properties); the set checks it once.
+            checks: set[Conformance] = {root_check} if via is None else set(
+                by_object.get(via, ()))
             for t in node.get("@type", ()):
-                for s in self._by_class.get((family, t), ()):
-                    names.add(s.name)
-            if via is not None:
-                for s in self._by_object.get((family, via), ()):
-                    names.add(s.name)
+                checks.update(by_class.get(t, ()))
             for prop, values in node.items():
                 if prop[0] == "@":
                     continue
-                for s in self._by_subject.get((family, prop), ()):
-                    names.add(s.name)
+                checks.update(by_subject.get(prop, ()))
                 for v in values:
-                    if isinstance(v, dict) and "@value" not in v and (len(v) > 1 or "@id" not in v):
+                    if type(v) is dict and "@value" not in v and (len(v) > 1 or "@id" not in v):
                         pending.append((v, prop))
-            for name in names:
-                if not conformance[name](node):
+            for check in checks:
+                if not check(node):
                     return False
         return True
 
@@ -584,77 +587,6 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
     inlined: dict[str, Any] = walk(schema)
     return inlined
-
-
-# --- the compact-form schemas, compiled: the compiled path ------------------------------------
-
-_SCHEMA_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "x-family"})
-_SCHEMA_KEYWORDS = frozenset({"type", "properties", "required", "items", "minItems", "pattern",
-                              "oneOf", "anyOf", "allOf", "not"}) | _SCHEMA_ANNOTATIONS
-_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-}
-
-
-def _combination(keyword: str, subs: list[Conformance]) -> Callable[[Any], bool]:
-    def holds(instance: Any) -> bool:
-        passed = sum(1 for sub in subs if sub(instance))
-        if keyword == "oneOf":
-            return passed == 1
-        return passed >= 1 if keyword == "anyOf" else passed == len(subs)
-
-    return holds
-
-
-def compile_schema(schema: Any) -> Conformance:
-    """A function that says whether an instance is valid against a (``$ref``-free) JSON Schema
-    of the subset the compact-form schemas use; any other keyword is refused."""
-    if not isinstance(schema, dict):
-        raise ShapesError("a schema must be an object")
-    unknown = set(schema) - _SCHEMA_KEYWORDS
-    if unknown:
-        raise ShapesError(f"the schema compiler does not support {sorted(unknown)}")
-    checks: list[Callable[[Any], bool]] = []
-    if "type" in schema:
-        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        tests = [_JSON_TYPES[n] for n in names]
-        checks.append(lambda v: any(t(v) for t in tests))
-    if "properties" in schema:
-        props = {k: compile_schema(s) for k, s in schema["properties"].items()}
-        checks.append(lambda v: not isinstance(v, dict) or all(
-            check(v[k]) for k, check in props.items() if k in v))
-    if "required" in schema:
-        required = tuple(schema["required"])
-        checks.append(lambda v: not isinstance(v, dict) or all(k in v for k in required))
-    if "items" in schema:
-        item = compile_schema(schema["items"])
-        checks.append(lambda v: not isinstance(v, list) or all(item(x) for x in v))
-    if "minItems" in schema:
-        low = schema["minItems"]
-        checks.append(lambda v: not isinstance(v, list) or len(v) >= low)
-    if "pattern" in schema:
-        pattern = re.compile(schema["pattern"])
-        checks.append(lambda v: not isinstance(v, str) or pattern.search(v) is not None)
-    for keyword in ("oneOf", "anyOf", "allOf"):
-        if keyword in schema:
-            checks.append(_combination(keyword, [compile_schema(s) for s in schema[keyword]]))
-    if "not" in schema:
-        negated = compile_schema(schema["not"])
-        checks.append(lambda v: not negated(v))
-
-    def valid(instance: Any) -> bool:
-        for check in checks:  # noqa: SIM110 (a loop: no generator on the hot path)
-            if not check(instance):
-                return False
-        return True
-
-    return valid
 
 
 _SCHEMA_CODE = {

@@ -4,21 +4,22 @@ Everything a check's store holds besides the envelope (the profile and its vocab
 offered registrations and artifacts) is fixed for a Checker. :meth:`CompiledTables.build`
 loads those quads into one Oxigraph store once and runs the ``queries/compile_*.rq`` queries,
 each the fixed side of a named query (its profile, registration and artifact patterns, with
-the envelope and check patterns taken out), into tables keyed by the variables a check joins
-on. A :class:`TableDataset` then answers the eight named queries for one envelope by reading
-its facts from the expanded node and looking them up in those tables: no store, no SPARQL.
+the envelope and check patterns taken out), into tables keyed by the terms a check joins on.
+A :class:`TableDataset` then answers the eight named queries for one envelope by reading its
+facts from the expanded node and looking them up in those tables: no store, no SPARQL.
 
 Its rows are the rows :class:`~ioa_semantic._store.Dataset` gives: the same variables, values
 and Python types, the same multiplicity (bag semantics) and the order of each query's
-ORDER BY. To keep that exact, RDF terms are compared the way Oxigraph compares them (see
+ORDER BY. To keep that exact, terms are compared the way Oxigraph compares them (see
 :data:`Term`), and the envelope is read exactly as ``_store.envelope_quads`` turns it into
-quads, down to the blank nodes it invents and the graph-agnostic artifact pattern of
-``mapping_candidates`` and ``rule_conditions``, which an envelope can match too.
+quads, down to the blank nodes it invents. That includes the one place where the envelope's
+graph can meet the artifacts' patterns: ``mapping_candidates`` and ``rule_conditions`` match
+mapping rules in any graph, so an envelope that states rules itself (through ignorable terms)
+contributes rows under the envelope graph, as it does in the store.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -42,31 +43,55 @@ XSD_DOUBLE = XSD + "double"
 
 # An RDF term as a hashable value that is equal exactly when Oxigraph holds the same term:
 # an IRI is its string; a blank node is "_:" and its id, as str(BlankNode) prints it (no IRI
-# starts with "_:", and Oxigraph keeps blank node ids as given, so the ids of the fixed quads
-# are the ones the reference store returns); a literal is (lexical form, datatype IRI,
-# language), in the canonical lexical form Oxigraph stores.
+# starts with "_:"; Oxigraph keeps blank node ids as given, so a store built from the same
+# quads returns the same ids); a literal is (lexical form, datatype IRI, language), in the
+# canonical lexical form Oxigraph stores.
 Literal: TypeAlias = tuple[str, str, str | None]
 Term: TypeAlias = str | Literal
 OrderKey: TypeAlias = tuple[int, str, str, str]
 Row: TypeAlias = dict[str, Any]
 
 _ENVELOPE = ENVELOPE_GRAPH.value
-_NO_ORDER: OrderKey = (0, "", "", "")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
+_SEMANTIC_PROFILE = IOA + "SemanticProfile"
+_ONTOLOGY_ID = IOA + "ontologyId"
+_ONTOLOGY_VERSION = IOA + "ontologyVersion"
+_PROFILE_CONTEXT = IOA + "profileContext"
+_TERM_BINDINGS = IOA + "termBindings"
+_TERM = IOA + "term"
+_SENSE = IOA + "sense"
+_DOMAIN = IOA + "domain"
+_INTENT_REF = IOA + "intentRef"
+_CAPABILITY_REFS = IOA + "capabilityRefs"
+_MAPPING_RULE = IOAA + "mappingRule"
+_UNBOUND: OrderKey = (0, "", "", "")
+_INTEGER_LEXICAL = re.compile(r"[+-]?[0-9]+")
+_DOUBLE_LEXICAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([Ee][+-]?[0-9]+)?|[+-]?INF|NaN")
 _I64 = range(-(1 << 63), 1 << 63)
+_BOOLEANS = {"true": "true", "1": "true", "false": "false", "0": "false"}
+# The datatypes spareval reads as numbers, booleans, strings, dates and durations.
+_INTEGER_TYPES = frozenset(XSD + name for name in (
+    "integer", "byte", "short", "int", "long", "unsignedByte", "unsignedShort", "unsignedInt",
+    "unsignedLong", "positiveInteger", "negativeInteger", "nonPositiveInteger",
+    "nonNegativeInteger"))
+_COMPARABLE_TYPES = _INTEGER_TYPES | {RDF_LANG_STRING} | frozenset(XSD + name for name in (
+    "string", "boolean", "float", "double", "decimal", "dateTime", "dateTimeStamp", "time",
+    "date", "gYearMonth", "gYear", "gMonthDay", "gDay", "gMonth", "duration",
+    "yearMonthDuration", "dayTimeDuration"))
 
 # mapping_candidates' VALUES: each direction an artifact may declare, read forward and, only
-# where it is "bidirectional", in reverse (7.2). (direction, reverse, the requested side)
+# where it is "bidirectional", in reverse (7.2): (direction, reverse, the requested side).
 _READINGS = (
-    ("source-to-target", False, "source"),
-    ("target-to-source", False, "target"),
-    ("bidirectional", False, "source"),
-    ("bidirectional", True, "target"),
+    (("source-to-target", XSD_STRING, None), False, "source"),
+    (("target-to-source", XSD_STRING, None), False, "target"),
+    (("bidirectional", XSD_STRING, None), False, "source"),
+    (("bidirectional", XSD_STRING, None), True, "target"),
 )
 
 
-def _term(term: Any) -> Term:
-    """The key of a term the fixed store returned."""
+def _term(term: Any) -> Term | None:
+    """The key of a term the fixed store returned (None: unbound)."""
+    if term is None:
+        return None
     if isinstance(term, pyoxigraph.Literal):
         return (term.value, term.datatype.value, term.language)
     if isinstance(term, pyoxigraph.NamedNode):
@@ -87,14 +112,22 @@ def order(term: Term | None) -> OrderKey:
     """Where ORDER BY puts a term: unbound, blank nodes, IRIs, then literals (spareval).
 
     Blank nodes and IRIs compare by their strings. Literals compare by lexical form, then
-    datatype and language; that is SPARQL's order for the strings and booleans these queries
-    sort, not for numbers (no query sorts a numeric literal in data the loader accepts).
+    datatype and language: SPARQL's order for the strings and booleans these queries sort,
+    not for numbers, which SPARQL sorts by value (a sorted variable holds a number only if
+    a profile's vocabulary names a number as a domain or a required capability).
     """
     if term is None:
-        return _NO_ORDER
+        return _UNBOUND
     if isinstance(term, str):
         return (1, term[2:], "", "") if term.startswith("_:") else (2, term, "", "")
     return (3, term[0], term[1], term[2] or "")
+
+
+def _shown(term: Term) -> tuple[OrderKey, Any]:
+    """A term's ORDER BY key and the value a row shows for it."""
+    if isinstance(term, str) and not term.startswith("_:"):
+        return (2, term, "", ""), term
+    return order(term), plain(term)
 
 
 def _flag(term: Term | None) -> bool:
@@ -102,39 +135,67 @@ def _flag(term: Term | None) -> bool:
     return plain(term) is True
 
 
+def _group(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, tuple[Any, ...]]:
+    grouped: dict[Any, list[Any]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, []).append(value)
+    return {key: tuple(values) for key, values in grouped.items()}
+
+
 # --- the fixed side, compiled once -----------------------------------------------------------
 
 
 class RuleReading(NamedTuple):
-    """One reading of one mapping rule (mapping_candidates without the check's ontology)."""
+    """One reading of one mapping rule: a mapping_candidates row before the check's ontology.
 
-    graph: Term
-    rule: Term
+    Terms the row shows are kept as ``Dataset.select`` gives them, next to their ORDER BY keys.
+    """
+
     requested: Term
-    offered: Term
-    reverse: bool
     requested_id: Term
     requested_version: Term
-    # Whether ``requested_version = "<plain string>"`` is true or false rather than an error.
+    # Whether ``requested_version = "<plain string>"`` is true or false, not an error.
     comparable: bool
-    registration: Term | None
+    graph: str
+    rule: Any
+    offered: Any
+    reverse: bool
+    registration: str | None
     trusted: bool
+    graph_order: OrderKey
+    rule_order: OrderKey
+    reverse_order: OrderKey
+    registration_order: OrderKey
 
 
 @dataclass(frozen=True, slots=True)
 class CompiledTables:
-    """What the compile queries derive from a Checker's fixed quads, keyed for lookups."""
+    """What the compile queries derive from a Checker's fixed quads, ready for lookups.
 
-    acceptance: dict[tuple[Term, Term], tuple[tuple[Term, Term | None, Term | None], ...]]
+    Each table is keyed by the terms a named query joins on and holds the rest of its rows
+    already as ``Dataset.select`` shows them (dicts shared by every check: each row is a
+    copy), with the ORDER BY keys of the variables the query sorts by.
+    """
+
+    # (ontology id, version) -> {readAs, relationship, scope}
+    acceptance: dict[tuple[Term, Term], tuple[Row, ...]]
+    # iop:permittedDomain
     permitted_domains: frozenset[Term]
-    senses: dict[Term, tuple[tuple[bool, Term | None, bool | None], ...]]
-    intents: dict[Term, tuple[tuple[bool, Term | None], ...]]
-    intent_domains: dict[Term, tuple[tuple[Term, bool], ...]]
-    capabilities: dict[Term, tuple[tuple[bool, Term | None, Term | None], ...]]
-    registrations: dict[tuple[Term, Term, Term], tuple[Term, ...]]
+    # sense -> (order of ?domain, {known, domain, permitted})
+    senses: dict[Term, tuple[tuple[OrderKey, Row], ...]]
+    # intent -> (order of ?required, ?required, {known, required})
+    intents: dict[Term, tuple[tuple[OrderKey, Term | None, Row], ...]]
+    # intent -> (?domain, order of ?domain, {domain, permitted})
+    intent_domains: dict[Term, tuple[tuple[Term, OrderKey, Row], ...]]
+    # capability -> {known, input, output}
+    capabilities: dict[Term, tuple[Row, ...]]
+    # (capability, ontology id, version) -> (order of ?registration, ?registration)
+    registrations: dict[tuple[Term, Term, Term], tuple[tuple[OrderKey, str], ...]]
     trusted_issuers: frozenset[Term]
+    # requested capability -> its readings
     readings: dict[Term, tuple[RuleReading, ...]]
-    conditions: tuple[tuple[Term, Term, Term, Term], ...]
+    # rule_conditions, in order: (ORDER BY keys, row)
+    conditions: tuple[tuple[tuple[OrderKey, ...], Row], ...]
 
     @classmethod
     def build(cls, fixed_quads: Sequence[pyoxigraph.Quad]) -> CompiledTables:
@@ -146,68 +207,65 @@ class CompiledTables:
             solutions = store.query(_resources.query(name))
             assert isinstance(solutions, pyoxigraph.QuerySolutions), name
             variables = [v.value for v in solutions.variables]
-            return [tuple(None if s[v] is None else _term(s[v]) for v in variables)
-                    for s in solutions]
+            return [tuple(_term(s[v]) for v in variables) for s in solutions]
 
-        acceptance: dict[tuple[Term, Term], list[tuple[Term, Term | None, Term | None]]] = {}
-        for ontology, version, read_as, relationship, scope in select(
-                "compile_ontology_acceptance"):
-            acceptance.setdefault((ontology, version), []).append((read_as, relationship, scope))
-        senses: dict[Term, list[tuple[bool, Term | None, bool | None]]] = {}
-        for sense, known, domain, permitted in select("compile_concepts"):
-            senses.setdefault(sense, []).append(
-                (_flag(known), domain, None if permitted is None else _flag(permitted)))
-        intents: dict[Term, list[tuple[bool, Term | None]]] = {}
-        for intent, known, required in select("compile_intent_requirements"):
-            intents.setdefault(intent, []).append((_flag(known), required))
-        intent_domains: dict[Term, list[tuple[Term, bool]]] = {}
-        for intent, domain, permitted in select("compile_intent_domains"):
-            intent_domains.setdefault(intent, []).append((domain, _flag(permitted)))
-        capabilities: dict[Term, list[tuple[bool, Term | None, Term | None]]] = {}
-        for capability, known, inputs, outputs in select("compile_capabilities"):
-            capabilities.setdefault(capability, []).append((_flag(known), inputs, outputs))
-        registrations: dict[tuple[Term, Term, Term], list[Term]] = {}
-        for graph, capability, ontology, version in select("compile_registrations"):
-            registrations.setdefault((capability, ontology, version), []).append(graph)
+        registrations = _group(
+            ((capability, ontology, version), (order(graph), plain(graph)))
+            for graph, capability, ontology, version in select("compile_registrations"))
         trusted = frozenset(issuer for issuer, in select("compile_trusted_issuers"))
-        frozen_registrations = _freeze(registrations)
         rules = [(*row[:-2], _flag(row[-2]), _flag(row[-1]))
                  for row in select("compile_mapping_rules")]
-        readings: dict[Term, list[RuleReading]] = {}
-        for reading in _readings(rules, frozen_registrations, trusted):
-            readings.setdefault(reading.requested, []).append(reading)
         return cls(
-            acceptance=_freeze(acceptance),
-            permitted_domains=frozenset(domain for domain, in select("compile_permitted_domains")),
-            senses=_freeze(senses),
-            intents=_freeze(intents),
-            intent_domains=_freeze(intent_domains),
-            capabilities=_freeze(capabilities),
-            registrations=frozen_registrations,
+            acceptance=_group(
+                ((ontology, version),
+                 {"readAs": plain(read_as), "relationship": plain(relationship),
+                  "scope": plain(scope)})
+                for ontology, version, read_as, relationship, scope
+                in select("compile_ontology_acceptance")),
+            permitted_domains=frozenset(
+                domain for domain, in select("compile_permitted_domains")),
+            senses=_group(
+                (sense, (order(domain), {
+                    "known": _flag(known), "domain": plain(domain),
+                    "permitted": None if permitted is None else _flag(permitted)}))
+                for sense, known, domain, permitted in select("compile_concepts")),
+            intents=_group(
+                (intent, (order(required), required,
+                          {"known": _flag(known), "required": plain(required)}))
+                for intent, known, required in select("compile_intent_requirements")),
+            intent_domains=_group(
+                (intent, (domain, order(domain),
+                          {"domain": plain(domain), "permitted": _flag(permitted)}))
+                for intent, domain, permitted in select("compile_intent_domains")),
+            capabilities=_group(
+                (capability, {"known": _flag(known), "input": plain(inputs),
+                              "output": plain(outputs)})
+                for capability, known, inputs, outputs in select("compile_capabilities")),
+            registrations=registrations,
             trusted_issuers=trusted,
-            readings=_freeze(readings),
-            conditions=tuple((graph, rule, parameter, value) for graph, rule, parameter, value
-                             in select("compile_rule_conditions")),
+            readings=_group((r.requested, r) for r in _readings(rules, registrations, trusted)),
+            conditions=tuple(
+                ((order(graph), order(rule), order(parameter)),
+                 {"artifactGraph": plain(graph), "rule": plain(rule),
+                  "parameter": plain(parameter), "value": plain(value)})
+                for graph, rule, parameter, value in select("compile_rule_conditions")),
         )
 
 
-def _freeze(table: dict[Any, list[Any]]) -> dict[Any, tuple[Any, ...]]:
-    return {key: tuple(values) for key, values in table.items()}
-
-
 def _readings(rules: Iterable[Sequence[Any]],
-              registrations: dict[tuple[Term, Term, Term], tuple[Term, ...]],
+              registrations: dict[tuple[Term, Term, Term], tuple[tuple[OrderKey, str], ...]],
               trusted: frozenset[Term]) -> Iterator[RuleReading]:
     """Each rule in each direction its artifact declares, as mapping_candidates reads it.
 
     ``rules`` are compile_mapping_rules rows: (graph, direction, issuer, rule, from, to,
-    source id, source version, target id, target version, source version comparable, target
-    version comparable).
+    source id, source version, target id, target version, whether each version compares
+    with a plain string).
     """
+    unregistered = ((_UNBOUND, None),)
     for (graph, direction, issuer, rule, source, target, source_id, source_version,
          target_id, target_version, source_comparable, target_comparable) in rules:
         for declared, reverse, requested_side in _READINGS:
-            if direction != (declared, XSD_STRING, None):
+            if direction != declared:
                 continue
             if requested_side == "source":
                 requested = (source_id, source_version, source_comparable)
@@ -216,18 +274,23 @@ def _readings(rules: Iterable[Sequence[Any]],
                 requested = (target_id, target_version, target_comparable)
                 offered_id, offered_version = source_id, source_version
             offered = source if reverse else target
-            for registration in registrations.get((offered, offered_id, offered_version),
-                                                  (None,)):
-                yield RuleReading(graph, rule, target if reverse else source, offered, reverse,
-                                  requested[0], requested[1], requested[2], registration,
-                                  issuer in trusted)
+            for registration_order, registration in registrations.get(
+                    (offered, offered_id, offered_version), unregistered):
+                yield RuleReading(
+                    target if reverse else source, *requested,
+                    graph=plain(graph), rule=plain(rule), offered=plain(offered),
+                    reverse=reverse, registration=registration, trusted=issuer in trusted,
+                    graph_order=order(graph), rule_order=order(rule),
+                    reverse_order=order(("true" if reverse else "false", XSD_BOOLEAN, None)),
+                    registration_order=registration_order)
 
 
 # --- the envelope, read as _store.envelope_quads reads it -------------------------------------
 
 
 def _double(value: float) -> str:
-    """Oxigraph's canonical lexical form of an xsd:double: shortest digits, no exponent."""
+    """Oxigraph's canonical lexical form of an xsd:double (pyoxigraph 0.5): the shortest
+    digits that read back as the same number, written out without an exponent."""
     if value != value:
         return "NaN"
     if value in (float("inf"), float("-inf")):
@@ -236,19 +299,14 @@ def _double(value: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _value(value: dict[str, Any]) -> Literal:
-    """The literal ``envelope_quads`` makes of a value object, in Oxigraph's lexical form.
-
-    JSON values (strings, booleans, numbers) are exact. A value with an explicit non-string
-    ``@type`` keeps its lexical form as given; Oxigraph would canonicalize a few XSD datatypes
-    (such a value passes the shapes only under an ignorable term).
-    """
+def _literal(value: dict[str, Any]) -> Literal:
+    """The literal ``envelope_quads`` makes of a value object, in Oxigraph's lexical form."""
     raw = value["@value"]
     if "@language" in value:
         return (str(raw), RDF_LANG_STRING, str(value["@language"]).lower())
     datatype = value.get("@type")
     if isinstance(datatype, str) and datatype != "@json":
-        return (str(raw), datatype, None)
+        return _typed(str(raw), datatype)
     if isinstance(raw, bool):
         return ("true" if raw else "false", XSD_BOOLEAN, None)
     if isinstance(raw, int):
@@ -258,56 +316,97 @@ def _value(value: dict[str, Any]) -> Literal:
     return (str(raw), XSD_STRING, None)
 
 
-def envelope_triples(node: dict[str, Any]) -> list[tuple[Term, str, Term]]:
-    """The envelope graph as ``_store.envelope_quads`` builds it, as term keys.
+def _typed(lexical: str, datatype: str) -> Literal:
+    """An explicitly typed literal as Oxigraph stores it.
 
-    A node object gets a fresh blank node ``_:e<n>`` unless it has an IRI, numbered in the
+    Booleans, integers and doubles are canonicalized as Oxigraph does ("01" as an xsd:int is
+    "1"); other datatypes keep the lexical form as given, where Oxigraph would canonicalize a
+    few more (decimals, dates, durations). Only an ignorable term carries such a value past
+    the shapes, and only mapping rules an envelope states itself read one.
+    """
+    if datatype in _INTEGER_TYPES and _is_integer(lexical):
+        lexical = str(int(lexical))
+    elif datatype == XSD_BOOLEAN and lexical in _BOOLEANS:
+        lexical = _BOOLEANS[lexical]
+    elif datatype == XSD_DOUBLE and _DOUBLE_LEXICAL.fullmatch(lexical):
+        lexical = _double(float(lexical))
+    return (lexical, datatype, None)
+
+
+def _is_integer(lexical: str) -> bool:
+    """An integer lexical form Oxigraph reads: 64 bits."""
+    return _INTEGER_LEXICAL.fullmatch(lexical) is not None and int(lexical) in _I64
+
+
+# The envelope graph by predicate, then subject: the objects of each (a set, as in the store).
+Index: TypeAlias = dict[str, dict[Term, list[Term]]]
+
+
+def _index(node: dict[str, Any]) -> Index:
+    """The envelope graph as ``_store.envelope_quads`` builds it.
+
+    A node object is a fresh blank node ``_:e<n>`` unless it has an IRI, numbered in the
     same walk order; a reference ``{"@id": "_:x"}`` is the blank node ``_:x``.
     """
-    triples: list[tuple[Term, str, Term]] = []
-    counter = itertools.count()
+    index: Index = {}
+    _emit(node, index, [0])
+    return index
 
-    def subject_of(obj: dict[str, Any]) -> str:
-        ident = obj.get("@id")
-        if isinstance(ident, str) and not ident.startswith("_:"):
-            return ident
-        return f"_:e{next(counter)}"
 
-    def term(value: Any) -> Term | None:
-        if isinstance(value, dict) and "@value" in value:
-            return _value(value)
-        if isinstance(value, dict) and set(value) == {"@id"}:
-            return str(value["@id"])
-        if isinstance(value, dict) and "@list" not in value:
-            return emit(value)
-        return None
-
-    def emit(obj: dict[str, Any]) -> str:
-        subject = subject_of(obj)
-        for t in obj.get("@type", []):
-            triples.append((subject, RDF_TYPE, t))
-        for prop, values in obj.items():
-            if prop.startswith("@"):
+def _emit(obj: dict[str, Any], index: Index, counter: list[int]) -> str:
+    ident = obj.get("@id")
+    if isinstance(ident, str) and not ident.startswith("_:"):
+        subject = ident
+    else:
+        subject = f"_:e{counter[0]}"
+        counter[0] += 1
+    for prop, values in obj.items():
+        is_type = prop == "@type"
+        if is_type:
+            prop = RDF_TYPE
+        elif prop[:1] == "@":
+            continue
+        by_subject = index.get(prop)
+        if by_subject is None:
+            by_subject = index[prop] = {}
+        found = by_subject.get(subject)
+        if found is None:
+            found = by_subject[subject] = []
+        for value in values:
+            if is_type:
+                term: Term = value
+            elif not isinstance(value, dict):
                 continue
-            for value in values:
-                obj_term = term(value)
-                if obj_term is not None:
-                    triples.append((subject, prop, obj_term))
-        return subject
-
-    emit(node)
-    return triples
+            elif "@value" in value:
+                raw = value["@value"]
+                term = ((raw, XSD_STRING, None) if len(value) == 1 and type(raw) is str
+                        else _literal(value))
+            elif len(value) == 1 and "@id" in value:
+                term = value["@id"]
+            elif "@list" in value:
+                continue
+            else:
+                term = _emit(value, index, counter)
+            if term not in found:
+                found.append(term)
+    return subject
 
 
 def _compares_with_string(term: Term) -> bool:
-    """Whether ``term = "<plain string>"`` is true or false (not an error) in spareval.
+    """Whether ``term = "<plain string>"`` is true or false, not an error, in spareval.
 
-    Only a literal of a datatype SPARQL does not know (or an ill-formed integer) makes it an
-    error; explicit datatypes other than the JSON ones are taken as known.
+    It is an error for a literal of a datatype SPARQL does not know, or one whose lexical
+    form is not of its datatype (checked for integers and booleans, the ones a JSON value
+    can give; taken as valid for the other known datatypes).
     """
-    if isinstance(term, str) or term[1] != XSD_INTEGER:
+    if isinstance(term, str):
         return True
-    return _INTEGER.fullmatch(term[0]) is not None and int(term[0]) in _I64
+    lexical, datatype, _ = term
+    if datatype in _INTEGER_TYPES:
+        return _is_integer(lexical)
+    if datatype == XSD_BOOLEAN:
+        return lexical in _BOOLEANS
+    return datatype in _COMPARABLE_TYPES
 
 
 # --- one check ------------------------------------------------------------------------------
@@ -316,68 +415,30 @@ def _compares_with_string(term: Term) -> bool:
 class TableDataset:
     """One check's answers to the named queries: the envelope's facts joined with the tables.
 
-    Same interface as :class:`~ioa_semantic._store.Dataset` for the decision: ``select`` and
-    ``read_as``. ``read_as`` may be called more than once; as in the store, the check graph
-    then holds every id and every version given, and the queries read every pair of them.
+    The interface of :class:`~ioa_semantic._store.Dataset` that the decision uses: ``select``
+    and ``read_as``. As in the store, ``read_as`` adds to the check graph, so after several
+    calls the queries read every pair of the ids and versions given. In every query,
+    ?envelope is any subject of the envelope graph that has the pattern's properties.
     """
 
     def __init__(self, tables: CompiledTables, envelope_node: dict[str, Any]) -> None:
         self._tables = tables
         self._ontology_ids: dict[Term, None] = {}
         self._versions: dict[Term, None] = {}
-        objects: dict[tuple[Term, str], list[Term]] = {}
-        by_predicate: dict[str, list[tuple[Term, Term]]] = {}
-        # The store is a set: a fact stated twice is one triple.
-        for s, p, o in dict.fromkeys(envelope_triples(envelope_node)):
-            objects.setdefault((s, p), []).append(o)
-            by_predicate.setdefault(p, []).append((s, o))
-        none: list[Term] = []
-        no_pairs: list[tuple[Term, Term]] = []
+        self._index = index = _index(envelope_node)
+        self._own_readings: dict[Term, tuple[RuleReading, ...]] = {}
+        self._own_conditions: tuple[tuple[tuple[OrderKey, ...], Row], ...] = ()
+        if _MAPPING_RULE in index:
+            self._read_own_rules(index)
+
+    def _read_own_rules(self, index: Index) -> None:
+        """The mapping rules the envelope states itself, matched in the envelope graph."""
 
         def values(subject: Term, predicate: str) -> list[Term]:
-            return objects.get((subject, predicate), none)
+            return index.get(predicate, {}).get(subject, [])
 
-        self._profiles = [
-            (ontology, version)
-            for subject, kind in by_predicate.get(RDF_TYPE, no_pairs)
-            if kind == IOA + "SemanticProfile"
-            for ontology in values(subject, IOA + "ontologyId")
-            for version in values(subject, IOA + "ontologyVersion")]
-        contexts = by_predicate.get(IOA + "profileContext", no_pairs)
-        self._bindings = [
-            (term, sense)
-            for _, context in contexts
-            for binding in values(context, IOA + "termBindings")
-            for term in values(binding, IOA + "term")
-            for sense in values(binding, IOA + "sense")]
-        self._context_domains = [
-            (subject, domain)
-            for subject, context in contexts
-            for domain in values(context, IOA + "domain")]
-        self._intents = by_predicate.get(IOA + "intentRef", no_pairs)
-        self._capabilities = by_predicate.get(IOA + "capabilityRefs", no_pairs)
-        self._declared = {(s, c) for s, c in self._capabilities}
-        self._in_context = {(s, d) for s, d in self._context_domains}
-        # An envelope that states mapping rules itself (only possible through ignorable
-        # terms) matches the artifact pattern, whose graph is a variable, in its own graph.
-        self._own_readings: dict[Term, list[RuleReading]] = {}
-        self._own_conditions: list[tuple[Term, Term, Term, Term]] = []
-        rules = by_predicate.get(IOAA + "mappingRule")
-        if rules:
-            self._read_own_rules(rules, values)
-        self._queries: dict[str, Callable[[], list[Row]]] = {
-            "ontology_acceptance": self._ontology_acceptance,
-            "binding_senses": self._binding_senses,
-            "context_domains": self._context_domains_rows,
-            "intent_requirements": self._intent_requirements,
-            "intent_domains": self._intent_domains,
-            "requested_capabilities": self._requested_capabilities,
-            "mapping_candidates": self._mapping_candidates,
-            "rule_conditions": self._rule_conditions,
-        }
-
-    def _read_own_rules(self, rules: list[tuple[Term, Term]],
-                        values: Callable[[Term, str], list[Term]]) -> None:
+        rules = [(artifact, rule) for artifact, found in index[_MAPPING_RULE].items()
+                 for rule in found]
         found = [
             (_ENVELOPE, direction, issuer, rule, source, target, source_id, source_version,
              target_id, target_version, _compares_with_string(source_version),
@@ -391,14 +452,17 @@ class TableDataset:
             for target_version in values(artifact, IOAA + "targetOntologyVersion")
             for source in values(rule, IOAA + "from")
             for target in values(rule, IOAA + "to")]
-        for reading in _readings(found, self._tables.registrations, self._tables.trusted_issuers):
-            self._own_readings.setdefault(reading.requested, []).append(reading)
-        self._own_conditions = [
-            (_ENVELOPE, rule, parameter, value)
+        self._own_readings = _group(
+            (r.requested, r) for r in _readings(found, self._tables.registrations,
+                                                self._tables.trusted_issuers))
+        self._own_conditions = tuple(
+            ((order(_ENVELOPE), order(rule), order(parameter)),
+             {"artifactGraph": _ENVELOPE, "rule": plain(rule), "parameter": plain(parameter),
+              "value": plain(value)})
             for _, rule in rules
             for condition in values(rule, IOAA + "condition")
             for parameter in values(condition, IOAA + "parameter")
-            for value in values(condition, IOAA + "value")]
+            for value in values(condition, IOAA + "value"))
 
     def read_as(self, ontology: tuple[str, str]) -> None:
         """Record the ontology id and version the envelope is read under."""
@@ -407,116 +471,147 @@ class TableDataset:
 
     def select(self, name: str) -> list[Row]:
         """The rows ``Dataset.select(name)`` gives for this envelope."""
-        return self._queries[name]()
+        return _QUERIES[name](self)
 
     # --- the eight named queries ---------------------------------------------------------
 
     def _ontology_acceptance(self) -> list[Row]:
         acceptance = self._tables.acceptance
-        return [{"readAs": plain(read_as), "relationship": plain(relationship),
-                 "scope": plain(scope)}
-                for key in self._profiles
-                for read_as, relationship, scope in acceptance.get(key, ())]
+        classes = self._index.get(RDF_TYPE, _NOTHING)
+        versions = self._index.get(_ONTOLOGY_VERSION, _NOTHING)
+        return [dict(part)
+                for envelope, ontologies in self._index.get(_ONTOLOGY_ID, _NOTHING).items()
+                if _SEMANTIC_PROFILE in classes.get(envelope, ())
+                for ontology in ontologies
+                for version in versions.get(envelope, ())
+                for part in acceptance.get((ontology, version), ())]
 
     def _binding_senses(self) -> list[Row]:
         senses = self._tables.senses
-        rows = [((order(term), order(sense), order(domain)),
-                 {"term": plain(term), "sense": plain(sense), "known": known,
-                  "domain": plain(domain), "permitted": permitted})
-                for term, sense in self._bindings
-                for known, domain, permitted in senses.get(sense, _UNKNOWN_SENSE)]
-        return _ordered(rows)
+        term_bindings = self._index.get(_TERM_BINDINGS, _NOTHING)
+        terms = self._index.get(_TERM, _NOTHING)
+        binding_senses = self._index.get(_SENSE, _NOTHING)
+        return _ordered([
+            ((term_order, sense_order, domain_order), {"term": term, "sense": sense, **part})
+            for contexts in self._index.get(_PROFILE_CONTEXT, _NOTHING).values()
+            for context in contexts
+            for binding in term_bindings.get(context, ())
+            for term_order, term in map(_shown, terms.get(binding, ()))
+            for key in binding_senses.get(binding, ())
+            for sense_order, sense in (_shown(key),)
+            for domain_order, part in senses.get(key, _UNKNOWN_SENSE)])
 
     def _context_domains_rows(self) -> list[Row]:
         permitted = self._tables.permitted_domains
-        return _ordered([((order(domain),),
-                          {"domain": plain(domain), "permitted": domain in permitted})
-                         for _, domain in self._context_domains])
+        domains = self._index.get(_DOMAIN, _NOTHING)
+        return _ordered([
+            ((domain_order,), {"domain": domain, "permitted": key in permitted})
+            for contexts in self._index.get(_PROFILE_CONTEXT, _NOTHING).values()
+            for context in contexts
+            for key in domains.get(context, ())
+            for domain_order, domain in (_shown(key),)])
 
     def _intent_requirements(self) -> list[Row]:
         intents = self._tables.intents
-        declared = self._declared
+        declared = self._index.get(_CAPABILITY_REFS, _NOTHING)
         return _ordered([
-            ((order(required),),
-             {"intent": plain(intent), "known": known, "required": plain(required),
-              "declared": None if required is None else (subject, required) in declared})
-            for subject, intent in self._intents
-            for known, required in intents.get(intent, _UNKNOWN_INTENT)])
+            ((required_order,), {
+                "intent": plain(intent), **part,
+                "declared": None if required is None
+                else required in declared.get(envelope, ())})
+            for envelope, envelope_intents in self._index.get(_INTENT_REF, _NOTHING).items()
+            for intent in envelope_intents
+            for required_order, required, part in intents.get(intent, _UNKNOWN_INTENT)])
 
     def _intent_domains(self) -> list[Row]:
         intent_domains = self._tables.intent_domains
-        in_context = self._in_context
+        contexts = self._index.get(_PROFILE_CONTEXT, _NOTHING)
+        domains = self._index.get(_DOMAIN, _NOTHING)
         return _ordered([
-            ((order(domain),),
-             {"domain": plain(domain), "permitted": permitted,
-              "inContext": (subject, domain) in in_context})
-            for subject, intent in self._intents
-            for domain, permitted in intent_domains.get(intent, ())])
+            ((domain_order,), {**part, "inContext": any(
+                domain in domains.get(context, ()) for context in contexts.get(envelope, ()))})
+            for envelope, envelope_intents in self._index.get(_INTENT_REF, _NOTHING).items()
+            for intent in envelope_intents
+            for domain, domain_order, part in intent_domains.get(intent, ())])
 
     def _requested_capabilities(self) -> list[Row]:
         capabilities = self._tables.capabilities
         registrations = self._tables.registrations
         return _ordered([
-            ((order(capability), order(registration)),
-             {"capability": plain(capability), "known": known, "input": plain(inputs),
-              "output": plain(outputs), "registration": plain(registration)})
-            for _, capability in self._capabilities
+            ((capability_order, registration_order),
+             {"capability": capability, **part, "registration": registration})
+            for refs in self._index.get(_CAPABILITY_REFS, _NOTHING).values()
+            for key in refs
+            for capability_order, capability in (_shown(key),)
             for ontology in self._ontology_ids
             for version in self._versions
-            for known, inputs, outputs in capabilities.get(capability, _UNKNOWN_CAPABILITY)
-            for registration in registrations.get((capability, ontology, version), (None,))])
+            for part in capabilities.get(key, _UNKNOWN_CAPABILITY)
+            for registration_order, registration in registrations.get(
+                (key, ontology, version), _UNREGISTERED)])
 
     def _mapping_candidates(self) -> list[Row]:
         readings = self._tables.readings
         own = self._own_readings
-        rows = []
-        for _, capability in self._capabilities:
-            found = readings.get(capability, ())
-            if own:
-                found = (*found, *own.get(capability, ()))
-            for ontology in self._ontology_ids:
-                for version in self._versions:
-                    for r in found:
-                        # ?requestedId = ?ontology && ?requestedVersion = ?version, where
-                        # the second comparison may be an error (unbound).
-                        if r.requested_id != ontology:
-                            matches: bool | None = False
-                        elif not r.comparable:
-                            matches = None
-                        else:
-                            matches = r.requested_version == version
-                        rows.append((
-                            (order(r.graph), order(capability), order(r.rule),
-                             order(("true" if r.reverse else "false", XSD_BOOLEAN, None)),
-                             order(r.registration)),
-                            {"artifactGraph": plain(r.graph), "capability": plain(capability),
-                             "rule": plain(r.rule), "offered": plain(r.offered),
-                             "reverse": r.reverse, "versionsMatch": matches,
-                             "registration": plain(r.registration), "trusted": r.trusted}))
+        rows: list[tuple[tuple[OrderKey, ...], Row]] = []
+        if not self._ontology_ids:
+            return []
+        for refs in self._index.get(_CAPABILITY_REFS, _NOTHING).values():
+            for key in refs:
+                found = readings.get(key, ())
+                if own:
+                    found = (*found, *own.get(key, ()))
+                if not found:
+                    continue
+                capability_order, capability = _shown(key)
+                for ontology in self._ontology_ids:
+                    for version in self._versions:
+                        for r in found:
+                            # ?requestedId = ?ontology && ?requestedVersion = ?version; the
+                            # second comparison can be an error, which leaves it unbound.
+                            matches = (False if r.requested_id != ontology
+                                       else None if not r.comparable
+                                       else r.requested_version == version)
+                            rows.append((
+                                (r.graph_order, capability_order, r.rule_order,
+                                 r.reverse_order, r.registration_order),
+                                {"artifactGraph": r.graph, "capability": capability,
+                                 "rule": r.rule, "offered": r.offered, "reverse": r.reverse,
+                                 "versionsMatch": matches, "registration": r.registration,
+                                 "trusted": r.trusted}))
         return _ordered(rows)
 
     def _rule_conditions(self) -> list[Row]:
-        rows = [{"artifactGraph": plain(graph), "rule": plain(rule),
-                 "parameter": plain(parameter), "value": plain(value)}
-                for graph, rule, parameter, value in self._tables.conditions]
         if not self._own_conditions:
-            return rows  # already in ORDER BY order
-        return _ordered([((order(graph), order(rule), order(parameter)),
-                          {"artifactGraph": plain(graph), "rule": plain(rule),
-                           "parameter": plain(parameter), "value": plain(value)})
-                         for graph, rule, parameter, value in (
-                             *self._tables.conditions, *self._own_conditions)])
+            return [dict(row) for _, row in self._tables.conditions]  # already in order
+        return _ordered([(keys, dict(row)) for keys, row in (
+            *self._tables.conditions, *self._own_conditions)])
 
 
-_UNKNOWN_SENSE: tuple[tuple[bool, Term | None, bool | None], ...] = ((False, None, None),)
-_UNKNOWN_INTENT: tuple[tuple[bool, Term | None], ...] = ((False, None),)
-_UNKNOWN_CAPABILITY: tuple[tuple[bool, Term | None, Term | None], ...] = ((False, None, None),)
+_QUERIES: dict[str, Callable[[TableDataset], list[Row]]] = {
+    "ontology_acceptance": TableDataset._ontology_acceptance,
+    "binding_senses": TableDataset._binding_senses,
+    "context_domains": TableDataset._context_domains_rows,
+    "intent_requirements": TableDataset._intent_requirements,
+    "intent_domains": TableDataset._intent_domains,
+    "requested_capabilities": TableDataset._requested_capabilities,
+    "mapping_candidates": TableDataset._mapping_candidates,
+    "rule_conditions": TableDataset._rule_conditions,
+}
+_NOTHING: dict[Term, list[Term]] = {}
+# What a query reads for a term the tables do not know: no concept, intent or capability.
+_UNKNOWN_SENSE: tuple[tuple[OrderKey, Row], ...] = (
+    (_UNBOUND, {"known": False, "domain": None, "permitted": None}),)
+_UNKNOWN_INTENT: tuple[tuple[OrderKey, Term | None, Row], ...] = (
+    (_UNBOUND, None, {"known": False, "required": None}),)
+_UNKNOWN_CAPABILITY: tuple[Row, ...] = ({"known": False, "input": None, "output": None},)
+_UNREGISTERED: tuple[tuple[OrderKey, str | None], ...] = ((_UNBOUND, None),)
 
 
-def _ordered(rows: Sequence[tuple[tuple[OrderKey, ...], Row]]) -> list[Row]:
-    """The rows in ORDER BY order; a stable sort, like spareval's, keeps ties as they came."""
-    if len(rows) > 1:
-        rows = sorted(rows, key=_sort_key)
+def _ordered(rows: list[tuple[tuple[OrderKey, ...], Row]]) -> list[Row]:
+    """The rows in ORDER BY order; a stable sort, as in spareval, keeps ties as they came."""
+    if len(rows) < 2:
+        return [row for _, row in rows]
+    rows.sort(key=_sort_key)
     return [row for _, row in rows]
 
 
