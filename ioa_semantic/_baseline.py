@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict, defaultdict
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ._codes import finding
 from ._expansion import (
@@ -41,8 +40,7 @@ _NESTED_TYPES = frozenset({IOA + "Context", IOA + "TermBinding"})
 _REQUIRED_TYPE = {"envelope": IOA + "SemanticProfile", "registration": IOA + "Capability"}
 
 
-@dataclass(frozen=True, slots=True)
-class Baseline:
+class Baseline(NamedTuple):
     """A document after the baseline stage."""
 
     findings: tuple[Finding, ...]

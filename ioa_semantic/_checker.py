@@ -10,12 +10,15 @@ threads.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from ._baseline import read_document, read_document_compiled
 from ._codes import finding
@@ -340,17 +343,17 @@ def _demote(f: Finding, verdict: Verdict) -> Finding:
 def _with_source(decision: Decision, source: str) -> Decision:
     if decision.source == source:
         return decision
-    from dataclasses import replace
-    return replace(decision, source=source)
+    return decision._replace(source=source)
 
 
 def _read(item: str | Path | bytes, what: str,
           error: type[Exception]) -> tuple[str, bytes]:
     if isinstance(item, bytes):
         return f"<{what}>", item
-    path = Path(item)
+    path = os.fspath(item)
     try:
-        return str(path), path.read_bytes()
+        with open(path, "rb") as handle:
+            return path, handle.read()
     except OSError as exc:
         raise error(f"{path}: the {what} cannot be read: {exc.strerror}") from exc
 

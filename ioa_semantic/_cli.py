@@ -9,10 +9,8 @@ from __future__ import annotations
 import argparse
 import enum
 import sys
-import traceback
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 
 from . import _resources
 from ._checker import ENGINES, Checker
@@ -119,7 +117,8 @@ def _read_envelope(name: str) -> bytes | Decision:
     try:
         if name == "-":
             return sys.stdin.buffer.read()
-        return Path(name).read_bytes()
+        with open(name, "rb") as handle:
+            return handle.read()
     except OSError as exc:
         return Decision(Verdict.INVALID, (finding(
             "json.unreadable", f"{name}: cannot be read: {exc.strerror}"),),
@@ -134,7 +133,7 @@ def lint(argv: Sequence[str]) -> int:
     opts = parser.parse_args(argv)
     status = ExitStatus.COMPATIBLE
     for name in opts.files:
-        problems = _lint_problems(Path(name))
+        problems = _lint_problems(name)
         if problems:
             status = ExitStatus.INCOMPATIBLE
             for problem in problems:
@@ -144,12 +143,13 @@ def lint(argv: Sequence[str]) -> int:
     return status
 
 
-def _lint_problems(path: Path) -> list[str]:
+def _lint_problems(path: str) -> list[str]:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
         return [f"cannot be read: {exc.strerror}"]
-    if path.suffix == ".ttl":
+    if path.endswith(".ttl"):
         try:
             read_profile(data, str(path))
         except ProfileError as exc:
@@ -193,8 +193,7 @@ def run(argv: Sequence[str]) -> int:
     for name in opts.envelopes:
         data = _read_envelope(name)
         if isinstance(data, Decision):
-            from dataclasses import replace
-            decisions.append(replace(data, profile=checker.profile_ref))
+            decisions.append(data._replace(profile=checker.profile_ref))
             continue
         decisions.append(checker.check(data, params=params, at=opts.at, source=name))
     REPORTERS[opts.format](decisions, sys.stdout)
@@ -209,5 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception:  # a bug: say so, and put no verdict on stdout
         print("ioa-check: internal error (a bug; please report it with this trace):",
               file=sys.stderr)
+        import traceback
+
         traceback.print_exc(file=sys.stderr)
         return ExitStatus.INTERNAL

@@ -8,7 +8,7 @@ that fails loudly in the tests rather than a silent new output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ._findings import Finding, Severity, Verdict
 
@@ -31,8 +31,7 @@ INCOMPATIBLE = Verdict.INCOMPATIBLE
 INDETERMINATE = Verdict.INDETERMINATE
 
 
-@dataclass(frozen=True, slots=True)
-class Code:
+class Code(NamedTuple):
     code: str
     effect: Verdict | None
     section: str

@@ -9,9 +9,9 @@ unambiguously leaves the result indeterminate (contract section 3).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol
 
 from ._codes import finding
 from ._findings import Finding, Severity
@@ -62,8 +62,7 @@ def same_value(parameter: str, a: str, b: str) -> bool:
 # --- the task -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(NamedTuple):
     """Task parameters by name, each with where it came from.
 
     Every parameter has one value: the shapes allow one language, domain and (for use as a
@@ -71,7 +70,7 @@ class Task:
     """
 
     parameters: Mapping[str, str]
-    origin: Mapping[str, str] = field(default_factory=dict)
+    origin: Mapping[str, str] = MappingProxyType({})
 
     def for_capability(self, declared: Mapping[str, tuple[str, ...]]) -> Task:
         """Add the media type the vocabulary declares for one requested capability, if single."""
@@ -111,13 +110,17 @@ def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
 # --- the outcome ----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class Outcome:
-    findings: list[Finding] = field(default_factory=list)
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    excluded: list[dict[str, Any]] = field(default_factory=list)
-    candidates: list[dict[str, Any]] = field(default_factory=list)
-    ontology: dict[str, str] = field(default_factory=dict)
+    """What the compatibility steps found, filled in as they run."""
+
+    __slots__ = ("candidates", "evidence", "excluded", "findings", "ontology")
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.evidence: list[dict[str, Any]] = []
+        self.excluded: list[dict[str, Any]] = []
+        self.candidates: list[dict[str, Any]] = []
+        self.ontology: dict[str, str] = {}
 
 
 def evaluate(

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _resources
 from ._codes import finding
@@ -37,8 +36,7 @@ def baseline_context() -> dict[str, Any]:
     return context
 
 
-@dataclass(frozen=True, slots=True)
-class Definition:
+class Definition(NamedTuple):
     """A term definition reduced to what decides its meaning: IRI, coercion, container."""
 
     iri: str | None
@@ -78,8 +76,7 @@ def _same_meaning(sent: Definition, baseline: Definition) -> bool:
         baseline.iri, baseline.type, container(baseline.container))
 
 
-@dataclass(frozen=True, slots=True)
-class ContextPolicy:
+class ContextPolicy(NamedTuple):
     """What a sender's contexts may do, from the receiver's profile."""
 
     allow_vocab: bool = False
@@ -88,11 +85,13 @@ class ContextPolicy:
     ignorable_terms: frozenset[str] = frozenset()
 
 
-@dataclass(slots=True)
 class SenderTerms:
     """The sender's term map, used only to point findings at the member they concern."""
 
-    terms: dict[str, str | None] = field(default_factory=dict)
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: dict[str, str | None] | None = None) -> None:
+        self.terms: dict[str, str | None] = terms if terms is not None else {}
 
     def resolve(self, key: str) -> str | None:
         if key in self.terms:
@@ -103,8 +102,7 @@ class SenderTerms:
         return key if _SCHEME.match(key) else None
 
 
-@dataclass(frozen=True, slots=True)
-class ContextReview:
+class ContextReview(NamedTuple):
     findings: tuple[Finding, ...]
     terms: SenderTerms
     expandable: bool
@@ -345,8 +343,7 @@ def refuse_remote(url: str, options: Any = None) -> Any:
     raise RemoteLoadRefused(f"remote retrieval of {url!r} is off by policy")
 
 
-@dataclass(frozen=True, slots=True)
-class Expansion:
+class Expansion(NamedTuple):
     nodes: list[Any]
     dropped: tuple[str | None, ...]
 
@@ -497,7 +494,6 @@ _GEN_DELIMS = (":", "/", "?", "#", "[", "]", "@")
 _DEFINITION_KEYS = frozenset({"@id", "@type", "@container", "@protected"})
 
 
-@dataclass(frozen=True, slots=True)
 class ActiveContext:
     """A sender's context reduced to what the restricted expansion needs.
 
@@ -505,11 +501,14 @@ class ActiveContext:
     after envelope. It is bounded, and a lost race only recomputes an equal value.
     """
 
-    terms: Mapping[str, str]
-    coerced: frozenset[str]
-    prefixes: Mapping[str, str]
-    memo: dict[tuple[str, bool, frozenset[str]], str | None] = field(
-        default_factory=dict, compare=False, hash=False, repr=False)
+    __slots__ = ("coerced", "memo", "prefixes", "terms")
+
+    def __init__(self, terms: Mapping[str, str], coerced: frozenset[str],
+                 prefixes: Mapping[str, str]) -> None:
+        self.terms = terms
+        self.coerced = coerced
+        self.prefixes = prefixes
+        self.memo: dict[tuple[str, bool, frozenset[str]], str | None] = {}
 
 
 def active_context(context: Any) -> ActiveContext | None:

@@ -9,8 +9,9 @@ descriptive evidence around it.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 
 class Verdict(enum.StrEnum):
@@ -63,8 +64,7 @@ class Severity(enum.StrEnum):
     INFO = "info"
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """One reason about the input.
 
     ``effect`` is the verdict this finding forces when its severity is ``error``; it comes
@@ -94,8 +94,7 @@ def sort_key(finding: Finding) -> tuple[int, str, str, str]:
     return (order[finding.severity], finding.path, finding.code, finding.message)
 
 
-@dataclass(frozen=True, slots=True)
-class ProfileRef:
+class ProfileRef(NamedTuple):
     id: str
     revision: str
 
@@ -103,8 +102,7 @@ class ProfileRef:
         return {"id": self.id, "revision": self.revision}
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """The verdict of one check with every reason and what it depended on.
 
     ``evidence``, ``excluded`` and ``candidates`` are descriptive: they never change the
@@ -119,7 +117,7 @@ class Decision:
     evidence: tuple[dict[str, Any], ...] = ()
     excluded: tuple[dict[str, Any], ...] = ()
     candidates: tuple[dict[str, Any], ...] = ()
-    dependencies: dict[str, Any] = field(default_factory=dict)
+    dependencies: Mapping[str, Any] = MappingProxyType({})
     at: str | None = None
 
     @property
@@ -148,5 +146,5 @@ class Decision:
         if self.candidates:
             out["candidates"] = list(self.candidates)
         if self.dependencies:
-            out["dependencies"] = self.dependencies
+            out["dependencies"] = dict(self.dependencies)
         return out

@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._codes import finding
 from ._findings import Finding
@@ -27,16 +26,14 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEPTH_STEP = str.maketrans({"[": "+", "{": "+", "]": "-", "}": "-"})
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(NamedTuple):
     """Resource limits of intake; both are checked before the parser runs."""
 
     max_bytes: int = DEFAULT_MAX_BYTES
     max_depth: int = DEFAULT_MAX_DEPTH
 
 
-@dataclass(frozen=True, slots=True)
-class Intake:
+class Intake(NamedTuple):
     """The parsed document, or the findings that kept it from being one."""
 
     document: Any

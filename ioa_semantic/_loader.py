@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+import os
+from collections.abc import Mapping
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import pyoxigraph
 
@@ -32,8 +33,7 @@ DEFAULT_SCHEMES = frozenset({"https", "http", "urn"})
 TASK_PARAMETERS = ("sourceLang", "targetLang", "domain", "inputMediaType", "outputMediaType")
 
 
-@dataclass(frozen=True, slots=True)
-class VersionRelationship:
+class VersionRelationship(NamedTuple):
     """A profile's declaration that one ontology version is read as an accepted one (5.3)."""
 
     ontology_id: str
@@ -42,14 +42,13 @@ class VersionRelationship:
     intents: frozenset[str]
 
 
-@dataclass(frozen=True, slots=True)
-class RetrievalSettings:
+class RetrievalSettings(NamedTuple):
     """A profile's retrieval policy section (draft 6.1): what may be fetched, within what."""
 
     origins: tuple[str, ...] = ()
     allow_private_addresses: bool = False
-    budgets: dict[str, Any] = field(default_factory=dict)
-    pins: dict[str, str] = field(default_factory=dict)
+    budgets: Mapping[str, Any] = MappingProxyType({})
+    pins: Mapping[str, str] = MappingProxyType({})
 
 
 # iop: predicate of the retrieval section -> RetrievalPolicy field, and whether it is whole.
@@ -63,8 +62,7 @@ RETRIEVAL_BUDGETS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(NamedTuple):
     """A receiver's accepted domain profile."""
 
     id: str
@@ -82,11 +80,11 @@ class Profile:
     allow_vocab: bool = False
     allow_base: bool = False
     trusted_issuers: frozenset[str] = frozenset()
-    pins: dict[tuple[str, str], str] = field(default_factory=dict)
-    preferred_issuers: dict[str, int] = field(default_factory=dict)
+    pins: Mapping[tuple[str, str], str] = MappingProxyType({})
+    preferred_issuers: Mapping[str, int] = MappingProxyType({})
     required_parameters: frozenset[str] = frozenset()
-    parameter_values: dict[str, frozenset[str]] = field(default_factory=dict)
-    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    parameter_values: Mapping[str, frozenset[str]] = MappingProxyType({})
+    retrieval: RetrievalSettings = RetrievalSettings()
     quads: tuple[pyoxigraph.Quad, ...] = ()
     digest: str = ""
 
@@ -158,17 +156,21 @@ def resolve_profile(name_or_path: str, retriever: Any = None) -> tuple[str, byte
         return final_url, body
     shipped = _resources.shipped_profiles()
     if name_or_path in shipped:
-        return f"profile {name_or_path!r}", shipped[name_or_path].read_bytes()
-    path = Path(name_or_path)
-    if path.suffix and path.exists():
-        try:
-            return str(path), path.read_bytes()
-        except OSError as exc:
-            raise ProfileError(f"{path}: cannot be read: {exc.strerror}") from exc
+        return f"profile {name_or_path!r}", _resources.read_bytes("profiles", shipped[name_or_path])
+    if os.path.splitext(name_or_path)[1] and os.path.exists(name_or_path):
+        return name_or_path, _read_file(name_or_path, ProfileError)
     installed = ", ".join(shipped) or "none"
     raise ProfileError(
         f"unknown profile {name_or_path!r}: not an installed profile (installed: {installed}) "
         "and not a readable profile file")
+
+
+def _read_file(path: str, error: type[Exception]) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise error(f"{path}: cannot be read: {exc.strerror}") from exc
 
 
 def load_profile(name_or_path: str, retriever: Any = None) -> Profile:
@@ -301,19 +303,17 @@ def _retrieval_settings(graph: _Graph, section: Any, source: str) -> RetrievalSe
 # --- alignment artifacts -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class MappingRule:
+class MappingRule(NamedTuple):
     source: str  # "from" in the artifact
     target: str  # "to" in the artifact
     conditions: tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Artifact:
+class Artifact(NamedTuple):
     """An offered alignment artifact; ``problems`` is non-empty when it is malformed."""
 
     origin: str
-    index: int
+    position: int
     digest: str
     document: Any
     problems: tuple[str, ...] = ()
@@ -333,7 +333,7 @@ class Artifact:
 
     @property
     def graph(self) -> pyoxigraph.NamedNode:
-        return pyoxigraph.NamedNode(f"urn:ioa-semantic:graph:artifact:{self.index}")
+        return pyoxigraph.NamedNode(f"urn:ioa-semantic:graph:artifact:{self.position}")
 
     def label(self) -> dict[str, Any]:
         return {"artifactId": self.id or None, "revision": self.revision or None,
@@ -355,14 +355,11 @@ def _artifact_schema() -> Any:
 
 def resolve_artifact(name_or_path: str) -> tuple[str, bytes]:
     shipped = _resources.shipped_alignments()
-    path = Path(name_or_path)
-    if path.exists():
-        try:
-            return str(path), path.read_bytes()
-        except OSError as exc:
-            raise ArtifactError(f"{path}: cannot be read: {exc.strerror}") from exc
+    if os.path.exists(name_or_path):
+        return name_or_path, _read_file(name_or_path, ArtifactError)
     if name_or_path in shipped:
-        return f"alignment {name_or_path!r}", shipped[name_or_path].read_bytes()
+        return (f"alignment {name_or_path!r}",
+                _resources.read_bytes("alignments", shipped[name_or_path]))
     raise ArtifactError(
         f"unknown alignment artifact {name_or_path!r}: no such file and not a shipped artifact "
         f"(shipped: {', '.join(shipped) or 'none'})")
@@ -430,14 +427,13 @@ def artifact_quads(artifact: Artifact) -> list[pyoxigraph.Quad]:
 # --- capability registrations ------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Registration:
+class Registration(NamedTuple):
     """An offered capability registration (6.3), read under one ontology and version."""
 
     iri: str
     ontology: tuple[str, str]
     origin: str
-    index: int
+    position: int
     inputs: frozenset[str] = frozenset()
     outputs: frozenset[str] = frozenset()
     source_langs: frozenset[str] = frozenset()
@@ -445,7 +441,7 @@ class Registration:
 
     @property
     def graph(self) -> pyoxigraph.NamedNode:
-        return pyoxigraph.NamedNode(f"urn:ioa-semantic:graph:registration:{self.index}")
+        return pyoxigraph.NamedNode(f"urn:ioa-semantic:graph:registration:{self.position}")
 
     def quads(self) -> list[pyoxigraph.Quad]:
         subject = pyoxigraph.NamedNode(self.iri)
@@ -489,7 +485,7 @@ def registration_from_node(node: dict[str, Any], origin: str, index: int,
         iri=node["@id"],
         ontology=ontology,
         origin=origin,
-        index=index,
+        position=index,
         inputs=frozenset(values("inputs")),
         outputs=frozenset(values("outputs")),
         source_langs=frozenset(values("sourceLang")),

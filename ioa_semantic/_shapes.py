@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyoxigraph
 
@@ -29,8 +28,7 @@ RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
 
 
-@dataclass(frozen=True, slots=True)
-class PropertyShape:
+class PropertyShape(NamedTuple):
     name: str
     path: str
     min_count: int | None
@@ -44,8 +42,7 @@ class PropertyShape:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class NodeShape:
+class NodeShape(NamedTuple):
     name: str
     family: str
     section: str
@@ -153,8 +150,7 @@ def _local(iri: str | None) -> str | None:
 # --- the expanded graph, with the compact member each node and value came from -----------
 
 
-@dataclass(frozen=True, slots=True)
-class Located:
+class Located(NamedTuple):
     """An expanded node object and the compact object (and JSON Pointer) it came from."""
 
     node: dict[str, Any]
@@ -254,8 +250,7 @@ _NODE_KIND_OK = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+class Violation(NamedTuple):
     """One SHACL validation result, in terms comparable with pyshacl's report."""
 
     shape: str

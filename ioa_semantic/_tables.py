@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, NamedTuple, TypeAlias
 
 import pyoxigraph
@@ -168,8 +166,7 @@ class RuleReading(NamedTuple):
     registration_order: OrderKey
 
 
-@dataclass(frozen=True, slots=True)
-class CompiledTables:
+class CompiledTables(NamedTuple):
     """What the compile queries derive from a Checker's fixed quads, ready for lookups.
 
     Each table is keyed by the terms a named query joins on and holds the rest of its rows
@@ -295,6 +292,8 @@ def _double(value: float) -> str:
         return "NaN"
     if value in (float("inf"), float("-inf")):
         return "INF" if value > 0 else "-INF"
+    from decimal import Decimal  # only for a double the envelope states itself
+
     text = format(Decimal(repr(value)), "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
 

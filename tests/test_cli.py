@@ -14,12 +14,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+import ioa_semantic
 from ioa_semantic import _resources
 
 from support import AT, CONFORMANCE, IOA_CHECK, dumps, envelope_62
 
 OUTPUT_SCHEMA = jsonschema.Draft202012Validator(
-    json.loads((_resources.folder("queries") / ".." / "output.schema.json").read_text()))
+    json.loads((Path(ioa_semantic.__file__).parent / "output.schema.json").read_text()))
 
 
 def run(args: list[str], cwd: Path, stdin: bytes | None = None,
@@ -164,8 +165,8 @@ def test_lint_lists_every_problem_with_its_place(folder: Path) -> None:
 def test_lint_accepts_the_shipped_files(folder: Path) -> None:
     profile = _resources.shipped_profiles()["cs-translation"]
     artifact = _resources.shipped_alignments()["cs-doc-v1"]
-    (folder / "p.ttl").write_bytes(profile.read_bytes())
-    (folder / "a.json").write_bytes(artifact.read_bytes())
+    (folder / "p.ttl").write_bytes(_resources.read_bytes("profiles", profile))
+    (folder / "a.json").write_bytes(_resources.read_bytes("alignments", artifact))
     proc = run(["lint", "p.ttl", "a.json"], folder)
     assert proc.returncode == 0
     assert proc.stdout.decode().splitlines() == ["p.ttl: ok", "a.json: ok"]

@@ -36,7 +36,7 @@ from ioa_semantic import Checker, ConfigurationError
 from ioa_semantic._baseline import read_document
 from ioa_semantic._checker import shapes
 from ioa_semantic._decision import evaluate, task_from
-from ioa_semantic._resources import shipped_profiles
+from ioa_semantic._resources import read_text, shipped_profiles
 from ioa_semantic._store import QUERY_NAMES, Dataset, envelope_quads
 from ioa_semantic._tables import CompiledTables, TableDataset
 
@@ -285,7 +285,7 @@ def test_blank_node_ids_are_the_same_in_every_store_of_the_same_quads() -> None:
 
 def _profile(tmp_path: Path, extra: str) -> str:
     path = tmp_path / "profile.ttl"
-    path.write_text(shipped_profiles()["cs-translation"].read_text() + extra)
+    path.write_text(read_text("profiles", shipped_profiles()["cs-translation"]) + extra)
     return str(path)
 
 
