@@ -124,6 +124,16 @@ class Checker:
             if not artifact.malformed:
                 fixed.extend(artifact_quads(artifact))
         self._fixed = tuple(fixed)
+        self._profile_ref = ProfileRef(self.profile.id, self.profile.revision)
+        # What every decision of this Checker depends on, whatever the envelope (rule 15).
+        self._fixed_dependencies = {
+            "profile": {"id": self.profile.id, "revision": self.profile.revision,
+                        "sha256": self.profile.digest},
+            "capabilities": [
+                {"id": r.iri, "ontologyId": r.ontology[0], "ontologyVersion": r.ontology[1]}
+                for r in self.registrations
+            ],
+        }
         # The compiled engine answers the named queries from tables derived once, with the
         # compile queries, from the same quads the reference engine loads on every check.
         self._tables = CompiledTables.build(self._fixed) if engine == "compiled" else None
@@ -151,6 +161,8 @@ class Checker:
 
     def _retriever(self) -> Any:
         """A retriever for one check (or for loading the profile), or None when retrieval is off."""
+        if self._retrieval_policy is None and not self._cli_origins:
+            return None
         policy = self._retrieval_policy or self._policy_from(None)
         if policy is None:
             return None
@@ -166,7 +178,7 @@ class Checker:
 
     @property
     def profile_ref(self) -> ProfileRef:
-        return ProfileRef(self.profile.id, self.profile.revision)
+        return self._profile_ref
 
     def _registration(self, item: str | Path | bytes, index: int) -> Registration:
         origin, data = _read(item, "capability registration", RegistrationError)
@@ -315,8 +327,7 @@ class Checker:
         return {
             "retrieved": [{"url": url, "finalUrl": final, "sha256": digest}
                           for url, final, digest in (retriever.retrieved if retriever else ())],
-            "profile": {"id": self.profile.id, "revision": self.profile.revision,
-                        "sha256": self.profile.digest},
+            "profile": self._fixed_dependencies["profile"],
             "ontology": dict(ontology),
             "artifacts": [
                 {"artifactId": a.id or None, "revision": a.revision or None, "sha256": a.digest,
@@ -325,10 +336,7 @@ class Checker:
                  "expiredAtEvaluation": bool(a.valid_until and at >= a.valid_until)}
                 for a in self.artifacts
             ],
-            "capabilities": [
-                {"id": r.iri, "ontologyId": r.ontology[0], "ontologyVersion": r.ontology[1]}
-                for r in self.registrations
-            ],
+            "capabilities": self._fixed_dependencies["capabilities"],
             "parameters": dict(sorted(params.items())),
         }
 

@@ -501,7 +501,7 @@ class ActiveContext:
     after envelope. It is bounded, and a lost race only recomputes an equal value.
     """
 
-    __slots__ = ("coerced", "memo", "prefixes", "terms")
+    __slots__ = ("coerced", "memo", "plans", "prefixes", "terms")
 
     def __init__(self, terms: Mapping[str, str], coerced: frozenset[str],
                  prefixes: Mapping[str, str]) -> None:
@@ -509,6 +509,7 @@ class ActiveContext:
         self.coerced = coerced
         self.prefixes = prefixes
         self.memo: dict[tuple[str, bool, frozenset[str]], str | None] = {}
+        self.plans: dict[tuple[frozenset[str], frozenset[str]], dict[str, Any]] = {}
 
 
 def active_context(context: Any) -> ActiveContext | None:
@@ -551,18 +552,19 @@ def active_context(context: Any) -> ActiveContext | None:
 
 
 _MEMO_LIMIT = 4096
+_MISSING = object()
 
 
 def _restricted_iri(value: str, active: ActiveContext, vocab: bool,
                     schemes: frozenset[str]) -> str | None:
-    key = (value, vocab, schemes)
     memo = active.memo
-    if key in memo:
-        return memo[key]
-    result = _expand_reference(value, active, vocab, schemes)
-    if len(memo) < _MEMO_LIMIT:
-        memo[key] = result
-    return result
+    key = (value, vocab, schemes)
+    found = memo.get(key, _MISSING)
+    if found is _MISSING:
+        found = _expand_reference(value, active, vocab, schemes)
+        if len(memo) < _MEMO_LIMIT:
+            memo[key] = found
+    return found  # type: ignore[return-value]
 
 
 def _expand_reference(value: str, active: ActiveContext, vocab: bool,
@@ -583,6 +585,21 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
     return value if scheme is not None and scheme in schemes else None
 
 
+# What to do with a member of a node object, decided once per key and context.
+_CONTEXT, _ID, _TYPE = "@context", "@id", "@type"
+
+
+def _member_plan(key: str, active: ActiveContext, schemes: frozenset[str],
+                 single_valued: frozenset[str]) -> tuple[str, bool, bool] | str | None:
+    for keyword in (_CONTEXT, _ID, _TYPE):
+        if key == keyword:
+            return keyword  # the module's own string, so that callers may test identity
+    prop = None if key.startswith("@") else _restricted_iri(key, active, True, schemes)
+    if prop is None:
+        return None
+    return (prop, key in active.coerced, prop in single_valued)
+
+
 def expand_restricted(
     document: dict[str, Any], active: ActiveContext, schemes: frozenset[str],
     single_valued: frozenset[str] = frozenset(),
@@ -593,57 +610,72 @@ def expand_restricted(
     form spells those as one value, never an array, and anything else goes the reference way.
     """
     located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
+    plans = active.plans.setdefault((schemes, single_valued), {})
+    memo = active.memo
+
+    def reference(value: str, vocab: bool) -> str | None:
+        found = memo.get((value, vocab, schemes), _MISSING)
+        if found is _MISSING:
+            return _restricted_iri(value, active, vocab, schemes)
+        return found  # type: ignore[return-value]
 
     def node(obj: dict[str, Any], pointer: str) -> dict[str, Any] | None:
         out: dict[str, Any] = {}
         located.append((out, obj, pointer))
         for key, value in obj.items():
-            if key == "@context":
+            plan = plans.get(key, _MISSING)
+            if plan is _MISSING:
+                plan = _member_plan(key, active, schemes, single_valued)
+                if len(plans) < _MEMO_LIMIT:
+                    plans[key] = plan
+            if plan is None:
+                return None
+            if plan is _CONTEXT:
                 if pointer:
                     return None
                 continue
-            if key == "@id":
-                ident = _restricted_iri(value, active, False, schemes) if isinstance(
-                    value, str) else None
+            if plan is _ID:
+                ident = reference(value, False) if type(value) is str else None
                 if ident is None:
                     return None
                 out["@id"] = ident
                 continue
-            if key == "@type":
-                names = [value] if isinstance(value, str) else value
-                if not isinstance(names, list) or not names:
+            if plan is _TYPE:
+                names = [value] if type(value) is str else value
+                if type(names) is not list or not names:
                     return None
                 types = []
                 for name in names:
-                    iri = _restricted_iri(name, active, True, schemes) if isinstance(
-                        name, str) else None
+                    iri = reference(name, True) if type(name) is str else None
                     if iri is None:
                         return None
                     types.append(iri)
                 out["@type"] = types
                 continue
-            prop = None if key.startswith("@") else _restricted_iri(key, active, True, schemes)
-            if prop is None or prop in out:
+            prop, coerced, single = plan
+            if prop in out:
                 return None
-            coerced = key in active.coerced
-            if isinstance(value, list) and prop in single_valued:
+            is_list = type(value) is list
+            if is_list and single:
                 return None
-            items = value if isinstance(value, list) else [value]
             expanded = []  # an empty array stays an empty array, as in pyld
-            for index, item in enumerate(items):
-                if isinstance(item, str):
+            for index, item in enumerate(value if is_list else (value,)):
+                kind = type(item)
+                if kind is str:
                     if coerced:
-                        iri = _restricted_iri(item, active, False, schemes)
+                        iri = reference(item, False)
                         if iri is None:
                             return None
                         expanded.append({"@id": iri})
                     else:
                         expanded.append({"@value": item})
-                elif isinstance(item, dict) and not coerced and not any(
-                        k.startswith("@") and k not in ("@id", "@type") for k in item):
+                elif kind is dict and not coerced:
+                    for k in item:
+                        if k[0] == "@" and k not in (_ID, _TYPE):
+                            return None
                     token = key.replace("~", "~0").replace("/", "~1")
-                    child = node(item, f"{pointer}/{token}/{index}" if isinstance(
-                        value, list) else f"{pointer}/{token}")
+                    child = node(item, f"{pointer}/{token}/{index}" if is_list
+                                 else f"{pointer}/{token}")
                     if child is None:
                         return None
                     expanded.append(child)
