@@ -671,7 +671,7 @@ def expand_restricted(
                         expanded.append({"@value": item})
                 elif kind is dict and not coerced:
                     for k in item:
-                        if k[0] == "@" and k not in (_ID, _TYPE):
+                        if k[:1] == "@" and k not in (_ID, _TYPE):
                             return None
                     token = key.replace("~", "~0").replace("/", "~1")
                     child = node(item, f"{pointer}/{token}/{index}" if is_list

@@ -435,7 +435,7 @@ def compile_conformance(shape: NodeShape) -> Conformance:
             return False
         if allowed is not None:
             for key in node:
-                if key[0] != "@" and key not in allowed:
+                if key[:1] != "@" and key not in allowed:
                     return False
         for check in checks:  # noqa: SIM110 (a loop: no generator on the hot path)
             if not check(node):
@@ -488,7 +488,7 @@ class ShapeSet:
             for t in node.get("@type", ()):
                 checks.update(by_class.get(t, ()))
             for prop, values in node.items():
-                if prop[0] == "@":
+                if prop[:1] == "@":
                     continue
                 checks.update(by_subject.get(prop, ()))
                 for v in values:
