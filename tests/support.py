@@ -27,3 +27,27 @@ def registration_63() -> dict[str, Any]:
 
 def dumps(document: Any) -> bytes:
     return json.dumps(document).encode()
+
+
+def case_options(folder: Path, args: list[str]) -> tuple[str, dict[str, Any], dict[str, str], Any]:
+    """A case's command-line arguments as Checker arguments: profile, options, params, instant."""
+    from datetime import datetime
+
+    from ioa_semantic import Limits
+
+    opts: dict[str, list[str]] = {}
+    for flag, value in zip(args[::2], args[1::2], strict=False):
+        opts.setdefault(flag, []).append(value)
+    profile = opts["--profile"][0]
+    if (folder / profile).exists():
+        profile = str(folder / profile)
+    options: dict[str, Any] = {
+        "capabilities": [folder / p for p in opts.get("--capability", [])],
+        "alignments": [str(folder / a) if (folder / a).exists() else a
+                       for a in opts.get("--alignment", [])],
+        "limits": Limits(int(opts.get("--max-bytes", [1 << 20])[0]),
+                         int(opts.get("--max-depth", [64])[0])),
+    }
+    params = dict(p.split("=", 1) for p in opts.get("--param", []))
+    at = datetime.fromisoformat(opts["--at"][0].replace("Z", "+00:00"))
+    return profile, options, params, at

@@ -85,40 +85,24 @@ def _registration_codes() -> set[str]:
 def test_every_registered_code_is_reached_by_some_test_input() -> None:
     import json
 
-    from ioa_semantic import Checker, Limits
+    from ioa_semantic import Checker
+
+    from support import case_options
 
     cases = Path(__file__).resolve().parent / "cases"
     reached: set[str] = set()
     for case_file in sorted(cases.glob("*/*/case.json")):
         spec = json.loads(case_file.read_text())
         folder = case_file.parent
-        args = spec["args"]
-        opts: dict[str, list[str]] = {}
-        for flag, value in zip(args[::2], args[1::2], strict=False):
-            opts.setdefault(flag, []).append(value)
-        profile = opts["--profile"][0]
-        if (folder / profile).exists():
-            profile = str(folder / profile)
+        profile, options, params, at = case_options(folder, spec["args"])
         try:
-            checker = Checker(
-                profile,
-                capabilities=[folder / p for p in opts.get("--capability", [])],
-                alignments=[str(folder / a) if (folder / a).exists() else a
-                            for a in opts.get("--alignment", [])],
-                limits=Limits(int(opts.get("--max-bytes", [1 << 20])[0]),
-                              int(opts.get("--max-depth", [64])[0])),
-            )
+            checker = Checker(profile, **options)
         except Exception:
             continue  # configuration-error cases are exercised by the CLI tests
-        params = dict(p.split("=", 1) for p in opts.get("--param", []))
-        decision = checker.check((folder / spec["envelope"]).read_bytes(), params=params,
-                                 at=_instant(opts["--at"][0]))
+        decision = checker.check((folder / spec["envelope"]).read_bytes(), params=params, at=at)
         reached |= {f.code for f in decision.findings}
     reached |= _registration_codes()
     missing = set(CODES) - reached - set(REACHED_ELSEWHERE)
     assert not missing, f"registered codes no test input reaches: {sorted(missing)}"
 
 
-def _instant(value: str):  # type: ignore[no-untyped-def]
-    from datetime import datetime
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))

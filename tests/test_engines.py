@@ -19,12 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ioa_semantic import Checker, Decision, Limits
+from ioa_semantic import Checker, Decision
 from ioa_semantic._baseline import read_document, read_document_compiled
 from ioa_semantic._checker import shapes
 from ioa_semantic._expansion import ContextPolicy
 
-from support import CONFORMANCE, envelope_62
+from support import CONFORMANCE, case_options, envelope_62
 
 CASES = Path(__file__).resolve().parent / "cases"
 AT = datetime(2026, 6, 1, tzinfo=UTC)
@@ -43,24 +43,9 @@ def _case_folders() -> list[Path]:
 
 
 def _checkers(folder: Path, args: list[str]) -> tuple[Checker, Checker, dict[str, str], datetime]:
-    opts: dict[str, list[str]] = {}
-    for flag, value in zip(args[::2], args[1::2], strict=False):
-        opts.setdefault(flag, []).append(value)
-    profile = opts["--profile"][0]
-    if (folder / profile).exists():
-        profile = str(folder / profile)
-    common: dict[str, Any] = {
-        "capabilities": [folder / p for p in opts.get("--capability", [])],
-        "alignments": [str(folder / a) if (folder / a).exists() else a
-                       for a in opts.get("--alignment", [])],
-        "limits": Limits(int(opts.get("--max-bytes", [1 << 20])[0]),
-                         int(opts.get("--max-depth", [64])[0])),
-        "cache_size": 0,
-    }
-    params = dict(p.split("=", 1) for p in opts.get("--param", []))
-    at = datetime.fromisoformat(opts["--at"][0].replace("Z", "+00:00"))
-    return (Checker(profile, engine="compiled", **common),
-            Checker(profile, engine="reference", **common), params, at)
+    profile, options, params, at = case_options(folder, args)
+    return (Checker(profile, engine="compiled", cache_size=0, **options),
+            Checker(profile, engine="reference", cache_size=0, **options), params, at)
 
 
 @pytest.mark.parametrize("folder", _case_folders(), ids=lambda p: f"{p.parent.name}/{p.name}")
