@@ -147,9 +147,12 @@ def baseline_node(checker: Checker, envelope: bytes) -> dict[str, Any] | None:
 
 
 def _cases() -> Iterator[Any]:
+    # An envelope a case expects to be invalid never reaches the queries.
     for path in sorted(CASES.glob("*/*/case.json")):
-        case = Case(path.parent.parent.name, path.parent, json.loads(path.read_text()))
-        yield pytest.param(case, id=case.id)
+        spec = json.loads(path.read_text())
+        if spec["expect"]["verdict"] != "invalid":
+            case = Case(path.parent.parent.name, path.parent, spec)
+            yield pytest.param(case, id=case.id)
     if not CONFORMANCE.exists():
         yield pytest.param(None, id="conformance", marks=pytest.mark.skip(
             reason="../shared is not present"))
