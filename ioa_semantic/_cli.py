@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from . import _resources
+from ._audit import Audit, documents
 from ._checker import ENGINES, Checker
 from ._codes import finding
 from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, ProfileRef, Verdict
 from ._intake import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
 from ._loader import ProfileUnavailable, read_artifact, read_profile
-from ._reporters import REPORTERS
+from ._reporters import AUDIT_REPORTERS, REPORTERS
 from ._version import __version__
 
 
@@ -67,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ioa-check",
         description="Judge SemanticProfile envelopes (draft-zhang-dmsc-ioa-semantic-interaction-03) "
                     "against a domain profile: compatible, incompatible, indeterminate or invalid.",
-        epilog="also: ioa-check lint FILE... validates profile and artifact files. "
+        epilog="also: ioa-check audit PATH... audits capability registrations; "
+               "ioa-check lint FILE... validates profile and artifact files. "
                "exit status: 0 compatible, 1 incompatible, 2 usage or configuration error, "
                "3 indeterminate, 4 invalid, 70 internal error",
     )
@@ -158,9 +160,44 @@ def _lint_problems(path: str) -> list[str]:
     return list(read_artifact(data, str(path), 0).problems)
 
 
+def audit(argv: Sequence[str]) -> int:
+    """``ioa-check audit PATH... --profile NAME|PATH``: capability registrations in bulk."""
+    parser = _Parser(prog="ioa-check audit",
+                     description="Audit capability registrations (draft 6.3): files, folders "
+                                 "(*.json, *.jsonld, *.jsonl) and - for JSON Lines on stdin.",
+                     epilog="exit status: 0 all valid and no conflict, 1 some invalid or a "
+                            "conflict, 2 usage error, 3 some indeterminate")
+    parser.add_argument("paths", nargs="+", metavar="PATH")
+    parser.add_argument("--profile", required=True, metavar="NAME|PATH")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--output", metavar="FILE", help="write the results here, not stdout")
+    parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES)
+    parser.add_argument("--max-depth", type=_positive, default=DEFAULT_MAX_DEPTH)
+    parser.add_argument("--engine", choices=ENGINES, default="compiled")
+    opts = parser.parse_args(argv)
+    try:
+        checker = Checker(opts.profile, limits=Limits(opts.max_bytes, opts.max_depth),
+                          engine=opts.engine)
+    except ConfigurationError as exc:
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    try:
+        out = open(opts.output, "w", encoding="utf-8") if opts.output else sys.stdout  # noqa: SIM115
+    except OSError as exc:
+        print(f"ioa-check: {opts.output}: cannot be written: {exc.strerror}", file=sys.stderr)
+        return ExitStatus.USAGE
+    try:
+        return AUDIT_REPORTERS[opts.format](Audit(checker), documents(opts.paths), out)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+
 def run(argv: Sequence[str]) -> int:
     if argv and argv[0] == "lint":
         return lint(argv[1:])
+    if argv and argv[0] == "audit":
+        return audit(argv[1:])
     parser = build_parser()
     opts = parser.parse_args(argv)
     if opts.list:

@@ -95,6 +95,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("registration.legacy-key", INVALID, "6.5", "the legacy id/type spelling in place of @id/@type"),
     ("registration.language-tag", INVALID, "5.2", "a language value that is not a language tag"),
     ("registration.media-type", INVALID, "6.3", "a media type that is not type/subtype"),
+    ("registration.conflict", INVALID, "6.3",
+     "the same capability IRI registered with different inputs, outputs or ontology"),
     # profile.: ontology and version acceptance
     ("profile.ontology-not-accepted", INDETERMINATE, "5.3", "the profile does not accept the ontology"),
     ("profile.version-not-accepted", INDETERMINATE, "5.3",

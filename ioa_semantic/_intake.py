@@ -112,8 +112,12 @@ def _locate(
     return sorted(found)
 
 
-def parse(data: bytes | str, limits: Limits | None = None) -> Intake:
-    """Parse one JSON document under ``limits``; every problem is a finding, none raises."""
+def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = False) -> Intake:
+    """Parse one JSON document under ``limits``; every problem is a finding, none raises.
+
+    The top level must be an object; with ``array``, an array is accepted too (an audit file
+    may hold a list of registrations).
+    """
     limits = limits or Limits()
     size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > limits.max_bytes:
@@ -162,7 +166,7 @@ def parse(data: bytes | str, limits: Limits | None = None) -> Intake:
                     pointer)
             for pointer, names in _locate(document, duplicates)
         ))
-    if not isinstance(document, dict):
+    if not isinstance(document, dict) and not (array and isinstance(document, list)):
         kind = "an array" if isinstance(document, list) else f"a {type(document).__name__}"
         return _fail("json.not-object", f"the document is {kind}, not one JSON object")
     return Intake(document, ())

@@ -7,8 +7,8 @@ The ``--format`` choices of the command line are the keys of :data:`REPORTERS`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from typing import IO
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
 
 from ._codes import fix_for
 from ._findings import Decision, Severity, Verdict
@@ -70,4 +70,68 @@ def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
 REPORTERS: dict[str, Callable[[Iterable[Decision], IO[str]], None]] = {
     "text": text,
     "json": json_lines,
+}
+
+
+# --- the audit ------------------------------------------------------------------------------
+
+
+def _audit_results(audit: Any, items: Iterable[Any]) -> Iterator[Any]:
+    for source, index, document, problems in items:
+        if document is None:
+            yield audit.unreadable(source, index, problems)
+        else:
+            yield audit.registration(document, source, index)
+
+
+def audit_json_lines(audit: Any, items: Iterable[Any], stream: IO[str]) -> int:
+    """One JSON line per registration, one per conflict, then the summary (contract 2)."""
+    for result in _audit_results(audit, items):
+        stream.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
+    conflicts = audit.conflicts()
+    for conflict in conflicts:
+        stream.write(json.dumps(conflict.as_dict(), ensure_ascii=False) + "\n")
+    stream.write(json.dumps(audit.summary(len(conflicts)), ensure_ascii=False) + "\n")
+    return int(audit.exit_status(len(conflicts)))
+
+
+def audit_text(audit: Any, items: Iterable[Any], stream: IO[str]) -> int:
+    """For people: every registration that is not valid, the conflicts, then the counts."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    examples: dict[str, str] = {}
+    for result in _audit_results(audit, items):
+        where = result.source if result.position is None else f"{result.source}:{result.position}"
+        for reason in result.reasons:
+            examples.setdefault(reason.code, where)
+        if result.status == "valid":
+            continue
+        style = "magenta" if result.status == "invalid" else "yellow"
+        console.print(f"[bold {style}]{result.status.upper()}[/] {escape(where)} "
+                      f"{escape(result.id or '')}")
+        for reason in result.reasons:
+            console.print(f"  {escape(reason.code)} [dim](section {reason.section}, at "
+                          f"{escape(reason.path or '/')})[/] {escape(reason.message)}")
+    conflicts = audit.conflicts()
+    for conflict in conflicts:
+        places = ", ".join(s if i is None else f"{s}:{i}" for s, i in conflict.registrations)
+        console.print(f"[bold red]CONFLICT[/] {escape(conflict.id)} registered differently by "
+                      f"{escape(places)}")
+    summary = audit.summary(len(conflicts))["summary"]
+    status = summary["status"]
+    console.print(f"{summary['total']} registrations: {status['valid']} valid, "
+                  f"{status['invalid']} invalid, {status['indeterminate']} indeterminate; "
+                  f"{summary['conflicts']} conflicts")
+    top = sorted(summary["codes"].items(), key=lambda item: (-item[1], item[0]))[:10]
+    for code, count in top:
+        example = examples.get(code, "")
+        console.print(f"  {count:6d} {escape(code)}" + (f"  e.g. {escape(example)}" if example else ""))
+    return int(audit.exit_status(len(conflicts)))
+
+
+AUDIT_REPORTERS: dict[str, Callable[[Any, Iterable[Any], IO[str]], int]] = {
+    "text": audit_text,
+    "json": audit_json_lines,
 }

@@ -40,6 +40,7 @@ def test_every_code_the_shapes_can_produce_is_registered() -> None:
 # Codes no data-driven case reaches through a check, each with where it is reached instead.
 REACHED_ELSEWHERE = {
     "json.unreadable": "a file the CLI cannot read (tests/test_cli.py)",
+    "registration.conflict": "two registrations of one IRI in an audit (tests/test_audit.py)",
     # Each needs a live server: tests/test_retrieval.py asserts every one of them against
     # real loopback servers, and checks its list equals the registry's retrieval family.
     **{code: "tests/test_retrieval.py" for code in CODES

@@ -1,0 +1,207 @@
+"""The batch audit of capability registrations (draft 6.3), as a stream.
+
+Inputs are files, folders (walked for ``*.json``, ``*.jsonld``, ``*.jsonl`` in sorted path
+order) and ``-`` for JSON Lines on standard input. Each registration gets one result, in
+input order; a line or file that cannot be read is a result of its own and the audit goes
+on. Among registrations valid on their own, one capability IRI registered with different
+inputs, outputs or ontology is a conflict, reported after the registrations with every
+registration involved. Memory holds one record per distinct capability IRI, nothing per
+valid registration beyond it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import IO, Any, NamedTuple
+
+from ._baseline import read_document, read_document_compiled
+from ._codes import finding
+from ._findings import Finding, Severity, Verdict, sort_key
+from ._intake import parse
+
+AUDITED_SUFFIXES = (".json", ".jsonld", ".jsonl")
+IOA = "https://example.org/ioa/semantic#"
+
+
+class Result(NamedTuple):
+    """One registration's audit result (contract section 2)."""
+
+    source: str
+    position: int | None  # "index" in the output: a line of a JSON Lines file, or an array slot
+    id: str | None
+    status: str
+    reasons: tuple[Finding, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "index": self.position, "id": self.id,
+                "status": self.status, "reasons": [r.as_dict() for r in self.reasons]}
+
+
+class Conflict(NamedTuple):
+    id: str
+    code: str
+    registrations: tuple[tuple[str, int | None], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"conflict": {"id": self.id, "code": self.code, "registrations": [
+            {"source": source, "index": index} for source, index in self.registrations]}}
+
+
+def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None) -> tuple[Any, ...]:
+    """What a registration declares about its capability, in a comparable form."""
+
+    def values(prop: str) -> list[str]:
+        return [str(v.get("@value", v.get("@id"))) for v in node.get(IOA + prop, [])]
+
+    def media(prop: str) -> tuple[str, ...]:
+        # Type and subtype compare case-insensitively; parameters exactly (contract).
+        return tuple(sorted({_media_key(m) for m in values(prop)}))
+
+    ontology = tuple(values("ontologyId") + values("ontologyVersion")) or default_ontology
+    return (media("inputs"), media("outputs"), ontology)
+
+
+def _media_key(value: str) -> str:
+    head, sep, rest = value.partition(";")
+    return head.strip().lower() + (sep + ";".join(p.strip() for p in rest.split(";")) if sep else "")
+
+
+class Audit:
+    """One audit run over a Checker's profile: feed documents, then read the conflicts."""
+
+    def __init__(self, checker: Any) -> None:
+        self.checker = checker
+        # capability IRI -> (first declaration, registrations, conflicting?)
+        self._seen: dict[str, tuple[tuple[Any, ...], list[tuple[str, int | None]], bool]] = {}
+        self.results = 0
+        self.statuses = {"valid": 0, "invalid": 0, "indeterminate": 0}
+        self.codes: dict[str, int] = {}
+
+    def registration(self, data: bytes | str | dict[str, Any], source: str,
+                     index: int | None) -> Result:
+        checker = self.checker
+        options = {"shapes": checker._shapes, "policy": checker.policy,
+                   "permitted_types": checker.profile.permitted_types, "limits": checker.limits}
+        baseline = None
+        if checker.engine == "compiled":
+            baseline = read_document_compiled(data, "registration", **options)
+        if baseline is None:
+            baseline = read_document(data, "registration", **options)
+        errors = [f for f in baseline.findings if f.severity is Severity.ERROR]
+        if any(f.effect is Verdict.INVALID for f in errors):
+            status = "invalid"
+        elif errors:
+            status = "indeterminate"
+        else:
+            status = "valid"
+        node = baseline.node
+        ident = node.get("@id") if node is not None else None
+        if status == "valid" and node is not None and isinstance(ident, str):
+            self._index(ident, _declaration(node, checker.profile.single_ontology()),
+                        (source, index))
+        return self._count(Result(source, index, ident if isinstance(ident, str) else None,
+                                  status, tuple(sorted(baseline.findings, key=sort_key))))
+
+    def unreadable(self, source: str, index: int | None, reasons: Iterable[Finding]) -> Result:
+        return self._count(Result(source, index, None, "invalid", tuple(reasons)))
+
+    def _count(self, result: Result) -> Result:
+        self.results += 1
+        self.statuses[result.status] += 1
+        for reason in result.reasons:
+            self.codes[reason.code] = self.codes.get(reason.code, 0) + 1
+        return result
+
+    def _index(self, ident: str, declaration: tuple[Any, ...],
+               where: tuple[str, int | None]) -> None:
+        entry = self._seen.get(ident)
+        if entry is None:
+            self._seen[ident] = (declaration, [where], False)
+            return
+        first, registrations, conflicting = entry
+        registrations.append(where)
+        if declaration != first and not conflicting:
+            self._seen[ident] = (first, registrations, True)
+
+    def conflicts(self) -> list[Conflict]:
+        found = [Conflict(ident, "registration.conflict", tuple(registrations))
+                 for ident, (_, registrations, conflicting) in self._seen.items() if conflicting]
+        for _ in found:
+            self.codes["registration.conflict"] = self.codes.get("registration.conflict", 0) + 1
+        return found
+
+    def summary(self, conflicts: int) -> dict[str, Any]:
+        return {"summary": {"total": self.results, "status": dict(self.statuses),
+                            "codes": dict(sorted(self.codes.items())), "conflicts": conflicts}}
+
+    def exit_status(self, conflicts: int) -> int:
+        if self.statuses["invalid"] or conflicts:
+            return 1
+        return 3 if self.statuses["indeterminate"] else 0
+
+
+def documents(paths: Iterable[str], stdin: IO[bytes] | None = None) -> Iterator[
+        tuple[str, int | None, bytes | dict[str, Any] | None, tuple[Finding, ...]]]:
+    """``(source, index, document, problems)`` for every registration in ``paths``.
+
+    ``document`` is None when the line or file could not be read; ``problems`` says why.
+    """
+    for path in paths:
+        if path == "-":
+            yield from _lines("-", stdin if stdin is not None else sys.stdin.buffer)
+        elif os.path.isdir(path):
+            found: list[str] = []
+            for folder, dirs, files in os.walk(path):
+                dirs.sort()
+                found.extend(os.path.join(folder, name) for name in files
+                             if name.endswith(AUDITED_SUFFIXES))
+            for file_path in sorted(found):
+                yield from _file(file_path)
+        else:
+            yield from _file(path)
+
+
+def _file(path: str) -> Iterator[tuple[str, int | None, bytes | dict[str, Any] | None,
+                                       tuple[Finding, ...]]]:
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below, also on a generator exit)
+    except OSError as exc:
+        yield path, None, None, (finding("json.unreadable",
+                                         f"{path}: cannot be read: {exc.strerror}"),)
+        return
+    with handle:
+        if path.endswith(".jsonl"):
+            yield from _lines(path, handle)
+            return
+        try:
+            data = handle.read()
+        except OSError as exc:
+            yield path, None, None, (finding("json.unreadable",
+                                             f"{path}: cannot be read: {exc.strerror}"),)
+            return
+    if data.lstrip()[:1] != b"[":
+        yield path, None, data, ()
+        return
+    # An array of registrations: read as one document, then each element on its own.
+    intake = parse(data, array=True)
+    if not intake.ok:
+        yield path, None, None, intake.findings
+        return
+    for index, element in enumerate(intake.document or ()):
+        yield path, index, element if isinstance(element, dict) else None, () if isinstance(
+            element, dict) else (finding("json.not-object",
+                                         f"element {index} is not a registration object",
+                                         f"/{index}"),)
+
+
+def _lines(source: str, stream: IO[bytes]) -> Iterator[tuple[str, int | None, bytes | None,
+                                                              tuple[Finding, ...]]]:
+    try:
+        for index, line in enumerate(stream):
+            if line.strip():
+                yield source, index, line, ()
+    except OSError as exc:
+        yield source, None, None, (finding("json.unreadable",
+                                           f"{source}: reading stopped: {exc.strerror}"),)

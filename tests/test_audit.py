@@ -1,0 +1,196 @@
+"""``ioa-check audit``: capability registrations in bulk, through the installed command.
+
+Contract sections 1 and 2: files, folders (sorted) and stdin; one line per registration in
+input order; conflicts between registrations valid on their own; a closing summary; exit
+statuses 0, 1, 2 and 3 (never 4). Nothing is lost: a bad line or file is a result of its
+own. Covers R-6.3-1, R-6.3-2, R-6.4-1, R-6.1-1, R-6.1-4.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ioa_semantic import Checker
+from ioa_semantic._audit import Audit, documents
+
+from support import IOA_CHECK, registration_63
+
+
+def audit(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, list[dict[str, Any]]]:
+    proc = subprocess.run([IOA_CHECK, "audit", *args, "--profile", "cs-translation",
+                           "--format", "json"], cwd=cwd, input=stdin, capture_output=True,
+                          timeout=60)
+    assert b"Traceback" not in proc.stderr
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def line(doc: Any) -> str:
+    return json.dumps(doc) + "\n"
+
+
+def variant(**changes: Any) -> dict[str, Any]:
+    doc = registration_63()
+    for key, value in changes.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    return doc
+
+
+INVALID = {
+    "no @id": (variant(**{"@id": None}), "registration.missing"),
+    "relative @id": (variant(**{"@id": "TechTranslation"}), "jsonld.relative-iri"),
+    "undefined prefix": (variant(**{"@id": "xx:TechTranslation"}), "jsonld.scheme-not-allowed"),
+    "wrong type": (variant(**{"@type": "ioa:Intent"}), "registration.rdf-type"),
+    "legacy type": (variant(**{"@type": None, "type": "ioa:Capability"}), "registration.legacy-key"),
+    "no inputs": (variant(inputs=None), "registration.missing"),
+    "empty outputs": (variant(outputs=[]), "registration.missing"),
+    "bad media type": (variant(inputs=["text"]), "registration.media-type"),
+    "number as media type": (variant(outputs=[5]), "registration.type"),
+    "no context": (variant(**{"@context": None}), "registration.missing"),
+}
+
+
+def test_every_invalid_class_is_reported_and_the_rest_audited(tmp_path: Path) -> None:
+    body = line(registration_63())
+    for doc, _ in INVALID.values():
+        body += line(doc)
+    body += "\n"  # a blank line is skipped, but still counts for the line numbers
+    body += "{not json\n"
+    body += '{"@context": {}, "a": 1, "a": 2}\n'
+    body += line(variant(**{"@id": "cs:Summarize"}))  # unknown to the vocabulary: not a fault
+    (tmp_path / "regs.jsonl").write_text(body)
+    status, out = audit(["regs.jsonl"], tmp_path)
+    results, summary = out[:-1], out[-1]["summary"]
+    assert status == 1
+    assert [r["index"] for r in results] == [*range(len(INVALID) + 1), len(INVALID) + 2,
+                                             len(INVALID) + 3, len(INVALID) + 4]
+    assert results[0]["status"] == "valid" and results[-1]["status"] == "valid"
+    for result, (name, (_, code)) in zip(results[1:], INVALID.items(), strict=False):
+        assert result["status"] == "invalid", name
+        assert any(r["code"].startswith(code) for r in result["reasons"]), (name, result)
+    assert results[-3]["reasons"][0]["code"] == "json.syntax"
+    assert results[-2]["reasons"][0]["code"] == "json.duplicate-key"
+    assert summary["total"] == len(results)
+    assert summary["status"] == {"valid": 2, "invalid": len(INVALID) + 2, "indeterminate": 0}
+    assert sum(summary["codes"].values()) >= len(INVALID) + 2
+
+
+def test_folders_are_walked_in_sorted_order_and_arrays_have_positions(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "two.json").write_text(json.dumps([registration_63(), registration_63()]))
+    (tmp_path / "a.jsonld").write_text(json.dumps(registration_63()))
+    (tmp_path / "notes.txt").write_text("not audited")
+    (tmp_path / "c.jsonl").write_text(line(registration_63()))
+    status, out = audit(["."], tmp_path)
+    assert status == 0
+    assert [(r["source"], r["index"]) for r in out[:-1]] == [
+        ("./a.jsonld", None), ("./b/two.json", 0), ("./b/two.json", 1), ("./c.jsonl", 0)]
+    assert out[-1] == {"summary": {"total": 4, "status": {"valid": 4, "invalid": 0,
+                                                          "indeterminate": 0},
+                                   "codes": {}, "conflicts": 0}}
+
+
+def test_standard_input_is_json_lines(tmp_path: Path) -> None:
+    status, out = audit(["-"], tmp_path, stdin=(line(registration_63()) * 3).encode())
+    assert status == 0
+    assert [(r["source"], r["index"]) for r in out[:-1]] == [("-", 0), ("-", 1), ("-", 2)]
+
+
+def test_unreadable_and_binary_files_are_named_and_the_audit_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "bin.jsonld").write_bytes(b"\xff\xfe\x00\x01")
+    (tmp_path / "ok.jsonld").write_text(json.dumps(registration_63()))
+    status, out = audit(["missing.jsonl", "bin.jsonld", "ok.jsonld"], tmp_path)
+    assert status == 1
+    assert [(r["source"], r["status"], r["reasons"][0]["code"] if r["reasons"] else None)
+            for r in out[:-1]] == [("missing.jsonl", "invalid", "json.unreadable"),
+                                   ("bin.jsonld", "invalid", "json.encoding"),
+                                   ("ok.jsonld", "valid", None)]
+
+
+def test_conflicting_declarations_name_every_registration(tmp_path: Path) -> None:
+    pdf = variant(inputs=["application/pdf"])
+    same_but_case = variant(inputs=["TEXT/plain"])  # media types compare case-insensitively
+    other = variant(**{"@id": "cs:Other"})
+    broken = variant(outputs=["x"])  # invalid on its own: never part of a conflict
+    (tmp_path / "r.jsonl").write_text(
+        line(registration_63()) + line(other) + line(same_but_case) + line(broken) + line(pdf))
+    status, out = audit(["r.jsonl"], tmp_path)
+    conflicts = [o["conflict"] for o in out if "conflict" in o]
+    assert status == 1
+    assert conflicts == [{"id": "https://example.org/onto/cs#TechTranslation",
+                          "code": "registration.conflict",
+                          "registrations": [{"source": "r.jsonl", "index": 0},
+                                            {"source": "r.jsonl", "index": 2},
+                                            {"source": "r.jsonl", "index": 4}]}]
+    assert out[-1]["summary"]["conflicts"] == 1
+    assert [r["status"] for r in out[:5]] == ["valid", "valid", "valid", "invalid", "valid"]
+
+
+def test_identical_registrations_are_not_a_conflict(tmp_path: Path) -> None:
+    (tmp_path / "r.jsonl").write_text(line(registration_63()) * 2)
+    status, out = audit(["r.jsonl"], tmp_path)
+    assert status == 0 and out[-1]["summary"]["conflicts"] == 0
+
+
+def test_a_different_ontology_is_a_conflict(tmp_path: Path) -> None:
+    named = registration_63()
+    named["@context"]["ontologyId"] = {"@id": "ioa:ontologyId", "@type": "@id"}
+    named["@context"]["ontologyVersion"] = "ioa:ontologyVersion"
+    named["ontologyId"] = "https://example.net/onto/doc"
+    named["ontologyVersion"] = "2.0"
+    (tmp_path / "r.jsonl").write_text(line(registration_63()) + line(named))
+    status, out = audit(["r.jsonl"], tmp_path)
+    assert status == 1 and out[-1]["summary"]["conflicts"] == 1
+
+
+def test_only_indeterminate_is_exit_3(tmp_path: Path) -> None:
+    remote = registration_63()
+    remote["@context"] = "https://example.org/ioa/context.jsonld"
+    (tmp_path / "r.jsonl").write_text(line(registration_63()) + line(remote))
+    status, out = audit(["r.jsonl"], tmp_path)
+    assert status == 3
+    assert out[1]["status"] == "indeterminate"
+    assert out[1]["reasons"][0]["code"] == "retrieval.prohibited"
+
+
+def test_usage_errors_are_exit_2_with_nothing_on_stdout(tmp_path: Path) -> None:
+    proc = subprocess.run([IOA_CHECK, "audit", "x.jsonl", "--profile", "nope"], cwd=tmp_path,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == b"" and b"cs-translation" in proc.stderr
+    proc = subprocess.run([IOA_CHECK, "audit", "x.jsonl"], cwd=tmp_path, capture_output=True,
+                          timeout=60)
+    assert proc.returncode == 2 and proc.stdout == b""
+
+
+def test_text_output_and_output_file(tmp_path: Path) -> None:
+    (tmp_path / "r.jsonl").write_text(line(registration_63()) + line(variant(inputs=None)))
+    proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation"],
+                          cwd=tmp_path, capture_output=True, timeout=60, text=True)
+    assert proc.returncode == 1
+    assert "INVALID r.jsonl:1" in proc.stdout
+    assert "2 registrations: 1 valid, 1 invalid, 0 indeterminate; 0 conflicts" in proc.stdout
+    proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
+                           "--format", "json", "--output", "out.jsonl"], cwd=tmp_path,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize("engine", ["compiled", "reference"])
+def test_both_engines_audit_alike(tmp_path: Path, engine: str) -> None:
+    body = line(registration_63()) + "".join(line(doc) for doc, _ in INVALID.values())
+    (tmp_path / "r.jsonl").write_text(body)
+    reference = Audit(Checker("cs-translation", engine="reference"))
+    expected = [reference.registration(doc, source, index) if doc is not None else None
+                for source, index, doc, _ in documents([str(tmp_path / "r.jsonl")])]
+    other = Audit(Checker("cs-translation", engine=engine))
+    got = [other.registration(doc, source, index) if doc is not None else None
+           for source, index, doc, _ in documents([str(tmp_path / "r.jsonl")])]
+    assert got == expected
