@@ -75,40 +75,35 @@ class Audit:
         self.checker = checker
         # capability IRI -> (first declaration, registrations, conflicting?)
         self._seen: dict[str, tuple[tuple[Any, ...], list[tuple[str, int | None]], bool]] = {}
-        self.results = 0
+        self.total = 0
         self.statuses = {"valid": 0, "invalid": 0, "indeterminate": 0}
         self.codes: dict[str, int] = {}
 
     def registration(self, data: bytes | str | dict[str, Any], source: str,
                      index: int | None) -> Result:
-        checker = self.checker
-        options = {"shapes": checker._shapes, "policy": checker.policy,
-                   "permitted_types": checker.profile.permitted_types, "limits": checker.limits}
-        baseline = None
-        if checker.engine == "compiled":
-            baseline = read_document_compiled(data, "registration", **options)
-        if baseline is None:
-            baseline = read_document(data, "registration", **options)
-        errors = [f for f in baseline.findings if f.severity is Severity.ERROR]
-        if any(f.effect is Verdict.INVALID for f in errors):
-            status = "invalid"
-        elif errors:
-            status = "indeterminate"
-        else:
-            status = "valid"
-        node = baseline.node
-        ident = node.get("@id") if node is not None else None
-        if status == "valid" and node is not None and isinstance(ident, str):
-            self._index(ident, _declaration(node, checker.profile.single_ontology()),
-                        (source, index))
-        return self._count(Result(source, index, ident if isinstance(ident, str) else None,
-                                  status, tuple(sorted(baseline.findings, key=sort_key))))
+        return self.record(*judge(self.checker, data, source, index))
 
     def unreadable(self, source: str, index: int | None, reasons: Iterable[Finding]) -> Result:
         return self._count(Result(source, index, None, "invalid", tuple(reasons)))
 
+    def record(self, result: Result, declaration: tuple[Any, ...] | None) -> Result:
+        """Count a judged registration and index its declaration for conflicts."""
+        if declaration is not None and result.id is not None:
+            self._index(result.id, declaration, (result.source, result.position))
+        return self._count(result)
+
+    def results(self, items: Iterable[Item], jobs: int = 1) -> Iterator[Result]:
+        """Every item judged and recorded, in input order; ``jobs`` worker processes."""
+        if jobs <= 1:
+            for source, index, document, problems in items:
+                yield (self.unreadable(source, index, problems) if document is None
+                       else self.registration(document, source, index))
+            return
+        for judged in _in_workers(self.checker, items, jobs):
+            yield self.record(*judged)
+
     def _count(self, result: Result) -> Result:
-        self.results += 1
+        self.total += 1
         self.statuses[result.status] += 1
         for reason in result.reasons:
             self.codes[reason.code] = self.codes.get(reason.code, 0) + 1
@@ -133,7 +128,7 @@ class Audit:
         return found
 
     def summary(self, conflicts: int) -> dict[str, Any]:
-        return {"summary": {"total": self.results, "status": dict(self.statuses),
+        return {"summary": {"total": self.total, "status": dict(self.statuses),
                             "codes": dict(sorted(self.codes.items())), "conflicts": conflicts}}
 
     def exit_status(self, conflicts: int) -> int:
@@ -142,8 +137,86 @@ class Audit:
         return 3 if self.statuses["indeterminate"] else 0
 
 
-def documents(paths: Iterable[str], stdin: IO[bytes] | None = None) -> Iterator[
-        tuple[str, int | None, bytes | dict[str, Any] | None, tuple[Finding, ...]]]:
+Item = tuple[str, int | None, "bytes | dict[str, Any] | None", tuple[Finding, ...]]
+
+
+def judge(checker: Any, data: bytes | str | dict[str, Any], source: str,
+          index: int | None) -> tuple[Result, tuple[Any, ...] | None]:
+    """One registration's result, and its declaration when it is valid (for conflicts)."""
+    options = {"shapes": checker._shapes, "policy": checker.policy,
+               "permitted_types": checker.profile.permitted_types, "limits": checker.limits}
+    baseline = None
+    if checker.engine == "compiled":
+        baseline = read_document_compiled(data, "registration", **options)
+    if baseline is None:
+        baseline = read_document(data, "registration", **options)
+    errors = [f for f in baseline.findings if f.severity is Severity.ERROR]
+    if any(f.effect is Verdict.INVALID for f in errors):
+        status = "invalid"
+    elif errors:
+        status = "indeterminate"
+    else:
+        status = "valid"
+    node = baseline.node
+    ident = node.get("@id") if node is not None else None
+    declaration = None
+    if status == "valid" and node is not None and isinstance(ident, str):
+        declaration = _declaration(node, checker.profile.single_ontology())
+    return (Result(source, index, ident if isinstance(ident, str) else None, status,
+                   tuple(sorted(baseline.findings, key=sort_key))), declaration)
+
+
+# --- worker processes -----------------------------------------------------------------------
+
+_BATCH = 256
+_WORKER_CHECKER: Any = None
+
+
+def _judge_batch(batch: list[Item]) -> list[tuple[Result, tuple[Any, ...] | None]]:
+    out: list[tuple[Result, tuple[Any, ...] | None]] = []
+    for source, index, document, problems in batch:
+        if document is None:
+            out.append((Result(source, index, None, "invalid", tuple(problems)), None))
+        else:
+            out.append(judge(_WORKER_CHECKER, document, source, index))
+    return out
+
+
+def _batches(items: Iterable[Item]) -> Iterator[list[Item]]:
+    batch: list[Item] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _in_workers(checker: Any, items: Iterable[Item],
+                jobs: int) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
+    """Judge batches in forked workers that inherit the built checker, keeping input order.
+
+    At most a few batches per worker are in flight, so memory does not grow with the input
+    (a pool's own ``imap`` would read the whole input ahead).
+    """
+    import multiprocessing
+    from collections import deque
+
+    global _WORKER_CHECKER
+    _WORKER_CHECKER = checker
+    context = multiprocessing.get_context("fork")
+    with context.Pool(jobs) as pool:
+        pending: deque[Any] = deque()
+        for batch in _batches(items):
+            pending.append(pool.apply_async(_judge_batch, (batch,)))
+            if len(pending) >= 4 * jobs:
+                yield from pending.popleft().get()
+        while pending:
+            yield from pending.popleft().get()
+
+
+def documents(paths: Iterable[str], stdin: IO[bytes] | None = None) -> Iterator[Item]:
     """``(source, index, document, problems)`` for every registration in ``paths``.
 
     ``document`` is None when the line or file could not be read; ``problems`` says why.

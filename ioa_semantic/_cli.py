@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -174,6 +175,8 @@ def audit(argv: Sequence[str]) -> int:
     parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES)
     parser.add_argument("--max-depth", type=_positive, default=DEFAULT_MAX_DEPTH)
     parser.add_argument("--engine", choices=ENGINES, default="compiled")
+    parser.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
+                        help="worker processes (default: the CPU count)")
     opts = parser.parse_args(argv)
     try:
         checker = Checker(opts.profile, limits=Limits(opts.max_bytes, opts.max_depth),
@@ -187,7 +190,9 @@ def audit(argv: Sequence[str]) -> int:
         print(f"ioa-check: {opts.output}: cannot be written: {exc.strerror}", file=sys.stderr)
         return ExitStatus.USAGE
     try:
-        return AUDIT_REPORTERS[opts.format](Audit(checker), documents(opts.paths), out)
+        run = Audit(checker)
+        results = run.results(documents(opts.paths), jobs=opts.jobs)
+        return AUDIT_REPORTERS[opts.format](run, results, out)
     finally:
         if out is not sys.stdout:
             out.close()

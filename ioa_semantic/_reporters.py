@@ -7,7 +7,7 @@ The ``--format`` choices of the command line are the keys of :data:`REPORTERS`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from ._codes import fix_for
@@ -76,17 +76,9 @@ REPORTERS: dict[str, Callable[[Iterable[Decision], IO[str]], None]] = {
 # --- the audit ------------------------------------------------------------------------------
 
 
-def _audit_results(audit: Any, items: Iterable[Any]) -> Iterator[Any]:
-    for source, index, document, problems in items:
-        if document is None:
-            yield audit.unreadable(source, index, problems)
-        else:
-            yield audit.registration(document, source, index)
-
-
-def audit_json_lines(audit: Any, items: Iterable[Any], stream: IO[str]) -> int:
+def audit_json_lines(audit: Any, results: Iterable[Any], stream: IO[str]) -> int:
     """One JSON line per registration, one per conflict, then the summary (contract 2)."""
-    for result in _audit_results(audit, items):
+    for result in results:
         stream.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
     conflicts = audit.conflicts()
     for conflict in conflicts:
@@ -95,14 +87,14 @@ def audit_json_lines(audit: Any, items: Iterable[Any], stream: IO[str]) -> int:
     return int(audit.exit_status(len(conflicts)))
 
 
-def audit_text(audit: Any, items: Iterable[Any], stream: IO[str]) -> int:
+def audit_text(audit: Any, results: Iterable[Any], stream: IO[str]) -> int:
     """For people: every registration that is not valid, the conflicts, then the counts."""
     from rich.console import Console
     from rich.markup import escape
 
     console = Console(file=stream, highlight=False, soft_wrap=True)
     examples: dict[str, str] = {}
-    for result in _audit_results(audit, items):
+    for result in results:
         where = result.source if result.position is None else f"{result.source}:{result.position}"
         for reason in result.reasons:
             examples.setdefault(reason.code, where)

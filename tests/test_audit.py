@@ -194,3 +194,31 @@ def test_both_engines_audit_alike(tmp_path: Path, engine: str) -> None:
     got = [other.registration(doc, source, index) if doc is not None else None
            for source, index, doc, _ in documents([str(tmp_path / "r.jsonl")])]
     assert got == expected
+
+
+def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path: Path) -> None:
+    """Several batches, invalid lines and a conflict across batches: --jobs changes nothing."""
+    body = ""
+    for i in range(700):
+        doc = variant(**{"@id": f"cs:Cap{i % 650}"})
+        if i % 97 == 5:
+            doc["inputs"] = ["text"]
+        if i == 690:
+            doc["outputs"] = ["application/pdf"]  # conflicts with line 40, in another batch
+        body += line(doc) if i % 211 != 3 else "{broken\n"
+    (tmp_path / "r.jsonl").write_text(body)
+    outputs = {}
+    for jobs in ("1", "2"):
+        proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
+                               "--format", "json", "--jobs", jobs], cwd=tmp_path,
+                              capture_output=True, timeout=120)
+        assert proc.returncode == 1
+        outputs[jobs] = proc.stdout
+    assert outputs["1"] == outputs["2"]
+    records = [json.loads(x) for x in outputs["2"].splitlines()]
+    assert [r["index"] for r in records if "index" in r] == list(range(700))
+    conflicts = [r["conflict"] for r in records if "conflict" in r]
+    assert conflicts == [{"id": "https://example.org/onto/cs#Cap40",
+                          "code": "registration.conflict",
+                          "registrations": [{"source": "r.jsonl", "index": 40},
+                                            {"source": "r.jsonl", "index": 690}]}]
