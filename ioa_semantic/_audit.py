@@ -11,6 +11,7 @@ valid registration beyond it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -71,8 +72,9 @@ def _media_key(value: str) -> str:
 class Audit:
     """One audit run over a Checker's profile: feed documents, then read the conflicts."""
 
-    def __init__(self, checker: Any) -> None:
+    def __init__(self, checker: Any, checkpoint: Checkpoint | None = None) -> None:
         self.checker = checker
+        self.checkpoint = checkpoint
         # capability IRI -> (first declaration, registrations, conflicting?)
         self._seen: dict[str, tuple[tuple[Any, ...], list[tuple[str, int | None]], bool]] = {}
         self.total = 0
@@ -89,18 +91,32 @@ class Audit:
     def record(self, result: Result, declaration: tuple[Any, ...] | None) -> Result:
         """Count a judged registration and index its declaration for conflicts."""
         if declaration is not None and result.id is not None:
-            self._index(result.id, declaration, (result.source, result.position))
+            where = (result.source, result.position)
+            self._index(result.id, declaration, where)
+            if self.checkpoint is not None:
+                self.checkpoint.indexed(result.id, declaration, where)
         return self._count(result)
 
     def results(self, items: Iterable[Item], jobs: int = 1) -> Iterator[Result]:
-        """Every item judged and recorded, in input order; ``jobs`` worker processes."""
+        """Every item judged and recorded, in input order; ``jobs`` worker processes.
+
+        With a checkpoint, the items an interrupted run completed are skipped, and the state
+        advances once each result has been handed on (and so written).
+        """
+        if self.checkpoint is not None:
+            skip = self.checkpoint.resume(self)
+            items = (item for position, item in enumerate(items) if position >= skip)
         if jobs <= 1:
-            for source, index, document, problems in items:
-                yield (self.unreadable(source, index, problems) if document is None
-                       else self.registration(document, source, index))
-            return
-        for judged in _in_workers(self.checker, items, jobs):
-            yield self.record(*judged)
+            judged: Iterable[Result] = (
+                self.unreadable(source, index, problems) if document is None
+                else self.registration(document, source, index)
+                for source, index, document, problems in items)
+        else:
+            judged = (self.record(*pair) for pair in _in_workers(self.checker, items, jobs))
+        for result in judged:
+            yield result
+            if self.checkpoint is not None:
+                self.checkpoint.advance(self)
 
     def _count(self, result: Result) -> Result:
         self.total += 1
@@ -278,3 +294,101 @@ def _lines(source: str, stream: IO[bytes]) -> Iterator[tuple[str, int | None, by
     except OSError as exc:
         yield source, None, None, (finding("json.unreadable",
                                            f"{source}: reading stopped: {exc.strerror}"),)
+
+
+# --- a durable cursor -----------------------------------------------------------------------
+
+
+class Checkpoint:
+    """``--state``: resume an audit after the process was killed, losing nothing.
+
+    After every ``every`` results the output is flushed and synced, the conflict index's new
+    entries are appended to a journal beside the state file and synced, and the state (how
+    many items are done, the output's and the journal's lengths, the counters) replaces the
+    previous one atomically. A rerun truncates the output and the journal to the last state,
+    replays the journal and skips the items already done, so the final output equals that of
+    an uninterrupted run: nothing missing, nothing twice. The journal keeps checkpoints cheap:
+    each writes only what is new since the last.
+    """
+
+    def __init__(self, path: str, inputs: list[str], output: IO[str], every: int = 1024) -> None:
+        self.path = path
+        self.journal_path = path + ".index"
+        self.inputs = inputs
+        self.output = output
+        self.every = every
+        self.done = 0
+        self._journal: IO[str] | None = None
+        self._unjournaled: list[tuple[str, Any, tuple[str, int | None]]] = []
+
+    def resume(self, audit: Audit) -> int:
+        """Restore an interrupted run into ``audit``; the number of items already done."""
+        import json
+
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                state = json.load(handle)
+        except FileNotFoundError:
+            state = None
+        if state is None or state.get("inputs") != self.inputs:
+            self.output.seek(0)
+            self.output.truncate()
+            self._journal = open(self.journal_path, "w", encoding="utf-8")  # noqa: SIM115
+            return 0
+        self.output.seek(state["output"])
+        self.output.truncate()
+        with open(self.journal_path, "r+", encoding="utf-8") as journal:
+            journal.truncate(state["journal"])
+        with open(self.journal_path, encoding="utf-8") as journal:
+            for entry in journal:
+                ident, declaration, source, index = json.loads(entry)
+                audit._index(ident, _frozen(declaration), (source, index))
+        audit.total = state["total"]
+        audit.statuses = dict(state["statuses"])
+        audit.codes = dict(state["codes"])
+        self._journal = open(self.journal_path, "a", encoding="utf-8")  # noqa: SIM115
+        self.done = state["items"]
+        return int(self.done)
+
+    def indexed(self, ident: str, declaration: Any, where: tuple[str, int | None]) -> None:
+        self._unjournaled.append((ident, declaration, where))
+
+    def advance(self, audit: Audit) -> None:
+        self.done += 1
+        if self.done % self.every == 0:
+            self.save(audit)
+
+    def save(self, audit: Audit) -> None:
+        import json
+
+        assert self._journal is not None
+        for ident, declaration, (source, index) in self._unjournaled:
+            self._journal.write(json.dumps([ident, declaration, source, index]) + "\n")
+        self._unjournaled.clear()
+        for stream in (self._journal, self.output):
+            stream.flush()
+            os.fsync(stream.fileno())
+        state = {"inputs": self.inputs, "items": self.done, "output": self.output.tell(),
+                 "journal": self._journal.tell(), "total": audit.total,
+                 "statuses": audit.statuses, "codes": audit.codes}
+        temporary = self.path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, self.path)
+
+    def finish(self) -> None:
+        """The audit is complete: the state and its journal are no longer needed."""
+        if self._journal is not None:
+            self._journal.close()
+        for path in (self.path, self.journal_path):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+
+
+def _frozen(value: Any) -> Any:
+    """A declaration read back from JSON, as the tuples it was written from."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from . import _resources
-from ._audit import Audit, documents
+from ._audit import Audit, Checkpoint, documents
 from ._checker import ENGINES, Checker
 from ._codes import finding
 from ._exceptions import ConfigurationError, ProfileError
@@ -177,7 +177,12 @@ def audit(argv: Sequence[str]) -> int:
     parser.add_argument("--engine", choices=ENGINES, default="compiled")
     parser.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
                         help="worker processes (default: the CPU count)")
+    parser.add_argument("--state", metavar="FILE",
+                        help="a durable cursor: rerun with the same FILE after an interruption "
+                             "to finish the audit (needs --output and --format json)")
     opts = parser.parse_args(argv)
+    if opts.state and (not opts.output or opts.format != "json"):
+        parser.error("--state needs --output FILE and --format json")
     try:
         checker = Checker(opts.profile, limits=Limits(opts.max_bytes, opts.max_depth),
                           engine=opts.engine)
@@ -185,14 +190,20 @@ def audit(argv: Sequence[str]) -> int:
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
     try:
-        out = open(opts.output, "w", encoding="utf-8") if opts.output else sys.stdout  # noqa: SIM115
+        # A resumable run keeps what the last run wrote; the checkpoint truncates it.
+        mode = "a+" if opts.state else "w"
+        out = open(opts.output, mode, encoding="utf-8") if opts.output else sys.stdout  # noqa: SIM115
     except OSError as exc:
         print(f"ioa-check: {opts.output}: cannot be written: {exc.strerror}", file=sys.stderr)
         return ExitStatus.USAGE
     try:
-        run = Audit(checker)
+        checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None
+        run = Audit(checker, checkpoint)
         results = run.results(documents(opts.paths), jobs=opts.jobs)
-        return AUDIT_REPORTERS[opts.format](run, results, out)
+        status = AUDIT_REPORTERS[opts.format](run, results, out)
+        if checkpoint is not None:
+            checkpoint.finish()
+        return status
     finally:
         if out is not sys.stdout:
             out.close()
