@@ -21,7 +21,7 @@ from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, ProfileRef, Verdict
 from ._intake import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
 from ._loader import ProfileUnavailable, read_artifact, read_profile
-from ._reporters import AUDIT_REPORTERS, REPORTERS
+from ._reporters import AUDIT_REPORTERS, REPORTERS, with_progress
 from ._version import __version__
 
 
@@ -170,7 +170,7 @@ def audit(argv: Sequence[str]) -> int:
                             "conflict, 2 usage error, 3 some indeterminate")
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--profile", required=True, metavar="NAME|PATH")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=sorted(AUDIT_REPORTERS), default="text")
     parser.add_argument("--output", metavar="FILE", help="write the results here, not stdout")
     parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES)
     parser.add_argument("--max-depth", type=_positive, default=DEFAULT_MAX_DEPTH)
@@ -199,7 +199,7 @@ def audit(argv: Sequence[str]) -> int:
     try:
         checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None
         run = Audit(checker, checkpoint)
-        results = run.results(documents(opts.paths), jobs=opts.jobs)
+        results = with_progress(run.results(documents(opts.paths), jobs=opts.jobs), sys.stderr)
         status = AUDIT_REPORTERS[opts.format](run, results, out)
         if checkpoint is not None:
             checkpoint.finish()

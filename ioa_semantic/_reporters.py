@@ -7,7 +7,7 @@ The ``--format`` choices of the command line are the keys of :data:`REPORTERS`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from ._codes import fix_for
@@ -127,3 +127,73 @@ AUDIT_REPORTERS: dict[str, Callable[[Any, Iterable[Any], IO[str]], int]] = {
     "text": audit_text,
     "json": audit_json_lines,
 }
+
+
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def audit_sarif(audit: Any, results: Iterable[Any], stream: IO[str]) -> int:
+    """SARIF 2.1.0, streamed: one result per reason of a registration that is not valid, and
+    one per conflict, located in the file (and line, for JSON Lines) it came from."""
+    from ._codes import CODES
+    from ._version import __version__
+
+    rules = [{"id": code, "shortDescription": {"text": entry.meaning},
+              "properties": {"draftSection": entry.section, "family": entry.family}}
+             for code, entry in sorted(CODES.items())]
+    head = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0"}
+    tool = {"driver": {"name": "ioa-check", "version": __version__,
+                       "informationUri": "https://datatracker.ietf.org/doc/draft-zhang-dmsc-ioa-semantic-interaction/",
+                       "rules": rules}}
+    stream.write(json.dumps(head)[:-1] + ', "runs": [{"tool": ' + json.dumps(tool)
+                 + ', "results": [')
+    first = True
+
+    def emit(item: dict[str, Any]) -> None:
+        nonlocal first
+        stream.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False))
+        first = False
+
+    def location(source: str, position: int | None, pointer: str) -> dict[str, Any]:
+        physical: dict[str, Any] = {"artifactLocation": {"uri": source}}
+        if position is not None and source.endswith(".jsonl"):
+            physical["region"] = {"startLine": position + 1}
+        where: dict[str, Any] = {"physicalLocation": physical}
+        if pointer:
+            where["logicalLocations"] = [{"fullyQualifiedName": pointer}]
+        return where
+
+    for result in results:
+        for reason in result.reasons:
+            emit({"ruleId": reason.code, "level": _SARIF_LEVEL[reason.severity],
+                  "message": {"text": reason.message},
+                  "locations": [location(result.source, result.position, reason.path)],
+                  "properties": {"status": result.status, "id": result.id,
+                                 "index": result.position, "draftSection": reason.section}})
+    conflicts = audit.conflicts()
+    for conflict in conflicts:
+        emit({"ruleId": conflict.code, "level": "error",
+              "message": {"text": f"{conflict.id} is registered with different inputs, outputs "
+                                  "or ontology"},
+              "locations": [location(s, i, "") for s, i in conflict.registrations]})
+    summary = audit.summary(len(conflicts))
+    stream.write('], "properties": ' + json.dumps(summary) + "}]}\n")
+    return int(audit.exit_status(len(conflicts)))
+
+
+AUDIT_REPORTERS["sarif"] = audit_sarif
+
+
+def with_progress(results: Iterable[Any], stream: IO[str]) -> Iterator[Any]:
+    """A running count on ``stream`` when it is a terminal; the results pass through as they are."""
+    if not stream.isatty():
+        yield from results
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.completed} registrations audited"),
+                  TimeElapsedColumn(), console=None, transient=True) as progress:
+        task = progress.add_task("audit", total=None)
+        for result in results:
+            progress.advance(task)
+            yield result

@@ -266,3 +266,24 @@ def test_state_needs_an_output_file(tmp_path: Path) -> None:
     proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
                            "--state", "s.json"], cwd=tmp_path, capture_output=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == b""
+
+
+def test_sarif_output(tmp_path: Path) -> None:
+    (tmp_path / "r.jsonl").write_text(line(registration_63()) + line(variant(inputs=None))
+                                      + line(variant(outputs=["application/pdf"])))
+    proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
+                           "--format", "sarif"], cwd=tmp_path, capture_output=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr == b""
+    sarif = json.loads(proc.stdout)
+    assert sarif["version"] == "2.1.0"
+    run = sarif["runs"][0]
+    rules = {rule["id"] for rule in run["tool"]["driver"]["rules"]}
+    assert [r["ruleId"] for r in run["results"]] == ["registration.missing",
+                                                      "registration.conflict"]
+    assert {r["ruleId"] for r in run["results"]} <= rules
+    missing = run["results"][0]
+    assert missing["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "r.jsonl"}, "region": {"startLine": 2}}
+    assert [loc["physicalLocation"]["region"]["startLine"]
+            for loc in run["results"][1]["locations"]] == [1, 3]
+    assert run["properties"]["summary"]["conflicts"] == 1
