@@ -287,3 +287,19 @@ def test_sarif_output(tmp_path: Path) -> None:
     assert [loc["physicalLocation"]["region"]["startLine"]
             for loc in run["results"][1]["locations"]] == [1, 3]
     assert run["properties"]["summary"]["conflicts"] == 1
+
+
+def test_the_audit_reports_what_pyshacl_reports_per_registration() -> None:
+    """A corpus with every invalid class: for each registration, the shape results behind the
+    audit's reasons are exactly pyshacl's on the same document (R-5.4-5, R-6.3-1)."""
+    pytest.importorskip("pyshacl")
+    from test_shapes_differential import _ours, _pyshacl
+
+    corpus = [registration_63()] + [doc for doc, _ in INVALID.values()
+                                    if isinstance(doc.get("@id", "cs:x"), str)
+                                    and ":" in doc.get("@id", "cs:x")
+                                    and not str(doc.get("@id", "")).startswith("xx:")
+                                    and "@context" in doc and "type" not in doc]
+    assert len(corpus) >= 7
+    for doc in corpus:
+        assert _ours(doc, "registration") == _pyshacl(doc, "registration"), doc
