@@ -477,9 +477,6 @@ def iri_scheme(iri: str) -> str | None:
     return match.group(1).lower() if match else None
 
 
-def is_keyword(key: str) -> bool:
-    return key in _KEYWORDS
-
 
 # --- restricted expansion: the compiled path --------------------------------------------------
 #

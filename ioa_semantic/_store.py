@@ -108,9 +108,6 @@ class Dataset:
         for quads in extra:
             self.store.bulk_extend(quads)
 
-    def add(self, quads: Iterable[pyoxigraph.Quad]) -> None:
-        self.store.bulk_extend(quads)
-
     def read_as(self, ontology: tuple[str, str]) -> None:
         """Record the ontology id and version the envelope is read under."""
         self.store.bulk_extend(check_quads(ontology))
