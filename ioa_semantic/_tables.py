@@ -338,7 +338,10 @@ def _is_integer(lexical: str) -> bool:
 
 
 # The envelope graph by predicate, then subject: the objects of each (a set, as in the store).
-Index: TypeAlias = dict[str, dict[Term, list[Term]]]
+# The objects of each (predicate, subject) are an insertion-ordered set (dict keys): an
+# envelope may repeat a property tens of thousands of times, and list membership made
+# indexing quadratic.
+Index: TypeAlias = dict[str, dict[Term, dict[Term, None]]]
 
 
 def _index(node: dict[str, Any]) -> Index:
@@ -370,7 +373,7 @@ def _emit(obj: dict[str, Any], index: Index, counter: list[int]) -> str:
             by_subject = index[prop] = {}
         found = by_subject.get(subject)
         if found is None:
-            found = by_subject[subject] = []
+            found = by_subject[subject] = {}
         for value in values:
             if is_type:
                 term: Term = value
@@ -386,8 +389,7 @@ def _emit(obj: dict[str, Any], index: Index, counter: list[int]) -> str:
                 continue
             else:
                 term = _emit(value, index, counter)
-            if term not in found:
-                found.append(term)
+            found[term] = None
     return subject
 
 
@@ -434,7 +436,7 @@ class TableDataset:
         """The mapping rules the envelope states itself, matched in the envelope graph."""
 
         def values(subject: Term, predicate: str) -> list[Term]:
-            return index.get(predicate, {}).get(subject, [])
+            return list(index.get(predicate, {}).get(subject, {}))
 
         rules = [(artifact, rule) for artifact, found in index[_MAPPING_RULE].items()
                  for rule in found]

@@ -135,3 +135,21 @@ def test_reasons_are_ordered_stably() -> None:
     runs = {tuple((f.code, f.path) for f in checker.check(dumps(doc), at=AT).findings)
             for _ in range(5)}
     assert len(runs) == 1
+
+
+def test_many_values_of_one_property_cost_linear_time() -> None:
+    """50,000 capabilityRefs (size limit raised): indexing the envelope once made this
+    quadratic (about 30 s here); it must stay far below that. A generous bound, not a
+    benchmark: the figures are in bench/."""
+    import time
+
+    from ioa_semantic import Limits
+
+    doc = envelope_62()
+    doc["capabilityRefs"] = ["cs:TechTranslation"] + [f"cs:Cap{i}" for i in range(49_999)]
+    checker = Checker("cs-translation", cache_size=0, limits=Limits(max_bytes=64 << 20))
+    start = time.monotonic()
+    decision = checker.check(dumps(doc), at=AT)
+    assert time.monotonic() - start < 10
+    assert decision.verdict is Verdict.INDETERMINATE  # 49,999 capabilities nobody knows
+    assert len([f for f in decision.findings if f.code == "capability.unknown"]) == 49_999
