@@ -44,13 +44,12 @@ class Intake(NamedTuple):
         return not self.findings
 
 
-def _nesting_depth(text: str) -> int:
+def _nests_deeper_than(text: str, limit: int) -> bool:
     # Strings are removed first so that brackets inside them do not count; what remains is
-    # a short run of brackets whose running sum is the depth.
+    # a run of brackets whose running sum is the depth, read only until it passes the limit.
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_DEPTH_STEP)
-    if not brackets:
-        return 0
-    return max(accumulate(1 if step == "+" else -1 for step in brackets))
+    return any(depth > limit for depth in accumulate(
+        1 if step == "+" else -1 for step in brackets))
 
 
 def _duplicate_keys() -> tuple[Callable[[list[tuple[str, Any]]], dict[str, Any]],
@@ -140,10 +139,9 @@ def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = Fals
     # A document with fewer opening brackets than the limit cannot nest deeper than it; only
     # the others pay for the exact measure.
     brackets = text.count("{") + text.count("[")
-    depth = _nesting_depth(text) if brackets > limits.max_depth else 0
-    if depth > limits.max_depth:
+    if brackets > limits.max_depth and _nests_deeper_than(text, limits.max_depth):
         return _fail("json.too-deep",
-                     f"the document nests {depth} levels deep, over the limit of {limits.max_depth}")
+                     f"the document nests deeper than the limit of {limits.max_depth} levels")
     hook, duplicates = _duplicate_keys()
     try:
         document = json.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant)
