@@ -281,7 +281,13 @@ def _review_entry(
     if key == "@version":
         return None if value == 1.1 else ("jsonld.context-invalid", "@version must be 1.1")
     if key == "@protected":
-        return None if isinstance(value, bool) else (
+        if value is True:
+            return None
+        # The 6.1 baseline is protected; a sender does not unprotect definitions (and pyld
+        # 3.3 fails on any "@protected": false with a misleading cyclic-mapping error).
+        return ("jsonld.context-keyword",
+                "@protected may only be true in a sender's context: the baseline's terms stay "
+                "protected") if value is False else (
             "jsonld.context-invalid", "@protected must be true or false")
     if key == "@import":
         return ("retrieval.prohibited",
@@ -517,7 +523,7 @@ def active_context(context: Any) -> ActiveContext | None:
         if not isinstance(obj, dict):
             return None
         for key, value in obj.items():
-            if key in ("@version", "@protected"):
+            if key == "@version" or (key == "@protected" and value is True):
                 continue
             if key.startswith("@"):
                 return None
