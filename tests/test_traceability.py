@@ -30,11 +30,9 @@ NOT_COVERED = {
                "indeterminate into compatible; there is nothing to exercise",
     "R-7.1-6": "no negotiated-fallback feature: a fallback profile is simply another Checker, "
                "which evaluates everything in full",
-    "R-7.1-9": "a peer-facing collapsed view belongs to the carrier binding (the A2A gate's "
-               "disclosure policy, issue 7); the library keeps the four verdicts apart",
-    "R-9-I3": "the library takes no task id; binding a result to its task is the carrier's "
-              "(issue 7); the decision cache is keyed on the envelope's bytes, not a task",
-    "R-11-I1": "disclosure policy towards peers is the carrier's (issue 7)",
+    "R-9-I3": "the library takes no task id: the decision cache is keyed on the envelope's "
+              "bytes and what the Checker holds, so the same envelope in another task gets the "
+              "same (recomputable) decision; binding results to tasks is left to the carrier",
     "R-11-I2": "the ioa namespace is fixed by the 6.1 baseline context shipped as data; a "
                "configurable namespace is not implemented",
 }

@@ -1,0 +1,193 @@
+"""A2A integration: advertise, carry and gate the SemanticProfile envelope (draft 12.2).
+
+Needs the optional extra: ``pip install 'ioa-semantic[a2a]'`` (a2a-sdk 1.x).
+
+* **Advertise**: :func:`profile_extension` builds the Agent Card extension entry of 12.2 from
+  the receiver's profile; :func:`read_profile_extension` reads a peer's back. Its parallel
+  ``ontologyIds`` / ``ontologyVersions`` lists are a discovery hint only: they never
+  establish compatibility (7.1).
+* **Carry**: the envelope travels as a text part of media type ``application/ld+json``
+  whose metadata names the extension URI, so the gate sees the sender's exact JSON text and
+  strict intake (duplicate keys, limits) applies. A structured data part is accepted too,
+  but is weaker: the SDK has parsed it already, so duplicate keys are gone. The extension
+  is activated by the ``A2A-Extensions`` header, the older ``X-A2A-Extensions`` spelling
+  (with :func:`context_builder`), or ``message.extensions``; :func:`attach_envelope` and
+  :func:`activation` do it for clients.
+* **Gate**: :class:`SemanticGateHandler` is the SDK's request handler with the envelope
+  checked in ``on_message_send`` / ``on_message_send_stream`` before any task exists. Only
+  a compatible envelope goes through; anything else is an A2A error whose data carries what
+  the disclosure policy allows, and the agent's own logic never runs.
+
+The extension URI is configuration (the draft calls its URI an example).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncGenerator, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from a2a.client.service_parameters import with_a2a_extensions
+from a2a.compat.v0_3.context_builders import V03ServerCallContextBuilder
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers.default_request_handler_v2 import DefaultRequestHandlerV2
+from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import ExtensionSupportRequiredError, InvalidParamsError
+from google.protobuf import json_format, struct_pb2
+
+from ._checker import Checker
+from ._findings import Decision, Verdict
+from ._loader import Profile
+
+DEFAULT_EXTENSION_URI = "https://example.org/extensions/semantic-profile/v1"
+ENVELOPE_MEDIA_TYPE = "application/ld+json"
+
+__all__ = [
+    "DEFAULT_EXTENSION_URI",
+    "ENVELOPE_MEDIA_TYPE",
+    "Disclosure",
+    "SemanticGateHandler",
+    "activation",
+    "attach_envelope",
+    "context_builder",
+    "envelope_of",
+    "profile_extension",
+    "read_profile_extension",
+]
+
+
+def profile_extension(profile: Profile, *, uri: str = DEFAULT_EXTENSION_URI,
+                      required: bool = False) -> pb.AgentExtension:
+    """The ``capabilities.extensions[]`` entry of 12.2 for a receiver's profile."""
+    pairs = sorted(profile.accepted)
+    params = struct_pb2.Struct()
+    params.update({"ontologyIds": [o for o, _ in pairs], "ontologyVersions": [v for _, v in pairs]})
+    return pb.AgentExtension(uri=uri, required=required, params=params,
+                             description="SemanticProfile envelope (draft-zhang-dmsc-ioa-"
+                                         "semantic-interaction-03), checked before a task")
+
+
+def read_profile_extension(card: pb.AgentCard, *,
+                           uri: str = DEFAULT_EXTENSION_URI) -> dict[str, Any] | None:
+    """A peer's advertisement, as a discovery hint: it never establishes compatibility."""
+    for extension in card.capabilities.extensions:
+        if extension.uri == uri:
+            params = json_format.MessageToDict(extension.params)
+            return {"required": extension.required,
+                    "ontologyIds": list(params.get("ontologyIds", [])),
+                    "ontologyVersions": list(params.get("ontologyVersions", []))}
+    return None
+
+
+def attach_envelope(message: pb.Message, envelope: bytes | str, *,
+                    uri: str = DEFAULT_EXTENSION_URI) -> pb.Message:
+    """Add the envelope's exact JSON text to ``message`` and activate the extension on it."""
+    text = envelope.decode("utf-8") if isinstance(envelope, bytes) else envelope
+    metadata = struct_pb2.Struct()
+    metadata.update({"extension": uri})
+    message.parts.append(pb.Part(text=text, media_type=ENVELOPE_MEDIA_TYPE, metadata=metadata))
+    if uri not in message.extensions:
+        message.extensions.append(uri)
+    return message
+
+
+def activation(uri: str = DEFAULT_EXTENSION_URI) -> Any:
+    """The client-side update that sends the ``A2A-Extensions`` header for ``uri``."""
+    return with_a2a_extensions([uri])
+
+
+def context_builder() -> V03ServerCallContextBuilder:
+    """A server context builder that also honours the older ``X-A2A-Extensions`` header."""
+    return V03ServerCallContextBuilder(DefaultServerCallContextBuilder())
+
+
+def envelope_of(message: pb.Message, uri: str = DEFAULT_EXTENSION_URI) -> str | dict[str, Any] | None:
+    """The envelope a message carries for ``uri``: its JSON text, else a data part's object."""
+    data_part = None
+    for part in message.parts:
+        bound = json_format.MessageToDict(part.metadata).get("extension", uri) == uri
+        if not bound or part.media_type.split(";")[0].strip().lower() != ENVELOPE_MEDIA_TYPE:
+            continue
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            return str(part.text)
+        if kind == "raw":
+            return bytes(part.raw).decode("utf-8", "replace")
+        if kind == "data" and data_part is None:
+            data_part = json_format.MessageToDict(part.data)
+    if isinstance(data_part, dict):
+        return data_part
+    return None
+
+
+class Disclosure(enum.StrEnum):
+    """How much of a rejection the peer learns (draft 7.1 leaves this to the carrier)."""
+
+    FULL = "full"  # verdict and every reason
+    CODES = "codes"  # verdict and reason codes
+    VERDICT = "verdict"  # the verdict alone
+    COLLAPSED = "collapsed"  # "not-compatible": the peer cannot tell incompatible from the rest
+
+
+class SemanticGateHandler(DefaultRequestHandlerV2):
+    """The SDK's request handler, admitting only tasks whose envelope is compatible.
+
+    ``checker`` is built once at start-up with the agent's profile, its own capability
+    registrations and its accepted artifacts. ``required``: a message without the envelope
+    is refused with the SDK's extension-support-required error. ``clock`` gives the
+    evaluation instant (tests pin it).
+    """
+
+    def __init__(self, *args: Any, checker: Checker, uri: str = DEFAULT_EXTENSION_URI,
+                 required: bool = True, disclosure: Disclosure | str = Disclosure.CODES,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.checker = checker
+        self.uri = uri
+        self.required = required
+        self.disclosure = Disclosure(disclosure)
+        self.clock = clock
+
+    async def on_message_send(self, params: pb.SendMessageRequest,
+                              context: ServerCallContext) -> Any:
+        self.admit(params.message, context)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(self, params: pb.SendMessageRequest,
+                                     context: ServerCallContext) -> AsyncGenerator[Any, None]:
+        self.admit(params.message, context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+    def admit(self, message: pb.Message, context: ServerCallContext) -> Decision | None:
+        """Raise the A2A error that refuses ``message``, or return the compatible decision."""
+        activated = self.uri in context.requested_extensions or self.uri in message.extensions
+        envelope = envelope_of(message, self.uri) if activated else None
+        if envelope is None:
+            if self.required:
+                raise ExtensionSupportRequiredError(
+                    message=f"this agent requires the extension {self.uri}: send the task's "
+                            "SemanticProfile envelope as an application/ld+json part")
+            return None
+        decision = self.checker.check(envelope, at=self.clock())
+        if decision.verdict is Verdict.COMPATIBLE:
+            return decision
+        raise InvalidParamsError(
+            message=("the task's semantic envelope is not compatible"
+                     if self.disclosure is Disclosure.COLLAPSED
+                     else f"the task's semantic envelope is {decision.verdict.value}")
+            + "; the task was not accepted", data=self._disclosed(decision))
+
+    def _disclosed(self, decision: Decision) -> dict[str, Any]:
+        if self.disclosure is Disclosure.COLLAPSED:
+            return {"verdict": "not-compatible"}
+        data: dict[str, Any] = {"verdict": decision.verdict.value}
+        errors = [f for f in decision.findings if f.severity == "error"]
+        if self.disclosure is Disclosure.CODES:
+            data["codes"] = sorted({f.code for f in errors})
+        elif self.disclosure is Disclosure.FULL:
+            data["reasons"] = [f.as_dict() for f in decision.findings]
+        return data

@@ -1,0 +1,290 @@
+"""The A2A gate with the real a2a-sdk server (uvicorn on a loopback port) and client.
+
+A compatible task is accepted and answered; incompatible, indeterminate, invalid and
+missing-envelope tasks are refused with A2A errors before any task exists (the agent never
+runs); both extension header spellings; each disclosure level; many concurrent requests of
+mixed verdicts. Covers R-7.1-5, R-7.1-7, R-7.1-9, R-11-I1 (issue: A2A integration).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+a2a = pytest.importorskip("a2a")
+uvicorn = pytest.importorskip("uvicorn")
+
+import httpx  # noqa: E402
+from a2a.client.client import ClientCallContext  # noqa: E402
+from a2a.client.client_factory import create_client  # noqa: E402
+from a2a.client.service_parameters import ServiceParametersFactory  # noqa: E402
+from a2a.server.agent_execution.agent_executor import AgentExecutor  # noqa: E402
+from a2a.server.routes.agent_card_routes import create_agent_card_routes  # noqa: E402
+from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes  # noqa: E402
+from a2a.server.tasks import InMemoryTaskStore  # noqa: E402
+from a2a.types import a2a_pb2 as pb  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+
+from ioa_semantic import Checker  # noqa: E402
+from ioa_semantic.a2a import (  # noqa: E402
+    DEFAULT_EXTENSION_URI,
+    SemanticGateHandler,
+    activation,
+    attach_envelope,
+    context_builder,
+    profile_extension,
+    read_profile_extension,
+)
+
+from support import dumps, envelope_62  # noqa: E402
+
+AT = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+class Translator(AgentExecutor):
+    """The agent's own logic: counts its runs, so a test can see it never ran."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def execute(self, context: Any, event_queue: Any) -> None:
+        self.runs += 1
+        await event_queue.enqueue_event(pb.Message(
+            role=pb.Role.ROLE_AGENT, message_id=f"answer-{self.runs}",
+            parts=[pb.Part(text="translated")]))
+
+    async def cancel(self, context: Any, event_queue: Any) -> None:
+        return None
+
+
+class Agent:
+    def __init__(self, disclosure: str) -> None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        sock.close()
+        self.url = f"http://127.0.0.1:{self.port}"
+        checker = Checker("cs-translation")
+        self.card = pb.AgentCard(
+            name="translator", description="technical translation", version="1",
+            default_input_modes=["text/plain"], default_output_modes=["text/plain"],
+            skills=[pb.AgentSkill(id="translate", name="translate", description="d",
+                                  tags=["translation"])],
+            capabilities=pb.AgentCapabilities(
+                extensions=[profile_extension(checker.profile, required=True)]),
+            supported_interfaces=[pb.AgentInterface(url=self.url + "/a2a",
+                                                    protocol_binding="JSONRPC",
+                                                    protocol_version="1.0")])
+        self.executor = Translator()
+        self.store = InMemoryTaskStore()
+        handler = SemanticGateHandler(agent_executor=self.executor, task_store=self.store,
+                                      agent_card=self.card, checker=checker,
+                                      disclosure=disclosure, clock=lambda: AT)
+        app = Starlette(routes=create_agent_card_routes(self.card) + create_jsonrpc_routes(
+            handler, "/a2a", context_builder=context_builder()))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
+                                                    log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Agent:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline, "the agent did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[Agent]:
+    with Agent("codes") as running:
+        yield running
+
+
+def message(envelope: bytes | None, *, extensions: bool = True) -> pb.Message:
+    msg = pb.Message(role=pb.Role.ROLE_USER, message_id=f"m-{time.monotonic_ns()}",
+                     parts=[pb.Part(text="please translate")])
+    if envelope is not None:
+        attach_envelope(msg, envelope)
+        if not extensions:
+            del msg.extensions[:]
+    return msg
+
+
+async def send(url: str, msg: pb.Message, *, header: bool = True) -> list[Any]:
+    client = await create_client(url)
+    parameters = ServiceParametersFactory.create([activation()]) if header else None
+    context = ClientCallContext(service_parameters=parameters)
+    try:
+        return [event async for event in client.send_message(
+            pb.SendMessageRequest(message=msg), context=context)]
+    finally:
+        await client.close()
+
+
+def refusal(url: str, msg: pb.Message, *, header: bool = True) -> Any:
+    with pytest.raises(Exception) as info:
+        asyncio.run(send(url, msg, header=header))
+    return info.value
+
+
+def test_the_card_advertises_the_profile_as_a_hint(agent: Agent) -> None:
+    card = httpx.get(agent.url + "/.well-known/agent-card.json", timeout=10).json()
+    parsed = json_format.ParseDict(card, pb.AgentCard(), ignore_unknown_fields=True)
+    assert read_profile_extension(parsed) == {
+        "required": True, "ontologyIds": ["https://example.org/onto/agent-core"],
+        "ontologyVersions": ["1.0"]}
+
+
+def test_a_compatible_task_is_accepted_and_answered(agent: Agent) -> None:
+    before = agent.executor.runs
+    events = asyncio.run(send(agent.url, message(dumps(envelope_62()))))
+    assert any("translated" in str(e) for e in events)
+    assert agent.executor.runs == before + 1
+
+
+def _mutated(change: str) -> bytes:
+    doc = envelope_62()
+    if change == "incompatible":
+        doc["profileContext"]["termBindings"][0]["sense"] = \
+            "https://example.org/onto/law#MasterOfLaws"
+    elif change == "indeterminate":
+        doc["ontologyVersion"] = "1.1"
+    else:
+        return dumps(doc).replace(b'"intentRef"', b'"intentRef": "cs:X", "intentRef"', 1)
+    return dumps(doc)
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    ("incompatible", "domain.binding-not-permitted"),
+    ("indeterminate", "profile.version-not-accepted"),
+    ("invalid", "json.duplicate-key"),
+])
+def test_other_verdicts_are_refused_before_any_task(agent: Agent, change: str, code: str) -> None:
+    before = agent.executor.runs
+    error = refusal(agent.url, message(_mutated(change)))
+    text = str(error) + repr(getattr(error, "data", ""))
+    assert change in text and code in text, text
+    assert agent.executor.runs == before
+
+
+def test_a_missing_envelope_is_extension_support_required(agent: Agent) -> None:
+    before = agent.executor.runs
+    error = refusal(agent.url, message(None))
+    assert "requires the extension" in str(error)
+    assert agent.executor.runs == before
+
+
+def _raw_send(url: str, msg: pb.Message, headers: dict[str, str]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": json_format.MessageToDict(msg)}}
+    return httpx.post(url + "/a2a", json=body, timeout=10,
+                      headers={"A2A-Version": "1.0", **headers}).json()
+
+
+@pytest.mark.parametrize("header", ["A2A-Extensions", "X-A2A-Extensions"])
+def test_both_header_spellings_activate_the_extension(agent: Agent, header: str) -> None:
+    msg = message(dumps(envelope_62()), extensions=False)
+    answer = _raw_send(agent.url, msg, {header: DEFAULT_EXTENSION_URI})
+    assert "result" in answer, answer
+    without = _raw_send(agent.url, msg, {})
+    assert "error" in without and "requires the extension" in json.dumps(without)
+
+
+@pytest.mark.parametrize(("level", "keys"), [
+    ("verdict", {"verdict"}), ("codes", {"verdict", "codes"}), ("full", {"verdict", "reasons"}),
+    ("collapsed", {"verdict"}),
+])
+def test_each_disclosure_level(level: str, keys: set[str]) -> None:
+    """R-7.1-9, R-11-I1: the carrier's policy decides what the peer learns; "collapsed"
+    hides even incompatible versus indeterminate, while the agent's own decision keeps it."""
+    with Agent(level) as running:
+        answer = _raw_send(running.url, message(_mutated("incompatible")),
+                           {"A2A-Extensions": DEFAULT_EXTENSION_URI})
+    # The SDK carries the error's data as google.rpc.ErrorInfo metadata.
+    (info,) = answer["error"]["data"]
+    data = info["metadata"]
+    assert answer["error"]["code"] == -32602
+    assert data["verdict"] == ("not-compatible" if level == "collapsed" else "incompatible")
+    assert set(data) == keys
+
+
+def test_concurrent_requests_of_mixed_verdicts(agent: Agent) -> None:
+    kinds = ["compatible", "incompatible", "indeterminate", "invalid"] * 50
+
+    async def one(kind: str, client: httpx.AsyncClient) -> tuple[str, bool]:
+        msg = message(dumps(envelope_62()) if kind == "compatible" else _mutated(kind))
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                "params": {"message": json_format.MessageToDict(msg)}}
+        answer = (await client.post(agent.url + "/a2a", json=body, headers={
+            "A2A-Version": "1.0", "A2A-Extensions": DEFAULT_EXTENSION_URI})).json()
+        return kind, "result" in answer
+
+    async def run() -> list[tuple[str, bool]]:
+        async with httpx.AsyncClient(timeout=30) as client:
+            return await asyncio.gather(*(one(k, client) for k in kinds))
+
+    results = asyncio.run(run())
+    assert all(accepted == (kind == "compatible") for kind, accepted in results)
+
+
+def test_a_data_part_is_accepted_but_weaker(agent: Agent) -> None:
+    """A structured data part carries the envelope too; its duplicate keys are already gone."""
+    from google.protobuf import struct_pb2
+
+    data = struct_pb2.Value()
+    json_format.ParseDict(envelope_62(), data.struct_value)
+    metadata = struct_pb2.Struct()
+    metadata.update({"extension": DEFAULT_EXTENSION_URI})
+    msg = pb.Message(role=pb.Role.ROLE_USER, message_id="data-part", extensions=[
+        DEFAULT_EXTENSION_URI], parts=[pb.Part(data=data, media_type="application/ld+json",
+                                               metadata=metadata)])
+    events = asyncio.run(send(agent.url, msg))
+    assert any("translated" in str(e) for e in events)
+
+
+def test_the_example_runs_as_the_readme_says(tmp_path: Any) -> None:
+    """examples/a2a: the agent on a loopback port, the client's two tasks."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "a2a"
+    if not examples.exists():
+        pytest.skip("examples/ is not next to the tests")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    agent_process = subprocess.Popen([sys.executable, str(examples / "agent.py"), str(port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the example agent did not start"
+                time.sleep(0.1)
+        out = subprocess.run([sys.executable, str(examples / "client.py"),
+                              f"http://127.0.0.1:{port}"], capture_output=True, text=True,
+                             timeout=60).stdout
+    finally:
+        agent_process.terminate()
+        agent_process.wait(timeout=10)
+    assert "compatible: accepted" in out
+    assert "incompatible: refused" in out and "incompatible" in out.split("refused:")[1]
