@@ -17,7 +17,6 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
-from ._baseline import read_document, read_document_compiled
 from ._codes import finding
 from ._findings import Finding, Severity, Verdict, sort_key
 from ._intake import parse
@@ -159,13 +158,7 @@ Item = tuple[str, int | None, "bytes | dict[str, Any] | None", tuple[Finding, ..
 def judge(checker: Any, data: bytes | str | dict[str, Any], source: str,
           index: int | None) -> tuple[Result, tuple[Any, ...] | None]:
     """One registration's result, and its declaration when it is valid (for conflicts)."""
-    options = {"shapes": checker._shapes, "policy": checker.policy,
-               "permitted_types": checker.profile.permitted_types, "limits": checker.limits}
-    baseline = None
-    if checker.engine == "compiled":
-        baseline = read_document_compiled(data, "registration", **options)
-    if baseline is None:
-        baseline = read_document(data, "registration", **options)
+    baseline = checker.baseline(data, "registration")
     errors = [f for f in baseline.findings if f.severity is Severity.ERROR]
     if any(f.effect is Verdict.INVALID for f in errors):
         status = "invalid"

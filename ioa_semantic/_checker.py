@@ -15,12 +15,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-from ._baseline import read_document, read_document_compiled
+from ._baseline import Baseline, read_document, read_document_compiled
 from ._codes import finding
 from ._decision import evaluate, task_from
 from ._exceptions import ConfigurationError, RegistrationError
@@ -200,6 +200,22 @@ class Checker:
         origin, data = resolve_artifact(str(item))
         return read_artifact(data, origin, index)
 
+    def baseline(self, data: EnvelopeInput, kind: Literal["envelope", "registration"],
+                 retriever: Any = None) -> Baseline:
+        """The baseline stage for one document under this Checker's engine and policy.
+
+        The compiled engine answers what it can show clean; everything else, and anything
+        needing a retrieval, takes the reference path, which reports every reason.
+        """
+        options: dict[str, Any] = {"shapes": self._shapes, "policy": self.policy,
+                                   "permitted_types": self.profile.permitted_types,
+                                   "limits": self.limits}
+        if self.engine == "compiled" and retriever is None:
+            compiled = read_document_compiled(data, kind, **options)
+            if compiled is not None:
+                return compiled
+        return read_document(data, kind, retriever=retriever, **options)
+
     def check(
         self,
         envelope: EnvelopeInput,
@@ -243,15 +259,7 @@ class Checker:
     def _decide(self, envelope: EnvelopeInput, params: dict[str, str], at: datetime,
                 source: str) -> Decision:
         retriever = self._retriever()
-        baseline = None
-        if self.engine == "compiled" and retriever is None:
-            baseline = read_document_compiled(
-                envelope, "envelope", shapes=self._shapes, policy=self.policy,
-                permitted_types=self.profile.permitted_types, limits=self.limits)
-        if baseline is None:
-            baseline = read_document(envelope, "envelope", shapes=self._shapes,
-                                     policy=self.policy, permitted_types=self.profile.permitted_types,
-                                     limits=self.limits, retriever=retriever)
+        baseline = self.baseline(envelope, "envelope", retriever)
         findings: list[Finding] = list(baseline.findings)
         evidence: list[dict[str, Any]] = []
         excluded: list[dict[str, Any]] = []
