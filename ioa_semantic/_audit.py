@@ -181,14 +181,23 @@ _BATCH = 256
 _WORKER_CHECKER: Any = None
 
 
-def _judge_batch(batch: list[Item]) -> list[tuple[Result, tuple[Any, ...] | None]]:
+def judge_batch(checker: Any,
+                batch: list[Item]) -> list[tuple[Result, tuple[Any, ...] | None]]:
+    """A batch of items judged together: the unit of work of every audit runner.
+
+    Local workers and a cluster's workers alike call this, so they report the same.
+    """
     out: list[tuple[Result, tuple[Any, ...] | None]] = []
     for source, index, document, problems in batch:
         if document is None:
             out.append((Result(source, index, None, "invalid", tuple(problems)), None))
         else:
-            out.append(judge(_WORKER_CHECKER, document, source, index))
+            out.append(judge(checker, document, source, index))
     return out
+
+
+def _judge_batch(batch: list[Item]) -> list[tuple[Result, tuple[Any, ...] | None]]:
+    return judge_batch(_WORKER_CHECKER, batch)
 
 
 def _batches(items: Iterable[Item]) -> Iterator[list[Item]]:
