@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
@@ -36,6 +37,9 @@ IOA = "https://example.org/ioa/semantic#"
 # --- comparison rules of the contract's "Task parameters" table ----------------------------
 
 
+# Senders and providers repeat a handful of media types; parsing each once keeps the
+# comparisons of every check off the profile.
+@lru_cache(maxsize=1024)
 def _media_parts(value: str) -> tuple[str, tuple[str, ...]]:
     head, *params = value.split(";")
     return head.strip().lower(), tuple(p.strip() for p in params)
@@ -374,8 +378,9 @@ def _conditions(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[
 def _evaluate_conditions(conditions: list[tuple[str, str]], profile: Profile,
                          task: Task) -> tuple[str, str]:
     """("satisfied" | "false" | "unevaluable", why) for one mapping rule (contract rule 10)."""
+    known = profile.known_parameters
     for name, required in sorted(conditions):
-        if name not in profile.known_parameters:
+        if name not in known:
             return "unevaluable", f"the condition {name!r} has no defined evaluation"
         value = task.single(name)
         if value is None:
