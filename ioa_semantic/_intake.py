@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any, NamedTuple
@@ -50,6 +51,23 @@ def _nests_deeper_than(text: str, limit: int) -> bool:
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_DEPTH_STEP)
     return any(depth > limit for depth in accumulate(
         1 if step == "+" else -1 for step in brackets))
+
+
+_PARSERS = threading.local()
+
+
+def _parser() -> tuple[json.JSONDecoder, dict[int, tuple[dict[str, Any], list[str]]]]:
+    """This thread's strict parser and the record its hook fills, built once per thread.
+
+    ``json.loads`` with a hook builds a decoder on every call, a sizeable part of parsing
+    a small document; the record is cleared after each parse.
+    """
+    found = getattr(_PARSERS, "parser", None)
+    if found is None:
+        hook, seen = _duplicate_keys()
+        found = _PARSERS.parser = (
+            json.JSONDecoder(object_pairs_hook=hook, parse_constant=_reject_constant), seen)
+    return found  # type: ignore[no-any-return]
 
 
 def _duplicate_keys() -> tuple[Callable[[list[tuple[str, Any]]], dict[str, Any]],
@@ -142,9 +160,9 @@ def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = Fals
     if brackets > limits.max_depth and _nests_deeper_than(text, limits.max_depth):
         return _fail("json.too-deep",
                      f"the document nests deeper than the limit of {limits.max_depth} levels")
-    hook, duplicates = _duplicate_keys()
+    decoder, seen = _parser()
     try:
-        document = json.loads(text, object_pairs_hook=hook, parse_constant=_reject_constant)
+        document = decoder.decode(text)
     except _NonFinite as exc:
         return _fail("json.non-finite", f"{exc} is not a JSON number")
     except RecursionError:
@@ -154,6 +172,9 @@ def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = Fals
                      f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
     except ValueError as exc:
         return _fail("json.syntax", f"not JSON: {exc}")
+    finally:
+        duplicates = dict(seen)
+        seen.clear()
     if _ESCAPED_SURROGATE.search(text) and _has_lone_surrogate(document):
         return _fail("json.encoding",
                      "the document escapes a lone UTF-16 surrogate, which is not Unicode text")

@@ -379,7 +379,25 @@ def _value_check(prop: PropertyShape) -> Callable[[Any], bool] | None:
                 return False
         return True
 
-    return check
+    # The restricted expansion yields {"@id": iri} and {"@value": "text"} nearly always; those
+    # two forms are answered here, with the same result, and every other value by ``check``.
+    iri_fits = (kinds is None or "IRI" in kinds) and datatype is None
+    text_fits = (kinds is None or "Literal" in kinds) and datatype in (None, XSD + "string")
+    search = pattern.search if pattern is not None else None
+
+    def check_common(value: Any) -> bool:
+        if type(value) is dict and len(value) == 1:
+            ident = value.get("@id")
+            if type(ident) is str:
+                if iri_fits and not ident.startswith("_:"):
+                    return search is None or search(ident) is not None
+                return check(value)
+            raw = value.get("@value")
+            if text_fits and type(raw) is str:
+                return search is None or search(raw) is not None
+        return check(value)
+
+    return check_common
 
 
 def _property_conformance(prop: PropertyShape) -> Conformance:
