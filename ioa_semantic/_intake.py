@@ -67,7 +67,7 @@ def _parser() -> tuple[json.JSONDecoder, dict[int, tuple[dict[str, Any], list[st
         hook, seen = _duplicate_keys()
         found = _PARSERS.parser = (
             json.JSONDecoder(object_pairs_hook=hook, parse_constant=_reject_constant), seen)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _duplicate_keys() -> tuple[Callable[[list[tuple[str, Any]]], dict[str, Any]],
