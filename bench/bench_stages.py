@@ -1,0 +1,100 @@
+"""Where a warm compiled check spends its time, stage by stage.
+
+Usage: python bench/bench_stages.py [--rounds N]
+(run with the interpreter of an environment where the project is installed; needs ../shared
+for the 12.1 case). Each stage is timed on the output of the one before, in one loop that
+runs them in order; "check" is the whole ``Checker.check()`` with the decision
+cache off. The stages do not add up to the whole exactly: the rest is the checker's own
+bookkeeping (reason ordering, the dependencies block, the Decision itself).
+
+This is the map for the hot-path work (issue 5): it says which stage a change must shrink.
+It reaches into private modules on purpose and is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import UTC, datetime
+
+from bench_check import CASE, ENVELOPE_62, PARAMS, machine
+
+from ioa_semantic import Checker, _baseline, _decision, _expansion, _intake, _tables
+from ioa_semantic._expansion import SenderTerms
+from ioa_semantic._shapes import Located
+
+AT = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def stages(checker: Checker, data: bytes, params: dict[str, str],
+           rounds: int) -> list[tuple[str, float]]:
+    """Mean microseconds of each stage, run in sequence as a check runs them.
+
+    Timing the stages interleaved, not each in a loop of its own, keeps the caches as cold
+    or warm as they are in a real check; a stage alone in a tight loop looks faster.
+    """
+    shapes, policy, limits = checker._shapes, checker.policy, checker.limits
+    single = shapes.single_valued["envelope"]
+    names = ("intake: strict parse", "expansion: context review (cached)",
+             "expansion: restricted expand", "shapes: compiled conformance",
+             "baseline: extra types, ambiguous bindings", "store: envelope index (TableDataset)",
+             "decision: task parameters", "decision: evaluate")
+    totals = [0.0] * len(names)
+    whole = 0.0
+    clock = time.perf_counter
+    for round_ in range(rounds + 300):
+        t0 = clock()
+        document = _intake.parse(data, limits).document
+        t1 = clock()
+        active = _baseline._active_context(document["@context"], policy)
+        assert active is not None, "the envelope is not on the compiled path"
+        t2 = clock()
+        expanded = _expansion.expand_restricted(document, active, policy.allowed_schemes, single)
+        assert expanded is not None
+        node, nodes = expanded
+        t3 = clock()
+        assert shapes.conforms(shapes.envelope, node)
+        t4 = clock()
+        located = [Located(n, compact, pointer) for n, compact, pointer in nodes]
+        _baseline._extra_types(located, "envelope", checker.profile.permitted_types)
+        _baseline._ambiguous_bindings(located, SenderTerms())
+        t5 = clock()
+        dataset = _tables.TableDataset(checker._tables, node)
+        t6 = clock()
+        task = _decision.task_from(node, params)
+        t7 = clock()
+        _decision.evaluate(dataset, node, checker.profile, checker.registrations,
+                           checker.artifacts, task, AT)
+        t8 = clock()
+        checker.check(data, params=params, at=AT)
+        t9 = clock()
+        if round_ >= 300:  # the first rounds warm up
+            marks = (t0, t1, t2, t3, t4, t5, t6, t7, t8)
+            for index in range(len(names)):
+                totals[index] += marks[index + 1] - marks[index]
+            whole += t9 - t8
+    return [("check (whole)", whole / rounds * 1e6),
+            *((name, total / rounds * 1e6) for name, total in zip(names, totals, strict=True))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3000)
+    opts = parser.parse_args()
+    print(f"machine: {machine()}")
+    inputs = [("6.2 envelope, profile only", ENVELOPE_62.read_bytes(), {}, {})]
+    if CASE.exists():
+        inputs.append(("12.1 case, provider + artifact", (CASE / "envelope.jsonld").read_bytes(),
+                       PARAMS, {"capabilities": [CASE / "provider.jsonld"],
+                                "alignments": [CASE / "align0.json"]}))
+    for name, data, params, offered in inputs:
+        checker = Checker("cs-translation", cache_size=0, **offered)
+        rows = stages(checker, data, params, opts.rounds)
+        whole = rows[0][1]
+        print(f"\n{name}: mean microseconds over {opts.rounds} rounds")
+        for stage, micros in rows:
+            print(f"  {stage:40} {micros:8.1f}  {micros / whole:6.1%}")
+
+
+if __name__ == "__main__":
+    main()
