@@ -24,6 +24,9 @@ FAMILIES = (
     "alignment",
     "retrieval",
     "constraint",
+    # Execution traces (ioa-check trace): the trace's own well-formedness, which no family of
+    # the contract covers (an envelope or registration family would misname the input).
+    "trace",
 )
 
 INVALID = Verdict.INVALID
@@ -126,6 +129,35 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "the provider's declared outputs exclude the task's output media type"),
     ("capability.language-conflict", INCOMPATIBLE, "7.1",
      "the provider's declared languages exclude the task's language"),
+    # capability.: an agent's observed uses against its declarations (ioa-check trace)
+    ("capability.undeclared-tool", INCOMPATIBLE, "7.1",
+     "an agent called a tool that its declarations do not list"),
+    ("capability.undeclared-model", INCOMPATIBLE, "7.1",
+     "an agent used a model that its manifest does not list"),
+    ("capability.undeclared-delegation", INCOMPATIBLE, "7.1",
+     "a delegation, or a call from the MAS, that the workflow does not declare"),
+    ("capability.undeclared-agent", INCOMPATIBLE, "7.1",
+     "an agent acted that the MAS manifest does not list"),
+    ("capability.undeclared-capability", INCOMPATIBLE, "7.1",
+     "a use bound to a capability IRI that the agent's bindings do not hold"),
+    ("capability.model-unknown", INDETERMINATE, "7.1",
+     "the trace records no model, or conflicting ones, for an LLM call"),
+    ("capability.tool-unknown", INDETERMINATE, "7.1",
+     "the trace records no tool name, or conflicting ones, for a tool call"),
+    ("capability.caller-unknown", INDETERMINATE, "7.1",
+     "the call that made a call, or the agent a call belongs to, is not in the trace"),
+    ("capability.unbound-name", INDETERMINATE, "6.4",
+     "a tool or agent name that the bindings file does not bind to a capability IRI"),
+    ("capability.ambiguous-binding", INDETERMINATE, "6.4",
+     "a tool name bound to several capability IRIs"),
+    ("capability.declaration-unavailable", INDETERMINATE, "7.1",
+     "the declaration that would cover a use was not given or could not be read"),
+    ("capability.unregistered", INDETERMINATE, "6.3",
+     "a bound capability IRI that no valid registration declares"),
+    ("capability.evidence-opaque", INDETERMINATE, "7.1",
+     "the trace holds identities or payloads only as opaque references or digests"),
+    ("capability.declared-unused", None, "7.1",
+     "declared but not used in the trace: information, never a fault"),
     # alignment.: artifacts and mappings
     ("alignment.no-accepted-mapping", INDETERMINATE, "7.3",
      "no accepted mapping provides a requested capability"),
@@ -176,6 +208,16 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "a task parameter the profile requires is not supplied"),
     ("constraint.parameter-conflict", INCOMPATIBLE, "5.4",
      "a task parameter conflicts with the profile's constraint"),
+    # trace.: execution traces and their knowledge graph (ioa-check trace)
+    ("trace.event-malformed", None, "5.4",
+     "a trace line that is JSON but neither an event nor a trace outcome record"),
+    ("trace.incomplete", INDETERMINATE, "7.1",
+     "part of the trace could not be used, so an undeclared use may be missing from the evidence"),
+    ("trace.call-incomplete", None, "5.4", "a call whose start or end event the trace lacks"),
+    ("trace.call-conflict", None, "5.4",
+     "a call started, ended or attributed more than once, inconsistently"),
+    ("trace.shape", None, "5.4",
+     "the trace's knowledge graph breaks a rule of the oxp-ontology SHACL shapes"),
 )
 
 CODES: dict[str, Code] = {row[0]: Code(*row) for row in _TABLE}

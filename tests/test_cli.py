@@ -170,3 +170,26 @@ def test_lint_accepts_the_shipped_files(folder: Path) -> None:
     proc = run(["lint", "p.ttl", "a.json"], folder)
     assert proc.returncode == 0
     assert proc.stdout.decode().splitlines() == ["p.ttl: ok", "a.json: ok"]
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    """``ioa-check audit ... | head -1``: the closed pipe ends the run quietly (status 141)."""
+    from support import registration_63
+
+    corpus = tmp_path / "many.jsonl"
+    registration = registration_63()
+    with corpus.open("w") as handle:
+        for i in range(3000):
+            registration["@id"] = f"cs:Capability{i}"
+            handle.write(json.dumps(registration) + "\n")
+    proc = subprocess.Popen([IOA_CHECK, "audit", str(corpus), "--profile", "cs-translation",
+                             "--format", "json", "--jobs", "1"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = json.loads(proc.stdout.readline())
+    proc.stdout.close()
+    with proc.stderr:
+        stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert first["status"] == "valid"
+    assert b"Traceback" not in stderr, stderr.decode()

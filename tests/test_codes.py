@@ -37,8 +37,24 @@ def test_every_code_the_shapes_can_produce_is_registered() -> None:
         assert codes <= set(CODES), codes - set(CODES)
 
 
+def _codes_only_in(pattern: str) -> set[str]:
+    """Codes that the modules matching ``pattern`` emit and no other module does (the
+    registry itself aside)."""
+    literal = re.compile(r'"([a-z]+\.[a-z0-9.-]+)"')
+    inside: set[str] = set()
+    outside: set[str] = set()
+    for path in PACKAGE.glob("*.py"):
+        if path.name == "_codes.py":
+            continue
+        found = set(literal.findall(path.read_text())) & set(CODES)
+        (inside if path.match(pattern) else outside).update(found)
+    return (inside - outside) | {code for code in CODES if code.startswith("trace.")}
+
+
 # Codes no data-driven case reaches through a check, each with where it is reached instead.
 REACHED_ELSEWHERE = {
+    # Codes of `ioa-check trace` alone: tests/test_trace_codes.py reaches each with a trace.
+    **{code: "tests/test_trace_codes.py" for code in _codes_only_in("_trace*.py")},
     "json.unreadable": "a file the CLI cannot read (tests/test_cli.py)",
     "registration.conflict": "two registrations of one IRI in an audit (tests/test_audit.py)",
     # Each needs a live server: tests/test_retrieval.py asserts every one of them against

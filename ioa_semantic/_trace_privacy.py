@@ -1,0 +1,109 @@
+"""What a trace audit may disclose: digests in place of free text, keyed references in place
+of identities.
+
+Traces carry prompts, tool arguments and model outputs. The audit needs none of them to judge
+what an agent used, so the first stage keeps only a SHA-256 digest and a character count of
+each (:func:`digest`); the text itself is kept only when content was asked for. Agent, run and
+call identifiers appear in reports and in the emitted graph through a :class:`Disclosure`,
+which either shows them or replaces them by keyed opaque references (HMAC-SHA256): the same
+identifier under the same key always gives the same reference, so reports stay joinable
+without naming anyone. Call identifiers are covered too, because runtimes build them from
+agent names (``moderator-u1-exec``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+from urllib.parse import quote
+
+# The mas-lab convention for the tool an agent calls to delegate to another.
+DELEGATION_PREFIX = "delegate_to_"
+
+# Nodes of the emitted graph are named under this URN namespace; each name part is
+# percent-encoded, so any identifier gives a valid IRI.
+IRI_BASE = "urn:ioa-trace:"
+
+
+def digest(value: Any) -> dict[str, Any]:
+    """``{"sha256", "chars"}`` of a piece of content: text as UTF-8, anything else as canonical JSON."""
+    text = value if isinstance(value, str) else json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return {"sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "chars": len(text)}
+
+
+class Disclosure:
+    """How identities appear in what the audit writes.
+
+    ``key`` None shows identifiers as the trace has them; a key replaces agent, run and call
+    identifiers by ``agent-…``, ``run-…`` and ``call-…`` references keyed with it.
+    """
+
+    def __init__(self, key: bytes | None = None, include_content: bool = False) -> None:
+        self.key = key
+        self.include_content = include_content
+        self._cache: dict[tuple[str, str], str] = {}
+
+    @classmethod
+    def opaque(cls, key: bytes | None, include_content: bool = False) -> Disclosure:
+        # Without a key of the user's, references hold within one invocation only.
+        return cls(key if key else os.urandom(32), include_content)
+
+    @property
+    def is_opaque(self) -> bool:
+        return self.key is not None
+
+    def _ref(self, kind: str, value: str) -> str:
+        if self.key is None:
+            return value
+        cached = self._cache.get((kind, value))
+        if cached is None:
+            mac = hmac.new(self.key, f"{kind}\0{value}".encode(), hashlib.sha256).hexdigest()
+            cached = self._cache[(kind, value)] = f"{kind}-{mac[:20]}"
+        return cached
+
+    def agent(self, agent_id: str) -> str:
+        return self._ref("agent", agent_id)
+
+    def run(self, run_id: str) -> str:
+        return self._ref("run", run_id)
+
+    def call(self, call_id: str) -> str:
+        return self._ref("call", call_id)
+
+    def path(self, path: str) -> str:
+        """A file path of an input or a declaration: file names often name agents or runs.
+
+        Withheld as ``file-…``; a ``#fragment`` after it is kept (its agent names are worded
+        through :meth:`agent` by whoever built it).
+        """
+        if self.key is None:
+            return path
+        head, sep, fragment = path.partition("#")
+        return self._ref("file", head) + sep + fragment
+
+    def tool(self, name: str) -> str:
+        """A tool name as written, except a delegation tool names its agent through :meth:`agent`."""
+        if self.key is not None and name.startswith(DELEGATION_PREFIX):
+            return DELEGATION_PREFIX + self.agent(name[len(DELEGATION_PREFIX):])
+        return name
+
+    # --- names in the graph and in reasons -------------------------------------------------
+
+    def run_iri(self, run: str) -> str:
+        return f"{IRI_BASE}run:{quote(self.run(run), safe='')}"
+
+    def call_iri(self, run: str, call: str) -> str:
+        return f"{self.run_iri(run)}:call:{quote(self.call(call), safe='')}"
+
+    def agent_iri(self, agent: str) -> str:
+        return f"{IRI_BASE}agent:{quote(self.agent(agent), safe='')}"
+
+    def type_iri(self, kind: str, name: str) -> str:
+        """A structural type that is not an agent: ``tool``, ``llm``, ``processing`` or ``mas``."""
+        shown = self.tool(name) if kind == "tool" else name
+        return f"{IRI_BASE}{kind}:{quote(shown, safe='')}"

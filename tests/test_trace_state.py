@@ -1,0 +1,159 @@
+"""``ioa-check trace --state``: a consumer cursor that loses and doubles nothing.
+
+The real ``ioa-check trace`` is killed with SIGKILL at several points of a stream and rerun
+with the same state; the result must equal an uninterrupted run's. Torn checkpoints, appended
+events and rewritten inputs are exercised on copies of the golden trip-planner run.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from support import IOA_CHECK
+
+pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+
+from test_trace import GOLDEN, MANIFESTS, TRACES
+
+pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
+
+
+def trace(args: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """The installed command without the SHACL step: the state does not touch it."""
+    return subprocess.run([IOA_CHECK, "trace", *map(str, args), "--no-shapes"], cwd=cwd,
+                          capture_output=True, timeout=300)
+
+
+def checkpoints(state: Path) -> list[dict]:
+    lines = state.read_text().splitlines()
+    assert json.loads(lines[0]) == {"ioa-check-trace-state": 1, "includeContent": False}
+    return [json.loads(line) for line in lines[1:]]
+
+
+def test_a_rerun_neither_skips_nor_doubles(tmp_path: Path) -> None:
+    base = [GOLDEN, "--manifests", MANIFESTS, "--format", "json"]
+    plain = trace(base, tmp_path)
+    first = trace([*base, "--state", "s", "--batch-size", "50"], tmp_path)
+    assert first.returncode == plain.returncode == 3
+    assert first.stdout == plain.stdout
+    assert [c["seq"] for c in checkpoints(tmp_path / "s")] == [50, 100, 150, 193]
+    again = trace([*base, "--state", "s", "--batch-size", "50"], tmp_path)
+    assert again.stdout == plain.stdout
+    assert len(checkpoints(tmp_path / "s")) == 4  # nothing new was consumed
+
+
+def test_appended_events_are_consumed_incrementally(tmp_path: Path) -> None:
+    lines = (GOLDEN / "events.jsonl").read_text().splitlines(keepends=True)
+    stream = tmp_path / "events.jsonl"
+    stream.write_text("".join(lines[:120]))
+    args = ["events.jsonl", "--manifests", MANIFESTS, "--format", "json", "--state", "s",
+            "--batch-size", "32"]
+    trace(args, tmp_path)
+    with stream.open("a") as handle:
+        handle.write("".join(lines[120:]))
+    resumed = trace(args, tmp_path)
+    whole = trace([GOLDEN / "events.jsonl", "--manifests", MANIFESTS, "--format", "json"],
+                  tmp_path)
+    assert resumed.stdout.replace(b'"source": "events.jsonl"', b"") == whole.stdout.replace(
+        f'"source": "{GOLDEN / "events.jsonl"}"'.encode(), b"")
+    assert [c["seq"] for c in checkpoints(tmp_path / "s")] == [32, 64, 96, 120, 152, 184, 193]
+
+
+@pytest.mark.parametrize("damage", ["torn", "lost"])
+def test_a_batch_without_a_complete_checkpoint_is_replayed(tmp_path: Path, damage: str) -> None:
+    """Killed while writing a checkpoint (torn) or before writing it (lost): the batch replays."""
+    base = [GOLDEN, "--manifests", MANIFESTS, "--format", "json"]
+    plain = trace(base, tmp_path)
+    trace([*base, "--state", "s", "--batch-size", "40"], tmp_path)
+    state = tmp_path / "s"
+    text = state.read_text()
+    last = text.rstrip("\n").rsplit("\n", 1)[1]
+    cut = len(text) - len(last) - 1 + (len(last) // 2 if damage == "torn" else 0)
+    state.write_text(text[:cut])
+    resumed = trace([*base, "--state", "s", "--batch-size", "40"], tmp_path)
+    assert resumed.stdout == plain.stdout
+    assert [c["seq"] for c in checkpoints(state)] == [40, 80, 120, 160, 193]
+
+
+def test_a_rewritten_input_is_refused(tmp_path: Path) -> None:
+    stream = tmp_path / "events.jsonl"
+    stream.write_bytes((GOLDEN / "events.jsonl").read_bytes())
+    assert trace(["events.jsonl", "--state", "s"], tmp_path).returncode == 3
+    stream.write_bytes(stream.read_bytes().replace(b'"agent_id": "moderator"',
+                                                   b'"agent_id": "moderat0r"', 1))
+    proc = trace(["events.jsonl", "--state", "s"], tmp_path)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"no longer begins with" in proc.stderr
+
+
+def test_a_state_of_another_mode_is_refused(tmp_path: Path) -> None:
+    assert trace([GOLDEN, "--state", "s"], tmp_path).returncode == 3
+    proc = trace([GOLDEN, "--state", "s", "--include-content"], tmp_path)
+    assert proc.returncode == 2 and proc.stdout == b""
+
+
+def test_checkpoints_hold_digests_never_trace_text(tmp_path: Path) -> None:
+    trace([GOLDEN, "--state", "s"], tmp_path)
+    state = (tmp_path / "s").read_text()
+    assert "What is 2+2" not in state and "Celestia" not in state
+    assert '"sha256"' in state
+
+
+def _long_stream(path: Path, copies: int) -> None:
+    """The golden run repeated with distinct call ids: one long stream of many turns."""
+    lines = (GOLDEN / "events.jsonl").read_text().splitlines()
+    out = []
+    for copy in range(copies):
+        for line in lines:
+            event = json.loads(line)
+            for member in ("call_id", "parent_call_id"):
+                if event.get(member):
+                    event[member] = f"{event[member]}/{copy}"
+            out.append(json.dumps(event))
+    path.write_text("\n".join(out) + "\n")
+
+
+def _triples(path: Path) -> set[tuple[str, str, str]]:
+    import rdflib
+
+    graph = rdflib.Graph()
+    graph.parse(path, format="turtle")
+    return {(str(s), str(p), str(o)) for s, p, o in graph}
+
+
+def test_killed_with_sigkill_at_several_points_it_resumes_to_the_same_result(
+        tmp_path: Path) -> None:
+    _long_stream(tmp_path / "events.jsonl", 10)
+    base = ["events.jsonl", "--manifests", MANIFESTS, "--format", "json", "--batch-size", "5"]
+    reference = trace([*base, "--emit-kg", "whole.ttl"], tmp_path)
+    assert reference.returncode == 3, reference.stderr
+    state = tmp_path / "state"
+    resumable = [IOA_CHECK, "trace", *map(str, base), "--state", "state", "--emit-kg", "kg.ttl",
+                 "--no-shapes"]
+    kills = []
+    for target in (1, 40, 90, 170, 260, 330):  # checkpoints (of 386) before each kill
+        proc = subprocess.Popen(resumable, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if state.exists() and state.read_bytes().count(b"\n") > target:
+                proc.send_signal(signal.SIGKILL)
+                kills.append(target)
+                break
+            time.sleep(0.002)
+        proc.wait(timeout=60)
+    assert len(kills) >= 4, f"the run finished before it could be interrupted: {kills}"
+    assert not (tmp_path / "kg.ttl").exists()  # nothing is written before the end
+    finished = trace([*base, "--state", "state", "--emit-kg", "kg.ttl"], tmp_path)
+    assert finished.returncode == 3
+    assert finished.stdout == reference.stdout
+    assert _triples(tmp_path / "kg.ttl") == _triples(tmp_path / "whole.ttl")
+    seqs = [c["seq"] for c in checkpoints(state)]
+    assert seqs == sorted(set(seqs)) and seqs[-1] == 1930
+
