@@ -15,11 +15,12 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import IO, Any, NamedTuple
 
 from ._codes import finding
 from ._findings import Finding, Severity, Verdict, sort_key
-from ._intake import parse
+from ._intake import Limits, parse
 
 AUDITED_SUFFIXES = (".json", ".jsonld", ".jsonl")
 IOA = "https://example.org/ioa/semantic#"
@@ -63,6 +64,7 @@ def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None)
     return (media("inputs"), media("outputs"), ontology)
 
 
+@lru_cache(maxsize=1024)
 def _media_key(value: str) -> str:
     head, sep, rest = value.partition(";")
     return head.strip().lower() + (sep + ";".join(p.strip() for p in rest.split(";")) if sep else "")
@@ -234,7 +236,8 @@ def _in_workers(checker: Any, items: Iterable[Item],
             yield from pending.popleft().get()
 
 
-def documents(paths: Iterable[str], stdin: IO[bytes] | None = None) -> Iterator[Item]:
+def documents(paths: Iterable[str], stdin: IO[bytes] | None = None,
+              limits: Limits | None = None) -> Iterator[Item]:
     """``(source, index, document, problems)`` for every registration in ``paths``.
 
     ``document`` is None when the line or file could not be read; ``problems`` says why.
@@ -243,18 +246,23 @@ def documents(paths: Iterable[str], stdin: IO[bytes] | None = None) -> Iterator[
         if path == "-":
             yield from _lines("-", stdin if stdin is not None else sys.stdin.buffer)
         elif os.path.isdir(path):
-            found: list[str] = []
-            for folder, dirs, files in os.walk(path):
-                dirs.sort()
-                found.extend(os.path.join(folder, name) for name in files
-                             if name.endswith(AUDITED_SUFFIXES))
-            for file_path in sorted(found):
-                yield from _file(file_path)
+            for file_path in audited_files(path):
+                yield from _file(file_path, limits)
         else:
-            yield from _file(path)
+            yield from _file(path, limits)
 
 
-def _file(path: str) -> Iterator[tuple[str, int | None, bytes | dict[str, Any] | None,
+def audited_files(folder: str) -> list[str]:
+    """The files an audit reads under ``folder``, named and ordered as it reports them."""
+    found: list[str] = []
+    for parent, dirs, files in os.walk(folder):
+        dirs.sort()
+        found.extend(os.path.join(parent, name) for name in files
+                     if name.endswith(AUDITED_SUFFIXES))
+    return sorted(found)
+
+
+def _file(path: str, limits: Limits | None) -> Iterator[tuple[str, int | None, bytes | dict[str, Any] | None,
                                        tuple[Finding, ...]]]:
     try:
         handle = open(path, "rb")  # noqa: SIM115 (closed below, also on a generator exit)
@@ -272,11 +280,16 @@ def _file(path: str) -> Iterator[tuple[str, int | None, bytes | dict[str, Any] |
             yield path, None, None, (finding("json.unreadable",
                                              f"{path}: cannot be read: {exc.strerror}"),)
             return
+    yield from document_items(path, data, limits)
+
+
+def document_items(path: str, data: bytes, limits: Limits | None = None) -> Iterator[Item]:
+    """The registrations in the bytes of a ``*.json``/``*.jsonld`` file: one, or an array's."""
     if data.lstrip()[:1] != b"[":
         yield path, None, data, ()
         return
     # An array of registrations: read as one document, then each element on its own.
-    intake = parse(data, array=True)
+    intake = parse(data, limits, array=True)
     if not intake.ok:
         yield path, None, None, intake.findings
         return

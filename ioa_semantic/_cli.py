@@ -7,6 +7,7 @@ chosen reporter and returns the contract's exit status.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import os
 import sys
@@ -70,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Judge SemanticProfile envelopes (draft-zhang-dmsc-ioa-semantic-interaction-03) "
                     "against a domain profile: compatible, incompatible, indeterminate or invalid.",
         epilog="also: ioa-check audit PATH... audits capability registrations; "
-               "ioa-check lint FILE... validates profile and artifact files. "
+               "ioa-check lint FILE... validates profile and artifact files; "
+               "ioa-check trace PATH... audits execution traces against agents' declarations. "
                "exit status: 0 compatible, 1 incompatible, 2 usage or configuration error, "
                "3 indeterminate, 4 invalid, 70 internal error",
     )
@@ -180,15 +182,42 @@ def audit(argv: Sequence[str]) -> int:
     parser.add_argument("--state", metavar="FILE",
                         help="a durable cursor: rerun with the same FILE after an interruption "
                              "to finish the audit (needs --output and --format json)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run on a Dask cluster: a scheduler address (tcp://host:8786), or "
+                             "local:N for N worker processes on this machine (--jobs is then "
+                             "ignored); needs pip install 'ioa-semantic[dask]'")
+    parser.add_argument("--partition-bytes", type=_positive, metavar="N",
+                        help="with --scheduler: cut JSON Lines files into ranges of about N "
+                             "bytes, one task each (default: 8 MiB)")
     opts = parser.parse_args(argv)
     if opts.state and (not opts.output or opts.format != "json"):
         parser.error("--state needs --output FILE and --format json")
+    if opts.scheduler and opts.state:
+        parser.error("--state cannot be used with --scheduler")
+    if opts.partition_bytes and not opts.scheduler:
+        parser.error("--partition-bytes needs --scheduler")
     try:
         checker = Checker(opts.profile, limits=Limits(opts.max_bytes, opts.max_depth),
                           engine=opts.engine)
     except ConfigurationError as exc:
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
+    if opts.scheduler:
+        # Dask is an optional extra: nothing of it is imported without --scheduler.
+        try:
+            from . import _dask
+        except ModuleNotFoundError as exc:
+            print(f"ioa-check: --scheduler needs Dask, and {exc.name} is not installed: "
+                  "pip install 'ioa-semantic[dask]'", file=sys.stderr)
+            return ExitStatus.USAGE
+        try:
+            return _dask.audit(opts.paths, profile=opts.profile,
+                               limits=Limits(opts.max_bytes, opts.max_depth), engine=opts.engine,
+                               scheduler=opts.scheduler, partition_bytes=opts.partition_bytes,
+                               report=AUDIT_REPORTERS[opts.format], output=opts.output)
+        except ConfigurationError as exc:
+            print(f"ioa-check: {exc}", file=sys.stderr)
+            return ExitStatus.USAGE
     try:
         # A resumable run keeps what the last run wrote; the checkpoint truncates it.
         mode = "a+" if opts.state else "w"
@@ -199,7 +228,8 @@ def audit(argv: Sequence[str]) -> int:
     try:
         checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None
         run = Audit(checker, checkpoint)
-        results = with_progress(run.results(documents(opts.paths), jobs=opts.jobs), sys.stderr)
+        items = documents(opts.paths, limits=checker.limits)
+        results = with_progress(run.results(items, jobs=opts.jobs), sys.stderr)
         status = AUDIT_REPORTERS[opts.format](run, results, out)
         if checkpoint is not None:
             checkpoint.finish()
@@ -214,6 +244,10 @@ def run(argv: Sequence[str]) -> int:
         return lint(argv[1:])
     if argv and argv[0] == "audit":
         return audit(argv[1:])
+    if argv and argv[0] == "trace":
+        from ._trace_cli import trace  # the trace extra stays out of every other command
+
+        return trace(argv[1:])
     parser = build_parser()
     opts = parser.parse_args(argv)
     if opts.list:
@@ -258,6 +292,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing is wrong with the input or the tool.
+        # Python would still complain while flushing stdout at exit, so point it at devnull.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a process ended by SIGPIPE
     except Exception:  # a bug: say so, and put no verdict on stdout
         print("ioa-check: internal error (a bug; please report it with this trace):",
               file=sys.stderr)

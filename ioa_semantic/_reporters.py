@@ -189,10 +189,12 @@ def with_progress(results: Iterable[Any], stream: IO[str]) -> Iterator[Any]:
     if not stream.isatty():
         yield from results
         return
+    from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    # On ``stream`` itself: rich's default console is stdout, where the results go.
     with Progress(SpinnerColumn(), TextColumn("{task.completed} registrations audited"),
-                  TimeElapsedColumn(), console=None, transient=True) as progress:
+                  TimeElapsedColumn(), console=Console(file=stream), transient=True) as progress:
         task = progress.add_task("audit", total=None)
         for result in results:
             progress.advance(task)

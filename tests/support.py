@@ -25,6 +25,16 @@ def registration_63() -> dict[str, Any]:
     return copy.deepcopy(json.loads((EXAMPLES / "registration-6.3.jsonld").read_text()))
 
 
+def write_registrations(path: Path, count: int) -> Path:
+    """``count`` valid 6.3 registrations as JSON Lines, each with an IRI of its own."""
+    registration = registration_63()
+    with path.open("w") as handle:
+        for i in range(count):
+            registration["@id"] = f"cs:Capability{i}"
+            handle.write(json.dumps(registration) + "\n")
+    return path
+
+
 def dumps(document: Any) -> bytes:
     return json.dumps(document).encode()
 

@@ -18,7 +18,7 @@ import pytest
 from ioa_semantic import Checker
 from ioa_semantic._audit import Audit, documents
 
-from support import IOA_CHECK, registration_63
+from support import IOA_CHECK, registration_63, write_registrations
 
 
 def audit(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, list[dict[str, Any]]]:
@@ -303,3 +303,57 @@ def test_the_audit_reports_what_pyshacl_reports_per_registration() -> None:
     assert len(corpus) >= 7
     for doc in corpus:
         assert _ours(doc, "registration") == _pyshacl(doc, "registration"), doc
+
+
+def test_the_progress_bar_goes_to_a_terminal_stderr_never_into_the_results(
+        tmp_path: Path) -> None:
+    """With stderr a terminal and stdout a pipe, stdout holds only the JSON lines."""
+    import os
+    import pty
+
+    corpus = write_registrations(tmp_path / "many.jsonl", 2000)
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.run([IOA_CHECK, "audit", str(corpus), "--profile", "cs-translation",
+                               "--format", "json", "--jobs", "1"], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=terminal, timeout=120,
+                              env={**os.environ, "TERM": "xterm", "COLUMNS": "100"})
+        os.close(terminal)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # the terminal's other side is closed: all is read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(controller)
+    assert proc.returncode == 0
+    lines = proc.stdout.decode().splitlines()
+    assert len(lines) == 2001 and all(json.loads(line) for line in lines)
+    assert b"registrations audited" in drawn
+
+
+def test_an_array_file_is_held_to_max_bytes_as_given(tmp_path: Path) -> None:
+    """An array file is one document: the default 1 MiB refuses a large one, and
+    ``--max-bytes`` admits it, every element then judged on its own."""
+    registration = registration_63()
+    elements = []
+    for i in range(3000):
+        registration["@id"] = f"cs:Capability{i}"
+        elements.append(json.loads(json.dumps(registration)))
+    (tmp_path / "big.json").write_text(json.dumps(elements))
+    assert (tmp_path / "big.json").stat().st_size > 1 << 20
+
+    def audit(*extra: str) -> list[dict[str, Any]]:
+        proc = subprocess.run([IOA_CHECK, "audit", "big.json", "--profile", "cs-translation",
+                               "--format", "json", "--jobs", "1", *extra], cwd=tmp_path,
+                              capture_output=True, timeout=120)
+        return [json.loads(line) for line in proc.stdout.decode().splitlines()]
+
+    refused = audit()
+    assert [r["code"] for r in refused[0]["reasons"]] == ["json.too-large"]
+    admitted = audit("--max-bytes", str(4 << 20))
+    assert admitted[-1]["summary"]["status"]["valid"] == 3000

@@ -17,7 +17,7 @@ import pytest
 import ioa_semantic
 from ioa_semantic import _resources
 
-from support import AT, CONFORMANCE, IOA_CHECK, dumps, envelope_62
+from support import AT, CONFORMANCE, IOA_CHECK, dumps, envelope_62, write_registrations
 
 OUTPUT_SCHEMA = jsonschema.Draft202012Validator(
     json.loads((Path(ioa_semantic.__file__).parent / "output.schema.json").read_text()))
@@ -174,14 +174,7 @@ def test_lint_accepts_the_shipped_files(folder: Path) -> None:
 
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
     """``ioa-check audit ... | head -1``: the closed pipe ends the run quietly (status 141)."""
-    from support import registration_63
-
-    corpus = tmp_path / "many.jsonl"
-    registration = registration_63()
-    with corpus.open("w") as handle:
-        for i in range(3000):
-            registration["@id"] = f"cs:Capability{i}"
-            handle.write(json.dumps(registration) + "\n")
+    corpus = write_registrations(tmp_path / "many.jsonl", 3000)
     proc = subprocess.Popen([IOA_CHECK, "audit", str(corpus), "--profile", "cs-translation",
                              "--format", "json", "--jobs", "1"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -1,0 +1,291 @@
+"""``ioa-check audit --scheduler``: the batch audit on a Dask cluster (issue 9).
+
+Through the installed command, against a LocalCluster of two worker processes: the inputs
+are cut into partitions (whole files, byte ranges of JSON Lines files cut at line
+boundaries), conflicts whose registrations lie in different partitions and files are found
+on the cluster, and the output is the local audit's, byte for byte, with the same exit
+status; a worker process killed mid-audit is replaced and changes nothing; without
+``--scheduler`` nothing of Dask is imported; usage errors are exit 2 with nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("distributed", reason="the [dask] extra (dask[distributed], fsspec) is not "
+                                          "installed")
+
+from distributed import Client, LocalCluster, get_task_stream
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_audit import INVALID, line, variant
+
+from ioa_semantic._audit import documents
+from ioa_semantic._dask import partitions, read_partition
+
+from support import IOA_CHECK, registration_63
+
+PARTITION = 16384  # bytes: the 1,200-line file below is cut into about 35 byte ranges
+
+
+def ioa_check(args: list[str], cwd: Path, stdin: bytes | None = None,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([IOA_CHECK, "audit", *args, "--profile", "cs-translation"], cwd=cwd,
+                          input=stdin, capture_output=True, timeout=180, env=env)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[str, Client]]:
+    """Two worker processes of one thread each, shared by the tests of this module."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.ERROR) as local, \
+            Client(local, set_as_default=False) as client:
+        yield local.scheduler_address, client
+
+
+def named(iri: str, version: str) -> dict[str, Any]:
+    doc = variant(**{"@id": iri})
+    doc["@context"]["ontologyId"] = {"@id": "ioa:ontologyId", "@type": "@id"}
+    doc["@context"]["ontologyVersion"] = "ioa:ontologyVersion"
+    doc["ontologyId"] = "https://example.org/onto/agent-core"
+    doc["ontologyVersion"] = version
+    return doc
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Valid registrations, every invalid class, an indeterminate one, unreadable lines and
+    files, arrays, and conflicts whose registrations lie in different partitions and files."""
+    folder = tmp_path_factory.mktemp("corpus")
+    rows = [line(variant(**{"@id": f"cs:Cap{i % 1000}"})).encode() for i in range(1200)]
+    rows[3] = line(variant(**{"@id": "cs:Split"})).encode()
+    rows[1190] = line(variant(**{"@id": "cs:Split", "outputs": ["application/pdf"]})).encode()
+    rows[100] = line(named("cs:Cap100", "1.0")).encode()
+    rows[1100] = line(named("cs:Cap100", "2.0")).encode()  # another ontology version
+    for k, (doc, _) in enumerate(INVALID.values()):
+        rows[50 + 97 * k] = line(doc).encode()
+    remote = registration_63()
+    remote["@context"] = "https://example.org/ioa/context.jsonld"  # indeterminate
+    rows[300] = line(remote).encode()
+    rows[400] = b"\n"  # skipped, but still counted in the line numbers
+    rows[401] = b"{broken\n"
+    rows[402] = b'{"label": "\xff\xfe"}\n'
+    rows[403] = b'{"@context": {}, "a": 1, "a": 2}\n'
+    rows[-1] = rows[-1].rstrip(b"\n")  # no newline after the last line
+    (folder / "big.jsonl").write_bytes(b"".join(rows))
+    (folder / "sub").mkdir()
+    split_again = variant(**{"@id": "cs:Split", "inputs": ["TEXT/plain"]})
+    (folder / "sub" / "arrays.json").write_text(json.dumps(
+        [split_again, 5, variant(**{"@id": "cs:Cap999"})]))
+    (folder / "sub" / "one.jsonld").write_text(json.dumps(
+        variant(**{"@id": "cs:Cap7", "inputs": ["text/html"]})))
+    (folder / "sub" / "bin.jsonld").write_bytes(b"\xff\xfe\x00\x01")
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "dead.jsonl").symlink_to(folder / "nowhere")
+    (folder / "tail.jsonl").write_text(line(variant(**{"@id": "cs:Cap5"})) * 3)
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "sarif"])
+def test_the_cluster_audit_prints_what_the_local_audit_prints(
+        cluster: tuple[str, Client], corpus: Path, fmt: str) -> None:
+    address, client = cluster
+    local = ioa_check([".", "--format", fmt, "--jobs", "1"], corpus)
+    with get_task_stream(client) as stream:
+        remote = ioa_check([".", "--format", fmt, "--scheduler", address,
+                            "--partition-bytes", str(PARTITION)], corpus)
+    assert remote.stderr == b"", remote.stderr.decode()
+    assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout)
+    assert remote.returncode == 1
+    judged = {str(task["key"]) for task in stream.data if str(task["key"]).endswith("-judge")}
+    big = (corpus / "big.jsonl").stat().st_size
+    # Every byte range of big.jsonl, and every other file, was a task of its own.
+    assert len(judged) == -(-big // PARTITION) + 5
+    if fmt != "json":
+        return
+    records = [json.loads(row) for row in remote.stdout.splitlines()]
+    conflicts = [r["conflict"] for r in records if "conflict" in r]
+    assert [(c["id"].rsplit("#")[1], [(r["source"], r["index"]) for r in c["registrations"]])
+            for c in conflicts] == [
+        ("Split", [("./big.jsonl", 3), ("./big.jsonl", 1190), ("./sub/arrays.json", 0)]),
+        ("Cap7", [("./big.jsonl", 7), ("./big.jsonl", 1007), ("./sub/one.jsonld", None)]),
+        ("Cap100", [("./big.jsonl", 100), ("./big.jsonl", 1100)])]
+    starts = [0]
+    for row in (corpus / "big.jsonl").read_bytes().splitlines(keepends=True):
+        starts.append(starts[-1] + len(row))
+    # The conflicting lines of big.jsonl lie in byte ranges many partitions apart.
+    assert starts[3] // PARTITION == 0 and starts[1190] // PARTITION > 25
+    assert starts[100] // PARTITION < starts[1100] // PARTITION
+    results = [r for r in records if "index" in r]
+    assert [r["index"] for r in results if r["source"] == "./big.jsonl"] == [
+        i for i in range(1200) if i != 400]
+    summary = records[-1]["summary"]
+    assert summary["status"] == {"valid": 1191, "invalid": 16, "indeterminate": 1}
+    assert summary["total"] == len(results) and summary["conflicts"] == 3
+
+
+def test_local_n_starts_a_cluster_of_its_own_and_reads_standard_input(tmp_path: Path) -> None:
+    body = "".join(line(variant(**{"@id": f"cs:Cap{i % 40}"})) for i in range(120))
+    body += line(variant(**{"@id": "cs:Cap3", "outputs": ["application/pdf"]}))
+    (tmp_path / "r.jsonl").write_text(body)
+    (tmp_path / "a.json").write_text(json.dumps([registration_63(), variant(inputs=None)]))
+    stdin = (line(registration_63()) + "{broken\n" + line(variant(**{"@id": "cs:Cap3"}))).encode()
+    args = [".", "-", "--format", "json"]
+    local = ioa_check(args, tmp_path, stdin=stdin)
+    remote = ioa_check([*args, "--scheduler", "local:2", "--partition-bytes", "4096"], tmp_path,
+                       stdin=stdin)
+    assert b"Traceback" not in remote.stderr, remote.stderr.decode()
+    assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout) == (
+        1, local.stdout)
+    conflicts = [json.loads(row)["conflict"] for row in remote.stdout.splitlines()
+                 if b'"conflict"' in row]
+    assert [(r["source"], r["index"]) for r in conflicts[0]["registrations"]] == [
+        ("./r.jsonl", 3), ("./r.jsonl", 43), ("./r.jsonl", 83), ("./r.jsonl", 120),
+        ("-", 2)]
+
+
+def test_a_url_is_read_through_fsspec(cluster: tuple[str, Client], corpus: Path) -> None:
+    """A folder named by a file:// URL is listed and read by fsspec; results name the URL."""
+    address, _ = cluster
+    local = ioa_check([".", "--format", "json"], corpus)
+    remote = ioa_check([corpus.as_uri(), "--format", "json", "--scheduler", address,
+                        "--partition-bytes", str(PARTITION)], corpus)
+    assert remote.returncode == local.returncode
+
+    def relative(output: bytes, prefix: str) -> list[Any]:
+        return [json.loads(row.decode().replace(prefix, "./")) for row in output.splitlines()]
+
+    expected = relative(local.stdout, "./")
+    got = relative(remote.stdout, f"file://{corpus}/")
+    # fsspec names the unreadable file by its URL in the message, so compare all but that.
+    assert [r for r in got if r.get("source") != "./dead.jsonl"] == [
+        r for r in expected if r.get("source") != "./dead.jsonl"]
+    dead = [r for r in got if r.get("source") == "./dead.jsonl"]
+    assert [(r["status"], r["reasons"][0]["code"]) for r in dead] == [("invalid", "json.unreadable")]
+
+
+def test_a_worker_killed_mid_audit_is_replaced_and_the_output_is_unchanged(
+        cluster: tuple[str, Client], tmp_path: Path) -> None:
+    address, client = cluster
+    body = "".join(line(variant(**{"@id": f"cs:Cap{i}"})) for i in range(3000))
+    body += line(variant(**{"@id": "cs:Cap1", "outputs": ["application/pdf"]}))
+    (tmp_path / "r.jsonl").write_text(body)
+    local = ioa_check(["r.jsonl", "--format", "json"], tmp_path)
+    assert local.returncode == 1
+    with get_task_stream(client) as stream:
+        proc = subprocess.Popen([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
+                                 "--format", "json", "--output", "out.jsonl", "--scheduler",
+                                 address, "--partition-bytes", "32768"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            # Wait until a worker is judging one of this audit's partitions, then kill it.
+            deadline = time.monotonic() + 60
+            busy: dict[str, list[str]] = {}
+            while not busy:
+                assert proc.poll() is None, "the audit ended before a worker could be killed"
+                assert time.monotonic() < deadline
+                busy = {worker: [str(key) for key in keys if str(key).endswith("-judge")]
+                        for worker, keys in client.processing().items()}
+                busy = {worker: keys for worker, keys in busy.items() if keys}
+                time.sleep(0.02)
+            worker, interrupted = next(iter(busy.items()))
+            victim = client.run(os.getpid, workers=[worker])[worker]
+            os.kill(victim, signal.SIGKILL)
+            _, stderr = proc.communicate(timeout=180)
+        finally:
+            proc.kill()
+    assert b"Traceback" not in stderr
+    assert proc.returncode == 1
+    assert (tmp_path / "out.jsonl").read_bytes() == local.stdout
+    # What the killed process was judging was judged again by another.
+    redone = {str(task["key"]): task["worker"] for task in stream.data}
+    assert all(redone[key] != worker for key in interrupted)
+    # The nanny started a new process in its place; the cluster is whole again.
+    client.wait_for_workers(2, timeout=60)
+    assert victim not in client.run(os.getpid).values()
+
+
+def test_without_scheduler_nothing_of_dask_is_imported(corpus: Path) -> None:
+    script = ("import sys; from ioa_semantic._cli import main; "
+              "status = main(['audit', '.', '--profile', 'cs-translation', '--output', "
+              "'/dev/null', '--jobs', '1']); "
+              "print(sorted({'dask', 'distributed', 'fsspec'} & set(sys.modules))); "
+              "sys.exit(status)")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=corpus, capture_output=True,
+                          timeout=120)
+    assert (proc.returncode, proc.stdout) == (1, b"[]\n")
+
+
+def test_without_dask_the_message_says_what_to_install(corpus: Path) -> None:
+    # A None entry in sys.modules makes the import fail as if the package were absent.
+    script = ("import sys; sys.modules['distributed'] = None; "
+              "from ioa_semantic._cli import main; "
+              "sys.exit(main(['audit', '.', '--profile', 'cs-translation', '--scheduler', "
+              "'local:1']))")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=corpus, capture_output=True,
+                          timeout=120)
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert b"pip install 'ioa-semantic[dask]'" in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["--scheduler", "local:0"],
+    ["--scheduler", "local:two"],
+    ["--scheduler", "local:1", "--state", "s.json", "--output", "o.jsonl", "--format", "json"],
+    ["--partition-bytes", "1000"],
+    ["--scheduler", "local:1", "--partition-bytes", "0"],
+])
+def test_usage_errors_are_exit_2_with_nothing_on_stdout(tmp_path: Path, args: list[str]) -> None:
+    proc = ioa_check(["r.jsonl", *args], tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert b"Traceback" not in proc.stderr
+
+
+def test_an_unreachable_scheduler_is_exit_2_within_the_connect_timeout(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
+    start = time.monotonic()
+    proc = ioa_check(["r.jsonl", "--scheduler", f"tcp://127.0.0.1:{port}", "--output", "o.jsonl"],
+                     tmp_path, env=env)
+    assert time.monotonic() - start < 30
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}".encode() in proc.stderr
+    assert b"Traceback" not in proc.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.sampled_from([b"{}", b"", b"  ", b"[1, 2]", b"x" * 40, b"{\"a\": 1}"]),
+                     max_size=60),
+       final_newline=st.booleans(), size=st.integers(1, 120))
+def test_byte_ranges_read_back_as_the_local_audit_reads_the_file(
+        tmp_path_factory: pytest.TempPathFactory, rows: list[bytes], final_newline: bool,
+        size: int) -> None:
+    """Cut at any size, a JSON Lines file's partitions hold every line once, and their line
+    counts number each line as the local audit numbers it."""
+    path = tmp_path_factory.mktemp("lines") / "r.jsonl"
+    path.write_bytes(b"\n".join(rows) + (b"\n" if final_newline and rows else b""))
+    got = []
+    before = 0
+    for part in partitions([str(path)], size):
+        items, lines = read_partition(part)
+        got.extend((source, before + index, document, problems)
+                   for source, index, document, problems in items)
+        before += lines
+    assert got == list(documents([str(path)]))
