@@ -139,7 +139,7 @@ def memory() -> None:
              "checker = ioa_semantic.Checker('cs-translation')\n"
              "rss = [l for l in open('/proc/self/status') if l.startswith('VmRSS')][0]\n"
              "print(int(rss.split()[1]) // 1024)\n")
-    rss = int(subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
+    rss = int(subprocess.run([sys.executable, "-P", "-c", probe], check=True, capture_output=True,
                              text=True).stdout)
     print(f"\nmemory: whole-process RSS after building a Checker for cs-translation in a fresh "
           f"interpreter: {rss} MiB")
