@@ -34,11 +34,27 @@ def json_lines(decisions: Iterable[Decision], stream: IO[str]) -> None:
         stream.write(json.dumps(decision.as_dict(), ensure_ascii=False) + "\n")
 
 
-def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
+def text_console(stream: IO[str]) -> Any:
+    """A rich console for a text report on ``stream``.
+
+    Rich ends the process with status 1 when the reader of stdout goes away, which here
+    would read as "incompatible"; this one raises BrokenPipeError instead, for the command
+    line to end as every other command does then.
+    """
     from rich.console import Console
+
+    class ReportConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return ReportConsole(file=stream, highlight=False, soft_wrap=True)
+
+
+def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
     from rich.markup import escape
 
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    console = text_console(stream)
     for decision in decisions:
         verdict = decision.verdict
         console.print(f"[{_STYLE[verdict]}]{verdict.upper()}[/] {escape(decision.source)}  "
@@ -89,10 +105,9 @@ def audit_json_lines(audit: Any, results: Iterable[Any], stream: IO[str]) -> int
 
 def audit_text(audit: Any, results: Iterable[Any], stream: IO[str]) -> int:
     """For people: every registration that is not valid, the conflicts, then the counts."""
-    from rich.console import Console
     from rich.markup import escape
 
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    console = text_console(stream)
     examples: dict[str, str] = {}
     for result in results:
         where = result.source if result.position is None else f"{result.source}:{result.position}"

@@ -109,10 +109,11 @@ _MARK = {Severity.ERROR: "[red]error[/]", Severity.WARNING: "[yellow]warning[/]"
 
 def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
          disclose: Disclosure) -> None:
-    from rich.console import Console
     from rich.markup import escape
 
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    from ._reporters import text_console
+
+    console = text_console(stream)
 
     def verdict(v: Verdict) -> str:
         return f"[{_STYLE[v]}]{v}[/]"
