@@ -24,6 +24,8 @@ from typing import IO, Any, NamedTuple
 
 from ._codes import finding
 from ._findings import Finding, Severity
+from ._intake import Limits
+from ._intake import parse as parse_json
 from ._trace_privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -67,6 +69,7 @@ _SUCCESS = {"ok": True, "success": True, "succeeded": True, "completed": True,
             "error": False, "failed": False, "failure": False, "cancelled": False}
 
 DEFAULT_MAX_LINE_BYTES = 16 << 20
+_UNBOUNDED_DEPTH = 1 << 62
 
 
 class Source(NamedTuple):
@@ -121,23 +124,6 @@ def lines(handle: IO[bytes], seq: int = 0, max_bytes: int = DEFAULT_MAX_LINE_BYT
         yield Line(seq, handle.tell(), data)
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
-def _non_finite(token: str) -> Any:
-    raise ValueError(f"{token} is not JSON")
-
-
 def decode(line: Line, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tuple[str, str] | None]:
     """One line as JSON, or the (code, reason) that it is not; ``(None, None)`` for a blank line."""
     value, problem = parse(line.data, max_bytes)
@@ -147,26 +133,15 @@ def decode(line: Line, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tu
 
 
 def parse(data: bytes, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tuple[str, str] | None]:
-    """Strict JSON: no repeated member, no NaN; ``(None, None)`` for blank input."""
-    if len(data) > max_bytes:
-        return None, ("json.too-large", f"longer than {max_bytes} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, ("json.encoding", f"not UTF-8 at byte {exc.start}")
-    if not text.strip():
+    """Strict JSON as the intake stage reads it (UTF-8, no repeated member, no NaN, within
+    ``max_bytes``), an array or any value allowed; ``(None, None)`` for blank input."""
+    if len(data) <= max_bytes and not data.strip():
         return None, None
-    try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_non_finite)
-    except _DuplicateKey as exc:
-        return None, ("json.duplicate-key", f"the member {exc} appears twice")
-    except RecursionError:
-        return None, ("json.too-deep", "nested too deeply")
-    except ValueError as exc:
-        if "is not JSON" in str(exc):
-            return None, ("json.non-finite", str(exc))
-        return None, ("json.syntax", f"not JSON ({exc})")
-    return value, None
+    # Nesting is bounded by the parser's recursion limit only, as trace payloads may nest.
+    intake = parse_json(data, Limits(max_bytes, _UNBOUNDED_DEPTH), array=True)
+    if not intake.ok:
+        return None, (intake.findings[0].code, intake.findings[0].message)
+    return intake.document, None
 
 
 def _text(value: Any) -> str | None:
