@@ -272,8 +272,8 @@ def judge_partition(part: Partition, setup: Setup,
     The records gather the partition's valid registrations by capability IRI (one record per
     IRI and partition), and the records by a stable hash of the IRI into ``buckets``.
     """
-    items, lines = read_partition(part, Limits(setup.max_bytes, setup.max_depth))
     checker = _checker(setup)
+    items, lines = read_partition(part, checker.limits)
     results: list[Result] = []
     firsts: dict[str, tuple[Any, ...]] = {}
     registrations: dict[str, list[tuple[int, int]]] = {}
