@@ -417,7 +417,7 @@ def read_registrations(paths: list[str], profile: str, disclose: Disclosure) -> 
     checker = Checker(profile)
     iris: dict[str, list[str]] = {}
     findings: list[Finding] = []
-    for source, index, document, problems in documents(paths):
+    for source, index, document, problems in documents(paths, limits=checker.limits):
         where = source if index is None else f"{source}#{index}"
         if document is None:
             codes = ", ".join(sorted({p.code for p in problems})) or "unreadable"
