@@ -35,7 +35,7 @@ def stages(checker: Checker, data: bytes, params: dict[str, str],
     """
     shapes, policy, limits = checker._shapes, checker.policy, checker.limits
     single = shapes.single_valued["envelope"]
-    names = ("intake: strict parse", "expansion: context review (cached)",
+    names = ("intake: orjson read (proven on the walk)", "expansion: context review (cached)",
              "expansion: restricted expand", "shapes: compiled conformance",
              "baseline: extra types, ambiguous bindings", "store: envelope index (TableDataset)",
              "decision: task parameters", "decision: evaluate")
@@ -44,14 +44,15 @@ def stages(checker: Checker, data: bytes, params: dict[str, str],
     clock = time.perf_counter
     for round_ in range(rounds + 300):
         t0 = clock()
-        document = _intake.parse(data, limits).document
+        document, _ = _intake.read_unproven(data, limits)
         t1 = clock()
-        active = _baseline._active_context(document["@context"], policy)
-        assert active is not None, "the envelope is not on the compiled path"
+        reviewed = _baseline._active_context(document["@context"], policy)
+        assert reviewed is not None, "the envelope is not on the compiled path"
+        active = reviewed[0]
         t2 = clock()
         expanded = _expansion.expand_restricted(document, active, policy.allowed_schemes, single)
         assert expanded is not None
-        node, nodes = expanded
+        node, nodes, _ = expanded
         t3 = clock()
         assert shapes.conforms(shapes.envelope, node)
         t4 = clock()

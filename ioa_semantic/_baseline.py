@@ -13,6 +13,8 @@ import threading
 from collections import OrderedDict, defaultdict
 from typing import Any, Literal, NamedTuple
 
+import orjson
+
 from ._codes import finding
 from ._expansion import (
     NO_BASE,
@@ -30,7 +32,7 @@ from ._expansion import (
     term_for,
 )
 from ._findings import Finding, Severity, Verdict
-from ._intake import Limits, parse
+from ._intake import Limits, colons_in, parse, read_unproven
 from ._shapes import Located, ShapeSet, iri_findings, located_nodes
 
 Kind = Literal["envelope", "registration"]
@@ -142,28 +144,34 @@ def read_document(
     return Baseline(_dedupe(found), document, node, tuple(located))
 
 
-# Reviews of inline contexts by (policy, context text): senders repeat their context on every
+# Reviews of inline contexts by (policy, context): senders repeat their context on every
 # envelope, and a context that passed once passes again under the same policy.
-_CONTEXTS: OrderedDict[tuple[ContextPolicy, str], ActiveContext | None] = OrderedDict()
+_CONTEXTS: OrderedDict[tuple[ContextPolicy, bytes], tuple[ActiveContext, int] | None] = \
+    OrderedDict()
 _CONTEXTS_LIMIT = 256
 _CONTEXTS_LOCK = threading.Lock()
 
 
-def _active_context(context: Any, policy: ContextPolicy) -> ActiveContext | None:
-    # repr is the cheapest exact key of parsed JSON (dict order included: a reordered
-    # context is only a cache miss).
-    key = (policy, repr(context))
+def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
+    """The active context of a clean inline context, and its colons (see read_unproven)."""
+    # orjson's serialization is the cheapest exact key of parsed JSON (member order
+    # included: a reordered context is only a cache miss).
+    try:
+        key = (policy, orjson.dumps(context))
+    except (orjson.JSONEncodeError, TypeError):
+        return None
     with _CONTEXTS_LOCK:
         if key in _CONTEXTS:
             _CONTEXTS.move_to_end(key)
             return _CONTEXTS[key]
     review = review_contexts({"@context": context}, policy)
     active = None if review.findings or not review.expandable else active_context(context)
+    reviewed = None if active is None else (active, colons_in(context))
     with _CONTEXTS_LOCK:
-        _CONTEXTS[key] = active
+        _CONTEXTS[key] = reviewed
         if len(_CONTEXTS) > _CONTEXTS_LIMIT:
             _CONTEXTS.popitem(last=False)
-    return active
+    return reviewed
 
 
 def read_document_compiled(
@@ -177,25 +185,31 @@ def read_document_compiled(
 ) -> Baseline | None:
     """The baseline stage for a well-formed document in the common subset, or None.
 
-    It answers only when it can show the document clean: strict intake, an inline context
+    It answers only when it can show the document clean: intake proven strict (orjson, and
+    every colon of the text accounted for on the walk), an inline context
     that passes the review, the restricted expansion, and no shape violation, extra type or
     ambiguous binding. Anything else (including every malformed document) returns None, and
     the caller runs :func:`read_document`, which reports every reason.
     """
     if isinstance(data, dict):
         return None
-    intake = parse(data, limits)
-    document = intake.document
-    if not intake.ok or "@context" not in document:
+    unproven = read_unproven(data, limits or Limits())
+    if unproven is None:
         return None
-    active = _active_context(document["@context"], policy)
-    if active is None:
+    document, colons = unproven
+    if type(document) is not dict or "@context" not in document:
         return None
+    reviewed = _active_context(document["@context"], policy)
+    if reviewed is None:
+        return None
+    active, context_colons = reviewed
     expanded = expand_restricted(document, active, policy.allowed_schemes,
                                  shapes.single_valued[kind])
     if expanded is None:
         return None
-    node, nodes = expanded
+    node, nodes, member_colons = expanded
+    if member_colons + context_colons != colons:
+        return None  # a member name repeated: the strict parser reports it
     located = [Located(n, compact, pointer) for n, compact, pointer in nodes]
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration
     if not shapes.conforms(root_shape, node) or _extra_types(located, kind, permitted_types):

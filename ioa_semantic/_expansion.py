@@ -504,13 +504,19 @@ class ActiveContext:
     after envelope. It is bounded, and a lost race only recomputes an equal value.
     """
 
-    __slots__ = ("coerced", "memo", "plans", "prefixes", "terms")
+    __slots__ = ("coerced", "memo", "plans", "prefix_schemes", "prefixes", "terms")
 
     def __init__(self, terms: Mapping[str, str], coerced: frozenset[str],
                  prefixes: Mapping[str, str]) -> None:
         self.terms = terms
         self.coerced = coerced
         self.prefixes = prefixes
+        # A compact IRI's scheme is its prefix IRI's (which holds a colon), unless the
+        # suffix could complete the reserved base: each fresh IRI (a new @id in every
+        # registration) then skips the scheme match.
+        self.prefix_schemes = {
+            prefix: iri_scheme(iri) for prefix, iri in prefixes.items()
+            if len(iri) >= len(NO_BASE) or not NO_BASE.startswith(iri)}
         self.memo: dict[tuple[str, bool, frozenset[str]], str | None] = {}
         self.plans: dict[tuple[frozenset[str], frozenset[str]], dict[str, Any]] = {}
 
@@ -582,6 +588,9 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
     if not suffix.startswith("//"):
         if prefix in active.prefixes:
             value = active.prefixes[prefix] + suffix
+            known = active.prefix_schemes.get(prefix, _MISSING)
+            if known is not _MISSING:
+                return value if known is not None and known in schemes else None
         elif prefix in active.terms:
             return None
     scheme = iri_scheme(value)
@@ -593,26 +602,29 @@ _CONTEXT, _ID, _TYPE = "@context", "@id", "@type"
 
 
 def _member_plan(key: str, active: ActiveContext, schemes: frozenset[str],
-                 single_valued: frozenset[str]) -> tuple[str, bool, bool] | str | None:
+                 single_valued: frozenset[str]) -> tuple[str, bool, bool, int] | str | None:
     for keyword in (_CONTEXT, _ID, _TYPE):
         if key == keyword:
             return keyword  # the module's own string, so that callers may test identity
     prop = None if key.startswith("@") else _restricted_iri(key, active, True, schemes)
     if prop is None:
         return None
-    return (prop, key in active.coerced, prop in single_valued)
+    return (prop, key in active.coerced, prop in single_valued, key.count(":"))
 
 
 def expand_restricted(
     document: dict[str, Any], active: ActiveContext, schemes: frozenset[str],
     single_valued: frozenset[str] = frozenset(),
-) -> tuple[dict[str, Any], list[tuple[dict[str, Any], dict[str, Any], str]]] | None:
-    """The expanded top node and ``(node, compact, pointer)`` of every node, or None.
+) -> tuple[dict[str, Any], list[tuple[dict[str, Any], dict[str, Any], str]], int] | None:
+    """The expanded top node, ``(node, compact, pointer)`` of every node, and the colons
+    counted on the way (members and colons in strings, the top ``@context`` left out: see
+    :func:`~ioa_semantic._intake.read_unproven`), or None.
 
     ``single_valued`` are the properties the shapes allow once (sh:maxCount 1): the compact
     form spells those as one value, never an array, and anything else goes the reference way.
     """
     located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
+    colons = 0
     plans = active.plans.setdefault((schemes, single_valued), {})
     memo = active.memo
 
@@ -623,6 +635,8 @@ def expand_restricted(
         return found  # type: ignore[return-value]
 
     def node(obj: dict[str, Any], pointer: str) -> dict[str, Any] | None:
+        nonlocal colons
+        colons += len(obj)
         out: dict[str, Any] = {}
         located.append((out, obj, pointer))
         for key, value in obj.items():
@@ -642,6 +656,7 @@ def expand_restricted(
                 if ident is None:
                     return None
                 out["@id"] = ident
+                colons += value.count(":")
                 continue
             if plan is _TYPE:
                 names = [value] if type(value) is str else value
@@ -653,9 +668,11 @@ def expand_restricted(
                     if iri is None:
                         return None
                     types.append(iri)
+                    colons += name.count(":")
                 out["@type"] = types
                 continue
-            prop, coerced, single = plan
+            prop, coerced, single, key_colons = plan
+            colons += key_colons
             if prop in out:
                 return None
             is_list = type(value) is list
@@ -665,6 +682,7 @@ def expand_restricted(
             for index, item in enumerate(value if is_list else (value,)):
                 kind = type(item)
                 if kind is str:
+                    colons += item.count(":")
                     if coerced:
                         iri = reference(item, False)
                         if iri is None:
@@ -688,4 +706,4 @@ def expand_restricted(
         return out
 
     root = node(document, "")
-    return None if root is None else (root, located)
+    return None if root is None else (root, located, colons)

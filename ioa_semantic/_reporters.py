@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from json.encoder import encode_basestring
 from typing import IO, Any
 
 from ._codes import fix_for
@@ -92,10 +93,23 @@ REPORTERS: dict[str, Callable[[Iterable[Decision], IO[str]], None]] = {
 # --- the audit ------------------------------------------------------------------------------
 
 
+def result_line(result: Any) -> str:
+    """A registration's result as its JSON line (what ``json.dumps`` of its dict writes)."""
+    if result.reasons:
+        return json.dumps(result.as_dict(), ensure_ascii=False) + "\n"
+    # Nearly every line of a large audit is a registration without reasons; spelling it
+    # directly, with json's own string encoder, costs the writer a fifth of building a dict
+    # and encoding it (the tests hold the two to the same text).
+    index = "null" if result.position is None else str(result.position)
+    ident = "null" if result.id is None else encode_basestring(result.id)
+    return (f'{{"source": {encode_basestring(result.source)}, "index": {index}, '
+            f'"id": {ident}, "status": "{result.status}", "reasons": []}}\n')
+
+
 def audit_json_lines(audit: Any, results: Iterable[Any], stream: IO[str]) -> int:
     """One JSON line per registration, one per conflict, then the summary (contract 2)."""
     for result in results:
-        stream.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
+        stream.write(result_line(result))
     conflicts = audit.conflicts()
     for conflict in conflicts:
         stream.write(json.dumps(conflict.as_dict(), ensure_ascii=False) + "\n")

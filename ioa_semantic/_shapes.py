@@ -445,17 +445,32 @@ def compile_conformance(shape: NodeShape) -> Conformance:
     """A function that says whether a node conforms to ``shape``, with the same semantics as
     :func:`evaluate_node` finding no violation (the tests hold the two together)."""
     kinds = _NODE_KIND_OK[shape.node_kind] if shape.node_kind else None
-    checks = tuple(_property_conformance(p) for p in shape.properties)
     allowed = shape.allowed if shape.closed else None
+    # A property shape with no minimum and no required value holds when the node lacks the
+    # property, so it runs only for the members a node has: most shapes list many optional
+    # properties, and a node uses few.
+    always: list[Conformance] = []
+    when_present: dict[str, list[Conformance]] = {}
+    for prop in shape.properties:
+        check = _property_conformance(prop)
+        if prop.min_count or prop.has_value is not None:
+            always.append(check)
+        else:
+            when_present.setdefault("@type" if prop.path == RDF_TYPE else prop.path,
+                                    []).append(check)
 
     def conforms(node: dict[str, Any]) -> bool:
         if kinds is not None and _kind(node) not in kinds:
             return False
-        if allowed is not None:
-            for key in node:
-                if key[:1] != "@" and key not in allowed:
-                    return False
-        for check in checks:  # noqa: SIM110 (a loop: no generator on the hot path)
+        for key in node:
+            if allowed is not None and key[:1] != "@" and key not in allowed:
+                return False
+            present = when_present.get(key)
+            if present is not None:
+                for check in present:
+                    if not check(node):
+                        return False
+        for check in always:  # noqa: SIM110 (a loop: no generator on the hot path)
             if not check(node):
                 return False
         return True
@@ -472,6 +487,7 @@ class ShapeSet:
         self.registration = self.shapes[IOASH + "RegistrationShape"]
         self._schemas: dict[str, Any] = {}
         self._conformance = {name: compile_conformance(s) for name, s in self.shapes.items()}
+        self._checks: dict[tuple[Any, ...], tuple[Conformance, ...]] = {}
         self.single_valued = {
             family: frozenset(p.path for s in self.shapes.values() if s.family == family
                               for p in s.properties if p.max_count is not None and p.max_count <= 1)
@@ -494,28 +510,43 @@ class ShapeSet:
 
     def conforms(self, root_shape: NodeShape, root: dict[str, Any]) -> bool:
         """Whether the expanded graph under ``root`` has no violation (the compiled path)."""
-        by_class, by_subject, by_object = self._targets[root_shape.family]
-        root_check = self._conformance[root_shape.name]
+        memo = self._checks
         pending: list[tuple[dict[str, Any], str | None]] = [(root, None)]
         while pending:
             node, via = pending.pop()
-            # A shape targets a node in several ways (class, subjects of each of its
-            # properties); the set checks it once.
-            checks: set[Conformance] = {root_check} if via is None else set(
-                by_object.get(via, ()))
-            for t in node.get("@type", ()):
-                checks.update(by_class.get(t, ()))
-            for prop, values in node.items():
-                if prop[:1] == "@":
-                    continue
-                checks.update(by_subject.get(prop, ()))
-                for v in values:
-                    if type(v) is dict and "@value" not in v and (len(v) > 1 or "@id" not in v):
-                        pending.append((v, prop))
+            # Which shapes apply depends only on how the node is reached, its types and its
+            # properties: the same few combinations come back document after document.
+            key = (root_shape.name if via is None else via, tuple(node.get("@type", ())),
+                   tuple(node))
+            checks = memo.get(key)
+            if checks is None:
+                checks = self._checks_for(root_shape, node, via)
+                if len(memo) < 4096:
+                    memo[key] = checks
             for check in checks:
                 if not check(node):
                     return False
+            for prop, values in node.items():
+                if prop[:1] == "@":
+                    continue
+                for v in values:
+                    if type(v) is dict and "@value" not in v and (len(v) > 1 or "@id" not in v):
+                        pending.append((v, prop))
         return True
+
+    def _checks_for(self, root_shape: NodeShape, node: dict[str, Any],
+                    via: str | None) -> tuple[Conformance, ...]:
+        by_class, by_subject, by_object = self._targets[root_shape.family]
+        # A shape targets a node in several ways (class, subjects of each of its
+        # properties); the set checks it once.
+        checks: set[Conformance] = {self._conformance[root_shape.name]} if via is None else set(
+            by_object.get(via, ()))
+        for t in node.get("@type", ()):
+            checks.update(by_class.get(t, ()))
+        for prop in node:
+            if prop[:1] != "@":
+                checks.update(by_subject.get(prop, ()))
+        return tuple(checks)
 
     def schema(self, kind: str) -> Any:
         """The compact-form JSON Schema validator of ``kind``, built (and imported) on first use."""

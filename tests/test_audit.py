@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ioa_semantic import Checker
 from ioa_semantic._audit import Audit, documents
@@ -357,3 +359,20 @@ def test_an_array_file_is_held_to_max_bytes_as_given(tmp_path: Path) -> None:
     assert [r["code"] for r in refused[0]["reasons"]] == ["json.too-large"]
     admitted = audit("--max-bytes", str(4 << 20))
     assert admitted[-1]["summary"]["status"]["valid"] == 3000
+
+
+@settings(max_examples=300, deadline=None)
+@given(source=st.text(), position=st.none() | st.integers(0, 2**40), ident=st.none() | st.text(),
+       status=st.sampled_from(["valid", "invalid", "indeterminate"]),
+       reasons=st.sampled_from([(), ("registration.missing",)]))
+def test_a_result_line_is_exactly_what_json_writes_for_the_result(
+        source: str, position: int | None, ident: str | None, status: str,
+        reasons: tuple[str, ...]) -> None:
+    """The writer spells most lines without json.dumps; the text must not change for that."""
+    from ioa_semantic._audit import Result
+    from ioa_semantic._codes import finding
+    from ioa_semantic._reporters import result_line
+
+    result = Result(source, position, ident, status,
+                    tuple(finding(code, "missing", "/inputs") for code in reasons))
+    assert result_line(result) == json.dumps(result.as_dict(), ensure_ascii=False) + "\n"

@@ -228,3 +228,88 @@ def test_the_shape_compiler_refuses_what_it_does_not_support() -> None:
     with pytest.raises(ShapesError, match=r"sh:or"):
         compile_shapes("@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
                        "<https://x.example/S> a sh:NodeShape ; sh:or ( <https://x.example/a> ) .")
+
+
+# --- the compiled path's reader: orjson, proven strict by counting colons ----------------------
+# orjson keeps the last of repeated member names; the compiled path must never answer for
+# such a document, or a parser differential (draft 10, A.1 item 1) would pass as clean.
+
+
+def _repeat_member(text: str, where: str, member: str) -> str:
+    """``text`` with ``member`` (a '"name": value' pair) inserted after the first ``where``."""
+    at = text.index(where) + len(where)
+    return text[:at] + member + "," + text[at:]
+
+
+ENVELOPE_TEXT = json.dumps(envelope_62())
+REPEATS = {
+    "top level": ('{', '"ontologyVersion": "1.0"'),
+    "top level, same value": ('{', f'"intentRef": {json.dumps(envelope_62()["intentRef"])}'),
+    "inside the context": ('"@context": {', '"ioa": "https://example.org/ioa/semantic#"'),
+    "a name with colons": ('{', '"ioa:ontologyVersion": "1.0", "ioa:ontologyVersion": "2.0"'),
+    "a nested node": ('"profileContext": {', '"domain": "cs:ComputerScience"'),
+    "a value full of colons": ('{', '"ontologyId": "urn:a:b:c:d:e"'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPEATS))
+def test_a_repeated_member_name_is_never_answered_by_the_compiled_path(name: str) -> None:
+    """R-5.4-1: duplicate keys are invalid whichever engine reads them."""
+    where, member = REPEATS[name]
+    data = _repeat_member(ENVELOPE_TEXT, where, member).encode()
+    assert read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY) is None
+    decision = COMPILED.check(data, at=AT)
+    assert decision.verdict.value == "invalid"
+    assert "json.duplicate-key" in {f.code for f in decision.findings}
+    assert _summary(decision) == _summary(REFERENCE.check(data, at=AT))
+
+
+def test_an_escaped_colon_sends_the_document_to_the_strict_parser() -> None:
+    """An escaped colon would hide a repeated name from the count; such text is not taken."""
+    doc = envelope_62()
+    doc["profileVersion"] = "a:b"
+    text = json.dumps(doc).replace('"a:b"', '"a\\u003ab"')
+    text = _repeat_member(text, "{", '"ontologyVersion": "1.0"')
+    data = text.encode()
+    assert read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY) is None
+    assert "json.duplicate-key" in {f.code for f in COMPILED.check(data, at=AT).findings}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20))
+def test_colons_in_counts_what_the_text_of_a_value_holds(value: Any) -> None:
+    from ioa_semantic._intake import colons_in
+
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False, indent=2)):
+        assert text.count(":") == colons_in(value)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_where_the_compiled_path_reads_a_text_the_strict_parser_reads_the_same(
+        data: st.DataObject) -> None:
+    """Byte edits of the draft envelope (a colon, quote, brace or name repeated or dropped):
+    whatever the compiled path answers for, the strict parser finds clean and equal."""
+    from ioa_semantic._intake import parse
+
+    text = bytearray(ENVELOPE_TEXT.encode())
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(text) - 1))
+        edit = data.draw(st.sampled_from(["drop", "repeat", "insert"]))
+        piece = data.draw(st.sampled_from([b":", b'"', b",", b"{", b"}", b"\\", b"\xff",
+                                           b'"ontologyVersion": "1.0",', b"1e400", b"NaN"]))
+        if edit == "drop":
+            del text[at]
+        elif edit == "repeat":
+            end = data.draw(st.integers(at, min(len(text), at + 40)))
+            text[at:at] = text[at:end]
+        else:
+            text[at:at] = piece
+    fast = read_document_compiled(bytes(text), "envelope", shapes=SHAPES, policy=POLICY)
+    if fast is not None:
+        strict = parse(bytes(text))
+        assert strict.ok
+        assert strict.document == fast.document
