@@ -221,9 +221,9 @@ def read_unproven(data: bytes | str, limits: Limits) -> tuple[Any, int] | None:
 
 def colons_in(value: Any) -> int:
     """Members plus colons in strings (names included) of a parsed value: see read_unproven."""
-    if type(value) is dict:
+    if isinstance(value, dict):
         return len(value) + sum(key.count(":") + colons_in(v) for key, v in value.items())
-    if type(value) is list:
+    if isinstance(value, list):
         return sum(colons_in(v) for v in value)
     return value.count(":") if isinstance(value, str) else 0
 
