@@ -221,11 +221,17 @@ def read_unproven(data: bytes | str, limits: Limits) -> tuple[Any, int] | None:
 
 def colons_in(value: Any) -> int:
     """Members plus colons in strings (names included) of a parsed value: see read_unproven."""
+    if isinstance(value, str):
+        return value.count(":")
+    total = 0
     if isinstance(value, dict):
-        return len(value) + sum(key.count(":") + colons_in(v) for key, v in value.items())
-    if isinstance(value, list):
-        return sum(colons_in(v) for v in value)
-    return value.count(":") if isinstance(value, str) else 0
+        total = len(value)
+        for key, member in value.items():
+            total += colons_in(key) + colons_in(member)
+    elif isinstance(value, list):
+        for item in value:
+            total += colons_in(item)
+    return total
 
 
 def _fail(code: str, message: str) -> Intake:
