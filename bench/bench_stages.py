@@ -56,7 +56,7 @@ def stages(checker: Checker, data: bytes, params: dict[str, str],
         t3 = clock()
         assert shapes.conforms(shapes.envelope, node)
         t4 = clock()
-        located = [Located(n, compact, pointer) for n, compact, pointer in nodes]
+        located = list(map(Located._make, nodes))
         _baseline._extra_types(located, "envelope", checker.profile.permitted_types)
         _baseline._ambiguous_bindings(located, SenderTerms())
         t5 = clock()

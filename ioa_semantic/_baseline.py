@@ -40,6 +40,7 @@ IOA = "https://example.org/ioa/semantic#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 _NESTED_TYPES = frozenset({IOA + "Context", IOA + "TermBinding"})
 _REQUIRED_TYPE = {"envelope": IOA + "SemanticProfile", "registration": IOA + "Capability"}
+_TERM_BINDINGS, _TERM, _SENSE = IOA + "termBindings", IOA + "term", IOA + "sense"
 
 
 class Baseline(NamedTuple):
@@ -210,7 +211,7 @@ def read_document_compiled(
     node, nodes, member_colons = expanded
     if member_colons + context_colons != colons:
         return None  # a member name repeated: the strict parser reports it
-    located = [Located(n, compact, pointer) for n, compact, pointer in nodes]
+    located = list(map(Located._make, nodes))
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration
     if not shapes.conforms(root_shape, node) or _extra_types(located, kind, permitted_types):
         return None
@@ -224,11 +225,21 @@ def _extra_types(located: list[Located], kind: Kind,
     """Classes beside each node's baseline class, unless the profile permits them (rule 2)."""
     out = []
     for index, here in enumerate(located):
-        types = here.node.get("@type", [])
-        required = _REQUIRED_TYPE[kind] if index == 0 else next(
-            (t for t in types if t in _NESTED_TYPES), None)
-        if required is None or required not in types:
+        types = here.node.get("@type")
+        if not types:
             continue  # the shapes report the missing class
+        if index == 0:
+            required = _REQUIRED_TYPE[kind]
+            if required not in types:
+                continue
+        else:
+            for required in types:  # the first nested baseline class is the one
+                if required in _NESTED_TYPES:
+                    break
+            else:
+                continue
+        if len(types) == 1:
+            continue  # the baseline class alone: nearly every node
         extra = [t for t in types if t != required and t not in permitted]
         if extra:
             out.append(finding(
@@ -242,13 +253,15 @@ def _ambiguous_bindings(located: list[Located], terms: SenderTerms) -> list[Find
     senses: dict[tuple[int, str], set[str]] = defaultdict(set)
     holders = {}
     for index, here in enumerate(located):
-        for binding in here.node.get(IOA + "termBindings", ()):
-            for term in binding.get(IOA + "term", ()) if isinstance(binding, dict) else ():
-                for sense in binding.get(IOA + "sense", ()):
+        for binding in here.node.get(_TERM_BINDINGS, ()):
+            for term in binding.get(_TERM, ()) if isinstance(binding, dict) else ():
+                for sense in binding.get(_SENSE, ()):
                     if isinstance(term, dict) and isinstance(sense, dict) and "@id" in sense:
                         senses[(index, str(term.get("@value")))].add(sense["@id"])
                         holders[index] = here
-    found = [(holders[index].member_pointer(IOA + "termBindings", terms), term, s)
+    if not senses:
+        return []
+    found = [(holders[index].member_pointer(_TERM_BINDINGS, terms), term, s)
              for (index, term), s in senses.items() if len(s) > 1]
     return [finding("envelope.ambiguous-binding",
                     f"the term {term!r} is bound to {len(s)} different senses "

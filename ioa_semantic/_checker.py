@@ -125,6 +125,12 @@ class Checker:
                 fixed.extend(artifact_quads(artifact))
         self._fixed = tuple(fixed)
         self._profile_ref = ProfileRef(self.profile.id, self.profile.revision)
+        # The part of each artifact's dependency entry that no check changes.
+        self._artifact_entries = tuple(
+            {"artifactId": a.id or None, "revision": a.revision or None, "sha256": a.digest,
+             "validUntil": a.valid_until.isoformat().replace("+00:00", "Z")
+             if a.valid_until else None}
+            for a in self.artifacts)
         # What every decision of this Checker depends on, whatever the envelope (rule 15).
         self._fixed_dependencies = {
             "profile": {"id": self.profile.id, "revision": self.profile.revision,
@@ -338,11 +344,8 @@ class Checker:
             "profile": self._fixed_dependencies["profile"],
             "ontology": dict(ontology),
             "artifacts": [
-                {"artifactId": a.id or None, "revision": a.revision or None, "sha256": a.digest,
-                 "validUntil": a.valid_until.isoformat().replace("+00:00", "Z")
-                 if a.valid_until else None,
-                 "expiredAtEvaluation": bool(a.valid_until and at >= a.valid_until)}
-                for a in self.artifacts
+                {**entry, "expiredAtEvaluation": bool(a.valid_until and at >= a.valid_until)}
+                for a, entry in zip(self.artifacts, self._artifact_entries, strict=True)
             ],
             "capabilities": self._fixed_dependencies["capabilities"],
             "parameters": dict(sorted(params.items())),

@@ -13,9 +13,9 @@ import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from . import _resources
-from ._audit import Audit, Checkpoint, documents
 from ._checker import ENGINES, Checker
 from ._codes import finding
 from ._exceptions import ConfigurationError, ProfileError
@@ -35,7 +35,26 @@ class ExitStatus(enum.IntEnum):
     INTERNAL = 70
 
 
+class _Formatter(argparse.HelpFormatter):
+    # argparse builds formatters while it parses, and its default width comes from shutil,
+    # whose import (zlib, bz2, lzma) costs a cold check more than parsing the envelope.
+    def __init__(self, prog: str, **options: Any) -> None:
+        if options.get("width") is None:
+            try:
+                options["width"] = int(os.environ["COLUMNS"]) - 2
+            except (KeyError, ValueError):
+                try:
+                    options["width"] = os.get_terminal_size(sys.__stdout__.fileno()).columns - 2
+                except (AttributeError, ValueError, OSError):
+                    options["width"] = 78
+        super().__init__(prog, **options)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **options: Any) -> None:
+        options.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **options)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
@@ -226,6 +245,8 @@ def audit(argv: Sequence[str]) -> int:
         print(f"ioa-check: {opts.output}: cannot be written: {exc.strerror}", file=sys.stderr)
         return ExitStatus.USAGE
     try:
+        from ._audit import Audit, Checkpoint, documents
+
         checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None
         run = Audit(checker, checkpoint)
         items = documents(opts.paths, limits=checker.limits)
