@@ -44,9 +44,9 @@ class _Formatter(argparse.HelpFormatter):
                 options["width"] = int(os.environ["COLUMNS"]) - 2
             except (KeyError, ValueError):
                 try:
-                    options["width"] = os.get_terminal_size(sys.__stdout__.fileno()).columns - 2
+                    options["width"] = os.get_terminal_size(sys.__stdout__.fileno()).columns - 2  # type: ignore[union-attr]
                 except (AttributeError, ValueError, OSError):
-                    options["width"] = 78
+                    options["width"] = 78  # shutil's fallback, 80 columns, less argparse's 2
         super().__init__(prog, **options)
 
 
