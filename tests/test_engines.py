@@ -254,7 +254,8 @@ REPEATS = {
 
 @pytest.mark.parametrize("name", sorted(REPEATS))
 def test_a_repeated_member_name_is_never_answered_by_the_compiled_path(name: str) -> None:
-    """R-5.4-1: duplicate keys are invalid whichever engine reads them."""
+    """Duplicate keys are invalid whichever engine reads them (the requirements' security
+    hardening: no parser differentials; R-5.4-1 checks run only on what intake accepts)."""
     where, member = REPEATS[name]
     data = _repeat_member(ENVELOPE_TEXT, where, member).encode()
     assert read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY) is None
