@@ -90,22 +90,23 @@ class Task(NamedTuple):
         return self.parameters.get(name)
 
 
+_PROFILE_CONTEXT = IOA + "profileContext"
+# Task parameter names and the profileContext properties that give them.
+_TASK_PARAMETERS = (("sourceLang", IOA + "sourceLang"), ("targetLang", IOA + "targetLang"),
+                    ("domain", IOA + "domain"), ("inputMediaType", IOA + "inputs"),
+                    ("outputMediaType", IOA + "outputs"))
+
+
 def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
     """The contract's table: --param first, then the envelope's profileContext."""
     params: dict[str, str] = {}
     origin: dict[str, str] = {}
-    contexts = node.get(IOA + "profileContext", [])
+    contexts = node.get(_PROFILE_CONTEXT, ())
     context = contexts[0] if contexts and isinstance(contexts[0], dict) else {}
-
-    def values(prop: str) -> tuple[str, ...]:
-        return tuple(sorted({str(v.get("@value", v.get("@id"))) for v in context.get(IOA + prop, [])}))
-
-    for name, prop in (("sourceLang", "sourceLang"), ("targetLang", "targetLang"),
-                       ("domain", "domain"), ("inputMediaType", "inputs"),
-                       ("outputMediaType", "outputs")):
-        found = values(prop)
+    for name, prop in _TASK_PARAMETERS:
+        found = {str(v.get("@value", v.get("@id"))) for v in context.get(prop, ())}
         if len(found) == 1:
-            params[name], origin[name] = found[0], "envelope"
+            params[name], origin[name] = found.pop(), "envelope"
     for name, value in overrides.items():
         params[name], origin[name] = value, "--param"
     return Task(params, origin)
@@ -230,9 +231,10 @@ def _context_domains(dataset: Dataset) -> Iterator[Finding]:
 
 
 def _binding_senses(dataset: Dataset, profile: Profile) -> Iterator[Finding]:
-    for (term, sense), rows in sorted(group(
-            ({**r, "key": (r["term"], r["sense"])} for r in dataset.select("binding_senses")),
-            "key").items()):
+    by_binding: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
+    for row in dataset.select("binding_senses"):
+        by_binding.setdefault((row["term"], row["sense"]), []).append(row)
+    for (term, sense), rows in sorted(by_binding.items()):
         domains = sorted({r["domain"] for r in rows if r["domain"]})
         if not rows[0]["known"] and not domains:
             yield finding("domain.unknown-sense",
