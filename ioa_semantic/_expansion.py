@@ -615,6 +615,8 @@ def _member_plan(key: str, active: ActiveContext, schemes: frozenset[str],
 def expand_restricted(
     document: dict[str, Any], active: ActiveContext, schemes: frozenset[str],
     single_valued: frozenset[str] = frozenset(),
+    *,
+    ordered: bool = False,
 ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], dict[str, Any], str]], int] | None:
     """The expanded top node, ``(node, compact, pointer)`` of every node, and the colons
     counted on the way (members and colons in strings, the top ``@context`` left out: see
@@ -622,6 +624,8 @@ def expand_restricted(
 
     ``single_valued`` are the properties the shapes allow once (sh:maxCount 1): the compact
     form spells those as one value, never an array, and anything else goes the reference way.
+    With ``ordered``, members are taken in pyld's order (sorted by name), so that the node
+    equals pyld's member for member and in the same order.
     """
     located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
     colons = 0
@@ -639,7 +643,7 @@ def expand_restricted(
         colons += len(obj)
         out: dict[str, Any] = {}
         located.append((out, obj, pointer))
-        for key, value in obj.items():
+        for key, value in sorted(obj.items()) if ordered else obj.items():
             plan = plans.get(key, _MISSING)
             if plan is _MISSING:
                 plan = _member_plan(key, active, schemes, single_valued)

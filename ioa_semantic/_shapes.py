@@ -548,14 +548,18 @@ class ShapeSet:
                 checks.update(by_subject.get(prop, ()))
         return tuple(checks)
 
-    def schema(self, kind: str) -> Any:
-        """The compact-form JSON Schema validator of ``kind``, built (and imported) on first use."""
-        if kind not in self._schemas:
-            from jsonschema import Draft202012Validator
+    def schema(self, kind: str) -> tuple[Any, dict[str, Any]]:
+        """The compact-form JSON Schema of ``kind`` and its validator, built on first use.
 
-            self._schemas[kind] = Draft202012Validator(_inline_refs(
-                _resources.read_json("shapes", f"{kind}.schema.json")))
-        return self._schemas[kind]
+        jsonschema-rs validates; `jsonschema` reads the same schemas in the tests, which hold
+        the two to the same findings. Loaded only when a document takes the reference path.
+        """
+        if kind not in self._schemas:
+            import jsonschema_rs
+
+            schema = _inline_refs(_resources.read_json("shapes", f"{kind}.schema.json"))
+            self._schemas[kind] = (jsonschema_rs.Draft202012Validator(schema), schema)
+        return self._schemas[kind]  # type: ignore[no-any-return]
 
     def targets(self, here: Located, parents: Iterable[tuple[str, Located]],
                 family: str) -> list[NodeShape]:
@@ -595,19 +599,43 @@ class ShapeSet:
         return out
 
     def schema_findings(self, kind: str, document: dict[str, Any]) -> list[Finding]:
-        validator = self.schema(kind)
-        family = validator.schema["x-family"]
-        out: list[Finding] = []
-        for error in validator.iter_errors(document):
-            pointer = "".join(
-                "/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
-            code, message = _schema_error(family, error, pointer)
-            if code.endswith(".legacy-key") and isinstance(error.instance, dict):
-                out.extend(finding(code, message, f"{pointer}/{key}")
-                           for key in ("id", "type") if key in error.instance)
-                continue
-            out.append(finding(code, message, pointer))
-        return out
+        validator, schema = self.schema(kind)
+        return schema_error_findings(schema, (
+            SchemaError.at(schema, e.schema_path, e.instance_path, e.instance)
+            for e in validator.iter_errors(document)))
+
+
+class SchemaError(NamedTuple):
+    """What a finding needs from one JSON Schema error, whichever validator reported it."""
+
+    keyword: str
+    value: Any  # the keyword's value in the schema (the names ``required`` lists)
+    path: tuple[str | int, ...]  # where in the document
+    instance: Any
+
+    @classmethod
+    def at(cls, schema: dict[str, Any], schema_path: Iterable[str | int],
+           instance_path: Iterable[str | int], instance: Any) -> SchemaError:
+        location: Any = schema
+        for step in schema_path:
+            location = location[step]
+        steps = tuple(schema_path)
+        return cls(str(steps[-1]), location, tuple(instance_path), instance)
+
+
+def schema_error_findings(schema: dict[str, Any], errors: Iterable[SchemaError]) -> list[Finding]:
+    family = schema["x-family"]
+    out: list[Finding] = []
+    for error in errors:
+        pointer = "".join(
+            "/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.path)
+        code, message = _schema_error(family, error, pointer)
+        if code.endswith(".legacy-key") and isinstance(error.instance, dict):
+            out.extend(finding(code, message, f"{pointer}/{key}")
+                       for key in ("id", "type") if key in error.instance)
+            continue
+        out.append(finding(code, message, pointer))
+    return out
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -644,11 +672,11 @@ _SCHEMA_CODE = {
 }
 
 
-def _schema_error(family: str, error: Any, pointer: str) -> tuple[str, str]:
-    kind = _SCHEMA_CODE.get(error.validator, "type")
+def _schema_error(family: str, error: SchemaError, pointer: str) -> tuple[str, str]:
+    kind = _SCHEMA_CODE.get(error.keyword, "type")
     where = pointer or "the document"
-    if kind == "missing" and error.validator == "required":
-        missing = [m for m in error.validator_value if m not in error.instance]
+    if kind == "missing" and error.keyword == "required":
+        missing = [m for m in error.value if m not in error.instance]
         return f"{family}.missing", f"{where} has no {', '.join(missing)} member"
     if kind == "legacy-key":
         keys = [k for k in ("id", "type") if isinstance(error.instance, dict) and k in error.instance]

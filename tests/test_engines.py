@@ -24,7 +24,7 @@ from ioa_semantic._baseline import read_document, read_document_compiled
 from ioa_semantic._checker import shapes
 from ioa_semantic._expansion import ContextPolicy
 
-from support import CONFORMANCE, case_options, envelope_62
+from support import CONFORMANCE, case_options, envelope_62, registration_63
 
 CASES = Path(__file__).resolve().parent / "cases"
 AT = datetime(2026, 6, 1, tzinfo=UTC)
@@ -314,3 +314,97 @@ def test_where_the_compiled_path_reads_a_text_the_strict_parser_reads_the_same(
         strict = parse(bytes(text))
         assert strict.ok
         assert strict.document == fast.document
+
+
+# --- the restricted walk inside the reference path ---------------------------------------------
+# A document that fails only its shapes still expands in the common subset; the reference
+# path then takes the walk's node instead of running pyld, so the two must agree exactly.
+
+registration_fields = st.sampled_from(["@id", "@type", "inputs", "outputs", "label", "type",
+                                       "ontologyId", "ontologyVersion", "providedBy", "extra"])
+
+
+@st.composite
+def registrations(draw: st.DrawFn) -> Any:
+    doc = registration_63()
+    doc["@context"].update(draw(context_extras))
+    if draw(st.booleans()):
+        doc["@context"]["ontologyId"] = {"@id": "ioa:ontologyId", "@type": "@id"}
+        doc["@context"]["providedBy"] = {"@id": "ioa:providedBy", "@type": "@id"}
+    for field in draw(st.lists(registration_fields, max_size=3)):
+        if draw(st.booleans()):
+            doc.pop(field, None)
+        else:
+            doc[field] = draw(st.one_of(values, st.lists(st.sampled_from(
+                ["text/plain", "text", "", "application/json; charset=utf-8"]), max_size=3)))
+    return dict(reversed(list(doc.items()))) if draw(st.booleans()) else doc
+
+
+def _walked(doc: Any) -> Any:
+    from ioa_semantic._baseline import _expanded_restricted
+
+    if not isinstance(doc, dict) or "@context" not in doc:
+        return None
+    return _expanded_restricted(doc, (), POLICY, None)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(envelopes(), plausible_envelopes(), registrations()))
+def test_where_the_walk_expands_a_document_pyld_gives_the_same_node_in_the_same_order(
+        doc: Any) -> None:
+    from ioa_semantic._expansion import expand
+
+    walked = _walked(doc)
+    if walked is None:
+        return
+    reference = expand(doc)
+    assert reference.dropped == ()
+    assert json.dumps(walked.nodes) == json.dumps(reference.nodes)
+
+
+@pytest.mark.parametrize("member", [("inputs", ["text"]), ("outputs", []), ("@type", "ioa:Intent"),
+                                    ("@type", ["ioa:Capability", "ioa:Intent"])])
+def test_a_registration_failing_only_its_shapes_is_expanded_by_the_walk(
+        member: tuple[str, Any]) -> None:
+    """Without this the test above could pass by the walk never answering."""
+    doc = registration_63()
+    doc[member[0]] = member[1]
+    assert _walked(doc) is not None
+    result = read_document(json.dumps(doc).encode(), "registration", shapes=SHAPES, policy=POLICY)
+    assert result.rejected
+
+
+# --- the compact-form schemas: jsonschema-rs reports what jsonschema reports -------------------
+
+
+def _findings_by_jsonschema(kind: str, doc: Any) -> list[Any]:
+    from jsonschema import Draft202012Validator
+
+    from ioa_semantic._shapes import SchemaError, schema_error_findings
+
+    _, schema = SHAPES.schema(kind)
+    errors = (SchemaError(e.validator, e.validator_value, tuple(e.absolute_path), e.instance)
+              for e in Draft202012Validator(schema).iter_errors(doc))
+    return sorted(schema_error_findings(schema, errors))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(envelopes().map(lambda d: ("envelope", d)),
+                 registrations().map(lambda d: ("registration", d)),
+                 st.tuples(st.sampled_from(["envelope", "registration"]),
+                           st.dictionaries(fields | registration_fields, values, max_size=4))))
+def test_the_schema_findings_are_those_jsonschema_reports(case: tuple[str, Any]) -> None:
+    kind, doc = case
+    assert sorted(SHAPES.schema_findings(kind, doc)) == _findings_by_jsonschema(kind, doc)
+
+
+def test_the_schema_findings_name_what_is_wrong() -> None:
+    """A fixed example, so the property above cannot pass on two empty lists."""
+    doc = registration_63()
+    del doc["@context"]
+    doc["outputs"], doc["type"] = [5], "Capability"
+    found = {(f.code, f.path) for f in SHAPES.schema_findings("registration", doc)}
+    assert found == {("registration.missing", ""), ("registration.type", "/outputs"),
+                     ("registration.legacy-key", "/type")}
+    assert sorted(SHAPES.schema_findings("registration", doc)) == \
+        _findings_by_jsonschema("registration", doc)
