@@ -76,11 +76,17 @@ def warm(rounds: int) -> None:
 
     from ioa_semantic import Checker, _resources
 
-    inputs = [("6.2 envelope, profile only", ENVELOPE_62.read_bytes(), {}, {})]
+    inputs = [("6.2 envelope, profile only", ENVELOPE_62.read_bytes(), {}, {}, "compatible")]
     if CASE.exists():
         inputs.append(("12.1 case, provider + artifact", (CASE / "envelope.jsonld").read_bytes(),
                        PARAMS, {"capabilities": [CASE / "provider.jsonld"],
-                                "alignments": [CASE / "align0.json"]}))
+                                "alignments": [CASE / "align0.json"]}, "compatible"))
+    # A malformed envelope takes the reporting path, which names every reason: what a
+    # sender of bad input costs the receiver.
+    malformed = json.loads(ENVELOPE_62.read_bytes())
+    del malformed["intentRef"]
+    inputs.append(("6.2 without intentRef (invalid)", json.dumps(malformed).encode(), {}, {},
+                   "invalid"))
     from jsonschema import Draft202012Validator
 
     # Built once, as a careful naive user would; validate() would rebuild it on every call.
@@ -89,13 +95,13 @@ def warm(rounds: int) -> None:
                                   format="turtle")
     print(f"\nwarm Checker.check(), {rounds} rounds, milliseconds")
     print(f"{'input':32} {'engine':10} {'p50':>8} {'p99':>8} {'vs naive p50':>13} {'p99':>6}")
-    for name, data, params, offered in inputs:
+    for name, data, params, offered, expected in inputs:
         compiled = Checker("cs-translation", engine="compiled", cache_size=0, **offered)
         reference = Checker("cs-translation", engine="reference", cache_size=0, **offered)
         verdicts = {compiled.check(data, params=params, at=AT).verdict.value,
                     reference.check(data, params=params, at=AT).verdict.value,
                     naive_check(reference, schema, shapes, data, params)}
-        assert verdicts == {"compatible"}, verdicts
+        assert verdicts == {expected}, verdicts
         naive = percentiles(lambda r=reference, d=data, p=params: naive_check(r, schema, shapes, d, p),
                             max(rounds // 20, 50))
         rows = [("compiled", percentiles(lambda c=compiled, d=data, p=params: c.check(

@@ -66,11 +66,14 @@ def read_document(
     permitted_types: frozenset[str] = frozenset(),
     limits: Limits | None = None,
     retriever: Any = None,
+    walk: bool = False,
 ) -> Baseline:
     """Run the baseline stages on one envelope or registration.
 
     ``retriever`` (a :class:`~ioa_semantic._retrieval.Retriever`) fetches remote contexts
-    when a retrieval policy allows them; without one they are prohibited retrievals.
+    when a retrieval policy allows them; without one they are prohibited retrievals. With
+    ``walk`` (the compiled engine), a document the restricted walk can expand is not given
+    to pyld; the reference engine always runs pyld.
     """
     if isinstance(data, dict):
         # An already parsed document still passes the limits; its duplicate keys are gone.
@@ -98,7 +101,9 @@ def read_document(
     try:
         # pyld ignores a context's @base when there is no document base; an allowed @base
         # gets a reserved base that nothing can mean, and what resolves against it is relative.
-        expansion = _expanded_restricted(document, review.findings, policy, retriever) or expand(
+        walked = _expanded_restricted(document, review.findings, policy, retriever) if walk \
+            else None
+        expansion = walked or expand(
             document, base=NO_BASE if policy.allow_base else None,
             document_loader=retriever.document_loader if retriever else None)
     except ExpansionError as exc:

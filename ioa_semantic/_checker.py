@@ -220,7 +220,8 @@ class Checker:
             compiled = read_document_compiled(data, kind, **options)
             if compiled is not None:
                 return compiled
-        return read_document(data, kind, retriever=retriever, **options)
+        return read_document(data, kind, retriever=retriever, walk=self.engine == "compiled",
+                             **options)
 
     def check(
         self,
