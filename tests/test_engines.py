@@ -408,3 +408,23 @@ def test_the_schema_findings_name_what_is_wrong() -> None:
                      ("registration.legacy-key", "/type")}
     assert sorted(SHAPES.schema_findings("registration", doc)) == \
         _findings_by_jsonschema("registration", doc)
+
+
+@pytest.mark.parametrize("text", ["", " ", "\t\n", "\x1c", "\x1f", "\x85", "\u00a0", "\u3000",
+                                  "\ufeff", "\u180e", "1.0", " 1 "])
+@pytest.mark.parametrize("kind", ["envelope", "registration"])
+def test_a_blank_ontology_version_is_blank_to_both_validators_as_python_reads_it(
+        kind: str, text: str) -> None:
+    """JSON Schema patterns are ECMA-262, whose white space differs from Python's at U+FEFF,
+    U+001C-U+001F and U+0085; the schemas spell the class out so that nothing changed when
+    jsonschema-rs took over, and the shapes (Python's re) agree."""
+    import re
+
+    doc = envelope_62() if kind == "envelope" else registration_63()
+    if kind == "registration":
+        doc["@context"]["ontologyVersion"] = "ioa:ontologyVersion"
+    doc["ontologyVersion"] = text
+    empty = ("envelope.empty" if kind == "envelope" else "registration.empty", "/ontologyVersion")
+    found = {(f.code, f.path) for f in SHAPES.schema_findings(kind, doc)}
+    assert (empty in found) == (re.search(r"\S", text) is None)
+    assert sorted(SHAPES.schema_findings(kind, doc)) == _findings_by_jsonschema(kind, doc)
