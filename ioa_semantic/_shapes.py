@@ -361,8 +361,18 @@ def _show(values: list[Any]) -> str:
 Conformance = Callable[[dict[str, Any]], bool]
 
 
-def _value_check(prop: PropertyShape) -> Callable[[Any], bool] | None:
-    """One function for every per-value constraint of a property shape (None: there are none)."""
+class _ValueCheck(NamedTuple):
+    """Every per-value constraint of a property shape, and the two value forms it can answer
+    without them: the restricted expansion yields {"@id": iri} and {"@value": "text"} nearly
+    always, and for those the constraints reduce to one pattern search, or to nothing."""
+
+    check: Callable[[Any], bool]
+    iri_fits: bool  # {"@id": iri} meets the node kind and datatype constraints
+    text_fits: bool  # {"@value": "text"} does
+    search: Callable[[str], Any] | None
+
+
+def _value_check(prop: PropertyShape) -> _ValueCheck | None:
     kinds = _NODE_KIND_OK[prop.node_kind] if prop.node_kind else None
     datatype, pattern = prop.datatype, prop.pattern
     if kinds is None and datatype is None and pattern is None:
@@ -379,102 +389,104 @@ def _value_check(prop: PropertyShape) -> Callable[[Any], bool] | None:
                 return False
         return True
 
-    # The restricted expansion yields {"@id": iri} and {"@value": "text"} nearly always; those
-    # two forms are answered here, with the same result, and every other value by ``check``.
-    iri_fits = (kinds is None or "IRI" in kinds) and datatype is None
-    text_fits = (kinds is None or "Literal" in kinds) and datatype in (None, XSD + "string")
-    search = pattern.search if pattern is not None else None
-
-    def check_common(value: Any) -> bool:
-        if type(value) is dict and len(value) == 1:
-            ident = value.get("@id")
-            if type(ident) is str:
-                if iri_fits and not ident.startswith("_:"):
-                    return search is None or search(ident) is not None
-                return check(value)
-            raw = value.get("@value")
-            if text_fits and type(raw) is str:
-                return search is None or search(raw) is not None
-        return check(value)
-
-    return check_common
+    return _ValueCheck(check,
+                       iri_fits=(kinds is None or "IRI" in kinds) and datatype is None,
+                       text_fits=(kinds is None or "Literal" in kinds)
+                       and datatype in (None, XSD + "string"),
+                       search=pattern.search if pattern is not None else None)
 
 
-def _property_conformance(prop: PropertyShape) -> Conformance:
+def _value_lines(value_check: _ValueCheck, index: int, names: dict[str, Any],
+                 is_type: bool) -> list[str]:
+    """Lines that check every value in ``values``: the two common forms inline, the rest by
+    the full per-value check (the same answers either way)."""
+    names[f"CHECK{index}"] = value_check.check
+    names[f"SEARCH{index}"] = value_check.search
+
+    def matched(indent: str) -> list[str]:
+        if value_check.search is None:
+            return []
+        return [f"{indent}if SEARCH{index}(text) is None: return False"]
+
+    if is_type:  # @type holds bare IRIs: each is checked as the IRI node it names
+        lines = ["for text in values:"]
+        if value_check.iri_fits:
+            lines += ["    if type(text) is str and not text.startswith('_:'):",
+                      *matched("        "), "        continue"]
+        return [*lines, f"    if not CHECK{index}({{'@id': text}}): return False"]
+    lines = ["for v in values:",
+             "    if type(v) is dict and len(v) == 1:",
+             "        text = v.get('@id')",
+             "        if type(text) is str:"]
+    if value_check.iri_fits:
+        lines += ["            if not text.startswith('_:'):", *matched("                "),
+                  "                continue"]
+    lines += [f"            if not CHECK{index}(v): return False", "            continue"]
+    if value_check.text_fits:
+        lines += ["        text = v.get('@value')", "        if type(text) is str:",
+                  *matched("            "), "            continue"]
+    return [*lines, f"    if not CHECK{index}(v): return False"]
+
+
+def _property_lines(prop: PropertyShape, index: int, names: dict[str, Any]) -> list[str]:
+    """The source lines that check one property shape on ``node``, returning False on a
+    violation; the constants they read are put in ``names``."""
     low = prop.min_count or 0
-    high = prop.max_count if prop.max_count is not None else 1 << 62
-    has_value = prop.has_value
     per_value = _value_check(prop)
-    path = prop.path
-    if path == RDF_TYPE:
-        # @type holds bare IRIs: every one is an IRI node, so only counts and hasValue apply.
-        def types_conform(node: dict[str, Any]) -> bool:
-            types = node.get("@type", ())
-            if not low <= len(types) <= high:
-                return False
-            if has_value is not None and has_value not in types:
-                return False
-            if per_value is not None:
-                for t in types:
-                    if not per_value({"@id": t}):
-                        return False
-            return True
-
-        return types_conform
-
-    def conforms(node: dict[str, Any]) -> bool:
-        values = node.get(path, ())
-        if not low <= len(values) <= high:
-            return False
-        if has_value is not None:
-            for v in values:
-                if isinstance(v, dict) and v.get("@id") == has_value:
-                    break
-            else:
-                return False
-        if per_value is not None:
-            for v in values:
-                if not per_value(v):
-                    return False
-        return True
-
-    return conforms
+    is_type = prop.path == RDF_TYPE
+    names[f"PATH{index}"] = "@type" if is_type else prop.path
+    # A property shape with no minimum and no required value holds when the node lacks the
+    # property: its checks run only when the member is there.
+    optional = not low and prop.has_value is None
+    body: list[str] = []
+    if low:
+        body.append(f"if len(values) < {low}: return False")
+    if prop.max_count is not None:
+        body.append(f"if len(values) > {prop.max_count}: return False")
+    if prop.has_value is not None:
+        names[f"HAS{index}"] = prop.has_value
+        if is_type:
+            body.append(f"if HAS{index} not in values: return False")
+        else:
+            body += ["for v in values:",
+                     f"    if isinstance(v, dict) and v.get('@id') == HAS{index}: break",
+                     "else:",
+                     "    return False"]
+    if per_value is not None:
+        body += _value_lines(per_value, index, names, is_type)
+    if not body:
+        return []
+    if optional:
+        return [f"values = node.get(PATH{index})", "if values is not None:",
+                *(f"    {line}" for line in body)]
+    return [f"values = node.get(PATH{index}, ())", *body]
 
 
 def compile_conformance(shape: NodeShape) -> Conformance:
     """A function that says whether a node conforms to ``shape``, with the same semantics as
-    :func:`evaluate_node` finding no violation (the tests hold the two together)."""
-    kinds = _NODE_KIND_OK[shape.node_kind] if shape.node_kind else None
-    allowed = shape.allowed if shape.closed else None
-    # A property shape with no minimum and no required value holds when the node lacks the
-    # property, so it runs only for the members a node has: most shapes list many optional
-    # properties, and a node uses few.
-    always: list[Conformance] = []
-    when_present: dict[str, list[Conformance]] = {}
-    for prop in shape.properties:
-        check = _property_conformance(prop)
-        if prop.min_count or prop.has_value is not None:
-            always.append(check)
-        else:
-            when_present.setdefault("@type" if prop.path == RDF_TYPE else prop.path,
-                                    []).append(check)
+    :func:`evaluate_node` finding no violation (the tests hold the two together).
 
-    def conforms(node: dict[str, Any]) -> bool:
-        if kinds is not None and _kind(node) not in kinds:
-            return False
-        for key in node:
-            if allowed is not None and key[:1] != "@" and key not in allowed:
-                return False
-            present = when_present.get(key)
-            if present is not None:
-                for check in present:
-                    if not check(node):
-                        return False
-        for check in always:  # noqa: SIM110 (a loop: no generator on the hot path)
-            if not check(node):
-                return False
-        return True
-
+    The function is generated as Python source, one straight run of checks per shape: a node
+    then costs one call, not one per property shape and member.
+    """
+    names: dict[str, Any] = {"_kind": _kind}
+    lines: list[str] = []
+    if shape.node_kind:
+        names["KINDS"] = frozenset(_NODE_KIND_OK[shape.node_kind])
+        lines.append("if _kind(node) not in KINDS: return False")
+    if shape.closed:
+        names["ALLOWED"] = shape.allowed
+        # Keywords are outside the closed set; a node of IRIs, @id and @type passes in C.
+        names["ALLOWED_AND_KEYWORDS"] = shape.allowed | {"@id", "@type"}
+        lines += ["if not ALLOWED_AND_KEYWORDS.issuperset(node):",
+                  "    for key in node:",
+                  "        if key[:1] != '@' and key not in ALLOWED: return False"]
+    for index, prop in enumerate(shape.properties):
+        lines += _property_lines(prop, index, names)
+    source = "def conforms(node):\n" + "".join(f"    {line}\n" for line in lines) + \
+        "    return True\n"
+    exec(compile(source, f"<conformance of {shape.name}>", "exec"), names)
+    conforms: Conformance = names["conforms"]
     return conforms
 
 

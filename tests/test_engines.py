@@ -10,6 +10,7 @@ R-5.4-4, R-6.1-1, R-6.1-5, R-6.1-6, R-7.1-1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -428,3 +429,213 @@ def test_a_blank_ontology_version_is_blank_to_both_validators_as_python_reads_it
     found = {(f.code, f.path) for f in SHAPES.schema_findings(kind, doc)}
     assert (empty in found) == (re.search(r"\S", text) is None)
     assert sorted(SHAPES.schema_findings(kind, doc)) == _findings_by_jsonschema(kind, doc)
+
+
+# --- the generated conformance functions against the shape evaluator ---------------------------
+
+
+def _set(path: tuple[str | int, ...], value: Any) -> Any:
+    def edit(doc: dict[str, Any]) -> None:
+        target: Any = doc
+        for step in path[:-1]:
+            target = target[step]
+        if value is _DROP:
+            target.pop(path[-1], None)
+        else:
+            target[path[-1]] = value
+    return edit
+
+
+_DROP = object()
+# Edits the walk still expands, each against one constraint kind of the shapes: counts,
+# hasValue, node kind, datatype, pattern, closed.
+ENVELOPE_EDITS = [
+    _set(("ontologyId",), ["cs:A", "cs:B"]), _set(("ontologyVersion",), ["1.0", "2.0"]),
+    _set(("ontologyVersion",), " "), _set(("ontologyVersion",), "\u3000"),
+    _set(("intentRef",), ["cs:X", "cs:Y"]), _set(("intentRef",), _DROP),
+    _set(("capabilityRefs",), []), _set(("capabilityRefs",), _DROP),
+    _set(("@type",), ["ioa:SemanticProfile", "ioa:Context"]), _set(("@type",), "ioa:Context"),
+    _set(("@type",), _DROP), _set(("@id",), "urn:task:1"),
+    _set(("profileContext", "domain"), ["cs:A", "cs:B"]),
+    _set(("profileContext", "@type"), _DROP), _set(("profileContext", "@type"), "ioa:TermBinding"),
+    _set(("profileContext", "termBindings", 0, "term"), ""),
+    _set(("profileContext", "termBindings", 0, "term"), ["A", "B"]),
+    _set(("profileContext", "termBindings", 0, "sense"), _DROP),
+    _set(("profileContext", "termBindings", 0, "@type"), _DROP),
+    _set(("profileContext", "termBindings"), []),
+    _set(("profileContext", "intentRef"), "cs:X"),
+    _set(("ontologyVersion",), {"@id": "cs:V"}),
+]
+REGISTRATION_EDITS = [
+    _set(("inputs",), ["text"]), _set(("inputs",), []), _set(("inputs",), _DROP),
+    _set(("outputs",), "text/plain"), _set(("outputs",), ["text/plain", "a b/c"]),
+    _set(("outputs",), ["text/plain; charset=utf-8"]), _set(("label",), ["a", "b"]),
+    _set(("label",), {"@id": "cs:L"}), _set(("@type",), ["ioa:Capability", "ioa:Intent"]),
+    _set(("@type",), _DROP), _set(("@id",), _DROP), _set(("@id",), "urn:cap:1"),
+    _set(("inputs",), [{"@id": "cs:Text"}]),
+]
+
+
+@st.composite
+def shape_edits(draw: st.DrawFn) -> tuple[str, Any]:
+    kind = draw(st.sampled_from(["envelope", "registration"]))
+    doc = envelope_62() if kind == "envelope" else registration_63()
+    edits = ENVELOPE_EDITS if kind == "envelope" else REGISTRATION_EDITS
+    for edit in draw(st.lists(st.sampled_from(edits), max_size=3)):
+        with contextlib.suppress(KeyError, IndexError, TypeError):
+            edit(doc)  # an earlier edit may have removed what this one changes
+    return kind, doc
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(envelopes().map(lambda d: ("envelope", d)),
+                 plausible_envelopes().map(lambda d: ("envelope", d)),
+                 registrations().map(lambda d: ("registration", d)), shape_edits()))
+def test_every_generated_conformance_function_agrees_with_the_shape_evaluator(
+        case: tuple[str, Any]) -> None:
+    """For every node the walk expands and every shape of its family: the compiled function
+    says it conforms exactly when the evaluator that reports violations finds none."""
+    from ioa_semantic._expansion import SenderTerms
+    from ioa_semantic._shapes import compile_conformance, evaluate_node, located_nodes
+
+    kind, doc = case
+    walked = _walked(doc)
+    if walked is None:
+        return
+    terms = SenderTerms()
+    for here in located_nodes(walked.nodes[0], doc, terms):
+        for shape in SHAPES.shapes.values():
+            if shape.family != kind:
+                continue
+            clean = not list(evaluate_node(shape, here, terms))
+            assert compile_conformance(shape)(here.node) == clean, (shape.name, here.node)
+
+
+def _conforming_nodes() -> list[tuple[str, dict[str, Any]]]:
+    """Every node of the draft envelope and of a registration using every optional member,
+    as the walk expands them: each conforms to every shape that targets it."""
+    from ioa_semantic._expansion import SenderTerms
+    from ioa_semantic._shapes import located_nodes
+
+    registration = registration_63()
+    registration["@context"].update({
+        "ontologyId": {"@id": "ioa:ontologyId", "@type": "@id"},
+        "ontologyVersion": "ioa:ontologyVersion", "sourceLang": "ioa:sourceLang",
+        "providedBy": {"@id": "ioa:providedBy", "@type": "@id"}})
+    registration.update({"ontologyId": "https://example.org/onto/agent-core",
+                         "ontologyVersion": "1.0", "sourceLang": "zh",
+                         "providedBy": "cs:Agent"})
+    found = []
+    for kind, doc in (("envelope", envelope_62()), ("registration", registration)):
+        walked = _walked(doc)
+        assert walked is not None
+        found += [(kind, here.node) for here in located_nodes(walked.nodes[0], doc,
+                                                              SenderTerms())]
+    return found
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_generated_conformance_functions_agree_on_every_value_form(
+        data: st.DataObject) -> None:
+    """One member of a conforming node replaced by values of every form, including those
+    the walk never yields (blank nodes, typed and language-tagged literals, numbers)."""
+    import copy
+
+    from ioa_semantic._expansion import SenderTerms
+    from ioa_semantic._shapes import RDF_TYPE, Located, compile_conformance, evaluate_node
+
+    kind, node = data.draw(st.sampled_from(_CONFORMING))
+    node = copy.deepcopy(node)
+    family = [s for s in SHAPES.shapes.values() if s.family == kind]
+    paths = sorted({p.path for s in family for p in s.properties} - {RDF_TYPE} | {"@type"})
+    iris = st.sampled_from(["https://example.org/onto/cs#A", "urn:x:1", "_:b0", "relative",
+                            "https://example.org/ioa/semantic#Capability",
+                            "https://example.org/ioa/semantic#SemanticProfile",
+                            "https://example.org/ioa/semantic#Context",
+                            "https://example.org/ioa/semantic#TermBinding"])
+    literal = st.one_of(
+        st.fixed_dictionaries({"@value": st.sampled_from(["", " ", "1.0", "text/plain", "zh",
+                                                          "a b/c", "\u3000", "x"])}),
+        st.fixed_dictionaries({"@value": st.one_of(st.integers(), st.booleans())}),
+        st.fixed_dictionaries({"@value": st.just("zh"), "@language": st.just("en")}),
+        st.fixed_dictionaries({"@value": st.just("1.0"), "@type": st.sampled_from(
+            ["http://www.w3.org/2001/XMLSchema#string",
+             "http://www.w3.org/2001/XMLSchema#integer"])}))
+    value = st.one_of(literal, st.fixed_dictionaries({"@id": iris}),
+                      st.fixed_dictionaries({"@id": iris, paths[-1]: st.just([{"@value": "x"}])}))
+    for path in data.draw(st.lists(st.sampled_from(paths), min_size=1, max_size=2)):
+        if data.draw(st.booleans()):
+            node.pop(path, None)
+        elif path == "@type":
+            node[path] = data.draw(st.lists(iris, max_size=2))
+        else:
+            node[path] = data.draw(st.lists(value, max_size=2))
+    here = Located(node, {}, "")
+    for shape in family:
+        clean = not list(evaluate_node(shape, here, SenderTerms()))
+        assert compile_conformance(shape)(node) == clean, (shape.name, node)
+
+
+_CONFORMING = _conforming_nodes()
+_VALUE_FORMS: list[Any] = [
+    {"@id": "https://example.org/onto/cs#A"}, {"@id": "urn:x:1"}, {"@id": "_:b0"},
+    {"@id": "relative"}, {"@id": "https://example.org/ioa/semantic#Capability"},
+    {"@value": ""}, {"@value": " "}, {"@value": "\u3000"}, {"@value": "1.0"},
+    {"@value": "text/plain"}, {"@value": "a b/c"}, {"@value": "zh"}, {"@value": 5},
+    {"@value": True}, {"@value": "zh", "@language": "en"},
+    {"@value": "1.0", "@type": "http://www.w3.org/2001/XMLSchema#string"},
+    {"@value": "1", "@type": "http://www.w3.org/2001/XMLSchema#integer"},
+    {"@id": "_:b1", "https://example.org/ioa/semantic#term": [{"@value": "x"}]},
+]
+
+
+def test_every_single_member_change_is_judged_alike_by_both() -> None:
+    """Each member of each conforming node set to one value of each form, one at a time
+    (and @type to each class or blank node): the compiled functions and the evaluator agree."""
+    import copy
+
+    from ioa_semantic._expansion import SenderTerms
+    from ioa_semantic._shapes import RDF_TYPE, Located, compile_conformance, evaluate_node
+
+    compiled = {name: compile_conformance(shape) for name, shape in SHAPES.shapes.items()}
+    checked = 0
+    for kind, conforming in _CONFORMING:
+        family = [s for s in SHAPES.shapes.values() if s.family == kind]
+        paths = sorted({p.path for s in family for p in s.properties} - {RDF_TYPE})
+        changes = [(path, [form]) for path in paths for form in _VALUE_FORMS]
+        changes += [("@type", [form["@id"]]) for form in _VALUE_FORMS if "@id" in form]
+        changes += [(path, []) for path in [*paths, "@type"]]
+        for path, values in changes:
+            node = copy.deepcopy(conforming)
+            node[path] = values
+            here = Located(node, {}, "")
+            for shape in family:
+                clean = not list(evaluate_node(shape, here, SenderTerms()))
+                assert compiled[shape.name](node) == clean, (shape.name, path, values)
+                checked += 1
+    assert checked > 1000
+
+
+def test_a_per_value_constraint_on_rdf_type_is_compiled_as_the_evaluator_reads_it() -> None:
+    """The shipped shapes constrain @type by count and hasValue only; a node kind and a
+    pattern on rdf:type take a branch of the compiler of their own."""
+    from ioa_semantic._expansion import SenderTerms
+    from ioa_semantic._shapes import Located, compile_conformance, compile_shapes, evaluate_node
+
+    shape = next(iter(compile_shapes("""
+        @prefix sh: <http://www.w3.org/ns/shacl#> .
+        @prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .
+        @prefix ioash: <https://ioa-semantic.org/ns/shapes#> .
+        ioash:TypedShape a sh:NodeShape ; ioash:family "registration" ; ioash:section "6.3" ;
+            sh:targetClass <https://x.example/Thing> ; sh:property ioash:TypedType .
+        ioash:TypedType sh:path rdf:type ; sh:nodeKind sh:IRI ; sh:pattern "Thing$" ;
+            ioash:section "6.3" ; sh:message "types are IRIs ending in Thing" .
+        """).values()))
+    conforms = compile_conformance(shape)
+    for types, expected in ((["https://x.example/Thing"], True), (["https://x.example/Other"], False),
+                            (["_:Thing"], False), ([], True)):
+        node = {"@id": "urn:x:1", "@type": types}
+        assert conforms(node) is expected, types
+        violations = list(evaluate_node(shape, Located(node, {}, ""), SenderTerms()))
+        assert (not violations) is expected, types
