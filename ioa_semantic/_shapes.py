@@ -398,34 +398,24 @@ def _value_check(prop: PropertyShape) -> _ValueCheck | None:
 
 def _value_lines(value_check: _ValueCheck, index: int, names: dict[str, Any],
                  is_type: bool) -> list[str]:
-    """Lines that check every value in ``values``: the two common forms inline, the rest by
-    the full per-value check (the same answers either way)."""
+    """Lines that check every value in ``values``: a common form that meets the constraints
+    is accepted inline, and anything else gets the full per-value check, which decides."""
     names[f"CHECK{index}"] = value_check.check
     names[f"SEARCH{index}"] = value_check.search
-
-    def matched(indent: str) -> list[str]:
-        if value_check.search is None:
-            return []
-        return [f"{indent}if SEARCH{index}(text) is None: return False"]
-
+    searched = f" and SEARCH{index}(text) is not None" if value_check.search else ""
     if is_type:  # @type holds bare IRIs: each is checked as the IRI node it names
-        lines = ["for text in values:"]
-        if value_check.iri_fits:
-            lines += ["    if type(text) is str and not text.startswith('_:'):",
-                      *matched("        "), "        continue"]
-        return [*lines, f"    if not CHECK{index}({{'@id': text}}): return False"]
-    lines = ["for v in values:",
-             "    if type(v) is dict and len(v) == 1:",
-             "        text = v.get('@id')",
-             "        if type(text) is str:"]
+        fast = (f"type(text) is str and not text.startswith('_:'){searched}"
+                if value_check.iri_fits else "False")
+        return ["for text in values:",
+                f"    if not ({fast}) and not CHECK{index}({{'@id': text}}): return False"]
+    forms = []
     if value_check.iri_fits:
-        lines += ["            if not text.startswith('_:'):", *matched("                "),
-                  "                continue"]
-    lines += [f"            if not CHECK{index}(v): return False", "            continue"]
+        forms.append(f"type(text := v.get('@id')) is str and not text.startswith('_:'){searched}")
     if value_check.text_fits:
-        lines += ["        text = v.get('@value')", "        if type(text) is str:",
-                  *matched("            "), "            continue"]
-    return [*lines, f"    if not CHECK{index}(v): return False"]
+        forms.append(f"type(text := v.get('@value')) is str{searched}")
+    fast = (f"type(v) is dict and len(v) == 1 and ({' or '.join(f'({f})' for f in forms)})"
+            if forms else "False")
+    return ["for v in values:", f"    if not ({fast}) and not CHECK{index}(v): return False"]
 
 
 def _property_lines(prop: PropertyShape, index: int, names: dict[str, Any]) -> list[str]:
