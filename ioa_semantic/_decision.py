@@ -78,6 +78,9 @@ class Task(NamedTuple):
 
     def for_capability(self, declared: Mapping[str, tuple[str, ...]]) -> Task:
         """Add the media type the vocabulary declares for one requested capability, if single."""
+        if not any(name not in self.parameters and len(values) == 1
+                   for name, values in declared.items()):
+            return self  # nothing to add: the task is read as it is
         merged = dict(self.parameters)
         origin = dict(self.origin)
         for name, values in declared.items():

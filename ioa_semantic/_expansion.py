@@ -633,9 +633,13 @@ def expand_restricted(
     memo = active.memo
 
     def reference(value: str, vocab: bool) -> str | None:
-        found = memo.get((value, vocab, schemes), _MISSING)
+        key = (value, vocab, schemes)
+        found = memo.get(key, _MISSING)
         if found is _MISSING:
-            return _restricted_iri(value, active, vocab, schemes)
+            # A fresh IRI (each registration's own @id) is expanded once, not looked up twice.
+            found = _expand_reference(value, active, vocab, schemes)
+            if len(memo) < _MEMO_LIMIT:
+                memo[key] = found
         return found  # type: ignore[return-value]
 
     def node(obj: dict[str, Any], pointer: str) -> dict[str, Any] | None:

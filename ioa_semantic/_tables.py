@@ -427,6 +427,7 @@ class TableDataset:
         self._ontology_ids: dict[Term, None] = {}
         self._versions: dict[Term, None] = {}
         self._index = index = _index(envelope_node)
+        self._selected: dict[str, list[Row]] = {}
         self._own_readings: dict[Term, tuple[RuleReading, ...]] = {}
         self._own_conditions: tuple[tuple[tuple[OrderKey, ...], Row], ...] = ()
         if _MAPPING_RULE in index:
@@ -469,10 +470,18 @@ class TableDataset:
         """Record the ontology id and version the envelope is read under."""
         self._ontology_ids[ontology[0]] = None
         self._versions[(ontology[1], XSD_STRING, None)] = None
+        self._selected.clear()
 
     def select(self, name: str) -> list[Row]:
-        """The rows ``Dataset.select(name)`` gives for this envelope."""
-        return _QUERIES[name](self)
+        """The rows ``Dataset.select(name)`` gives for this envelope.
+
+        Answers are kept until ``read_as`` changes what they read: the decision asks for
+        the task context's domains twice. Its steps read rows and never change them.
+        """
+        found = self._selected.get(name)
+        if found is None:
+            found = self._selected[name] = _QUERIES[name](self)
+        return found
 
     # --- the eight named queries ---------------------------------------------------------
 
