@@ -630,17 +630,6 @@ def expand_restricted(
     located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
     colons = 0
     plans = active.plans.setdefault((schemes, single_valued), {})
-    memo = active.memo
-
-    def reference(value: str, vocab: bool) -> str | None:
-        key = (value, vocab, schemes)
-        found = memo.get(key, _MISSING)
-        if found is _MISSING:
-            # A fresh IRI (each registration's own @id) is expanded once, not looked up twice.
-            found = _expand_reference(value, active, vocab, schemes)
-            if len(memo) < _MEMO_LIMIT:
-                memo[key] = found
-        return found  # type: ignore[return-value]
 
     def node(obj: dict[str, Any], pointer: str) -> dict[str, Any] | None:
         nonlocal colons
@@ -660,7 +649,8 @@ def expand_restricted(
                     return None
                 continue
             if plan is _ID:
-                ident = reference(value, False) if type(value) is str else None
+                ident = (_restricted_iri(value, active, False, schemes) if type(value) is str
+                         else None)
                 if ident is None:
                     return None
                 out["@id"] = ident
@@ -672,7 +662,8 @@ def expand_restricted(
                     return None
                 types = []
                 for name in names:
-                    iri = reference(name, True) if type(name) is str else None
+                    iri = (_restricted_iri(name, active, True, schemes) if type(name) is str
+                           else None)
                     if iri is None:
                         return None
                     types.append(iri)
@@ -692,7 +683,7 @@ def expand_restricted(
                 if kind is str:
                     colons += item.count(":")
                     if coerced:
-                        iri = reference(item, False)
+                        iri = _restricted_iri(item, active, False, schemes)
                         if iri is None:
                             return None
                         expanded.append({"@id": iri})
