@@ -57,7 +57,10 @@ _ONTOLOGY_ID, _ONTOLOGY_VERSION = IOA + "ontologyId", IOA + "ontologyVersion"
 
 def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None) -> tuple[Any, ...]:
     """What a registration declares about its capability, in a comparable form."""
-    ontology = tuple(_lexical(node, _ONTOLOGY_ID) + _lexical(node, _ONTOLOGY_VERSION))
+    if _ONTOLOGY_ID in node or _ONTOLOGY_VERSION in node:
+        ontology = tuple(_lexical(node, _ONTOLOGY_ID) + _lexical(node, _ONTOLOGY_VERSION))
+    else:
+        ontology = ()
     return (_media(node, _INPUTS), _media(node, _OUTPUTS), ontology or default_ontology)
 
 
@@ -67,10 +70,12 @@ def _lexical(node: dict[str, Any], prop: str) -> list[str]:
 
 def _media(node: dict[str, Any], prop: str) -> tuple[str, ...]:
     # Type and subtype compare case-insensitively; parameters exactly (contract).
-    texts = _lexical(node, prop)
-    if len(texts) == 1:  # the common case: no set to build, nothing to sort
-        return (_media_key(texts[0]),)
-    return tuple(sorted({_media_key(text) for text in texts}))
+    values = node.get(prop, ())
+    # Read here rather than through _lexical: the list it builds costs a large audit a
+    # few percent, measured.
+    if len(values) == 1:  # the common case: no set to build, nothing to sort
+        return (_media_key(str(values[0].get("@value", values[0].get("@id")))),)
+    return tuple(sorted({_media_key(str(v.get("@value", v.get("@id")))) for v in values}))
 
 
 @lru_cache(maxsize=1024)
