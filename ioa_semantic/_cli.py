@@ -35,18 +35,26 @@ class ExitStatus(enum.IntEnum):
     INTERNAL = 70
 
 
+def _columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` says, without importing shutil."""
+    try:
+        columns = int(os.environ.get("COLUMNS", 0))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class _Formatter(argparse.HelpFormatter):
     # argparse builds formatters while it parses, and its default width comes from shutil,
     # whose import (zlib, bz2, lzma) costs a cold check more than parsing the envelope.
     def __init__(self, prog: str, **options: Any) -> None:
         if options.get("width") is None:
-            try:
-                options["width"] = int(os.environ["COLUMNS"]) - 2
-            except (KeyError, ValueError):
-                try:
-                    options["width"] = os.get_terminal_size(sys.__stdout__.fileno()).columns - 2  # type: ignore[union-attr]
-                except (AttributeError, ValueError, OSError):
-                    options["width"] = 78  # shutil's fallback, 80 columns, less argparse's 2
+            options["width"] = _columns() - 2  # as argparse takes it from shutil
         super().__init__(prog, **options)
 
 

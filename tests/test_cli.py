@@ -190,3 +190,19 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path, fmt: str) -
     assert proc.wait(timeout=120) == 141
     assert b"many.jsonl" in first
     assert b"Traceback" not in stderr, stderr.decode()
+
+
+@pytest.mark.parametrize("columns", ["0", "50", "120", "wide", ""])
+def test_help_is_as_wide_as_argparse_would_make_it(columns: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI measures the terminal itself (importing shutil costs a cold check about 4 ms);
+    it must wrap help exactly as argparse's own formatter does."""
+    import argparse
+
+    from ioa_semantic._cli import build_parser
+
+    monkeypatch.setenv("COLUMNS", columns)
+    ours = build_parser()
+    theirs = build_parser()
+    theirs.formatter_class = argparse.HelpFormatter
+    assert ours.format_help() == theirs.format_help()
