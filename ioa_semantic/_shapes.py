@@ -487,7 +487,7 @@ class ShapeSet:
         self.shapes = compile_shapes(_resources.read_text("shapes", "baseline.ttl"))
         self.envelope = self.shapes[IOASH + "EnvelopeShape"]
         self.registration = self.shapes[IOASH + "RegistrationShape"]
-        self._schemas: dict[str, Any] = {}
+        self._schemas: dict[str, tuple[Any, dict[str, Any]]] = {}
         self._conformance = {name: compile_conformance(s) for name, s in self.shapes.items()}
         self._checks: dict[tuple[Any, ...], tuple[Conformance, ...]] = {}
         self.single_valued = {
@@ -561,7 +561,7 @@ class ShapeSet:
 
             schema = _inline_refs(_resources.read_json("shapes", f"{kind}.schema.json"))
             self._schemas[kind] = (jsonschema_rs.Draft202012Validator(schema), schema)
-        return self._schemas[kind]  # type: ignore[no-any-return]
+        return self._schemas[kind]
 
     def targets(self, here: Located, parents: Iterable[tuple[str, Located]],
                 family: str) -> list[NodeShape]:
@@ -618,10 +618,10 @@ class SchemaError(NamedTuple):
     @classmethod
     def at(cls, schema: dict[str, Any], schema_path: Iterable[str | int],
            instance_path: Iterable[str | int], instance: Any) -> SchemaError:
-        location: Any = schema
-        for step in schema_path:
-            location = location[step]
         steps = tuple(schema_path)
+        location: Any = schema
+        for step in steps:
+            location = location[step]
         return cls(str(steps[-1]), location, tuple(instance_path), instance)
 
 
