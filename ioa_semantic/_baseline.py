@@ -6,14 +6,13 @@ indeterminate when a remote context would be needed) or a clean expanded node re
 compatibility engine.
 """
 
-from __future__ import annotations
+# Annotations are evaluated at import (no __future__ import): see _findings.
 
 import json
+import sys
 import threading
 from collections import OrderedDict, defaultdict
 from typing import Any, Literal, NamedTuple
-
-import orjson
 
 from ._codes import finding
 from ._expansion import (
@@ -154,7 +153,7 @@ def read_document(
 
 # Reviews of inline contexts by (policy, context): senders repeat their context on every
 # envelope, and a context that passed once passes again under the same policy.
-_CONTEXTS: OrderedDict[tuple[ContextPolicy, bytes], tuple[ActiveContext, int] | None] = \
+_CONTEXTS: OrderedDict[tuple[ContextPolicy, bytes | str], tuple[ActiveContext, int] | None] = \
     OrderedDict()
 _CONTEXTS_LIMIT = 256
 _CONTEXTS_LOCK = threading.Lock()
@@ -162,11 +161,13 @@ _CONTEXTS_LOCK = threading.Lock()
 
 def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
     """The active context of a clean inline context, and its colons (see read_unproven)."""
-    # orjson's serialization is the cheapest exact key of parsed JSON (member order
-    # included: a reordered context is only a cache miss).
+    # A serialization is an exact key of parsed JSON (member order included: a reordered
+    # context is only a cache miss); orjson's is the cheapest, once something loaded it.
+    orjson = sys.modules.get("orjson")
     try:
-        key = (policy, orjson.dumps(context))
-    except (orjson.JSONEncodeError, TypeError):
+        key = (policy, orjson.dumps(context) if orjson is not None
+               else json.dumps(context, ensure_ascii=False))
+    except (ValueError, TypeError, RecursionError):  # orjson's JSONEncodeError is a TypeError
         return None
     with _CONTEXTS_LOCK:
         if key in _CONTEXTS:
@@ -207,21 +208,30 @@ def read_document_compiled(
     policy: ContextPolicy,
     permitted_types: frozenset[str] = frozenset(),
     limits: Limits | None = None,
+    strict: bool = False,
 ) -> Baseline | None:
     """The baseline stage for a well-formed document in the common subset, or None.
 
     It answers only when it can show the document clean: intake proven strict (orjson, and
-    every colon of the text accounted for on the walk), an inline context
+    every colon of the text accounted for on the walk; with ``strict``, the stdlib's strict
+    parser, which is slower but needs no proof and no orjson import), an inline context
     that passes the review, the restricted expansion, and no shape violation, extra type or
     ambiguous binding. Anything else (including every malformed document) returns None, and
     the caller runs :func:`read_document`, which reports every reason.
     """
     if isinstance(data, dict):
         return None
-    unproven = read_unproven(data, limits or Limits())
-    if unproven is None:
-        return None
-    document, colons = unproven
+    colons: int | None
+    if strict:
+        intake = parse(data, limits)
+        if not intake.ok:
+            return None
+        document, colons = intake.document, None
+    else:
+        unproven = read_unproven(data, limits or Limits())
+        if unproven is None:
+            return None
+        document, colons = unproven
     if type(document) is not dict or "@context" not in document:
         return None
     reviewed = _active_context(document["@context"], policy)
@@ -233,7 +243,7 @@ def read_document_compiled(
     if expanded is None:
         return None
     node, nodes, member_colons = expanded
-    if member_colons + context_colons != colons:
+    if colons is not None and member_colons + context_colons != colons:
         return None  # a member name repeated: the strict parser reports it
     located = list(map(Located._make, nodes))
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration

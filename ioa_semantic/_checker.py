@@ -143,6 +143,7 @@ class Checker:
         # The compiled engine answers the named queries from tables derived once, with the
         # compile queries, from the same quads the reference engine loads on every check.
         self._tables = CompiledTables.build(self._fixed) if engine == "compiled" else None
+        self._read_before = False
         self._cache: OrderedDict[tuple[Any, ...], Decision] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
@@ -217,7 +218,11 @@ class Checker:
                                    "permitted_types": self.profile.permitted_types,
                                    "limits": self.limits}
         if self.engine == "compiled" and retriever is None:
-            compiled = read_document_compiled(data, kind, **options)
+            # The first document is read with the stdlib's strict parser: importing orjson
+            # costs more than it saves on one document, and one is a command line's whole run.
+            compiled = read_document_compiled(data, kind, strict=not self._read_before,
+                                              **options)
+            self._read_before = True
             if compiled is not None:
                 return compiled
         return read_document(data, kind, retriever=retriever, walk=self.engine == "compiled",

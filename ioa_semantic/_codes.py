@@ -6,7 +6,7 @@ Checking code builds findings only through :func:`finding`, so an unregistered c
 that fails loudly in the tests rather than a silent new output.
 """
 
-from __future__ import annotations
+# Annotations are evaluated at import (no __future__ import): see _findings.
 
 from typing import NamedTuple
 

@@ -6,7 +6,7 @@ intent, sense or capability, an unaccepted version, or a mapping that cannot be 
 unambiguously leaves the result indeterminate (contract section 3).
 """
 
-from __future__ import annotations
+# Annotations are evaluated at import (no __future__ import): see _findings.
 
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -76,7 +76,7 @@ class Task(NamedTuple):
     parameters: Mapping[str, str]
     origin: Mapping[str, str] = MappingProxyType({})
 
-    def for_capability(self, declared: Mapping[str, tuple[str, ...]]) -> Task:
+    def for_capability(self, declared: Mapping[str, tuple[str, ...]]) -> "Task":
         """Add the media type the vocabulary declares for one requested capability, if single."""
         if not any(name not in self.parameters and len(values) == 1
                    for name, values in declared.items()):

@@ -8,7 +8,7 @@ relative reference stays relative (rule 1), reports every member that expansion 
 (rule 3), and checks that every IRI in the result is absolute and of an allowed scheme.
 """
 
-from __future__ import annotations
+# Annotations are evaluated at import (no __future__ import): see _findings.
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping

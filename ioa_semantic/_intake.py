@@ -6,7 +6,7 @@ duplicate member names (a parser differential: one reader keeps the first value,
 last), NaN and Infinity, and a top level that is not an object. It never raises on input.
 """
 
-from __future__ import annotations
+# Annotations are evaluated at import (no __future__ import): see _findings.
 
 import json
 import re
@@ -14,8 +14,6 @@ import threading
 from collections.abc import Callable
 from itertools import accumulate
 from typing import Any, NamedTuple
-
-import orjson
 
 from ._codes import finding
 from ._findings import Finding
@@ -213,6 +211,11 @@ def read_unproven(data: bytes | str, limits: Limits) -> tuple[Any, int] | None:
             or data.count(b"{") + data.count(b"[") > limits.max_depth
             or (data.find(b"\\") >= 0 and (b"\\u003a" in data or b"\\u003A" in data))):
         return None
+    # Imported here, not with the module: its import (about 20 ms, mostly the dataclasses
+    # and inspect modules it loads) is a sixth of a one-envelope command's whole run, which
+    # reads its one document with parse instead (see Checker.baseline).
+    import orjson
+
     try:
         return orjson.loads(data), data.count(b":")
     except orjson.JSONDecodeError:

@@ -7,7 +7,7 @@ stages as envelopes. A profile or registration that cannot be read is a configur
 error; a malformed artifact is excluded with a reason, never fatal (contract rule 9).
 """
 
-from __future__ import annotations
+# Annotations are evaluated at import (no __future__ import): see _findings.
 
 import hashlib
 import json

@@ -7,7 +7,7 @@ the tests hold this evaluation to pyshacl on the same shapes. The JSON Schemas c
 expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, JSON types.
 """
 
-from __future__ import annotations
+# Annotations are evaluated at import (no __future__ import): see _findings.
 
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -617,7 +617,7 @@ class SchemaError(NamedTuple):
 
     @classmethod
     def at(cls, schema: dict[str, Any], schema_path: Iterable[str | int],
-           instance_path: Iterable[str | int], instance: Any) -> SchemaError:
+           instance_path: Iterable[str | int], instance: Any) -> "SchemaError":
         steps = tuple(schema_path)
         location: Any = schema
         for step in steps:

@@ -18,7 +18,7 @@ mapping rules in any graph, so an envelope that states rules itself (through ign
 contributes rows under the envelope graph, as it does in the store.
 """
 
-from __future__ import annotations
+# Annotations are evaluated at import (no __future__ import): see _findings.
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -195,7 +195,7 @@ class CompiledTables(NamedTuple):
     conditions: tuple[tuple[tuple[OrderKey, ...], Row], ...]
 
     @classmethod
-    def build(cls, fixed_quads: Sequence[pyoxigraph.Quad]) -> CompiledTables:
+    def build(cls, fixed_quads: Sequence[pyoxigraph.Quad]) -> "CompiledTables":
         """Run every compile query once over the fixed quads."""
         store = pyoxigraph.Store()
         store.bulk_extend(fixed_quads)

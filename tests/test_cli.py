@@ -206,3 +206,56 @@ def test_help_is_as_wide_as_argparse_would_make_it(columns: str,
     theirs = build_parser()
     theirs.formatter_class = argparse.HelpFormatter
     assert ours.format_help() == theirs.format_help()
+
+
+def test_a_check_read_by_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    """``ioa-check *.jsonld | head -1``: the process ends as soon as its output is flushed
+    (see ``_cli.entry``); a reader gone before that is status 141, quietly."""
+    (tmp_path / "ok.jsonld").write_bytes(dumps(envelope_62()))
+    proc = subprocess.Popen([IOA_CHECK, *["ok.jsonld"] * 400, "--profile", "cs-translation",
+                             "--at", AT, "--format", "json"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = json.loads(proc.stdout.readline())
+    proc.stdout.close()
+    with proc.stderr:
+        stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert first["verdict"] == "compatible"
+    assert b"Traceback" not in stderr, stderr.decode()
+
+
+def test_every_line_of_a_long_run_is_written_before_the_quick_exit(tmp_path: Path) -> None:
+    (tmp_path / "ok.jsonld").write_bytes(dumps(envelope_62()))
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = run([*["ok.jsonld"] * 300, "--profile", "cs-translation", "--at", AT,
+                "--format", "json"], tmp_path, env=buffered)
+    assert proc.returncode == 0, proc.stderr
+    assert len(lines(proc)) == 300  # far more than one buffer: the last flush is not lost
+
+
+def test_a_one_envelope_command_does_not_import_orjson(tmp_path: Path) -> None:
+    """Its import is a sixth of a one-envelope run; the first document of a Checker is read
+    with the stdlib's strict parser instead."""
+    import sys
+
+    (tmp_path / "ok.jsonld").write_bytes(dumps(envelope_62()))
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "ioa_semantic", "ok.jsonld",
+                           "--profile", "cs-translation", "--at", AT], cwd=tmp_path,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.decode().splitlines()]
+    assert "ioa_semantic._checker" in imported
+    assert not [name for name in imported if name.startswith("orjson")]
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_importing_the_package_leaves_the_collector_as_it_found_it(collecting: bool) -> None:
+    import sys
+
+    script = ("import gc\n"
+              f"{'gc.enable()' if collecting else 'gc.disable()'}\n"
+              "import ioa_semantic\n"
+              "print(gc.isenabled())\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert proc.stdout.decode().strip() == str(collecting), proc.stderr

@@ -639,3 +639,38 @@ def test_a_per_value_constraint_on_rdf_type_is_compiled_as_the_evaluator_reads_i
         assert conforms(node) is expected, types
         violations = list(evaluate_node(shape, Located(node, {}, ""), SenderTerms()))
         assert (not violations) is expected, types
+
+
+def test_a_checkers_first_document_is_read_without_orjson_and_judged_alike() -> None:
+    """The first document takes the stdlib's strict parser (orjson's import would cost a
+    one-envelope command more than it saves); later ones take orjson. Same decision."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from datetime import UTC, datetime\n"
+        "from ioa_semantic import Checker\n"
+        "data = open('examples/envelope-6.2.jsonld', 'rb').read()\n"
+        "at = datetime(2026, 6, 1, tzinfo=UTC)\n"
+        "checker = Checker('cs-translation', cache_size=0)\n"
+        "first = checker.check(data, at=at)\n"
+        "before = 'orjson' in sys.modules\n"
+        "second = checker.check(data, at=at)\n"
+        "print(before, 'orjson' in sys.modules, first == second, first.verdict.value)\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                          timeout=60)
+    assert proc.stdout.decode().split() == ["False", "True", "True", "compatible"], proc.stderr
+
+
+def test_the_strict_read_answers_what_the_proven_read_answers() -> None:
+    data = ENVELOPE_TEXT.encode()
+    strict = read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY, strict=True)
+    proven = read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY)
+    assert strict is not None and proven is not None
+    assert strict.node == proven.node and strict.located == proven.located
+    for where, member in REPEATS.values():
+        repeated = _repeat_member(ENVELOPE_TEXT, where, member).encode()
+        assert read_document_compiled(repeated, "envelope", shapes=SHAPES, policy=POLICY,
+                                      strict=True) is None
