@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import enum
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -289,6 +290,10 @@ def run(argv: Sequence[str]) -> int:
     repeated = sorted({k for k in keys if keys.count(k) > 1})
     if repeated:
         parser.error(f"--param {', '.join(repeated)} given more than once")
+    # Building a Checker allocates what lives as long as the process; the collector's passes
+    # over it found nothing and cost a one-envelope run about 2.5 ms (measured).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         checker = Checker(opts.profile, capabilities=opts.capability, alignments=opts.alignment,
                           limits=Limits(opts.max_bytes, opts.max_depth),
@@ -304,6 +309,9 @@ def run(argv: Sequence[str]) -> int:
     except ConfigurationError as exc:
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
+    finally:
+        if collecting:
+            gc.enable()
     params = dict(opts.param)
     decisions = []
     for name in opts.envelopes:

@@ -8,7 +8,8 @@ descriptive evidence around it.
 
 # No ``from __future__ import annotations`` here or in the other modules that define
 # NamedTuples: typing compiles every string annotation of a NamedTuple field at import,
-# which cost a one-envelope command about 6 ms of its start-up (measured).
+# which cost a one-envelope command about 6 ms of its start-up (measured). Functions nested
+# in others quote their annotations instead, which would otherwise be built on every call.
 
 import enum
 from collections.abc import Mapping

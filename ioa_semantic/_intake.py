@@ -79,7 +79,7 @@ def _duplicate_keys() -> tuple[Callable[[list[tuple[str, Any]]], dict[str, Any]]
     """
     seen: dict[int, tuple[dict[str, Any], list[str]]] = {}
 
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def hook(pairs: "list[tuple[str, Any]]") -> "dict[str, Any]":
         obj = dict(pairs)
         if len(obj) != len(pairs):
             names: dict[str, int] = {}

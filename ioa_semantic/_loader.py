@@ -469,7 +469,7 @@ def registration_from_node(node: dict[str, Any], origin: str, index: int,
                            default_ontology: tuple[str, str] | None) -> Registration | str:
     """A registration from its expanded node, or why it names no ontology."""
 
-    def values(prop: str) -> list[str]:
+    def values(prop: str) -> "list[str]":
         return [v.get("@value", v.get("@id")) for v in node.get(IOA + prop, [])]
 
     ontology_id = values("ontologyId")

@@ -100,7 +100,7 @@ def compile_shapes(text: str) -> dict[str, NodeShape]:
         values = graph.get(subject, {}).get(predicate, [])
         return values[0].value if values else None
 
-    def many(subject: str, predicate: str) -> frozenset[str]:
+    def many(subject: str, predicate: str) -> "frozenset[str]":
         return frozenset(v.value for v in graph.get(subject, {}).get(predicate, []))
 
     shapes = {}
@@ -284,7 +284,7 @@ def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterat
     for prop in shape.properties:
         values = _values(here.node, prop.path)
 
-        def v(component: str, code: str, detail: str, index: int | None = None,
+        def v(component: str, code: str, detail: str, index: "int | None" = None,
               prop: PropertyShape = prop) -> Violation:
             if prop.path == RDF_TYPE:
                 name = "@type"

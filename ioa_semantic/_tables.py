@@ -200,7 +200,7 @@ class CompiledTables(NamedTuple):
         store = pyoxigraph.Store()
         store.bulk_extend(fixed_quads)
 
-        def select(name: str) -> list[tuple[Any, ...]]:
+        def select(name: str) -> "list[tuple[Any, ...]]":
             solutions = store.query(_resources.query(name))
             assert isinstance(solutions, pyoxigraph.QuerySolutions), name
             variables = [v.value for v in solutions.variables]
@@ -436,7 +436,7 @@ class TableDataset:
     def _read_own_rules(self, index: Index) -> None:
         """The mapping rules the envelope states itself, matched in the envelope graph."""
 
-        def values(subject: Term, predicate: str) -> list[Term]:
+        def values(subject: Term, predicate: str) -> "list[Term]":
             return list(index.get(predicate, {}).get(subject, {}))
 
         rules = [(artifact, rule) for artifact, found in index[_MAPPING_RULE].items()

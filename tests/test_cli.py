@@ -250,12 +250,18 @@ def test_a_one_envelope_command_does_not_import_orjson(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("collecting", [True, False])
-def test_importing_the_package_leaves_the_collector_as_it_found_it(collecting: bool) -> None:
+def test_importing_the_package_and_checking_leave_the_collector_as_they_found_it(collecting: bool) -> None:
     import sys
 
-    script = ("import gc\n"
+    script = ("import contextlib, gc, io\n"
               f"{'gc.enable()' if collecting else 'gc.disable()'}\n"
               "import ioa_semantic\n"
+              "print(gc.isenabled())\n"
+              "from ioa_semantic._cli import main\n"
+              "with contextlib.redirect_stdout(io.StringIO()):\n"
+              "    main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation'])\n"
               "print(gc.isenabled())\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
-    assert proc.stdout.decode().strip() == str(collecting), proc.stderr
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                          timeout=60)
+    assert proc.stdout.decode().split() == [str(collecting)] * 2, proc.stderr
