@@ -249,7 +249,10 @@ def read_document_compiled(
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration
     if not shapes.conforms(root_shape, node) or _extra_types(located, kind, permitted_types):
         return None
-    if kind == "envelope" and _ambiguous_bindings(located, SenderTerms()):
+    # The shapes allow one term and one sense a binding: only a node holding two bindings
+    # or more can bind a term twice.
+    if kind == "envelope" and any(len(node.get(_TERM_BINDINGS, ())) > 1 for node, _, _ in nodes) \
+            and _ambiguous_bindings(located, SenderTerms()):
         return None
     return Baseline((), document, node, tuple(located))
 

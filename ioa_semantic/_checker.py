@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from ._baseline import Baseline, read_document, read_document_compiled
 from ._codes import finding
-from ._decision import evaluate, task_from
+from ._decision import CompiledDecision, evaluate, task_from
 from ._exceptions import ConfigurationError, RegistrationError
 from ._expansion import ContextPolicy
 from ._findings import Decision, Finding, ProfileRef, Severity, Verdict, combine, sort_key
@@ -143,6 +143,8 @@ class Checker:
         # The compiled engine answers the named queries from tables derived once, with the
         # compile queries, from the same quads the reference engine loads on every check.
         self._tables = CompiledTables.build(self._fixed) if engine == "compiled" else None
+        self._decision = None if self._tables is None else CompiledDecision(
+            self._tables, self.profile, self.registrations, self.artifacts)
         self._read_before = False
         self._cache: OrderedDict[tuple[Any, ...], Decision] = OrderedDict()
         self._cache_size = cache_size
@@ -280,15 +282,20 @@ class Checker:
         if not baseline.rejected and baseline.node is not None:
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
             artifacts = (*self.artifacts, *fetched)
-            dataset: Any
-            if self._tables is not None and not fetched:
-                dataset = TableDataset(self._tables, baseline.node)
-            else:
-                dataset = Dataset(self._fixed, envelope_quads(baseline.node),
-                                  *(artifact_quads(a) for a in fetched if not a.malformed))
             task = task_from(baseline.node, params)
-            outcome = evaluate(dataset, baseline.node, self.profile, self.registrations,
-                               artifacts, task, at)
+            outcome = None
+            if self._decision is not None and not fetched and not baseline.findings:
+                # A clean baseline: its nodes hold only the shapes' properties.
+                outcome = self._decision.evaluate(baseline.node, task, at)
+            if outcome is None:
+                dataset: Any
+                if self._tables is not None and not fetched:
+                    dataset = TableDataset(self._tables, baseline.node)
+                else:
+                    dataset = Dataset(self._fixed, envelope_quads(baseline.node),
+                                      *(artifact_quads(a) for a in fetched if not a.malformed))
+                outcome = evaluate(dataset, baseline.node, self.profile, self.registrations,
+                                   artifacts, task, at)
             findings.extend(outcome.findings)
             # An artifact that could not be fetched matters where a mapping was needed and
             # not established (S4: unavailable, not absent); elsewhere it is a warning.

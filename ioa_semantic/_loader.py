@@ -31,6 +31,7 @@ PROFILE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:profile")
 DEFAULT_SCHEMES = frozenset({"https", "http", "urn"})
 # The task parameters of the contract's table; a profile may declare more.
 TASK_PARAMETERS = ("sourceLang", "targetLang", "domain", "inputMediaType", "outputMediaType")
+_TASK_PARAMETER_NAMES = frozenset(TASK_PARAMETERS)
 
 
 class VersionRelationship(NamedTuple):
@@ -90,7 +91,9 @@ class Profile(NamedTuple):
 
     @property
     def known_parameters(self) -> frozenset[str]:
-        return frozenset(TASK_PARAMETERS) | self.required_parameters | frozenset(
+        if not self.required_parameters and not self.parameter_values:
+            return _TASK_PARAMETER_NAMES  # most profiles: no set to build on every rule
+        return _TASK_PARAMETER_NAMES | self.required_parameters | frozenset(
             self.parameter_values)
 
     def single_ontology(self) -> tuple[str, str] | None:
@@ -332,8 +335,13 @@ class Artifact(NamedTuple):
         return bool(self.problems)
 
     @property
+    def graph_name(self) -> str:
+        """The IRI of the named graph that holds it (the decision compares these)."""
+        return f"urn:ioa-semantic:graph:artifact:{self.position}"
+
+    @property
     def graph(self) -> pyoxigraph.NamedNode:
-        return pyoxigraph.NamedNode(f"urn:ioa-semantic:graph:artifact:{self.position}")
+        return pyoxigraph.NamedNode(self.graph_name)
 
     def label(self) -> dict[str, Any]:
         return {"artifactId": self.id or None, "revision": self.revision or None,
@@ -440,8 +448,13 @@ class Registration(NamedTuple):
     target_langs: frozenset[str] = frozenset()
 
     @property
+    def graph_name(self) -> str:
+        """The IRI of the named graph that holds it (the decision compares these)."""
+        return f"urn:ioa-semantic:graph:registration:{self.position}"
+
+    @property
     def graph(self) -> pyoxigraph.NamedNode:
-        return pyoxigraph.NamedNode(f"urn:ioa-semantic:graph:registration:{self.position}")
+        return pyoxigraph.NamedNode(self.graph_name)
 
     def quads(self) -> list[pyoxigraph.Quad]:
         subject = pyoxigraph.NamedNode(self.iri)

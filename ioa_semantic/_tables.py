@@ -570,24 +570,8 @@ class TableDataset:
                 found = readings.get(key, ())
                 if own:
                     found = (*found, *own.get(key, ()))
-                if not found:
-                    continue
-                capability_order, capability = _shown(key)
-                for ontology in self._ontology_ids:
-                    for version in self._versions:
-                        for r in found:
-                            # ?requestedId = ?ontology && ?requestedVersion = ?version; the
-                            # second comparison can be an error, which leaves it unbound.
-                            matches = (False if r.requested_id != ontology
-                                       else None if not r.comparable
-                                       else r.requested_version == version)
-                            rows.append((
-                                (r.graph_order, capability_order, r.rule_order,
-                                 r.reverse_order, r.registration_order),
-                                {"artifactGraph": r.graph, "capability": capability,
-                                 "rule": r.rule, "offered": r.offered, "reverse": r.reverse,
-                                 "versionsMatch": matches, "registration": r.registration,
-                                 "trusted": r.trusted}))
+                if found:
+                    rows.extend(candidate_rows(found, key, self._ontology_ids, self._versions))
         return _ordered(rows)
 
     def _rule_conditions(self) -> list[Row]:
@@ -595,6 +579,25 @@ class TableDataset:
             return [dict(row) for _, row in self._tables.conditions]  # already in order
         return _ordered([(keys, dict(row)) for keys, row in (
             *self._tables.conditions, *self._own_conditions)])
+
+
+def candidate_rows(found: Iterable[RuleReading], key: Term, ontology_ids: Iterable[Term],
+                   versions: Iterable[Term]) -> Iterator[tuple[tuple[OrderKey, ...], Row]]:
+    """mapping_candidates' rows for one requested capability, with their ORDER BY keys."""
+    capability_order, capability = _shown(key)
+    for ontology in ontology_ids:
+        for version in versions:
+            for r in found:
+                # ?requestedId = ?ontology && ?requestedVersion = ?version; the second
+                # comparison can be an error, which leaves it unbound.
+                matches = (False if r.requested_id != ontology
+                           else None if not r.comparable
+                           else r.requested_version == version)
+                yield ((r.graph_order, capability_order, r.rule_order, r.reverse_order,
+                        r.registration_order),
+                       {"artifactGraph": r.graph, "capability": capability, "rule": r.rule,
+                        "offered": r.offered, "reverse": r.reverse, "versionsMatch": matches,
+                        "registration": r.registration, "trusted": r.trusted})
 
 
 _QUERIES: dict[str, Callable[[TableDataset], list[Row]]] = {

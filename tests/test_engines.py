@@ -715,3 +715,170 @@ def test_a_compiled_check_leaves_no_cyclic_garbage(kind: str) -> None:
         gc.set_debug(0)
         gc.garbage.clear()
     assert found == 0, garbage
+
+
+# --- the compiled decision ------------------------------------------------------------------
+
+CASE_121 = CONFORMANCE / "draft-12.1-accepted-mapping"
+
+
+def _fields(outcome: Any) -> tuple[Any, ...]:
+    return (outcome.findings, outcome.evidence, outcome.excluded, outcome.candidates,
+            outcome.ontology)
+
+
+def _both_decisions(checker: Checker, data: bytes, params: dict[str, str],
+                    at: datetime = AT) -> tuple[Any, Any] | None:
+    """The compiled decision's Outcome and evaluate's over a TableDataset, for a clean baseline."""
+    from ioa_semantic._decision import evaluate, task_from
+    from ioa_semantic._tables import TableDataset
+
+    baseline = checker.baseline(data, "envelope")
+    if baseline.findings or baseline.node is None:
+        return None
+    task = task_from(baseline.node, params)
+    assert checker._tables is not None and checker._decision is not None
+    fast = checker._decision.evaluate(baseline.node, task, at)
+    full = evaluate(TableDataset(checker._tables, baseline.node), baseline.node, checker.profile,
+                    checker.registrations, checker.artifacts, task, at)
+    return fast, full
+
+
+def _case_checker() -> Checker:
+    return Checker("cs-translation", cache_size=0, capabilities=[CASE_121 / "provider.jsonld"],
+                   alignments=[CASE_121 / "align0.json"])
+
+
+@pytest.mark.skipif(not CONFORMANCE.exists(), reason="needs ../shared")
+def test_the_compiled_decision_answers_the_draft_envelopes() -> None:
+    """R-7.1-1: the common envelope is judged from the tables, and judged as evaluate does."""
+    for checker, data, params, evidence in (
+            (COMPILED, ENVELOPE_TEXT.encode(), {}, 0),
+            (_case_checker(), (CASE_121 / "envelope.jsonld").read_bytes(),
+             {"sourceLang": "zh", "targetLang": "en"}, 1)):
+        pair = _both_decisions(checker, data, params)
+        assert pair is not None and pair[0] is not None
+        assert _fields(pair[0]) == _fields(pair[1])
+        assert pair[0].ontology["readAs"] == "1.0"
+        assert len(pair[0].evidence) == evidence  # 12.1: established through the artifact
+
+
+task_parameters = st.fixed_dictionaries({}, optional={
+    "sourceLang": st.sampled_from(["zh", "ZH", "en", "fr"]),
+    "targetLang": st.sampled_from(["en", "EN", "zh"]),
+    "inputMediaType": st.sampled_from(["text/plain", "TEXT/Plain", "text/html"]),
+    "domain": st.sampled_from(["https://example.org/onto/cs#ComputerScience", "x"]),
+})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plausible_envelopes(), task_parameters,
+       st.sampled_from([None, "https://example.org/align/cs-doc-v1", "https://example.org/other"]),
+       st.sampled_from([AT, datetime(2027, 6, 1, tzinfo=UTC)]))
+def test_where_the_compiled_decision_answers_it_gives_evaluates_outcome(
+        doc: Any, params: dict[str, str], alignment: str | None, at: datetime) -> None:
+    """R-7.1-1, R-7.3-1: with and without an offered provider and artifact, for every
+    parameter, alignmentRef and instant; where it does not answer, evaluate decides."""
+    if alignment is not None:
+        context = doc["@context"][0] if isinstance(doc["@context"], list) else doc["@context"]
+        context["alignmentRef"] = {"@id": "ioa:alignmentRef", "@type": "@id"}
+        doc["alignmentRef"] = alignment
+    data = json.dumps(doc).encode()
+    checkers = [COMPILED, CASE_CHECKER] if CASE_CHECKER is not None else [COMPILED]
+    for checker in checkers:
+        pair = _both_decisions(checker, data, params, at)
+        if pair is not None and pair[0] is not None:
+            assert _fields(pair[0]) == _fields(pair[1])
+
+
+CASE_CHECKER = _case_checker() if CONFORMANCE.exists() else None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plausible_envelopes())
+def test_the_compiled_decision_answers_every_clean_compatible_envelope(doc: Any) -> None:
+    """The hot path's guard: an envelope the reference engine finds compatible without a
+    single reason is never left to the slower evaluate."""
+    data = json.dumps(doc).encode()
+    decision = REFERENCE.check(data, at=AT)
+    if decision.verdict.value == "compatible" and not decision.findings:
+        pair = _both_decisions(COMPILED, data, {})
+        assert pair is not None and pair[0] is not None
+
+
+DISCRIMINATING_PROFILE = """
+@prefix iop: <https://ioa-semantic.org/ns/profile#> .
+@prefix ioa: <https://example.org/ioa/semantic#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix cs: <https://example.org/onto/cs#> .
+@prefix law: <https://example.org/onto/law#> .
+@prefix ext: <https://ext.example/ns#> .
+
+<https://example.org/profiles/test/two-domains> a iop:Profile ;
+    rdfs:label "permits two domains; intents and senses of every kind" ;
+    iop:revision "1" ;
+    iop:acceptsOntology [ iop:ontologyId <https://example.org/onto/agent-core> ;
+                          iop:ontologyVersion "1.0" ] ;
+    iop:permittedDomain cs:ComputerScience, law:Law .
+
+cs:ComputerScience a ioa:Domain .
+law:Law a ioa:Domain .
+ext:Elsewhere a ioa:Domain .
+cs:LargeLanguageModel a ioa:Concept ; ioa:inDomain cs:ComputerScience .
+law:MasterOfLaws a ioa:Concept ; ioa:inDomain law:Law .
+ext:Vague a ioa:Concept .
+ext:Alien a ioa:Concept ; ioa:inDomain ext:Elsewhere .
+cs:TechTranslation a ioa:Capability ; ioa:inputs "text/plain" ; ioa:outputs "text/plain" .
+ext:Summarize a ioa:Capability .
+cs:TranslateTechDoc a ioa:Intent ; ioa:requiresCapability cs:TechTranslation ;
+    ioa:appliesToDomain cs:ComputerScience .
+ext:Roam a ioa:Intent ; ioa:requiresCapability cs:TechTranslation .
+ext:Legal a ioa:Intent ; ioa:appliesToDomain law:Law .
+ext:Abroad a ioa:Intent ; ioa:appliesToDomain ext:Elsewhere .
+"""
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["bindings-restricted", "cross-domain"])
+def discriminating(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> tuple[Checker, Checker]:
+    path = tmp_path_factory.mktemp("profile") / "profile.ttl"
+    text = DISCRIMINATING_PROFILE
+    if request.param:
+        text = text.replace('iop:revision "1" ;', 'iop:revision "1" ; iop:crossDomainBindings true ;')
+    path.write_text(text)
+    return (Checker(str(path), engine="compiled", cache_size=0),
+            Checker(str(path), engine="reference", cache_size=0))
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["cs:TranslateTechDoc", "ext:Roam", "ext:Legal", "ext:Abroad", "ext:No"]),
+       st.sampled_from([None, "cs:ComputerScience", "law:Law", "ext:Elsewhere"]),
+       st.lists(st.sampled_from(["cs:LargeLanguageModel", "law:MasterOfLaws", "ext:Vague",
+                                 "ext:Alien", "ext:Unknown"]), max_size=2),
+       st.sampled_from([["cs:TechTranslation"], ["cs:TechTranslation", "ext:Other"], ["ext:Other"],
+                        ["ext:Summarize"], ["ext:Summarize", "cs:TechTranslation"]]))
+def test_each_step_the_compiled_decision_passes_is_one_evaluate_passes(
+        discriminating: tuple[Checker, Checker], intent: str, domain: str | None,
+        senses: list[str], capabilities: list[str]) -> None:
+    """Every condition of the compiled decision on its own: a profile with two permitted domains,
+    intents with and without requirements and domains, and senses without or outside a
+    domain, so that no failed step is masked by another."""
+    compiled, reference = discriminating
+    doc = envelope_62()
+    doc["@context"]["ext"] = "https://ext.example/ns#"
+    doc["@context"]["law"] = "https://example.org/onto/law#"
+    doc["intentRef"] = intent
+    doc["capabilityRefs"] = capabilities
+    doc["profileContext"] = {"@type": "ioa:Context", "termBindings": [
+        {"@type": "ioa:TermBinding", "term": f"T{i}", "sense": s} for i, s in enumerate(senses)]}
+    if domain is not None:
+        doc["profileContext"]["domain"] = domain
+    data = json.dumps(doc).encode()
+    pair = _both_decisions(compiled, data, {})
+    assert pair is not None
+    if pair[0] is not None:
+        assert _fields(pair[0]) == _fields(pair[1])
+    else:
+        assert pair[1].findings  # it gave way only where evaluate has something to say
+    assert _summary(compiled.check(data, at=AT)) == _summary(reference.check(data, at=AT))
