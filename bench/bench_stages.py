@@ -52,9 +52,9 @@ def stages(checker: Checker, data: bytes, params: dict[str, str],
         t2 = clock()
         expanded = _expansion.expand_restricted(document, active, policy.allowed_schemes, single)
         assert expanded is not None
-        node, nodes, _ = expanded
+        node, nodes, _, reached = expanded
         t3 = clock()
-        assert shapes.conforms(shapes.envelope, node)
+        assert shapes.conforms(shapes.envelope, reached)
         t4 = clock()
         located = list(map(Located._make, nodes))
         _baseline._extra_types(located, "envelope", checker.profile.permitted_types)

@@ -242,12 +242,12 @@ def read_document_compiled(
                                  shapes.single_valued[kind])
     if expanded is None:
         return None
-    node, nodes, member_colons = expanded
+    node, nodes, member_colons, reached = expanded
     if colons is not None and member_colons + context_colons != colons:
         return None  # a member name repeated: the strict parser reports it
     located = list(map(Located._make, nodes))
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration
-    if not shapes.conforms(root_shape, node) or _extra_types(located, kind, permitted_types):
+    if not shapes.conforms(root_shape, reached) or _extra_types(located, kind, permitted_types):
         return None
     # The shapes allow one term and one sense a binding: only a node holding two bindings
     # or more can bind a term twice.

@@ -146,6 +146,9 @@ class Checker:
         self._decision = None if self._tables is None else CompiledDecision(
             self._tables, self.profile, self.registrations, self.artifacts)
         self._read_before = False
+        self._baseline_options: dict[str, Any] = {
+            "shapes": self._shapes, "policy": self.policy,
+            "permitted_types": self.profile.permitted_types, "limits": self.limits}
         self._cache: OrderedDict[tuple[Any, ...], Decision] = OrderedDict()
         self._cache_size = cache_size
         self._cache_lock = threading.Lock()
@@ -216,9 +219,7 @@ class Checker:
         The compiled engine answers what it can show clean; everything else, and anything
         needing a retrieval, takes the reference path, which reports every reason.
         """
-        options: dict[str, Any] = {"shapes": self._shapes, "policy": self.policy,
-                                   "permitted_types": self.profile.permitted_types,
-                                   "limits": self.limits}
+        options = self._baseline_options
         if self.engine == "compiled" and retriever is None:
             # The first document is read with the stdlib's strict parser: importing orjson
             # costs more than it saves on one document, and one is a command line's whole run.
@@ -305,13 +306,16 @@ class Checker:
                             for f in unavailable)
             evidence, excluded, candidates = outcome.evidence, outcome.excluded, outcome.candidates
             ontology = outcome.ontology
-        verdict = combine(f.effect for f in findings
-                          if f.severity is Severity.ERROR and f.effect is not None)
-        # Every non-compatible result carries an error; a lower-ranked error never decides.
-        findings = [_demote(f, verdict) for f in findings]
+        if findings:
+            verdict = combine(f.effect for f in findings
+                              if f.severity is Severity.ERROR and f.effect is not None)
+            # Every non-compatible result carries an error; a lower-ranked error never decides.
+            reasons = tuple(sorted((_demote(f, verdict) for f in findings), key=sort_key))
+        else:
+            verdict, reasons = Verdict.COMPATIBLE, ()
         return Decision(
             verdict=verdict,
-            findings=tuple(sorted(findings, key=sort_key)),
+            findings=reasons,
             profile=self.profile_ref,
             source=source,
             evidence=tuple(evidence),

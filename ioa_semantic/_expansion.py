@@ -617,10 +617,12 @@ def expand_restricted(
     single_valued: frozenset[str] = frozenset(),
     *,
     ordered: bool = False,
-) -> tuple[dict[str, Any], list[tuple[dict[str, Any], dict[str, Any], str]], int] | None:
-    """The expanded top node, ``(node, compact, pointer)`` of every node, and the colons
+) -> tuple[dict[str, Any], list[tuple[dict[str, Any], dict[str, Any], str]], int,
+           list[tuple[dict[str, Any], str | None]]] | None:
+    """The expanded top node, ``(node, compact, pointer)`` of every node, the colons
     counted on the way (members and colons in strings, the top ``@context`` left out: see
-    :func:`~ioa_semantic._intake.read_unproven`), or None.
+    :func:`~ioa_semantic._intake.read_unproven`), and each expanded node with the property
+    that reached it (None: the top node), or None.
 
     ``single_valued`` are the properties the shapes allow once (sh:maxCount 1): the compact
     form spells those as one value, never an array, and anything else goes the reference way.
@@ -628,8 +630,8 @@ def expand_restricted(
     equals pyld's member for member and in the same order.
     """
     walk = _RestrictedWalk(active, schemes, single_valued, ordered)
-    root = walk.node(document, "")
-    return None if root is None else (root, walk.located, walk.colons)
+    root = walk.node(document, "", None)
+    return None if root is None else (root, walk.located, walk.colons, walk.reached)
 
 
 class _RestrictedWalk:
@@ -637,7 +639,8 @@ class _RestrictedWalk:
     closure that calls itself is a reference cycle, which kept every node of a check alive
     until the collector found it (a collection every 17 checks, which set the p99)."""
 
-    __slots__ = ("active", "colons", "located", "ordered", "plans", "schemes", "single_valued")
+    __slots__ = ("active", "colons", "located", "ordered", "plans", "reached", "schemes",
+                 "single_valued")
 
     def __init__(self, active: ActiveContext, schemes: frozenset[str],
                  single_valued: frozenset[str], ordered: bool) -> None:
@@ -645,14 +648,17 @@ class _RestrictedWalk:
         self.ordered = ordered
         self.plans = active.plans.setdefault((schemes, single_valued), {})
         self.located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
+        # Each expanded node with the property that reached it (None: the root).
+        self.reached: list[tuple[dict[str, Any], str | None]] = []
         self.colons = 0
 
-    def node(self, obj: dict[str, Any], pointer: str) -> dict[str, Any] | None:
+    def node(self, obj: dict[str, Any], pointer: str, via: str | None) -> dict[str, Any] | None:
         active, schemes, single_valued = self.active, self.schemes, self.single_valued
         plans, located = self.plans, self.located
         colons = len(obj)
         out: dict[str, Any] = {}
         located.append((out, obj, pointer))
+        self.reached.append((out, via))
         for key, value in sorted(obj.items()) if self.ordered else obj.items():
             plan = plans.get(key, _MISSING)
             if plan is _MISSING:
@@ -712,7 +718,7 @@ class _RestrictedWalk:
                             return None
                     token = key.replace("~", "~0").replace("/", "~1")
                     child = self.node(item, f"{pointer}/{token}/{index}" if is_list
-                                      else f"{pointer}/{token}")
+                                      else f"{pointer}/{token}", prop)
                     if child is None:
                         return None
                     expanded.append(child)

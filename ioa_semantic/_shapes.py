@@ -510,16 +510,21 @@ class ShapeSet:
                 {iri: tuple(self._conformance[n] for n in dict.fromkeys(names))
                  for iri, names in index.items()} for index in indexes)
 
-    def conforms(self, root_shape: NodeShape, root: dict[str, Any]) -> bool:
-        """Whether the expanded graph under ``root`` has no violation (the compiled path)."""
+    def conforms(self, root_shape: NodeShape,
+                 walked: Iterable[tuple[dict[str, Any], str | None]]) -> bool:
+        """Whether the expanded graph has no violation (the compiled path).
+
+        ``walked`` are its nodes as the restricted walk found them, each with the property
+        that reached it (None: the root), so that no second walk looks for them.
+        """
         memo = self._checks
-        pending: list[tuple[dict[str, Any], str | None]] = [(root, None)]
-        while pending:
-            node, via = pending.pop()
+        root_name = root_shape.name
+        for node, via in walked:
+            if via is not None and len(node) < 2 and "@id" in node:
+                continue  # a reference to a node, not a node object
             # Which shapes apply depends only on how the node is reached, its types and its
             # properties: the same few combinations come back document after document.
-            key = (root_shape.name if via is None else via, tuple(node.get("@type", ())),
-                   tuple(node))
+            key = (root_name if via is None else via, tuple(node.get("@type", ())), tuple(node))
             checks = memo.get(key)
             if checks is None:
                 checks = self._checks_for(root_shape, node, via)
@@ -528,12 +533,6 @@ class ShapeSet:
             for check in checks:
                 if not check(node):
                     return False
-            for prop, values in node.items():
-                if prop[:1] == "@":
-                    continue
-                for v in values:
-                    if type(v) is dict and "@value" not in v and (len(v) > 1 or "@id" not in v):
-                        pending.append((v, prop))
         return True
 
     def _checks_for(self, root_shape: NodeShape, node: dict[str, Any],
