@@ -12,6 +12,7 @@ import json
 import sys
 import threading
 from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from ._codes import finding
@@ -245,19 +246,23 @@ def read_document_compiled(
     node, nodes, member_colons, reached = expanded
     if colons is not None and member_colons + context_colons != colons:
         return None  # a member name repeated: the strict parser reports it
-    located = list(map(Located._make, nodes))
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration
-    if not shapes.conforms(root_shape, reached) or _extra_types(located, kind, permitted_types):
+    if not shapes.conforms(root_shape, reached):
         return None
-    # The shapes allow one term and one sense a binding: only a node holding two bindings
-    # or more can bind a term twice.
-    if kind == "envelope" and any(len(node.get(_TERM_BINDINGS, ())) > 1 for node, _, _ in nodes) \
+    located = tuple(map(Located._make, nodes))
+    # A node of one class has none beside its baseline class (nearly every node); and the
+    # shapes allow one term and one sense a binding, so only a node holding two bindings or
+    # more can bind a term twice.
+    if any(len(n.get("@type", ())) > 1 for n, _ in reached) and _extra_types(
+            located, kind, permitted_types):
+        return None
+    if kind == "envelope" and any(len(n.get(_TERM_BINDINGS, ())) > 1 for n, _ in reached) \
             and _ambiguous_bindings(located, SenderTerms()):
         return None
-    return Baseline((), document, node, tuple(located))
+    return Baseline((), document, node, located)
 
 
-def _extra_types(located: list[Located], kind: Kind,
+def _extra_types(located: Sequence[Located], kind: Kind,
                  permitted: frozenset[str]) -> list[Finding]:
     """Classes beside each node's baseline class, unless the profile permits them (rule 2)."""
     out = []
@@ -286,7 +291,7 @@ def _extra_types(located: list[Located], kind: Kind,
     return out
 
 
-def _ambiguous_bindings(located: list[Located], terms: SenderTerms) -> list[Finding]:
+def _ambiguous_bindings(located: Sequence[Located], terms: SenderTerms) -> list[Finding]:
     senses: dict[tuple[int, str], set[str]] = defaultdict(set)
     holders = {}
     for index, here in enumerate(located):
