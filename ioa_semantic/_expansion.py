@@ -517,7 +517,8 @@ class ActiveContext:
         self.prefix_schemes = {
             prefix: iri_scheme(iri) for prefix, iri in prefixes.items()
             if len(iri) >= len(NO_BASE) or not NO_BASE.startswith(iri)}
-        self.memo: dict[tuple[str, bool, frozenset[str]], str | None] = {}
+        # By (vocab, schemes): each reference's expansion, or None.
+        self.memo: dict[tuple[bool, frozenset[str]], dict[str, str | None]] = {}
         self.plans: dict[tuple[frozenset[str], frozenset[str]], dict[str, Any]] = {}
 
 
@@ -566,13 +567,14 @@ _MISSING = object()
 
 def _restricted_iri(value: str, active: ActiveContext, vocab: bool,
                     schemes: frozenset[str]) -> str | None:
-    memo = active.memo
-    key = (value, vocab, schemes)
-    found = memo.get(key, _MISSING)
+    memo = active.memo.get((vocab, schemes))
+    if memo is None:
+        memo = active.memo.setdefault((vocab, schemes), {})
+    found = memo.get(value, _MISSING)
     if found is _MISSING:
         found = _expand_reference(value, active, vocab, schemes)
         if len(memo) < _MEMO_LIMIT:
-            memo[key] = found
+            memo[value] = found
     return found  # type: ignore[return-value]
 
 
@@ -639,7 +641,7 @@ class _RestrictedWalk:
     closure that calls itself is a reference cycle, which kept every node of a check alive
     until the collector found it (a collection every 17 checks, which set the p99)."""
 
-    __slots__ = ("active", "colons", "located", "ordered", "plans", "reached", "schemes",
+    __slots__ = ("active", "colons", "ids", "located", "ordered", "plans", "reached", "schemes",
                  "single_valued")
 
     def __init__(self, active: ActiveContext, schemes: frozenset[str],
@@ -647,6 +649,7 @@ class _RestrictedWalk:
         self.active, self.schemes, self.single_valued = active, schemes, single_valued
         self.ordered = ordered
         self.plans = active.plans.setdefault((schemes, single_valued), {})
+        self.ids: dict[str, Any] = active.memo.setdefault((False, schemes), {})
         self.located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
         # Each expanded node with the property that reached it (None: the root).
         self.reached: list[tuple[dict[str, Any], str | None]] = []
@@ -654,7 +657,7 @@ class _RestrictedWalk:
 
     def node(self, obj: dict[str, Any], pointer: str, via: str | None) -> dict[str, Any] | None:
         active, schemes, single_valued = self.active, self.schemes, self.single_valued
-        plans, located = self.plans, self.located
+        plans, located, ids = self.plans, self.located, self.ids
         colons = len(obj)
         out: dict[str, Any] = {}
         located.append((out, obj, pointer))
@@ -665,13 +668,15 @@ class _RestrictedWalk:
                 plan = _member_plan(key, active, schemes, single_valued)
                 if len(plans) < _MEMO_LIMIT:
                     plans[key] = plan
-            if plan is None:
+            if type(plan) is tuple:  # a property: nearly every member
+                prop, coerced, single, key_colons = plan
+            elif plan is None:
                 return None
-            if plan is _CONTEXT:
+            elif plan is _CONTEXT:
                 if pointer:
                     return None
                 continue
-            if plan is _ID:
+            elif plan is _ID:
                 ident = (_restricted_iri(value, active, False, schemes) if type(value) is str
                          else None)
                 if ident is None:
@@ -679,7 +684,7 @@ class _RestrictedWalk:
                 out["@id"] = ident
                 colons += value.count(":")
                 continue
-            if plan is _TYPE:
+            else:  # @type
                 names = [value] if type(value) is str else value
                 if type(names) is not list or not names:
                     return None
@@ -693,7 +698,6 @@ class _RestrictedWalk:
                     colons += name.count(":")
                 out["@type"] = types
                 continue
-            prop, coerced, single, key_colons = plan
             colons += key_colons
             if prop in out:
                 return None
@@ -706,7 +710,9 @@ class _RestrictedWalk:
                 if kind is str:
                     colons += item.count(":")
                     if coerced:
-                        iri = _restricted_iri(item, active, False, schemes)
+                        iri = ids.get(item, _MISSING)  # _restricted_iri's memo, read in place
+                        if iri is _MISSING:
+                            iri = _restricted_iri(item, active, False, schemes)
                         if iri is None:
                             return None
                         expanded.append({"@id": iri})
