@@ -250,16 +250,25 @@ def read_document_compiled(
     if not shapes.conforms(root_shape, reached):
         return None
     located = tuple(map(Located._make, nodes))
+    if _beyond_the_shapes(located, reached, kind, permitted_types):
+        return None
+    return Baseline((), document, node, located)
+
+
+def _beyond_the_shapes(located: Sequence[Located],
+                       reached: Sequence[tuple[dict[str, Any], str | None]], kind: Kind,
+                       permitted_types: frozenset[str]) -> bool:
+    """Whether a conforming document still has a class the profile does not permit or an
+    ambiguous binding (the compiled path's last checks)."""
     # A node of one class has none beside its baseline class (nearly every node); and the
     # shapes allow one term and one sense a binding, so only a node holding two bindings or
     # more can bind a term twice.
     if any(len(n.get("@type", ())) > 1 for n, _ in reached) and _extra_types(
             located, kind, permitted_types):
-        return None
-    if kind == "envelope" and any(len(n.get(_TERM_BINDINGS, ())) > 1 for n, _ in reached) \
-            and _ambiguous_bindings(located, SenderTerms()):
-        return None
-    return Baseline((), document, node, located)
+        return True
+    return kind == "envelope" and any(
+        len(n.get(_TERM_BINDINGS, ())) > 1 for n, _ in reached) and bool(
+        _ambiguous_bindings(located, SenderTerms()))
 
 
 def _extra_types(located: Sequence[Located], kind: Kind,
