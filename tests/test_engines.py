@@ -659,7 +659,7 @@ def test_a_checkers_first_document_is_read_without_orjson_and_judged_alike() -> 
         "second = checker.check(data, at=at)\n"
         "print(before, 'orjson' in sys.modules, first == second, first.verdict.value)\n")
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+    proc = subprocess.run([sys.executable, "-P", "-c", script], cwd=root, capture_output=True,
                           timeout=60)
     assert proc.stdout.decode().split() == ["False", "True", "True", "compatible"], proc.stderr
 

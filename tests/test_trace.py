@@ -695,6 +695,6 @@ def test_envelope_checks_never_import_the_trace_extra() -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] in"
         " ('rdflib', 'pyshacl', 'yaml', 'oxp_ontology') or m.startswith('ioa_semantic._trace')))\n")
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+    proc = subprocess.run([sys.executable, "-P", "-c", script], cwd=root, capture_output=True,
                           timeout=60)
     assert proc.stdout.decode().strip() == "[]", proc.stderr
