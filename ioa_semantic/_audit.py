@@ -203,7 +203,10 @@ def judge(checker: Any, data: bytes | str | dict[str, Any], source: str,
 
 # --- worker processes -----------------------------------------------------------------------
 
-_BATCH = 256
+# Items per task sent to a worker: 1,024 took the parent's share of a 100,000 audit from
+# 19 to 15 µs a registration (fewer tasks to pickle, wake and collect) and the run from
+# 22,000 to 23,000-24,000 registrations/s, measured; audits under two batches use one worker.
+_BATCH = 1024
 _WORKER_CHECKER: Any = None
 
 
