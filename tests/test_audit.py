@@ -199,31 +199,34 @@ def test_both_engines_audit_alike(tmp_path: Path, engine: str) -> None:
 
 
 def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path: Path) -> None:
-    """Several batches, invalid lines and a conflict across batches: --jobs changes nothing."""
+    """Several batches (of 1,024), one of them across two files, invalid lines and a
+    conflict across batches: --jobs changes nothing."""
     body = ""
-    for i in range(700):
+    for i in range(2500):
         doc = variant(**{"@id": f"cs:Cap{i % 650}"})
         if i % 97 == 5:
             doc["inputs"] = ["text"]
-        if i == 690:
-            doc["outputs"] = ["application/pdf"]  # conflicts with line 40, in another batch
+        if i == 1990:
+            doc["outputs"] = ["application/pdf"]  # conflicts with line 40, two batches before
         body += line(doc) if i % 211 != 3 else "{broken\n"
     (tmp_path / "r.jsonl").write_text(body)
+    (tmp_path / "s.jsonl").write_text("".join(
+        line(variant(**{"@id": f"cs:Other{i}"})) for i in range(300)))
     outputs = {}
     for jobs in ("1", "2"):
-        proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
-                               "--format", "json", "--jobs", jobs], cwd=tmp_path,
-                              capture_output=True, timeout=120)
+        proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "s.jsonl", "--profile",
+                               "cs-translation", "--format", "json", "--jobs", jobs],
+                              cwd=tmp_path, capture_output=True, timeout=120)
         assert proc.returncode == 1
         outputs[jobs] = proc.stdout
     assert outputs["1"] == outputs["2"]
     records = [json.loads(x) for x in outputs["2"].splitlines()]
-    assert [r["index"] for r in records if "index" in r] == list(range(700))
+    assert [(r["source"], r["index"]) for r in records if "index" in r] == [
+        *(("r.jsonl", i) for i in range(2500)), *(("s.jsonl", i) for i in range(300))]
     conflicts = [r["conflict"] for r in records if "conflict" in r]
+    registrations = [{"source": "r.jsonl", "index": i} for i in range(40, 2500, 650)]
     assert conflicts == [{"id": "https://example.org/onto/cs#Cap40",
-                          "code": "registration.conflict",
-                          "registrations": [{"source": "r.jsonl", "index": 40},
-                                            {"source": "r.jsonl", "index": 690}]}]
+                          "code": "registration.conflict", "registrations": registrations}]
 
 
 def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:
