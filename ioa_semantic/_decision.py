@@ -8,7 +8,7 @@ unambiguously leaves the result indeterminate (contract section 3).
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from operator import attrgetter
@@ -19,7 +19,7 @@ from ._codes import finding
 from ._findings import Finding, Severity
 from ._loader import Artifact, Profile, Registration
 from ._store import group
-from ._tables import XSD_STRING, CompiledTables, candidate_rows
+from ._tables import XSD_STRING, CompiledTables, candidates_in_order
 
 
 class Dataset(Protocol):
@@ -171,11 +171,7 @@ def evaluate(
     for capability, rows in sorted(capabilities.items()):
         known = any(r["known"] for r in rows)
         direct = sorted({r["registration"] for r in rows if r["registration"]})
-        declared = {
-            "inputMediaType": tuple(sorted({r["input"] for r in rows if r["input"]})),
-            "outputMediaType": tuple(sorted({r["output"] for r in rows if r["output"]})),
-        }
-        cap_task = task.for_capability(declared)
+        cap_task = task.for_capability(_declared_media(rows))
         if not known and not direct:
             out.findings.append(finding(
                 "capability.unknown",
@@ -193,8 +189,7 @@ def evaluate(
 
 _ONTOLOGY_ID, _ONTOLOGY_VERSION = IOA + "ontologyId", IOA + "ontologyVersion"
 _INTENT_REF, _CAPABILITY_REFS = IOA + "intentRef", IOA + "capabilityRefs"
-_TERM_BINDINGS, _TERM, _SENSE, _DOMAIN = (IOA + "termBindings", IOA + "term", IOA + "sense",
-                                          IOA + "domain")
+_TERM_BINDINGS, _SENSE, _DOMAIN = IOA + "termBindings", IOA + "sense", IOA + "domain"
 
 
 class CompiledDecision:
@@ -215,11 +210,8 @@ class CompiledDecision:
         self.registrations, self.artifacts = registrations, artifacts
         self.conditions = _conditions([row for _, row in tables.conditions])
         self.by_graph = {r.graph_name: r for r in registrations}
-        self.declared = {
-            capability: {
-                "inputMediaType": tuple(sorted({r["input"] for r in rows if r["input"]})),
-                "outputMediaType": tuple(sorted({r["output"] for r in rows if r["output"]})),
-            } for capability, rows in tables.capabilities.items()}
+        self.declared = {capability: _declared_media(rows)
+                         for capability, rows in tables.capabilities.items()}
         self.known = frozenset(capability for capability, rows in tables.capabilities.items()
                                if any(r["known"] for r in rows))
         # mapping_candidates for each requested capability and each (id, version) a check
@@ -227,8 +219,8 @@ class CompiledDecision:
         read_as = {(ontology, str(row["readAs"])) for (ontology, _), rows in
                    tables.acceptance.items() for row in rows if row["relationship"] is None}
         self.candidates = {
-            (capability, ontology, version): [row for _, row in sorted(candidate_rows(
-                readings, capability, (ontology,), ((version, XSD_STRING, None),)), key=_first)]
+            (capability, ontology, version): candidates_in_order(
+                readings, capability, (ontology,), ((version, XSD_STRING, None),))
             for capability, readings in tables.readings.items()
             for ontology, version in read_as}
 
@@ -316,11 +308,13 @@ class CompiledDecision:
         return out
 
 
-_NOT_DECLARED: dict[str, tuple[str, ...]] = {"inputMediaType": (), "outputMediaType": ()}
+def _declared_media(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """The media types the vocabulary declares for a capability, from its capability rows."""
+    return {"inputMediaType": tuple(sorted({r["input"] for r in rows if r["input"]})),
+            "outputMediaType": tuple(sorted({r["output"] for r in rows if r["output"]}))}
 
 
-def _first(pair: tuple[Any, Any]) -> Any:
-    return pair[0]
+_NOT_DECLARED = _declared_media(())
 
 
 def _acceptance(dataset: Dataset, profile: Profile, ontology_id: str, version: str,

@@ -600,6 +600,12 @@ def candidate_rows(found: Iterable[RuleReading], key: Term, ontology_ids: Iterab
                         "registration": r.registration, "trusted": r.trusted})
 
 
+def candidates_in_order(found: Iterable[RuleReading], key: Term, ontology_ids: Iterable[Term],
+                        versions: Iterable[Term]) -> list[Row]:
+    """:func:`candidate_rows` for one requested capability, in ORDER BY order."""
+    return _ordered(list(candidate_rows(found, key, ontology_ids, versions)))
+
+
 _QUERIES: dict[str, Callable[[TableDataset], list[Row]]] = {
     "ontology_acceptance": TableDataset._ontology_acceptance,
     "binding_senses": TableDataset._binding_senses,
