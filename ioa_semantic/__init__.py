@@ -7,14 +7,10 @@
 <Verdict.COMPATIBLE: 'compatible'>
 """
 
-import gc as _gc
+from ._collector import paused as _paused
 
-# The imports below allocate thousands of objects that live as long as the process; the
-# collector's passes over them find nothing and cost a one-envelope command about 5 ms of
-# its start-up (measured). The collector's previous state is restored after them.
-_collecting = _gc.isenabled()
-_gc.disable()
-try:
+# The imports allocate what lives as long as the process: see _collector.
+with _paused():
     from ._checker import Checker, check
     from ._exceptions import (
         ArtifactError,
@@ -27,9 +23,6 @@ try:
     from ._findings import Decision, Finding, ProfileRef, Severity, Verdict
     from ._intake import Limits
     from ._version import __version__
-finally:
-    if _collecting:
-        _gc.enable()
 
 __all__ = [
     "ArtifactError",
