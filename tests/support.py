@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,3 +62,12 @@ def case_options(folder: Path, args: list[str]) -> tuple[str, dict[str, Any], di
     params = dict(p.split("=", 1) for p in opts.get("--param", []))
     at = datetime.fromisoformat(opts["--at"][0].replace("Z", "+00:00"))
     return profile, options, params, at
+
+
+def run_python(script: str) -> subprocess.CompletedProcess[bytes]:
+    """``script`` in a fresh interpreter, from the repository's folder (for ``examples/``),
+    importing the installed package: ``-P`` keeps the source tree, which has no package
+    data, off the path."""
+    return subprocess.run([sys.executable, "-P", "-c", script], cwd=ROOT, capture_output=True,
+                          timeout=60)
+

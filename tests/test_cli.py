@@ -17,7 +17,7 @@ import pytest
 import ioa_semantic
 from ioa_semantic import _resources
 
-from support import AT, CONFORMANCE, IOA_CHECK, dumps, envelope_62, write_registrations
+from support import AT, CONFORMANCE, IOA_CHECK, dumps, envelope_62, run_python, write_registrations
 
 OUTPUT_SCHEMA = jsonschema.Draft202012Validator(
     json.loads((Path(ioa_semantic.__file__).parent / "output.schema.json").read_text()))
@@ -251,7 +251,6 @@ def test_a_one_envelope_command_does_not_import_orjson(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("collecting", [True, False])
 def test_importing_the_package_and_checking_leave_the_collector_as_they_found_it(collecting: bool) -> None:
-    import sys
 
     script = ("import contextlib, gc, io\n"
               f"{'gc.enable()' if collecting else 'gc.disable()'}\n"
@@ -261,8 +260,6 @@ def test_importing_the_package_and_checking_leave_the_collector_as_they_found_it
               "with contextlib.redirect_stdout(io.StringIO()):\n"
               "    status = main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation'])\n"
               "print(gc.isenabled(), status)\n")
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-P", "-c", script], cwd=root, capture_output=True,
-                          timeout=60)
+    proc = run_python(script)
     # The installed package (-P: not the source tree), and a check that ran (status 0).
     assert proc.stdout.decode().split() == [str(collecting), str(collecting), "0"], proc.stderr

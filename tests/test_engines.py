@@ -25,7 +25,7 @@ from ioa_semantic._baseline import read_document, read_document_compiled
 from ioa_semantic._checker import shapes
 from ioa_semantic._expansion import ContextPolicy
 
-from support import CONFORMANCE, case_options, envelope_62, registration_63
+from support import CONFORMANCE, case_options, envelope_62, registration_63, run_python
 
 CASES = Path(__file__).resolve().parent / "cases"
 AT = datetime(2026, 6, 1, tzinfo=UTC)
@@ -644,8 +644,6 @@ def test_a_per_value_constraint_on_rdf_type_is_compiled_as_the_evaluator_reads_i
 def test_a_checkers_first_document_is_read_without_orjson_and_judged_alike() -> None:
     """The first document takes the stdlib's strict parser (orjson's import would cost a
     one-envelope command more than it saves); later ones take orjson. Same decision."""
-    import subprocess
-    import sys
 
     script = (
         "import sys\n"
@@ -658,9 +656,7 @@ def test_a_checkers_first_document_is_read_without_orjson_and_judged_alike() -> 
         "before = 'orjson' in sys.modules\n"
         "second = checker.check(data, at=at)\n"
         "print(before, 'orjson' in sys.modules, first == second, first.verdict.value)\n")
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-P", "-c", script], cwd=root, capture_output=True,
-                          timeout=60)
+    proc = run_python(script)
     assert proc.stdout.decode().split() == ["False", "True", "True", "compatible"], proc.stderr
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from support import IOA_CHECK, SHARED
+from support import IOA_CHECK, SHARED, run_python
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
@@ -683,7 +683,6 @@ def test_without_the_trace_extra_the_command_says_what_to_install(tmp_path: Path
 
 
 def test_envelope_checks_never_import_the_trace_extra() -> None:
-    import sys
 
     script = (
         "import io, sys, contextlib\n"
@@ -694,7 +693,5 @@ def test_envelope_checks_never_import_the_trace_extra() -> None:
         " '--at', '2026-06-01T00:00:00Z'])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in"
         " ('rdflib', 'pyshacl', 'yaml', 'oxp_ontology') or m.startswith('ioa_semantic._trace')))\n")
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-P", "-c", script], cwd=root, capture_output=True,
-                          timeout=60)
+    proc = run_python(script)
     assert proc.stdout.decode().strip() == "[]", proc.stderr
