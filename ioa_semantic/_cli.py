@@ -269,15 +269,19 @@ def audit(argv: Sequence[str]) -> int:
             out.close()
 
 
-def run(argv: Sequence[str]) -> int:
-    if argv and argv[0] == "lint":
-        return lint(argv[1:])
-    if argv and argv[0] == "audit":
-        return audit(argv[1:])
-    if argv and argv[0] == "trace":
-        from ._trace_cli import trace  # the trace extra stays out of every other command
+def _trace(argv: Sequence[str]) -> int:
+    from ._trace_cli import trace  # the trace extra stays out of every other command
 
-        return trace(argv[1:])
+    return trace(argv)
+
+
+# The commands besides checking envelopes, by the first argument that names them.
+SUBCOMMANDS = {"lint": lint, "audit": audit, "trace": _trace}
+
+
+def run(argv: Sequence[str]) -> int:
+    if argv and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
     parser = build_parser()
     opts = parser.parse_args(argv)
     if opts.list:
@@ -344,12 +348,12 @@ def entry() -> None:
 
     A check holds nothing that needs releasing once its output is written, and tearing the
     interpreter down (every module, the profile's store) took a tenth of a one-envelope
-    run (measured), so the process ends as soon as its output is flushed. The other
-    commands (audit with its workers, lint, trace) exit the usual way.
+    run (measured), so the process ends as soon as its output is flushed. The
+    subcommands (audit with its workers, lint, trace) exit the usual way.
     """
     argv = sys.argv[1:]
     status = main(argv)
-    if argv[:1] in (["audit"], ["lint"], ["trace"]):
+    if argv and argv[0] in SUBCOMMANDS:
         sys.exit(status)
     try:
         sys.stdout.flush()
