@@ -23,7 +23,7 @@ from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, ProfileRef, Verdict
 from ._intake import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
 from ._loader import ProfileUnavailable, read_artifact, read_profile
-from ._reporters import AUDIT_REPORTERS, REPORTERS, with_progress
+from ._reporters import AUDIT_LINES, AUDIT_REPORTERS, REPORTERS, with_progress
 from ._version import __version__
 
 
@@ -242,7 +242,8 @@ def audit(argv: Sequence[str]) -> int:
             return _dask.audit(opts.paths, profile=opts.profile,
                                limits=Limits(opts.max_bytes, opts.max_depth), engine=opts.engine,
                                scheduler=opts.scheduler, partition_bytes=opts.partition_bytes,
-                               report=AUDIT_REPORTERS[opts.format], output=opts.output)
+                               report=AUDIT_REPORTERS[opts.format],
+                               render=AUDIT_LINES.get(opts.format), output=opts.output)
         except ConfigurationError as exc:
             print(f"ioa-check: {exc}", file=sys.stderr)
             return ExitStatus.USAGE
@@ -254,13 +255,13 @@ def audit(argv: Sequence[str]) -> int:
         print(f"ioa-check: {opts.output}: cannot be written: {exc.strerror}", file=sys.stderr)
         return ExitStatus.USAGE
     try:
-        from ._audit import Audit, Checkpoint, documents
+        from ._audit import Audit, Checkpoint, pieces
 
         checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None
         run = Audit(checker, checkpoint)
-        items = documents(opts.paths, limits=checker.limits)
-        results = with_progress(run.results(items, jobs=opts.jobs), sys.stderr)
-        status = AUDIT_REPORTERS[opts.format](run, results, out)
+        batches = run.batches(pieces(opts.paths, limits=checker.limits), jobs=opts.jobs,
+                              render=AUDIT_LINES.get(opts.format))
+        status = AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)
         if checkpoint is not None:
             checkpoint.finish()
         return status

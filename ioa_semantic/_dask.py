@@ -50,6 +50,7 @@ from ._audit import (
     Result,
     _lines,
     audited_files,
+    batched,
     document_items,
     judge_batch,
 )
@@ -509,7 +510,7 @@ class _Progress:
 
 def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, scheduler: str,
           partition_bytes: int | None, report: Callable[[Any, Iterable[Any], IO[str]], int],
-          output: str | None) -> int:
+          render: Callable[[Result], str] | None, output: str | None) -> int:
     """``ioa-check audit --scheduler``: the exit status; ConfigurationError for a usage error."""
     source, data = resolve_profile(profile)
     setup = Setup(source, data, limits.max_bytes, limits.max_depth, engine)
@@ -524,7 +525,7 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
             progress = _Progress(sys.stderr)
             run = ClusterAudit(cluster.client, setup, partition_bytes or DEFAULT_PARTITION_BYTES,
                                on_partition=progress.partition_done if progress.bar else None)
-            return report(run, progress.track(run.results_of(paths)), out)
+            return report(run, batched(progress.track(run.results_of(paths)), render), out)
         except (CommClosedError, TimeoutError, CancelledError) as exc:
             # The cluster went away (scheduler lost, connection closed): no bug, no verdict.
             print(f"ioa-check: the audit on the Dask cluster stopped: {type(exc).__name__}: {exc}",

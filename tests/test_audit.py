@@ -251,8 +251,9 @@ def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:
     assert reference.returncode == 1
     expected = (tmp_path / "whole.jsonl").read_text()
     resumable = [*base, "--output", "out.jsonl", "--state", "state.json"]
-    kills = 0
+    kills, resumed = 0, 0
     for delay in (0.4, 0.5, 0.6, 0.5, 0.7, 0.8):
+        resumed += (tmp_path / "state.json").exists()
         proc = subprocess.Popen(resumable, cwd=tmp_path, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         time.sleep(delay)
@@ -260,6 +261,7 @@ def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait(timeout=60)
+    assert resumed, "no run got past a checkpoint before it was killed; make it longer"
     finished = subprocess.run(resumable, cwd=tmp_path, capture_output=True, timeout=300)
     assert finished.returncode == 1
     assert kills >= 2, "the audit finished before it could be interrupted; make it longer"
@@ -379,3 +381,53 @@ def test_a_result_line_is_exactly_what_json_writes_for_the_result(
     result = Result(source, position, ident, status,
                     tuple(finding(code, "missing", "/inputs") for code in reasons))
     assert result_line(result) == json.dumps(result.as_dict(), ensure_ascii=False) + "\n"
+
+
+# --- the pieces an audit judges ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("block", [7, 64, 1000, 512 * 1024])
+def test_the_pieces_of_an_audit_hold_the_items_documents_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """JSON Lines go to workers in blocks of whole lines, cut without looking at each line:
+    whatever the block size (lines longer than a block, blank lines, a last line without
+    its newline, CRLF, a file between two JSON Lines files), the items are those
+    ``documents`` reads, numbered alike and in the same order."""
+    from ioa_semantic import _audit
+
+    monkeypatch.setattr(_audit, "_BLOCK_BYTES", block)
+    good = json.dumps(registration_63())
+    (tmp_path / "a.jsonl").write_text(f"{good}\n\n{{broken\n   \n{good}\r\n" + good)
+    (tmp_path / "b.json").write_text(good)
+    (tmp_path / "c.jsonl").write_text("".join(line(variant(**{"@id": f"cs:C{i}"}))
+                                              for i in range(40)))
+    (tmp_path / "d.jsonl").write_text("")
+    (tmp_path / "e.json").write_text(f"[{good}, 5, {good}]")
+    # A line's bytes are the document (its line break is whitespace around it).
+    paths = [str(tmp_path), str(tmp_path / "a.jsonl")]
+    expected = [(source, index, doc.strip() if isinstance(doc, bytes) else doc, problems)
+                for source, index, doc, problems in documents(paths)]
+    got = [(source, index, doc.strip() if isinstance(doc, bytes) else doc, problems)
+           for piece in _audit.pieces(paths) for source, index, doc, problems in
+           _audit.items_of(piece)]
+    assert len(expected) == 2 * 4 + 1 + 40 + 3 and got == expected
+
+
+def test_a_state_written_for_other_pieces_starts_the_audit_over(tmp_path: Path) -> None:
+    """A state records the block size its pieces were cut with: pieces cut otherwise would
+    skip the wrong registrations, so such a state (or one without) is not resumed."""
+    from ioa_semantic._audit import _BLOCK_BYTES, Checkpoint
+
+    inputs = ["r.jsonl"]
+    for state in ({"inputs": inputs, "block": _BLOCK_BYTES + 1, "pieces": 3},
+                  {"inputs": inputs, "items": 3000}):
+        (tmp_path / "s.json").write_text(json.dumps({**state, "output": 5, "journal": 0,
+                                                     "total": 3000, "statuses": {}, "codes": {}}))
+        (tmp_path / "s.json.index").write_text("")
+        with open(tmp_path / "out.jsonl", "w+", encoding="utf-8") as out:
+            out.write("earlier output\n")
+            run = Audit(Checker("cs-translation"))
+            checkpoint = Checkpoint(str(tmp_path / "s.json"), inputs, out)
+            assert checkpoint.resume(run) == 0
+            assert out.tell() == 0 and run.total == 0
+            checkpoint.finish()
