@@ -504,7 +504,7 @@ class ActiveContext:
     after envelope. It is bounded, and a lost race only recomputes an equal value.
     """
 
-    __slots__ = ("coerced", "memo", "plans", "prefix_schemes", "prefixes", "terms")
+    __slots__ = ("coerced", "layouts", "memo", "plans", "prefix_schemes", "prefixes", "terms")
 
     def __init__(self, terms: Mapping[str, str], coerced: frozenset[str],
                  prefixes: Mapping[str, str]) -> None:
@@ -520,6 +520,7 @@ class ActiveContext:
         # By (vocab, schemes): each reference's expansion, or None.
         self.memo: dict[tuple[bool, frozenset[str]], dict[str, str | None]] = {}
         self.plans: dict[tuple[frozenset[str], frozenset[str]], dict[str, Any]] = {}
+        self.layouts: dict[tuple[frozenset[str], frozenset[str]], dict[Any, Any]] = {}
 
 
 def active_context(context: Any) -> ActiveContext | None:
@@ -632,7 +633,7 @@ def expand_restricted(
     equals pyld's member for member and in the same order.
     """
     walk = _RestrictedWalk(active, schemes, single_valued, ordered)
-    root = walk.node(document, "", None)
+    root = walk.node(document, "", None) if ordered else walk.top(document)
     return None if root is None else (root, walk.located, walk.colons, walk.reached)
 
 
@@ -641,14 +642,15 @@ class _RestrictedWalk:
     closure that calls itself is a reference cycle, which kept every node of a check alive
     until the collector found it (a collection every 17 checks, which set the p99)."""
 
-    __slots__ = ("active", "colons", "ids", "located", "ordered", "plans", "reached", "schemes",
-                 "single_valued")
+    __slots__ = ("active", "colons", "ids", "layouts", "located", "ordered", "plans", "reached",
+                 "schemes", "single_valued")
 
     def __init__(self, active: ActiveContext, schemes: frozenset[str],
                  single_valued: frozenset[str], ordered: bool) -> None:
         self.active, self.schemes, self.single_valued = active, schemes, single_valued
         self.ordered = ordered
         self.plans = active.plans.setdefault((schemes, single_valued), {})
+        self.layouts = active.layouts.setdefault((schemes, single_valued), {})
         self.ids: dict[str, Any] = active.memo.setdefault((False, schemes), {})
         self.located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
         # Each expanded node with the property that reached it (None: the root).
@@ -718,18 +720,129 @@ class _RestrictedWalk:
                         expanded.append({"@id": iri})
                     else:
                         expanded.append({"@value": item})
-                elif kind is dict and not coerced:
-                    for k in item:
-                        if k[:1] == "@" and k not in (_ID, _TYPE):
-                            return None
-                    token = key.replace("~", "~0").replace("/", "~1")
-                    child = self.node(item, f"{pointer}/{token}/{index}" if is_list
-                                      else f"{pointer}/{token}", prop)
+                else:
+                    child = self.child(item, coerced, key, pointer, index if is_list else None,
+                                       prop)
                     if child is None:
                         return None
                     expanded.append(child)
-                else:
-                    return None
             out[prop] = expanded
         self.colons += colons
         return out
+
+    def child(self, item: Any, coerced: bool, key: str, pointer: str, index: int | None,
+              prop: str) -> dict[str, Any] | None:
+        """A value of the member ``key`` that is not a string: a node object, expanded, or
+        None."""
+        if type(item) is not dict or coerced:
+            return None
+        for k in item:
+            if k[:1] == "@" and k not in (_ID, _TYPE):
+                return None
+        token = key.replace("~", "~0").replace("/", "~1")
+        return self.node(item, f"{pointer}/{token}" if index is None
+                         else f"{pointer}/{token}/{index}", prop)
+
+    def top(self, document: dict[str, Any]) -> dict[str, Any] | None:
+        """The top node, walked by the plan of its layout (its member names and the types
+        of their values): documents of one sender share a layout, and the plan spends
+        nothing on what the layout already decides."""
+        if len(document) > _LAYOUT_MEMBERS:
+            return self.node(document, "", None)
+        layout = (tuple(document), tuple(map(type, document.values())))
+        plan = self.layouts.get(layout)
+        if plan is None:
+            # A layout is planned when it comes back: compiling costs more than a walk,
+            # and a one-envelope command meets its one layout once.
+            if len(self.layouts) < _LAYOUT_LIMIT:
+                self.layouts[layout] = _once
+            return self.node(document, "", None)
+        if plan is _once:
+            plan = self.layouts[layout] = _layout_plan(*layout, self)
+        top: dict[str, Any] | None = plan(document, self)
+        return top
+
+
+# Layouts planned per context, and the members a planned layout may have: past either,
+# documents take the general walk.
+_LAYOUT_LIMIT = 256
+_LAYOUT_MEMBERS = 32
+
+
+def _layout_plan(keys: tuple[str, ...], kinds: tuple[type, ...],
+                 walk: _RestrictedWalk) -> Callable[[dict[str, Any], _RestrictedWalk], Any]:
+    """:meth:`_RestrictedWalk.node` for a top node of one layout, as straight Python source
+    (as the conformance functions are): what depends only on the member names and the
+    types of their values is decided here, once; strings are expanded where the walk
+    expands them; any other value goes to :meth:`_RestrictedWalk.child`, as in the walk.
+    The tests hold every plan to the general walk."""
+    active, schemes = walk.active, walk.schemes
+    names: dict[str, Any] = {
+        "MISSING": _MISSING, "RESTRICTED": _restricted_iri, "ACTIVE": active,
+        "SCHEMES": schemes, "IDS": walk.ids,
+        "VOCAB": active.memo.setdefault((True, schemes), {}),
+    }
+    lines = ["out = {}", "walk.located.append((out, obj, ''))", "walk.reached.append((out, None))"]
+    colons = len(keys)
+    props: set[str] = set()
+    for i, (key, kind) in enumerate(zip(keys, kinds, strict=True)):
+        plan = _member_plan(key, active, schemes, walk.single_valued)
+        names[f"K{i}"] = key
+        if plan is None:
+            return _no_plan
+        if plan is _CONTEXT:
+            continue
+        if plan is _ID or plan is _TYPE:
+            memo, vocab = ("IDS", False) if plan is _ID else ("VOCAB", True)
+            expand = [f"iri = {memo}.get(v, MISSING)",
+                      f"if iri is MISSING: iri = RESTRICTED(v, ACTIVE, {vocab}, SCHEMES)",
+                      "if iri is None: return None", "colons += v.count(':')"]
+            if kind is str:
+                lines += [f"v = obj[K{i}]", *expand,
+                          "out['@id'] = iri" if plan is _ID else "out['@type'] = [iri]"]
+            elif kind is list and plan is _TYPE:
+                lines += ["types = []", f"for v in obj[K{i}]:", "    if type(v) is not str: return None",
+                          *(f"    {line}" for line in expand), "    types.append(iri)",
+                          "if not types: return None", "out['@type'] = types"]
+            else:
+                return _no_plan
+            continue
+        assert isinstance(plan, tuple)  # a property: the keywords are handled above
+        prop, coerced, single, key_colons = plan
+        if prop in props or (kind is list and single):
+            return _no_plan
+        props.add(prop)
+        colons += key_colons
+        names[f"P{i}"], names[f"C{i}"] = prop, coerced
+        if coerced:
+            value = ["iri = IDS.get(item, MISSING)",
+                     "if iri is MISSING: iri = RESTRICTED(item, ACTIVE, False, SCHEMES)",
+                     "if iri is None: return None", "values.append({'@id': iri})"]
+        else:
+            value = ["values.append({'@value': item})"]
+        other = (f"child = walk.child(item, C{i}, K{i}, '', "
+                 f"{'index' if kind is list else 'None'}, P{i})")
+        body = ["if type(item) is str:", "    colons += item.count(':')",
+                *(f"    {line}" for line in value), "else:", f"    {other}",
+                "    if child is None: return None", "    values.append(child)"]
+        if kind is list:
+            lines += ["values = []", f"for index, item in enumerate(obj[K{i}]):",
+                      *(f"    {line}" for line in body)]
+        else:
+            lines += ["values = []", f"item = obj[K{i}]", *body]
+        lines.append(f"out[P{i}] = values")
+    lines = [f"colons = {colons}", *lines, "walk.colons += colons", "return out"]
+    source = "def plan(obj, walk):\n" + "".join(f"    {line}\n" for line in lines)
+    exec(compile(source, "<walk of a layout>", "exec"), names)
+    planned: Callable[[dict[str, Any], _RestrictedWalk], Any] = names["plan"]
+    return planned
+
+
+def _no_plan(obj: dict[str, Any], walk: _RestrictedWalk) -> None:
+    """The plan of a layout the restricted walk never expands."""
+    return None
+
+
+def _once(obj: dict[str, Any], walk: _RestrictedWalk) -> None:
+    """Marks a layout met once, not planned yet (never called)."""
+    raise AssertionError("a layout met once has no plan")

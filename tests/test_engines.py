@@ -363,6 +363,97 @@ def test_where_the_walk_expands_a_document_pyld_gives_the_same_node_in_the_same_
     assert json.dumps(walked.nodes) == json.dumps(reference.nodes)
 
 
+def _walks(doc: Any, kind: str) -> list[Any] | None:
+    """The general walk's top node and three walks of its layout (the first meets it, the
+    second compiles its plan, the third reads the plan), each as what a check reads."""
+    from ioa_semantic._baseline import _active_context
+    from ioa_semantic._expansion import _RestrictedWalk
+
+    if not isinstance(doc, dict) or not isinstance(doc.get("@context"), dict):
+        return None
+    reviewed = _active_context(doc["@context"], POLICY)
+    if reviewed is None:
+        return None
+    walks = []
+    for planned in (False, True, True, True):
+        walk = _RestrictedWalk(reviewed[0], POLICY.allowed_schemes, SHAPES.single_valued[kind],
+                               False)
+        root = walk.top(doc) if planned else walk.node(doc, "", None)
+        walks.append(None if root is None else (
+            json.dumps(root), walk.colons,
+            [(json.dumps(node), json.dumps(compact), pointer)
+             for node, compact, pointer in walk.located],
+            [(json.dumps(node), via) for node, via in walk.reached]))
+    return walks
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(envelopes().map(lambda d: ("envelope", d)),
+                 plausible_envelopes().map(lambda d: ("envelope", d)),
+                 registrations().map(lambda d: ("registration", d))))
+def test_a_layouts_plan_walks_a_document_as_the_general_walk_does(case: tuple[str, Any]) -> None:
+    """The compiled path walks a top node by the plan of its layout (member names and the
+    types of their values): nodes, member order, pointers, colons and the nodes reached
+    are the general walk's, and a document it refuses, the plan refuses."""
+    walks = _walks(case[1], case[0])
+    if walks is not None:
+        assert walks[1:] == [walks[0]] * 3
+
+
+def test_the_plans_answer_the_draft_documents() -> None:
+    """Without this the test above could pass by every plan refusing."""
+    from ioa_semantic._expansion import _no_plan, _once
+
+    for kind, doc in (("registration", registration_63()), ("envelope", envelope_62())):
+        walks = _walks(doc, kind)
+        assert walks is not None and walks[0] is not None and walks[1:] == [walks[0]] * 3
+    from ioa_semantic._baseline import _active_context
+
+    active = _active_context(registration_63()["@context"], POLICY)[0]  # type: ignore[index]
+    assert any(plan not in (_no_plan, _once) for layouts in active.layouts.values()
+               for plan in layouts.values())
+
+
+def _review(review: Any) -> Any:
+    return review.findings, review.terms.terms, review.expandable
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(envelopes(), plausible_envelopes(), registrations()))
+def test_a_remembered_context_review_is_the_documents_own(doc: Any) -> None:
+    """The reporting path remembers the review of a document whose text shows one context:
+    what it answers is what reviewing the document answers."""
+    from ioa_semantic._baseline import _reviewed
+    from ioa_semantic._expansion import review_contexts
+
+    if not isinstance(doc, dict):
+        return
+    text = json.dumps(doc)
+    for _ in range(2):  # the second is answered from memory where the first was remembered
+        assert _review(_reviewed(doc, text.encode(), POLICY, None)) == _review(
+            review_contexts(doc, POLICY))
+
+
+def test_a_second_context_is_never_answered_from_memory() -> None:
+    """A nested context, or a context whose member name is spelled with an escape, is
+    reviewed: its findings are not those remembered for the top-level context alone."""
+    from ioa_semantic._baseline import _reviewed
+    from ioa_semantic._expansion import review_contexts
+
+    plain = registration_63()
+    assert _review(_reviewed(plain, json.dumps(plain).encode(), POLICY, None))[0] == ()
+    nested = registration_63()
+    nested["providedBy"] = {"@context": {"@vocab": "https://example.org/v#"}, "@id": "cs:A"}
+    expected = _review(review_contexts(nested, POLICY))
+    assert expected[0], "the nested @vocab is a finding"
+    text = json.dumps(nested)
+    escaped = text.replace('{"@context": {"@vocab"', '{"\\u0040context": {"@vocab"')
+    assert escaped != text and json.loads(escaped) == nested
+    for spelled in (text, escaped):
+        assert _review(_reviewed(nested, spelled.encode(), POLICY, None)) == expected
+        assert _review(_reviewed(nested, spelled, POLICY, None)) == expected
+
+
 @pytest.mark.parametrize("member", [("inputs", ["text"]), ("outputs", []), ("@type", "ioa:Intent"),
                                     ("@type", ["ioa:Capability", "ioa:Intent"])])
 def test_a_registration_failing_only_its_shapes_is_expanded_by_the_walk(
