@@ -20,6 +20,7 @@ from ._expansion import (
     NO_BASE,
     ActiveContext,
     ContextPolicy,
+    ContextReview,
     Expansion,
     ExpansionError,
     SenderTerms,
@@ -92,7 +93,7 @@ def read_document(
 
     found: list[Finding] = list(shapes.schema_findings(kind, document))
     found.extend(structure_findings(document))
-    review = review_contexts(document, policy, retriever)
+    review = _reviewed(document, data, policy, retriever)
     found.extend(review.findings)
     if "@context" not in document or not review.expandable or any(
             f.effect is Verdict.INVALID for f in review.findings):
@@ -157,7 +158,37 @@ def read_document(
 _CONTEXTS: OrderedDict[tuple[ContextPolicy, bytes | str], tuple[ActiveContext, int] | None] = \
     OrderedDict()
 _CONTEXTS_LIMIT = 256
+_UNSEEN = object()
 _CONTEXTS_LOCK = threading.Lock()
+
+
+# Reviews of whole documents' contexts by (policy, context), for documents whose one context
+# is the top-level one: a malformed registration in an audit repeats its sender's context,
+# and reviewing it again was a quarter of reporting it.
+_REVIEWS: dict[tuple[ContextPolicy, str], ContextReview] = {}
+
+
+def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy,
+              retriever: Any) -> ContextReview:
+    """:func:`review_contexts` of ``document``, remembered when the text shows that its
+    top-level context is its only one: without an escape, every ``@context`` member name
+    is spelled as such, and the text spells it once."""
+    if retriever is not None or "@context" not in document:
+        return review_contexts(document, policy, retriever)
+    if isinstance(data, bytes):
+        alone = b"\\" not in data and data.count(b'"@context"') == 1
+    else:
+        alone = "\\" not in data and data.count('"@context"') == 1
+    if not alone:
+        return review_contexts(document, policy, retriever)
+    key = (policy, json.dumps(document["@context"], ensure_ascii=False))
+    review = _REVIEWS.get(key)
+    if review is None:
+        review = review_contexts(document, policy)
+        if len(_REVIEWS) >= _CONTEXTS_LIMIT:
+            _REVIEWS.pop(next(iter(_REVIEWS), None), None)  # type: ignore[arg-type]
+        _REVIEWS[key] = review
+    return review
 
 
 def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
@@ -170,10 +201,13 @@ def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext,
                else json.dumps(context, ensure_ascii=False))
     except (ValueError, TypeError, RecursionError):  # orjson's JSONEncodeError is a TypeError
         return None
-    with _CONTEXTS_LOCK:
-        if key in _CONTEXTS:
-            _CONTEXTS.move_to_end(key)
-            return _CONTEXTS[key]
+    found = _CONTEXTS.get(key, _UNSEEN)  # one read, which the GIL makes atomic
+    if found is not _UNSEEN:
+        if len(_CONTEXTS) > _CONTEXTS_LIMIT // 2:  # recency matters once eviction is near
+            with _CONTEXTS_LOCK:
+                if key in _CONTEXTS:
+                    _CONTEXTS.move_to_end(key)
+        return found  # type: ignore[return-value]
     review = review_contexts({"@context": context}, policy)
     active = None if review.findings or not review.expandable else active_context(context)
     reviewed = None if active is None else (active, colons_in(context))
