@@ -340,7 +340,7 @@ def test_the_progress_bar_goes_to_a_terminal_stderr_never_into_the_results(
     assert proc.returncode == 0
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == 2001 and all(json.loads(line) for line in lines)
-    assert b"registrations audited" in drawn
+    assert b"2000 registrations audited" in drawn  # counted by batch, every one
 
 
 def test_an_array_file_is_held_to_max_bytes_as_given(tmp_path: Path) -> None:
