@@ -48,16 +48,16 @@ def timed(args: list[str], output: Path) -> float:
 def client_ceiling(path: Path, report: str) -> float:
     """Results per second that one client unpickles, counts and hands to a reporter."""
     from ioa_semantic import Checker
-    from ioa_semantic._audit import Audit, documents, judge_batch
-    from ioa_semantic._reporters import AUDIT_REPORTERS
+    from ioa_semantic._audit import Audit, batched, documents, judge_batch
+    from ioa_semantic._reporters import AUDIT_LINES, AUDIT_REPORTERS
 
     items = list(documents([str(path)]))[:50000]
     results = [result for result, _ in judge_batch(Checker("cs-translation"), items)]
     shipped = pickle.dumps(results, protocol=5)
     start = time.perf_counter()
     audit = Audit(None)
-    AUDIT_REPORTERS[report](audit, (audit.record(r, None) for r in pickle.loads(shipped)),
-                            io.StringIO())
+    counted = (audit.record(r, None) for r in pickle.loads(shipped))
+    AUDIT_REPORTERS[report](audit, batched(counted, AUDIT_LINES.get(report)), io.StringIO())
     return len(results) / (time.perf_counter() - start)
 
 
