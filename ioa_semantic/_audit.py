@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import IO, Any, NamedTuple
 
+from ._baseline import Kinds, Unknown
 from ._codes import finding
 from ._findings import Finding, Severity, Verdict, sort_key
 from ._intake import Limits, parse
@@ -152,11 +153,12 @@ class Audit:
         if self.checkpoint is not None:
             skip = self.checkpoint.resume(self)
             pieces = (piece for position, piece in enumerate(pieces) if position >= skip)
+        kinds = kinds_for(self.checker)
         if jobs <= 1:
-            judged: Iterable[Judged] = (judge_piece(self.checker, piece, render)
+            judged: Iterable[Judged] = (judge_piece(self.checker, piece, render, kinds)
                                         for piece in pieces)
         else:
-            judged = _in_workers(self.checker, pieces, jobs, render)
+            judged = _in_workers(self.checker, pieces, jobs, render, kinds)
         for batch in judged:
             self.record_batch(batch)
             yield batch
@@ -237,8 +239,18 @@ class Judged(NamedTuple):
 
 
 def judge(checker: Any, data: bytes | str | dict[str, Any], source: str,
-          index: int | None) -> tuple[Result, tuple[Any, ...] | None]:
-    """One registration's result, and its declaration when it is valid (for conflicts)."""
+          index: int | None, kinds: Kinds | None = None) -> tuple[Result, tuple[Any, ...] | None]:
+    """One registration's result, and its declaration when it is valid (for conflicts).
+
+    With ``kinds``, a registration of a kind already judged clean is answered from it.
+    """
+    unknown = None
+    if kinds is not None and type(data) is bytes:
+        known = kinds.judged(data)
+        if isinstance(known, Unknown):
+            unknown = known
+        elif known is not None:
+            return Result(source, index, known[0], "valid", ()), known[1]
     baseline = checker.baseline(data, "registration")
     node = baseline.node
     ident = node.get("@id") if node is not None else None
@@ -247,6 +259,8 @@ def judge(checker: Any, data: bytes | str | dict[str, Any], source: str,
     if not baseline.findings:  # the common case, answered without sorting anything
         declaration = None if node is None or ident is None else _declaration(
             node, checker.profile.single_ontology())
+        if unknown is not None and declaration is not None:
+            unknown.remember(declaration)
         return Result(source, index, ident, "valid", ()), declaration
     errors = [f for f in baseline.findings if f.severity is Severity.ERROR]
     if any(f.effect is Verdict.INVALID for f in errors):
@@ -269,10 +283,21 @@ def judge(checker: Any, data: bytes | str | dict[str, Any], source: str,
 # (fewer tasks to pickle, wake and collect), measured when every item was sent on its own.
 _BATCH = 1024
 _WORKER_CHECKER: Any = None
+_WORKER_KINDS: Kinds | None = None
 
 
-def judge_batch(checker: Any,
-                batch: list[Item]) -> list[tuple[Result, tuple[Any, ...] | None]]:
+def kinds_for(checker: Any) -> Kinds | None:
+    """Registrations judged by kind under ``checker`` (its compiled engine only: the reference
+    engine judges every registration in full)."""
+    if checker.engine != "compiled":
+        return None
+    return Kinds(checker._shapes, checker.policy, checker.limits,
+                 keep=frozenset({_INPUTS, _OUTPUTS, _ONTOLOGY_ID, _ONTOLOGY_VERSION}),
+                 permitted_types=checker.profile.permitted_types)
+
+
+def judge_batch(checker: Any, batch: list[Item],
+                kinds: Kinds | None = None) -> list[tuple[Result, tuple[Any, ...] | None]]:
     """A batch of items judged together: the unit of work of every audit runner.
 
     Local workers and a cluster's workers alike call this, so they report the same.
@@ -282,18 +307,19 @@ def judge_batch(checker: Any,
         if document is None:
             out.append((Result(source, index, None, "invalid", tuple(problems)), None))
         else:
-            out.append(judge(checker, document, source, index))
+            out.append(judge(checker, document, source, index, kinds))
     return out
 
 
-def judge_together(checker: Any, batch: list[Item], render: Render | None = None) -> Judged:
+def judge_together(checker: Any, batch: list[Item], render: Render | None = None,
+                   kinds: Kinds | None = None) -> Judged:
     """A batch judged into what the audit counts and the reporters write: where it is
     judged (a worker), so that the process writing the output handles a batch, not each
     registration in it."""
     lines: list[str] = []
     notable: list[Result] = []
     declarations: list[Declared] = []
-    for result, declaration in judge_batch(checker, batch):
+    for result, declaration in judge_batch(checker, batch, kinds):
         if render is not None:
             lines.append(render(result))
         if result.reasons or result.status != "valid":
@@ -321,9 +347,10 @@ def _as_judged(batch: list[Result], render: Render | None) -> Judged:
                   tuple(r for r in batch if r.reasons or r.status != "valid"), [])
 
 
-def judge_piece(checker: Any, piece: Piece, render: Render | None = None) -> Judged:
+def judge_piece(checker: Any, piece: Piece, render: Render | None = None,
+                kinds: Kinds | None = None) -> Judged:
     """A piece of the input judged (in a worker, where a block of lines is also split)."""
-    return judge_together(checker, items_of(piece), render)
+    return judge_together(checker, items_of(piece), render, kinds)
 
 
 def items_of(piece: Piece) -> list[Item]:
@@ -337,11 +364,11 @@ def items_of(piece: Piece) -> list[Item]:
 
 
 def _judge_in_worker(piece: Piece, render: Render | None) -> Judged:
-    return judge_piece(_WORKER_CHECKER, piece, render)
+    return judge_piece(_WORKER_CHECKER, piece, render, _WORKER_KINDS)
 
 
-def _in_workers(checker: Any, pieces: Iterable[Piece], jobs: int,
-                render: Render | None) -> Iterator[Judged]:
+def _in_workers(checker: Any, pieces: Iterable[Piece], jobs: int, render: Render | None,
+                kinds: Kinds | None) -> Iterator[Judged]:
     """Judge pieces in forked workers that inherit the built checker, keeping input order.
 
     At most a few pieces per worker are in flight, so memory does not grow with the input
@@ -350,8 +377,8 @@ def _in_workers(checker: Any, pieces: Iterable[Piece], jobs: int,
     import multiprocessing
     from collections import deque
 
-    global _WORKER_CHECKER
-    _WORKER_CHECKER = checker
+    global _WORKER_CHECKER, _WORKER_KINDS
+    _WORKER_CHECKER, _WORKER_KINDS = checker, kinds  # each worker fills its own copy
     context = multiprocessing.get_context("fork")
     with context.Pool(jobs) as pool:
         pending: deque[Any] = deque()

@@ -12,7 +12,7 @@ import json
 import sys
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
 from ._codes import finding
@@ -24,11 +24,13 @@ from ._expansion import (
     Expansion,
     ExpansionError,
     SenderTerms,
+    _member_plan,
     active_context,
     dropped_findings,
     expand,
     expand_restricted,
     expansion_findings,
+    reference_expander,
     review_contexts,
     structure_findings,
     term_for,
@@ -365,3 +367,123 @@ def _dedupe(findings: list[Finding]) -> tuple[Finding, ...]:
         seen.add(key)
         out.append(f)
     return tuple(out)
+
+
+# --- registrations by kind: the batch audit -------------------------------------------------
+
+
+class _KindPlan(NamedTuple):
+    """How documents of one layout and one context are told apart: the members a clean
+    judgement does not depend on (``@id`` first, then plain strings any string satisfies)
+    and the others, whose values make up a kind."""
+
+    expand_id: Callable[[str], str | None]  # the walk's expansion of an @id
+    masked: tuple[str, ...]
+    kept: tuple[str, ...]
+    kinds: dict[bytes, tuple[int, Any]]  # kept values -> (colons besides masked, remembered)
+
+
+class Unknown(NamedTuple):
+    """A registration of a kind not judged clean yet: :meth:`remember` it once judged."""
+
+    kinds: "Kinds"
+    plan: _KindPlan
+    values: bytes
+    colons: int
+    data: bytes
+
+    def remember(self, value: Any) -> None:
+        """Remember ``value`` for this kind, if the compiled path finds the registration
+        clean."""
+        if len(self.plan.kinds) < _KINDS_LIMIT and read_document_compiled(
+                self.data, "registration", **self.kinds.options) is not None:
+            self.plan.kinds[self.values] = (self.colons, value)
+
+
+class Kinds:
+    """Registrations judged by kind, for an audit: a kind is everything the compiled
+    baseline's judgement of a registration depends on, so that registrations of a kind
+    judged clean once are clean.
+
+    Two registrations are of one kind when they have the same members in the same order
+    with values of the same types, the same context (as orjson writes it) and the same
+    values everywhere but ``@id`` and the members whose one string value any string meets
+    (:meth:`ShapeSet.any_string`; never one of ``keep``, what the caller remembers is read
+    from those). A registration of a kind remembered clean is clean when its text passes
+    the intake's limits and the colon proof of :func:`read_document_compiled` (its own
+    colons: the masked strings' are counted, the rest are the kind's) and its ``@id``
+    expands as the walk expands it; it then needs none of the walk, the shapes or the
+    reporting. Anything else (a kind not remembered, any finding) is for the caller to judge
+    in full. Only a registration the compiled path answers clean is remembered, and the
+    tests hold every answer to the full judgement's.
+    """
+
+    def __init__(self, shapes: ShapeSet, policy: ContextPolicy, limits: Limits,
+                 keep: frozenset[str], permitted_types: frozenset[str] = frozenset()) -> None:
+        self.policy, self.limits = policy, limits
+        self.options: dict[str, Any] = {"shapes": shapes, "policy": policy,
+                                        "permitted_types": permitted_types, "limits": limits}
+        self.any_string = shapes.any_string("registration") - keep
+        self.single_valued = shapes.single_valued["registration"]
+        self.plans: dict[tuple[Any, ...], _KindPlan | None] = {}
+
+    def judged(self, data: bytes) -> tuple[str, Any] | Unknown | None:
+        """``(the expanded @id, what was remembered)`` for a registration of a kind judged
+        clean; for one of a kind not known yet, what remembers it; or None."""
+        # The intake's limits but the nesting: a registration of a kind nests as the kind
+        # does (what it masks are strings), and any other is judged in full.
+        limits = self.limits
+        if len(data) > limits.max_bytes or (
+                b"\\" in data and (b"\\u003a" in data or b"\\u003A" in data)):
+            return None
+        import orjson  # imported by every audit before it gets here
+
+        try:
+            document = orjson.loads(data)
+            if type(document) is not dict:
+                return None
+            layout = (tuple(document), orjson.dumps(document["@context"]))
+            plan = self.plans[layout] if layout in self.plans else self._plan(document, layout)
+            if plan is None:
+                return None
+            values = orjson.dumps([document[key] for key in plan.kept])
+        except (KeyError, TypeError, ValueError):  # not JSON, no context, an integer too large
+            return None
+        masked = 0
+        for key in plan.masked:
+            value = document[key]
+            if type(value) is not str:
+                return None
+            masked += value.count(":")
+        known = plan.kinds.get(values)
+        if known is None:
+            return Unknown(self, plan, values, data.count(b":") - masked, data)
+        if data.count(b":") != known[0] + masked:
+            return None  # a member name repeated: the full judgement reports it
+        ident = plan.expand_id(document["@id"])
+        return None if ident is None else (ident, known[1])
+
+    def _plan(self, document: dict[str, Any], layout: tuple[Any, ...]) -> _KindPlan | None:
+        reviewed = _active_context(document["@context"], self.policy)
+        schemes = self.policy.allowed_schemes
+        plan = None
+        if reviewed is not None and type(document.get("@id")) is str:
+            masked, kept = ["@id"], []
+            for key, value in document.items():
+                if key in ("@id", "@context"):
+                    continue
+                member = _member_plan(key, reviewed[0], schemes, self.single_valued)
+                if type(value) is str and type(member) is tuple and not member[1] and (
+                        member[0] in self.any_string):
+                    masked.append(key)
+                else:
+                    kept.append(key)
+            plan = _KindPlan(reference_expander(reviewed[0], False, schemes), tuple(masked),
+                             tuple(kept), {})
+        if len(self.plans) < _KINDS_LIMIT:
+            self.plans[layout] = plan
+        return plan
+
+
+# Layouts and kinds per layout remembered: past either, registrations are judged in full.
+_KINDS_LIMIT = 4096

@@ -579,6 +579,23 @@ def _restricted_iri(value: str, active: ActiveContext, vocab: bool,
     return found  # type: ignore[return-value]
 
 
+def reference_expander(active: ActiveContext, vocab: bool,
+                       schemes: frozenset[str]) -> Callable[[str], str | None]:
+    """:func:`_restricted_iri` under one context, its memo found once: for a caller that
+    expands one reference of each of many documents."""
+    memo = active.memo.setdefault((vocab, schemes), {})
+
+    def expanded(value: str) -> str | None:
+        found = memo.get(value, _MISSING)
+        if found is _MISSING:
+            found = _expand_reference(value, active, vocab, schemes)
+            if len(memo) < _MEMO_LIMIT:
+                memo[value] = found
+        return found  # type: ignore[return-value]
+
+    return expanded
+
+
 def _expand_reference(value: str, active: ActiveContext, vocab: bool,
                       schemes: frozenset[str]) -> str | None:
     if vocab and value in active.terms:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import IO, Any
 
@@ -102,8 +103,13 @@ def result_line(result: Any) -> str:
     # and encoding it (the tests hold the two to the same text).
     index = "null" if result.position is None else str(result.position)
     ident = "null" if result.id is None else encode_basestring(result.id)
-    return (f'{{"source": {encode_basestring(result.source)}, "index": {index}, '
+    return (f'{{"source": {_encoded(result.source)}, "index": {index}, '
             f'"id": {ident}, "status": "{result.status}", "reasons": []}}\n')
+
+
+@lru_cache(maxsize=64)
+def _encoded(source: str) -> str:
+    return encode_basestring(source)  # one source for thousands of lines
 
 
 def audit_json_lines(audit: Any, batches: Iterable[Any], stream: IO[str]) -> int:

@@ -535,6 +535,20 @@ class ShapeSet:
                     return False
         return True
 
+    def any_string(self, family: str) -> frozenset[str]:
+        """The properties any one plain string meets as a value in every shape of ``family``
+        (no pattern, no required value, a node kind and a datatype a string literal has):
+        whatever such a value says, the shapes judge its node alike."""
+        shapes = [shape for shape in self.shapes.values() if shape.family == family]
+        found = set()
+        for path in {prop.path for shape in shapes for prop in shape.properties} - {RDF_TYPE}:
+            if all(prop.pattern is None and prop.has_value is None
+                   and prop.datatype in (None, XSD + "string")
+                   and (prop.node_kind is None or "Literal" in _NODE_KIND_OK[prop.node_kind])
+                   for shape in shapes for prop in shape.properties if prop.path == path):
+                found.add(path)
+        return frozenset(found)
+
     def _checks_for(self, root_shape: NodeShape, node: dict[str, Any],
                     via: str | None) -> tuple[Conformance, ...]:
         by_class, by_subject, by_object = self._targets[root_shape.family]

@@ -237,7 +237,8 @@ def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:
 
     body = ""
     for i in range(6000):
-        doc = variant(**{"@id": f"cs:Cap{i % 5000}"})
+        # Each its own kind (see Kinds): judged in full, so that the run lasts.
+        doc = variant(**{"@id": f"cs:Cap{i % 5000}", "inputs": [f"text/x-v{i % 5000}"]})
         if i % 173 == 9:
             doc["inputs"] = ["text"]
         if i == 5990:
@@ -431,3 +432,108 @@ def test_a_state_written_for_other_pieces_starts_the_audit_over(tmp_path: Path) 
             assert checkpoint.resume(run) == 0
             assert out.tell() == 0 and run.total == 0
             checkpoint.finish()
+
+
+# --- registrations judged by kind -------------------------------------------------------------
+
+
+_IDS = st.one_of(st.sampled_from(["cs:A", "cs:B", "https://example.org/x", "TechTranslation",
+                                  "xx:Thing", "_:b0", "cs:", "cs:a:b", "@type", ""]),
+                 st.text(max_size=12).map(lambda s: "cs:" + s))
+_TEXT = st.one_of(st.text(max_size=20), st.sampled_from(["a:b", "{\"x\": 1}", "\\u003a", ""]))
+
+
+@st.composite
+def _registration_texts(draw: st.DrawFn) -> list[bytes]:
+    """Registrations of one sender: alike in their layout and context, each differing in
+    what a kind masks (@id, label) and, often, in what it must not mask (a media type, an
+    ontology version, a second spelling of the label, the label's type), with texts whose
+    parse hides a repeated member name or an escaped colon."""
+    base = registration_63()
+    if draw(st.booleans()):
+        base["@context"]["ontologyVersion"] = "ioa:ontologyVersion"
+        base["ontologyVersion"] = "1.0"
+    if draw(st.booleans()):
+        base["@context"]["name"] = "rdfs:label"  # a second spelling of the label
+        base["name"] = "x"
+    if draw(st.booleans()):
+        base["inputs"] = "text/plain"  # one media type, a string
+    order = draw(st.permutations(list(base)))
+    texts = []
+    for _ in range(draw(st.integers(1, 12))):
+        doc = {key: base[key] for key in order}
+        doc["@id"] = draw(_IDS)
+        doc["label"] = draw(st.one_of(_TEXT, _TEXT, st.integers(),
+                                      st.lists(st.one_of(_TEXT, st.integers()), max_size=2)))
+        if "ontologyVersion" in doc:
+            doc["ontologyVersion"] = draw(st.sampled_from(["1.0", "1.0", " ", "2.0"]))
+        if "name" in doc:
+            doc["name"] = draw(st.one_of(_TEXT, st.integers()))
+        if draw(st.integers(0, 3)) == 0:
+            doc["inputs"] = draw(st.sampled_from(["text", "text/html", ["text"], [], 5]))
+        text = json.dumps(doc)
+        trick = draw(st.integers(0, 6))
+        if trick == 0:  # a member name repeated: the parse keeps the last
+            text = text[:-1] + ', "inputs": ["text/plain"]}'
+        elif trick == 1:
+            text = text[:-1] + ', "label": "again"}'
+        elif trick == 2 and '"label": "' in text:  # an escaped colon in a masked string
+            text = text.replace('"label": "', '"label": "\\u003a', 1)
+        texts.append(text.encode())
+    return texts
+
+
+@settings(max_examples=300, deadline=None)
+@given(_registration_texts())
+def test_registrations_judged_by_kind_are_judged_as_in_full(texts: list[bytes]) -> None:
+    """A registration of a kind judged clean is answered from its kind: every answer, in any
+    order of registrations, is the full judgement's (result and declaration)."""
+    from ioa_semantic._audit import judge, kinds_for
+
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    for index, text in enumerate([*texts, *texts]):  # the second pass meets known kinds
+        assert judge(checker, text, "r.jsonl", index, kinds) == judge(
+            checker, text, "r.jsonl", index), text
+
+
+def test_registrations_alike_but_for_their_iri_and_label_are_judged_once() -> None:
+    """Without this the test above could pass by kinds never answering: one full judgement
+    for a kind, then only the IRI (and the colon proof) for each registration of it."""
+    from ioa_semantic._audit import judge, kinds_for
+
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    texts = [json.dumps(variant(**{"@id": f"cs:C{i}", "label": f"number {i}: a label"})).encode()
+             for i in range(50)]
+    judged_in_full = []
+    full = checker.baseline
+
+    def counted(data: Any, kind: Any, retriever: Any = None) -> Any:
+        judged_in_full.append(data)
+        return full(data, kind, retriever)
+
+    checker.baseline = counted  # type: ignore[method-assign]
+    results = [judge(checker, text, "r.jsonl", i, kinds) for i, text in enumerate(texts)]
+    assert [r.id for r, _ in results] == [f"https://example.org/onto/cs#C{i}" for i in range(50)]
+    declared = (("text/plain",), ("text/plain",), checker.profile.single_ontology())
+    assert all(r.status == "valid" and d == declared for r, d in results)
+    assert judged_in_full == texts[:1]
+
+
+@pytest.mark.parametrize("tail", [', "inputs": ["text/plain"]}', ', "@id": "cs:Other"}'])
+def test_a_repeated_member_name_is_never_answered_by_kind(tail: str) -> None:
+    """orjson keeps the last of repeated names, so such a text parses as a registration of
+    a known kind; the colon proof sends it to the full judgement, which reports it."""
+    from ioa_semantic._audit import judge, kinds_for
+
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    plain = json.dumps(variant(**{"inputs": ["text"]}))
+    valid = json.dumps(variant())
+    for i in range(3):
+        judge(checker, json.dumps(variant(**{"@id": f"cs:K{i}"})).encode(), "r", i, kinds)
+    repeated = (plain[:-1] + tail).encode() if "inputs" in tail else (valid[:-1] + tail).encode()
+    result, _ = judge(checker, repeated, "r", 9, kinds)
+    assert result == judge(checker, repeated, "r", 9)[0]
+    assert result.status == "invalid" and "json.duplicate-key" in {f.code for f in result.reasons}
