@@ -251,7 +251,10 @@ def judge(checker: Any, data: bytes | str | dict[str, Any], source: str,
             unknown = known
         elif known is not None:
             return Result(source, index, known[0], "valid", ()), known[1]
-    baseline = checker.baseline(data, "registration")
+    if unknown is None:
+        baseline = checker.baseline(data, "registration")
+    else:  # the compiled path has judged it: clean, or to be reported
+        baseline = unknown.compiled or checker.reported(data, "registration")
     node = baseline.node
     ident = node.get("@id") if node is not None else None
     if not isinstance(ident, str):
@@ -296,22 +299,25 @@ def kinds_for(checker: Any) -> Kinds | None:
                  permitted_types=checker.profile.permitted_types)
 
 
-def judge_batch(checker: Any, batch: list[Item],
+def judge_batch(checker: Any, batch: Iterable[Item],
                 kinds: Kinds | None = None) -> list[tuple[Result, tuple[Any, ...] | None]]:
     """A batch of items judged together: the unit of work of every audit runner.
 
     Local workers and a cluster's workers alike call this, so they report the same.
     """
-    out: list[tuple[Result, tuple[Any, ...] | None]] = []
-    for source, index, document, problems in batch:
+    return list(judged_items(checker, batch, kinds))
+
+
+def judged_items(checker: Any, items: Iterable[Item],
+                 kinds: Kinds | None = None) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
+    for source, index, document, problems in items:
         if document is None:
-            out.append((Result(source, index, None, "invalid", tuple(problems)), None))
+            yield Result(source, index, None, "invalid", tuple(problems)), None
         else:
-            out.append(judge(checker, document, source, index, kinds))
-    return out
+            yield judge(checker, document, source, index, kinds)
 
 
-def judge_together(checker: Any, batch: list[Item], render: Render | None = None,
+def judge_together(checker: Any, batch: Iterable[Item], render: Render | None = None,
                    kinds: Kinds | None = None) -> Judged:
     """A batch judged into what the audit counts and the reporters write: where it is
     judged (a worker), so that the process writing the output handles a batch, not each
@@ -319,14 +325,16 @@ def judge_together(checker: Any, batch: list[Item], render: Render | None = None
     lines: list[str] = []
     notable: list[Result] = []
     declarations: list[Declared] = []
-    for result, declaration in judge_batch(checker, batch, kinds):
+    size = 0
+    for result, declaration in judged_items(checker, batch, kinds):
+        size += 1
         if render is not None:
             lines.append(render(result))
         if result.reasons or result.status != "valid":
             notable.append(result)
         if declaration is not None and result.id is not None:
             declarations.append((result.id, declaration, (result.source, result.position)))
-    return Judged(len(batch), "".join(lines), tuple(notable), declarations)
+    return Judged(size, "".join(lines), tuple(notable), declarations)
 
 
 def batched(results: Iterable[Result], render: Render | None = None) -> Iterator[Judged]:
@@ -353,14 +361,14 @@ def judge_piece(checker: Any, piece: Piece, render: Render | None = None,
     return judge_together(checker, items_of(piece), render, kinds)
 
 
-def items_of(piece: Piece) -> list[Item]:
+def items_of(piece: Piece) -> Iterable[Item]:
     """The items of a piece: a batch is its items; a block of lines has one per line that
     is not blank, numbered as :func:`documents` numbers them."""
     if isinstance(piece, list):
         return piece
     source, first, data = piece
-    return [(source, first + offset, line, ())
-            for offset, line in enumerate(data.split(b"\n")) if line.strip()]
+    return ((source, first + offset, line, ())
+            for offset, line in enumerate(data.split(b"\n")) if line.strip())
 
 
 def _judge_in_worker(piece: Piece, render: Render | None) -> Judged:

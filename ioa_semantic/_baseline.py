@@ -384,19 +384,16 @@ class _KindPlan(NamedTuple):
 
 
 class Unknown(NamedTuple):
-    """A registration of a kind not judged clean yet: :meth:`remember` it once judged."""
+    """A registration of a kind not known yet, and the compiled path's baseline of it (None
+    unless that path found it clean): :meth:`remember` what is judged of a clean one."""
 
-    kinds: "Kinds"
     plan: _KindPlan
     values: bytes
     colons: int
-    data: bytes
+    compiled: Baseline | None
 
     def remember(self, value: Any) -> None:
-        """Remember ``value`` for this kind, if the compiled path finds the registration
-        clean."""
-        if len(self.plan.kinds) < _KINDS_LIMIT and read_document_compiled(
-                self.data, "registration", **self.kinds.options) is not None:
+        if self.compiled is not None and len(self.plan.kinds) < _KINDS_LIMIT:
             self.plan.kinds[self.values] = (self.colons, value)
 
 
@@ -426,10 +423,17 @@ class Kinds:
         self.any_string = shapes.any_string("registration") - keep
         self.single_valued = shapes.single_valued["registration"]
         self.plans: dict[tuple[Any, ...], _KindPlan | None] = {}
+        self.asked = self.answered = 0
 
     def judged(self, data: bytes) -> tuple[str, Any] | Unknown | None:
         """``(the expanded @id, what was remembered)`` for a registration of a kind judged
-        clean; for one of a kind not known yet, what remembers it; or None."""
+        clean; for one of a kind not known yet, its compiled baseline and what remembers it;
+        or None (judge it in full)."""
+        self.asked += 1
+        if self.asked > _KINDS_TRIAL and self.answered * 4 < self.asked:
+            # Kinds answer fewer than a quarter of the registrations (each of its own kind,
+            # say): telling them apart costs more than it saves, and nothing else changes.
+            return None
         # The intake's limits but the nesting: a registration of a kind nests as the kind
         # does (what it masks are strings), and any other is judged in full.
         limits = self.limits
@@ -443,7 +447,10 @@ class Kinds:
             if type(document) is not dict:
                 return None
             layout = (tuple(document), orjson.dumps(document["@context"]))
-            plan = self.plans[layout] if layout in self.plans else self._plan(document, layout)
+            try:
+                plan = self.plans[layout]
+            except KeyError:
+                plan = self._plan(document, layout)
             if plan is None:
                 return None
             values = orjson.dumps([document[key] for key in plan.kept])
@@ -457,11 +464,15 @@ class Kinds:
             masked += value.count(":")
         known = plan.kinds.get(values)
         if known is None:
-            return Unknown(self, plan, values, data.count(b":") - masked, data)
+            return Unknown(plan, values, data.count(b":") - masked,
+                           read_document_compiled(data, "registration", **self.options))
         if data.count(b":") != known[0] + masked:
             return None  # a member name repeated: the full judgement reports it
         ident = plan.expand_id(document["@id"])
-        return None if ident is None else (ident, known[1])
+        if ident is None:
+            return None
+        self.answered += 1
+        return ident, known[1]
 
     def _plan(self, document: dict[str, Any], layout: tuple[Any, ...]) -> _KindPlan | None:
         reviewed = _active_context(document["@context"], self.policy)
@@ -487,3 +498,5 @@ class Kinds:
 
 # Layouts and kinds per layout remembered: past either, registrations are judged in full.
 _KINDS_LIMIT = 4096
+# Registrations asked about before kinds may be found not worth asking.
+_KINDS_TRIAL = 4096

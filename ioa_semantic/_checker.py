@@ -228,8 +228,14 @@ class Checker:
             self._read_before = True
             if compiled is not None:
                 return compiled
+        return self.reported(data, kind, retriever)
+
+    def reported(self, data: EnvelopeInput, kind: Literal["envelope", "registration"],
+                 retriever: Any = None) -> Baseline:
+        """The baseline stage's reporting path alone (for a caller that already had the
+        compiled path decline the document)."""
         return read_document(data, kind, retriever=retriever, walk=self.engine == "compiled",
-                             **options)
+                             **self._baseline_options)
 
     def check(
         self,

@@ -497,9 +497,11 @@ def test_registrations_judged_by_kind_are_judged_as_in_full(texts: list[bytes]) 
             checker, text, "r.jsonl", index), text
 
 
-def test_registrations_alike_but_for_their_iri_and_label_are_judged_once() -> None:
+def test_registrations_alike_but_for_their_iri_and_label_are_judged_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Without this the test above could pass by kinds never answering: one full judgement
     for a kind, then only the IRI (and the colon proof) for each registration of it."""
+    from ioa_semantic import _baseline
     from ioa_semantic._audit import judge, kinds_for
 
     checker = Checker("cs-translation")
@@ -507,13 +509,16 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once() -> No
     texts = [json.dumps(variant(**{"@id": f"cs:C{i}", "label": f"number {i}: a label"})).encode()
              for i in range(50)]
     judged_in_full = []
-    full = checker.baseline
 
-    def counted(data: Any, kind: Any, retriever: Any = None) -> Any:
-        judged_in_full.append(data)
-        return full(data, kind, retriever)
+    def counting(judgement: Any) -> Any:
+        def counted(data: Any, *args: Any, **kwargs: Any) -> Any:
+            judged_in_full.append(data)
+            return judgement(data, *args, **kwargs)
+        return counted
 
-    checker.baseline = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(_baseline, "read_document_compiled",
+                        counting(_baseline.read_document_compiled))
+    monkeypatch.setattr(checker, "baseline", counting(checker.baseline))
     results = [judge(checker, text, "r.jsonl", i, kinds) for i, text in enumerate(texts)]
     assert [r.id for r, _ in results] == [f"https://example.org/onto/cs#C{i}" for i in range(50)]
     declared = (("text/plain",), ("text/plain",), checker.profile.single_ontology())
@@ -537,3 +542,20 @@ def test_a_repeated_member_name_is_never_answered_by_kind(tail: str) -> None:
     result, _ = judge(checker, repeated, "r", 9, kinds)
     assert result == judge(checker, repeated, "r", 9)[0]
     assert result.status == "invalid" and "json.duplicate-key" in {f.code for f in result.reasons}
+
+
+def test_kinds_stop_being_asked_where_they_answer_too_few(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registrations each of a kind of its own gain nothing from kinds: past a trial, kinds
+    are not asked (and every registration is judged in full, as before)."""
+    from ioa_semantic import _baseline
+    from ioa_semantic._audit import judge, kinds_for
+
+    monkeypatch.setattr(_baseline, "_KINDS_TRIAL", 8)
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    assert kinds is not None
+    texts = [json.dumps(variant(inputs=[f"text/x-v{i}"])).encode() for i in range(12)]
+    for index, text in enumerate(texts):
+        assert judge(checker, text, "r", index, kinds) == judge(checker, text, "r", index)
+    assert kinds.judged(texts[0]) is None  # a kind it knows, no longer asked
