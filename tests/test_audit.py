@@ -440,7 +440,8 @@ def test_a_state_written_for_other_pieces_starts_the_audit_over(tmp_path: Path) 
 _IDS = st.one_of(st.sampled_from(["cs:A", "cs:B", "https://example.org/x", "TechTranslation",
                                   "xx:Thing", "_:b0", "cs:", "cs:a:b", "@type", ""]),
                  st.text(max_size=12).map(lambda s: "cs:" + s))
-_TEXT = st.one_of(st.text(max_size=20), st.sampled_from(["a:b", "{\"x\": 1}", "\\u003a", ""]))
+_TEXT = st.one_of(st.text(max_size=20),
+                  st.sampled_from(["a:b", "{\"x\": 1}", "\\u003a", "", "é ü", "\", \"x\": \""]))
 
 
 @st.composite
@@ -459,6 +460,7 @@ def _registration_texts(draw: st.DrawFn) -> list[bytes]:
     if draw(st.booleans()):
         base["inputs"] = "text/plain"  # one media type, a string
     order = draw(st.permutations(list(base)))
+    ascii_only = draw(st.booleans())
     texts = []
     for _ in range(draw(st.integers(1, 12))):
         doc = {key: base[key] for key in order}
@@ -471,15 +473,26 @@ def _registration_texts(draw: st.DrawFn) -> list[bytes]:
             doc["name"] = draw(st.one_of(_TEXT, st.integers()))
         if draw(st.integers(0, 3)) == 0:
             doc["inputs"] = draw(st.sampled_from(["text", "text/html", ["text"], [], 5]))
-        text = json.dumps(doc)
-        trick = draw(st.integers(0, 6))
+        # Texts of one sender are written alike; some are not (another writer, raw UTF-8).
+        text = json.dumps(doc, ensure_ascii=ascii_only) if draw(st.integers(0, 5)) else \
+            json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        trick = draw(st.integers(0, 10))
         if trick == 0:  # a member name repeated: the parse keeps the last
             text = text[:-1] + ', "inputs": ["text/plain"]}'
         elif trick == 1:
             text = text[:-1] + ', "label": "again"}'
         elif trick == 2 and '"label": "' in text:  # an escaped colon in a masked string
             text = text.replace('"label": "', '"label": "\\u003a', 1)
-        texts.append(text.encode())
+        elif trick == 3 and '"label": "' in text:  # bytes JSON does not allow in a string
+            text = text.replace('"label": "', '"label": "\x01', 1)
+        elif trick == 4:
+            text += " \r"
+        elif trick == 6:
+            text += "]"  # not one JSON text
+        data = text.encode()
+        if trick == 5 and b'"label": "' in data:  # not UTF-8
+            data = data.replace(b'"label": "', b'"label": "\xff', 1)
+        texts.append(data)
     return texts
 
 
@@ -559,3 +572,39 @@ def test_kinds_stop_being_asked_where_they_answer_too_few(
     for index, text in enumerate(texts):
         assert judge(checker, text, "r", index, kinds) == judge(checker, text, "r", index)
     assert kinds.judged(texts[0]) is None  # a kind it knows, no longer asked
+
+
+def _label_starting(text: bytes, start: bytes) -> bytes:
+    """``text`` with ``start`` before the label's value (the member's, not the context's)."""
+    head, member, tail = text.rpartition(b'"label": "')
+    return head + member + start + tail
+
+
+@pytest.mark.parametrize("changed", [
+    lambda text: text + b"]",  # not one JSON text
+    lambda text: text + b" \r",  # white space after it: the same registration
+    lambda text: _label_starting(text, b"\\u0001"),  # an escape (of a control character)
+    lambda text: _label_starting(text, b"\x01"),  # a raw control byte
+    lambda text: _label_starting(text, b"\xff"),  # not UTF-8
+    lambda text: _label_starting(text, b'a", "label": "'),  # a member name repeated
+    lambda text: text.replace(b'"@id": "cs:', b'"@id": "xx:', 1),  # an IRI the walk refuses
+    lambda text: text.replace(b", ", b",", 1),  # written otherwise: parsed, not matched
+    lambda text: text.replace(b'"ioa:Capability"', b'"ioa:Intent"'),  # between masked strings
+    lambda text: text.replace(b'["text/plain"]', b'["text"]', 1),  # after them
+    lambda text: text.replace(b"onto/cs#", b"onto/xs#"),  # before them: another context
+], ids=["trailing", "space", "escape", "control", "utf-8", "repeated", "iri", "spacing", "type",
+        "media-type", "context"])
+def test_a_kinds_text_answers_only_texts_of_the_kind(changed: Any) -> None:
+    """Once a kind judged clean is met again, texts equal to its registration's but inside
+    the masked strings are known without a parse; any other difference is judged in full."""
+    from ioa_semantic._audit import judge, kinds_for
+
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    assert kinds is not None
+    judge(checker, json.dumps(variant()).encode(), "r", 0, kinds)
+    assert not kinds.templates, "a kind met once keeps no text"
+    judge(checker, json.dumps(variant(**{"@id": "cs:Second"})).encode(), "r", 0, kinds)
+    assert kinds.templates, "a kind met again keeps its text"
+    text = changed(json.dumps(variant(**{"@id": "cs:Other", "label": "other"})).encode())
+    assert judge(checker, text, "r", 1, kinds) == judge(checker, text, "r", 1)
