@@ -297,17 +297,23 @@ def test_sarif_output(tmp_path: Path) -> None:
     assert run["properties"]["summary"]["conflicts"] == 1
 
 
+def _decided_by_shapes() -> list[dict[str, Any]]:
+    """The valid registration and every invalid class the shapes decide (pyshacl sees no
+    context review, IRI scheme or legacy key)."""
+    return [registration_63()] + [doc for doc, _ in INVALID.values()
+                                  if isinstance(doc.get("@id", "cs:x"), str)
+                                  and ":" in doc.get("@id", "cs:x")
+                                  and not str(doc.get("@id", "")).startswith("xx:")
+                                  and "@context" in doc and "type" not in doc]
+
+
 def test_the_audit_reports_what_pyshacl_reports_per_registration() -> None:
     """A corpus with every invalid class: for each registration, the shape results behind the
     audit's reasons are exactly pyshacl's on the same document (R-5.4-5, R-6.3-1)."""
     pytest.importorskip("pyshacl")
     from test_shapes_differential import _ours, _pyshacl
 
-    corpus = [registration_63()] + [doc for doc, _ in INVALID.values()
-                                    if isinstance(doc.get("@id", "cs:x"), str)
-                                    and ":" in doc.get("@id", "cs:x")
-                                    and not str(doc.get("@id", "")).startswith("xx:")
-                                    and "@context" in doc and "type" not in doc]
+    corpus = _decided_by_shapes()
     assert len(corpus) >= 7
     for doc in corpus:
         assert _ours(doc, "registration") == _pyshacl(doc, "registration"), doc
@@ -608,3 +614,29 @@ def test_a_kinds_text_answers_only_texts_of_the_kind(changed: Any) -> None:
     assert kinds.templates, "a kind met again keeps its text"
     text = changed(json.dumps(variant(**{"@id": "cs:Other", "label": "other"})).encode())
     assert judge(checker, text, "r", 1, kinds) == judge(checker, text, "r", 1)
+
+
+def test_registrations_answered_by_kind_are_those_pyshacl_finds_conforming() -> None:
+    """The differential test for the whole fast path: a corpus with every invalid class the
+    shapes decide, each class and the valid registration written for several capabilities,
+    judged in order with kinds (so that most are answered by their kind or their text):
+    each registration is valid exactly where pyshacl finds its document conforming
+    (R-5.4-5, R-6.3-1)."""
+    pytest.importorskip("pyshacl")
+    from ioa_semantic._audit import judge, kinds_for
+
+    from test_shapes_differential import _pyshacl
+
+    classes = _decided_by_shapes()
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    answered = 0
+    for i in range(4):
+        for doc in classes:
+            doc = {**doc, "@id": f"cs:Capability{i}"} if "@id" in doc else dict(doc)
+            doc["label"] = f"capability {i}"
+            if i and kinds is not None and kinds.judged(json.dumps(doc).encode()) is not None:
+                answered += 1
+            result, _ = judge(checker, json.dumps(doc).encode(), "r", i, kinds)
+            assert (result.status == "valid") == (_pyshacl(doc, "registration") == set()), doc
+    assert answered >= 3  # the valid registration, again and again, from its kind
