@@ -389,13 +389,14 @@ class Unknown(NamedTuple):
     """A registration of a kind not known yet, and the compiled path's baseline of it (None
     unless that path found it clean): :meth:`remember` what is judged of a clean one."""
 
+    kinds: "Kinds"
     plan: _KindPlan
     values: bytes
     colons: int
     compiled: Baseline | None
 
     def remember(self, value: Any) -> None:
-        if self.compiled is not None and len(self.plan.kinds) < _KINDS_LIMIT:
+        if self.compiled is not None and self.kinds.spend(len(self.values)):
             self.plan.kinds[self.values] = (self.colons, value)
 
 
@@ -561,6 +562,7 @@ class Kinds:
         self.plans: dict[tuple[Any, ...], _KindPlan | None] = {}
         self.asked = self.answered = 0
         self.templates: list[_Template] = []  # the latest kinds' texts, the newest first
+        self.room = _KINDS_BYTES
 
     def judged(self, data: bytes) -> tuple[str, Any] | Unknown | None:
         """``(the expanded @id, what was remembered)`` for a registration of a kind judged
@@ -609,7 +611,7 @@ class Kinds:
             masked += value.count(":")
         known = plan.kinds.get(values)
         if known is None:
-            return Unknown(plan, values, data.count(b":") - masked,
+            return Unknown(self, plan, values, data.count(b":") - masked,
                            read_document_compiled(data, "registration", **self.options))
         if data.count(b":") != known[0] + masked:
             return None  # a member name repeated: the full judgement reports it
@@ -642,13 +644,22 @@ class Kinds:
                     kept.append(key)
             plan = _KindPlan(reference_expander(reviewed[0], False, schemes), tuple(masked),
                              tuple(kept), {}, set())
-        if len(self.plans) < _KINDS_LIMIT:
+        if self.spend(len(layout[1]) + sum(map(len, layout[0]))):
             self.plans[layout] = plan
         return plan
 
+    def spend(self, size: int) -> bool:
+        """Whether there is room to remember ``size`` more bytes (and they are counted)."""
+        if self.room < size:
+            return False
+        self.room -= size
+        return True
 
-# Layouts and kinds per layout remembered: past either, registrations are judged in full.
-_KINDS_LIMIT = 4096
+
+# Bytes of the layouts, contexts and kinds a process remembers, as their keys count them (a
+# kind of 6.3's shape keeps tens of bytes); past them, a registration not known yet is
+# judged in full.
+_KINDS_BYTES = 64 << 20
 # Registrations asked about before kinds may be found not worth asking.
 _KINDS_TRIAL = 4096
 # Kinds whose text is tried on every registration.

@@ -640,3 +640,19 @@ def test_registrations_answered_by_kind_are_those_pyshacl_finds_conforming() -> 
             result, _ = judge(checker, json.dumps(doc).encode(), "r", i, kinds)
             assert (result.status == "valid") == (_pyshacl(doc, "registration") == set()), doc
     assert answered >= 3  # the valid registration, again and again, from its kind
+
+
+def test_kinds_remember_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What kinds remember is bounded: past the bound, a registration of a kind not known is
+    judged in full, with the same result."""
+    from ioa_semantic import _baseline
+    from ioa_semantic._audit import judge, kinds_for
+
+    monkeypatch.setattr(_baseline, "_KINDS_BYTES", 270)  # a layout and its context, no kind
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    assert kinds is not None
+    texts = [json.dumps(variant(**{"@id": f"cs:C{i}"})).encode() for i in range(3)]
+    for index, text in enumerate(texts):
+        assert judge(checker, text, "r", index, kinds) == judge(checker, text, "r", index)
+    assert kinds.plans and not any(plan and plan.kinds for plan in kinds.plans.values())
