@@ -460,14 +460,15 @@ def _matched(template: _Template, data: bytes) -> Any:
         at = end + len(segment)
     if at != len(data) and data[at:].strip():
         return None
-    try:
-        strings = [content.decode("utf-8") for content in contents]
-    except UnicodeDecodeError:
-        return _NOT_IN_TEMPLATE
     for content in contents:
         if _NOT_PLAIN.search(content):
             return _NOT_IN_TEMPLATE
-    ident = template.expand_id(strings[template.id_slot])
+        if not content.isascii():
+            try:
+                content.decode("utf-8")
+            except UnicodeDecodeError:
+                return _NOT_IN_TEMPLATE
+    ident = template.expand_id(contents[template.id_slot].decode("utf-8"))
     return _NOT_IN_TEMPLATE if ident is None else (ident, template.value)
 
 
