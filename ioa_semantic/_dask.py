@@ -53,7 +53,9 @@ from ._audit import (
     batched,
     document_items,
     judge_batch,
+    kinds_for,
 )
+from ._baseline import Kinds
 from ._checker import Checker
 from ._codes import finding
 from ._exceptions import ConfigurationError
@@ -237,6 +239,13 @@ def _checker(setup: Setup) -> Checker:
         return builder.submit(build).result()
 
 
+@functools.lru_cache(maxsize=4)
+def _kinds(setup: Setup) -> Kinds | None:
+    """The worker's registrations judged by kind, shared by its threads (every answer a kind
+    gives is sound on its own, so threads racing on what it remembers change no result)."""
+    return kinds_for(_checker(setup))
+
+
 def read_partition(part: Partition, limits: Limits | None = None) -> tuple[list[Item], int]:
     """A partition's items, JSON Lines positions counted from its first line, and how many
     lines it spans (so the client can number the next partition's)."""
@@ -279,8 +288,9 @@ def judge_partition(part: Partition, setup: Setup,
     firsts: dict[str, tuple[Any, ...]] = {}
     registrations: dict[str, list[tuple[int, int]]] = {}
     differing: set[str] = set()
+    kinds = _kinds(setup)
     for start in range(0, len(items), _BATCH):
-        for result, declaration in _judged(checker, items[start:start + _BATCH], part):
+        for result, declaration in _judged(checker, items[start:start + _BATCH], part, kinds):
             results.append(result)
             if declaration is None or result.id is None:
                 continue
@@ -301,17 +311,17 @@ def _bucket_of(iri: str, buckets: int) -> int:
     return zlib.crc32(iri.encode()) % buckets
 
 
-def _judged(checker: Checker, batch: list[Item],
-            part: Partition) -> list[tuple[Result, tuple[Any, ...] | None]]:
+def _judged(checker: Checker, batch: list[Item], part: Partition,
+            kinds: Kinds | None = None) -> list[tuple[Result, tuple[Any, ...] | None]]:
     try:
-        return judge_batch(checker, batch)
+        return judge_batch(checker, batch, kinds)
     except Exception:
         # Judging does not raise on any input; if it does, a registration met a bug. Only that
         # one is reported (naming the partition), and the partition is not retried forever.
         pairs: list[tuple[Result, tuple[Any, ...] | None]] = []
         for item in batch:
             try:
-                pairs.extend(judge_batch(checker, [item]))
+                pairs.extend(judge_batch(checker, [item], kinds))
             except Exception as exc:
                 reason = finding("json.unreadable", f"could not be audited in partition {part.seq} "
                                  f"({part.source} from byte {part.start}): {type(exc).__name__}: "
