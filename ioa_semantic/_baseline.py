@@ -37,7 +37,7 @@ from ._expansion import (
     term_for,
 )
 from ._findings import Finding, Severity, Verdict
-from ._intake import Limits, colons_in, parse, read_unproven
+from ._intake import Limits, colons_in, escapes_a_colon, parse, read_unproven
 from ._shapes import Located, ShapeSet, iri_findings, located_nodes
 
 Kind = Literal["envelope", "registration"]
@@ -586,7 +586,7 @@ class Kinds:
             if found is not None:
                 self.answered += 1
                 return found  # type: ignore[no-any-return]
-        if b"\\" in data and (b"\\u003a" in data or b"\\u003A" in data):
+        if escapes_a_colon(data):
             return None
         import orjson  # imported by every audit before it gets here
 

@@ -12,6 +12,7 @@ relative reference stays relative (rule 1), reports every member that expansion 
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from typing import Any, NamedTuple
 
 from . import _resources
@@ -571,29 +572,25 @@ def _restricted_iri(value: str, active: ActiveContext, vocab: bool,
     memo = active.memo.get((vocab, schemes))
     if memo is None:
         memo = active.memo.setdefault((vocab, schemes), {})
-    found = memo.get(value, _MISSING)
-    if found is _MISSING:
-        found = _expand_reference(value, active, vocab, schemes)
-        if len(memo) < _MEMO_LIMIT:
-            memo[value] = found
-    return found  # type: ignore[return-value]
+    return _memoized(memo, active, vocab, schemes, value)
 
 
 def reference_expander(active: ActiveContext, vocab: bool,
                        schemes: frozenset[str]) -> Callable[[str], str | None]:
     """:func:`_restricted_iri` under one context, its memo found once: for a caller that
     expands one reference of each of many documents."""
-    memo = active.memo.setdefault((vocab, schemes), {})
+    return partial(_memoized, active.memo.setdefault((vocab, schemes), {}), active, vocab,
+                   schemes)
 
-    def expanded(value: str) -> str | None:
-        found = memo.get(value, _MISSING)
-        if found is _MISSING:
-            found = _expand_reference(value, active, vocab, schemes)
-            if len(memo) < _MEMO_LIMIT:
-                memo[value] = found
-        return found  # type: ignore[return-value]
 
-    return expanded
+def _memoized(memo: dict[str, str | None], active: ActiveContext, vocab: bool,
+              schemes: frozenset[str], value: str) -> str | None:
+    found = memo.get(value, _MISSING)
+    if found is _MISSING:
+        found = _expand_reference(value, active, vocab, schemes)
+        if len(memo) < _MEMO_LIMIT:
+            memo[value] = found
+    return found  # type: ignore[return-value]
 
 
 def _expand_reference(value: str, active: ActiveContext, vocab: bool,
