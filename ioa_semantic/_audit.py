@@ -294,9 +294,8 @@ def kinds_for(checker: Any) -> Kinds | None:
     engine judges every registration in full)."""
     if checker.engine != "compiled":
         return None
-    return Kinds(checker._shapes, checker.policy, checker.limits,
-                 keep=frozenset({_INPUTS, _OUTPUTS, _ONTOLOGY_ID, _ONTOLOGY_VERSION}),
-                 permitted_types=checker.profile.permitted_types)
+    return Kinds(checker._baseline_options,
+                 keep=frozenset({_INPUTS, _OUTPUTS, _ONTOLOGY_ID, _ONTOLOGY_VERSION}))
 
 
 def judge_batch(checker: Any, batch: Iterable[Item],

@@ -553,11 +553,12 @@ class Kinds:
     tests hold every answer to the full judgement's.
     """
 
-    def __init__(self, shapes: ShapeSet, policy: ContextPolicy, limits: Limits,
-                 keep: frozenset[str], permitted_types: frozenset[str] = frozenset()) -> None:
-        self.policy, self.limits = policy, limits
-        self.options: dict[str, Any] = {"shapes": shapes, "policy": policy,
-                                        "permitted_types": permitted_types, "limits": limits}
+    def __init__(self, options: dict[str, Any], keep: frozenset[str]) -> None:
+        """``options``: what :func:`read_document_compiled` is given besides the document
+        (shapes, policy, permitted types, limits), as a Checker gives it."""
+        self.options = options
+        shapes: ShapeSet = options["shapes"]
+        self.policy, self.limits = options["policy"], options["limits"]
         self.any_string = shapes.any_string("registration") - keep
         self.single_valued = shapes.single_valued["registration"]
         self.plans: dict[tuple[Any, ...], _KindPlan | None] = {}
@@ -576,8 +577,7 @@ class Kinds:
             return None
         # The intake's limits but the nesting: a registration of a kind nests as the kind
         # does (what it masks are strings), and any other is judged in full.
-        limits = self.limits
-        if len(data) > limits.max_bytes:
+        if len(data) > self.limits.max_bytes:
             return None
         for template in self.templates:  # the kinds whose text is known: no parse at all
             found = _matched(template, data)
