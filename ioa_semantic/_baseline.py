@@ -168,7 +168,7 @@ _CONTEXTS_LOCK = threading.Lock()
 # Reviews of whole documents' contexts by (policy, context), for documents whose one context
 # is the top-level one: a malformed registration in an audit repeats its sender's context,
 # and reviewing it again was a quarter of reporting it.
-_REVIEWS: dict[tuple[ContextPolicy, str], ContextReview] = {}
+_REVIEWS: dict[tuple[ContextPolicy, bytes | str], ContextReview] = {}
 
 
 def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy,
@@ -182,9 +182,10 @@ def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy
         alone = b"\\" not in data and data.count(b'"@context"') == 1
     else:
         alone = "\\" not in data and data.count('"@context"') == 1
-    if not alone:
+    serialized = _serialized(document["@context"]) if alone else None
+    if serialized is None:
         return review_contexts(document, policy, retriever)
-    key = (policy, json.dumps(document["@context"], ensure_ascii=False))
+    key = (policy, serialized)
     review = _REVIEWS.get(key)
     if review is None:
         review = review_contexts(document, policy)
@@ -194,16 +195,24 @@ def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy
     return review
 
 
-def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
-    """The active context of a clean inline context, and its colons (see read_unproven)."""
+def _serialized(context: Any) -> bytes | str | None:
+    """A context as the caches of reviews key it, or None (not JSON data)."""
     # A serialization is an exact key of parsed JSON (member order included: a reordered
     # context is only a cache miss); orjson's is the cheapest, once something loaded it.
     orjson = sys.modules.get("orjson")
     try:
-        key = (policy, orjson.dumps(context) if orjson is not None
-               else json.dumps(context, ensure_ascii=False))
+        return orjson.dumps(context) if orjson is not None else json.dumps(
+            context, ensure_ascii=False)
     except (ValueError, TypeError, RecursionError):  # orjson's JSONEncodeError is a TypeError
         return None
+
+
+def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
+    """The active context of a clean inline context, and its colons (see read_unproven)."""
+    serialized = _serialized(context)
+    if serialized is None:
+        return None
+    key = (policy, serialized)
     found = _CONTEXTS.get(key, _UNSEEN)  # one read, which the GIL makes atomic
     if found is not _UNSEEN:
         if len(_CONTEXTS) > _CONTEXTS_LIMIT // 2:  # recency matters once eviction is near
