@@ -167,15 +167,11 @@ class Audit:
 
     def record_batch(self, batch: Judged) -> None:
         """Count a judged batch and index its declarations for conflicts."""
-        self.total += batch.size
-        statuses, codes = self.statuses, self.codes
-        statuses["valid"] += batch.size
+        plain = batch.size - len(batch.notable)  # valid, without a reason: counted at once
+        self.total += plain
+        self.statuses["valid"] += plain
         for result in batch.notable:
-            if result.status != "valid":
-                statuses["valid"] -= 1
-                statuses[result.status] += 1
-            for reason in result.reasons:
-                codes[reason.code] = codes.get(reason.code, 0) + 1
+            self._count(result)
         seen, indexed = self._seen, self._indexed
         for entry in batch.declarations:
             if seen.setdefault(entry[0], entry) is not entry:
