@@ -37,6 +37,11 @@ class Result(NamedTuple):
     status: str
     reasons: tuple[Finding, ...]
 
+    @property
+    def plain(self) -> bool:
+        """Valid without a reason: what a batch only counts (see Judged.notable)."""
+        return not self.reasons and self.status == "valid"
+
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "index": self.position, "id": self.id,
                 "status": self.status, "reasons": [r.as_dict() for r in self.reasons]}
@@ -325,7 +330,7 @@ def judge_together(checker: Any, batch: Iterable[Item], render: Render | None = 
         size += 1
         if render is not None:
             lines.append(render(result))
-        if result.reasons or result.status != "valid":
+        if not result.plain:
             notable.append(result)
         if declaration is not None and result.id is not None:
             declarations.append((result.id, declaration, (result.source, result.position)))
@@ -347,7 +352,7 @@ def batched(results: Iterable[Result], render: Render | None = None) -> Iterator
 
 def _as_judged(batch: list[Result], render: Render | None) -> Judged:
     return Judged(len(batch), "".join(map(render, batch)) if render is not None else "",
-                  tuple(r for r in batch if r.reasons or r.status != "valid"), [])
+                  tuple(r for r in batch if not r.plain), [])
 
 
 def judge_piece(checker: Any, piece: Piece, render: Render | None = None,
