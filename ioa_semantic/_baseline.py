@@ -9,7 +9,6 @@ compatibility engine.
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import json
-import re
 import sys
 import threading
 from collections import OrderedDict, defaultdict
@@ -367,14 +366,17 @@ def _ambiguous_bindings(located: Sequence[Located], terms: SenderTerms) -> list[
 
 
 def _dedupe(findings: list[Finding]) -> tuple[Finding, ...]:
-    """One finding per (code, path, message); the JSON Schema and SHACL may agree."""
+    """The findings less those the JSON Schema and SHACL both report: a wrong JSON type or
+    an empty string at one place is one defect, whoever finds it. Missing members all point
+    at their parent and differ in the member they name: each is a reason of its own."""
     seen: set[tuple[str, str]] = set()
     out = []
     for f in findings:
-        key = (f.code, f.path)
-        if key in seen and f.code.split(".", 1)[1] in ("type", "empty", "missing"):
-            continue
-        seen.add(key)
+        if f.code.split(".", 1)[1] in ("type", "empty"):
+            key = (f.code, f.path)
+            if key in seen:
+                continue
+            seen.add(key)
         out.append(f)
     return tuple(out)
 
@@ -391,7 +393,6 @@ class _KindPlan(NamedTuple):
     masked: tuple[str, ...]
     kept: tuple[str, ...]
     kinds: dict[bytes, tuple[int, Any]]  # kept values -> (colons besides masked, remembered)
-    templated: set[bytes]  # the kinds whose text has been kept
 
 
 class Unknown(NamedTuple):
@@ -407,141 +408,6 @@ class Unknown(NamedTuple):
     def remember(self, value: Any) -> None:
         if self.compiled is not None and self.kinds.spend(len(self.values)):
             self.plan.kinds[self.values] = (self.colons, value)
-
-
-# --- a kind's text --------------------------------------------------------------------------
-
-
-class _Template(NamedTuple):
-    """The text of a registration of a kind, cut around its masked strings: a text equal to
-    it but inside those strings is a registration of the kind, known without a parse."""
-
-    segments: tuple[bytes, ...]  # the text between masked strings' contents (quotes included)
-    id_slot: int  # which masked string is @id
-    expand_id: Callable[[str], str | None]
-    value: Any
-
-
-# What a string's text holds that is not its value as it is: an escape, or a byte JSON does
-# not allow in a string unescaped.
-_NOT_PLAIN = re.compile(rb"[\x00-\x1f\\]")
-_NOT_IN_TEMPLATE = object()
-
-
-def _template(text: bytes, plan: _KindPlan, value: Any) -> _Template | None:
-    """The template of a registration judged clean, or None (its text has an escape, or
-    cannot be cut)."""
-    if b"\\" in text:
-        return None  # without escapes, every quote opens or closes a string
-    members = _top_members(text)
-    if members is None:
-        return None
-    spans = {key: (start, end) for key, start, end in members}
-    try:
-        masked = sorted((spans[key.encode()], key) for key in plan.masked)
-    except KeyError:
-        return None
-    segments, at = [], 0
-    for (start, end), _ in masked:
-        if text[start:start + 1] != b'"':
-            return None
-        segments.append(text[at:start + 1])
-        at = end - 1
-    segments.append(text[at:].rstrip())
-    slot = [key for _, key in masked].index("@id")
-    return _Template(tuple(segments), slot, plan.expand_id, value)
-
-
-def _matched(template: _Template, data: bytes) -> Any:
-    """``(the expanded @id, the kind's value)`` for a text of the template's kind; None
-    for a text it does not fit; ``_NOT_IN_TEMPLATE`` for one that fits but must be judged in
-    full (a string JSON does not allow as it is, an @id the walk refuses)."""
-    segments = template.segments
-    if not data.startswith(segments[0]):
-        return None
-    at = len(segments[0])
-    contents = []
-    for segment in segments[1:]:
-        end = data.find(b'"', at)
-        if end < 0 or not data.startswith(segment, end):
-            return None
-        contents.append(data[at:end])
-        at = end + len(segment)
-    if at != len(data) and data[at:].strip():
-        return None
-    for content in contents:
-        if _NOT_PLAIN.search(content):
-            return _NOT_IN_TEMPLATE
-        if not content.isascii():
-            try:
-                content.decode("utf-8")
-            except UnicodeDecodeError:
-                return _NOT_IN_TEMPLATE
-    ident = template.expand_id(contents[template.id_slot].decode("utf-8"))
-    return _NOT_IN_TEMPLATE if ident is None else (ident, template.value)
-
-
-def _top_members(text: bytes) -> list[tuple[bytes, int, int]] | None:
-    """``(name, value start, value end)`` of each member of the top-level object of a JSON
-    text without escapes (so that every quote opens or closes a string), or None."""
-    at = _skip_space(text, 0)
-    if text[at:at + 1] != b"{":
-        return None
-    members: list[tuple[bytes, int, int]] = []
-    at = _skip_space(text, at + 1)
-    if text[at:at + 1] == b"}":
-        return members
-    while True:
-        if text[at:at + 1] != b'"':
-            return None
-        close = text.find(b'"', at + 1)
-        name = text[at + 1:close]
-        at = _skip_space(text, close + 1)
-        if text[at:at + 1] != b":":
-            return None
-        start = _skip_space(text, at + 1)
-        end = _value_end(text, start)
-        if end is None:
-            return None
-        members.append((name, start, end))
-        at = _skip_space(text, end)
-        if text[at:at + 1] == b",":
-            at = _skip_space(text, at + 1)
-        elif text[at:at + 1] == b"}":
-            return members
-        else:
-            return None
-
-
-def _skip_space(text: bytes, at: int) -> int:
-    while at < len(text) and text[at] in b" \t\r\n":
-        at += 1
-    return at
-
-
-def _value_end(text: bytes, start: int) -> int | None:
-    """Where the value starting at ``start`` ends (see _top_members)."""
-    first = text[start:start + 1]
-    if first == b'"':
-        end = text.find(b'"', start + 1)
-        return None if end < 0 else end + 1
-    if first in (b"{", b"["):
-        depth, quoted = 0, False
-        for at in range(start, len(text)):
-            byte = text[at]
-            if byte == 0x22:
-                quoted = not quoted
-            elif not quoted and byte in b"{[":
-                depth += 1
-            elif not quoted and byte in b"}]":
-                depth -= 1
-                if depth == 0:
-                    return at + 1
-        return None
-    at = start
-    while at < len(text) and text[at] not in b",}] \t\r\n":
-        at += 1
-    return at if at > start else None
 
 
 class Kinds:
@@ -572,7 +438,6 @@ class Kinds:
         self.single_valued = shapes.single_valued["registration"]
         self.plans: dict[tuple[Any, ...], _KindPlan | None] = {}
         self.asked = self.answered = 0
-        self.templates: list[_Template] = []  # the latest kinds' texts, the newest first
         self.room = _KINDS_BYTES
 
     def judged(self, data: bytes) -> tuple[str, Any] | Unknown | None:
@@ -588,13 +453,6 @@ class Kinds:
         # does (what it masks are strings), and any other is judged in full.
         if len(data) > self.limits.max_bytes:
             return None
-        for template in self.templates:  # the kinds whose text is known: no parse at all
-            found = _matched(template, data)
-            if found is _NOT_IN_TEMPLATE:
-                return None
-            if found is not None:
-                self.answered += 1
-                return found  # type: ignore[no-any-return]
         if escapes_a_colon(data):
             return None
         import orjson  # imported by every audit before it gets here
@@ -629,12 +487,6 @@ class Kinds:
         if ident is None:
             return None
         self.answered += 1
-        if values not in plan.templated:  # a kind met again: its text is worth keeping
-            plan.templated.add(values)
-            text = _template(data, plan, known[1])
-            if text is not None:
-                self.templates.insert(0, text)
-                del self.templates[_TEMPLATES:]
         return ident, known[1]
 
     def _plan(self, document: dict[str, Any], layout: tuple[Any, ...]) -> _KindPlan | None:
@@ -653,7 +505,7 @@ class Kinds:
                 else:
                     kept.append(key)
             plan = _KindPlan(reference_expander(reviewed[0], False, schemes), tuple(masked),
-                             tuple(kept), {}, set())
+                             tuple(kept), {})
         if self.spend(len(layout[1]) + sum(map(len, layout[0]))):
             self.plans[layout] = plan
         return plan
@@ -672,5 +524,4 @@ class Kinds:
 _KINDS_BYTES = 64 << 20
 # Registrations asked about before kinds may be found not worth asking.
 _KINDS_TRIAL = 4096
-# Kinds whose text is tried on every registration.
-_TEMPLATES = 4
+

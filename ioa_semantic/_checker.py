@@ -40,7 +40,7 @@ from ._loader import (
     resolve_artifact,
 )
 from ._shapes import ShapeSet
-from ._store import Dataset, envelope_quads
+from ._store import Dataset, UnloadableTerm, envelope_quads
 from ._tables import CompiledTables, TableDataset
 
 ENGINES = ("compiled", "reference")
@@ -299,7 +299,14 @@ class Checker:
                 if self._tables is not None and not fetched:
                     dataset = TableDataset(self._tables, baseline.node)
                 else:
-                    dataset = Dataset(self._fixed, envelope_quads(baseline.node),
+                    try:
+                        quads = envelope_quads(baseline.node)
+                    except UnloadableTerm as exc:
+                        findings.append(finding(
+                            "jsonld.expansion-error",
+                            f"the expanded envelope holds a value no RDF store accepts: {exc}"))
+                        return self._decision_of(findings, source, params, at, retriever)
+                    dataset = Dataset(self._fixed, quads,
                                       *(artifact_quads(a) for a in fetched if not a.malformed))
                 outcome = evaluate(dataset, baseline.node, self.profile, self.registrations,
                                    artifacts, task, at)
@@ -312,6 +319,15 @@ class Checker:
                             for f in unavailable)
             evidence, excluded, candidates = outcome.evidence, outcome.excluded, outcome.candidates
             ontology = outcome.ontology
+        return self._decision_of(findings, source, params, at, retriever, ontology=ontology,
+                                 evidence=evidence, excluded=excluded, candidates=candidates)
+
+    def _decision_of(self, findings: list[Finding], source: str, params: dict[str, str],
+                     at: datetime, retriever: Any, *, ontology: Mapping[str, str] | None = None,
+                     evidence: list[dict[str, Any]] | None = None,
+                     excluded: list[dict[str, Any]] | None = None,
+                     candidates: list[dict[str, Any]] | None = None) -> Decision:
+        """The verdict of ``findings`` (rule 14) with everything the decision records."""
         if findings:
             verdict = combine(f.effect for f in findings
                               if f.severity is Severity.ERROR and f.effect is not None)
@@ -319,15 +335,13 @@ class Checker:
             reasons = tuple(sorted((_demote(f, verdict) for f in findings), key=sort_key))
         else:
             verdict, reasons = Verdict.COMPATIBLE, ()
-        return Decision(
-            verdict=verdict,
-            findings=reasons,
-            profile=self.profile_ref,
+        return Decision.of(
+            verdict, reasons, self.profile_ref,
             source=source,
-            evidence=tuple(evidence),
-            excluded=tuple(excluded),
-            candidates=tuple(candidates),
-            dependencies=self._dependencies(ontology, params, at, retriever),
+            evidence=evidence or (),
+            excluded=excluded or (),
+            candidates=candidates or (),
+            dependencies=self._dependencies(ontology or {}, params, at, retriever),
             at=at.isoformat().replace("+00:00", "Z"),
         )
 

@@ -70,6 +70,13 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("jsonld.ignored-term", None, "6.1",
      "a descriptive member the profile lets the receiver ignore"),
     ("jsonld.relative-iri", INVALID, "6.1", "a reference that does not expand to an absolute IRI"),
+    ("jsonld.invalid-iri", INVALID, "6.1",
+     "a string used as an IRI that RFC 3987 does not call one (a space, an excluded character, "
+     "a bad percent-escape, a second '#')"),
+    ("jsonld.blank-node-id", INVALID, "6.1",
+     "an envelope's or a registration's @id that is a blank node identifier, not an IRI"),
+    ("jsonld.misplaced-keyword", INVALID, "6.1",
+     "a JSON-LD keyword where the baseline gives it no meaning (@version in a node, say)"),
     ("jsonld.scheme-not-allowed", INVALID, "6.1",
      "a reference whose IRI scheme the profile does not allow"),
     ("jsonld.node-structure", INVALID, "6.2",
@@ -247,6 +254,8 @@ FIXES: dict[str, str] = {
     "jsonld.dropped-term": "define the member in the context, remove it, or have the profile "
                            "list it as an ignorable descriptive term",
     "jsonld.relative-iri": "write the reference as an absolute IRI, or define its prefix",
+    "jsonld.invalid-iri": "percent-encode the character (a space is %20), or correct the IRI",
+    "jsonld.blank-node-id": "give the document an absolute IRI as its @id, or leave @id out",
     "envelope.legacy-key": "write @id and @type; id and type have no meaning in this revision",
     "alignment.condition-unevaluable": "supply the task parameter the mapping's condition names "
                                        "(for example --param sourceLang=zh)",

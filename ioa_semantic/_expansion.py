@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 from . import _resources
 from ._codes import finding
 from ._findings import Finding, Severity
+from ._iri import iri_defect
+from ._iri import iri_scheme as _rfc3987_scheme
 
 _KEYWORDS = frozenset({
     "@base", "@container", "@context", "@direction", "@graph", "@id", "@import", "@included",
@@ -62,9 +64,16 @@ def _as_definition(value: Any, prefixes: Mapping[str, str]) -> Definition | None
 
 
 def _resolve(value: str, prefixes: Mapping[str, str]) -> str:
-    prefix, sep, suffix = value.partition(":")
-    if sep and not suffix.startswith("//") and prefix in prefixes:
-        return prefixes[prefix] + suffix
+    """A compact IRI expanded through the context's prefixes, a chain of them included (as
+    many steps as there are prefixes: a cycle stops there, and pyld reports it)."""
+    for _ in range(len(prefixes) + 1):
+        prefix, sep, suffix = value.partition(":")
+        if not sep or suffix.startswith("//") or prefix not in prefixes:
+            break
+        expanded = prefixes[prefix] + suffix
+        if expanded == value:
+            break
+        value = expanded
     return value
 
 
@@ -317,21 +326,94 @@ def _review_entry(
         if value.startswith("@"):
             return ("jsonld.keyword-alias",
                     f"{key!r} aliases {value}; @id and @type are used directly (6.1)")
-        return None
+        return _iri_mapping_problem(key, value, prefixes)
     if isinstance(value, dict):
-        if isinstance(value.get("@id"), str) and value["@id"].startswith("@"):
+        ident = value.get("@id")
+        if isinstance(ident, str) and ident.startswith("@"):
             return ("jsonld.keyword-alias",
                     f"{key!r} aliases {value['@id']}; @id and @type are used directly (6.1)")
         extra = set(value) - _SIMPLE_DEFINITION_KEYS
         if extra:
             return ("jsonld.term-definition",
                     f"the definition of {key!r} uses {sorted(extra)}, which envelopes may not use")
-        container = value.get("@container")
-        if container not in (None, "@set", "@list", ["@set"], ["@list"]):
-            return ("jsonld.term-definition",
-                    f"the definition of {key!r} uses container {container!r}")
-        return None
+        problem = _definition_members_problem(key, value, prefixes)
+        if problem is not None:
+            return problem
+        if ident is None and "@id" in value:
+            return None  # "@id": null keeps the term from expanding: its members are dropped
+        # Without @id, the term's own spelling is its IRI (JSON-LD 1.1, 4.2.2 step 14-16).
+        return _iri_mapping_problem(key, key if ident is None else ident, prefixes)
     return ("jsonld.context-invalid", f"the definition of {key!r} is not a string or an object")
+
+
+_COERCIONS = frozenset({"@id", "@vocab", "@json", "@none"})
+
+
+def _definition_members_problem(key: str, value: dict[str, Any],
+                                prefixes: Mapping[str, str]) -> tuple[str, str] | None:
+    """What JSON-LD 1.1 (4.2.2, Create Term Definition) rejects in an expanded definition's
+    members, said before pyld meets it (pyld fails on some of these with a TypeError)."""
+    ident = value.get("@id")
+    if ident is not None and not isinstance(ident, str):
+        return ("jsonld.term-definition",
+                f"the @id of {key!r} is {_json_kind(ident)}; JSON-LD requires a string "
+                "(an invalid IRI mapping)")
+    if "@type" in value:
+        coercion = value["@type"]
+        if not isinstance(coercion, str) or (
+                coercion not in _COERCIONS and iri_defect(_resolve(coercion, prefixes))):
+            return ("jsonld.term-definition",
+                    f"the @type of {key!r} is {coercion!r}: JSON-LD requires @id, @vocab, "
+                    "@json, @none or an absolute IRI (an invalid type mapping)")
+    if "@protected" in value and not isinstance(value["@protected"], bool):
+        return ("jsonld.term-definition",
+                f"the @protected of {key!r} is {_json_kind(value['@protected'])}, not a boolean")
+    if "@language" in value and not (value["@language"] is None
+                                     or isinstance(value["@language"], str)):
+        return ("jsonld.term-definition",
+                f"the @language of {key!r} is {_json_kind(value['@language'])}, not a string")
+    container = value.get("@container")
+    if container not in (None, "@set", "@list", ["@set"], ["@list"]):
+        return ("jsonld.term-definition",
+                f"the definition of {key!r} uses container {container!r}")
+    return None
+
+
+def _iri_mapping_problem(key: str, value: str,
+                         prefixes: Mapping[str, str]) -> tuple[str, str] | None:
+    """Whether a term's IRI is an absolute IRI (RFC 3987), and a term spelled as an IRI or
+    a compact IRI expands to itself (JSON-LD 1.1, 4.2.2 step 14.2.4: anything else is an
+    invalid IRI mapping, which some processors apply nonetheless)."""
+    iri = _resolve(value, prefixes)
+    if iri.startswith("_:"):
+        return ("jsonld.term-definition",
+                f"{key!r} is mapped to the blank node identifier {iri!r}; a term names an IRI")
+    defect = iri_defect(iri)
+    if defect is not None:
+        return ("jsonld.invalid-iri",
+                f"the IRI of {key!r}, {iri!r}, is not an absolute IRI (RFC 3987): "
+                f"{defect.describe()}")
+    if ":" in key[1:-1] or "/" in key:
+        own = _resolve(key, {k: v for k, v in prefixes.items() if k != key})
+        if own != iri:
+            return ("jsonld.term-definition",
+                    f"{key!r} has the form of an IRI or a compact IRI, which must expand to "
+                    f"itself ({own}), but the context maps it to {iri}")
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an empty array" if not value else "an array"
+    return "an empty object" if not value else "an object"
 
 
 class ExpansionError(Exception):
@@ -385,6 +467,12 @@ def expand(
         raise ExpansionError(code, message) from exc
     except RecursionError as exc:
         raise ExpansionError("recursion", "the document nests too deeply to expand") from exc
+    except Exception as exc:
+        # pyld raises TypeError, IndexError and the like on some input JSON-LD rejects (a
+        # term definition's @id that is an object, an @list in a node): what pyld cannot
+        # expand is not a JSON-LD document this checker can judge, never a crash.
+        raise ExpansionError("invalid input",
+                             f"pyld failed on the document ({type(exc).__name__})") from exc
     return Expansion(nodes, tuple(dropped))
 
 
@@ -425,25 +513,58 @@ def expansion_findings(exc: ExpansionError) -> Finding:
 # Keywords an envelope or registration never needs in a node object: they add nodes or
 # graphs beside the one being judged, which the shapes would not see.
 _STRUCTURE_KEYWORDS = frozenset({"@graph", "@included", "@reverse", "@nest", "@index"})
-_KEYWORD_LIKE = re.compile(r"^@[A-Za-z]+$")
+
+
+# The keywords each kind of object may hold in an envelope or a registration; any other key
+# that starts with "@" is dropped by expansion, ignored, or kept where nothing reads it.
+_NODE_KEYWORDS = frozenset({"@context", "@id", "@type"})
+_VALUE_KEYWORDS = frozenset({"@value", "@type", "@language", "@direction"})
 
 
 def structure_findings(document: Any) -> list[Finding]:
-    """Keys that expansion would turn into other nodes, or ignore as reserved keyword forms."""
-    def reserved(key: str) -> bool:
-        return key.startswith("@") and key not in _KEYWORDS and bool(_KEYWORD_LIKE.match(key))
-
+    """Keys that expansion would turn into other nodes, and every key that starts with "@"
+    where the baseline gives it no meaning (rule 3: nothing is dropped silently)."""
     out = []
-    for at, key, _ in members(document, prune=lambda k: k in _STRUCTURE_KEYWORDS or reserved(k)):
+    for at, key, _, allowed in _keyed_members(document):
+        if not key.startswith("@") or key in allowed:
+            continue
         if key in _STRUCTURE_KEYWORDS:
             out.append(finding("jsonld.node-structure",
                                f"{key} is not used in envelopes or registrations: it adds "
                                "nodes or graphs beside the one being judged", at))
-        elif reserved(key):
+        elif key in _KEYWORDS:
+            out.append(finding("jsonld.misplaced-keyword",
+                               f"{key} has no meaning here: expansion would ignore it, or keep "
+                               "it where no check reads it", at))
+        else:
             out.append(finding("jsonld.dropped-term",
-                               f"{key!r} has the form of a keyword and would be ignored "
-                               "silently by expansion", at))
+                               f"{key!r} starts with '@' but is no JSON-LD keyword: expansion "
+                               "would drop it silently", at))
     return sorted(out, key=lambda f: f.path)
+
+
+def _keyed_members(document: Any) -> Iterator[tuple[str, str, Any, frozenset[str]]]:
+    """``(pointer, key, value, keywords its object may hold)`` of every member outside
+    contexts and literals, the object told apart as JSON-LD tells it (a value object holds
+    ``@value``, a list object ``@list``, a set object ``@set``; anything else is a node)."""
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, dict):
+            if "@value" in value:
+                allowed = _VALUE_KEYWORDS
+            elif "@list" in value or "@set" in value:
+                allowed = frozenset({"@list", "@set"})
+            else:
+                allowed = _NODE_KEYWORDS
+            for key, item in value.items():
+                at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+                yield at, key, item, allowed
+                if key not in _OPAQUE and key not in _STRUCTURE_KEYWORDS and (
+                        not key.startswith("@") or key in allowed):
+                    stack.append((at, item))
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
 
 
 def dropped_findings(
@@ -477,11 +598,12 @@ def dropped_findings(
 
 
 def iri_scheme(iri: str) -> str | None:
-    """The scheme of an absolute IRI (lower case), or None for a relative reference."""
+    """The scheme of an absolute IRI (lower case, RFC 3987), or None for anything else: a
+    relative reference (one resolved against the reserved base is still one), a blank node,
+    or a string RFC 3987 does not call an IRI."""
     if iri.startswith(NO_BASE):
         return None
-    match = _SCHEME.match(iri)
-    return match.group(1).lower() if match else None
+    return _rfc3987_scheme(iri)
 
 
 
@@ -505,19 +627,13 @@ class ActiveContext:
     after envelope. It is bounded, and a lost race only recomputes an equal value.
     """
 
-    __slots__ = ("coerced", "layouts", "memo", "plans", "prefix_schemes", "prefixes", "terms")
+    __slots__ = ("coerced", "layouts", "memo", "plans", "prefixes", "terms")
 
     def __init__(self, terms: Mapping[str, str], coerced: frozenset[str],
                  prefixes: Mapping[str, str]) -> None:
         self.terms = terms
         self.coerced = coerced
         self.prefixes = prefixes
-        # A compact IRI's scheme is its prefix IRI's (which holds a colon), unless the
-        # suffix could complete the reserved base: each fresh IRI (a new @id in every
-        # registration) then skips the scheme match.
-        self.prefix_schemes = {
-            prefix: iri_scheme(iri) for prefix, iri in prefixes.items()
-            if len(iri) >= len(NO_BASE) or not NO_BASE.startswith(iri)}
         # By (vocab, schemes): each reference's expansion, or None.
         self.memo: dict[tuple[bool, frozenset[str]], dict[str, str | None]] = {}
         self.plans: dict[tuple[frozenset[str], frozenset[str]], dict[str, Any]] = {}
@@ -547,10 +663,18 @@ def active_context(context: Any) -> ActiveContext | None:
             if raw.get(key, entry) != entry:
                 return None  # defined twice, differently: pyld's rules decide, not ours
             raw[key] = entry
-    prefixes = {k: v for k, (v, _, simple) in raw.items()
-                if simple and ":" in v and v.endswith(_GEN_DELIMS)}
+    # A prefix is a simple definition ending in a gen-delim (JSON-LD 1.1's prefix flag)
+    # whose own IRI uses no other term: one step expands any compact IRI of this subset.
+    prefixes = {}
+    for k, (v, _, simple) in raw.items():
+        scheme, sep, rest = v.partition(":")
+        if simple and sep and v.endswith(_GEN_DELIMS) and (rest.startswith("//")
+                                                          or scheme not in raw):
+            prefixes[k] = v
     terms: dict[str, str] = {}
     for key, (value, _, _) in raw.items():
+        if ":" in key or "/" in key:
+            return None  # a term spelled as an IRI: JSON-LD's own rules for it decide
         prefix, sep, suffix = value.partition(":")
         if not sep:
             return None  # a term defined by another term or a relative IRI
@@ -558,8 +682,9 @@ def active_context(context: Any) -> ActiveContext | None:
             if prefix not in prefixes:
                 return None
             value = prefixes[prefix] + suffix
+        if iri_defect(value) is not None:
+            return None  # the review reports it
         terms[key] = value
-    prefixes = {k: terms[k] for k in prefixes}
     return ActiveContext(terms, frozenset(k for k, (_, c, _) in raw.items() if c), prefixes)
 
 
@@ -605,11 +730,9 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
     if not suffix.startswith("//"):
         if prefix in active.prefixes:
             value = active.prefixes[prefix] + suffix
-            known = active.prefix_schemes.get(prefix, _MISSING)
-            if known is not _MISSING:
-                return value if known is not None and known in schemes else None
         elif prefix in active.terms:
             return None
+    # The whole IRI is held to RFC 3987, never its prefix alone: a suffix can hold a space.
     scheme = iri_scheme(value)
     return value if scheme is not None and scheme in schemes else None
 
@@ -750,6 +873,8 @@ class _RestrictedWalk:
         None."""
         if type(item) is not dict or coerced:
             return None
+        if len(item) == 1 and _ID in item:
+            return None  # a node written as a bare reference: the reference path reports it
         for k in item:
             if k[:1] == "@" and k not in (_ID, _TYPE):
                 return None

@@ -105,12 +105,33 @@ class ProfileRef(NamedTuple):
         return {"id": self.id, "revision": self.revision}
 
 
+def frozen(value: Any) -> Any:
+    """A JSON-like value that cannot be changed: objects as read-only mappings, arrays as
+    tuples. A Decision holds only such values, so no receiver can change what a Checker
+    keeps (its fixed dependencies, its cache) or what another receiver was given."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: frozen(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(frozen(v) for v in value)
+    return value
+
+
+def thawed(value: Any) -> Any:
+    """A frozen value as plain dicts and lists again (a fresh copy, for reporters)."""
+    if isinstance(value, Mapping):
+        return {k: thawed(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thawed(v) for v in value]
+    return value
+
+
 class Decision(NamedTuple):
     """The verdict of one check with every reason and what it depended on.
 
     ``evidence``, ``excluded`` and ``candidates`` are descriptive: they never change the
     verdict. ``dependencies`` lists what a cached copy of this decision depends on
-    (contract rule 15).
+    (contract rule 15). A Decision is a value: build it with :meth:`of`, which freezes
+    what it holds (:func:`frozen`).
     """
 
     verdict: Verdict
@@ -122,6 +143,13 @@ class Decision(NamedTuple):
     candidates: tuple[dict[str, Any], ...] = ()
     dependencies: Mapping[str, Any] = MappingProxyType({})
     at: str | None = None
+
+    @classmethod
+    def of(cls, verdict: Verdict, findings: tuple[Finding, ...], profile: ProfileRef, *,
+           source: str = "-", evidence: Any = (), excluded: Any = (), candidates: Any = (),
+           dependencies: Mapping[str, Any] | None = None, at: str | None = None) -> "Decision":
+        return cls(verdict, tuple(findings), profile, source, frozen(evidence),
+                   frozen(excluded), frozen(candidates), frozen(dependencies or {}), at)
 
     @property
     def reasons(self) -> tuple[Finding, ...]:
@@ -143,11 +171,11 @@ class Decision(NamedTuple):
         if self.at is not None:
             out["at"] = self.at
         if self.evidence:
-            out["evidence"] = list(self.evidence)
+            out["evidence"] = thawed(self.evidence)
         if self.excluded:
-            out["excluded"] = list(self.excluded)
+            out["excluded"] = thawed(self.excluded)
         if self.candidates:
-            out["candidates"] = list(self.candidates)
+            out["candidates"] = thawed(self.candidates)
         if self.dependencies:
-            out["dependencies"] = dict(self.dependencies)
+            out["dependencies"] = thawed(self.dependencies)
         return out

@@ -22,6 +22,7 @@ import pyoxigraph
 from . import _resources
 from ._exceptions import ArtifactError, ProfileError
 from ._intake import parse
+from ._iri import is_absolute_iri
 
 IOP = "https://ioa-semantic.org/ns/profile#"
 IOA = "https://example.org/ioa/semantic#"
@@ -354,10 +355,13 @@ _ARTIFACT_SCHEMA: Any = None
 def _artifact_schema() -> Any:
     global _ARTIFACT_SCHEMA
     if _ARTIFACT_SCHEMA is None:
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator, FormatChecker
 
+        # "iri" is RFC 3987's IRI production, judged by the one function every IRI meets.
+        formats = FormatChecker(())
+        formats.checks("iri")(lambda value: not isinstance(value, str) or is_absolute_iri(value))
         _ARTIFACT_SCHEMA = Draft202012Validator(
-            _resources.read_json("shapes", "artifact.schema.json"))
+            _resources.read_json("shapes", "artifact.schema.json"), format_checker=formats)
     return _ARTIFACT_SCHEMA
 
 
@@ -405,7 +409,7 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
         for rule in doc["mappingRules"]
     )
     confidence = doc.get("confidence")
-    return Artifact(
+    artifact = Artifact(
         origin, index, digest, doc,
         id=ident, revision=revision,
         source_ontology=(doc["sourceOntologyId"], doc["sourceOntologyVersion"]),
@@ -416,6 +420,11 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
         rules=rules,
         confidence=float(confidence) if confidence is not None else None,
     )
+    try:
+        artifact_quads(artifact)
+    except (ValueError, SyntaxError) as exc:  # pyoxigraph's, mapped where an artifact is read
+        return artifact._replace(problems=(f"the artifact is not RDF the store accepts: {exc}",))
+    return artifact
 
 
 def artifact_quads(artifact: Artifact) -> list[pyoxigraph.Quad]:

@@ -17,8 +17,9 @@ import pyoxigraph
 
 from . import _resources
 from ._codes import finding
-from ._expansion import NO_BASE, SenderTerms, iri_scheme, term_for
+from ._expansion import NO_BASE, SenderTerms, term_for
 from ._findings import Finding
+from ._iri import iri_defect
 
 SH = "http://www.w3.org/ns/shacl#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
@@ -183,7 +184,13 @@ def _is_node(value: Any) -> bool:
 
 
 def located_nodes(root: dict[str, Any], compact: dict[str, Any], terms: SenderTerms) -> list[Located]:
-    """Every embedded node object, root first, each with its compact origin."""
+    """Every embedded node object, root first, each with its compact origin.
+
+    A node written as a bare reference (``{"@id": ...}`` and nothing else) is a node too:
+    SHACL targets the IRI it names like any other object of the property, and with nothing
+    said of it in the document it lacks every member its shape requires (contract rule 1).
+    A string coerced to a reference is not written as a node and stays a reference.
+    """
     out = []
     stack = [Located(root, compact, "")]
     while stack:
@@ -195,7 +202,8 @@ def located_nodes(root: dict[str, Any], compact: dict[str, Any], terms: SenderTe
             key = here.key_for(prop, terms)
             compact_values = here.compact.get(key) if key is not None else None
             for i, value in enumerate(here.node[prop]):
-                if not _is_node(value):
+                reference = not _is_node(value)
+                if reference and not _is_reference(value):
                     continue
                 if isinstance(compact_values, list):
                     origin = compact_values[i] if i < len(compact_values) else {}
@@ -203,8 +211,14 @@ def located_nodes(root: dict[str, Any], compact: dict[str, Any], terms: SenderTe
                 else:
                     origin = compact_values if i == 0 else {}
                     at = here.member_pointer(prop, terms)
+                if reference and not isinstance(origin, dict):
+                    continue
                 stack.append(Located(value, origin if isinstance(origin, dict) else {}, at))
     return out
+
+
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and "@id" in value
 
 
 # --- evaluation ---------------------------------------------------------------------------
@@ -299,7 +313,9 @@ def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterat
 
         if prop.min_count is not None and len(values) < prop.min_count:
             yield v("MinCountConstraintComponent", "missing",
-                    "missing" if not values else f"{len(values)} value(s)")
+                    f"{len(values)} value(s)" if values else "an empty array"
+                    if ("@type" in here.compact if prop.path == RDF_TYPE
+                        else here.key_for(prop.path, terms) is not None) else "missing")
         if prop.max_count is not None and len(values) > prop.max_count:
             yield v("MaxCountConstraintComponent", "cardinality", f"{len(values)} values")
         if prop.has_value is not None and not any(
@@ -520,8 +536,6 @@ class ShapeSet:
         memo = self._checks
         root_name = root_shape.name
         for node, via in walked:
-            if via is not None and len(node) < 2 and "@id" in node:
-                continue  # a reference to a node, not a node object
             # Which shapes apply depends only on how the node is reached, its types and its
             # properties: the same few combinations come back document after document.
             key = (root_name if via is None else via, tuple(node.get("@type", ())), tuple(node))
@@ -597,12 +611,13 @@ class ShapeSet:
         share property names (ontologyId, inputs) that the other's targets would match.
         """
         parents: dict[int, list[tuple[str, Located]]] = {}
+        nodes = {id(here.node) for here in located}
         for here in located:
             for prop, values in here.node.items():
                 if prop.startswith("@"):
                     continue
                 for value in values:
-                    if _is_node(value):
+                    if id(value) in nodes:
                         parents.setdefault(id(value), []).append((prop, here))
         out: list[Violation] = []
         for index, here in enumerate(located):
@@ -642,6 +657,8 @@ def schema_error_findings(schema: dict[str, Any], errors: Iterable[SchemaError])
     family = schema["x-family"]
     out: list[Finding] = []
     for error in errors:
+        if error.keyword == "oneOf" and error.instance == []:
+            continue  # an empty array where values are required: the shapes say so (minCount)
         pointer = "".join(
             "/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.path)
         code, message = _schema_error(family, error, pointer)
@@ -726,20 +743,31 @@ def iri_findings(located: list[Located], terms: SenderTerms,
 
     def check(iri: str, pointer: str, what: str) -> None:
         if iri.startswith("_:"):
+            return  # a blank node: the shapes say where a node needs an IRI
+        defect = None if iri.startswith(NO_BASE) else iri_defect(iri)
+        if defect is not None and defect.position > 0:
+            out.append(finding("jsonld.invalid-iri",
+                               f"{what} {iri!r} is not an IRI (RFC 3987): {defect.describe()}",
+                               pointer))
             return
-        scheme = iri_scheme(iri)
-        if scheme is None:
+        if defect is not None or iri.startswith(NO_BASE):
             out.append(finding("jsonld.relative-iri",
                                f"{what} {iri.removeprefix(NO_BASE)!r} does not expand to an absolute IRI "
                                "(is a prefix missing from the context?)", pointer))
-        elif scheme not in allowed_schemes:
+            return
+        scheme = iri[:iri.index(":")].lower()
+        if scheme not in allowed_schemes:
             out.append(finding("jsonld.scheme-not-allowed",
                                f"{what} {iri!r} has the scheme {scheme!r}, which the profile "
                                f"does not allow (allowed: {', '.join(sorted(allowed_schemes))}); "
                                "an undefined prefix reads as a scheme", pointer))
 
-    for here in located:
+    for index, here in enumerate(located):
         ident = here.node.get("@id")
+        if index == 0 and isinstance(ident, str) and ident.startswith("_:"):
+            out.append(finding("jsonld.blank-node-id",
+                               f"the document's @id {ident!r} is a blank node identifier; when "
+                               "present, it must be an absolute IRI", "/@id"))
         if isinstance(ident, str):
             check(ident, f"{here.pointer}/@id" if "@id" in here.compact else here.pointer, "@id")
         for t in here.node.get("@type", []):

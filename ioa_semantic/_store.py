@@ -34,8 +34,24 @@ QUERY_NAMES = (
 )
 
 
+class UnloadableTerm(ValueError):
+    """The envelope holds a value Oxigraph refuses as an RDF term (pyoxigraph's ValueError,
+    mapped here, the one place the envelope meets it). The baseline lets none through that
+    it judges; a descriptive member the profile lets be ignored is not judged."""
+
+
 def envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:
-    """The expanded envelope (already shape-checked) as quads in the envelope graph."""
+    """The expanded envelope (already shape-checked) as quads in the envelope graph.
+
+    Raises :class:`UnloadableTerm` for a value Oxigraph refuses.
+    """
+    try:
+        return _envelope_quads(node)
+    except ValueError as exc:
+        raise UnloadableTerm(str(exc)) from exc
+
+
+def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:
     quads: list[pyoxigraph.Quad] = []
     counter = iter(range(1 << 30))
 
