@@ -12,7 +12,9 @@ Needs the optional extra: ``pip install 'ioa-semantic[a2a]'`` (a2a-sdk 1.x).
   but is weaker: the SDK has parsed it already, so duplicate keys are gone. The extension
   is activated by the ``A2A-Extensions`` header, the older ``X-A2A-Extensions`` spelling
   (with :func:`context_builder`), or ``message.extensions``; :func:`attach_envelope` and
-  :func:`activation` do it for clients.
+  :func:`activation` do it for clients. A raw (bytes) part reaches the checker as the exact
+  bytes, so bytes that are not UTF-8 are ``invalid`` rather than repaired. A message carries
+  exactly one envelope part: with more, which one counts would be the gate's guess.
 * **Gate**: :class:`SemanticGateHandler` is the SDK's request handler with the envelope
   checked in ``on_message_send`` / ``on_message_send_stream`` before any task exists. Only
   a compatible envelope goes through; anything else is an A2A error whose data carries what
@@ -103,23 +105,41 @@ def context_builder() -> V03ServerCallContextBuilder:
     return V03ServerCallContextBuilder(DefaultServerCallContextBuilder())
 
 
-def envelope_of(message: pb.Message, uri: str = DEFAULT_EXTENSION_URI) -> str | dict[str, Any] | None:
-    """The envelope a message carries for ``uri``: its JSON text, else a data part's object."""
-    data_part = None
-    for part in message.parts:
-        bound = json_format.MessageToDict(part.metadata).get("extension", uri) == uri
-        if not bound or part.media_type.split(";")[0].strip().lower() != ENVELOPE_MEDIA_TYPE:
-            continue
-        kind = part.WhichOneof("content")
-        if kind == "text":
-            return str(part.text)
-        if kind == "raw":
-            return bytes(part.raw).decode("utf-8", "replace")
-        if kind == "data" and data_part is None:
-            data_part = json_format.MessageToDict(part.data)
-    if isinstance(data_part, dict):
-        return data_part
-    return None
+def envelope_of(message: pb.Message,
+                uri: str = DEFAULT_EXTENSION_URI) -> bytes | str | dict[str, Any] | None:
+    """The envelope a message carries for ``uri``: its JSON text or bytes, else a data part's
+    object; ``ValueError`` if it carries more than one envelope part."""
+    parts = _envelope_parts(message, uri)
+    if len(parts) > 1:
+        raise ValueError(_one_part_only(uri, len(parts)))
+    return _content(parts[0]) if parts else None
+
+
+def _envelope_parts(message: pb.Message, uri: str) -> list[pb.Part]:
+    """The parts that carry an envelope for ``uri``: application/ld+json text, raw or data,
+    bound to ``uri`` by their metadata (a part that names no extension is bound to any)."""
+    return [part for part in message.parts
+            if part.media_type.split(";")[0].strip().lower() == ENVELOPE_MEDIA_TYPE
+            and part.WhichOneof("content") in ("text", "raw", "data")
+            and json_format.MessageToDict(part.metadata).get("extension", uri) == uri]
+
+
+def _content(part: pb.Part) -> bytes | str | dict[str, Any] | None:
+    """The envelope in one envelope part; ``None`` for a data part that is not an object."""
+    kind = part.WhichOneof("content")
+    if kind == "text":
+        return str(part.text)
+    if kind == "raw":
+        # The exact bytes: the checker's intake is strict UTF-8, and decoding here with
+        # replacement characters would turn bytes that are not text into a readable envelope.
+        return bytes(part.raw)
+    data = json_format.MessageToDict(part.data)
+    return data if isinstance(data, dict) else None
+
+
+def _one_part_only(uri: str, found: int) -> str:
+    return (f"exactly one SemanticProfile envelope part is allowed for the extension {uri}; "
+            f"the message carries {found}")
 
 
 class Disclosure(enum.StrEnum):
@@ -136,8 +156,9 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
 
     ``checker`` is built once at start-up with the agent's profile, its own capability
     registrations and its accepted artifacts. ``required``: a message without the envelope
-    is refused with the SDK's extension-support-required error. ``clock`` gives the
-    evaluation instant (tests pin it).
+    is refused with the SDK's extension-support-required error (one that carries it without
+    activating the extension is told how to activate it). ``clock`` gives the evaluation
+    instant (tests pin it).
     """
 
     def __init__(self, *args: Any, checker: Checker, uri: str = DEFAULT_EXTENSION_URI,
@@ -165,12 +186,16 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
     def admit(self, message: pb.Message, context: ServerCallContext) -> Decision | None:
         """Raise the A2A error that refuses ``message``, or return the compatible decision."""
         activated = self.uri in context.requested_extensions or self.uri in message.extensions
-        envelope = envelope_of(message, self.uri) if activated else None
+        parts = _envelope_parts(message, self.uri)
+        if activated and len(parts) > 1:
+            # Which part counts would be the gate's guess, and another reader of the same
+            # message may guess differently: refuse rather than judge one of them.
+            raise InvalidParamsError(
+                message=_one_part_only(self.uri, len(parts)) + "; the task was not accepted")
+        envelope = _content(parts[0]) if activated and parts else None
         if envelope is None:
             if self.required:
-                raise ExtensionSupportRequiredError(
-                    message=f"this agent requires the extension {self.uri}: send the task's "
-                            "SemanticProfile envelope as an application/ld+json part")
+                raise ExtensionSupportRequiredError(message=self._requirement(activated, parts))
             return None
         decision = self.checker.check(envelope, at=self.clock())
         if decision.verdict is Verdict.COMPATIBLE:
@@ -180,6 +205,17 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
                      if self.disclosure is Disclosure.COLLAPSED
                      else f"the task's semantic envelope is {decision.verdict.value}")
             + "; the task was not accepted", data=self._disclosed(decision))
+
+    def _requirement(self, activated: bool, parts: list[pb.Part]) -> str:
+        """Why a required extension is missing: no envelope, or an envelope not activated."""
+        if activated or not parts:
+            return (f"this agent requires the extension {self.uri}: send the task's "
+                    "SemanticProfile envelope as an application/ld+json part")
+        # A sender that attached the envelope but forgot activation is told exactly that:
+        # an extension that is not activated is not read (A2A), so the envelope was ignored.
+        return (f"this agent requires the extension {self.uri}; the message carries its "
+                "envelope but the extension is not activated: send the A2A-Extensions "
+                f"header with {self.uri} (or list {self.uri} in message.extensions)")
 
     def _disclosed(self, decision: Decision) -> dict[str, Any]:
         if self.disclosure is Disclosure.COLLAPSED:

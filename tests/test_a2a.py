@@ -3,7 +3,9 @@
 A compatible task is accepted and answered; incompatible, indeterminate, invalid and
 missing-envelope tasks are refused with A2A errors before any task exists (the agent never
 runs); both extension header spellings; each disclosure level; many concurrent requests of
-mixed verdicts. Covers R-7.1-5, R-7.1-7, R-7.1-9, R-11-I1 (issue: A2A integration).
+mixed verdicts. Covers R-7.1-5, R-7.1-7, R-7.1-9, R-11-I1 (issue: A2A integration). A raw
+part is judged as its exact bytes, two envelope parts are refused, and an envelope sent
+without activation is told how to activate (issue: Trust at the boundary, item 7).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from a2a.server.routes.agent_card_routes import create_agent_card_routes  # noqa
 from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes  # noqa: E402
 from a2a.server.tasks import InMemoryTaskStore  # noqa: E402
 from a2a.types import a2a_pb2 as pb  # noqa: E402
-from google.protobuf import json_format  # noqa: E402
+from google.protobuf import json_format, struct_pb2  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
 from ioa_semantic import Checker  # noqa: E402
@@ -185,6 +187,42 @@ def test_a_missing_envelope_is_extension_support_required(agent: Agent) -> None:
     before = agent.executor.runs
     error = refusal(agent.url, message(None))
     assert "requires the extension" in str(error)
+    assert "not activated" not in str(error)
+    assert agent.executor.runs == before
+
+
+def test_an_envelope_sent_but_not_activated_is_told_how_to_activate(agent: Agent) -> None:
+    """The envelope is there but neither the header nor message.extensions names the URI:
+    the refusal says activation is missing, with the header and the URI that fix it."""
+    before = agent.executor.runs
+    error = refusal(agent.url, message(dumps(envelope_62()), extensions=False), header=False)
+    text = str(error)
+    assert "not activated" in text and "A2A-Extensions" in text, text
+    assert f"header with {DEFAULT_EXTENSION_URI}" in text, text
+    assert agent.executor.runs == before
+
+
+def raw_part(envelope: bytes) -> pb.Part:
+    """The envelope as a raw (bytes) part bound to the extension."""
+    metadata = struct_pb2.Struct()
+    metadata.update({"extension": DEFAULT_EXTENSION_URI})
+    return pb.Part(raw=envelope, media_type="application/ld+json", metadata=metadata)
+
+
+@pytest.mark.parametrize("second", ["text", "raw"])
+def test_two_envelope_parts_are_refused(agent: Agent, second: str) -> None:
+    """A compatible envelope first and an incompatible one second: the gate does not pick."""
+    before = agent.executor.runs
+    msg = message(dumps(envelope_62()))
+    if second == "text":
+        attach_envelope(msg, _mutated("incompatible"))
+    else:
+        msg.parts.append(raw_part(_mutated("incompatible")))
+    error = refusal(agent.url, msg)
+    assert "exactly one SemanticProfile envelope part is allowed" in str(error), str(error)
+    assert "the message carries 2" in str(error), str(error)
+    answer = _raw_send(agent.url, msg, {"A2A-Extensions": DEFAULT_EXTENSION_URI})
+    assert answer["error"]["code"] == -32602, answer
     assert agent.executor.runs == before
 
 
@@ -254,6 +292,31 @@ def test_a_data_part_is_accepted_but_weaker(agent: Agent) -> None:
                                                metadata=metadata)])
     events = asyncio.run(send(agent.url, msg))
     assert any("translated" in str(e) for e in events)
+
+
+def test_a_raw_part_is_accepted(agent: Agent) -> None:
+    before = agent.executor.runs
+    msg = message(None)
+    msg.parts.append(raw_part(dumps(envelope_62())))
+    msg.extensions.append(DEFAULT_EXTENSION_URI)
+    events = asyncio.run(send(agent.url, msg))
+    assert any("translated" in str(e) for e in events)
+    assert agent.executor.runs == before + 1
+
+
+def test_a_raw_part_that_is_not_utf8_is_invalid(agent: Agent) -> None:
+    """The bytes reach the checker's strict intake: decoded with replacement characters,
+    this envelope (one stray byte in a term) would read as compatible."""
+    before = agent.executor.runs
+    envelope = dumps(envelope_62()).replace(b'"term": "LLM"', b'"term": "LLM\xff"', 1)
+    assert b"\xff" in envelope
+    msg = message(None)
+    msg.parts.append(raw_part(envelope))
+    msg.extensions.append(DEFAULT_EXTENSION_URI)
+    error = refusal(agent.url, msg)
+    text = str(error) + repr(getattr(error, "data", ""))
+    assert "invalid" in text and "json.encoding" in text, text
+    assert agent.executor.runs == before
 
 
 def test_the_example_runs_as_the_readme_says(tmp_path: Any) -> None:
