@@ -579,7 +579,9 @@ def dropped_findings(
     def is_dropped(key: str) -> bool:
         if key.startswith("@"):
             return False
-        return (key in wanted and terms.resolve(key) in (None, key) and not _SCHEME.match(key)) or (
+        # A key spelled as an absolute IRI is kept by expansion; one that only looks like an
+        # IRI (a space in it, say) is not one, and is dropped like any unmapped key.
+        return (key in wanted and terms.resolve(key) in (None, key) and iri_scheme(key) is None) or (
             None in wanted and key in terms.terms and terms.terms[key] is None)
 
     out = []

@@ -34,7 +34,7 @@ import pytest
 from ioa_semantic import Checker, ConfigurationError, Limits
 
 CASES = Path(__file__).parent / "cases"
-STAGES = ("intake", "expansion", "shapes", "compatibility")
+STAGES = ("intake", "expansion", "shapes", "compatibility", "fuzz")
 VERDICTS = ("compatible", "incompatible", "indeterminate", "invalid")
 EXIT_STATUS = {"compatible": 0, "incompatible": 1, "indeterminate": 3, "invalid": 4}
 FAMILIES = ("json", "jsonld", "envelope", "registration", "profile", "domain", "intent",
