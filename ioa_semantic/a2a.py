@@ -18,15 +18,19 @@ Needs the optional extra: ``pip install 'ioa-semantic[a2a]'`` (a2a-sdk 1.x).
 * **Gate**: :class:`SemanticGateHandler` is the SDK's request handler with the envelope
   checked in ``on_message_send`` / ``on_message_send_stream`` before any task exists. Only
   a compatible envelope goes through; anything else is an A2A error whose data carries what
-  the disclosure policy allows, and the agent's own logic never runs.
+  the disclosure policy allows, and the agent's own logic never runs. The check runs on one
+  of the gate's worker threads, within a time limit, so that a slow envelope does not stall
+  the agent's other requests.
 
 The extension URI is configuration (the draft calls its URI an example).
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import AsyncGenerator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,9 +49,17 @@ from ._loader import Profile
 
 DEFAULT_EXTENSION_URI = "https://example.org/extensions/semantic-profile/v1"
 ENVELOPE_MEDIA_TYPE = "application/ld+json"
+# A check of the 6.2 envelope takes well under a millisecond; ten seconds is room for a
+# remote context (one fetch may take 5 s) and still an answer a sender can wait for.
+DEFAULT_CHECK_TIMEOUT = 10.0
+# Checks are mostly Python holding the GIL, so more threads add little throughput; four keep
+# a few slow envelopes from taking every thread from the ordinary ones.
+DEFAULT_MAX_CHECKS = 4
 
 __all__ = [
+    "DEFAULT_CHECK_TIMEOUT",
     "DEFAULT_EXTENSION_URI",
+    "DEFAULT_MAX_CHECKS",
     "ENVELOPE_MEDIA_TYPE",
     "Disclosure",
     "SemanticGateHandler",
@@ -159,32 +171,59 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
     is refused with the SDK's extension-support-required error (one that carries it without
     activating the extension is told how to activate it). ``clock`` gives the evaluation
     instant (tests pin it).
+
+    The check runs on a worker thread of the gate's own pool of ``max_checks`` threads, not
+    on the event loop, so the agent keeps serving its other requests while one envelope is
+    slow. ``check_timeout`` (seconds, ``None`` for none) bounds each request's wait for its
+    decision, the wait for a free thread included: past it the task is refused with an
+    invalid-params error that says the check timed out (an ``indeterminate`` outcome in the
+    error's data, as far as the disclosure policy shows data), and the agent's own logic
+    does not run. A thread cannot be stopped: a check that was running goes on in the
+    background, holding its thread, and its result is dropped when it finishes; a check that
+    had not started yet is cancelled. So at most ``max_checks`` checks run at any time,
+    timed-out ones included; while they all run, further requests wait for a thread within
+    their own limit. :meth:`aclose` also shuts the pool down.
     """
 
     def __init__(self, *args: Any, checker: Checker, uri: str = DEFAULT_EXTENSION_URI,
                  required: bool = True, disclosure: Disclosure | str = Disclosure.CODES,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 **kwargs: Any) -> None:
+                 check_timeout: float | None = DEFAULT_CHECK_TIMEOUT,
+                 max_checks: int = DEFAULT_MAX_CHECKS, **kwargs: Any) -> None:
+        if check_timeout is not None and not check_timeout > 0:
+            raise ValueError(f"check_timeout must be positive seconds or None, not {check_timeout!r}")
+        if max_checks < 1:
+            raise ValueError(f"max_checks must be at least 1, not {max_checks!r}")
         super().__init__(*args, **kwargs)
         self.checker = checker
         self.uri = uri
         self.required = required
         self.disclosure = Disclosure(disclosure)
         self.clock = clock
+        self.check_timeout = check_timeout
+        self.max_checks = max_checks
+        self._checks = ThreadPoolExecutor(max_checks, thread_name_prefix="ioa-semantic-gate")
 
     async def on_message_send(self, params: pb.SendMessageRequest,
                               context: ServerCallContext) -> Any:
-        self.admit(params.message, context)
+        await self.admit(params.message, context)
         return await super().on_message_send(params, context)
 
     async def on_message_send_stream(self, params: pb.SendMessageRequest,
                                      context: ServerCallContext) -> AsyncGenerator[Any, None]:
-        self.admit(params.message, context)
+        await self.admit(params.message, context)
         async for event in super().on_message_send_stream(params, context):
             yield event
 
-    def admit(self, message: pb.Message, context: ServerCallContext) -> Decision | None:
-        """Raise the A2A error that refuses ``message``, or return the compatible decision."""
+    async def aclose(self) -> None:
+        """The SDK's shutdown, then the check threads': checks still waiting are cancelled,
+        running ones finish on their own threads."""
+        await super().aclose()
+        self._checks.shutdown(wait=False, cancel_futures=True)
+
+    async def admit(self, message: pb.Message, context: ServerCallContext) -> Decision | None:
+        """Raise the A2A error that refuses ``message``, or return the compatible decision
+        (``None`` when the extension is not required and the message carries no envelope)."""
         activated = self.uri in context.requested_extensions or self.uri in message.extensions
         parts = _envelope_parts(message, self.uri)
         if activated and len(parts) > 1:
@@ -197,7 +236,7 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
             if self.required:
                 raise ExtensionSupportRequiredError(message=self._requirement(activated, parts))
             return None
-        decision = self.checker.check(envelope, at=self.clock())
+        decision = await self._judged(envelope, self.clock())
         if decision.verdict is Verdict.COMPATIBLE:
             return decision
         raise InvalidParamsError(
@@ -205,6 +244,27 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
                      if self.disclosure is Disclosure.COLLAPSED
                      else f"the task's semantic envelope is {decision.verdict.value}")
             + "; the task was not accepted", data=self._disclosed(decision))
+
+    async def _judged(self, envelope: bytes | str | dict[str, Any], at: datetime) -> Decision:
+        """The checker's decision, from a worker thread within the time limit."""
+        running = self._checks.submit(self.checker.check, envelope, at=at)
+        try:
+            # wait_for cancels the wrapper on time-out, and so does a request that is itself
+            # cancelled (the client went away); either cancels a check that has not started.
+            return await asyncio.wait_for(asyncio.wrap_future(running), self.check_timeout)
+        except TimeoutError:
+            # cancel() is False for a check that is running (or finished after the limit).
+            raise InvalidParamsError(message=self._timed_out(started=not running.cancel()),
+                                     data=self._disclosed_time_out()) from None
+
+    def _timed_out(self, *, started: bool) -> str:
+        limit = f"{self.check_timeout:g} s"
+        if started:
+            return (f"the check of the task's semantic envelope timed out: it did not finish "
+                    f"within {limit}; the task was not accepted")
+        return (f"the check of the task's semantic envelope timed out: all {self.max_checks} of "
+                f"the gate's checks were busy for {limit}, so the envelope was not checked; "
+                "the task was not accepted")
 
     def _requirement(self, activated: bool, parts: list[pb.Part]) -> str:
         """Why a required extension is missing: no envelope, or an envelope not activated."""
@@ -216,6 +276,20 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
         return (f"this agent requires the extension {self.uri}; the message carries its "
                 "envelope but the extension is not activated: send the A2A-Extensions "
                 f"header with {self.uri} (or list {self.uri} in message.extensions)")
+
+    def _disclosed_time_out(self) -> dict[str, Any]:
+        """A time-out's data: an indeterminate outcome without reasons (no check concluded),
+        in the shape of the disclosure level, with the limit that was passed."""
+        if self.disclosure is Disclosure.COLLAPSED:
+            return {"verdict": "not-compatible"}
+        data: dict[str, Any] = {"verdict": Verdict.INDETERMINATE.value}
+        if self.disclosure is Disclosure.CODES:
+            data["codes"] = []
+        elif self.disclosure is Disclosure.FULL:
+            data["reasons"] = []
+        if self.disclosure is not Disclosure.VERDICT:
+            data["timeout"] = self.check_timeout
+        return data
 
     def _disclosed(self, decision: Decision) -> dict[str, Any]:
         if self.disclosure is Disclosure.COLLAPSED:

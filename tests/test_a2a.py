@@ -5,7 +5,9 @@ missing-envelope tasks are refused with A2A errors before any task exists (the a
 runs); both extension header spellings; each disclosure level; many concurrent requests of
 mixed verdicts. Covers R-7.1-5, R-7.1-7, R-7.1-9, R-11-I1 (issue: A2A integration). A raw
 part is judged as its exact bytes, two envelope parts are refused, and an envelope sent
-without activation is told how to activate (issue: Trust at the boundary, item 7).
+without activation is told how to activate (issue: Trust at the boundary, item 7). The check
+runs off the event loop, so a slow envelope does not hold up others, and a check past the
+time limit is refused as timed out without the agent running (issue: Bounded cost, item 5).
 """
 
 from __future__ import annotations
@@ -69,13 +71,13 @@ class Translator(AgentExecutor):
 
 
 class Agent:
-    def __init__(self, disclosure: str) -> None:
+    def __init__(self, disclosure: str, checker: Checker | None = None, **gate: Any) -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         sock.close()
         self.url = f"http://127.0.0.1:{self.port}"
-        checker = Checker("cs-translation")
+        checker = checker or Checker("cs-translation")
         self.card = pb.AgentCard(
             name="translator", description="technical translation", version="1",
             default_input_modes=["text/plain"], default_output_modes=["text/plain"],
@@ -88,11 +90,11 @@ class Agent:
                                                     protocol_version="1.0")])
         self.executor = Translator()
         self.store = InMemoryTaskStore()
-        handler = SemanticGateHandler(agent_executor=self.executor, task_store=self.store,
-                                      agent_card=self.card, checker=checker,
-                                      disclosure=disclosure, clock=lambda: AT)
+        self.handler = SemanticGateHandler(agent_executor=self.executor, task_store=self.store,
+                                           agent_card=self.card, checker=checker,
+                                           disclosure=disclosure, clock=lambda: AT, **gate)
         app = Starlette(routes=create_agent_card_routes(self.card) + create_jsonrpc_routes(
-            handler, "/a2a", context_builder=context_builder()))
+            self.handler, "/a2a", context_builder=context_builder()))
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
                                                     log_level="error"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -351,3 +353,127 @@ def test_the_example_runs_as_the_readme_says(tmp_path: Any) -> None:
         agent_process.wait(timeout=10)
     assert "compatible: accepted" in out
     assert "incompatible: refused" in out and "incompatible" in out.split("refused:")[1]
+
+
+HOLD = "HOLD-THIS-CHECK"
+
+
+class HeldChecker(Checker):
+    """A checker whose check of an envelope with the term ``HOLD`` blocks until released:
+    a slow check the test controls with events rather than sleeps."""
+
+    def __init__(self) -> None:
+        super().__init__("cs-translation")
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.finished = threading.Event()
+        self.checked: list[bool] = []
+
+    def check(self, envelope: Any, **options: Any) -> Any:
+        held = isinstance(envelope, str) and HOLD in envelope
+        self.checked.append(held)
+        if held:
+            self.entered.set()
+            self.release.wait(30)
+        try:
+            return super().check(envelope, **options)
+        finally:
+            if held:
+                self.finished.set()
+
+
+def held_envelope() -> bytes:
+    doc = envelope_62()
+    doc["profileContext"]["termBindings"][0]["term"] = HOLD
+    return dumps(doc)
+
+
+@pytest.fixture
+def held() -> Iterator[tuple[Agent, HeldChecker]]:
+    checker = HeldChecker()
+    with Agent("codes", checker) as running:
+        try:
+            yield running, checker
+        finally:
+            checker.release.set()  # a check still held ends, whatever the test did
+
+
+def _post(client: httpx.AsyncClient, url: str, msg: pb.Message) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": json_format.MessageToDict(msg)}}
+    return client.post(url + "/a2a", json=body, headers={
+        "A2A-Version": "1.0", "A2A-Extensions": DEFAULT_EXTENSION_URI})
+
+
+def test_a_slow_check_does_not_hold_up_another_request(held: tuple[Agent, HeldChecker]) -> None:
+    """While one request's check is held, another request is answered: its check runs on
+    another worker thread and the event loop is free (inline, it would wait for the release)."""
+    agent, checker = held
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any], bool]:
+        async with httpx.AsyncClient(timeout=10) as client:
+            slow = asyncio.ensure_future(_post(client, agent.url, message(held_envelope())))
+            assert await asyncio.to_thread(checker.entered.wait, 10), "the slow check never began"
+            normal = (await _post(client, agent.url, message(dumps(envelope_62())))).json()
+            still_held = not checker.finished.is_set()
+            checker.release.set()
+            return normal, (await slow).json(), still_held
+
+    normal, slow, still_held = asyncio.run(run())
+    assert "translated" in json.dumps(normal["result"]), normal
+    assert still_held, "the other request was only answered once the slow check had finished"
+    # The slow one, released within its time limit, is judged and answered as usual.
+    assert "translated" in json.dumps(slow["result"]), slow
+    assert agent.executor.runs == 2
+
+
+def test_a_check_past_the_time_limit_is_refused_and_the_agent_does_not_run(
+        held: tuple[Agent, HeldChecker]) -> None:
+    agent, checker = held
+    agent.handler.check_timeout = 0.5
+    error = refusal(agent.url, message(held_envelope()))
+    assert "timed out" in str(error) and "did not finish within 0.5 s" in str(error), str(error)
+    # The check is still running when the refusal arrives: its thread cannot be stopped.
+    assert checker.entered.is_set() and not checker.finished.is_set()
+    answer = _raw_send(agent.url, message(held_envelope()),
+                       {"A2A-Extensions": DEFAULT_EXTENSION_URI})
+    (info,) = answer["error"]["data"]
+    assert answer["error"]["code"] == -32602
+    assert info["metadata"] == {"verdict": "indeterminate", "codes": [], "timeout": 0.5}
+    checker.release.set()
+    assert checker.finished.wait(10)
+    assert agent.executor.runs == 0
+
+
+def test_a_request_that_waits_past_the_limit_for_a_busy_gate_is_never_checked() -> None:
+    """With one check thread held by a timed-out check, the next request waits for it, is
+    refused when its own limit passes, and its check is cancelled: at most ``max_checks``
+    checks ever pile up."""
+    checker = HeldChecker()
+    with Agent("full", checker, check_timeout=0.5, max_checks=1) as agent:
+        try:
+            assert "did not finish" in str(refusal(agent.url, message(held_envelope())))
+            answer = _raw_send(agent.url, message(dumps(envelope_62())),
+                               {"A2A-Extensions": DEFAULT_EXTENSION_URI})
+            assert "all 1 of the gate's checks were busy" in answer["error"]["message"], answer
+            (info,) = answer["error"]["data"]
+            assert info["metadata"] == {"verdict": "indeterminate", "reasons": [],
+                                        "timeout": 0.5}
+        finally:
+            checker.release.set()
+        assert checker.finished.wait(10)
+        agent.handler.check_timeout = 10
+        events = asyncio.run(send(agent.url, message(dumps(envelope_62()))))
+        assert any("translated" in str(e) for e in events)
+    # The held envelope and the last one were checked; the one refused while waiting was not.
+    assert checker.checked == [True, False]
+    assert agent.executor.runs == 1
+
+
+@pytest.mark.parametrize(("options", "problem"), [
+    ({"check_timeout": 0}, "check_timeout"), ({"check_timeout": -1.0}, "check_timeout"),
+    ({"max_checks": 0}, "max_checks")])
+def test_the_bounds_are_checked(options: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        SemanticGateHandler(agent_executor=Translator(), task_store=InMemoryTaskStore(),
+                            agent_card=pb.AgentCard(name="a"), checker=Checker(), **options)
