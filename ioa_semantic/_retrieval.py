@@ -26,7 +26,19 @@ Time. Each fetch (all its redirects and the whole body) has one deadline. Every 
 and write is given at most the time left (:class:`_DeadlineStream`), so a server that drips
 a byte at a time is cut off at the deadline, not when it pleases. Name resolution runs in a
 worker thread bounded by the connect timeout, because ``getaddrinfo`` has no timeout of its
-own. A check as a whole is bounded by ``max_fetches`` times ``total_timeout``.
+own. A check has one deadline too, ``check_timeout`` after its first fetch starts: a fetch's
+deadline is the earlier of its own and the check's, and once the check's has passed every
+further fetch is refused at once (``retrieval.timeout``) while what was already loaded is
+still served from the check's memo.
+
+Budget. Every fetch attempt of a check counts against ``max_fetches``, whether it succeeds,
+fails, times out or is refused once its host has been resolved; a URL that failed is not
+attempted again in the same check. What :meth:`Retriever._admit` refuses (retrieval off, an
+origin off the allow-list, credentials in the URL, a spent budget or deadline) sends nothing
+and costs nothing, so it does not count. The worst case of one check is therefore
+``max_fetches`` attempts (each at most ``max_redirects + 1`` requests and one body of at
+most ``max_bytes``), all of them within ``check_timeout`` of the first (and, each within
+``total_timeout``, within ``max_fetches * total_timeout`` as well).
 
 Depth and cycles with pyld. pyld asks its document loader for one URL at a time and looks at
 what a fetched context names only after the loader has returned; the chain of contexts that
@@ -52,7 +64,8 @@ context (as JSON-LD 1.1 says), so for a relative ``@import`` pyld asks for anoth
 is then treated as level 1 (and is refused when it is not an absolute http(s) URL). An
 imported context cannot itself import (pyld refuses), so this can understate depth by one at
 most. Fetch counts are per distinct URL per check, whether the bytes came from the network or
-the cache, so a check decides the same with a cold or a warm cache.
+the cache, so a check decides the same with a cold or a warm cache (the deadline aside: a
+warm cache is faster).
 """
 
 from __future__ import annotations
@@ -159,12 +172,17 @@ class RetrievalPolicy:
     ``pins`` maps a URL (without fragment) to the sha256 hex digest its body must have.
     ``resolver(host, port)`` returns IP address strings (default: ``socket.getaddrinfo``).
     ``verify`` is an ``ssl.SSLContext`` or a CA bundle path; ``None`` trusts the system store.
+
+    Budgets of one check: at most ``max_fetches`` fetch attempts (failed ones included), each
+    within ``total_timeout`` seconds (``connect_timeout`` to connect), all of them within
+    ``check_timeout`` seconds of the first, and at most ``max_bytes`` per body.
     """
 
     origins: tuple[str, ...] = ()
     allow_private_addresses: bool = False
     connect_timeout: float = 2.0
     total_timeout: float = 5.0
+    check_timeout: float = 10.0
     max_bytes: int = 1 << 20
     max_redirects: int = 3
     max_depth: int = 4
@@ -186,7 +204,8 @@ class RetrievalPolicy:
         object.__setattr__(self, "pins", MappingProxyType(pins))
         object.__setattr__(self, "accepted_types",
                            frozenset(t.strip().lower() for t in self.accepted_types))
-        for name in ("connect_timeout", "total_timeout", "max_bytes", "max_depth", "max_fetches"):
+        for name in ("connect_timeout", "total_timeout", "check_timeout", "max_bytes", "max_depth",
+                     "max_fetches"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
         if self.max_redirects < 0:
@@ -302,19 +321,27 @@ class Retriever:
 
     ``fetch_json`` fetches one resource; ``document_loader`` is pyld's ``documentLoader``
     and also follows what each context names (see the module docstring).
+
+    The budgets are this object's state, so one retriever is one check: every attempt counts
+    against ``max_fetches`` whether it succeeds or not, and the check's deadline starts with
+    its first attempt.
     """
 
     def __init__(self, policy: RetrievalPolicy, cache: ResourceCache | None = None) -> None:
         self.policy = policy
         self.cache = cache if cache is not None else ResourceCache()
         self._loaded: dict[str, Resource] = {}
+        # A URL that failed once fails again in this check without a second attempt.
+        self._failed: dict[str, RetrievalError] = {}
         self._heights: dict[str, int] = {}
+        self._attempts = 0
+        self._deadline: float | None = None  # the check's, set by its first attempt
         self._tls: ssl.SSLContext | None = None
 
     @property
     def fetches(self) -> int:
-        """Distinct resources loaded in this check (from the network or the cache)."""
-        return len(self._loaded)
+        """Fetch attempts of this check, failed or not, from the network or the cache."""
+        return self._attempts
 
     def fetch_json(self, url: str) -> tuple[Any, str, str]:
         """``(document, final_url, sha256)`` of the JSON object at ``url``."""
@@ -329,6 +356,7 @@ class Retriever:
         """
         target = _without_fragment(url)
         self._admit(target)
+        self._attempt()
         resource = self._download(target, self.policy.pins.get(target), accepted_types)
         self._loaded[target] = resource
         assert resource.body is not None
@@ -389,19 +417,38 @@ class Retriever:
     def _load(self, url: str) -> Resource:
         if url in self._loaded:
             return self._loaded[url]
+        if url in self._failed:
+            earlier = self._failed[url]
+            raise RetrievalError(earlier.code, url, earlier.message)
         self._admit(url)
+        self._attempt()
         pin = self.policy.pins.get(url)
-        resource = self.cache.get(url, pin)
-        if resource is None:
-            resource = self._download(url, pin)
-            self.cache.put(url, pin, resource)
-        else:
-            self._judge_cached(url, resource)
+        try:
+            resource = self.cache.get(url, pin)
+            if resource is None:
+                resource = self._download(url, pin)
+                self.cache.put(url, pin, resource)
+            else:
+                self._judge_cached(url, resource)
+        except RetrievalError as exc:
+            self._failed[url] = exc
+            raise
         self._loaded[url] = resource
         return resource
 
+    def _attempt(self) -> None:
+        """Count an admitted fetch against the budget; the first one starts the check's clock."""
+        self._attempts += 1
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self.policy.check_timeout
+
     def _admit(self, url: str) -> None:
-        """Refuse before any lookup or connection: retrieval off, origin, credentials, budget."""
+        """Refuse before any lookup or connection: retrieval off, origin, credentials, budgets.
+
+        These refusals cost nothing and do not count as attempts; what passes here counts,
+        however it ends (an address refused after resolving the name included, since the
+        lookup is itself traffic and time).
+        """
         policy = self.policy
         if not policy.allowed_origins:
             raise RetrievalError("retrieval.prohibited", url,
@@ -415,10 +462,14 @@ class Retriever:
                 "retrieval.origin-not-allowed", url,
                 f"{url} is not retrieved: its origin is not on the allow-list "
                 f"({', '.join(sorted(policy.origins))})")
-        if len(self._loaded) >= policy.max_fetches:
+        if self._attempts >= policy.max_fetches:
             raise RetrievalError("retrieval.budget", url,
                                  f"{url} is not retrieved: the check has used its budget of "
-                                 f"{policy.max_fetches} fetches")
+                                 f"{policy.max_fetches} fetch attempts")
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            raise RetrievalError("retrieval.timeout", url,
+                                 f"{url} is not retrieved: the check has used its time budget "
+                                 f"of {policy.check_timeout} s")
 
     def _judge_cached(self, url: str, resource: Resource) -> None:
         """Hold a cached resource to this policy: the cache may have been filled under another.
@@ -450,17 +501,22 @@ class Retriever:
     def _download(self, url: str, pin: str | None,
                   raw_types: frozenset[str] | None = None) -> Resource:
         """The one place where foreign errors become retrieval reasons."""
+        # The fetch's own deadline, or the check's if that comes first.
+        own = time.monotonic() + self.policy.total_timeout
+        deadline = own if self._deadline is None else min(own, self._deadline)
         try:
-            return self._exchange(url, pin, raw_types)
+            return self._exchange(url, pin, raw_types, deadline)
         except RetrievalError:
             raise
         except _AddressRefused as exc:
             raise RetrievalError("retrieval.private-address", url,
                                  f"{url} is not retrieved: {exc}") from exc
         except (httpx.TimeoutException, httpcore.TimeoutException, TimeoutError) as exc:
+            budget = (f"the rest of the check's {self.policy.check_timeout} s" if deadline < own
+                      else f"total {self.policy.total_timeout} s")
             raise RetrievalError("retrieval.timeout", url,
                                  f"{url} was not retrieved in time (connect {self.policy.connect_timeout} s, "
-                                 f"total {self.policy.total_timeout} s): {_describe(exc)}") from exc
+                                 f"{budget}): {_describe(exc)}") from exc
         except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, httpcore.ConnectionNotAvailable,
                 httpcore.ProxyError, httpcore.UnsupportedProtocol, httpcore.ProtocolError,
                 httpcore.NetworkError, OSError, ValueError) as exc:
@@ -469,10 +525,10 @@ class Retriever:
             raise RetrievalError("retrieval.failed", url,
                                  f"{url} could not be retrieved: {_describe(exc)}") from exc
 
-    def _exchange(self, url: str, pin: str | None, raw_types: frozenset[str] | None) -> Resource:
+    def _exchange(self, url: str, pin: str | None, raw_types: frozenset[str] | None,
+                  deadline: float) -> Resource:
         policy = self.policy
         accepted_types = raw_types or policy.accepted_types
-        deadline = time.monotonic() + policy.total_timeout
         backend = _GuardedBackend(policy, deadline)
         transport = _GuardedTransport(self._tls_context(), backend)
         headers = {

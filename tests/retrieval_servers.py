@@ -184,6 +184,21 @@ def drip(interval: float = 0.05, max_bytes: int = 200) -> Callable[[_Handler], N
     return serve
 
 
+def late(delay: float = SOCKET_TIMEOUT, reply: Reply = Reply(b"{}")) -> Callable[[_Handler], None]:
+    """Nothing for ``delay`` seconds (or until the server closes), then ``reply``."""
+
+    def serve(handler: _Handler) -> None:
+        owner = handler.server.owner
+        if owner.closing.wait(delay):
+            return
+        try:
+            handler.reply(reply)
+        except OSError:
+            owner.note("client hung up")
+
+    return serve
+
+
 def stall(handler: _Handler) -> None:
     """Headers, then nothing until the server closes."""
     handler.start_unbounded()

@@ -42,6 +42,7 @@ from retrieval_servers import (
     Stopwatch,
     drip,
     endless,
+    late,
     redirect,
     stall,
 )
@@ -415,6 +416,66 @@ def test_the_fetch_budget_counts_every_resource_of_the_check(https: LoopbackServ
     assert https.requests == ["/many.jsonld", "/x.jsonld"]
 
 
+def test_failed_attempts_count_against_the_fetch_budget_and_refusals_do_not(
+        https: LoopbackServer, policy: Policy) -> None:
+    retriever = Retriever(policy(https.origin(), max_fetches=3))
+    # Refused before any lookup: free, however many.
+    for i in range(5):
+        error, _ = refused(retriever, f"https://other.test:{https.port}/off{i}.jsonld")
+        assert error.code == "retrieval.origin-not-allowed"
+    codes = [refused(retriever, https.url(f"/missing{i}.jsonld"))[0].code for i in range(3)]
+    assert codes == ["retrieval.http-status"] * 3
+    # A URL that failed fails again from the check's memo, without another attempt.
+    error, _ = refused(retriever, https.url("/missing0.jsonld"))
+    assert error.code == "retrieval.http-status"
+    error, _ = refused(retriever, https.url("/ctx.jsonld"))
+    assert error.code == "retrieval.budget"
+    assert "3 fetch attempts" in error.message
+    assert retriever.fetches == 3
+    assert https.requests == ["/missing0.jsonld", "/missing1.jsonld", "/missing2.jsonld"]
+
+
+def test_an_address_refused_after_resolving_counts_as_an_attempt(sentinel: Sentinel,
+                                                                 policy: Policy) -> None:
+    origin = f"https://ctx.test:{sentinel.port}"
+    retriever = Retriever(policy(origin, allow_private_addresses=False, max_fetches=2))
+    codes = [refused(retriever, f"{origin}/c{i}.jsonld")[0].code for i in range(3)]
+    assert codes == ["retrieval.private-address"] * 2 + ["retrieval.budget"]
+    assert sentinel.pending() == 0
+
+
+def test_the_check_deadline_cuts_a_fetch_short(https: LoopbackServer, policy: Policy) -> None:
+    https.routes["/stall"] = stall
+    retriever = Retriever(policy(https.origin(), total_timeout=2.0, check_timeout=0.5))
+    error, elapsed = refused(retriever, https.url("/stall"))
+    assert error.code == "retrieval.timeout"
+    assert "the rest of the check's 0.5 s" in error.message
+    assert 0.4 < elapsed < 1.2
+
+
+def test_past_the_check_deadline_a_fetch_is_refused_at_once(https: LoopbackServer,
+                                                            policy: Policy) -> None:
+    https.routes["/late1"] = https.routes["/late2"] = late(delay=2.0)
+    https.routes["/other.jsonld"] = Reply(CONTEXT_BYTES)
+    retriever = Retriever(policy(https.origin(), total_timeout=0.4, check_timeout=0.6))
+    retriever.fetch_json(https.url("/ctx.jsonld"))  # the first attempt starts the check's clock
+    error, _ = refused(retriever, https.url("/late1"))
+    assert error.code == "retrieval.timeout"
+    assert "total 0.4 s" in error.message  # its own deadline came first
+    error, elapsed = refused(retriever, https.url("/late2"))
+    assert error.code == "retrieval.timeout"
+    assert "the rest of the check's 0.6 s" in error.message
+    assert elapsed < 0.35
+    error, elapsed = refused(retriever, https.url("/other.jsonld"))
+    assert error.code == "retrieval.timeout"
+    assert "used its time budget of 0.6 s" in error.message
+    assert elapsed < 0.1
+    assert https.requests == ["/ctx.jsonld", "/late1", "/late2"]
+    # What the check already has is still served.
+    document, _, _ = retriever.fetch_json(https.url("/ctx.jsonld"))
+    assert document == CONTEXT
+
+
 # Where connections may go
 
 
@@ -580,6 +641,14 @@ def test_origins_default_their_port_by_scheme() -> None:
 def test_a_pin_must_be_a_sha256_digest() -> None:
     with pytest.raises(ValueError):
         RetrievalPolicy(pins={"https://example.org/c": "abc"})
+
+
+@pytest.mark.parametrize("budget", ["total_timeout", "check_timeout", "max_fetches"])
+def test_a_budget_must_be_positive(budget: str) -> None:
+    assert RetrievalPolicy().check_timeout == 10.0
+    zero: dict[str, Any] = {budget: 0}
+    with pytest.raises(ValueError, match=budget):
+        RetrievalPolicy(**zero)
 
 
 def resource(size: int, name: str = "x") -> Resource:

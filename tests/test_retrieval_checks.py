@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import socket
 import ssl
 import subprocess
@@ -25,7 +26,15 @@ trustme = pytest.importorskip("trustme")
 from ioa_semantic import Checker, Verdict, _resources  # noqa: E402
 from ioa_semantic._retrieval import RetrievalPolicy  # noqa: E402
 
-from retrieval_servers import LoopbackServer, Reply, drip, endless, redirect  # noqa: E402
+from retrieval_servers import (  # noqa: E402
+    LoopbackServer,
+    Reply,
+    Stopwatch,
+    drip,
+    endless,
+    late,
+    redirect,
+)
 from support import CONFORMANCE, IOA_CHECK, dumps, envelope_62  # noqa: E402
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
@@ -257,6 +266,53 @@ def test_every_failure_is_an_indeterminate_verdict_quickly(path: str, code: str)
     assert decision.verdict is Verdict.INDETERMINATE
     assert errors(decision) == [code]
     assert elapsed < 2.0
+
+
+def many_contexts(urls: list[str]) -> bytes:
+    """The 6.2 envelope whose context is ``urls`` and then the prefix it uses."""
+    doc = envelope_62()
+    doc["@context"] = [*urls, {"cs": "https://example.org/onto/cs#"}]
+    return dumps(doc)
+
+
+def test_a_thousand_failing_contexts_cost_at_most_the_fetch_budget_per_check() -> None:
+    with LoopbackServer({}) as server:  # every path is a 404
+        data = many_contexts([local(server, f"/c{i}.jsonld") for i in range(1000)])
+        assert len(data) < 50_000
+        policy = RetrievalPolicy(origins=(server.origin("127.0.0.1"),),
+                                 allow_private_addresses=True)
+        checker = Checker("cs-translation", retrieval=policy)
+        with Stopwatch() as watch:
+            decision = checker.check(data, at=AT)
+        first = len(server.requests)
+        again = checker.check(data, at=AT)  # the budget is the check's, not the checker's
+    assert first == policy.max_fetches == 16
+    assert len(server.requests) == 2 * policy.max_fetches
+    assert watch.elapsed < 2.0
+    for result in (decision, again):
+        assert result.verdict is Verdict.INDETERMINATE
+        codes = errors(result)  # one reason per context, in the order of their paths
+        assert {code: codes.count(code) for code in set(codes)} == {
+            "retrieval.http-status": 16, "retrieval.budget": 984}
+
+
+def test_slow_contexts_stop_at_the_check_deadline() -> None:
+    check_timeout, total_timeout = 1.0, 0.4
+    with LoopbackServer({f"/slow{i}.jsonld": late(delay=3.0) for i in range(20)}) as server:
+        data = many_contexts([local(server, f"/slow{i}.jsonld") for i in range(20)])
+        policy = RetrievalPolicy(origins=(server.origin("127.0.0.1"),),
+                                 allow_private_addresses=True, connect_timeout=0.4,
+                                 total_timeout=total_timeout, check_timeout=check_timeout,
+                                 max_fetches=32)
+        with Stopwatch() as watch:
+            decision = Checker("cs-translation", retrieval=policy).check(data, at=AT)
+        requests = len(server.requests)
+    assert decision.verdict is Verdict.INDETERMINATE
+    assert errors(decision) == ["retrieval.timeout"] * 20
+    # Without the check's deadline this is 20 * 0.4 s; with it, 1 s and a margin.
+    assert check_timeout <= watch.elapsed < check_timeout + 0.75, watch.elapsed
+    # Each attempt lasts at least total_timeout until the deadline cuts the third short.
+    assert requests <= math.ceil(check_timeout / total_timeout)
 
 
 # --- the installed command ------------------------------------------------------------------
