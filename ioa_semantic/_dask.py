@@ -4,7 +4,8 @@ For directories that outgrow one machine. The client lists the inputs through fs
 file-system layer (a path is a local folder or file, or any URL fsspec reads), and cuts them
 into partitions: a ``*.json``/``*.jsonld`` file whole, a JSON Lines file in byte ranges cut
 at line boundaries, standard input in chunks the client reads. Each worker process builds
-the checker once and judges its partitions with the local audit's own ``judge_batch``. The
+the checker once, cuts its partitions into lines as the local audit cuts its blocks
+(``items_of``) and judges them with the local audit's own ``judge_batch``. The
 client takes the results back partition by partition in input order, with a bounded number
 of partitions in flight, and hands them to the same reporters. The declarations of valid
 registrations stay on the cluster, where a Dask group-by on capability IRI finds the
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import io
 import itertools
 import logging
 import operator
@@ -47,11 +47,12 @@ from ._audit import (
     Audit,
     Conflict,
     Item,
+    Lines,
     Result,
-    _lines,
     audited_files,
     batched,
     document_items,
+    items_of,
     judge_batch,
     kinds_for,
 )
@@ -259,7 +260,11 @@ def read_partition(part: Partition, limits: Limits | None = None) -> tuple[list[
         return [(part.source, None, None, (finding("json.unreadable", _cannot_read(where, exc)),))], 0
     if not part.lines:
         return list(document_items(part.source, block, limits)), 0
-    return list(_lines(part.source, io.BytesIO(block))), _line_count(block)
+    # Cut into lines as the local audit cuts its blocks (items_of): a line's text ends before
+    # its line break, so a json.syntax message gives the position the local audit gives (a
+    # line read from a stream keeps its b"\n", after which the parser's end of input lies on
+    # the next line).
+    return list(items_of(Lines(part.source, 0, block))), _line_count(block)
 
 
 def _block(part: Partition) -> bytes:

@@ -230,21 +230,32 @@ def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path: Path)
 
 
 def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:
-    """SIGKILL at several points; rerunning with the same --state finishes the audit, and the
-    output equals an uninterrupted run's: no registration missing, none counted twice."""
+    """SIGKILL mid-run, each time once the run has made a checkpoint of its own; rerunning
+    with the same --state resumes where it was and finishes the audit, and the output equals
+    an uninterrupted run's: no registration missing, none counted twice.
+
+    Each kill waits for the state file to record progress, not for a fixed time (a faster
+    audit finished before the sleep was over, and the test passed without a kill), and leaves
+    several pieces undone, so that the run is always interrupted mid-run.
+    """
     import signal
     import time
 
+    from ioa_semantic._audit import pieces
+
     body = ""
-    for i in range(6000):
-        # Each its own kind (see Kinds): judged in full, so that the run lasts.
+    for i in range(15000):
+        # 5,000 kinds (see Kinds), each judged in full once: about 12 pieces of 512 KiB.
         doc = variant(**{"@id": f"cs:Cap{i % 5000}", "inputs": [f"text/x-v{i % 5000}"]})
         if i % 173 == 9:
             doc["inputs"] = ["text"]
-        if i == 5990:
+        if i == 14990:
             doc["outputs"] = ["application/pdf"]  # a conflict that spans the interruptions
         body += line(doc)
     (tmp_path / "r.jsonl").write_text(body)
+    total = sum(1 for _ in pieces([str(tmp_path / "r.jsonl")]))
+    kill_at = (1, 3, 5)  # pieces done when a run is killed; the rest left to do
+    assert total - kill_at[-1] >= 6
     base = [IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation", "--format", "json",
             "--jobs", "1"]
     reference = subprocess.run([*base, "--output", "whole.jsonl"], cwd=tmp_path,
@@ -252,22 +263,44 @@ def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:
     assert reference.returncode == 1
     expected = (tmp_path / "whole.jsonl").read_text()
     resumable = [*base, "--output", "out.jsonl", "--state", "state.json"]
-    kills, resumed = 0, 0
-    for delay in (0.4, 0.5, 0.6, 0.5, 0.7, 0.8):
-        resumed += (tmp_path / "state.json").exists()
+    state = tmp_path / "state.json"
+
+    def pieces_done() -> int | None:
+        try:  # the state is replaced atomically: an old one or a new one, never half of one
+            return int(json.loads(state.read_text())["pieces"])
+        except FileNotFoundError:
+            return None
+
+    seen: list[int] = []  # every state observed, across the runs
+    for target in kill_at:
         proc = subprocess.Popen(resumable, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        if proc.poll() is None:
+                                stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 120
+            while (done := pieces_done()) is None or done < target:
+                if done is not None and (not seen or seen[-1] != done):
+                    seen.append(done)
+                assert proc.poll() is None, (
+                    f"the audit ended (status {proc.returncode}) before its checkpoint at "
+                    f"{target} pieces: {proc.stderr.read().decode() if proc.stderr else ''}")
+                assert time.monotonic() < deadline, f"no checkpoint at {target} pieces in time"
+                time.sleep(0.002)
             proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait(timeout=60)
-    assert resumed, "no run got past a checkpoint before it was killed; make it longer"
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        seen.append(done)
+        # Killed mid-run: the signal ended it, not the end of the audit, whose state stays.
+        assert proc.returncode == -signal.SIGKILL, (proc.returncode, stderr.decode())
+        assert target <= done < total - 2
+        assert pieces_done() == done
+    # Each rerun went on from the state the last one left (a run started over would write
+    # a state of one piece again).
+    assert seen == sorted(seen) and seen[0] >= 1 and len(seen) >= len(kill_at)
     finished = subprocess.run(resumable, cwd=tmp_path, capture_output=True, timeout=300)
-    assert finished.returncode == 1
-    assert kills >= 2, "the audit finished before it could be interrupted; make it longer"
+    assert finished.returncode == 1, finished.stderr.decode()
     assert (tmp_path / "out.jsonl").read_text() == expected
-    assert not (tmp_path / "state.json").exists()
+    assert not state.exists()
 
 
 def test_state_needs_an_output_file(tmp_path: Path) -> None:

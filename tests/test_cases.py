@@ -203,10 +203,20 @@ class Run:
     stderr: str
 
 
-def run_cli(case: Case) -> Run:
+def run_cli(case: Case, env: dict[str, str] | None = None) -> Run:
+    """The command for ``case``, in an environment of its own: ``env``, or a copy of this
+    process's taken now (call it so only on the thread that changes ``os.environ``).
+
+    Never the inherited environment (``env=None``): the commands start on pool threads while
+    pytest rewrites ``os.environ`` on the main thread (``PYTEST_CURRENT_TEST``, at every phase
+    of every test), and a child started with vfork execs with the parent's ``environ`` as it
+    is then, which ``putenv`` may have freed: ``OSError: [Errno 14] Bad address``, now and then,
+    for whichever case it hits.
+    """
     argv = [str(CLI), case.spec["envelope"], *case.args, "--format", "json"]
     proc = subprocess.run(argv, cwd=case.folder, capture_output=True, text=True,
-                          timeout=CLI_TIMEOUT, check=False)
+                          timeout=CLI_TIMEOUT, check=False,
+                          env=dict(os.environ) if env is None else env)
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -218,8 +228,9 @@ def cli_runs(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Run]]]
         callspec = getattr(item, "callspec", None)
         if getattr(item, "originalname", None) == "test_case" and callspec is not None:
             selected.append(callspec.params["case"])
+    env = dict(os.environ)  # taken here, on the main thread (see run_cli)
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        yield {case.id: pool.submit(run_cli, case) for case in selected}
+        yield {case.id: pool.submit(run_cli, case, env) for case in selected}
 
 
 # --- the tests ---------------------------------------------------------------------------
@@ -257,6 +268,43 @@ def test_case(case: Case, cli_runs: dict[str, Future[Run]]) -> None:
 
     # (c) one checker, one answer: the command and the library report the same reasons
     assert _reason_keys(result) == _reason_keys(library), "cli and library disagree on reasons"
+
+
+def test_commands_started_on_threads_survive_the_environment_changing_meanwhile(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases' commands start on pool threads while the main thread changes ``os.environ``,
+    as pytest does between and within tests: each is given the environment taken before
+    (never the live one, see run_cli), and every one starts and answers (none fails to start
+    with ``OSError: [Errno 14] Bad address``)."""
+    (case,) = [c for c in ALL_CASES if c.id == "intake/lone-surrogate-in-term"]
+    env = dict(os.environ)
+    name = "IOA_SEMANTIC_TEST_CHURN"
+    given: list[Any] = []
+    start = subprocess.run
+
+    def recorded(*args: Any, **options: Any) -> Any:
+        given.append(options.get("env"))
+        return start(*args, **options)
+
+    monkeypatch.setattr(subprocess, "run", recorded)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = [pool.submit(run_cli, case, env) for _ in range(24)]
+        try:
+            changes = 0
+            while not all(run.done() for run in runs):
+                # A value of a new length each time, and the variable gone now and then, so
+                # that the environment's strings and its array are both replaced.
+                os.environ[name] = "x" * (changes % 64)
+                changes += 1
+                if changes % 3 == 0:
+                    del os.environ[name]
+        finally:
+            os.environ.pop(name, None)
+    for run in runs:
+        result = run.result()
+        assert result.returncode == EXIT_STATUS["invalid"], result.stderr[-500:]
+        assert json.loads(result.stdout)["verdict"] == "invalid"
+    assert len(given) == len(runs) and all(e is env for e in given)
 
 
 def test_case_folders_are_well_formed() -> None:

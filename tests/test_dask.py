@@ -31,7 +31,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_audit import INVALID, line, variant
 
-from ioa_semantic._audit import documents
+from ioa_semantic._audit import documents, items_of, pieces
 from ioa_semantic._dask import partitions, read_partition
 
 from support import IOA_CHECK, registration_63
@@ -133,6 +133,76 @@ def test_the_cluster_audit_prints_what_the_local_audit_prints(
     summary = records[-1]["summary"]
     assert summary["status"] == {"valid": 1191, "invalid": 16, "indeterminate": 1}
     assert summary["total"] == len(results) and summary["conflicts"] == 3
+
+
+# Lines whose json.syntax messages give a position: the error lies at the end of the line's
+# text (where a line break kept with it would move it to the next line), inside it, or after
+# a whole object; around them, what a line's text may end with.
+AWKWARD = [
+    b'{"@id": ',  # end of input: "line 1 column 9", not "line 2 column 1"
+    b'{"@id": "cs:A", ',
+    b'[1,',
+    b'{"a"',
+    b'{',
+    b'"unterminated',
+    b'{"a": 1} x',  # trailing garbage after a JSON object
+    b'{"a": 1}{"b": 2}',
+    b'{"a": 1,}',
+    b'{broken   ',  # trailing white space
+    b'{"a": tru}',
+    b'{"a": 1}\t \t',
+    b'{"a": "\xff\xfe"}',  # not UTF-8
+    b'\xc3\x28{"a": 1}',
+    b'{"a": [1, 2',
+    b'   {"a": ',  # leading white space too
+    b'{"a": 1}\r',  # a CRLF line's \r is the line's text, as it is locally
+    b'',  # blank
+    b'   \t',  # white space only
+    b'nul\x00l',
+]
+
+
+@pytest.fixture(scope="module")
+def awkward(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """JSON Lines with syntax errors at the end of a line's text and within it, trailing
+    white space and garbage, CRLF, blank lines, bytes that are not UTF-8, valid registrations
+    between them, and a last line without its newline."""
+    folder = tmp_path_factory.mktemp("awkward")
+    good = line(registration_63()).encode()
+    rows: list[bytes] = []
+    for k in range(300):
+        rows.append(AWKWARD[k % len(AWKWARD)] + (b"\r\n" if k % 7 == 3 else b"\n"))
+        if k % 5 == 0:
+            rows.append(good if k % 10 else good.replace(b"\n", b"\r\n"))
+    rows.append(b'{"@id": "cs:Last", ')  # the last line, without a newline
+    (folder / "r.jsonl").write_bytes(b"".join(rows))
+    (folder / "end.jsonl").write_bytes(b'{"a": 1} trailing')
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "sarif"])
+def test_syntax_error_positions_are_the_local_audits_byte_for_byte(
+        cluster: tuple[str, Client], awkward: Path, fmt: str) -> None:
+    """A worker parses a line's text as the local audit does, without its line break: every
+    json.syntax message names the same position, whatever partition the line falls in."""
+    address, _ = cluster
+    data = (awkward / "r.jsonl").read_bytes()
+    local = ioa_check([".", "-", "--format", fmt, "--jobs", "1"], awkward, stdin=data)
+    remote = ioa_check([".", "-", "--format", fmt, "--scheduler", address,
+                        "--partition-bytes", "4096"], awkward, stdin=data)
+    assert remote.stderr == b"", remote.stderr.decode()
+    assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout)
+    assert local.returncode == 1
+    if fmt != "json":
+        return
+    records = [json.loads(row) for row in local.stdout.splitlines()]
+    messages = [reason["message"] for r in records if "reasons" in r for reason in r["reasons"]
+                if reason["code"] == "json.syntax"]
+    # Many partitions, and positions both at the end of a line's text and within it.
+    assert len(data) // 4096 > 5
+    assert "not JSON: Expecting value at line 1 column 9" in messages
+    assert any("line 1 column 1" not in m and "line 1" in m for m in messages)
+    assert not any("line 2" in m for m in messages)
 
 
 def test_local_n_starts_a_cluster_of_its_own_and_reads_standard_input(tmp_path: Path) -> None:
@@ -271,14 +341,16 @@ def test_an_unreachable_scheduler_is_exit_2_within_the_connect_timeout(tmp_path:
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows=st.lists(st.sampled_from([b"{}", b"", b"  ", b"[1, 2]", b"x" * 40, b"{\"a\": 1}"]),
+@given(rows=st.lists(st.sampled_from([b"{}", b"", b"  ", b"[1, 2]", b"x" * 40, b"{\"a\": 1}",
+                                      b"{\"a\": 1}\r", b"{\"a\": "]),
                      max_size=60),
        final_newline=st.booleans(), size=st.integers(1, 120))
 def test_byte_ranges_read_back_as_the_local_audit_reads_the_file(
         tmp_path_factory: pytest.TempPathFactory, rows: list[bytes], final_newline: bool,
         size: int) -> None:
     """Cut at any size, a JSON Lines file's partitions hold every line once, and their line
-    counts number each line as the local audit numbers it."""
+    counts number each line as the local audit numbers it; each line's text is the local
+    audit's, without its line break."""
     path = tmp_path_factory.mktemp("lines") / "r.jsonl"
     path.write_bytes(b"\n".join(rows) + (b"\n" if final_newline and rows else b""))
     got = []
@@ -288,4 +360,8 @@ def test_byte_ranges_read_back_as_the_local_audit_reads_the_file(
         got.extend((source, before + index, document, problems)
                    for source, index, document, problems in items)
         before += lines
-    assert got == list(documents([str(path)]))
+    assert got == [item for piece in pieces([str(path)]) for item in items_of(piece)]
+    # The items documents() reads, less their line breaks.
+    assert got == [(source, index, document.removesuffix(b"\n") if isinstance(document, bytes)
+                    else document, problems)
+                   for source, index, document, problems in documents([str(path)])]
