@@ -1,40 +1,77 @@
-"""Resource bombs, measured: wall time and peak Python memory of one check each.
+"""Resource bombs, measured: the worst time and memory of every shape at the default limits.
 
-Usage: python bench/bench_bombs.py   (needs the tests folder next to it for the generators)
-The tests assert the same bombs with a generous margin; these are the real figures.
+Usage: python bench/bench_bombs.py [--engines compiled,reference]
+(needs the tests folder next to it for the generators; the installed ``ioa-check`` beside
+this Python). For each shape of tests/bombs.py, the largest envelope no default limit refuses
+is checked by the installed command, once per engine, as a process of its own: its wall time
+(start-up included) and its peak resident memory, next to the verdict and the number of
+reasons. The fixed bombs of tests/bombs.py (1 MiB of brackets, deep scoped contexts and so
+on) follow. tests/test_bombs.py asserts that the work grows at most n log n.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import subprocess
 import sys
+import tempfile
 import time
-import tracemalloc
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from bombs import BOMBS
+from bombs import BOMBS, FAMILIES, largest
 
-from ioa_semantic import Checker
+IOA_CHECK = str(Path(sys.executable).parent / "ioa-check")
+
+_PROBE = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+run = subprocess.run(sys.argv[1:], capture_output=True)
+elapsed = time.perf_counter() - start
+print(elapsed, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, run.returncode)
+sys.stdout.flush()
+sys.stderr.write(run.stdout.decode("utf-8", "replace"))
+"""
+
+
+def measure(data: bytes, engine: str) -> tuple[float, float, str, int]:
+    """Wall seconds, peak MiB, verdict and number of reasons of one command run."""
+    with tempfile.NamedTemporaryFile(suffix=".jsonld") as handle:
+        handle.write(data)
+        handle.flush()
+        probe = subprocess.run(
+            [sys.executable, "-c", _PROBE, IOA_CHECK, handle.name, "--profile",
+             "cs-translation", "--format", "json", "--engine", engine,
+             "--at", "2026-06-01T00:00:00Z"], capture_output=True, text=True, timeout=600)
+    elapsed, peak, _status = probe.stdout.split()
+    result = json.loads(probe.stderr.splitlines()[0]) if probe.stderr.strip() else {}
+    return (float(elapsed), int(peak) / 1024, result.get("verdict", "?"),
+            len(result.get("reasons", [])))
 
 
 def main() -> None:
-    checker = Checker("cs-translation", cache_size=0)
-    at = datetime(2026, 6, 1, tzinfo=UTC)
-    print(f"{'bomb':38} {'KiB':>7} {'ms':>8} {'peak MiB':>9}  verdict and first code")
-    for name, build in BOMBS.items():
-        data = build()
-        start = time.perf_counter()
-        decision = checker.check(data, at=at)
-        elapsed = time.perf_counter() - start
-        tracemalloc.start()  # a run of its own: tracing slows a check down tenfold
-        checker.check(data, at=at)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        codes = sorted({f.code for f in decision.findings if f.severity == "error"})
-        print(f"{name:38} {len(data) / 1024:7.0f} {elapsed * 1000:8.1f} {peak / 2**20:9.1f}  "
-              f"{decision.verdict.value} {codes[:1]}")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--engines", default="compiled,reference")
+    engines = parser.parse_args().engines.split(",")
+    print(f"machine: {sys.platform}, Python {sys.version.split()[0]}; the installed ioa-check "
+          f"as a process per run; {time.strftime('%Y-%m-%d')}")
+    print(f"{'shape':32} {'n':>8} {'KiB':>6} " + " ".join(
+        f"{engine + ' s':>12} {'MiB':>5}" for engine in engines) + "  verdict, reasons")
+    shapes: list[tuple[str, Callable[[], bytes]]] = [
+        (name, (lambda b=build: b(largest(b)))) for name, build in FAMILIES.items()]
+    shapes += [(f"fixed: {name}", build) for name, build in BOMBS.items()]
+    for name, make in shapes:
+        data = make()
+        cells, verdict = [], ""
+        for engine in engines:
+            elapsed, peak, verdict, reasons = measure(data, engine)
+            cells.append(f"{elapsed:12.2f} {peak:5.0f}")
+        count = largest(FAMILIES[name]) if name in FAMILIES else 0
+        print(f"{name:32} {count or '':>8} {len(data) / 1024:6.0f} {' '.join(cells)}  "
+              f"{verdict}, {reasons}")
 
 
 if __name__ == "__main__":

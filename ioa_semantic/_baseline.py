@@ -9,14 +9,13 @@ compatibility engine.
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import json
-import sys
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
 from ._codes import finding
 from ._expansion import (
+    MEMO_BYTES,
     NO_BASE,
     ActiveContext,
     ContextPolicy,
@@ -26,6 +25,7 @@ from ._expansion import (
     SenderTerms,
     _member_plan,
     active_context,
+    context_limit_findings,
     dropped_findings,
     expand,
     expand_restricted,
@@ -36,7 +36,17 @@ from ._expansion import (
     term_for,
 )
 from ._findings import Finding, Severity, Verdict
-from ._intake import Limits, colons_in, escapes_a_colon, parse, read_unproven
+from ._intake import (
+    Limits,
+    colons_in,
+    escapes_a_colon,
+    orjson_if_loaded,
+    orjson_module,
+    parse,
+    read_unproven,
+    value_findings,
+)
+from ._memo import BoundedCache
 from ._shapes import Located, ShapeSet, iri_findings, located_nodes
 
 Kind = Literal["envelope", "registration"]
@@ -92,6 +102,9 @@ def read_document(
     document: Any = intake.document
     if not isinstance(document, dict):
         return Baseline((finding("json.not-object", "the document is not one JSON object"),))
+    over = _over_limits(document, limits or Limits())
+    if over:
+        return Baseline(over, document)
 
     found: list[Finding] = list(shapes.schema_findings(kind, document))
     found.extend(structure_findings(document))
@@ -156,18 +169,40 @@ def read_document(
 
 
 # Reviews of inline contexts by (policy, context): senders repeat their context on every
-# envelope, and a context that passed once passes again under the same policy.
-_CONTEXTS: OrderedDict[tuple[ContextPolicy, bytes | str], tuple[ActiveContext, int] | None] = \
-    OrderedDict()
-_CONTEXTS_LIMIT = 256
-_UNSEEN = object()
-_CONTEXTS_LOCK = threading.Lock()
-
+# envelope, and a context that passed once passes again under the same policy. Each entry
+# weighs a few times its context's text (the active context and its bounded memos).
+_CONTEXTS: BoundedCache[tuple[ContextPolicy, bytes], Any] = BoundedCache(64 << 20)
+_REFUSED = object()  # what _CONTEXTS remembers of a context the compiled path cannot use
 
 # Reviews of whole documents' contexts by (policy, context), for documents whose one context
 # is the top-level one: a malformed registration in an audit repeats its sender's context,
 # and reviewing it again was a quarter of reporting it.
-_REVIEWS: dict[tuple[ContextPolicy, bytes | str], ContextReview] = {}
+_REVIEWS: BoundedCache[tuple[ContextPolicy, bytes], ContextReview] = BoundedCache(64 << 20)
+
+
+def _weight(serialized: bytes | str) -> int:
+    """What a cached context is counted as weighing: its text, what is derived from it (a
+    few times the text), and the memos an active context fills (bounded in _expansion)."""
+    return 4 * len(serialized) + MEMO_BYTES
+
+
+def cache_bytes(contexts: int | None = None, reviews: int | None = None) -> dict[str, int]:
+    """Set the byte bounds of the process-wide context caches (when given) and return them:
+    ``contexts`` (the compiled engine's active contexts) and ``reviews`` (the reporting path's
+    reviews of whole documents' contexts). Both default to 64 MiB."""
+    if contexts is not None:
+        _CONTEXTS.resize(contexts)
+    if reviews is not None:
+        _REVIEWS.resize(reviews)
+    return {"contexts": _CONTEXTS.max_bytes, "reviews": _REVIEWS.max_bytes}
+
+
+def _over_limits(document: dict[str, Any], limits: Limits,
+                 size: int | None = None) -> tuple[Finding, ...]:
+    """What a document asks beyond the limits of the work it may cost (refused before any
+    stage that is superlinear in it runs)."""
+    return value_findings(document, limits, size) or context_limit_findings(
+        document, limits.max_contexts, limits.max_terms)
 
 
 def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy,
@@ -188,20 +223,18 @@ def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy
     review = _REVIEWS.get(key)
     if review is None:
         review = review_contexts(document, policy)
-        if len(_REVIEWS) >= _CONTEXTS_LIMIT:
-            _REVIEWS.pop(next(iter(_REVIEWS), None), None)  # type: ignore[arg-type]
-        _REVIEWS[key] = review
+        _REVIEWS.put(key, review, _weight(serialized))
     return review
 
 
-def _serialized(context: Any) -> bytes | str | None:
+def _serialized(context: Any) -> bytes | None:
     """A context as the caches of reviews key it, or None (not JSON data)."""
     # A serialization is an exact key of parsed JSON (member order included: a reordered
     # context is only a cache miss); orjson's is the cheapest, once something loaded it.
-    orjson = sys.modules.get("orjson")
+    orjson = orjson_if_loaded()
     try:
         return orjson.dumps(context) if orjson is not None else json.dumps(
-            context, ensure_ascii=False)
+            context, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     except (ValueError, TypeError, RecursionError):  # orjson's JSONEncodeError is a TypeError
         return None
 
@@ -212,20 +245,13 @@ def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext,
     if serialized is None:
         return None
     key = (policy, serialized)
-    found = _CONTEXTS.get(key, _UNSEEN)  # one read, which the GIL makes atomic
-    if found is not _UNSEEN:
-        if len(_CONTEXTS) > _CONTEXTS_LIMIT // 2:  # recency matters once eviction is near
-            with _CONTEXTS_LOCK:
-                if key in _CONTEXTS:
-                    _CONTEXTS.move_to_end(key)
-        return found  # type: ignore[return-value]
+    found = _CONTEXTS.get(key)
+    if found is not None:
+        return None if found is _REFUSED else found
     review = review_contexts({"@context": context}, policy)
     active = None if review.findings or not review.expandable else active_context(context)
     reviewed = None if active is None else (active, colons_in(context))
-    with _CONTEXTS_LOCK:
-        _CONTEXTS[key] = reviewed
-        if len(_CONTEXTS) > _CONTEXTS_LIMIT:
-            _CONTEXTS.popitem(last=False)
+    _CONTEXTS.put(key, _REFUSED if reviewed is None else reviewed, _weight(serialized))
     return reviewed
 
 
@@ -279,6 +305,8 @@ def read_document_compiled(
             return None
         document, colons = unproven
     if type(document) is not dict or "@context" not in document:
+        return None
+    if _over_limits(document, limits or Limits(), len(data)):
         return None
     reviewed = _active_context(document["@context"], policy)
     if reviewed is None:
@@ -455,7 +483,7 @@ class Kinds:
             return None
         if escapes_a_colon(data):
             return None
-        import orjson  # imported by every audit before it gets here
+        orjson = orjson_module()
 
         try:
             document = orjson.loads(data)

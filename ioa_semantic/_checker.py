@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,6 +38,7 @@ from ._loader import (
     registration_from_node,
     resolve_artifact,
 )
+from ._memo import BoundedCache
 from ._shapes import ShapeSet
 from ._store import Dataset, UnloadableTerm, envelope_quads
 from ._tables import CompiledTables, TableDataset
@@ -80,6 +80,7 @@ class Checker:
         alignments: Iterable[str | Path | bytes] = (),
         limits: Limits | None = None,
         cache_size: int = 1024,
+        cache_bytes: int = 32 << 20,
         allow_remote: Iterable[str] = (),
         allow_private_addresses: bool = False,
         retrieval: Any = None,
@@ -149,9 +150,12 @@ class Checker:
         self._baseline_options: dict[str, Any] = {
             "shapes": self._shapes, "policy": self.policy,
             "permitted_types": self.profile.permitted_types, "limits": self.limits}
-        self._cache: OrderedDict[tuple[Any, ...], Decision] = OrderedDict()
+        # Decisions by envelope digest, parameters and validity side: at most cache_size of
+        # them and cache_bytes as _weight counts them (a decision with thousands of reasons
+        # weighs what they say).
+        self._cache: BoundedCache[tuple[Any, ...], Decision] = BoundedCache(
+            cache_bytes, max_entries=cache_size)
         self._cache_size = cache_size
-        self._cache_lock = threading.Lock()
 
     def _policy_from(self, profile: Profile | None) -> Any:
         settings = profile.retrieval if profile is not None else None
@@ -253,17 +257,12 @@ class Checker:
         params = dict(params or {})
         key = self._cache_key(envelope, params, at)
         if key is not None:
-            with self._cache_lock:
-                cached = self._cache.get(key)
-                if cached is not None:
-                    self._cache.move_to_end(key)
-                    return _with_source(cached, source)
+            cached = self._cache.get(key)
+            if cached is not None:
+                return _with_source(cached, source)
         decision = self._decide(envelope, params, at, source)
         if key is not None:
-            with self._cache_lock:
-                self._cache[key] = decision
-                if len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+            self._cache.put(key, decision, _weight(decision))
         return decision
 
     def _cache_key(self, envelope: EnvelopeInput, params: Mapping[str, str],
@@ -387,6 +386,13 @@ class Checker:
             "capabilities": self._fixed_dependencies["capabilities"],
             "parameters": dict(sorted(params.items())),
         }
+
+
+def _weight(decision: Decision) -> int:
+    """What a cached decision is counted as weighing, in bytes (an estimate from what it
+    holds: its reasons' text and a fixed share for everything else)."""
+    return 1024 + sum(len(f.message) + len(f.path) + 128 for f in decision.findings) + 512 * (
+        len(decision.evidence) + len(decision.excluded) + len(decision.candidates))
 
 
 def _demote(f: Finding, verdict: Verdict) -> Finding:

@@ -21,7 +21,7 @@ from ._codes import finding
 from ._collector import paused as collector_paused
 from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, ProfileRef, Verdict
-from ._intake import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits
+from ._intake import Limits
 from ._loader import ProfileUnavailable, read_artifact, read_profile
 from ._reporters import AUDIT_LINES, AUDIT_REPORTERS, REPORTERS, with_progress
 from ._version import __version__
@@ -93,6 +93,30 @@ def _positive(value: str) -> int:
     return int(value)
 
 
+# The limits of one document, each an option of the check and audit commands (Limits' fields).
+_LIMITS = (
+    ("--max-bytes", "max_bytes", "size limit of one document in bytes (default: 1 MiB)"),
+    ("--max-depth", "max_depth", "nesting depth limit of one document (default: 64)"),
+    ("--max-values", "max_values",
+     "limit of JSON values (members and array items) in one document (default: 16384)"),
+    ("--max-contexts", "max_contexts",
+     "limit of context objects in one document (default: 16)"),
+    ("--max-terms", "max_terms",
+     "limit of term definitions in one document's contexts (default: 1024)"),
+)
+
+
+def _add_limits(parser: argparse.ArgumentParser) -> None:
+    defaults = Limits()
+    for flag, field, help_text in _LIMITS:
+        parser.add_argument(flag, type=_positive, default=getattr(defaults, field), dest=field,
+                            help=help_text)
+
+
+def _limits(opts: argparse.Namespace) -> Limits:
+    return Limits(**{field: getattr(opts, field) for _, field, _ in _LIMITS})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ioa-check",
@@ -126,10 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=ENGINES, default="compiled",
                         help="compiled (default) or reference: pyld, the SHACL shapes in full and "
                              "the named SPARQL queries on every check; both decide the same")
-    parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES,
-                        help="size limit of one document in bytes (default: 1 MiB)")
-    parser.add_argument("--max-depth", type=_positive, default=DEFAULT_MAX_DEPTH,
-                        help="nesting depth limit of one document (default: 64)")
+    _add_limits(parser)
     parser.add_argument("--list", action="store_true",
                         help="list the shipped profiles and alignment artifacts, then exit")
     parser.add_argument("--version", action="version", version=f"ioa-check {__version__}")
@@ -202,8 +223,7 @@ def audit(argv: Sequence[str]) -> int:
     parser.add_argument("--profile", required=True, metavar="NAME|PATH")
     parser.add_argument("--format", choices=sorted(AUDIT_REPORTERS), default="text")
     parser.add_argument("--output", metavar="FILE", help="write the results here, not stdout")
-    parser.add_argument("--max-bytes", type=_positive, default=DEFAULT_MAX_BYTES)
-    parser.add_argument("--max-depth", type=_positive, default=DEFAULT_MAX_DEPTH)
+    _add_limits(parser)
     parser.add_argument("--engine", choices=ENGINES, default="compiled")
     parser.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1,
                         help="worker processes (default: the CPU count)")
@@ -225,7 +245,7 @@ def audit(argv: Sequence[str]) -> int:
     if opts.partition_bytes and not opts.scheduler:
         parser.error("--partition-bytes needs --scheduler")
     try:
-        checker = Checker(opts.profile, limits=Limits(opts.max_bytes, opts.max_depth),
+        checker = Checker(opts.profile, limits=_limits(opts),
                           engine=opts.engine)
     except ConfigurationError as exc:
         print(f"ioa-check: {exc}", file=sys.stderr)
@@ -240,7 +260,7 @@ def audit(argv: Sequence[str]) -> int:
             return ExitStatus.USAGE
         try:
             return _dask.audit(opts.paths, profile=opts.profile,
-                               limits=Limits(opts.max_bytes, opts.max_depth), engine=opts.engine,
+                               limits=_limits(opts), engine=opts.engine,
                                scheduler=opts.scheduler, partition_bytes=opts.partition_bytes,
                                report=AUDIT_REPORTERS[opts.format],
                                render=AUDIT_LINES.get(opts.format), output=opts.output)
@@ -299,7 +319,7 @@ def run(argv: Sequence[str]) -> int:
         with collector_paused():  # building a Checker allocates what lives on: see _collector
             checker = Checker(opts.profile, capabilities=opts.capability,
                               alignments=opts.alignment,
-                              limits=Limits(opts.max_bytes, opts.max_depth),
+                              limits=_limits(opts),
                               allow_remote=opts.allow_remote, engine=opts.engine,
                               allow_private_addresses=opts.allow_private_addresses)
     except ProfileUnavailable as exc:

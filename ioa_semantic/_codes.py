@@ -50,6 +50,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("json.unreadable", INVALID, "5.4", "the input could not be read"),
     ("json.too-large", INVALID, "6.1", "the input exceeds the size limit"),
     ("json.too-deep", INVALID, "6.1", "the input nests deeper than the depth limit"),
+    ("json.too-many-values", INVALID, "6.1",
+     "the input holds more JSON values (members and array items) than the limit"),
     ("json.encoding", INVALID, "5.4", "the input is not UTF-8"),
     ("json.syntax", INVALID, "5.4", "the input is not JSON"),
     ("json.duplicate-key", INVALID, "6.4", "an object repeats a member name"),
@@ -57,6 +59,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("json.not-object", INVALID, "6.2", "the document is not one JSON object"),
     # jsonld.: contexts and expansion
     ("jsonld.context-invalid", INVALID, "6.1", "an @context value that is not a context"),
+    ("jsonld.too-many-contexts", INVALID, "6.1", "more context objects than the limit"),
+    ("jsonld.too-many-terms", INVALID, "6.1", "more term definitions than the limit"),
     ("jsonld.context-keyword", INVALID, "6.1",
      "a context keyword the profile does not allow (@vocab, @base, @language, ...)"),
     ("jsonld.term-redefinition", INVALID, "6.1",
@@ -194,7 +198,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "a redirect leads to an origin not on the allow-list"),
     ("retrieval.too-many-redirects", INDETERMINATE, "6.1",
      "the resource is behind more redirects than the policy allows"),
-    ("retrieval.timeout", INDETERMINATE, "6.1", "the fetch did not complete within its time budget"),
+    ("retrieval.timeout", INDETERMINATE, "6.1",
+     "the fetch did not complete within its time budget, or the check's retrieval deadline had passed"),
     ("retrieval.too-large", INDETERMINATE, "6.1", "the response body is larger than the byte budget"),
     ("retrieval.too-deep", INDETERMINATE, "6.1",
      "contexts name contexts deeper than the reference-depth budget"),
@@ -251,6 +256,12 @@ FIXES: dict[str, str] = {
                   "value the profile allows",
     "json.too-large": "send a smaller document, or raise the limit (--max-bytes) if you trust it",
     "json.too-deep": "flatten the document, or raise the limit (--max-depth) if you trust it",
+    "json.too-many-values": "send a smaller document, or raise the limit (--max-values) if you "
+                            "trust it",
+    "jsonld.too-many-contexts": "merge the context objects, or raise the limit (--max-contexts) "
+                                "if you trust the sender",
+    "jsonld.too-many-terms": "define only the terms you use, or raise the limit (--max-terms) "
+                             "if you trust the sender",
     "jsonld.dropped-term": "define the member in the context, remove it, or have the profile "
                            "list it as an ignorable descriptive term",
     "jsonld.relative-iri": "write the reference as an absolute IRI, or define its prefix",

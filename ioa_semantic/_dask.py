@@ -89,8 +89,7 @@ class Setup(NamedTuple):
 
     profile_source: str
     profile: bytes
-    max_bytes: int
-    max_depth: int
+    limits: Limits
     engine: str
 
 
@@ -231,7 +230,7 @@ def _checker(setup: Setup) -> Checker:
 
     def build() -> Checker:
         return Checker(read_profile(setup.profile, setup.profile_source),
-                       limits=Limits(setup.max_bytes, setup.max_depth), engine=setup.engine)
+                       limits=setup.limits, engine=setup.engine)
 
     # Built on a thread of its own: a worker's profiler holds on to the frames of the threads
     # running tasks, and may so release a frame's pyoxigraph query results on its own thread,
@@ -528,7 +527,7 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
           render: Callable[[Result], str] | None, output: str | None) -> int:
     """``ioa-check audit --scheduler``: the exit status; ConfigurationError for a usage error."""
     source, data = resolve_profile(profile)
-    setup = Setup(source, data, limits.max_bytes, limits.max_depth, engine)
+    setup = Setup(source, data, limits, engine)
     cluster = Cluster(scheduler)
     lost = False
     try:

@@ -11,6 +11,7 @@ relative reference stays relative (rule 1), reports every member that expansion 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from typing import Any, NamedTuple
@@ -175,6 +176,28 @@ def members(document: Any,
 def _contexts(document: Any) -> Iterator[tuple[str, Any]]:
     """Every ``@context`` member in the document with its JSON Pointer."""
     return ((at, value) for at, key, value in members(document) if key == "@context")
+
+
+def context_limit_findings(document: Any, max_contexts: int,
+                           max_terms: int) -> tuple[Finding, ...]:
+    """The finding of a document with more context objects (a string naming a remote
+    context counts as one) or term definitions than the limits allow, or none: pyld's work
+    grows with their product, so they are counted before any context is reviewed."""
+    contexts = terms = 0
+    for pointer, value in _contexts(document):
+        for item in value if isinstance(value, list) else (value,):
+            contexts += 1
+            if isinstance(item, dict):
+                terms += sum(1 for key in item if not key.startswith("@"))
+            if contexts > max_contexts:
+                return (finding("jsonld.too-many-contexts",
+                                f"the document has more than {max_contexts} context objects; "
+                                "the limit is --max-contexts", pointer),)
+            if terms > max_terms:
+                return (finding("jsonld.too-many-terms",
+                                f"the document's contexts define more than {max_terms} terms; "
+                                "the limit is --max-terms", pointer),)
+    return ()
 
 
 def review_contexts(document: dict[str, Any], policy: ContextPolicy,
@@ -453,10 +476,12 @@ def expand(
     from pyld import jsonld
 
     dropped: list[str | None] = []
+    loader = document_loader or refuse_remote
     options: dict[str, Any] = {
         "base": base,
-        "documentLoader": document_loader or refuse_remote,
+        "documentLoader": loader,
         "processingMode": processing_mode,
+        "contextResolver": _context_resolver(loader),
     }
     if expand_context is not None:
         options["expandContext"] = expand_context
@@ -474,6 +499,25 @@ def expand(
         raise ExpansionError("invalid input",
                              f"pyld failed on the document ({type(exc).__name__})") from exc
     return Expansion(nodes, tuple(dropped))
+
+
+# pyld keeps the contexts it resolved in one module-level cache that every thread shares and
+# none guards (cachetools is not thread-safe: threads sharing it raised KeyError and
+# RuntimeError inside pyld). Each thread gets a cache of its own instead, of a few contexts:
+# a context is at most Limits.max_bytes and max_terms, and pyld keeps at most ten processed
+# forms of each, so a thread holds at most that many times those bounds.
+_PYLD = threading.local()
+_PYLD_CONTEXTS = 8
+
+
+def _context_resolver(document_loader: Callable[..., Any]) -> Any:
+    from cachetools import LRUCache
+    from pyld.context_resolver import ContextResolver
+
+    cache = getattr(_PYLD, "contexts", None)
+    if cache is None:
+        cache = _PYLD.contexts = LRUCache(maxsize=_PYLD_CONTEXTS)
+    return ContextResolver(cache, document_loader)
 
 
 def _describe(exc: Any) -> tuple[str, str]:
@@ -690,7 +734,13 @@ def active_context(context: Any) -> ActiveContext | None:
     return ActiveContext(terms, frozenset(k for k, (_, c, _) in raw.items() if c), prefixes)
 
 
-_MEMO_LIMIT = 4096
+# What an active context remembers is bounded so that a cached context weighs at most a
+# known amount (MEMO_BYTES, which the context caches count it as): references up to
+# _MEMO_CHARS long (key and value together; longer ones are expanded every time), at most
+# _MEMO_LIMIT of them per memo, and member plans likewise; layouts are planned only for
+# names that are short together (_LAYOUT_CHARS), at most _LAYOUT_LIMIT of them.
+_MEMO_LIMIT = 256
+_MEMO_CHARS = 256
 _MISSING = object()
 
 
@@ -715,7 +765,7 @@ def _memoized(memo: dict[str, str | None], active: ActiveContext, vocab: bool,
     found = memo.get(value, _MISSING)
     if found is _MISSING:
         found = _expand_reference(value, active, vocab, schemes)
-        if len(memo) < _MEMO_LIMIT:
+        if len(memo) < _MEMO_LIMIT and len(value) + len(found or "") <= _MEMO_CHARS:
             memo[value] = found
     return found  # type: ignore[return-value]
 
@@ -807,7 +857,7 @@ class _RestrictedWalk:
             plan = plans.get(key, _MISSING)
             if plan is _MISSING:
                 plan = _member_plan(key, active, schemes, single_valued)
-                if len(plans) < _MEMO_LIMIT:
+                if len(plans) < _MEMO_LIMIT and len(key) <= _MEMO_CHARS // 2:
                     plans[key] = plan
             if type(plan) is tuple:  # a property: nearly every member
                 prop, coerced, single, key_colons = plan
@@ -895,7 +945,7 @@ class _RestrictedWalk:
         if plan is None:
             # A layout is planned when it comes back: compiling costs more than a walk,
             # and a one-envelope command meets its one layout once.
-            if len(self.layouts) < _LAYOUT_LIMIT:
+            if len(self.layouts) < _LAYOUT_LIMIT and sum(map(len, layout[0])) <= _LAYOUT_CHARS:
                 self.layouts[layout] = _once
             return self.node(document, "", None)
         if plan is _once:
@@ -906,8 +956,13 @@ class _RestrictedWalk:
 
 # Layouts planned per context, and the members a planned layout may have: past either,
 # documents take the general walk.
-_LAYOUT_LIMIT = 256
+_LAYOUT_LIMIT = 64
 _LAYOUT_MEMBERS = 32
+_LAYOUT_CHARS = 512
+# What one cached active context may come to weigh beyond its definitions: two memos and the
+# plans (each _MEMO_LIMIT entries of at most _MEMO_CHARS characters, a few hundred bytes with
+# their overhead) and _LAYOUT_LIMIT planned layouts (their generated code, a few KiB each).
+MEMO_BYTES = 3 * _MEMO_LIMIT * (_MEMO_CHARS + 200) + _LAYOUT_LIMIT * (4 << 10)
 
 
 def _layout_plan(keys: tuple[str, ...], kinds: tuple[type, ...],

@@ -20,6 +20,14 @@ from ._findings import Finding
 
 DEFAULT_MAX_BYTES = 1 << 20
 DEFAULT_MAX_DEPTH = 64
+# Bounds on the work a document within the byte limit can ask for: the JSON values of one
+# document (every member value and array item, nested ones included), and the context
+# objects and term definitions it brings. A baseline envelope has about 30 values, one
+# context object and a dozen terms; pyld copies its active context for every context object,
+# so their count times their terms is what expansion costs (issue: bounded cost).
+DEFAULT_MAX_VALUES = 16384
+DEFAULT_MAX_CONTEXTS = 16
+DEFAULT_MAX_TERMS = 1024
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -28,10 +36,15 @@ _DEPTH_STEP = str.maketrans({"[": "+", "{": "+", "]": "-", "}": "-"})
 
 
 class Limits(NamedTuple):
-    """Resource limits of intake; both are checked before the parser runs."""
+    """Resource limits of one document. Size and depth are checked before the parser runs;
+    the count of values right after it (:func:`value_findings`), and the contexts and terms
+    before any context is reviewed or expanded."""
 
     max_bytes: int = DEFAULT_MAX_BYTES
     max_depth: int = DEFAULT_MAX_DEPTH
+    max_values: int = DEFAULT_MAX_VALUES
+    max_contexts: int = DEFAULT_MAX_CONTEXTS
+    max_terms: int = DEFAULT_MAX_TERMS
 
 
 class Intake(NamedTuple):
@@ -191,6 +204,34 @@ def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = Fals
     return Intake(document, ())
 
 
+def value_findings(document: Any, limits: Limits, size: int | None = None) -> tuple[Finding, ...]:
+    """The finding of a document with more JSON values than ``limits.max_values``, or none.
+
+    One pass that stops at the limit. With ``size`` (the text's length in bytes), a text too
+    short to hold that many values (each needs a byte and a separator) is not walked.
+    """
+    limit = limits.max_values
+    if size is not None and size < 2 * limit:
+        return ()
+    count = 0
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if type(value) is dict:
+            count += len(value)
+            stack.extend(value.values())
+        elif type(value) is list:
+            count += len(value)
+            stack.extend(value)
+        else:
+            continue
+        if count > limit:
+            return (finding("json.too-many-values",
+                            f"the document holds more than {limit} JSON values (members and "
+                            f"array items); the limit is --max-values", ""),)
+    return ()
+
+
 def read_unproven(data: bytes | str, limits: Limits) -> tuple[Any, int] | None:
     """A document read quickly but not yet proven strict, with the colons of its text.
 
@@ -214,12 +255,31 @@ def read_unproven(data: bytes | str, limits: Limits) -> tuple[Any, int] | None:
     # Imported here, not with the module: its import (about 20 ms, mostly the dataclasses
     # and inspect modules it loads) is a sixth of a one-envelope command's whole run, which
     # reads its one document with parse instead (see Checker.baseline).
-    import orjson
-
+    orjson = orjson_module()
     try:
         return orjson.loads(data), data.count(b":")
     except orjson.JSONDecodeError:
         return None
+
+
+_ORJSON: Any = None
+
+
+def orjson_module() -> Any:
+    """orjson, imported on first use. An ``import`` statement waits for another thread's
+    import of the module to complete; a look into ``sys.modules`` does not, and may find it
+    half initialized: :func:`orjson_if_loaded` hands it out only once this returned it."""
+    global _ORJSON
+    if _ORJSON is None:
+        import orjson
+
+        _ORJSON = orjson
+    return _ORJSON
+
+
+def orjson_if_loaded() -> Any:
+    """orjson if some document already needed it (completely imported), else None."""
+    return _ORJSON
 
 
 def escapes_a_colon(data: bytes) -> bool:

@@ -57,6 +57,7 @@ class RetrievalSettings(NamedTuple):
 RETRIEVAL_BUDGETS = {
     "connectTimeout": ("connect_timeout", False),
     "totalTimeout": ("total_timeout", False),
+    "checkTimeout": ("check_timeout", False),
     "maxBytes": ("max_bytes", True),
     "maxRedirects": ("max_redirects", True),
     "maxDepth": ("max_depth", True),

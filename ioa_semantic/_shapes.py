@@ -151,18 +151,41 @@ def _local(iri: str | None) -> str | None:
 # --- the expanded graph, with the compact member each node and value came from -----------
 
 
-class Located(NamedTuple):
+class Located:
     """An expanded node object and the compact object (and JSON Pointer) it came from."""
 
-    node: dict[str, Any]
-    compact: dict[str, Any]
-    pointer: str
+    __slots__ = ("_keys", "compact", "node", "pointer")
+
+    def __init__(self, node: dict[str, Any], compact: dict[str, Any], pointer: str) -> None:
+        self.node, self.compact, self.pointer = node, compact, pointer
+        self._keys: tuple[SenderTerms, dict[str | None, str]] | None = None
+
+    @classmethod
+    def _make(cls, fields: Iterable[Any]) -> "Located":
+        return cls(*fields)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.node, self.compact, self.pointer))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Located) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and its parts are mutable
+
+    def __repr__(self) -> str:
+        return f"Located(pointer={self.pointer!r}, node={self.node!r})"
 
     def key_for(self, iri: str, terms: SenderTerms) -> str | None:
-        for key in sorted(self.compact):
-            if not key.startswith("@") and terms.resolve(key) == iri:
-                return key
-        return None
+        """The member (the first in name order) that spells ``iri`` under ``terms``."""
+        # Each member is resolved once per node, not once per property asked about: a node
+        # with thousands of members would otherwise cost their square (issue: bounded cost).
+        if self._keys is None or self._keys[0] is not terms:
+            keys: dict[str | None, str] = {}
+            for key in sorted(self.compact):
+                if not key.startswith("@"):
+                    keys.setdefault(terms.resolve(key), key)
+            self._keys = (terms, keys)
+        return self._keys[1].get(iri)
 
     def member_pointer(self, iri: str, terms: SenderTerms) -> str:
         key = self.key_for(iri, terms)
@@ -542,7 +565,7 @@ class ShapeSet:
             checks = memo.get(key)
             if checks is None:
                 checks = self._checks_for(root_shape, node, via)
-                if len(memo) < 4096:
+                if len(memo) < 4096 and len(node) <= 32 and sum(map(len, node)) <= 2048:
                     memo[key] = checks
             for check in checks:
                 if not check(node):

@@ -40,7 +40,8 @@ def _use(use: Use, disclose: Disclosure) -> dict[str, Any]:
         out["agent"] = disclose.agent(use.name) if use.name else None
         out["via"] = disclose.tool(use.via) if use.via else None
     else:
-        out["caller"] = (use.name if use.name in (None, "mas") else disclose.agent(use.name))
+        out["caller"] = (use.name if use.name is None or use.name == "mas"
+                         else disclose.agent(use.name))
         out["via"] = disclose.tool(use.via) if use.via else None
     out["verdict"] = str(use.verdict)
     out["declaredBy"] = list(use.declared_by)

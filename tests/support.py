@@ -56,8 +56,8 @@ def case_options(folder: Path, args: list[str]) -> tuple[str, dict[str, Any], di
         "capabilities": [folder / p for p in opts.get("--capability", [])],
         "alignments": [str(folder / a) if (folder / a).exists() else a
                        for a in opts.get("--alignment", [])],
-        "limits": Limits(int(opts.get("--max-bytes", [1 << 20])[0]),
-                         int(opts.get("--max-depth", [64])[0])),
+        "limits": Limits(**{field: int(opts[flag][0]) for field in Limits._fields
+                            if (flag := "--" + field.replace("_", "-")) in opts}),
     }
     params = dict(p.split("=", 1) for p in opts.get("--param", []))
     at = datetime.fromisoformat(opts["--at"][0].replace("Z", "+00:00"))

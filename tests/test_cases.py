@@ -118,8 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--alignment", action="append", default=[])
     parser.add_argument("--param", action="append", default=[])
     parser.add_argument("--at", required=True)
-    parser.add_argument("--max-bytes", type=int, default=Limits().max_bytes)
-    parser.add_argument("--max-depth", type=int, default=Limits().max_depth)
+    for field in Limits._fields:
+        parser.add_argument("--" + field.replace("_", "-"), type=int, dest=field,
+                            default=getattr(Limits(), field))
     return parser
 
 
@@ -145,7 +146,7 @@ def arguments(case: Case) -> Arguments:
         alignments=[_in_folder(case.folder, a) for a in opts.alignment],
         params=params,
         at=at,
-        limits=Limits(opts.max_bytes, opts.max_depth),
+        limits=Limits(**{field: getattr(opts, field) for field in Limits._fields}),
     )
 
 

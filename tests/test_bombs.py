@@ -1,0 +1,125 @@
+"""The bomb suite: every shape of input that could make a stage superlinear, at sizes up to
+the default limits, through both engines (issue: bounded cost).
+
+Work is held to grow at most n log n: each shape is timed at a quarter of its largest size
+and at its largest in one run, and the ratio may not exceed what n log n allows (with room
+for noise). The installed command is held to the memory bound at the largest size (a slow
+test: it runs each shape as a process of its own). Absolute figures are bench/bench_bombs.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from bombs import FAMILIES, largest, within_limits
+
+from ioa_semantic import Checker, Limits, Verdict
+
+from support import IOA_CHECK
+
+AT = datetime(2026, 6, 1, tzinfo=UTC)
+ENGINES = {name: Checker("cs-translation", engine=name, cache_size=0)
+           for name in ("compiled", "reference")}
+SIZES = {name: largest(build) for name, build in FAMILIES.items()}
+
+
+def _best(checker: Checker, data: bytes, runs: int) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        checker.check(data, at=AT)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("shape", FAMILIES)
+def test_work_grows_at_most_n_log_n(shape: str, engine: str) -> None:
+    build, n = FAMILIES[shape], SIZES[shape]
+    small, large = build(max(1, n // 4)), build(n)
+    checker = ENGINES[engine]
+    allowed = 4 * math.log2(max(n, 4)) / math.log2(max(n // 4, 2))
+    for runs in (1, 3):  # a second, steadier measure only when the first looks superlinear
+        t_small, t_large = _best(checker, small, runs), _best(checker, large, runs)
+        if t_large <= allowed * 2.5 * t_small + 0.05:
+            break
+    assert t_large <= allowed * 2.5 * t_small + 0.05, (n, t_small, t_large)
+
+
+@pytest.mark.parametrize("shape", FAMILIES)
+def test_each_shape_at_its_largest_is_judged_within_the_limits(shape: str) -> None:
+    """The largest envelope of each shape passes every limit (so the suite measures the
+    worst case, not a refusal), and one over it is refused with the limit's reason."""
+    build, n = FAMILIES[shape], SIZES[shape]
+    assert within_limits(build(n))
+    beyond = build(n * 4)
+    if within_limits(beyond):
+        return  # a shape only the byte limit bounds (a long string): measured at 1 MiB
+    decision = ENGINES["compiled"].check(beyond, at=AT)
+    assert decision.verdict is Verdict.INVALID
+    assert {f.code for f in decision.findings} <= {
+        "json.too-large", "json.too-many-values", "jsonld.too-many-contexts",
+        "jsonld.too-many-terms"}
+
+
+@pytest.mark.parametrize(("limit", "data", "code"), [
+    ("max_values", {"capabilityRefs": [f"cs:C{i}" for i in range(40)]}, "json.too-many-values"),
+    ("max_contexts", {"@context": [{"a": "https://a.example/"}] * 3}, "jsonld.too-many-contexts"),
+    ("max_terms", {"@context": {f"t{i}": f"https://t.example/{i}" for i in range(40)}},
+     "jsonld.too-many-terms"),
+])
+@pytest.mark.parametrize("engine", ["compiled", "reference"])
+def test_each_limit_is_refused_with_its_reason_and_can_be_raised(
+        limit: str, data: dict[str, object], code: str, engine: str, tmp_path: Path) -> None:
+    envelope = json.dumps(data).encode()
+    tight = Checker("cs-translation", engine=engine, limits=Limits(**{limit: 2}))
+    decision = tight.check(envelope, at=AT)
+    assert [f.code for f in decision.findings] == [code]
+    assert f"--{limit.replace('_', '-')}" in decision.findings[0].message
+    loose = Checker("cs-translation", engine=engine, limits=Limits(**{limit: 100}))
+    assert code not in {f.code for f in loose.check(envelope, at=AT).findings}
+    path = tmp_path / "envelope.jsonld"
+    path.write_bytes(envelope)
+    for value, refused in (("2", True), ("100", False)):
+        run = subprocess.run([IOA_CHECK, str(path), "--profile", "cs-translation",
+                              "--format", "json", f"--{limit.replace('_', '-')}", value,
+                              "--engine", engine, "--at", "2026-06-01T00:00:00Z"],
+                             capture_output=True, text=True, timeout=120)
+        codes = {r["code"] for r in json.loads(run.stdout)["reasons"]}
+        assert (code in codes) is refused
+
+
+_PROBE = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+run = subprocess.run(sys.argv[1:], capture_output=True)
+elapsed = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(elapsed, peak, run.returncode, len(run.stdout))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("shape", FAMILIES)
+def test_the_installed_command_answers_each_shape_at_its_largest_within_memory(
+        shape: str, engine: str, tmp_path: Path) -> None:
+    """Under 300 MiB and (with a margin for a loaded machine) 2 s, as the issue bounds them."""
+    path = tmp_path / "envelope.jsonld"
+    path.write_bytes(FAMILIES[shape](SIZES[shape]))
+    probe = subprocess.run(
+        [sys.executable, "-c", _PROBE, IOA_CHECK, str(path), "--profile", "cs-translation",
+         "--format", "json", "--engine", engine, "--at", "2026-06-01T00:00:00Z"],
+        capture_output=True, text=True, timeout=300, env={**os.environ})
+    elapsed, peak_kib, status, size = probe.stdout.split()
+    assert int(status) in (0, 1, 3, 4) and int(size) > 0
+    assert int(peak_kib) < 300 * 1024, peak_kib
+    assert float(elapsed) < 2 * 2, elapsed
