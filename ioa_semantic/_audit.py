@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import os
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import IO, Any, NamedTuple
@@ -148,7 +150,8 @@ class Audit:
         order; ``jobs`` worker processes; ``render`` writes each result's line where it was
         judged.
 
-        With a checkpoint, the pieces an interrupted run completed are skipped, and the state
+        With a checkpoint, the pieces an interrupted run completed are read again, proven the
+        same and skipped (``pieces`` cut with the checkpoint's fingerprint), and the state
         advances once each batch has been handed on (and so written).
         """
         # The checker, its compiled shapes and tables live as long as the run: frozen, the
@@ -156,19 +159,23 @@ class Audit:
         # time on a large audit), and forked workers keep sharing their pages.
         gc.freeze()
         if self.checkpoint is not None:
-            skip = self.checkpoint.resume(self)
-            pieces = (piece for position, piece in enumerate(pieces) if position >= skip)
+            self.checkpoint.resume(self)
+            pieces = self.checkpoint.remaining(pieces, self)
         kinds = kinds_for(self.checker)
         if jobs <= 1:
             judged: Iterable[Judged] = (judge_piece(self.checker, piece, render, kinds)
                                         for piece in pieces)
         else:
             judged = _in_workers(self.checker, pieces, jobs, render, kinds)
-        for batch in judged:
-            self.record_batch(batch)
-            yield batch
+        try:
+            for batch in judged:
+                self.record_batch(batch)
+                yield batch
+                if self.checkpoint is not None:
+                    self.checkpoint.advance(self)
+        finally:  # done, or ended by a failure: the journal has what the state records
             if self.checkpoint is not None:
-                self.checkpoint.advance(self)
+                self.checkpoint.close()
 
     def record_batch(self, batch: Judged) -> None:
         """Count a judged batch and index its declarations for conflicts."""
@@ -426,10 +433,12 @@ Piece = list[Item] | Lines
 
 
 def pieces(paths: Iterable[str], stdin: IO[bytes] | None = None,
-           limits: Limits | None = None) -> Iterator[Piece]:
+           limits: Limits | None = None,
+           fingerprint: Fingerprint | None = None) -> Iterator[Piece]:
     """The registrations of ``paths`` as :func:`documents` finds them, in the pieces an audit
     judges and checkpoints: JSON Lines in blocks of whole lines, read and cut without
-    looking at each line, and every other item in batches."""
+    looking at each line, and every other item in batches. A ``fingerprint`` hashes every
+    file's bytes as they are read (for a resume to prove them the same)."""
     batch: list[Item] = []
     for path in paths:
         if path == "-":
@@ -437,9 +446,9 @@ def pieces(paths: Iterable[str], stdin: IO[bytes] | None = None,
                                                     else sys.stdin.buffer)
         elif os.path.isdir(path):
             found = (unit for file_path in audited_files(path)
-                     for unit in _file(file_path, limits, _blocks))
+                     for unit in _file(file_path, limits, _blocks, fingerprint))
         else:
-            found = _file(path, limits, _blocks)
+            found = _file(path, limits, _blocks, fingerprint)
         for unit in found:
             if type(unit) is Lines:
                 if batch:
@@ -466,24 +475,42 @@ def audited_files(folder: str) -> list[str]:
 
 
 def _file(path: str, limits: Limits | None,
-          lines: Callable[[str, IO[bytes]], Iterator[Any]]) -> Iterator[Any]:
-    """The items of one file; a JSON Lines file's as ``lines`` reads them."""
+          lines: Callable[[str, IO[bytes]], Iterator[Any]],
+          fingerprint: Fingerprint | None = None) -> Iterator[Any]:
+    """The items of one file; a JSON Lines file's as ``lines`` reads them. A ``fingerprint``
+    hashes the blocks of lines as they are cut, and any other file whole."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 (closed below, also on a generator exit)
     except OSError as exc:
+        if fingerprint is not None:
+            fingerprint.unreadable(path)
         yield path, None, None, (finding("json.unreadable",
                                          f"{path}: cannot be read: {exc.strerror}"),)
         return
     with handle:
+        if fingerprint is not None:
+            fingerprint.opened(path)
         if path.endswith(".jsonl"):
-            yield from lines(path, handle)
+            if fingerprint is None:
+                yield from lines(path, handle)
+                return
+            for unit in lines(path, handle):
+                if type(unit) is Lines:
+                    fingerprint.read(unit.data)
+                yield unit
+            fingerprint.closed()
             return
         try:
             data = handle.read()
         except OSError as exc:
+            if fingerprint is not None:
+                fingerprint.closed()
             yield path, None, None, (finding("json.unreadable",
                                              f"{path}: cannot be read: {exc.strerror}"),)
             return
+    if fingerprint is not None:
+        fingerprint.read(data)
+        fingerprint.closed()
     yield from document_items(path, data, limits)
 
 
@@ -544,17 +571,151 @@ def _blocks(source: str, stream: IO[bytes]) -> Iterator[Lines | Item]:
 # --- a durable cursor -----------------------------------------------------------------------
 
 
+class Refused(Exception):
+    """A state that is not resumed (exit status 2): unreadable, corrupt, of another version, or
+    written for files that are no longer as it records them. Nothing has been written."""
+
+
+class WriteFailed(Exception):
+    """A file the audit writes (its output, a state or its journal) could not be written: the
+    environment failed the run (exit status 74), not the input."""
+
+    def __init__(self, name: str, error: OSError) -> None:
+        super().__init__(f"cannot write {name}: {error.strerror or error}")
+        self.name = name
+        self.error = error
+
+
+@contextlib.contextmanager
+def writing(name: str) -> Iterator[None]:
+    """An OSError while writing ``name`` as :class:`WriteFailed` naming it. A reader that went
+    away stays a BrokenPipeError (the command line then ends as a shell's pipe does)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise WriteFailed(name, exc) from exc
+
+
+class Output:
+    """The audit's output stream, whose failures to write are :class:`WriteFailed` naming
+    it (``name``); everything else is the stream's own."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self.stream = stream
+        self.name = name
+
+    def write(self, text: str) -> int:
+        with writing(self.name):
+            return self.stream.write(text)
+
+    def flush(self) -> None:
+        with writing(self.name):
+            self.stream.flush()
+
+    def close(self) -> None:
+        with writing(self.name):
+            self.stream.close()
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.stream, attribute)
+
+
+# An input file as read: its path, the bytes of it read (None: it could not be opened) and
+# their sha256.
+FileRead = tuple[str, int | None, str | None]
+
+
+class Mark(NamedTuple):
+    """How far the inputs were read when a piece was cut: the files read to their end, and the
+    one being read (its path, the bytes of it cut so far and their running hash)."""
+
+    finished: int
+    reading: tuple[str, int, Any] | None
+
+    def record(self) -> FileRead | None:
+        return None if self.reading is None else (
+            self.reading[0], self.reading[1], self.reading[2].hexdigest())
+
+
+class Fingerprint:
+    """What an audit has read of its input files, hashed as :func:`pieces` reads them (nothing
+    is read for it alone): of a JSON Lines file, the blocks of whole lines cut so far, so that
+    once a piece is judged its bytes are the prefix judged; of any other file, all of it."""
+
+    def __init__(self) -> None:
+        self.finished = 0  # files read to their end, or that could not be opened
+        self.unsaved: deque[tuple[int, FileRead]] = deque()  # finished, numbered, not journaled
+        self.check: Callable[[FileRead], None] | None = None  # on a resume: each file finished
+        self._path: str | None = None
+        self._length = 0
+        self._hash = hashlib.sha256()
+
+    def opened(self, path: str) -> None:
+        self._path, self._length, self._hash = path, 0, hashlib.sha256()
+
+    def read(self, data: bytes) -> None:
+        self._length += len(data)
+        self._hash.update(data)
+
+    def closed(self) -> None:
+        path, self._path = self._path, None
+        assert path is not None
+        self._finished((path, self._length, self._hash.hexdigest()))
+
+    def unreadable(self, path: str) -> None:
+        self._finished((path, None, None))
+
+    def _finished(self, record: FileRead) -> None:
+        if self.check is not None:
+            self.check(record)
+        self.unsaved.append((self.finished, record))
+        self.finished += 1
+
+    def mark(self) -> Mark:
+        return Mark(self.finished, None if self._path is None else (
+            self._path, self._length, self._hash.copy()))
+
+
+class _Written:
+    """A file's length and sha256 so far, kept up as it is written."""
+
+    def __init__(self, length: int = 0, digest: Any = None) -> None:
+        self.length = length
+        self.hash = digest if digest is not None else hashlib.sha256()
+
+    def add(self, data: bytes) -> None:
+        self.length += len(data)
+        self.hash.update(data)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"length": self.length, "sha256": self.hash.hexdigest()}
+
+
+STATE_VERSION = 2
+_READ_BYTES = 1 << 20  # what proving a written file reads at a time
+
+
 class Checkpoint:
-    """``--state``: resume an audit after the process was killed, losing nothing.
+    """``--state``: resume an audit after the process was killed, losing nothing, and never
+    from files that are not as the state records them.
 
     After every piece of the input (see :func:`pieces`) the output is flushed and synced, the
-    conflict index's new entries are appended to a journal beside the state file and synced,
-    and the state (how many pieces are done, the output's and the journal's lengths, the
-    counters) replaces the previous one atomically. A rerun truncates the output and the
-    journal to the last state, replays the journal and skips the pieces already done (the
-    same inputs cut the same way), so the final output equals that of an uninterrupted run:
-    nothing missing, nothing twice. The journal keeps checkpoints cheap: each writes only
-    what is new since the last.
+    conflict index's new entries and the input files read to their end are appended to a
+    journal beside the state file and synced, and the state replaces the previous one
+    atomically. The state holds how many pieces are done, the counters, and fingerprints:
+    the output's and the journal's length and the sha256 of what was written of them so far
+    (kept up as they are written), the number of input files finished (each in the journal
+    with its path, length and sha256) and the one being read (its path, the bytes of it cut
+    into pieces so far and their sha256), hashed as :class:`Fingerprint` reads them.
+
+    A rerun proves the output and the journal (each at least as long as recorded, the recorded
+    prefix hashing the same), reads the pieces already done again as the first run read them,
+    proving every input file on the way, and only then truncates the output and the journal
+    to the last state, replays the journal and goes on: the final output equals that of an
+    uninterrupted run over the inputs as they are now, nothing missing, nothing twice. Any
+    difference refuses the resume (:class:`Refused`) before anything is written.
     """
 
     def __init__(self, path: str, inputs: list[str], output: IO[str]) -> None:
@@ -562,41 +723,182 @@ class Checkpoint:
         self.journal_path = path + ".index"
         self.inputs = inputs
         self.output = output
+        self.output_name = str(getattr(output, "name", "the output"))
+        self.fingerprint = Fingerprint()  # pieces() hashes the inputs into it
         self.done = 0
-        self._journal: IO[str] | None = None
+        self._journal: IO[bytes] | None = None
         self._unjournaled: list[tuple[str, Any, tuple[str, int | None]]] = []
+        self._marks: deque[Mark] = deque()  # of the pieces cut and not yet checkpointed
+        self._written = _Written()  # the output's
+        self._journaled = _Written()
+        self._files = 0  # input files in the journal
+        self._resumed: dict[str, Any] | None = None  # a state whose inputs are still to prove
+
+    # -- resuming
 
     def resume(self, audit: Audit) -> int:
-        """Restore an interrupted run into ``audit``; the number of pieces already done."""
-        import json
-
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                state = json.load(handle)
-        except FileNotFoundError:
-            state = None
-        # A state written for other inputs, or by a version that cut them otherwise, is
-        # started over.
-        if state is None or state.get("inputs") != self.inputs or state.get(
-                "block") != _BLOCK_BYTES or "pieces" not in state:
-            self.output.seek(0)
-            self.output.truncate()
-            self._journal = open(self.journal_path, "w", encoding="utf-8")  # noqa: SIM115
+        """Restore an interrupted run into ``audit``, once the output and the journal are
+        proven to be as the state records them; the number of pieces already done. The inputs
+        are proven as :meth:`remaining` reads them again. Raises :class:`Refused`."""
+        state = self._load()
+        if state is None:
+            self._start()
             return 0
-        self.output.seek(state["output"])
-        self.output.truncate()
-        with open(self.journal_path, "r+", encoding="utf-8") as journal:
-            journal.truncate(state["journal"])
-        with open(self.journal_path, encoding="utf-8") as journal:
-            for entry in journal:
-                ident, declaration, source, index = json.loads(entry)
-                audit._index(ident, _frozen(declaration), (source, index))
+        self._written = self._prove(self.output_name, self.output.fileno(), state["output"])
+        name = f"{self.journal_path} (the journal of {self.path})"
+        try:
+            journal = open(self.journal_path, "rb")  # noqa: SIM115 (closed below)
+        except FileNotFoundError:
+            raise self._refused(f"{name} is missing") from None
+        except OSError as exc:
+            raise self._refused(f"{name} cannot be read: {exc.strerror}") from None
+        with journal:
+            self._journaled = self._prove(name, journal.fileno(), state["journal"])
         audit.total = state["total"]
         audit.statuses = dict(state["statuses"])
         audit.codes = dict(state["codes"])
-        self._journal = open(self.journal_path, "a", encoding="utf-8")  # noqa: SIM115
         self.done = state["pieces"]
-        return int(self.done)
+        self._files = state["files"]
+        self._resumed = state
+        return self.done
+
+    def remaining(self, pieces: Iterable[Piece], audit: Audit) -> Iterator[Piece]:
+        """The pieces still to judge, each marked for its checkpoint. On a resume, the pieces
+        already done are read again (as they were cut, with ``fingerprint=``
+        :attr:`fingerprint`), every input file proven as the state records it and the journal
+        replayed into ``audit`` before the first piece is handed on."""
+        found = iter(pieces)
+        if self._resumed is not None:
+            self._pass_over(found, audit, self._resumed)
+            self._resumed = None
+        for piece in found:
+            self._marks.append(self.fingerprint.mark())
+            yield piece
+
+    def _pass_over(self, found: Iterator[Piece], audit: Audit, state: dict[str, Any]) -> None:
+        files = self._replayed(audit, state["journal"]["length"])
+        reading = None if state["reading"] is None else tuple(state["reading"])
+
+        def check(record: FileRead) -> None:  # each input file read to its end, in order
+            wanted = next(files, None)
+            if wanted is None:  # the state had read this one only so far
+                raise self._refused(_difference(reading, record))
+            if tuple(wanted) != record:
+                raise self._refused(_difference(wanted, record))
+
+        fingerprint = self.fingerprint
+        fingerprint.check = check
+        try:
+            passed = 0
+            while passed < self.done and next(found, None) is not None:
+                passed += 1
+            mark = fingerprint.mark()
+        finally:
+            fingerprint.check = None
+        left = next(files, None)  # also the end of the replay
+        if left is not None:
+            raise self._refused(_difference(left, mark.record()))
+        if mark.record() != reading:
+            raise self._refused(_difference(reading, mark.record()))
+        if passed < self.done:
+            raise self._refused(f"the inputs end before the {self.done} pieces already audited")
+        # Proven: the output and the journal go back to the state, where the run goes on.
+        with writing(self.output_name):
+            self.output.flush()
+            os.ftruncate(self.output.fileno(), self._written.length)
+            self.output.seek(0, os.SEEK_END)
+        with writing(self.journal_path):
+            self._journal = open(self.journal_path, "r+b")  # noqa: SIM115 (closed by finish)
+            self._journal.truncate(self._journaled.length)
+            self._journal.seek(0, os.SEEK_END)
+        unsaved = fingerprint.unsaved
+        while unsaved and unsaved[0][0] < self._files:  # in the journal already
+            unsaved.popleft()
+
+    def _replayed(self, audit: Audit, length: int) -> Iterator[FileRead]:
+        """The journal's first ``length`` bytes (proven): the conflict index's entries replayed
+        into ``audit``, the input files' yielded in the order they were read."""
+        import json
+
+        with open(self.journal_path, "rb") as journal:
+            read = 0
+            for entry in journal:
+                read += len(entry)
+                if read > length:
+                    break
+                value = json.loads(entry)
+                if type(value) is dict:
+                    yield value["file"], value["length"], value["sha256"]
+                else:
+                    ident, declaration, source, index = value
+                    audit._index(ident, _frozen(declaration), (source, index))
+
+    def _prove(self, name: str, descriptor: int, recorded: dict[str, Any]) -> _Written:
+        """A written file (``descriptor``) as long as recorded at least, and its recorded
+        prefix hashing the same: that prefix's running hash."""
+        length, size = recorded["length"], os.fstat(descriptor).st_size
+        if size < length:
+            raise self._refused(f"{name} is {size} bytes, shorter than the {length} already "
+                                "written (deleted or truncated since)")
+        digest, position = hashlib.sha256(), 0
+        while position < length:
+            data = os.pread(descriptor, min(_READ_BYTES, length - position), position)
+            if not data:
+                break
+            digest.update(data)
+            position += len(data)
+        if digest.hexdigest() != recorded["sha256"]:
+            raise self._refused(f"{name}: its first {length} bytes are not those written "
+                                "(changed or replaced since)")
+        return _Written(length, digest)
+
+    def _load(self) -> dict[str, Any] | None:
+        import json
+
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise self._refused(f"it cannot be read: {exc.strerror}") from None
+        try:
+            state = json.loads(data)
+        except ValueError:
+            raise self._refused("it is not JSON") from None
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION or state.get(
+                "cut") != [_BLOCK_BYTES, _BATCH]:
+            raise self._refused("it was written by another version of ioa-check (or is "
+                                "not an audit's state)")
+        missing = _state_problem(state)
+        if missing:
+            raise self._refused(f"it lacks {missing}")
+        if state.pop("check") != _seal(state):
+            raise self._refused("it is corrupt (its content does not match its checksum)")
+        if state["inputs"] != self.inputs:
+            raise self._refused("it was written for other inputs: "
+                                + " ".join(state["inputs"]))
+        return state
+
+    def _refused(self, detail: str) -> Refused:
+        return Refused(f"cannot resume from {self.path}: {detail}; delete {self.path} to start "
+                       "the audit over")
+
+    def _start(self) -> None:
+        """A run from the start: the output emptied, a new journal, and the state's folder
+        known to take files before anything is judged."""
+        with writing(self.output_name):
+            self.output.flush()
+            os.ftruncate(self.output.fileno(), 0)
+            self.output.seek(0)
+        temporary = self.path + ".tmp"
+        with writing(self.path):
+            open(temporary, "wb").close()
+            os.remove(temporary)
+        with writing(self.journal_path):
+            self._journal = open(self.journal_path, "wb")  # noqa: SIM115 (closed by finish)
+
+    # -- checkpoints
 
     def indexed(self, ident: str, declaration: Any, where: tuple[str, int | None]) -> None:
         self._unjournaled.append((ident, declaration, where))
@@ -606,36 +908,131 @@ class Checkpoint:
 
     def advance(self, audit: Audit) -> None:
         self.done += 1
-        self.save(audit)
+        self.save(audit, self._marks.popleft())
 
-    def save(self, audit: Audit) -> None:
+    def save(self, audit: Audit, mark: Mark) -> None:
+        """A checkpoint after the piece cut at ``mark``: the journal and the output synced, then
+        the state replaced. A write that fails (:class:`WriteFailed`) leaves the last state,
+        from which a rerun resumes."""
         import json
 
         assert self._journal is not None
-        for ident, declaration, (source, index) in self._unjournaled:
-            self._journal.write(json.dumps([ident, declaration, source, index]) + "\n")
+        lines = [json.dumps([ident, declaration, source, index]) + "\n"
+                 for ident, declaration, (source, index) in self._unjournaled]
         self._unjournaled.clear()
-        for stream in (self._journal, self.output):
-            stream.flush()
-            os.fsync(stream.fileno())
-        state = {"inputs": self.inputs, "block": _BLOCK_BYTES, "pieces": self.done,
-                 "output": self.output.tell(),
-                 "journal": self._journal.tell(), "total": audit.total,
-                 "statuses": audit.statuses, "codes": audit.codes}
+        unsaved = self.fingerprint.unsaved
+        while unsaved and unsaved[0][0] < mark.finished:
+            path, length, digest = unsaved.popleft()[1]
+            lines.append(json.dumps({"file": path, "length": length, "sha256": digest}) + "\n")
+        data = "".join(lines).encode()
+        with writing(self.journal_path):
+            self._journal.write(data)
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
+        self._journaled.add(data)
+        self._files = mark.finished
+        with writing(self.output_name):
+            self.output.flush()
+            end, descriptor = self.output.tell(), self.output.fileno()
+            os.fsync(descriptor)
+            while self._written.length < end:  # what was written since, hashed from the file
+                written = os.pread(descriptor, min(_READ_BYTES, end - self._written.length),
+                                   self._written.length)
+                if not written:
+                    break
+                self._written.add(written)
+        reading = mark.record()
+        state: dict[str, Any] = {
+            "version": STATE_VERSION, "cut": [_BLOCK_BYTES, _BATCH], "inputs": self.inputs,
+            "pieces": self.done, "output": self._written.as_dict(),
+            "journal": self._journaled.as_dict(), "files": self._files,
+            "reading": None if reading is None else list(reading), "total": audit.total,
+            "statuses": audit.statuses, "codes": audit.codes}
+        state["check"] = _seal(state)
         temporary = self.path + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
+        try:
+            with open(temporary, "w", encoding="utf-8") as handle:
+                json.dump(state, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)  # what it took of a full disk, freed
+            raise WriteFailed(self.path, exc) from exc
 
-    def finish(self) -> None:
-        """The audit is complete: the state and its journal are no longer needed."""
+    def close(self) -> None:
+        """The journal closed (the run is over, or has failed)."""
         if self._journal is not None:
             self._journal.close()
+
+    def finish(self) -> None:
+        """The audit is complete and its output synced: the state and its journal are no
+        longer needed."""
+        with writing(self.output_name):
+            self.output.flush()
+            os.fsync(self.output.fileno())
+        self.close()
         for path in (self.path, self.journal_path):
-            with contextlib.suppress(FileNotFoundError):
+            with writing(path), contextlib.suppress(FileNotFoundError):
                 os.remove(path)
+
+
+def _difference(wanted: FileRead | tuple[Any, ...] | None, found: FileRead | None) -> str:
+    """How an input file read again differs from the state's record of it (``wanted``)."""
+    if wanted is None:
+        return f"{found[0] if found else 'an input'}: read where the state records no file"
+    path, length = wanted[0], wanted[1]
+    if found is None:
+        return f"{path}: no longer among the inputs where it was audited"
+    if found[0] != path:
+        return f"{path}: no longer where it was among the inputs ({found[0]} is there now)"
+    if length is None:
+        return f"{path}: could not be read when it was audited, and now can"
+    if found[1] is None:
+        return f"{path}: cannot be read now"
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = None
+    if size is not None and size < length:
+        return f"{path}: now {size} bytes, shorter than the {length} already audited"
+    return f"{path}: changed where it was already audited (its first {length} bytes)"
+
+
+def _seal(state: dict[str, Any]) -> str:
+    """The checksum a state carries of the rest of itself."""
+    import json
+
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+
+
+def _state_problem(state: dict[str, Any]) -> str | None:
+    """The first field a state lacks (or holds of the wrong type), or None."""
+
+    def count(value: Any) -> bool:
+        return type(value) is int and value >= 0
+
+    def written(value: Any) -> bool:
+        return isinstance(value, dict) and count(value.get("length")) and isinstance(
+            value.get("sha256"), str)
+
+    def reading(value: Any) -> bool:
+        return value is None or (isinstance(value, list) and len(value) == 3 and isinstance(
+            value[0], str) and count(value[1]) and isinstance(value[2], str))
+
+    fields: dict[str, Callable[[Any], bool]] = {
+        "inputs": lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v),
+        "pieces": count, "files": count, "total": count, "output": written, "journal": written,
+        "reading": reading,
+        "statuses": lambda v: isinstance(v, dict) and set(v) == {
+            "valid", "invalid", "indeterminate"} and all(map(count, v.values())),
+        "codes": lambda v: isinstance(v, dict) and all(map(count, v.values())),
+        "check": lambda v: isinstance(v, str)}
+    for name, valid in fields.items():
+        if name not in state or not valid(state[name]):
+            return f"a valid {name!r} field"
+    return None
 
 
 def _frozen(value: Any) -> Any:

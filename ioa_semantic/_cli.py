@@ -34,6 +34,7 @@ class ExitStatus(enum.IntEnum):
     INDETERMINATE = 3
     INVALID = 4
     INTERNAL = 70
+    ENVIRONMENT = 74  # the environment failed the run: disk full, an unwritable output
 
 
 def _columns() -> int:
@@ -126,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                "ioa-check lint FILE... validates profile and artifact files; "
                "ioa-check trace PATH... audits execution traces against agents' declarations. "
                "exit status: 0 compatible, 1 incompatible, 2 usage or configuration error, "
-               "3 indeterminate, 4 invalid, 70 internal error",
+               "3 indeterminate, 4 invalid, 70 internal error, 74 the output cannot be written",
     )
     parser.add_argument("envelopes", nargs="*", metavar="ENVELOPE",
                         help="envelope file, or - for standard input")
@@ -218,7 +219,9 @@ def audit(argv: Sequence[str]) -> int:
                      description="Audit capability registrations (draft 6.3): files, folders "
                                  "(*.json, *.jsonld, *.jsonl) and - for JSON Lines on stdin.",
                      epilog="exit status: 0 all valid and no conflict, 1 some invalid or a "
-                            "conflict, 2 usage error, 3 some indeterminate")
+                            "conflict, 2 usage error (or a --state that cannot be resumed), "
+                            "3 some indeterminate, 74 the output, state or journal cannot be "
+                            "written (disk full)")
     parser.add_argument("paths", nargs="+", metavar="PATH")
     parser.add_argument("--profile", required=True, metavar="NAME|PATH")
     parser.add_argument("--format", choices=sorted(AUDIT_REPORTERS), default="text")
@@ -229,7 +232,8 @@ def audit(argv: Sequence[str]) -> int:
                         help="worker processes (default: the CPU count)")
     parser.add_argument("--state", metavar="FILE",
                         help="a durable cursor: rerun with the same FILE after an interruption "
-                             "to finish the audit (needs --output and --format json)")
+                             "to finish the audit (needs --output and --format json, and "
+                             "files: not - for standard input)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run on a Dask cluster: a scheduler address (tcp://host:8786), or "
                              "local:N for N worker processes on this machine (--jobs is then "
@@ -240,6 +244,10 @@ def audit(argv: Sequence[str]) -> int:
     opts = parser.parse_args(argv)
     if opts.state and (not opts.output or opts.format != "json"):
         parser.error("--state needs --output FILE and --format json")
+    if opts.state and "-" in opts.paths:
+        # A resume proves the inputs the same as they were read; a pipe cannot be read again.
+        parser.error("--state cannot be used with - (standard input): a resume reads its "
+                     "inputs again")
     if opts.scheduler and opts.state:
         parser.error("--state cannot be used with --scheduler")
     if opts.partition_bytes and not opts.scheduler:
@@ -267,27 +275,42 @@ def audit(argv: Sequence[str]) -> int:
         except ConfigurationError as exc:
             print(f"ioa-check: {exc}", file=sys.stderr)
             return ExitStatus.USAGE
+    from ._audit import Audit, Checkpoint, Output, Refused, WriteFailed, pieces
+
     try:
         # A resumable run keeps what the last run wrote; the checkpoint truncates it.
         mode = "a+" if opts.state else "w"
-        out = open(opts.output, mode, encoding="utf-8") if opts.output else sys.stdout  # noqa: SIM115
-    except OSError as exc:
-        print(f"ioa-check: {opts.output}: cannot be written: {exc.strerror}", file=sys.stderr)
-        return ExitStatus.USAGE
+        opened = open(opts.output, mode, encoding="utf-8") if opts.output else None  # noqa: SIM115
+    except OSError as exc:  # the environment's (a folder missing, read-only), not a usage error
+        print(f"ioa-check: cannot write {opts.output}: {exc.strerror}", file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
+    out = Output(opened or sys.stdout, opts.output or "standard output")
     try:
-        from ._audit import Audit, Checkpoint, pieces
-
-        checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None
+        checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None  # type: ignore[arg-type]
         run = Audit(checker, checkpoint)
-        batches = run.batches(pieces(opts.paths, limits=checker.limits), jobs=opts.jobs,
-                              render=AUDIT_LINES.get(opts.format))
-        status = AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)
+        batches = run.batches(pieces(opts.paths, limits=checker.limits,
+                                     fingerprint=checkpoint.fingerprint if checkpoint else None),
+                              jobs=opts.jobs, render=AUDIT_LINES.get(opts.format))
+        status = AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)  # type: ignore[arg-type]
         if checkpoint is not None:
             checkpoint.finish()
-        return status
-    finally:
-        if out is not sys.stdout:
+        if opened is not None:
             out.close()
+        else:
+            out.flush()
+        return status
+    except Refused as exc:
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    except WriteFailed as exc:  # the state stays as the last checkpoint left it: rerun to resume
+        if opened is None:
+            return _unwritable_stdout(exc.error)
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
+    finally:
+        if opened is not None and not opened.closed:
+            with contextlib.suppress(OSError):  # a write failed already, and was reported
+                opened.close()
 
 
 def _trace(argv: Sequence[str]) -> int:
@@ -327,8 +350,7 @@ def run(argv: Sequence[str]) -> int:
         unavailable = [Decision(Verdict.INDETERMINATE, (finding(exc.code, str(exc), exc.url),),
                                 profile=ProfileRef(exc.url, ""), source=name)
                        for name in opts.envelopes]
-        REPORTERS[opts.format](unavailable, sys.stdout)
-        return ExitStatus.INDETERMINATE
+        return _report(REPORTERS[opts.format], unavailable) or ExitStatus.INDETERMINATE
     except ConfigurationError as exc:
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
@@ -340,8 +362,30 @@ def run(argv: Sequence[str]) -> int:
             decisions.append(data._replace(profile=checker.profile_ref))
             continue
         decisions.append(checker.check(data, params=params, at=opts.at, source=name))
-    REPORTERS[opts.format](decisions, sys.stdout)
-    return max(d.verdict.exit_status for d in decisions)
+    return _report(REPORTERS[opts.format], decisions) or max(
+        d.verdict.exit_status for d in decisions)
+
+
+def _report(reporter: Any, decisions: list[Decision]) -> ExitStatus | None:
+    """``decisions`` written to stdout and flushed; ENVIRONMENT, said on stderr, when stdout
+    cannot be written (a full disk, /dev/full). A reader that went away is BrokenPipeError,
+    for :func:`main`."""
+    try:
+        reporter(decisions, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        return _unwritable_stdout(exc)
+    return None
+
+
+def _unwritable_stdout(exc: OSError) -> ExitStatus:
+    print(f"ioa-check: cannot write standard output: {exc.strerror or exc}", file=sys.stderr)
+    # What is left in its buffer would fail again when the interpreter flushes it at exit.
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return ExitStatus.ENVIRONMENT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -381,7 +425,7 @@ def entry() -> None:
         sys.stderr.flush()
     except BrokenPipeError:
         status = 141  # as main reports it: the reader went away
-    except OSError:
-        status = ExitStatus.INTERNAL
+    except OSError as exc:
+        status = _unwritable_stdout(exc)
     os._exit(status)
 

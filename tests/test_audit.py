@@ -453,10 +453,11 @@ def test_the_pieces_of_an_audit_hold_the_items_documents_finds(
     assert len(expected) == 2 * 4 + 1 + 40 + 3 and got == expected
 
 
-def test_a_state_written_for_other_pieces_starts_the_audit_over(tmp_path: Path) -> None:
+def test_a_state_written_for_other_pieces_is_not_resumed(tmp_path: Path) -> None:
     """A state records the block size its pieces were cut with: pieces cut otherwise would
-    skip the wrong registrations, so such a state (or one without) is not resumed."""
-    from ioa_semantic._audit import _BLOCK_BYTES, Checkpoint
+    skip the wrong registrations, so such a state (or one without) is refused, and the output
+    it would have resumed is left as it is (it used to be started over, emptying it)."""
+    from ioa_semantic._audit import _BLOCK_BYTES, Checkpoint, Refused
 
     inputs = ["r.jsonl"]
     for state in ({"inputs": inputs, "block": _BLOCK_BYTES + 1, "pieces": 3},
@@ -466,11 +467,13 @@ def test_a_state_written_for_other_pieces_starts_the_audit_over(tmp_path: Path) 
         (tmp_path / "s.json.index").write_text("")
         with open(tmp_path / "out.jsonl", "w+", encoding="utf-8") as out:
             out.write("earlier output\n")
+            out.flush()
             run = Audit(Checker("cs-translation"))
             checkpoint = Checkpoint(str(tmp_path / "s.json"), inputs, out)
-            assert checkpoint.resume(run) == 0
-            assert out.tell() == 0 and run.total == 0
-            checkpoint.finish()
+            with pytest.raises(Refused, match="written by another version"):
+                checkpoint.resume(run)
+            assert run.total == 0
+        assert (tmp_path / "out.jsonl").read_text() == "earlier output\n"
 
 
 # --- registrations judged by kind -------------------------------------------------------------
@@ -690,3 +693,334 @@ def test_kinds_remember_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> N
     for index, text in enumerate(texts):
         assert judge(checker, text, "r", index, kinds) == judge(checker, text, "r", index)
     assert kinds.plans and not any(plan and plan.kinds for plan in kinds.plans.values())
+
+
+# --- a resume proves its files ----------------------------------------------------------------
+#
+# The audit runs in this process with blocks of 4 KiB (about ten registrations a piece), and
+# "killed" after a checkpoint: the next piece's lines are written, its checkpoint never made,
+# as a SIGKILL between the two leaves them. Then a file changes, and the same command runs
+# again: it either resumes to exactly what an uninterrupted run writes over the files as they
+# are now, or refuses (exit 2, one line naming the file and the state to delete), writing
+# nothing. test_a_killed_audit_resumes_to_the_same_output kills the installed command.
+
+
+class _Killed(BaseException):
+    """The run ended where a kill would have ended it (not an Exception: main lets it by)."""
+
+
+def _regs(count: int, start: int = 0, conflict: int | None = None) -> str:
+    body = ""
+    for i in range(start, start + count):
+        doc = variant(**{"@id": f"cs:Cap{i % 40}", "label": f"capability {i}"})
+        if i % 13 == 5:
+            doc["inputs"] = ["text"]  # invalid: a line with reasons
+        if i == conflict:
+            doc["outputs"] = ["application/pdf"]
+        body += line(doc)
+    return body
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder the audit walks: a.jsonl (120 lines, 12 pieces or so), b.json (an array),
+    c.jsonl (80 lines, a conflict with a.jsonl); blocks of 4 KiB."""
+    from ioa_semantic import _audit
+
+    monkeypatch.setattr(_audit, "_BLOCK_BYTES", 4096)
+    monkeypatch.chdir(tmp_path)
+    regs = tmp_path / "regs"
+    regs.mkdir()
+    (regs / "a.jsonl").write_text(_regs(120))
+    (regs / "b.json").write_text(json.dumps([variant(**{"@id": f"cs:B{i}"}) for i in range(3)]))
+    (regs / "c.jsonl").write_text(_regs(80, start=120, conflict=150))
+    return regs
+
+
+_RESUMABLE = ["audit", "regs", "--profile", "cs-translation", "--format", "json", "--jobs", "1",
+              "--output", "out.jsonl", "--state", "state.json"]
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str],
+         kill_after: int | None = None) -> tuple[int | None, str]:
+    """``ioa-check`` in this process: its status (None if killed) and its stderr."""
+    from ioa_semantic import _audit, _cli
+
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as patch:
+        if kill_after is not None:
+            advance = _audit.Checkpoint.advance
+
+            def advancing(self: Any, audit: Any) -> None:
+                if self.done == kill_after:
+                    raise _Killed  # the piece after this checkpoint is written, not checkpointed
+                advance(self, audit)
+
+            patch.setattr(_audit.Checkpoint, "advance", advancing)
+        try:
+            status: int | None = _cli.main(args)
+        except _Killed:
+            status = None
+    return status, capsys.readouterr().err
+
+
+def _uninterrupted(capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    status, _ = _run([*_RESUMABLE[:-4], "--output", "whole.jsonl"], capsys)
+    assert status is not None
+    return status, Path("whole.jsonl").read_text()
+
+
+def _killed(capsys: pytest.CaptureFixture[str], after: int) -> dict[str, Any]:
+    status, err = _run(_RESUMABLE, capsys, kill_after=after)
+    assert status is None, err
+    state = json.loads(Path("state.json").read_text())
+    assert state["pieces"] == after
+    # The output holds more than the state records: what a kill leaves past the checkpoint.
+    assert Path("out.jsonl").stat().st_size > state["output"]["length"]
+    return state
+
+
+def _assert_resumes(capsys: pytest.CaptureFixture[str]) -> None:
+    expected_status, expected = _uninterrupted(capsys)
+    status, err = _run(_RESUMABLE, capsys)
+    assert (status, err) == (expected_status, "")
+    assert Path("out.jsonl").read_text() == expected
+    assert not Path("state.json").exists() and not Path("state.json.index").exists()
+
+
+def _assert_refused(capsys: pytest.CaptureFixture[str], *named: str) -> str:
+    before = {name: Path(name).read_bytes() for name in ("out.jsonl", "state.json",
+                                                         "state.json.index")
+              if Path(name).exists()}
+    status, err = _run(_RESUMABLE, capsys)
+    assert status == 2, err
+    assert err.count("\n") == 1 and err.startswith("ioa-check: cannot resume from state.json: ")
+    assert err.rstrip().endswith("; delete state.json to start the audit over")
+    for name in named:
+        assert name in err, (name, err)
+    # Nothing written: the output, the state and its journal are as the kill left them.
+    assert {name: Path(name).read_bytes() for name in before} == before
+    # As the message says: without the state, the audit starts over and is whole.
+    Path("state.json").unlink()
+    _assert_resumes(capsys)
+    return err
+
+
+def test_a_resume_after_a_kill_writes_the_uninterrupted_output(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Killed in a.jsonl, in c.jsonl (b.json behind it) and after the last piece: each
+    resume ends in the uninterrupted output, the conflict across the kill included."""
+    from ioa_semantic._audit import pieces
+
+    total = sum(1 for _ in pieces(["regs"]))
+    assert total >= 18
+    for after in (3, total - 3, total - 1):
+        _killed(capsys, after)
+        _assert_resumes(capsys)
+    expected_status, expected = _uninterrupted(capsys)
+    assert expected_status == 1 and '"conflict"' in expected
+
+
+def _edit(path: Path, old: bytes, new: bytes) -> None:
+    data = path.read_bytes()
+    assert data.count(old) >= 1, old
+    path.write_bytes(data.replace(old, new, 1))
+
+
+def test_lines_appended_past_what_was_read_are_audited_on_resume(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lines appended to the file being read, and to one not reached: the pieces already
+    judged read back the same, so the resume goes on, into the lines added."""
+    _killed(capsys, 3)
+    with open(corpus / "a.jsonl", "a") as handle:
+        handle.write(_regs(30, start=500))
+    with open(corpus / "c.jsonl", "a") as handle:
+        handle.write(_regs(5, start=700))
+    _assert_resumes(capsys)
+
+
+def test_lines_appended_to_a_file_read_to_its_end_are_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """a.jsonl was read to its end (its last block cut at the end of the file): what it
+    holds now would be cut into other pieces than those judged, and that is a change."""
+    from ioa_semantic._audit import pieces
+
+    _killed(capsys, sum(1 for _ in pieces(["regs"])) - 3)
+    with open(corpus / "a.jsonl", "a") as handle:
+        handle.write(_regs(3, start=500))
+    _assert_refused(capsys, "regs/a.jsonl: changed where it was already audited")
+
+
+def test_a_file_shortened_below_what_was_judged_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = _killed(capsys, 5)
+    judged = state["reading"][1]
+    assert state["reading"][0] == "regs/a.jsonl"
+    data = (corpus / "a.jsonl").read_bytes()
+    cut = data.rindex(b"\n", 0, judged - 100) + 1  # whole lines, fewer than were judged
+    (corpus / "a.jsonl").write_bytes(data[:cut])
+    _assert_refused(capsys, f"regs/a.jsonl: now {cut} bytes, shorter than the {judged} already "
+                            "audited")
+
+
+def test_a_file_shortened_past_what_was_read_is_resumed(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _killed(capsys, 3)
+    data = (corpus / "a.jsonl").read_bytes()
+    (corpus / "a.jsonl").write_bytes(data[:data.rindex(b"\n", 0, len(data) - 2000) + 1])
+    _assert_resumes(capsys)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (b'"capability 7"', b'"capability 7, grown"'),  # a grown line
+    (b'"capability 7"', b'"capability X"'),  # a changed line, of the same length
+    (b'"capability 7"', b'"capability 7"\n'),  # a line cut in two
+])
+def test_a_line_changed_where_it_was_judged_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str], old: bytes, new: bytes) -> None:
+    state = _killed(capsys, 4)
+    _edit(corpus / "a.jsonl", old, new)
+    _assert_refused(capsys, "regs/a.jsonl: changed where it was already audited "
+                            f"(its first {state['reading'][1]} bytes)")
+
+
+def test_a_line_changed_past_what_was_read_is_audited_as_it_is_now(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _killed(capsys, 3)
+    _edit(corpus / "a.jsonl", b'"capability 110"', b'"capability 110 and more"')
+    _edit(corpus / "c.jsonl", b'"capability 190"', b'"capability 190"\n{broken')
+    _assert_resumes(capsys)
+
+
+def test_a_file_read_before_the_kill_that_changed_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """b.json and a.jsonl were read to their end: an array file is one document, any change
+    to it (or its removal) is refused; so is a file added to the folder before the point
+    reached."""
+    from ioa_semantic._audit import pieces
+
+    after = sum(1 for _ in pieces(["regs"])) - 3
+    _killed(capsys, after)
+    (corpus / "b.json").write_text(json.dumps([variant(**{"@id": f"cs:B{i}"}) for i in range(4)]))
+    _assert_refused(capsys, "regs/b.json: changed where it was already audited")
+    _killed(capsys, after)
+    (corpus / "b.json").unlink()
+    _assert_refused(capsys, "regs/b.json: no longer where it was among the inputs "
+                            "(regs/c.jsonl is there now)")
+    (corpus / "b.json").write_text("[]")
+    _killed(capsys, after)
+    (corpus / "0.json").write_text(json.dumps(registration_63()))
+    _assert_refused(capsys, "regs/a.jsonl: no longer where it was among the inputs "
+                            "(regs/0.json is there now)")
+
+
+def test_a_file_added_past_the_point_reached_is_audited(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _killed(capsys, 3)
+    (corpus / "d.jsonl").write_text(_regs(4, start=900))
+    _assert_resumes(capsys)
+
+
+def test_an_input_that_could_not_be_read_and_now_can_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [*_RESUMABLE[:1], "missing.jsonl", *_RESUMABLE[1:]]
+    status, err = _run(args, capsys, kill_after=3)
+    assert status is None, err
+    Path("missing.jsonl").write_text(_regs(2))
+    status, err = _run(args, capsys)
+    assert status == 2
+    assert "missing.jsonl: could not be read when it was audited, and now can" in err
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda out: out.unlink(), "out.jsonl is 0 bytes, shorter than the"),
+    (lambda out: out.write_bytes(out.read_bytes()[:1000]), "out.jsonl is 1000 bytes, shorter"),
+    (lambda out: out.write_bytes(out.read_bytes().replace(b"Cap", b"Cax", 1)),
+     "out.jsonl: its first"),
+    (lambda out: out.write_bytes(b"x" * out.stat().st_size), "out.jsonl: its first"),
+], ids=["deleted", "truncated", "changed", "replaced"])
+def test_an_output_not_as_written_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str], change: Any, named: str) -> None:
+    _killed(capsys, 4)
+    change(Path("out.jsonl"))
+    _assert_refused(capsys, named)
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda journal: journal.unlink(),
+     "state.json.index (the journal of state.json) is missing"),
+    (lambda journal: journal.write_bytes(journal.read_bytes()[:-10]),
+     "state.json.index (the journal of state.json) is "),
+    (lambda journal: journal.write_bytes(journal.read_bytes().replace(b"Cap1", b"Cap2", 1)),
+     "state.json.index (the journal of state.json): its first"),
+], ids=["deleted", "truncated", "replaced"])
+def test_a_journal_not_as_written_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str], change: Any, named: str) -> None:
+    _killed(capsys, 4)
+    change(Path("state.json.index"))
+    _assert_refused(capsys, named)
+
+
+def _replace_state(change: Any) -> None:
+    state = json.loads(Path("state.json").read_text())
+    result = change(state)
+    Path("state.json").write_text(result if isinstance(result, str) else json.dumps(state))
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (lambda s: "{not json", "it is not JSON"),
+    (lambda s: json.dumps(s)[:-20], "it is not JSON"),
+    (lambda s: "[]", "written by another version"),
+    (lambda s: s.update(version=1), "written by another version"),
+    (lambda s: json.dumps({"inputs": ["regs"], "block": 4096, "pieces": 3, "output": 5,
+                           "journal": 0, "total": 30, "statuses": {}, "codes": {}}),
+     "written by another version"),  # a state of the previous version
+    (lambda s: s.pop("pieces"), "it lacks a valid 'pieces' field"),
+    (lambda s: s.update(output=s["output"]["length"]), "it lacks a valid 'output' field"),
+    (lambda s: s.update(total=s["total"] + 1), "it is corrupt"),
+    (lambda s: s.update(inputs=["regs", "more"]), "it is corrupt"),
+], ids=["not-json", "cut-short", "not-an-object", "version", "old-version", "missing-field",
+        "wrong-type", "a-count-changed", "inputs-changed"])
+def test_a_corrupt_or_foreign_state_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str], change: Any, named: str) -> None:
+    _killed(capsys, 4)
+    _replace_state(change)
+    _assert_refused(capsys, named)
+
+
+def test_a_state_of_other_inputs_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _killed(capsys, 4)
+    args = [*_RESUMABLE[:1], "regs/a.jsonl", *_RESUMABLE[2:]]
+    status, err = _run(args, capsys)
+    assert status == 2
+    assert err == ("ioa-check: cannot resume from state.json: it was written for other "
+                   "inputs: regs; delete state.json to start the audit over\n")
+
+
+def test_an_unreadable_state_is_refused(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Path("state.json").mkdir()
+    status, err = _run(_RESUMABLE, capsys)
+    assert status == 2 and "cannot resume from state.json: it cannot be read: " in err
+
+
+def test_a_refused_state_is_exit_2_from_the_installed_command(tmp_path: Path) -> None:
+    (tmp_path / "r.jsonl").write_text(line(registration_63()))
+    (tmp_path / "state.json").write_text("{not json")
+    (tmp_path / "out.jsonl").write_text("kept\n")
+    proc = subprocess.run([IOA_CHECK, *_RESUMABLE[:1], "r.jsonl", *_RESUMABLE[2:]],
+                          cwd=tmp_path, capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr == (b"ioa-check: cannot resume from state.json: it is not JSON; delete "
+                           b"state.json to start the audit over\n")
+    assert (tmp_path / "out.jsonl").read_text() == "kept\n"
+
+
+def test_standard_input_with_a_state_is_refused_at_the_start(tmp_path: Path) -> None:
+    """A pipe cannot be read again to prove it the same on a resume."""
+    proc = subprocess.run([IOA_CHECK, *_RESUMABLE[:1], "-", *_RESUMABLE[2:]], cwd=tmp_path,
+                          input=line(registration_63()).encode(), capture_output=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert b"--state cannot be used with - (standard input)" in proc.stderr
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "state.json").exists()
