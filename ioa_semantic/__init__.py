@@ -11,6 +11,7 @@ from ._collector import paused as _paused
 
 # The imports allocate what lives as long as the process: see _collector.
 with _paused():
+    from ._baseline import cache_bytes
     from ._checker import Checker, check
     from ._exceptions import (
         ArtifactError,
@@ -39,6 +40,7 @@ __all__ = [
     "Severity",
     "Verdict",
     "__version__",
+    "cache_bytes",
     "check",
     "expand",
 ]

@@ -262,6 +262,7 @@ def audit(argv: Sequence[str]) -> int:
         # Dask is an optional extra: nothing of it is imported without --scheduler.
         try:
             from . import _dask
+            from ._audit import WriteFailed
         except ModuleNotFoundError as exc:
             print(f"ioa-check: --scheduler needs Dask, and {exc.name} is not installed: "
                   "pip install 'ioa-semantic[dask]'", file=sys.stderr)
@@ -275,7 +276,10 @@ def audit(argv: Sequence[str]) -> int:
         except ConfigurationError as exc:
             print(f"ioa-check: {exc}", file=sys.stderr)
             return ExitStatus.USAGE
-    from ._audit import Audit, Checkpoint, Output, Refused, WriteFailed, pieces
+        except WriteFailed as exc:
+            print(f"ioa-check: {exc}", file=sys.stderr)
+            return ExitStatus.ENVIRONMENT
+    from ._audit import Audit, Checkpoint, Output, Refused, pieces
 
     try:
         # A resumable run keeps what the last run wrote; the checkpoint truncates it.

@@ -48,6 +48,7 @@ from ._audit import (
     Conflict,
     Item,
     Lines,
+    Output,
     Result,
     audited_files,
     batched,
@@ -55,6 +56,7 @@ from ._audit import (
     items_of,
     judge_batch,
     kinds_for,
+    writing,
 )
 from ._baseline import Kinds
 from ._checker import Checker
@@ -531,15 +533,16 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
     cluster = Cluster(scheduler)
     lost = False
     try:
-        try:
-            out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
-        except OSError as exc:
-            raise ConfigurationError(f"{output}: cannot be written: {exc.strerror}") from exc
+        name = output or "standard output"
+        with writing(name):
+            stream = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+        out = Output(stream, name)  # a full disk is WriteFailed naming the file (exit 74)
         try:
             progress = _Progress(sys.stderr)
             run = ClusterAudit(cluster.client, setup, partition_bytes or DEFAULT_PARTITION_BYTES,
                                on_partition=progress.partition_done if progress.bar else None)
-            return report(run, batched(progress.track(run.results_of(paths)), render), out)
+            return report(run, batched(progress.track(run.results_of(paths)), render),
+                          out)  # type: ignore[arg-type]  # Output writes as a stream does
         except (CommClosedError, TimeoutError, CancelledError) as exc:
             # The cluster went away (scheduler lost, connection closed): no bug, no verdict.
             print(f"ioa-check: the audit on the Dask cluster stopped: {type(exc).__name__}: {exc}",
@@ -547,7 +550,7 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
             lost = True
             return _STOPPED
         finally:
-            if out is not sys.stdout:
+            if stream is not sys.stdout:
                 out.close()
     finally:
         cluster.close(lost)

@@ -365,3 +365,14 @@ def test_byte_ranges_read_back_as_the_local_audit_reads_the_file(
     assert got == [(source, index, document.removesuffix(b"\n") if isinstance(document, bytes)
                     else document, problems)
                    for source, index, document, problems in documents([str(path)])]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_a_full_disk_under_the_cluster_is_exit_74_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "r.jsonl").write_text("".join(line(variant(**{"@id": f"cs:C{i}"}))
+                                              for i in range(50)))
+    run = ioa_check(["r.jsonl", "--format", "json", "--scheduler", "local:1", "--output",
+                     "/dev/full"], tmp_path)
+    assert run.returncode == 74, run.stderr.decode()
+    assert run.stderr.decode().strip().splitlines()[-1].startswith(
+        "ioa-check: cannot write /dev/full: ")

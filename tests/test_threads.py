@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from support import envelope_62
 
 from ioa_semantic import Checker
+
+from support import envelope_62
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -85,3 +86,26 @@ def test_sixteen_threads_share_one_checker_with_its_decision_cache() -> None:
         for batch in pool.map(run, range(16)):
             for i, got in batch:
                 assert got == expected[i]
+
+
+def test_the_context_caches_stay_within_their_bytes() -> None:
+    """Distinct contexts of about 40 KB each, far more than the bound holds: what the caches
+    count stays under the bound, and checks go on giving the same decisions."""
+    from ioa_semantic import cache_bytes
+    from ioa_semantic._baseline import _CONTEXTS, _REVIEWS
+
+    before = cache_bytes()
+    cache_bytes(contexts=4 << 20, reviews=4 << 20)
+    try:
+        checker = Checker("cs-translation", cache_size=0)
+        for i in range(200):
+            envelope = envelope_62()
+            envelope["@context"].update({f"t{i}x{j}": f"https://t.example/{i}/{j}"
+                                         for j in range(800)})
+            for data in (json.dumps(envelope).encode(),
+                         json.dumps({**envelope, "intentRef": "rel"}).encode()):
+                checker.check(data, at=AT)
+            assert _CONTEXTS.size <= 4 << 20 and _REVIEWS.size <= 4 << 20
+        assert len(_CONTEXTS) < 200
+    finally:
+        cache_bytes(**before)
