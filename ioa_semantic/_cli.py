@@ -215,6 +215,8 @@ def _lint_problems(path: str) -> list[str]:
 
 def audit(argv: Sequence[str]) -> int:
     """``ioa-check audit PATH... --profile NAME|PATH``: capability registrations in bulk."""
+    from ._audit import Audit, Checkpoint, Output, Refused, WriteFailed, pieces
+
     parser = _Parser(prog="ioa-check audit",
                      description="Audit capability registrations (draft 6.3): files, folders "
                                  "(*.json, *.jsonld, *.jsonl) and - for JSON Lines on stdin.",
@@ -262,7 +264,6 @@ def audit(argv: Sequence[str]) -> int:
         # Dask is an optional extra: nothing of it is imported without --scheduler.
         try:
             from . import _dask
-            from ._audit import WriteFailed
         except ModuleNotFoundError as exc:
             print(f"ioa-check: --scheduler needs Dask, and {exc.name} is not installed: "
                   "pip install 'ioa-semantic[dask]'", file=sys.stderr)
@@ -279,7 +280,6 @@ def audit(argv: Sequence[str]) -> int:
         except WriteFailed as exc:
             print(f"ioa-check: {exc}", file=sys.stderr)
             return ExitStatus.ENVIRONMENT
-    from ._audit import Audit, Checkpoint, Output, Refused, pieces
 
     try:
         # A resumable run keeps what the last run wrote; the checkpoint truncates it.

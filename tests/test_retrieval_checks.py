@@ -23,7 +23,7 @@ import pytest
 
 trustme = pytest.importorskip("trustme")
 
-from ioa_semantic import Checker, Verdict, _resources  # noqa: E402
+from ioa_semantic import Checker, Limits, Verdict, _resources  # noqa: E402
 from ioa_semantic._retrieval import RetrievalPolicy  # noqa: E402
 
 from retrieval_servers import (  # noqa: E402
@@ -281,7 +281,11 @@ def test_a_thousand_failing_contexts_cost_at_most_the_fetch_budget_per_check() -
         assert len(data) < 50_000
         policy = RetrievalPolicy(origins=(server.origin("127.0.0.1"),),
                                  allow_private_addresses=True)
-        checker = Checker("cs-translation", retrieval=policy)
+        # The default limit refuses more than 16 context objects before any fetch; raised
+        # here, the fetch budget is what bounds the check.
+        assert errors(Checker("cs-translation", retrieval=policy).check(data, at=AT)) == [
+            "jsonld.too-many-contexts"] and not server.requests
+        checker = Checker("cs-translation", retrieval=policy, limits=Limits(max_contexts=2000))
         with Stopwatch() as watch:
             decision = checker.check(data, at=AT)
         first = len(server.requests)
@@ -305,7 +309,8 @@ def test_slow_contexts_stop_at_the_check_deadline() -> None:
                                  total_timeout=total_timeout, check_timeout=check_timeout,
                                  max_fetches=32)
         with Stopwatch() as watch:
-            decision = Checker("cs-translation", retrieval=policy).check(data, at=AT)
+            decision = Checker("cs-translation", retrieval=policy,
+                               limits=Limits(max_contexts=32)).check(data, at=AT)
         requests = len(server.requests)
     assert decision.verdict is Verdict.INDETERMINATE
     assert errors(decision) == ["retrieval.timeout"] * 20
