@@ -156,7 +156,9 @@ class Audit:
         """
         # The checker, its compiled shapes and tables live as long as the run: frozen, the
         # collector stops walking them on every full collection (about 15% of a worker's
-        # time on a large audit), and forked workers keep sharing their pages.
+        # time on a large audit), and forked workers keep sharing their pages. Unfrozen when
+        # the run ends, so that a library caller's process is left as it was.
+        frozen_before = gc.get_freeze_count()
         gc.freeze()
         if self.checkpoint is not None:
             self.checkpoint.resume(self)
@@ -176,6 +178,8 @@ class Audit:
         finally:  # done, or ended by a failure: the journal has what the state records
             if self.checkpoint is not None:
                 self.checkpoint.close()
+            if not frozen_before:
+                gc.unfreeze()
 
     def record_batch(self, batch: Judged) -> None:
         """Count a judged batch and index its declarations for conflicts."""

@@ -336,6 +336,12 @@ def run(argv: Sequence[str]) -> int:
         return _list()
     if not opts.envelopes:
         parser.error("at least one ENVELOPE (or -) is required")
+    misplaced = [name for name in opts.envelopes if name in SUBCOMMANDS and not os.path.exists(name)]
+    if misplaced:
+        # "ioa-check --profile X audit F" would check a file named "audit": options follow
+        # the subcommand, and a file of that name that does not exist is that mistake.
+        parser.error(f"{misplaced[0]!r} is a subcommand: write it first, then its options "
+                     f"(ioa-check {misplaced[0]} ... --profile NAME)")
     if not opts.profile:
         parser.error("--profile is required")
     keys = [k for k, _ in opts.param]

@@ -254,6 +254,8 @@ FIXES: dict[str, str] = {
     "retrieval": "inline the context (the 6.1 baseline) or allow the origin explicitly",
     "constraint": "supply the task parameter (--param or the envelope's profileContext) with a "
                   "value the profile allows",
+    "json.unreadable": "check that the file exists and can be read (a relative path is read "
+                       "from the current folder)",
     "json.too-large": "send a smaller document, or raise the limit (--max-bytes) if you trust it",
     "json.too-deep": "flatten the document, or raise the limit (--max-depth) if you trust it",
     "json.too-many-values": "send a smaller document, or raise the limit (--max-values) if you "
@@ -268,6 +270,14 @@ FIXES: dict[str, str] = {
     "jsonld.invalid-iri": "percent-encode the character (a space is %20), or correct the IRI",
     "jsonld.blank-node-id": "give the document an absolute IRI as its @id, or leave @id out",
     "envelope.legacy-key": "write @id and @type; id and type have no meaning in this revision",
+    "retrieval.private-address": "the origin is allowed but resolves to a loopback, private or "
+                                 "link-local address: if that service is yours, add "
+                                 "--allow-private-addresses (or iop:allowPrivateAddresses true)",
+    "retrieval.origin-not-allowed": "allow the origin explicitly (--allow-remote ORIGIN or the "
+                                    "profile's iop:allowOrigin), or inline the context",
+    "retrieval.timeout": "retry later, or raise the profile's iop:totalTimeout or "
+                         "iop:checkTimeout if the source is slow but trusted",
+    "retrieval.budget": "name fewer remote resources, or raise the profile's iop:maxFetches",
     "alignment.condition-unevaluable": "supply the task parameter the mapping's condition names "
                                        "(for example --param sourceLang=zh)",
     "alignment.ambiguous": "negotiate one mapping, reference it with alignmentRef, or give the "

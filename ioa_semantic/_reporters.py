@@ -22,7 +22,7 @@ _STYLE = {
     Verdict.INVALID: "bold magenta",
 }
 _HINT = {
-    Verdict.COMPATIBLE: "semantic compatibility established; authorization is not evaluated",
+    Verdict.COMPATIBLE: "semantic compatibility established",
     Verdict.INCOMPATIBLE: "a completed check established a conflict; do not proceed",
     Verdict.INDETERMINATE: "compatibility could not be established; do not proceed, supply "
                            "what is missing or renegotiate",
@@ -133,7 +133,7 @@ def audit_text(audit: Any, batches: Iterable[Any], stream: IO[str]) -> int:
     console = text_console(stream)
     examples: dict[str, str] = {}
     for result in (result for batch in batches for result in batch.notable):
-        where = result.source if result.position is None else f"{result.source}:{result.position}"
+        where = _place(result.source, result.position)
         for reason in result.reasons:
             examples.setdefault(reason.code, where)
         if result.status == "valid":
@@ -146,19 +146,33 @@ def audit_text(audit: Any, batches: Iterable[Any], stream: IO[str]) -> int:
                           f"{escape(reason.path or '/')})[/] {escape(reason.message)}")
     conflicts = audit.conflicts()
     for conflict in conflicts:
-        places = ", ".join(s if i is None else f"{s}:{i}" for s, i in conflict.registrations)
+        places = ", ".join(_place(s, i) for s, i in conflict.registrations)
         console.print(f"[bold red]CONFLICT[/] {escape(conflict.id)} registered differently by "
                       f"{escape(places)}")
     summary = audit.summary(len(conflicts))["summary"]
     status = summary["status"]
-    console.print(f"{summary['total']} registrations: {status['valid']} valid, "
+    console.print(f"{_counted(summary['total'], 'registration')}: {status['valid']} valid, "
                   f"{status['invalid']} invalid, {status['indeterminate']} indeterminate; "
-                  f"{summary['conflicts']} conflicts")
+                  f"{_counted(summary['conflicts'], 'conflict')}")
     top = sorted(summary["codes"].items(), key=lambda item: (-item[1], item[0]))[:10]
     for code, count in top:
         example = examples.get(code, "")
         console.print(f"  {count:6d} {escape(code)}" + (f"  e.g. {escape(example)}" if example else ""))
     return int(audit.exit_status(len(conflicts)))
+
+
+def _place(source: str, position: int | None) -> str:
+    """Where a registration stands, for people: lines and array items counted from 1 (the
+    JSON output keeps the contract's 0-based ``index``)."""
+    if position is None:
+        return source
+    if source == "-" or source.endswith(".jsonl"):
+        return f"{source}:{position + 1}"
+    return f"{source}, item {position + 1}"
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 AUDIT_REPORTERS: dict[str, Callable[[Any, Iterable[Any], IO[str]], int]] = {

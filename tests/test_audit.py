@@ -176,8 +176,14 @@ def test_text_output_and_output_file(tmp_path: Path) -> None:
     proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation"],
                           cwd=tmp_path, capture_output=True, timeout=60, text=True)
     assert proc.returncode == 1
-    assert "INVALID r.jsonl:1" in proc.stdout
+    assert "INVALID r.jsonl:2" in proc.stdout  # the second line: people count from 1
     assert "2 registrations: 1 valid, 1 invalid, 0 indeterminate; 0 conflicts" in proc.stdout
+    (tmp_path / "c.jsonl").write_text(line(registration_63())
+                                      + line(variant(outputs=["application/pdf"])))
+    proc = subprocess.run([IOA_CHECK, "audit", "c.jsonl", "--profile", "cs-translation"],
+                          cwd=tmp_path, capture_output=True, timeout=60, text=True)
+    assert "CONFLICT" in proc.stdout and "c.jsonl:1, c.jsonl:2" in proc.stdout
+    assert "2 registrations: 2 valid, 0 invalid, 0 indeterminate; 1 conflict\n" in proc.stdout
     proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
                            "--format", "json", "--output", "out.jsonl"], cwd=tmp_path,
                           capture_output=True, timeout=60)
@@ -1024,3 +1030,17 @@ def test_standard_input_with_a_state_is_refused_at_the_start(tmp_path: Path) -> 
     assert (proc.returncode, proc.stdout) == (2, b"")
     assert b"--state cannot be used with - (standard input)" in proc.stderr
     assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "state.json").exists()
+
+
+def test_an_audit_leaves_the_collector_unfrozen_as_it_found_it(tmp_path: Path) -> None:
+    """The audit freezes what lives as long as its run; a library caller's process is left
+    as it was once the run ends."""
+    import gc
+
+    from ioa_semantic._audit import Audit, pieces
+
+    path = write_registrations(tmp_path / "r.jsonl", 20)
+    gc.unfreeze()
+    run = Audit(Checker("cs-translation"))
+    assert sum(batch.size for batch in run.batches(pieces([str(path)]))) == 20
+    assert gc.get_freeze_count() == 0

@@ -263,3 +263,12 @@ def test_importing_the_package_and_checking_leave_the_collector_as_they_found_it
     proc = run_python(script)
     # The installed package (-P: not the source tree), and a check that ran (status 0).
     assert proc.stdout.decode().split() == [str(collecting), str(collecting), "0"], proc.stderr
+
+
+def test_options_before_a_subcommand_are_a_usage_error_not_a_file_named_audit(
+        tmp_path: Path) -> None:
+    (tmp_path / "r.jsonl").write_text("{}\n")
+    proc = subprocess.run([IOA_CHECK, "--profile", "cs-translation", "audit", "r.jsonl"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "'audit' is a subcommand: write it first" in proc.stderr
