@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ._cli import _Parser, _positive
+from ._parsing import _Parser, _positive
 
 if TYPE_CHECKING:
     from ._trace_privacy import Disclosure
