@@ -23,6 +23,7 @@ from typing import IO, Any, NamedTuple
 
 from ._baseline import Kinds, Unknown
 from ._codes import finding
+from ._exceptions import IoaSemanticError
 from ._findings import Finding, Severity, Verdict, sort_key
 from ._intake import Limits, parse
 
@@ -575,12 +576,12 @@ def _blocks(source: str, stream: IO[bytes]) -> Iterator[Lines | Item]:
 # --- a durable cursor -----------------------------------------------------------------------
 
 
-class Refused(Exception):
+class Refused(IoaSemanticError):
     """A state that is not resumed (exit status 2): unreadable, corrupt, of another version, or
     written for files that are no longer as it records them. Nothing has been written."""
 
 
-class WriteFailed(Exception):
+class WriteFailed(IoaSemanticError):
     """A file the audit writes (its output, a state or its journal) could not be written: the
     environment failed the run (exit status 74), not the input."""
 

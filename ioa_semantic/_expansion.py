@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from . import _resources
 from ._codes import finding
+from ._exceptions import IoaSemanticError
 from ._findings import Finding, Severity
 from ._iri import iri_defect
 from ._iri import iri_scheme as _rfc3987_scheme
@@ -439,7 +440,7 @@ def _json_kind(value: Any) -> str:
     return "an empty object" if not value else "an object"
 
 
-class ExpansionError(Exception):
+class ExpansionError(IoaSemanticError):
     """pyld refused the document; ``code`` is the JSON-LD error code."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -447,7 +448,7 @@ class ExpansionError(Exception):
         self.code = code
 
 
-class RemoteLoadRefused(Exception):
+class RemoteLoadRefused(IoaSemanticError):
     """The default document loader: nothing is fetched unless a policy says so."""
 
 

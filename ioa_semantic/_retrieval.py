@@ -88,6 +88,7 @@ import httpx
 from pyld import iri_resolver
 
 from ._codes import CODES
+from ._exceptions import IoaSemanticError
 from ._intake import Limits, parse
 from ._version import __version__
 
@@ -100,7 +101,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _USER_AGENT = f"ioa-semantic/{__version__}"
 
 
-class RetrievalError(Exception):
+class RetrievalError(IoaSemanticError):
     """A resource was not retrieved; ``code`` is the ``retrieval.*`` reason."""
 
     def __init__(self, code: str, url: str, message: str) -> None:

@@ -17,6 +17,7 @@ import pyoxigraph
 
 from . import _resources
 from ._codes import finding
+from ._exceptions import ConfigurationError
 from ._expansion import NO_BASE, SenderTerms, term_for
 from ._findings import Finding
 from ._iri import iri_defect
@@ -64,7 +65,7 @@ def _triples(text: str) -> dict[str, dict[str, list[pyoxigraph.NamedNode | Any]]
     return graph
 
 
-class ShapesError(ValueError):
+class ShapesError(ConfigurationError, ValueError):
     """The shapes use a SHACL construct the compiler does not support."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pyoxigraph
 
 from . import _resources
+from ._exceptions import IoaSemanticError
 
 ENVELOPE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:envelope")
 CHECK_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:check")
@@ -34,7 +35,7 @@ QUERY_NAMES = (
 )
 
 
-class UnloadableTerm(ValueError):
+class UnloadableTerm(IoaSemanticError, ValueError):
     """The envelope holds a value Oxigraph refuses as an RDF term (pyoxigraph's ValueError,
     mapped here, the one place the envelope meets it). The baseline lets none through that
     it judges; a descriptive member the profile lets be ignored is not judged."""
