@@ -27,7 +27,7 @@ from typing import NamedTuple
 from ._codes import finding
 from ._findings import Finding, Severity, Verdict, combine, sort_key
 from ._trace_declarations import AgentDeclaration, Declarations
-from ._trace_events import Call, Run
+from ._trace_events import Ancestry, Call, Run
 from ._trace_privacy import DELEGATION_PREFIX, Disclosure
 
 DECLARED, NOT_DECLARED, UNKNOWN = "declared", "not-declared", "unknown"
@@ -92,6 +92,7 @@ class _Auditor:
         self.manifests = declarations.manifests
         self.disclose = disclose
         self.calls = run.by_key()
+        self.ancestry = Ancestry(self.calls)
         self.children: dict[str, list[Call]] = {}
         for call in run.calls:
             if call.parent is not None:
@@ -100,14 +101,7 @@ class _Auditor:
     # --- gathering uses --------------------------------------------------------------------
 
     def _ancestor(self, call: Call, classes: tuple[str, ...]) -> Call | None:
-        seen = {call.key}
-        current = self.calls.get(call.parent) if call.parent else None
-        while current is not None and current.key not in seen:
-            if current.cls in classes:
-                return current
-            seen.add(current.key)
-            current = self.calls.get(current.parent) if current.parent else None
-        return None
+        return self.ancestry.nearest(call, classes)
 
     def _agent_of(self, call: Call) -> str | None:
         if call.agent:
@@ -431,8 +425,12 @@ class _Auditor:
         if not run.calls and not run.records:
             reasons.append(finding("trace.incomplete", "the trace holds no calls: nothing "
                                                        "establishes what any agent did"))
-        agents = sorted({k.agent for k in uses} | set(processing))
-        audits = tuple(self._agent_audit(agent, uses, processing.get(agent, {}))
+        by_agent: dict[str, dict[_Key, list[Call]]] = {}
+        for key, calls in uses.items():  # once, not once per agent: many agents, many uses
+            by_agent.setdefault(key.agent, {})[key] = calls
+        agents = sorted(set(by_agent) | set(processing))
+        audits = tuple(self._agent_audit(agent, by_agent.get(agent, {}),
+                                         processing.get(agent, {}))
                        for agent in agents)
         verdict = combine([a.verdict for a in audits] + [
             r.effect for r in reasons if r.severity is Severity.ERROR and r.effect is not None])
@@ -448,8 +446,9 @@ class _Auditor:
 
     def _agent_audit(self, agent: str, uses: dict[_Key, list[Call]],
                      processing: dict[str, int]) -> AgentAudit:
+        """``uses`` are the agent's own."""
         judged = tuple(self.judge(key, calls) for key, calls in sorted(
-            ((k, v) for k, v in uses.items() if k.agent == agent),
+            uses.items(),
             key=lambda item: (ASPECTS.index(item[0].aspect), item[0].name or "", item[0].via or "")))
         reasons: list[Finding] = [r for use in judged for r in use.reasons]
         if (self.manifests is not None and self.manifests.agents_listed

@@ -191,9 +191,14 @@ def _run(opts: argparse.Namespace) -> int:
     results = []
     graphs = []
     for run in runs:
-        graph = build_graph(run, declarations, disclose)
-        shapes = check(graph) if run.readable and not opts.no_shapes else None
-        graphs.append(graph)
+        shapes = None
+        # The graph is built only where it is used: it is most of a run's time and memory
+        # without the shapes, and kept only to be emitted.
+        if opts.emit_kg or (run.readable and not opts.no_shapes):
+            graph = build_graph(run, declarations, disclose)
+            shapes = check(graph) if run.readable and not opts.no_shapes else None
+            if opts.emit_kg:
+                graphs.append(graph)
         results.append((audit(run, declarations, disclose), shapes))
     if opts.emit_kg:
         try:

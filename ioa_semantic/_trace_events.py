@@ -487,6 +487,45 @@ class Run(NamedTuple):
         return {call.key: call for call in self.calls}
 
 
+class Ancestry:
+    """The nearest enclosing call of some classes, for every call of a run, each chain walked
+    once: a call's answer is remembered with those of the calls passed on the way, so a run
+    nested n calls deep costs n steps, not n squared. A chain that loops back on itself (a
+    trace can say anything) is walked afresh each time and remembered for none of its calls,
+    so the answer is the plain walk's: the first call of those classes above, never the call
+    itself."""
+
+    def __init__(self, calls: dict[str, Call]) -> None:
+        self.calls = calls
+        self._known: dict[tuple[str, tuple[str, ...]], Call | None] = {}
+
+    def nearest(self, call: Call, classes: tuple[str, ...]) -> Call | None:
+        known, calls = self._known, self.calls
+        seen = {call.key}
+        passed: list[str] = [call.key]
+        current = calls.get(call.parent) if call.parent else None
+        found: Call | None = None
+        while current is not None:
+            if current.key in seen:
+                return None  # a loop: nothing of these classes on it, nothing remembered
+            if current.cls in classes:
+                found = current
+                break
+            remembered = known.get((current.key, classes), _UNKNOWN)
+            if remembered is not _UNKNOWN:
+                found = remembered
+                break
+            seen.add(current.key)
+            passed.append(current.key)
+            current = calls.get(current.parent) if current.parent else None
+        for key in passed:
+            known[(key, classes)] = found
+        return found
+
+
+_UNKNOWN: Any = object()
+
+
 def _read_json_file(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as handle:

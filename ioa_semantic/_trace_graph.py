@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ._codes import finding
 from ._findings import Finding, Severity
 from ._trace_declarations import Declarations
-from ._trace_events import Call, Run
+from ._trace_events import Ancestry, Call, Run
 from ._trace_privacy import Disclosure
 
 if TYPE_CHECKING:
@@ -88,6 +88,11 @@ class _Builder:
         self.ioat = Namespace(IOAT)
         self.declarations = declarations
         self.disclose = disclose
+        self._ancestry = Ancestry({})
+        # Every call names its type again: each type is written once, and whether a name is
+        # declared is looked up once (it is a search of every declared agent).
+        self._structural: dict[tuple[str, str, bool, str | None], str] = {}
+        self._declared: dict[tuple[str, str], bool] = {}
 
     def _literal(self, value: Any, datatype: str | None = None) -> Any:
         from rdflib import Literal
@@ -128,6 +133,11 @@ class _Builder:
         """A structural type node; declared wins over discovered when both name it."""
         from rdflib import Literal
 
+        key = (kind, name, declared, description)
+        known = self._structural.get(key)
+        if known is not None:
+            return known  # the same call again changes nothing
+
         if kind == "agent":
             iri, shown, cls = self.disclose.agent_iri(name), self.disclose.agent(name), "Agent"
         else:
@@ -144,6 +154,7 @@ class _Builder:
         # Descriptions can name agents, so they are left out when identities are withheld.
         if description and not self.disclose.is_opaque:
             self.graph.set((node, self.mas.description, Literal(description)))
+        self._structural[key] = iri
         return iri
 
     def declared_types(self) -> None:
@@ -174,6 +185,7 @@ class _Builder:
 
     def run(self, run: Run) -> None:
         calls = run.by_key()
+        self._ancestry = Ancestry(calls)
         session = self.disclose.run_iri(run.ident)
         session_id = self.disclose.run(run.session_id or run.ident)
         mas_iri = self.structural("mas", run.mas, False) if run.mas else None
@@ -226,7 +238,7 @@ class _Builder:
         if call.cls == "mas":
             self._link(session, "hasMASCall", iri)
         if call.cls == "agent":
-            owner = self._enclosing(call, calls, "mas")
+            owner = self._enclosing(call, "mas")
             if owner is not None:
                 self._link(iri, "belongsToMASCall", self._iri(run, owner))
                 self._link(self._iri(run, owner), "hasAgentCall", iri)
@@ -274,6 +286,12 @@ class _Builder:
         return self.structural(kind, call.target, self._is_declared(kind, call.target))
 
     def _is_declared(self, kind: str, name: str) -> bool:
+        known = self._declared.get((kind, name))
+        if known is None:
+            known = self._declared[(kind, name)] = self._search_declared(kind, name)
+        return known
+
+    def _search_declared(self, kind: str, name: str) -> bool:
         manifests = self.declarations.manifests
         if manifests is None:
             return False
@@ -287,16 +305,8 @@ class _Builder:
                 return True
         return False
 
-    @staticmethod
-    def _enclosing(call: Call, calls: dict[str, Call], cls: str) -> Call | None:
-        seen = {call.key}
-        current = calls.get(call.parent) if call.parent else None
-        while current is not None and current.key not in seen:
-            if current.cls == cls:
-                return current
-            seen.add(current.key)
-            current = calls.get(current.parent) if current.parent else None
-        return None
+    def _enclosing(self, call: Call, cls: str) -> Call | None:
+        return self._ancestry.nearest(call, (cls,))
 
 
 def build(run: Run, declarations: Declarations, disclose: Disclosure) -> Graph:
