@@ -6,6 +6,10 @@ RFC 3987 here, by both engines, the audit and the loader (contract, rule 1): a s
 hierarchical part, an optional query and an optional fragment, with nothing outside the
 characters each part admits. A space, ``<>"{}|\\^`` and the backquote, a control character,
 a percent sign not followed by two hexadecimal digits, or a second ``#`` make a string no IRI.
+"A space" is read as any white space, Unicode's included (U+00A0, U+2028, U+3000 and the
+rest of Unicode's White_Space): RFC 3987's ``ucschar`` admits those, but the contract refuses
+a space in an IRI, RFC 3987 (section 4.1) says white space is to be avoided, and pyld, which
+the reference engine expands with, refuses them too, so both engines judge them alike.
 
 The production is checked by cutting the string where RFC 3987 itself cuts it (the first
 ``#``, the first ``?``, the authority after ``//``) and matching each part against the
@@ -50,6 +54,7 @@ _FRAGMENT = _run(_IPCHAR + "/?")
 _USERINFO = _run(_IUNRESERVED + _SUB_DELIMS + ":")
 _REG_NAME = _run(_IUNRESERVED + _SUB_DELIMS)  # an IPv4address is one too
 _PORT = re.compile("[0-9]*")
+_WHITE_SPACE = re.compile(r"\s")
 _IPVFUTURE = re.compile(r"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+")
 
 
@@ -68,6 +73,9 @@ def iri_defect(value: str) -> IriDefect | None:
 
     A blank node identifier (``_:b0``) and a relative reference are not IRIs.
     """
+    white = _WHITE_SPACE.search(value)
+    if white is not None:
+        return IriDefect(f"white space ({_name(white.group())})", white.start())
     colon = value.find(":")
     if colon <= 0 or not _SCHEME.fullmatch(value, 0, colon):
         return IriDefect("no scheme (a relative reference, a blank node or an undefined prefix)",
