@@ -228,6 +228,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("trace.call-incomplete", None, "5.4", "a call whose start or end event the trace lacks"),
     ("trace.call-conflict", None, "5.4",
      "a call started, ended or attributed more than once, inconsistently"),
+    ("trace.shapes-not-run", None, "5.4",
+     "the run has more calls than the SHACL check takes on within the time bound"),
     ("trace.shape", None, "5.4",
      "the trace's knowledge graph breaks a rule of the oxp-ontology SHACL shapes"),
 )

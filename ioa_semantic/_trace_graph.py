@@ -338,6 +338,15 @@ def _shapes() -> tuple[Graph, Graph]:
     return shapes, ontology
 
 
+def shapes_not_run(calls: int, limit: int) -> ShapeReport:
+    """The report of a run too large for the SHACL check: no results, and a reason that
+    names the limit (the check is refused before pyshacl runs, never silently left out)."""
+    return ShapeReport(0, dict.fromkeys(QUIRKS, 0), (finding(
+        "trace.shapes-not-run",
+        f"the run has {calls} calls, more than the {limit} the SHACL check takes on within "
+        "the time bound; raise --max-shape-calls to check it anyway", ""),))
+
+
 def check(graph: Graph) -> ShapeReport:
     """The shapes' results on ``graph``: quirks counted, the rest grouped into findings."""
     import pyshacl

@@ -695,3 +695,17 @@ def test_envelope_checks_never_import_the_trace_extra() -> None:
         " ('rdflib', 'pyshacl', 'yaml', 'oxp_ontology') or m.startswith('ioa_semantic._trace')))\n")
     proc = run_python(script)
     assert proc.stdout.decode().strip() == "[]", proc.stderr
+
+
+def test_a_run_over_the_shape_limit_says_the_check_was_not_run(tmp_path: Path) -> None:
+    """The SHACL check is refused before pyshacl runs on a run with more calls than
+    --max-shape-calls (its cost per call would pass the 2 s bound), never left out silently."""
+    proc = trace([GOLDEN, "--format", "json", "--max-shape-calls", "1"], tmp_path, shapes=True)
+    _, summaries = records(proc)
+    (shapes,) = [s["shapes"] for s in summaries]
+    assert shapes["results"] == 0
+    assert [f["code"] for f in shapes["findings"]] == ["trace.shapes-not-run"]
+    assert "--max-shape-calls" in shapes["findings"][0]["message"]
+    proc = trace([GOLDEN, "--format", "json"], tmp_path, shapes=True)
+    (shapes,) = [s["shapes"] for s in records(proc)[1]]
+    assert "trace.shapes-not-run" not in {f["code"] for f in shapes["findings"]}

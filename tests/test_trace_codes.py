@@ -68,6 +68,7 @@ def test_every_trace_code_is_reached_by_some_trace_input(tmp_path: Path) -> None
                                      cwd=tmp_path, capture_output=True, timeout=120))
 
     reached = run(GOLDEN, "--manifests", MANIFESTS)  # with the shapes
+    reached |= run(GOLDEN, "--max-shape-calls", "1")  # a run over the shapes' call limit
     reached |= run(renamed_copy(tmp_path), "--manifests", MANIFESTS, "--no-shapes")
 
     # A MAS that no longer lists schedule_agent nor delegates to it, and another model.
