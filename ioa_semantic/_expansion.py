@@ -380,7 +380,7 @@ def _definition_members_problem(key: str, value: dict[str, Any],
     ident = value.get("@id")
     if ident is not None and not isinstance(ident, str):
         return ("jsonld.term-definition",
-                f"the @id of {key!r} is {_json_kind(ident)}; JSON-LD requires a string "
+                f"the @id of {key!r} is {json_kind(ident)}; JSON-LD requires a string "
                 "(an invalid IRI mapping)")
     if "@type" in value:
         coercion = value["@type"]
@@ -391,11 +391,11 @@ def _definition_members_problem(key: str, value: dict[str, Any],
                     "@json, @none or an absolute IRI (an invalid type mapping)")
     if "@protected" in value and not isinstance(value["@protected"], bool):
         return ("jsonld.term-definition",
-                f"the @protected of {key!r} is {_json_kind(value['@protected'])}, not a boolean")
+                f"the @protected of {key!r} is {json_kind(value['@protected'])}, not a boolean")
     if "@language" in value and not (value["@language"] is None
                                      or isinstance(value["@language"], str)):
         return ("jsonld.term-definition",
-                f"the @language of {key!r} is {_json_kind(value['@language'])}, not a string")
+                f"the @language of {key!r} is {json_kind(value['@language'])}, not a string")
     container = value.get("@container")
     if container not in (None, "@set", "@list", ["@set"], ["@list"]):
         return ("jsonld.term-definition",
@@ -426,7 +426,8 @@ def _iri_mapping_problem(key: str, value: str,
     return None
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What JSON type a value has, as a message says it (\"an empty array\", \"a number\")."""
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -18,7 +18,7 @@ import pyoxigraph
 from . import _resources
 from ._codes import finding
 from ._exceptions import ConfigurationError
-from ._expansion import NO_BASE, SenderTerms, term_for
+from ._expansion import NO_BASE, SenderTerms, json_kind, term_for
 from ._findings import Finding
 from ._iri import iri_defect
 
@@ -743,21 +743,7 @@ def _schema_error(family: str, error: SchemaError, pointer: str) -> tuple[str, s
         return f"{family}.missing", f"{where} is empty; at least one value is required"
     if kind == "empty":
         return f"{family}.empty", f"{where} is an empty or blank string"
-    return f"{family}.type", f"{where} has the wrong JSON type: {_json_type(error.instance)}"
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+    return f"{family}.type", f"{where} has the wrong JSON type: {json_kind(error.instance)}"
 
 
 def iri_findings(located: list[Located], terms: SenderTerms,
