@@ -741,7 +741,7 @@ def active_context(context: Any) -> ActiveContext | None:
 # _MEMO_CHARS long (key and value together; longer ones are expanded every time), at most
 # _MEMO_LIMIT of them per memo, and member plans likewise; layouts are planned only for
 # names that are short together (_LAYOUT_CHARS), at most _LAYOUT_LIMIT of them.
-_MEMO_LIMIT = 256
+_MEMO_LIMIT = 128
 _MEMO_CHARS = 256
 _MISSING = object()
 
@@ -958,7 +958,7 @@ class _RestrictedWalk:
 
 # Layouts planned per context, and the members a planned layout may have: past either,
 # documents take the general walk.
-_LAYOUT_LIMIT = 64
+_LAYOUT_LIMIT = 16
 _LAYOUT_MEMBERS = 32
 _LAYOUT_CHARS = 512
 # What one cached active context may come to weigh beyond its definitions: two memos and the
