@@ -26,9 +26,9 @@ from ._codes import finding
 from ._exceptions import IoaSemanticError
 from ._findings import Finding, Severity, Verdict, sort_key
 from ._intake import Limits, parse
+from ._vocab import IOA
 
 AUDITED_SUFFIXES = (".json", ".jsonld", ".jsonl")
-IOA = "https://example.org/ioa/semantic#"
 
 
 class Result(NamedTuple):

@@ -48,10 +48,9 @@ from ._intake import (
 )
 from ._memo import BoundedCache
 from ._shapes import Located, ShapeSet, iri_findings, located_nodes
+from ._vocab import IOA, RDF_TYPE
 
 Kind = Literal["envelope", "registration"]
-IOA = "https://example.org/ioa/semantic#"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 _NESTED_TYPES = frozenset({IOA + "Context", IOA + "TermBinding"})
 _REQUIRED_TYPE = {"envelope": IOA + "SemanticProfile", "registration": IOA + "Capability"}
 _TERM_BINDINGS, _TERM, _SENSE = IOA + "termBindings", IOA + "term", IOA + "sense"

@@ -20,6 +20,7 @@ from ._findings import Finding, Severity
 from ._loader import Artifact, Profile, Registration
 from ._store import group
 from ._tables import XSD_STRING, CompiledTables, candidates_in_order
+from ._vocab import IOA
 
 
 class Dataset(Protocol):
@@ -33,7 +34,6 @@ class Dataset(Protocol):
 
     def read_as(self, ontology: tuple[str, str]) -> None: ...
 
-IOA = "https://example.org/ioa/semantic#"
 
 
 # --- comparison rules of the contract's "Task parameters" table ----------------------------

@@ -23,11 +23,8 @@ from . import _resources
 from ._exceptions import ArtifactError, ProfileError
 from ._intake import parse
 from ._iri import is_absolute_iri
+from ._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 
-IOP = "https://ioa-semantic.org/ns/profile#"
-IOA = "https://example.org/ioa/semantic#"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
 PROFILE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:profile")
 DEFAULT_SCHEMES = frozenset({"https", "http", "urn"})
 # The task parameters of the contract's table; a profile may declare more.

@@ -21,11 +21,8 @@ from ._exceptions import ConfigurationError
 from ._expansion import NO_BASE, SenderTerms, json_kind, term_for
 from ._findings import Finding
 from ._iri import iri_defect
+from ._vocab import IOASH, RDF_TYPE, SH, XSD
 
-SH = "http://www.w3.org/ns/shacl#"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-XSD = "http://www.w3.org/2001/XMLSchema#"
-IOASH = "https://ioa-semantic.org/ns/shapes#"
 RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
 

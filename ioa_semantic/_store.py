@@ -15,13 +15,14 @@ from typing import Any
 import pyoxigraph
 
 from . import _resources
+from . import _vocab as vocab
 from ._exceptions import IoaSemanticError
+from ._vocab import IOP
 
 ENVELOPE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:envelope")
 CHECK_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:check")
 CHECK = pyoxigraph.NamedNode("urn:ioa-semantic:check")
-IOP = "https://ioa-semantic.org/ns/profile#"
-RDF_TYPE = pyoxigraph.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+RDF_TYPE = pyoxigraph.NamedNode(vocab.RDF_TYPE)
 
 QUERY_NAMES = (
     "ontology_acceptance",

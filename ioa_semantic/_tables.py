@@ -28,11 +28,9 @@ import pyoxigraph
 
 from . import _resources
 from ._store import ENVELOPE_GRAPH
+from ._vocab import IOA, RDF_TYPE, XSD
 
-IOA = "https://example.org/ioa/semantic#"
 IOAA = "https://ioa-semantic.org/ns/alignment#"
-XSD = "http://www.w3.org/2001/XMLSchema#"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 XSD_STRING = XSD + "string"
 XSD_BOOLEAN = XSD + "boolean"

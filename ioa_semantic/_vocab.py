@@ -1,0 +1,14 @@
+"""The vocabularies the checker reads, each namespace spelled once.
+
+``IOA`` is the draft's baseline vocabulary (its 6.1 context maps ``ioa:``); ``IOP`` the
+project's profile settings; ``IOASH`` the shapes' annotations; the rest are W3C's.
+"""
+
+IOA = "https://example.org/ioa/semantic#"
+IOP = "https://ioa-semantic.org/ns/profile#"
+IOASH = "https://ioa-semantic.org/ns/shapes#"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+RDF_TYPE = RDF + "type"
+RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
+SH = "http://www.w3.org/ns/shacl#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
