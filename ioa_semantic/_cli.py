@@ -20,7 +20,7 @@ from ._collector import paused as collector_paused
 from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, ProfileRef, Verdict
 from ._intake import Limits
-from ._loader import ProfileUnavailable, read_artifact, read_profile
+from ._loader import ProfileUnavailable, read_artifact, read_profile, unknown_profile_terms
 from ._parsing import ExitStatus, _instant, _parameter, _Parser, _positive
 from ._reporters import AUDIT_LINES, AUDIT_REPORTERS, REPORTERS, with_progress
 from ._version import __version__
@@ -136,11 +136,13 @@ def _lint_problems(path: str) -> list[str]:
     except OSError as exc:
         return [f"cannot be read: {exc.strerror}"]
     if path.endswith(".ttl"):
+        problems = [f"iop:{term} is not a profile setting any reader knows (misspelt?); it "
+                    "would be ignored" for term in unknown_profile_terms(data)]
         try:
             read_profile(data, str(path))
         except ProfileError as exc:
-            return [str(exc).removeprefix(f"{path}: ")]
-        return []
+            problems.append(str(exc).removeprefix(f"{path}: "))
+        return problems
     return list(read_artifact(data, str(path), 0).problems)
 
 

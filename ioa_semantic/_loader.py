@@ -62,6 +62,35 @@ RETRIEVAL_BUDGETS = {
 }
 
 
+# Every iop: term a profile may use: what read_profile reads (a test holds this to its
+# source) and what the named queries read; ``ioa-check lint`` reports any other as unknown,
+# where reading would ignore it (a misspelt setting would otherwise be silently absent).
+PROFILE_TERMS = frozenset({
+    "Profile", "acceptsOntology", "allowBase", "allowOrigin", "allowPrivateAddresses",
+    "allowVocab", "allowedScheme", "allowedValue", "appliesToIntent", "artifact",
+    "artifactPin", "crossDomainBindings", "ignorableTerm", "issuer", "ontologyId",
+    "ontologyVersion", "parameter", "parameterConstraint", "permittedBindingDomain",
+    "permittedDomain", "permittedType", "pin", "preferIssuer", "rank", "readAs",
+    "requiresParameter", "retrieval", "revision", "sha256", "trustedIssuer", "url",
+    "version", "versionRelationship", *RETRIEVAL_BUDGETS,
+})
+
+
+def unknown_profile_terms(data: bytes) -> list[str]:
+    """The iop: terms a profile's Turtle uses that no reader knows (for ``lint``), sorted;
+    a text that is not Turtle has none here (read_profile reports it)."""
+    try:
+        quads = list(pyoxigraph.parse(data, pyoxigraph.RdfFormat.TURTLE))
+    except (SyntaxError, ValueError):
+        return []
+    used = set()
+    for quad in quads:
+        for term in (quad.subject, quad.predicate, quad.object):
+            if isinstance(term, pyoxigraph.NamedNode) and term.value.startswith(IOP):
+                used.add(term.value[len(IOP):])
+    return sorted(used - PROFILE_TERMS)
+
+
 class Profile(NamedTuple):
     """A receiver's accepted domain profile."""
 

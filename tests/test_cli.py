@@ -172,6 +172,30 @@ def test_lint_accepts_the_shipped_files(folder: Path) -> None:
     assert proc.stdout.decode().splitlines() == ["p.ttl: ok", "a.json: ok"]
 
 
+def test_lint_reports_every_iop_term_it_does_not_know(folder: Path) -> None:
+    profile = _resources.read_bytes("profiles", _resources.shipped_profiles()["cs-translation"])
+    text = profile.decode().replace("iop:trustedIssuer", "iop:trustedIsuer")
+    text += "\n<https://example.org/profiles/cs-translation> iop:allowVocabulary true .\n"
+    (folder / "p.ttl").write_text(text)
+    proc = run(["lint", "p.ttl"], folder)
+    out = proc.stdout.decode().splitlines()
+    assert proc.returncode == 1
+    assert [line.split(" is ")[0] for line in out] == [
+        "p.ttl: iop:allowVocabulary", "p.ttl: iop:trustedIsuer"]
+
+
+def test_every_iop_term_the_loader_reads_is_one_lint_knows() -> None:
+    import re
+
+    from ioa_semantic._loader import PROFILE_TERMS
+
+    source = Path(__file__).resolve().parents[1] / "ioa_semantic"
+    read = set(re.findall(r'IOP \+ "([A-Za-z0-9]+)"', (source / "_loader.py").read_text()))
+    read |= {term for query in (source / "queries").glob("*.rq")
+             for term in re.findall(r"iop:([A-Za-z0-9]+)", query.read_text())}
+    assert read and read <= PROFILE_TERMS, sorted(read - PROFILE_TERMS)
+
+
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path, fmt: str) -> None:
     """``ioa-check audit ... | head -1``: the closed pipe ends the run quietly with status 141,
