@@ -19,7 +19,10 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from ._checker import Checker
 
 from ._baseline import Kinds, Unknown
 from ._codes import finding
@@ -116,7 +119,7 @@ def _media_key(value: str) -> str:
 class Audit:
     """One audit run over a Checker's profile: feed documents, then read the conflicts."""
 
-    def __init__(self, checker: Any, checkpoint: Checkpoint | None = None) -> None:
+    def __init__(self, checker: Checker | None, checkpoint: Checkpoint | None = None) -> None:
         self.checker = checker
         self.checkpoint = checkpoint
         # capability IRI -> its first (IRI, declaration, (source, index)), in the order first
@@ -129,9 +132,16 @@ class Audit:
         self.statuses = {"valid": 0, "invalid": 0, "indeterminate": 0}
         self.codes: dict[str, int] = {}
 
+    @property
+    def judging(self) -> Checker:
+        """The checker that judges here (a cluster's audit has none: its workers judge)."""
+        if self.checker is None:
+            raise TypeError("this audit judges on a cluster, not in this process")
+        return self.checker
+
     def registration(self, data: bytes | str | dict[str, Any], source: str,
                      index: int | None) -> Result:
-        return self.record(*judge(self.checker, data, source, index))
+        return self.record(*judge(self.judging, data, source, index))
 
     def unreadable(self, source: str, index: int | None, reasons: Iterable[Finding]) -> Result:
         return self._count(Result(source, index, None, "invalid", tuple(reasons)))
@@ -164,12 +174,12 @@ class Audit:
         if self.checkpoint is not None:
             self.checkpoint.resume(self)
             pieces = self.checkpoint.remaining(pieces, self)
-        kinds = kinds_for(self.checker)
+        kinds = kinds_for(self.judging)
         if jobs <= 1:
-            judged: Iterable[Judged] = (judge_piece(self.checker, piece, render, kinds)
+            judged: Iterable[Judged] = (judge_piece(self.judging, piece, render, kinds)
                                         for piece in pieces)
         else:
-            judged = _in_workers(self.checker, pieces, jobs, render, kinds)
+            judged = _in_workers(self.judging, pieces, jobs, render, kinds)
         try:
             for batch in judged:
                 self.record_batch(batch)
@@ -251,7 +261,7 @@ class Judged(NamedTuple):
     declarations: list[Declared]  # of each valid registration, for conflicts
 
 
-def judge(checker: Any, data: bytes | str | dict[str, Any], source: str,
+def judge(checker: Checker, data: bytes | str | dict[str, Any], source: str,
           index: int | None, kinds: Kinds | None = None) -> tuple[Result, tuple[Any, ...] | None]:
     """One registration's result, and its declaration when it is valid (for conflicts).
 
@@ -302,7 +312,7 @@ _WORKER_CHECKER: Any = None
 _WORKER_KINDS: Kinds | None = None
 
 
-def kinds_for(checker: Any) -> Kinds | None:
+def kinds_for(checker: Checker) -> Kinds | None:
     """Registrations judged by kind under ``checker`` (its compiled engine only: the reference
     engine judges every registration in full)."""
     if checker.engine != "compiled":
@@ -311,7 +321,7 @@ def kinds_for(checker: Any) -> Kinds | None:
                  keep=frozenset({_INPUTS, _OUTPUTS, _ONTOLOGY_ID, _ONTOLOGY_VERSION}))
 
 
-def judge_batch(checker: Any, batch: Iterable[Item],
+def judge_batch(checker: Checker, batch: Iterable[Item],
                 kinds: Kinds | None = None) -> list[tuple[Result, tuple[Any, ...] | None]]:
     """A batch of items judged together: the unit of work of every audit runner.
 
@@ -320,7 +330,7 @@ def judge_batch(checker: Any, batch: Iterable[Item],
     return list(judged_items(checker, batch, kinds))
 
 
-def judged_items(checker: Any, items: Iterable[Item],
+def judged_items(checker: Checker, items: Iterable[Item],
                  kinds: Kinds | None = None) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
     for source, index, document, problems in items:
         if document is None:
@@ -329,7 +339,7 @@ def judged_items(checker: Any, items: Iterable[Item],
             yield judge(checker, document, source, index, kinds)
 
 
-def judge_together(checker: Any, batch: Iterable[Item], render: Render | None = None,
+def judge_together(checker: Checker, batch: Iterable[Item], render: Render | None = None,
                    kinds: Kinds | None = None) -> Judged:
     """A batch judged into what the audit counts and the reporters write: where it is
     judged (a worker), so that the process writing the output handles a batch, not each
@@ -367,7 +377,7 @@ def _as_judged(batch: list[Result], render: Render | None) -> Judged:
                   tuple(r for r in batch if not r.plain), [])
 
 
-def judge_piece(checker: Any, piece: Piece, render: Render | None = None,
+def judge_piece(checker: Checker, piece: Piece, render: Render | None = None,
                 kinds: Kinds | None = None) -> Judged:
     """A piece of the input judged (in a worker, where a block of lines is also split)."""
     return judge_together(checker, items_of(piece), render, kinds)
@@ -387,7 +397,7 @@ def _judge_in_worker(piece: Piece, render: Render | None) -> Judged:
     return judge_piece(_WORKER_CHECKER, piece, render, _WORKER_KINDS)
 
 
-def _in_workers(checker: Any, pieces: Iterable[Piece], jobs: int, render: Render | None,
+def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Render | None,
                 kinds: Kinds | None) -> Iterator[Judged]:
     """Judge pieces in forked workers that inherit the built checker, keeping input order.
 

@@ -11,7 +11,10 @@ compatibility engine.
 import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+if TYPE_CHECKING:
+    from ._retrieval import Retriever
 
 from ._codes import finding
 from ._expansion import (
@@ -77,7 +80,7 @@ def read_document(
     policy: ContextPolicy,
     permitted_types: frozenset[str] = frozenset(),
     limits: Limits | None = None,
-    retriever: Any = None,
+    retriever: "Retriever | None" = None,
     walk: bool = False,
 ) -> Baseline:
     """Run the baseline stages on one envelope or registration.
@@ -205,7 +208,7 @@ def _over_limits(document: dict[str, Any], limits: Limits,
 
 
 def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy,
-              retriever: Any) -> ContextReview:
+              retriever: "Retriever | None") -> ContextReview:
     """:func:`review_contexts` of ``document``, remembered when the text shows that its
     top-level context is its only one: without an escape, every ``@context`` member name
     is spelled as such, and the text spells it once."""
@@ -255,7 +258,7 @@ def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext,
 
 
 def _expanded_restricted(document: dict[str, Any], reviewed: tuple[Finding, ...],
-                         policy: ContextPolicy, retriever: Any) -> Expansion | None:
+                         policy: ContextPolicy, retriever: "Retriever | None") -> Expansion | None:
     """pyld's expansion of a document the restricted walk can expand, or None.
 
     A document that fails only its shapes (a missing member, a wrong media type) still

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ._retrieval import RetrievalPolicy, Retriever
+
 from ._baseline import Baseline, read_document, read_document_compiled
 from ._codes import finding
 from ._decision import CompiledDecision, evaluate, task_from
@@ -83,7 +85,7 @@ class Checker:
         cache_bytes: int = 32 << 20,
         allow_remote: Iterable[str] = (),
         allow_private_addresses: bool = False,
-        retrieval: Any = None,
+        retrieval: RetrievalPolicy | None = None,
         engine: str = "compiled",
     ) -> None:
         if engine not in ENGINES:
@@ -157,7 +159,7 @@ class Checker:
             cache_bytes, max_entries=cache_size)
         self._cache_size = cache_size
 
-    def _policy_from(self, profile: Profile | None) -> Any:
+    def _policy_from(self, profile: Profile | None) -> RetrievalPolicy | None:
         settings = profile.retrieval if profile is not None else None
         origins = tuple(dict.fromkeys((*(settings.origins if settings else ()), *self._cli_origins)))
         if not origins:
@@ -175,7 +177,7 @@ class Checker:
         except ValueError as exc:
             raise ConfigurationError(f"retrieval policy: {exc}") from exc
 
-    def _retriever(self) -> Any:
+    def _retriever(self) -> Retriever | None:
         """A retriever for one check (or for loading the profile), or None when retrieval is off."""
         if self._retrieval_policy is None and not self._cli_origins:
             return None
@@ -217,7 +219,7 @@ class Checker:
         return read_artifact(data, origin, index)
 
     def baseline(self, data: EnvelopeInput, kind: Literal["envelope", "registration"],
-                 retriever: Any = None) -> Baseline:
+                 retriever: Retriever | None = None) -> Baseline:
         """The baseline stage for one document under this Checker's engine and policy.
 
         The compiled engine answers what it can show clean; everything else, and anything
@@ -235,7 +237,7 @@ class Checker:
         return self.reported(data, kind, retriever)
 
     def reported(self, data: EnvelopeInput, kind: Literal["envelope", "registration"],
-                 retriever: Any = None) -> Baseline:
+                 retriever: Retriever | None = None) -> Baseline:
         """The baseline stage's reporting path alone (for a caller that already had the
         compiled path decline the document)."""
         return read_document(data, kind, retriever=retriever, walk=self.engine == "compiled",
@@ -322,7 +324,7 @@ class Checker:
                                  evidence=evidence, excluded=excluded, candidates=candidates)
 
     def _decision_of(self, findings: list[Finding], source: str, params: dict[str, str],
-                     at: datetime, retriever: Any, *, ontology: Mapping[str, str] | None = None,
+                     at: datetime, retriever: Retriever | None, *, ontology: Mapping[str, str] | None = None,
                      evidence: list[dict[str, Any]] | None = None,
                      excluded: list[dict[str, Any]] | None = None,
                      candidates: list[dict[str, Any]] | None = None) -> Decision:
@@ -345,7 +347,7 @@ class Checker:
         )
 
     def _fetch_artifacts(self, node: dict[str, Any],
-                         retriever: Any) -> tuple[list[Artifact], list[Finding]]:
+                         retriever: Retriever | None) -> tuple[list[Artifact], list[Finding]]:
         """Artifacts offered by URL, and the one an alignmentRef names if it is not offered."""
         wanted = list(self._remote_artifacts)
         reference = node.get(_ALIGNMENT_REF, [{}])[0].get("@id")
@@ -373,7 +375,7 @@ class Checker:
         return fetched, unavailable
 
     def _dependencies(self, ontology: Mapping[str, str], params: Mapping[str, str],
-                      at: datetime, retriever: Any = None) -> dict[str, Any]:
+                      at: datetime, retriever: Retriever | None = None) -> dict[str, Any]:
         return {
             "retrieved": [{"url": url, "finalUrl": final, "sha256": digest}
                           for url, final, digest in (retriever.retrieved if retriever else ())],

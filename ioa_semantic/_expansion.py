@@ -14,7 +14,10 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from ._retrieval import Retriever
 
 from . import _resources
 from ._codes import finding
@@ -202,7 +205,7 @@ def context_limit_findings(document: Any, max_contexts: int,
 
 
 def review_contexts(document: dict[str, Any], policy: ContextPolicy,
-                    retriever: Any = None) -> ContextReview:
+                    retriever: "Retriever | None" = None) -> ContextReview:
     """Hold every ``@context`` in ``document`` to the baseline and the policy (rule 2, 12).
 
     Without a retriever a remote context is a prohibited retrieval. With one, it is fetched

@@ -15,9 +15,12 @@ import os
 from collections.abc import Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyoxigraph
+
+if TYPE_CHECKING:
+    from ._retrieval import Retriever
 
 from . import _resources
 from ._exceptions import ArtifactError, ProfileError
@@ -171,7 +174,7 @@ def is_remote(reference: str) -> bool:
     return reference.lower().startswith(("https://", "http://"))
 
 
-def resolve_profile(name_or_path: str, retriever: Any = None) -> tuple[str, bytes]:
+def resolve_profile(name_or_path: str, retriever: "Retriever | None" = None) -> tuple[str, bytes]:
     """The source name and bytes of a shipped profile name, a file path, or a URL."""
     if is_remote(name_or_path):
         if retriever is None:
@@ -204,7 +207,7 @@ def _read_file(path: str, error: type[Exception]) -> bytes:
         raise error(f"{path}: cannot be read: {exc.strerror}") from exc
 
 
-def load_profile(name_or_path: str, retriever: Any = None) -> Profile:
+def load_profile(name_or_path: str, retriever: "Retriever | None" = None) -> Profile:
     source, data = resolve_profile(name_or_path, retriever)
     return read_profile(data, source)
 

@@ -10,7 +10,10 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from json.encoder import encode_basestring
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._audit import Audit, Judged
 
 from ._codes import fix_for
 from ._findings import Decision, Severity, Verdict
@@ -112,7 +115,7 @@ def _encoded(source: str) -> str:
     return encode_basestring(source)  # one source for thousands of lines
 
 
-def audit_json_lines(audit: Any, batches: Iterable[Any], stream: IO[str]) -> int:
+def audit_json_lines(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> int:
     """One JSON line per registration, one per conflict, then the summary (contract 2).
 
     The batches come with their lines written (see AUDIT_LINES) where they were judged.
@@ -126,7 +129,7 @@ def audit_json_lines(audit: Any, batches: Iterable[Any], stream: IO[str]) -> int
     return int(audit.exit_status(len(conflicts)))
 
 
-def audit_text(audit: Any, batches: Iterable[Any], stream: IO[str]) -> int:
+def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> int:
     """For people: every registration that is not valid, the conflicts, then the counts."""
     from rich.markup import escape
 
@@ -184,7 +187,7 @@ AUDIT_REPORTERS: dict[str, Callable[[Any, Iterable[Any], IO[str]], int]] = {
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def audit_sarif(audit: Any, batches: Iterable[Any], stream: IO[str]) -> int:
+def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> int:
     """SARIF 2.1.0, streamed: one result per reason of a registration that is not valid, and
     one per conflict, located in the file (and line, for JSON Lines) it came from."""
     from ._codes import CODES
