@@ -29,6 +29,7 @@ from ._codes import finding
 from ._exceptions import IoaSemanticError
 from ._findings import Finding, Severity, Verdict, sort_key
 from ._intake import Limits, parse
+from ._status import ExitStatus
 from ._vocab import IOA
 
 AUDITED_SUFFIXES = (".json", ".jsonld", ".jsonl")
@@ -128,6 +129,7 @@ class Audit:
         self._seen: dict[str, Declared] = {}
         self._again: dict[str, list[tuple[str, int | None]]] = {}
         self._conflicting: set[str] = set()
+        self._conflicts: list[Conflict] | None = None
         self.total = 0
         self.statuses = {"valid": 0, "invalid": 0, "indeterminate": 0}
         self.codes: dict[str, int] = {}
@@ -230,20 +232,23 @@ class Audit:
             self._conflicting.add(ident)
 
     def conflicts(self) -> list[Conflict]:
-        found = [Conflict(ident, "registration.conflict", tuple(self._again[ident]))
-                 for ident in self._seen if ident in self._conflicting]
-        for _ in found:
-            self.codes["registration.conflict"] = self.codes.get("registration.conflict", 0) + 1
-        return found
+        """The conflicts, once every registration is in: computed (and counted in the codes)
+        on the first call, the same list on every later one."""
+        if self._conflicts is None:
+            self._conflicts = [Conflict(ident, "registration.conflict", tuple(self._again[ident]))
+                               for ident in self._seen if ident in self._conflicting]
+            if self._conflicts:
+                self.codes["registration.conflict"] = (
+                    self.codes.get("registration.conflict", 0) + len(self._conflicts))
+        return self._conflicts
 
     def summary(self, conflicts: int) -> dict[str, Any]:
         return {"summary": {"total": self.total, "status": dict(self.statuses),
                             "codes": dict(sorted(self.codes.items())), "conflicts": conflicts}}
 
-    def exit_status(self, conflicts: int) -> int:
-        if self.statuses["invalid"] or conflicts:
-            return 1
-        return 3 if self.statuses["indeterminate"] else 0
+    def exit_status(self) -> ExitStatus:
+        return ExitStatus.of_audit(self.statuses["invalid"], self.statuses["indeterminate"],
+                                   len(self.conflicts()))
 
 
 Item = tuple[str, int | None, "bytes | dict[str, Any] | None", tuple[Finding, ...]]

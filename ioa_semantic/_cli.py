@@ -21,8 +21,9 @@ from ._exceptions import ConfigurationError, ProfileError
 from ._findings import Decision, ProfileRef, Verdict
 from ._intake import Limits
 from ._loader import ProfileUnavailable, read_artifact, read_profile, unknown_profile_terms
-from ._parsing import ExitStatus, _instant, _parameter, _Parser, _positive
+from ._parsing import _instant, _parameter, _Parser, _positive
 from ._reporters import AUDIT_LINES, AUDIT_REPORTERS, REPORTERS, with_progress
+from ._status import ExitStatus
 from ._version import __version__
 
 # The limits of one document, each an option of the check and audit commands (Limits' fields).
@@ -228,7 +229,8 @@ def audit(argv: Sequence[str]) -> int:
         batches = run.batches(pieces(opts.paths, limits=checker.limits,
                                      fingerprint=checkpoint.fingerprint if checkpoint else None),
                               jobs=opts.jobs, render=AUDIT_LINES.get(opts.format))
-        status = AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)  # type: ignore[arg-type]
+        AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)  # type: ignore[arg-type]
+        status = run.exit_status()
         if checkpoint is not None:
             checkpoint.finish()
         if opened is not None:
@@ -306,7 +308,7 @@ def run(argv: Sequence[str]) -> int:
             continue
         decisions.append(checker.check(data, params=params, at=opts.at, source=name))
     return _report(REPORTERS[opts.format], decisions) or max(
-        d.verdict.exit_status for d in decisions)
+        ExitStatus.of(d.verdict) for d in decisions)
 
 
 def _report(reporter: Any, decisions: list[Decision]) -> ExitStatus | None:

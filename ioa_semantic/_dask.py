@@ -64,13 +64,14 @@ from ._codes import finding
 from ._exceptions import ConfigurationError
 from ._intake import Limits
 from ._loader import read_profile, resolve_profile
+from ._status import ExitStatus
 
 # About 20,000 registrations of 400 bytes: seconds of work for a worker, so the task overhead
 # (milliseconds) is noise, and small enough that the workers stay evenly busy.
 DEFAULT_PARTITION_BYTES = 8 << 20
 _BATCH = 256
 # Contract 2: an audit that could not finish is the internal-error status, not a verdict.
-_STOPPED = 70
+_STOPPED = ExitStatus.INTERNAL
 
 
 class Partition(NamedTuple):
@@ -525,7 +526,7 @@ class _Progress:
 
 
 def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, scheduler: str,
-          partition_bytes: int | None, report: Callable[[Any, Iterable[Any], IO[str]], int],
+          partition_bytes: int | None, report: Callable[[Any, Iterable[Any], IO[str]], None],
           render: Callable[[Result], str] | None, output: str | None) -> int:
     """``ioa-check audit --scheduler``: the exit status; ConfigurationError for a usage error."""
     source, data = resolve_profile(profile)
@@ -541,8 +542,9 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
             progress = _Progress(sys.stderr)
             run = ClusterAudit(cluster.client, setup, partition_bytes or DEFAULT_PARTITION_BYTES,
                                on_partition=progress.partition_done if progress.bar else None)
-            return report(run, batched(progress.track(run.results_of(paths)), render),
-                          out)  # type: ignore[arg-type]  # Output writes as a stream does
+            report(run, batched(progress.track(run.results_of(paths)), render),
+                   out)  # type: ignore[arg-type]  # Output writes as a stream does
+            return run.exit_status()
         except (CommClosedError, TimeoutError, CancelledError) as exc:
             # The cluster went away (scheduler lost, connection closed): no bug, no verdict.
             print(f"ioa-check: the audit on the Dask cluster stopped: {type(exc).__name__}: {exc}",

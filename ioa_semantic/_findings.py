@@ -26,21 +26,10 @@ class Verdict(enum.StrEnum):
     INVALID = "invalid"
 
     @property
-    def exit_status(self) -> int:
-        return _EXIT_STATUS[self]
-
-    @property
     def may_proceed(self) -> bool:
         """Whether a receiver may rely on semantic compatibility (7.1); never authorization."""
         return self is Verdict.COMPATIBLE
 
-
-_EXIT_STATUS = {
-    Verdict.COMPATIBLE: 0,
-    Verdict.INCOMPATIBLE: 1,
-    Verdict.INDETERMINATE: 3,
-    Verdict.INVALID: 4,
-}
 
 # Combination order of contract rule 14: malformed input is rejected first; an established
 # conflict outranks anything unestablished.

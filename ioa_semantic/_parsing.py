@@ -1,5 +1,5 @@
-"""The command line's parsing pieces, shared by every subcommand: the exit statuses, an
-argument parser that exits with the usage status, and the option types.
+"""The command line's parsing pieces, shared by every subcommand: an argument parser that
+exits with the usage status (see _status for every status), and the option types.
 
 The ``check``, ``audit``, ``lint`` and ``trace`` commands (``_cli``, ``_trace_cli``) import
 these from here, so that no command module imports another.
@@ -8,21 +8,12 @@ these from here, so that no command module imports another.
 from __future__ import annotations
 
 import argparse
-import enum
 import os
 import sys
 from datetime import datetime
 from typing import Any
 
-
-class ExitStatus(enum.IntEnum):
-    COMPATIBLE = 0
-    INCOMPATIBLE = 1
-    USAGE = 2
-    INDETERMINATE = 3
-    INVALID = 4
-    INTERNAL = 70
-    ENVIRONMENT = 74  # the environment failed the run: disk full, an unwritable output
+from ._status import ExitStatus
 
 
 def _columns() -> int:

@@ -115,7 +115,7 @@ def _encoded(source: str) -> str:
     return encode_basestring(source)  # one source for thousands of lines
 
 
-def audit_json_lines(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> int:
+def audit_json_lines(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
     """One JSON line per registration, one per conflict, then the summary (contract 2).
 
     The batches come with their lines written (see AUDIT_LINES) where they were judged.
@@ -126,10 +126,9 @@ def audit_json_lines(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -
     for conflict in conflicts:
         stream.write(json.dumps(conflict.as_dict(), ensure_ascii=False) + "\n")
     stream.write(json.dumps(audit.summary(len(conflicts)), ensure_ascii=False) + "\n")
-    return int(audit.exit_status(len(conflicts)))
 
 
-def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> int:
+def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
     """For people: every registration that is not valid, the conflicts, then the counts."""
     from rich.markup import escape
 
@@ -161,7 +160,6 @@ def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> int:
     for code, count in top:
         example = examples.get(code, "")
         console.print(f"  {count:6d} {escape(code)}" + (f"  e.g. {escape(example)}" if example else ""))
-    return int(audit.exit_status(len(conflicts)))
 
 
 def _place(source: str, position: int | None) -> str:
@@ -178,7 +176,7 @@ def _counted(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-AUDIT_REPORTERS: dict[str, Callable[[Any, Iterable[Any], IO[str]], int]] = {
+AUDIT_REPORTERS: dict[str, Callable[[Audit, Iterable[Judged], IO[str]], None]] = {
     "text": audit_text,
     "json": audit_json_lines,
 }
@@ -187,7 +185,7 @@ AUDIT_REPORTERS: dict[str, Callable[[Any, Iterable[Any], IO[str]], int]] = {
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> int:
+def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
     """SARIF 2.1.0, streamed: one result per reason of a registration that is not valid, and
     one per conflict, located in the file (and line, for JSON Lines) it came from."""
     from ._codes import CODES
@@ -233,7 +231,6 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> int
               "locations": [location(s, i, "") for s, i in conflict.registrations]})
     summary = audit.summary(len(conflicts))
     stream.write('], "properties": ' + json.dumps(summary) + "}]}\n")
-    return int(audit.exit_status(len(conflicts)))
 
 
 AUDIT_REPORTERS["sarif"] = audit_sarif

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._parsing import _Parser, _positive
+from ._status import ExitStatus
 
 if TYPE_CHECKING:
     from ._trace_privacy import Disclosure
 
-_STATUS = {"compatible": 0, "incompatible": 1, "indeterminate": 3, "invalid": 4}
 # Calls of a run the SHACL check takes on: pyshacl costs 15-25 ms a call on this 2-core
 # machine (docs: README, Limits and guarantees), and a larger run would pass the 2 s bound.
 DEFAULT_MAX_SHAPE_CALLS = 48
@@ -222,4 +222,4 @@ def _run(opts: argparse.Namespace) -> int:
             return 2
     REPORTERS[opts.format](results, sys.stdout, disclose)
     verdicts: list[Verdict] = [r.verdict for r, _ in results]
-    return max(_STATUS[str(v)] for v in verdicts)
+    return max(ExitStatus.of(v) for v in verdicts)
