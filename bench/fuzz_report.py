@@ -43,7 +43,7 @@ def _observed(m: fuzzing.Mutant) -> dict[str, Any]:
     return fuzzing.run_registration(m)[1]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)

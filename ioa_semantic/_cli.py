@@ -147,7 +147,7 @@ def _lint_problems(path: str) -> list[str]:
     return list(read_artifact(data, str(path), 0).problems)
 
 
-def audit(argv: Sequence[str]) -> int:
+def audit(argv: Sequence[str]) -> int:  # noqa: C901
     """``ioa-check audit PATH... --profile NAME|PATH``: capability registrations in bulk."""
     from ._audit import Audit, Checkpoint, Output, Refused, WriteFailed, pieces
 

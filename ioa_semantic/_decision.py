@@ -224,7 +224,7 @@ class CompiledDecision:
             for capability, readings in tables.readings.items()
             for ontology, version in read_as}
 
-    def evaluate(self, node: dict[str, Any], task: Task, at: datetime) -> Outcome | None:
+    def evaluate(self, node: dict[str, Any], task: Task, at: datetime) -> Outcome | None:  # noqa: C901
         """evaluate's Outcome for an envelope with a clean baseline, or None.
 
         It answers an envelope whose every step before the capabilities passes: its version

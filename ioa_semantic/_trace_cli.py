@@ -141,7 +141,7 @@ def _disclosure(opts: argparse.Namespace) -> Disclosure:
     return Disclosure.opaque(key, opts.include_content)
 
 
-def _run(opts: argparse.Namespace) -> int:
+def _run(opts: argparse.Namespace) -> int:  # noqa: C901
     from ._findings import Verdict
     from ._trace_audit import audit
     from ._trace_declarations import (

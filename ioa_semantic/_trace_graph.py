@@ -209,7 +209,7 @@ class _Builder:
     def _iri(self, run: Run, call: Call) -> str:
         return self.disclose.call_iri(run.ident, call.ref)
 
-    def call(self, run: Run, call: Call, calls: dict[str, Call], session: str, session_id: str,
+    def call(self, run: Run, call: Call, calls: dict[str, Call], session: str, session_id: str,  # noqa: C901
              mas_iri: str | None) -> None:
         iri = self._iri(run, call)
         self._type(iri, _CLASSES[call.cls])

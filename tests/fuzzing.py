@@ -1229,7 +1229,7 @@ def _related(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return a[:n] == b[:n]
 
 
-def replay(seed: Seed, ops: list[tuple[str, int]]) -> Mutant:
+def replay(seed: Seed, ops: list[tuple[str, int]]) -> Mutant:  # noqa: C901
     """The mutant that ``ops`` (names and their own random seeds) make of ``seed``."""
     setup = seed.setup if seed.kind == "envelope" else DEFAULT
     doc = Doc(seed.tree, seed.kind, setup)
@@ -1420,7 +1420,7 @@ def _output_failures(kind: str, engine: str, line: str) -> list[Failure]:
     return failures
 
 
-def run_envelope(m: Mutant, *, fresh: bool = True, engines: Engines = ENGINES) -> tuple[
+def run_envelope(m: Mutant, *, fresh: bool = True, engines: Engines = ENGINES) -> tuple[  # noqa: C901
         list[Failure], dict[str, Any]]:
     """Every property for one envelope; the failures and what each engine said."""
     pair = engines.pair(m.setup)
@@ -1550,7 +1550,7 @@ def _judged(checker: Any, data: bytes, kinds: Any = None) -> dict[str, Any]:
             "reasons": [r.as_dict() for r in result.reasons]}
 
 
-def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failure], dict[str, Any]]:
+def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failure], dict[str, Any]]:  # noqa: C901
     from ioa_semantic._audit import kinds_for
     from ioa_semantic._reporters import result_line
 
