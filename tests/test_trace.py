@@ -264,21 +264,21 @@ def test_the_smaller_samples_build_graphs_the_shapes_accept_apart_from_quirks(sa
     assert any(r.code == "capability.model-unknown" for a in audited.agents for r in a.reasons)
 
 
-def test_the_readme_shows_the_real_output_of_its_trip_planner_example() -> None:
+def test_the_trace_page_shows_the_real_output_of_its_trip_planner_example() -> None:
     root = Path(__file__).resolve().parents[1]
     relative = "../shared/reference/mas-traces/mas-lab"
     proc = trace([f"{relative}/golden-extensions", "--manifests",
                   f"{relative}/trip-planner-manifests"], root, shapes=True)
     assert proc.returncode == 3
-    readme = (root / "README.md").read_text()
-    assert f"```\n{proc.stdout.decode().rstrip()}\n```" in readme
+    page = (root / "docs" / "trace.md").read_text()
+    assert f"```\n{proc.stdout.decode().rstrip()}\n```" in page
 
 
-def test_every_documented_quirk_is_in_the_readme() -> None:
+def test_every_documented_quirk_is_on_the_trace_page() -> None:
     from ioa_semantic._trace_graph import QUIRKS
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Trace-grounded capability audit", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "trace.md").read_text()
+    section = page.split("## The SHACL check and its documented quirks", 1)[1].split("\n## ", 1)[0]
     for name in QUIRKS:
         assert f"`{name}`" in section, name
 
