@@ -15,8 +15,9 @@ The production is checked by cutting the string where RFC 3987 itself cuts it (t
 ``#``, the first ``?``, the authority after ``//``) and matching each part against the
 character class the ABNF gives it. Each step is one pass over its part, so the cost is linear
 in the length whatever the input: a single regular expression of the whole grammar would
-backtrack on hostile input, and the grammar libraries on PyPI were not usable here (see the
-README, "IRIs"). The tests hold this function to an independent implementation of the ABNF.
+backtrack on hostile input, and the grammar libraries on PyPI were not usable here (see
+docs/architecture.md, "IRIs"). The tests hold this function to an independent transcription
+of the ABNF.
 """
 
 # Annotations are evaluated at import (no __future__ import): see _findings.

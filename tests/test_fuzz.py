@@ -27,7 +27,7 @@ from support import envelope_62
 AT = datetime(2026, 6, 1, tzinfo=UTC)
 COMPILED = Checker("cs-translation", engine="compiled", cache_size=0)
 REFERENCE = Checker("cs-translation", engine="reference", cache_size=0)
-# What the context policy refuses in a sender's context (README, "How a check runs").
+# What the context policy refuses in a sender's context (docs/architecture.md, "How a check runs").
 REFUSED_CONTEXT_KEYWORDS = frozenset({"@vocab", "@base", "@import", "@language", "@direction",
                                       "@propagate"})
 REFUSED_DEFINITION_KEYS = frozenset({"@context", "@reverse", "@nest", "@prefix", "@index",
