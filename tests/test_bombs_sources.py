@@ -335,8 +335,9 @@ SIZES: dict[str, int] = {
     "trace: events, no shapes": 20000,
     "trace: agents, no shapes": 20000,
     "trace: nested, no shapes": 20000,
-    "trace: nested, graph emitted": 2500,
-    "trace: agents, graph emitted": 2500,
+    # --emit-kg builds at most --max-kg-calls (1,000) calls: 1,800 events are about 900.
+    "trace: nested, graph emitted": 1800,
+    "trace: agents, graph emitted": 1800,
 }
 
 
@@ -477,3 +478,18 @@ def test_the_installed_command_answers_each_shape_at_its_largest(shape: str,
     assert result.stdout.strip()
     assert result.peak_mib < 300, result.peak_mib
     assert result.seconds < 4, result.seconds
+
+
+def test_a_graph_over_the_calls_limit_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    """--emit-kg of more calls than --max-kg-calls: exit 2 naming the option, no file; the
+    same trace with the limit raised is built."""
+    case = trace_agents_graph(2500)  # about 1,250 calls
+    for name, data in case.files.items():
+        (tmp_path / name).write_bytes(data)
+    refused = subprocess.run([IOA_CHECK, *case.args], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2 and "--max-kg-calls" in refused.stderr
+    assert not (tmp_path / "kg.nt").exists()
+    built = subprocess.run([IOA_CHECK, *case.args, "--max-kg-calls", "2000"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode in (0, 1, 3) and (tmp_path / "kg.nt").stat().st_size > 0
