@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -48,6 +47,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import traffic
+from bench_check import machine  # the machine line every benchmark prints
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE = ROOT.parent / "shared" / "conformance" / "cases" / "draft-12.1-accepted-mapping"
@@ -71,19 +71,6 @@ class Row(NamedTuple):
 
 def load() -> float:
     return os.getloadavg()[0]
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{platform.system()} {platform.machine()}, nproc {os.cpu_count()} ({model}), "
-            f"Python {platform.python_version()}")
 
 
 # --- references -----------------------------------------------------------------------------
