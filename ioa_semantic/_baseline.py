@@ -104,7 +104,7 @@ def read_document(
     document: Any = intake.document
     if not isinstance(document, dict):
         return Baseline((finding("json.not-object", "the document is not one JSON object"),))
-    over = _over_limits(document, limits or Limits())
+    over = _over_limits(document, limits or Limits(), len(data))
     if over:
         return Baseline(over, document)
 
@@ -199,12 +199,16 @@ def cache_bytes(contexts: int | None = None, reviews: int | None = None) -> dict
     return {"contexts": _CONTEXTS.max_bytes, "reviews": _REVIEWS.max_bytes}
 
 
-def _over_limits(document: dict[str, Any], limits: Limits,
-                 size: int | None = None) -> tuple[Finding, ...]:
+def _over_limits(document: dict[str, Any], limits: Limits, size: int,
+                 top_context_only: bool = False) -> tuple[Finding, ...]:
     """What a document asks beyond the limits of the work it may cost (refused before any
-    stage that is superlinear in it runs)."""
+    stage that is superlinear in it runs). ``size`` is the text's length (a text too short
+    to hold that many values is not walked for them). With ``top_context_only`` (the
+    compiled path, whose walk declines any nested context) only the top ``@context`` is
+    counted, not found by a walk of every member."""
+    counted = {"@context": document["@context"]} if top_context_only else document
     return value_findings(document, limits, size) or context_limit_findings(
-        document, limits.max_contexts, limits.max_terms)
+        counted, limits.max_contexts, limits.max_terms)
 
 
 def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy,
@@ -308,7 +312,7 @@ def read_document_compiled(
         document, colons = unproven
     if type(document) is not dict or "@context" not in document:
         return None
-    if _over_limits(document, limits or Limits(), len(data)):
+    if _over_limits(document, limits or Limits(), len(data), top_context_only=True):
         return None
     reviewed = _active_context(document["@context"], policy)
     if reviewed is None:
