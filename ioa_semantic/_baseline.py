@@ -275,7 +275,11 @@ def _expanded_restricted(document: dict[str, Any], reviewed: tuple[Finding, ...]
     if context is None:
         return None
     expanded = expand_restricted(document, context[0], policy.allowed_schemes, ordered=True)
-    return None if expanded is None else Expansion([expanded[0]], ())
+    if expanded is None or set(expanded[0]) <= {"@id"}:
+        # A top-level node with nothing but an @id (or nothing) is no node to JSON-LD:
+        # expansion drops it, and the document has none (pyld's answer, reported as such).
+        return None
+    return Expansion([expanded[0]], ())
 
 
 def read_document_compiled(
