@@ -76,7 +76,7 @@ def naive_rate(sample: int) -> float:
     import rdflib
     from pyld import jsonld
 
-    from ioa_semantic import _resources
+    from ioa_semantic import data as _resources
 
     shapes = rdflib.Graph().parse(data=_resources.read_text("shapes", "baseline.ttl"),
                                   format="turtle")

@@ -74,7 +74,8 @@ def naive_check(checker: Any, schema: Any, shapes: Any, data: bytes,
 def warm(rounds: int) -> None:
     import rdflib
 
-    from ioa_semantic import Checker, _resources
+    from ioa_semantic import Checker
+    from ioa_semantic import data as _resources
 
     inputs = [("6.2 envelope, profile only", ENVELOPE_62.read_bytes(), {}, {}, "compatible")]
     if CASE.exists():

@@ -21,8 +21,12 @@ from datetime import UTC, datetime
 
 from bench_check import CASE, ENVELOPE_62, PARAMS, machine
 
-from ioa_semantic import Checker, _baseline, _decision, _expansion, _intake
-from ioa_semantic._shapes import Located
+from ioa_semantic import Checker
+from ioa_semantic.pipeline import baseline as _baseline
+from ioa_semantic.pipeline import decision as _decision
+from ioa_semantic.pipeline import expansion as _expansion
+from ioa_semantic.pipeline import intake as _intake
+from ioa_semantic.pipeline.shapes import Located
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -98,7 +98,7 @@ class Naive:
         import rdflib
         from pyld import jsonld
 
-        from ioa_semantic import _resources
+        from ioa_semantic import data as _resources
 
         self.jsonld, self.rdflib, self.pyshacl = jsonld, rdflib, pyshacl
         self.shapes = rdflib.Graph().parse(data=_resources.read_text("shapes", "baseline.ttl"),

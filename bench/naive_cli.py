@@ -18,7 +18,8 @@ def main(path: str, at: str) -> None:
     from jsonschema import Draft202012Validator
     from pyld import jsonld
 
-    from ioa_semantic import Checker, _resources
+    from ioa_semantic import Checker
+    from ioa_semantic import data as _resources
 
     data = open(path, "rb").read()  # noqa: SIM115
     document = json.loads(data)

@@ -7,11 +7,10 @@
 <Verdict.COMPATIBLE: 'compatible'>
 """
 
-from ._collector import paused as _paused
+from ._runtime import paused as _paused
 
 # The imports allocate what lives as long as the process: see _collector.
 with _paused():
-    from ._baseline import cache_bytes
     from ._checker import Checker, check
     from ._exceptions import (
         ArtifactError,
@@ -20,10 +19,11 @@ with _paused():
         ProfileError,
         RegistrationError,
     )
-    from ._expansion import ExpansionError, expand
     from ._findings import Decision, Finding, ProfileRef, Severity, Verdict
-    from ._intake import Limits
     from ._version import __version__
+    from .pipeline.baseline import cache_bytes
+    from .pipeline.expansion import ExpansionError, expand
+    from .pipeline.intake import Limits
 
 __all__ = [
     "ArtifactError",

@@ -1,3 +1,3 @@
-from ._cli import entry
+from .cli.main import entry
 
 entry()

@@ -19,16 +19,20 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ._retrieval import RetrievalPolicy, Retriever
+    from .sources.retrieval import RetrievalPolicy, Retriever
 
-from ._baseline import Baseline, read_document, read_document_compiled
 from ._codes import finding
-from ._decision import CompiledDecision, evaluate, task_from
 from ._exceptions import ConfigurationError, RegistrationError
-from ._expansion import ContextPolicy
 from ._findings import Decision, Finding, ProfileRef, Severity, Verdict, combine, sort_key
-from ._intake import Limits
-from ._loader import (
+from ._memo import BoundedCache
+from .compiled.tables import CompiledTables, TableDataset
+from .pipeline.baseline import Baseline, read_document, read_document_compiled
+from .pipeline.decision import CompiledDecision, evaluate, task_from
+from .pipeline.expansion import ContextPolicy
+from .pipeline.intake import Limits
+from .pipeline.shapes import ShapeSet
+from .pipeline.store import Dataset, UnloadableTerm, envelope_quads
+from .sources.loader import (
     Artifact,
     Profile,
     Registration,
@@ -40,10 +44,6 @@ from ._loader import (
     registration_from_node,
     resolve_artifact,
 )
-from ._memo import BoundedCache
-from ._shapes import ShapeSet
-from ._store import Dataset, UnloadableTerm, envelope_quads
-from ._tables import CompiledTables, TableDataset
 
 ENGINES = ("compiled", "reference")
 _ALIGNMENT_REF = "https://example.org/ioa/semantic#alignmentRef"
@@ -164,7 +164,7 @@ class Checker:
         origins = tuple(dict.fromkeys((*(settings.origins if settings else ()), *self._cli_origins)))
         if not origins:
             return None
-        from ._retrieval import RetrievalPolicy
+        from .sources.retrieval import RetrievalPolicy
 
         try:
             return RetrievalPolicy(
@@ -184,7 +184,7 @@ class Checker:
         policy = self._retrieval_policy or self._policy_from(None)
         if policy is None:
             return None
-        from ._retrieval import ResourceCache, Retriever
+        from .sources.retrieval import ResourceCache, Retriever
 
         if self._resources is None:
             self._resources = ResourceCache()
@@ -360,7 +360,7 @@ class Checker:
             return [], [finding("retrieval.prohibited",
                                 f"the alignment artifact {url} is not retrieved: remote "
                                 "retrieval is off by policy", url) for url in wanted]
-        from ._retrieval import RetrievalError
+        from .sources.retrieval import RetrievalError
 
         fetched: list[Artifact] = []
         unavailable: list[Finding] = []

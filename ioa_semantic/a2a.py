@@ -45,7 +45,7 @@ from google.protobuf import json_format, struct_pb2
 
 from ._checker import Checker
 from ._findings import Decision, Verdict
-from ._loader import Profile
+from .sources.loader import Profile
 
 DEFAULT_EXTENSION_URI = "https://example.org/extensions/semantic-profile/v1"
 ENVELOPE_MEDIA_TYPE = "application/ld+json"

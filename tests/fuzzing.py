@@ -46,7 +46,7 @@ FUZZ_CASES = CASES / "fuzz"
 CONFORMANCE = ROOT.parent / "shared" / "conformance" / "cases"
 if not CONFORMANCE.exists():
     CONFORMANCE = Path("/work/shared/conformance/cases")
-SCHEMA_PATH = ROOT / "ioa_semantic" / "output.schema.json"
+SCHEMA_PATH = ROOT / "ioa_semantic" / "data" / "output.schema.json"
 AT = datetime(2026, 6, 1, tzinfo=UTC)
 AT_TEXT = "2026-06-01T00:00:00Z"
 
@@ -896,7 +896,7 @@ def op_context_term_id(doc: Doc, rng: random.Random) -> Effect | None:
 @lru_cache(maxsize=1)
 def baseline_definitions() -> dict[str, tuple[str, str | None, str | None]]:
     """The 6.1 context's terms: (IRI, type coercion, container)."""
-    ctx = json.loads((ROOT / "contexts" / "baseline.jsonld").read_text())["@context"]
+    ctx = json.loads((ROOT / "ioa_semantic" / "data" / "contexts" / "baseline.jsonld").read_text())["@context"]
     prefixes = {k: v for k, v in ctx.items() if isinstance(v, str) and v.endswith("#")}
 
     def full(value: str) -> str:
@@ -1372,7 +1372,7 @@ def _reason_validator() -> Any:
 
 def rendered(decision: Any) -> str:
     """The decision as the json reporter writes it (one line)."""
-    from ioa_semantic._reporters import json_lines
+    from ioa_semantic.reporters.check import json_lines
 
     out = io.StringIO()
     json_lines([decision], out)
@@ -1542,7 +1542,7 @@ def _op_class(op: str | None) -> str:
 
 
 def _judged(checker: Any, data: bytes, kinds: Any = None) -> dict[str, Any]:
-    from ioa_semantic._audit import judge
+    from ioa_semantic.audit.run import judge
 
     result, _ = judge(checker, data, "fuzz", 0, kinds)
     return {"id": result.id, "status": result.status,
@@ -1551,8 +1551,8 @@ def _judged(checker: Any, data: bytes, kinds: Any = None) -> dict[str, Any]:
 
 
 def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failure], dict[str, Any]]:  # noqa: C901
-    from ioa_semantic._audit import kinds_for
-    from ioa_semantic._reporters import result_line
+    from ioa_semantic.audit.run import kinds_for
+    from ioa_semantic.reporters.check import result_line
 
     pair = engines.pair(DEFAULT)
     assert pair is not None
@@ -1602,7 +1602,7 @@ def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failur
                                      f"{said['status']} without an error reason"),
                                     {"observed": said}))
     try:
-        from ioa_semantic._audit import Result
+        from ioa_semantic.audit.run import Result
 
         line = result_line(Result("fuzz", 0, seen.get("compiled", {}).get("id"),
                                   seen.get("compiled", {}).get("status", "valid"), ()))
@@ -1619,7 +1619,7 @@ def audit_command(lines: list[bytes], engine: str = "compiled", jobs: int = 1) -
         int, list[dict[str, Any]], str]:
     """The audit command (in this process) on one JSON Lines file of ``lines``:
     (exit status, the output's objects, stderr)."""
-    from ioa_semantic import _cli
+    from ioa_semantic.cli import main as _cli
 
     with tempfile.TemporaryDirectory(prefix="ioa-fuzz-") as tmp:
         path = os.path.join(tmp, "registrations.jsonl")

@@ -174,7 +174,7 @@ def many_own_registrations(n: int) -> Case:
 
 
 def _profile_text(n: int, envelope_refs: int = 0) -> str:
-    shipped = (Path(__file__).resolve().parents[1] / "profiles" / "cs-translation.ttl").read_text()
+    shipped = (Path(__file__).resolve().parents[1] / "ioa_semantic" / "data" / "profiles" / "cs-translation.ttl").read_text()
     head, _, rest = shipped.partition("    iop:permittedDomain cs:ComputerScience ;")
     lines = [head, "    iop:permittedDomain cs:ComputerScience ",
              *(f"        , cs:D{i}" for i in range(n)), " ;", rest]
@@ -408,7 +408,7 @@ SLACK = 1.5
 def _seconds(case: Case, folder: Path, runs: int) -> float:
     """The best of ``runs`` in-process runs of the command's ``main`` (no start-up: every
     module is imported and every shared cache warmed by the first run of the session)."""
-    from ioa_semantic._cli import main
+    from ioa_semantic.cli.main import main
 
     write(case, folder)
     argv = [*case.args, "--format", "json", *([] if case.args[0] == "trace" else ["--at", AT])]

@@ -15,12 +15,12 @@ import jsonschema
 import pytest
 
 import ioa_semantic
-from ioa_semantic import _resources
+from ioa_semantic import data as _resources
 
 from support import AT, CONFORMANCE, IOA_CHECK, dumps, envelope_62, run_python, write_registrations
 
 OUTPUT_SCHEMA = jsonschema.Draft202012Validator(
-    json.loads((Path(ioa_semantic.__file__).parent / "output.schema.json").read_text()))
+    json.loads((Path(ioa_semantic.__file__).parent / "data" / "output.schema.json").read_text()))
 
 
 def run(args: list[str], cwd: Path, stdin: bytes | None = None,
@@ -187,11 +187,11 @@ def test_lint_reports_every_iop_term_it_does_not_know(folder: Path) -> None:
 def test_every_iop_term_the_loader_reads_is_one_lint_knows() -> None:
     import re
 
-    from ioa_semantic._loader import PROFILE_TERMS
+    from ioa_semantic.sources.loader import PROFILE_TERMS
 
     source = Path(__file__).resolve().parents[1] / "ioa_semantic"
-    read = set(re.findall(r'IOP \+ "([A-Za-z0-9]+)"', (source / "_loader.py").read_text()))
-    read |= {term for query in (source / "queries").glob("*.rq")
+    read = set(re.findall(r'IOP \+ "([A-Za-z0-9]+)"', (source / "sources" / "loader.py").read_text()))
+    read |= {term for query in (source / "data" / "queries").glob("*.rq")
              for term in re.findall(r"iop:([A-Za-z0-9]+)", query.read_text())}
     assert read and read <= PROFILE_TERMS, sorted(read - PROFILE_TERMS)
 
@@ -223,7 +223,7 @@ def test_help_is_as_wide_as_argparse_would_make_it(columns: str,
     it must wrap help exactly as argparse's own formatter does."""
     import argparse
 
-    from ioa_semantic._cli import build_parser
+    from ioa_semantic.cli.main import build_parser
 
     monkeypatch.setenv("COLUMNS", columns)
     ours = build_parser()
@@ -280,7 +280,7 @@ def test_importing_the_package_and_checking_leave_the_collector_as_they_found_it
               f"{'gc.enable()' if collecting else 'gc.disable()'}\n"
               "import ioa_semantic\n"
               "print(gc.isenabled())\n"
-              "from ioa_semantic._cli import main\n"
+              "from ioa_semantic.cli.main import main\n"
               "with contextlib.redirect_stdout(io.StringIO()):\n"
               "    status = main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation'])\n"
               "print(gc.isenabled(), status)\n")

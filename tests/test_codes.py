@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from ioa_semantic._codes import CODES, FAMILIES
-from ioa_semantic._shapes import ShapeSet
+from ioa_semantic.pipeline.shapes import ShapeSet
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ioa_semantic"
 
@@ -22,7 +22,7 @@ def test_every_code_is_in_a_contract_family_and_has_a_section() -> None:
 def test_every_literal_code_in_the_package_is_registered() -> None:
     literal = re.compile(r'finding\(\s*"([a-z]+\.[a-z0-9.-]+)"')
     used = set()
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         used |= set(literal.findall(path.read_text()))
     assert used, "no finding() calls found"
     assert used <= set(CODES), used - set(CODES)
@@ -43,7 +43,7 @@ def _codes_only_in(pattern: str) -> set[str]:
     literal = re.compile(r'"([a-z]+\.[a-z0-9.-]+)"')
     inside: set[str] = set()
     outside: set[str] = set()
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         if path.name == "_codes.py":
             continue
         found = set(literal.findall(path.read_text())) & set(CODES)
@@ -54,7 +54,7 @@ def _codes_only_in(pattern: str) -> set[str]:
 # Codes no data-driven case reaches through a check, each with where it is reached instead.
 REACHED_ELSEWHERE = {
     # Codes of `ioa-check trace` alone: tests/test_trace_codes.py reaches each with a trace.
-    **{code: "tests/test_trace_codes.py" for code in _codes_only_in("_trace*.py")},
+    **{code: "tests/test_trace_codes.py" for code in _codes_only_in("trace/*.py")},
     "json.unreadable": "a file the CLI cannot read (tests/test_cli.py)",
     "registration.conflict": "two registrations of one IRI in an audit (tests/test_audit.py)",
     # Each needs a live server: tests/test_retrieval.py asserts every one of them against
@@ -66,9 +66,9 @@ REACHED_ELSEWHERE = {
 
 def _registration_codes() -> set[str]:
     """Registration codes: --capability files stop the run, so they are checked directly."""
-    from ioa_semantic._baseline import read_document
     from ioa_semantic._checker import shapes
-    from ioa_semantic._expansion import ContextPolicy
+    from ioa_semantic.pipeline.baseline import read_document
+    from ioa_semantic.pipeline.expansion import ContextPolicy
 
     from support import registration_63
 

@@ -31,8 +31,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_audit import INVALID, line, variant
 
-from ioa_semantic._audit import documents, items_of, pieces
-from ioa_semantic._dask import partitions, read_partition
+from ioa_semantic.audit.dask import partitions, read_partition
+from ioa_semantic.audit.run import documents, items_of, pieces
 
 from support import IOA_CHECK, registration_63
 
@@ -287,7 +287,7 @@ def test_a_worker_killed_mid_audit_is_replaced_and_the_output_is_unchanged(
 
 
 def test_without_scheduler_nothing_of_dask_is_imported(corpus: Path) -> None:
-    script = ("import sys; from ioa_semantic._cli import main; "
+    script = ("import sys; from ioa_semantic.cli.main import main; "
               "status = main(['audit', '.', '--profile', 'cs-translation', '--output', "
               "'/dev/null', '--jobs', '1']); "
               "print(sorted({'dask', 'distributed', 'fsspec'} & set(sys.modules))); "
@@ -300,7 +300,7 @@ def test_without_scheduler_nothing_of_dask_is_imported(corpus: Path) -> None:
 def test_without_dask_the_message_says_what_to_install(corpus: Path) -> None:
     # A None entry in sys.modules makes the import fail as if the package were absent.
     script = ("import sys; sys.modules['distributed'] = None; "
-              "from ioa_semantic._cli import main; "
+              "from ioa_semantic.cli.main import main; "
               "sys.exit(main(['audit', '.', '--profile', 'cs-translation', '--scheduler', "
               "'local:1']))")
     proc = subprocess.run([sys.executable, "-c", script], cwd=corpus, capture_output=True,

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ioa_semantic import Checker, Decision
-from ioa_semantic._baseline import read_document, read_document_compiled
 from ioa_semantic._checker import shapes
-from ioa_semantic._expansion import ContextPolicy
+from ioa_semantic.pipeline.baseline import read_document, read_document_compiled
+from ioa_semantic.pipeline.expansion import ContextPolicy
 
 from support import CONFORMANCE, case_options, envelope_62, registration_63, run_python
 
@@ -224,7 +224,7 @@ def test_the_compiled_path_answers_most_plausible_envelopes() -> None:
 
 
 def test_the_shape_compiler_refuses_what_it_does_not_support() -> None:
-    from ioa_semantic._shapes import ShapesError, compile_shapes
+    from ioa_semantic.pipeline.shapes import ShapesError, compile_shapes
 
     with pytest.raises(ShapesError, match=r"sh:or"):
         compile_shapes("@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
@@ -283,7 +283,7 @@ def test_an_escaped_colon_sends_the_document_to_the_strict_parser() -> None:
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20))
 def test_colons_in_counts_what_the_text_of_a_value_holds(value: Any) -> None:
-    from ioa_semantic._intake import colons_in
+    from ioa_semantic.pipeline.intake import colons_in
 
     for text in (json.dumps(value), json.dumps(value, ensure_ascii=False, indent=2)):
         assert text.count(":") == colons_in(value)
@@ -295,7 +295,7 @@ def test_where_the_compiled_path_reads_a_text_the_strict_parser_reads_the_same(
         data: st.DataObject) -> None:
     """Byte edits of the draft envelope (a colon, quote, brace or name repeated or dropped):
     whatever the compiled path answers for, the strict parser finds clean and equal."""
-    from ioa_semantic._intake import parse
+    from ioa_semantic.pipeline.intake import parse
 
     text = bytearray(ENVELOPE_TEXT.encode())
     for _ in range(data.draw(st.integers(1, 3))):
@@ -342,7 +342,7 @@ def registrations(draw: st.DrawFn) -> Any:
 
 
 def _walked(doc: Any) -> Any:
-    from ioa_semantic._baseline import _expanded_restricted
+    from ioa_semantic.pipeline.baseline import _expanded_restricted
 
     if not isinstance(doc, dict) or "@context" not in doc:
         return None
@@ -353,7 +353,7 @@ def _walked(doc: Any) -> Any:
 @given(st.one_of(envelopes(), plausible_envelopes(), registrations()))
 def test_where_the_walk_expands_a_document_pyld_gives_the_same_node_in_the_same_order(
         doc: Any) -> None:
-    from ioa_semantic._expansion import expand
+    from ioa_semantic.pipeline.expansion import expand
 
     walked = _walked(doc)
     if walked is None:
@@ -366,8 +366,8 @@ def test_where_the_walk_expands_a_document_pyld_gives_the_same_node_in_the_same_
 def _walks(doc: Any, kind: str) -> list[Any] | None:
     """The general walk's top node and three walks of its layout (the first meets it, the
     second compiles its plan, the third reads the plan), each as what a check reads."""
-    from ioa_semantic._baseline import _active_context
-    from ioa_semantic._expansion import _RestrictedWalk
+    from ioa_semantic.pipeline.baseline import _active_context
+    from ioa_semantic.pipeline.expansion import _RestrictedWalk
 
     if not isinstance(doc, dict) or not isinstance(doc.get("@context"), dict):
         return None
@@ -402,12 +402,12 @@ def test_a_layouts_plan_walks_a_document_as_the_general_walk_does(case: tuple[st
 
 def test_the_plans_answer_the_draft_documents() -> None:
     """Without this the test above could pass by every plan refusing."""
-    from ioa_semantic._expansion import _no_plan, _once
+    from ioa_semantic.pipeline.expansion import _no_plan, _once
 
     for kind, doc in (("registration", registration_63()), ("envelope", envelope_62())):
         walks = _walks(doc, kind)
         assert walks is not None and walks[0] is not None and walks[1:] == [walks[0]] * 3
-    from ioa_semantic._baseline import _active_context
+    from ioa_semantic.pipeline.baseline import _active_context
 
     active = _active_context(registration_63()["@context"], POLICY)[0]  # type: ignore[index]
     assert any(plan not in (_no_plan, _once) for layouts in active.layouts.values()
@@ -423,8 +423,8 @@ def _review(review: Any) -> Any:
 def test_a_remembered_context_review_is_the_documents_own(doc: Any) -> None:
     """The reporting path remembers the review of a document whose text shows one context:
     what it answers is what reviewing the document answers."""
-    from ioa_semantic._baseline import _reviewed
-    from ioa_semantic._expansion import review_contexts
+    from ioa_semantic.pipeline.baseline import _reviewed
+    from ioa_semantic.pipeline.expansion import review_contexts
 
     if not isinstance(doc, dict):
         return
@@ -437,8 +437,8 @@ def test_a_remembered_context_review_is_the_documents_own(doc: Any) -> None:
 def test_a_second_context_is_never_answered_from_memory() -> None:
     """A nested context, or a context whose member name is spelled with an escape, is
     reviewed: its findings are not those remembered for the top-level context alone."""
-    from ioa_semantic._baseline import _reviewed
-    from ioa_semantic._expansion import review_contexts
+    from ioa_semantic.pipeline.baseline import _reviewed
+    from ioa_semantic.pipeline.expansion import review_contexts
 
     plain = registration_63()
     assert _review(_reviewed(plain, json.dumps(plain).encode(), POLICY, None))[0] == ()
@@ -472,7 +472,7 @@ def test_a_registration_failing_only_its_shapes_is_expanded_by_the_walk(
 def _findings_by_jsonschema(kind: str, doc: Any) -> list[Any]:
     from jsonschema import Draft202012Validator
 
-    from ioa_semantic._shapes import SchemaError, schema_error_findings
+    from ioa_semantic.pipeline.shapes import SchemaError, schema_error_findings
 
     _, schema = SHAPES.schema(kind)
     errors = (SchemaError(e.validator, e.validator_value, tuple(e.absolute_path), e.instance)
@@ -586,8 +586,8 @@ def test_every_generated_conformance_function_agrees_with_the_shape_evaluator(
         case: tuple[str, Any]) -> None:
     """For every node the walk expands and every shape of its family: the compiled function
     says it conforms exactly when the evaluator that reports violations finds none."""
-    from ioa_semantic._expansion import SenderTerms
-    from ioa_semantic._shapes import compile_conformance, evaluate_node, located_nodes
+    from ioa_semantic.pipeline.expansion import SenderTerms
+    from ioa_semantic.pipeline.shapes import compile_conformance, evaluate_node, located_nodes
 
     kind, doc = case
     walked = _walked(doc)
@@ -605,8 +605,8 @@ def test_every_generated_conformance_function_agrees_with_the_shape_evaluator(
 def _conforming_nodes() -> list[tuple[str, dict[str, Any]]]:
     """Every node of the draft envelope and of a registration using every optional member,
     as the walk expands them: each conforms to every shape that targets it."""
-    from ioa_semantic._expansion import SenderTerms
-    from ioa_semantic._shapes import located_nodes
+    from ioa_semantic.pipeline.expansion import SenderTerms
+    from ioa_semantic.pipeline.shapes import located_nodes
 
     registration = registration_63()
     registration["@context"].update({
@@ -633,8 +633,8 @@ def test_the_generated_conformance_functions_agree_on_every_value_form(
     the walk never yields (blank nodes, typed and language-tagged literals, numbers)."""
     import copy
 
-    from ioa_semantic._expansion import SenderTerms
-    from ioa_semantic._shapes import RDF_TYPE, Located, compile_conformance, evaluate_node
+    from ioa_semantic.pipeline.expansion import SenderTerms
+    from ioa_semantic.pipeline.shapes import RDF_TYPE, Located, compile_conformance, evaluate_node
 
     kind, node = data.draw(st.sampled_from(_CONFORMING))
     node = copy.deepcopy(node)
@@ -686,8 +686,8 @@ def test_every_single_member_change_is_judged_alike_by_both() -> None:
     (and @type to each class or blank node): the compiled functions and the evaluator agree."""
     import copy
 
-    from ioa_semantic._expansion import SenderTerms
-    from ioa_semantic._shapes import RDF_TYPE, Located, compile_conformance, evaluate_node
+    from ioa_semantic.pipeline.expansion import SenderTerms
+    from ioa_semantic.pipeline.shapes import RDF_TYPE, Located, compile_conformance, evaluate_node
 
     compiled = {name: compile_conformance(shape) for name, shape in SHAPES.shapes.items()}
     checked = 0
@@ -711,8 +711,8 @@ def test_every_single_member_change_is_judged_alike_by_both() -> None:
 def test_a_per_value_constraint_on_rdf_type_is_compiled_as_the_evaluator_reads_it() -> None:
     """The shipped shapes constrain @type by count and hasValue only; a node kind and a
     pattern on rdf:type take a branch of the compiler of their own."""
-    from ioa_semantic._expansion import SenderTerms
-    from ioa_semantic._shapes import Located, compile_conformance, compile_shapes, evaluate_node
+    from ioa_semantic.pipeline.expansion import SenderTerms
+    from ioa_semantic.pipeline.shapes import Located, compile_conformance, compile_shapes, evaluate_node
 
     shape = next(iter(compile_shapes("""
         @prefix sh: <http://www.w3.org/ns/shacl#> .
@@ -764,7 +764,7 @@ def test_the_strict_read_answers_what_the_proven_read_answers() -> None:
 
 
 def _compiled_runs() -> dict[str, Any]:
-    from ioa_semantic._audit import judge
+    from ioa_semantic.audit.run import judge
 
     folder = CONFORMANCE / "draft-12.1-accepted-mapping"
     case = Checker("cs-translation", cache_size=0, capabilities=[folder / "provider.jsonld"],
@@ -817,8 +817,8 @@ def _fields(outcome: Any) -> tuple[Any, ...]:
 def _both_decisions(checker: Checker, data: bytes, params: dict[str, str],
                     at: datetime = AT) -> tuple[Any, Any] | None:
     """The compiled decision's Outcome and evaluate's over a TableDataset, for a clean baseline."""
-    from ioa_semantic._decision import evaluate, task_from
-    from ioa_semantic._tables import TableDataset
+    from ioa_semantic.compiled.tables import TableDataset
+    from ioa_semantic.pipeline.decision import evaluate, task_from
 
     baseline = checker.baseline(data, "envelope")
     if baseline.findings or baseline.node is None:

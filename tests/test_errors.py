@@ -13,10 +13,11 @@ from ioa_semantic import IoaSemanticError
 
 def test_every_public_exception_of_the_package_is_an_ioa_semantic_error() -> None:
     outside = []
-    for module_info in pkgutil.iter_modules(ioa_semantic.__path__):
-        if module_info.name in ("a2a", "_dask", "__main__"):
+    for module_info in pkgutil.walk_packages(ioa_semantic.__path__, "ioa_semantic."):
+        if module_info.name in ("ioa_semantic.a2a", "ioa_semantic.audit.dask",
+                                "ioa_semantic.__main__"):
             continue  # optional extras (a2a-sdk, Dask) define none and need their packages
-        module = importlib.import_module(f"ioa_semantic.{module_info.name}")
+        module = importlib.import_module(module_info.name)
         for name, value in vars(module).items():
             if (inspect.isclass(value) and issubclass(value, BaseException)
                     and value.__module__ == module.__name__ and not name.startswith("_")

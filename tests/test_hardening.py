@@ -14,7 +14,7 @@ import pytest
 from bombs import BOMBS
 
 from ioa_semantic import Checker, Verdict
-from ioa_semantic._audit import Audit, documents
+from ioa_semantic.audit.run import Audit, documents
 
 from support import registration_63
 

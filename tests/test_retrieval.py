@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from ioa_semantic import ExpansionError, expand
-from ioa_semantic._retrieval import (
+from ioa_semantic.sources.retrieval import (
     RETRIEVAL_CODES,
     Origin,
     Resource,
@@ -723,7 +723,7 @@ def test_retrieval_error_in_follows_causes_and_pyld_details() -> None:
 def test_every_code_raised_is_listed_and_every_listed_code_is_tested() -> None:
     listed = {code for code, _ in RETRIEVAL_CODES}
     assert all(code.startswith("retrieval.") and meaning for code, meaning in RETRIEVAL_CODES)
-    module = Path(__file__).resolve().parents[1] / "ioa_semantic" / "_retrieval.py"
+    module = Path(__file__).resolve().parents[1] / "ioa_semantic" / "sources" / "retrieval.py"
     raised = set(re.findall(r'RetrievalError\(\s*"(retrieval\.[a-z-]+)"', module.read_text()))
     assert raised == listed
     asserted = set(re.findall(r'code == "(retrieval\.[a-z-]+)"', Path(__file__).read_text()))

@@ -23,8 +23,9 @@ import pytest
 
 trustme = pytest.importorskip("trustme")
 
-from ioa_semantic import Checker, Limits, Verdict, _resources  # noqa: E402
-from ioa_semantic._retrieval import RetrievalPolicy  # noqa: E402
+from ioa_semantic import Checker, Limits, Verdict  # noqa: E402
+from ioa_semantic import data as _resources  # noqa: E402
+from ioa_semantic.sources.retrieval import RetrievalPolicy  # noqa: E402
 
 from retrieval_servers import (  # noqa: E402
     LoopbackServer,

@@ -1,7 +1,7 @@
 """The compiled tables answer every named query as the store does.
 
-:class:`ioa_semantic._tables.TableDataset` stands in for the per-check store
-(:class:`ioa_semantic._store.Dataset`), so for every case folder whose envelope reaches the
+:class:`ioa_semantic.compiled.tables.TableDataset` stands in for the per-check store
+(:class:`ioa_semantic.pipeline.store.Dataset`), so for every case folder whose envelope reaches the
 decision stage (``tests/cases/*/*`` and the shared conformance cases), and for a Checker
 offered many artifacts and registrations at once, each of the eight named queries must give
 the store's rows: the same variables, values and Python types, the same multiplicity, and
@@ -33,12 +33,12 @@ import pyoxigraph
 import pytest
 
 from ioa_semantic import Checker, ConfigurationError
-from ioa_semantic._baseline import read_document
 from ioa_semantic._checker import shapes
-from ioa_semantic._decision import evaluate, task_from
-from ioa_semantic._resources import read_text, shipped_profiles
-from ioa_semantic._store import QUERY_NAMES, Dataset, envelope_quads
-from ioa_semantic._tables import CompiledTables, TableDataset
+from ioa_semantic.compiled.tables import CompiledTables, TableDataset
+from ioa_semantic.data import read_text, shipped_profiles
+from ioa_semantic.pipeline.baseline import read_document
+from ioa_semantic.pipeline.decision import evaluate, task_from
+from ioa_semantic.pipeline.store import QUERY_NAMES, Dataset, envelope_quads
 
 from support import CONFORMANCE
 from test_cases import Case, arguments

@@ -197,9 +197,9 @@ def test_unknown_kinds_are_counted_not_fatal(tmp_path: Path) -> None:
 
 def test_calls_without_ids_pair_and_calls_without_an_end_are_reported(tmp_path: Path) -> None:
     """mas-lab writes some processing calls with an empty call_id; they still pair up."""
-    from ioa_semantic._trace_events import Fold, build, resolve
-    from ioa_semantic._trace_privacy import Disclosure
-    from ioa_semantic._trace_state import consume
+    from ioa_semantic.trace.events import Fold, build, resolve
+    from ioa_semantic.trace.privacy import Disclosure
+    from ioa_semantic.trace.state import consume
 
     source = resolve(str(GOLDEN))
     fold = Fold()
@@ -236,13 +236,13 @@ def test_a_call_started_twice_is_a_conflict(tmp_path: Path) -> None:
 def test_the_smaller_samples_build_graphs_the_shapes_accept_apart_from_quirks(sample: Path) -> None:
     """Every SHACL Violation left after the documented quirks is the evidence gap the audit
     reports too: an LLM call whose model the trace does not record."""
-    from ioa_semantic._trace_audit import audit
-    from ioa_semantic._trace_declarations import Declarations
-    from ioa_semantic._trace_events import Fold, build, resolve
-    from ioa_semantic._trace_graph import build as build_graph
-    from ioa_semantic._trace_graph import check
-    from ioa_semantic._trace_privacy import Disclosure
-    from ioa_semantic._trace_state import consume
+    from ioa_semantic.trace.audit import audit
+    from ioa_semantic.trace.declarations import Declarations
+    from ioa_semantic.trace.events import Fold, build, resolve
+    from ioa_semantic.trace.graph import build as build_graph
+    from ioa_semantic.trace.graph import check
+    from ioa_semantic.trace.privacy import Disclosure
+    from ioa_semantic.trace.state import consume
 
     source = resolve(str(sample))
     fold = Fold()
@@ -275,7 +275,7 @@ def test_the_trace_page_shows_the_real_output_of_its_trip_planner_example() -> N
 
 
 def test_every_documented_quirk_is_on_the_trace_page() -> None:
-    from ioa_semantic._trace_graph import QUIRKS
+    from ioa_semantic.trace.graph import QUIRKS
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "trace.md").read_text()
     section = page.split("## The SHACL check and its documented quirks", 1)[1].split("\n## ", 1)[0]
@@ -296,7 +296,7 @@ def _store(path: Path) -> Any:
 def test_the_emitted_graph_loads_in_oxigraph_and_lists_each_agents_tools(
         tmp_path: Path, suffix: str) -> None:
     """The named query trace_agent_tools.rq answers what the audit observed, per agent."""
-    from ioa_semantic import _resources
+    from ioa_semantic import data as _resources
 
     run = renamed_copy(tmp_path)
     proc = trace([GOLDEN, run, "--manifests", MANIFESTS, "--format", "json",
@@ -603,7 +603,7 @@ def _outcome_from_schema() -> dict[str, Any]:
 
 
 def test_the_reader_knows_the_schema_required_members() -> None:
-    from ioa_semantic._trace_events import OUTCOME_REQUIRED
+    from ioa_semantic.trace.events import OUTCOME_REQUIRED
 
     assert sorted(OUTCOME_REQUIRED) == sorted(json.loads(OUTCOME_SCHEMA.read_text())["required"])
 
@@ -687,7 +687,7 @@ def test_envelope_checks_never_import_the_trace_extra() -> None:
     script = (
         "import io, sys, contextlib\n"
         "import ioa_semantic\n"
-        "from ioa_semantic._cli import main\n"
+        "from ioa_semantic.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation',"
         " '--at', '2026-06-01T00:00:00Z'])\n"

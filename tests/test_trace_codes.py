@@ -39,7 +39,7 @@ TRAVEL = "https://example.org/onto/travel#"
 def trace_codes() -> set[str]:
     literal = re.compile(r'(?:finding\(\s*|\[)"([a-z]+\.[a-z0-9.-]+)"')
     used: set[str] = set()
-    for path in PACKAGE.glob("_trace*.py"):
+    for path in (PACKAGE / "trace").glob("*.py"):
         used |= set(literal.findall(path.read_text()))
     return used | {code for code in CODES if code.startswith("trace.")}
 

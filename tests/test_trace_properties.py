@@ -20,10 +20,10 @@ pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 from test_trace import MANIFESTS, TRACES
 
 from ioa_semantic._findings import Verdict
-from ioa_semantic._trace_audit import audit
-from ioa_semantic._trace_declarations import Declarations, read_manifests
-from ioa_semantic._trace_events import Fold, Line, Source, build
-from ioa_semantic._trace_privacy import Disclosure
+from ioa_semantic.trace.audit import audit
+from ioa_semantic.trace.declarations import Declarations, read_manifests
+from ioa_semantic.trace.events import Fold, Line, Source, build
+from ioa_semantic.trace.privacy import Disclosure
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
 
@@ -112,7 +112,7 @@ def test_every_graph_serializes_to_turtle_oxigraph_loads(lines: list[bytes]) -> 
     """IRIs are minted from whatever identifiers a trace holds; each must stay a valid IRI."""
     import pyoxigraph
 
-    from ioa_semantic._trace_graph import build as build_graph
+    from ioa_semantic.trace.graph import build as build_graph
 
     fold = Fold()
     _fold(lines, fold)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ioa_semantic import Checker, Verdict
-from ioa_semantic._audit import judge, kinds_for
+from ioa_semantic.audit.run import judge, kinds_for
 
 from support import IOA_CHECK, envelope_62, registration_63
 

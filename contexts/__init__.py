@@ -1,1 +1,0 @@
-"""Shipped data (package data of ioa_semantic; read with importlib.resources)."""

@@ -1,0 +1,1 @@
+"""The ``ioa-check`` command line: a thin shell over the library."""

@@ -1,0 +1,241 @@
+"""``ioa-check trace``: execution traces audited against what agents declare.
+
+A thin shell over the trace stages: read the declarations, consume each input (with the
+``--state`` cursor when asked), build and check the knowledge graph, audit, report, and
+return the exit status. Everything of the trace extra (rdflib, pyshacl, PyYAML,
+oxp-ontology) is imported here and below only, so ``import ioa_semantic`` and envelope checks
+never pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .._status import ExitStatus
+from .parsing import _Parser, _positive
+
+if TYPE_CHECKING:
+    from ..trace.privacy import Disclosure
+
+# Calls of a run the SHACL check takes on: pyshacl costs 15-25 ms a call on this 2-core
+# machine (docs: README, Limits and guarantees), and a larger run would pass the 2 s bound.
+DEFAULT_MAX_SHAPE_CALLS = 48
+# Calls --emit-kg builds a graph of: rdflib costs about 30 µs a triple, 7 s and 310 MiB for
+# 10,000 events (about 5,000 calls), so a graph of more would pass those bounds.
+DEFAULT_MAX_KG_CALLS = 1000
+_EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..trace.graph import FORMATS
+    from ..trace.report import REPORTERS
+
+    parser = _Parser(
+        prog="ioa-check trace",
+        description="Audit execution traces (mas-lab run folders, events.jsonl files, trace "
+                    "outcome records) against what agents declare: manifests (models, tools, "
+                    "delegates_to) and IoA capability registrations through a bindings file.",
+        epilog="exit status: 0 compatible, 1 incompatible, 2 usage error, 3 indeterminate, "
+               "4 an input unreadable, 70 internal error")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="a run folder, an events.jsonl file or a trace-record file")
+    parser.add_argument("--manifests", metavar="DIR",
+                        help="mas-lab manifests: a folder with mas.yaml (or agent manifests), "
+                             "or one manifest file")
+    parser.add_argument("--registrations", action="append", default=[], metavar="PATH",
+                        help="IoA capability registrations, as for `ioa-check audit` "
+                             "(repeatable; needs --profile and --bindings)")
+    parser.add_argument("--bindings", metavar="FILE",
+                        help="JSON (or YAML) binding agent and tool names to capability IRIs")
+    parser.add_argument("--profile", metavar="NAME|PATH",
+                        help="the profile the registrations are judged under")
+    parser.add_argument("--emit-kg", metavar="FILE",
+                        help="write the knowledge graph: " + ", ".join(sorted(FORMATS)))
+    parser.add_argument("--format", choices=sorted(REPORTERS), default="text")
+    parser.add_argument("--include-content", action="store_true",
+                        help="copy prompts, inputs and outputs into the report "
+                             "(default: digests and character counts only)")
+    parser.add_argument("--opaque-ids", action="store_true",
+                        help="replace agent, run and call identifiers by keyed opaque references")
+    parser.add_argument("--opaque-key", metavar="FILE",
+                        help="the key for --opaque-ids (default: $IOA_CHECK_OPAQUE_KEY, else a "
+                             "random key, so references hold within one invocation only)")
+    parser.add_argument("--no-shapes", action="store_true",
+                        help="skip the SHACL check of the graph (it dominates the run time of "
+                             "large traces); the summary then has no shapes member")
+    parser.add_argument("--max-shape-calls", type=_positive, default=DEFAULT_MAX_SHAPE_CALLS,
+                        metavar="N",
+                        help="the SHACL check runs on runs of at most N calls (default: "
+                             f"{DEFAULT_MAX_SHAPE_CALLS}); pyshacl's cost per call would take "
+                             "a larger run past the 2 s bound, and its summary says the check "
+                             "was not run")
+    parser.add_argument("--max-kg-calls", type=_positive, default=DEFAULT_MAX_KG_CALLS,
+                        metavar="N",
+                        help="--emit-kg builds the graph of at most N calls (default: "
+                             f"{DEFAULT_MAX_KG_CALLS}); rdflib's cost per triple would take a "
+                             "larger one past the 2 s and 300 MiB bounds")
+    parser.add_argument("--state", metavar="FILE",
+                        help="a durable consumer cursor: checkpoints appended after each batch; "
+                             "a rerun resumes where the last completed batch ended")
+    parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N",
+                        help="events per batch, and so per checkpoint (default: 1000)")
+    parser.add_argument("--max-line-bytes", type=_positive, default=16 << 20, metavar="N",
+                        help="longest event line read (default: 16 MiB)")
+    return parser
+
+
+def _missing_extra() -> str | None:
+    """The first module of the trace extra that cannot be imported, if any."""
+    import importlib
+
+    for module in _EXTRA:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return module
+    return None
+
+
+def trace(argv: Sequence[str]) -> int:
+    """``ioa-check trace PATH...``; the contract's exit status."""
+    missing = _missing_extra()
+    if missing is not None:
+        print(f"ioa-check trace: needs the trace extra ({missing} is not installed): "
+              "pip install 'ioa-semantic[trace]'", file=sys.stderr)
+        return 2
+    parser = build_parser()
+    opts = parser.parse_args(argv)
+
+    from .._exceptions import ConfigurationError
+    from ..trace.graph import FORMATS
+
+    if opts.emit_kg and os.path.splitext(opts.emit_kg)[1].lower() not in FORMATS:
+        parser.error(f"--emit-kg {opts.emit_kg}: the suffix must be one of "
+                     + ", ".join(sorted(FORMATS)))
+    if opts.registrations and not (opts.profile and opts.bindings):
+        parser.error("--registrations needs --profile (to judge them) and --bindings (to relate "
+                     "agent and tool names to capability IRIs)")
+    if opts.opaque_key and not opts.opaque_ids:
+        parser.error("--opaque-key goes with --opaque-ids")
+    try:
+        return _run(opts)
+    except ConfigurationError as exc:
+        print(f"ioa-check trace: {exc}", file=sys.stderr)
+        return 2
+
+
+def _disclosure(opts: argparse.Namespace) -> Disclosure:
+    from .._exceptions import ConfigurationError
+    from ..trace.privacy import Disclosure
+
+    if not opts.opaque_ids:
+        return Disclosure(None, opts.include_content)
+    key: bytes | None = None
+    if opts.opaque_key:
+        try:
+            with open(opts.opaque_key, "rb") as handle:
+                key = handle.read()
+        except OSError as exc:
+            raise ConfigurationError(f"--opaque-key {opts.opaque_key} cannot be read: "
+                                     f"{exc.strerror}") from None
+        if not key:
+            raise ConfigurationError(f"--opaque-key {opts.opaque_key} is empty")
+    elif os.environ.get("IOA_CHECK_OPAQUE_KEY"):
+        key = os.environ["IOA_CHECK_OPAQUE_KEY"].encode()
+    return Disclosure.opaque(key, opts.include_content)
+
+
+def _run(opts: argparse.Namespace) -> int:  # noqa: C901
+    from .._findings import Verdict
+    from ..trace.audit import audit
+    from ..trace.declarations import (
+        Declarations,
+        read_bindings,
+        read_manifests,
+        read_registrations,
+    )
+    from ..trace.events import Fold, build, resolve, unreadable
+    from ..trace.graph import build as build_graph
+    from ..trace.graph import check, emit, shapes_not_run
+    from ..trace.report import REPORTERS
+    from ..trace.state import Cursor, StateError, consume
+
+    disclose = _disclosure(opts)
+    declarations = Declarations(
+        manifests=read_manifests(opts.manifests, disclose) if opts.manifests else None,
+        bindings=read_bindings(opts.bindings) if opts.bindings else None,
+        registrations=read_registrations(opts.registrations, opts.profile, disclose)
+        if opts.registrations else None)
+    sources = [resolve(path) for path in opts.paths]
+    keys = [s.key for s in sources if s.problem is None]
+    if len(keys) != len(set(keys)):
+        raise StateError("the same trace is given twice")
+    cursor = Cursor(opts.state, opts.include_content) if opts.state else None
+    runs = []
+    try:
+        if cursor is not None:
+            cursor.open()
+        for source in sources:
+            if source.problem is not None:
+                runs.append(unreadable(source))
+                continue
+            fold = Fold(opts.include_content)
+            try:
+                consume(source, fold, cursor, opts.batch_size, opts.max_line_bytes)
+            except OSError as exc:
+                from .._codes import finding
+
+                runs.append(unreadable(source._replace(problem=finding(
+                    "json.unreadable", f"{source.given}: cannot be read: {exc.strerror}"))))
+                continue
+            runs.append(build(source, fold, disclose))
+    finally:
+        if cursor is not None:
+            cursor.close()
+    seen: dict[str, str] = {}
+    for run in runs:
+        if not run.calls:
+            continue
+        if run.ident in seen:
+            # Their calls would be one node each in the graph: the same run, or a copy.
+            raise StateError(f"{seen[run.ident]} and {run.source} are the same run "
+                             f"({run.ident}); audit them separately")
+        seen[run.ident] = run.source
+    calls = sum(len(run.calls) for run in runs)
+    if opts.emit_kg and calls > opts.max_kg_calls:
+        # Refused before rdflib builds anything: its graph costs about 30 µs a triple, and a
+        # larger one would pass the 2 s and 300 MiB bounds of a run.
+        print(f"ioa-check trace: --emit-kg would build a graph of {calls} calls, more than "
+              f"--max-kg-calls {opts.max_kg_calls}; raise it to build the graph anyway",
+              file=sys.stderr)
+        return 2
+    results = []
+    graphs = []
+    for run in runs:
+        shapes = None
+        # The graph is built only where it is used: it is most of a run's time and memory
+        # without the shapes, and kept only to be emitted.
+        shaped = run.readable and not opts.no_shapes
+        if shaped and len(run.calls) > opts.max_shape_calls:
+            shaped, shapes = False, shapes_not_run(len(run.calls), opts.max_shape_calls)
+        if opts.emit_kg or shaped:
+            graph = build_graph(run, declarations, disclose)
+            if shaped:
+                shapes = check(graph)
+            if opts.emit_kg:
+                graphs.append(graph)
+        results.append((audit(run, declarations, disclose), shapes))
+    if opts.emit_kg:
+        try:
+            emit(graphs, opts.emit_kg)
+        except OSError as exc:
+            print(f"ioa-check trace: {opts.emit_kg} cannot be written: {exc.strerror}",
+                  file=sys.stderr)
+            return 2
+    REPORTERS[opts.format](results, sys.stdout, disclose)
+    verdicts: list[Verdict] = [r.verdict for r, _ in results]
+    return max(ExitStatus.of(v) for v in verdicts)

@@ -1,0 +1,628 @@
+"""Decision: the three-valued judgement of draft section 7 over the store's query results.
+
+Each step reads one named query and yields findings; nothing here guesses. A known intent
+whose required capability is missing is a completed conflict (incompatible); an unknown
+intent, sense or capability, an unaccepted version, or a mapping that cannot be established
+unambiguously leaves the result indeterminate (contract section 3).
+"""
+
+# Annotations are evaluated at import (no __future__ import): see _findings.
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from functools import lru_cache
+from operator import attrgetter
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol
+
+from .._codes import finding
+from .._findings import Finding, Severity
+from .._vocab import IOA
+from ..compiled.tables import XSD_STRING, CompiledTables, candidates_in_order
+from ..sources.loader import Artifact, Profile, Registration
+from .store import group
+
+
+class Dataset(Protocol):
+    """What the decision reads: the named queries' rows for one envelope.
+
+    The reference engine runs the SPARQL queries on a store (:class:`._store.Dataset`); the
+    compiled engine answers them from tables (:class:`._tables.TableDataset`).
+    """
+
+    def select(self, name: str) -> list[dict[str, Any]]: ...
+
+    def read_as(self, ontology: tuple[str, str]) -> None: ...
+
+
+
+# --- comparison rules of the contract's "Task parameters" table ----------------------------
+
+
+# Senders and providers repeat a handful of media types; parsing each once keeps the
+# comparisons of every check off the profile.
+@lru_cache(maxsize=1024)
+def _media_parts(value: str) -> tuple[str, tuple[str, ...]]:
+    head, *params = value.split(";")
+    return head.strip().lower(), tuple(p.strip() for p in params)
+
+
+def same_media_type(a: str, b: str) -> bool:
+    """Type and subtype compare case-insensitively; parameters compare exactly."""
+    return _media_parts(a) == _media_parts(b)
+
+
+def same_language(a: str, b: str) -> bool:
+    """Language tags compare case-insensitively and exactly: no fallback from en-GB to en."""
+    return a.lower() == b.lower()
+
+
+def same_value(parameter: str, a: str, b: str) -> bool:
+    if parameter in ("inputMediaType", "outputMediaType"):
+        return same_media_type(a, b)
+    if parameter in ("sourceLang", "targetLang"):
+        return same_language(a, b)
+    return a == b
+
+
+# --- the task -------------------------------------------------------------------------------
+
+
+class Task(NamedTuple):
+    """Task parameters by name, each with where it came from.
+
+    Every parameter has one value: the shapes allow one language, domain and (for use as a
+    parameter) media type on a profileContext, and ``--param`` names a key once.
+    """
+
+    parameters: Mapping[str, str]
+    origin: Mapping[str, str] = MappingProxyType({})
+
+    def for_capability(self, declared: Mapping[str, tuple[str, ...]]) -> "Task":
+        """Add the media type the vocabulary declares for one requested capability, if single."""
+        merged: dict[str, str] | None = None
+        origin: dict[str, str] = {}
+        for name, values in declared.items():
+            if len(values) == 1 and name not in self.parameters:
+                if merged is None:
+                    merged, origin = dict(self.parameters), dict(self.origin)
+                merged[name] = values[0]
+                origin[name] = "profile vocabulary"
+        return self if merged is None else Task(merged, origin)  # self: read as it is
+
+    def single(self, name: str) -> str | None:
+        return self.parameters.get(name)
+
+
+_PROFILE_CONTEXT = IOA + "profileContext"
+# Task parameter names and the profileContext properties that give them.
+_TASK_PARAMETERS = (("sourceLang", IOA + "sourceLang"), ("targetLang", IOA + "targetLang"),
+                    ("domain", IOA + "domain"), ("inputMediaType", IOA + "inputs"),
+                    ("outputMediaType", IOA + "outputs"))
+
+
+def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
+    """The contract's table: --param first, then the envelope's profileContext."""
+    params: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    contexts = node.get(_PROFILE_CONTEXT, ())
+    context = contexts[0] if contexts and isinstance(contexts[0], dict) else {}
+    for name, prop in _TASK_PARAMETERS:
+        values = context.get(prop)
+        if not values:
+            continue
+        found = {str(v.get("@value", v.get("@id"))) for v in values}
+        if len(found) == 1:
+            params[name], origin[name] = found.pop(), "envelope"
+    for name, value in overrides.items():
+        params[name], origin[name] = value, "--param"
+    return Task(params, origin)
+
+
+# --- the outcome ----------------------------------------------------------------------------
+
+
+class Outcome:
+    """What the compatibility steps found, filled in as they run."""
+
+    __slots__ = ("candidates", "evidence", "excluded", "findings", "ontology")
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.evidence: list[dict[str, Any]] = []
+        self.excluded: list[dict[str, Any]] = []
+        self.candidates: list[dict[str, Any]] = []
+        self.ontology: dict[str, str] = {}
+
+
+def evaluate(
+    dataset: Dataset,
+    node: dict[str, Any],
+    profile: Profile,
+    registrations: Sequence[Registration],
+    artifacts: Sequence[Artifact],
+    task: Task,
+    at: datetime,
+) -> Outcome:
+    """Run every compatibility step over one envelope's dataset."""
+    out = Outcome()
+    ontology_id = node[IOA + "ontologyId"][0]["@id"]
+    version = node[IOA + "ontologyVersion"][0]["@value"]
+    intent = node[IOA + "intentRef"][0]["@id"]
+    out.ontology = {"id": ontology_id, "version": version}
+
+    read_as = _acceptance(dataset, profile, ontology_id, version, intent, out)
+    if read_as is None:
+        return out  # rule 5: no vocabulary check under an unaccepted version
+    out.ontology["readAs"] = read_as
+    dataset.read_as((ontology_id, read_as))
+
+    out.findings.extend(_context_domains(dataset))
+    out.findings.extend(_binding_senses(dataset, profile))
+    out.findings.extend(_intent(dataset))
+    out.findings.extend(_parameters(profile, task))
+
+    alignment_ref = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
+    capabilities = group(dataset.select("requested_capabilities"), "capability")
+    candidates = group(dataset.select("mapping_candidates"), "capability") if registrations else {}
+    conditions = _conditions(dataset.select("rule_conditions")) if registrations else {}
+    screened = _screen(artifacts, profile, alignment_ref, at, out) if registrations else {}
+    by_graph = {r.graph_name: r for r in registrations}
+    for capability, rows in sorted(capabilities.items()):
+        known = any(r["known"] for r in rows)
+        direct = sorted({r["registration"] for r in rows if r["registration"]})
+        cap_task = task.for_capability(_declared_media(rows))
+        if not known and not direct:
+            out.findings.append(finding(
+                "capability.unknown",
+                f"the capability {capability} is not in the profile's vocabulary and no offered "
+                "registration under the envelope's ontology version declares it", capability))
+        if not registrations:
+            continue
+        if direct:
+            _direct(capability, [by_graph[g] for g in direct], cap_task, out)
+            continue
+        _mapped(capability, candidates.get(capability, []), conditions, screened, by_graph,
+                profile, cap_task, alignment_ref, out)
+    return out
+
+
+_ONTOLOGY_ID, _ONTOLOGY_VERSION = IOA + "ontologyId", IOA + "ontologyVersion"
+_INTENT_REF, _CAPABILITY_REFS = IOA + "intentRef", IOA + "capabilityRefs"
+_TERM_BINDINGS, _SENSE, _DOMAIN = IOA + "termBindings", IOA + "sense", IOA + "domain"
+
+
+class CompiledDecision:
+    """:func:`evaluate` over a Checker's compiled tables, for the common envelope.
+
+    What does not depend on the envelope is prepared once, from the tables: the mapping
+    rules' conditions, the registrations by graph, each vocabulary capability's declared
+    media types, and the mapping candidates of each capability under each accepted ontology
+    version.
+    """
+
+    __slots__ = ("artifacts", "by_graph", "candidates", "conditions", "declared", "known",
+                 "profile", "registrations", "tables")
+
+    def __init__(self, tables: CompiledTables, profile: Profile,
+                 registrations: Sequence[Registration], artifacts: Sequence[Artifact]) -> None:
+        self.tables, self.profile = tables, profile
+        self.registrations, self.artifacts = registrations, artifacts
+        self.conditions = _conditions([row for _, row in tables.conditions])
+        self.by_graph = {r.graph_name: r for r in registrations}
+        self.declared = {capability: _declared_media(rows)
+                         for capability, rows in tables.capabilities.items()}
+        self.known = frozenset(capability for capability, rows in tables.capabilities.items()
+                               if any(r["known"] for r in rows))
+        # mapping_candidates for each requested capability and each (id, version) a check
+        # can read an envelope as; the rows in ORDER BY order.
+        read_as = {(ontology, str(row["readAs"])) for (ontology, _), rows in
+                   tables.acceptance.items() for row in rows if row["relationship"] is None}
+        self.candidates = {
+            (capability, ontology, version): candidates_in_order(
+                readings, capability, (ontology,), ((version, XSD_STRING, None),))
+            for capability, readings in tables.readings.items()
+            for ontology, version in read_as}
+
+    def evaluate(self, node: dict[str, Any], task: Task, at: datetime) -> Outcome | None:  # noqa: C901
+        """evaluate's Outcome for an envelope with a clean baseline, or None.
+
+        It answers an envelope whose every step before the capabilities passes: its version
+        accepted as itself, its context's domains permitted, every bound sense in a domain
+        the profile permits, a known intent whose required capabilities are declared and
+        whose domains hold, and task parameters the profile allows; with its context and
+        bindings blank nodes (an IRI would merge them with other nodes in the store) and no
+        unknown capability. The capability steps call the helpers :func:`evaluate` calls, on
+        the same rows. Anything else is None, and :func:`evaluate` over a
+        :class:`~._tables.TableDataset` reports it; the tests hold the two Outcomes equal.
+        The common envelope skips building the index and the eight queries' rows (a third
+        of a warm check before, measured).
+        """
+        tables, profile, registrations = self.tables, self.profile, self.registrations
+        version_value = node[_ONTOLOGY_VERSION][0]
+        version = version_value.get("@value")
+        if len(version_value) != 1 or type(version) is not str:
+            return None
+        ontology_id = node[_ONTOLOGY_ID][0]["@id"]
+        intent = node[_INTENT_REF][0]["@id"]
+        direct = [row for row in tables.acceptance.get(
+            (ontology_id, (version, XSD_STRING, None)), ()) if row["relationship"] is None]
+        if not direct:
+            return None
+        read_as = str(direct[0]["readAs"])
+
+        context_domains: set[str] = set()
+        for context in node.get(_PROFILE_CONTEXT, ()):
+            if "@id" in context or "@value" in context:
+                return None
+            for domain in context.get(_DOMAIN, ()):
+                iri = domain.get("@id")
+                if iri is None or iri not in tables.permitted_domains:
+                    return None
+                context_domains.add(iri)
+            for binding in context.get(_TERM_BINDINGS, ()):
+                if "@id" in binding or "@value" in binding:
+                    return None
+                for sense in binding.get(_SENSE, ()):
+                    meanings = tables.senses.get(sense.get("@id", ""))
+                    if meanings is None or not any(part["domain"] for _, part in meanings) or not (
+                            profile.cross_domain_bindings
+                            or any(part["permitted"] for _, part in meanings)):
+                        return None
+
+        requirements = tables.intents.get(intent)
+        if requirements is None or not requirements[0][2]["known"]:
+            return None
+        refs = [ref.get("@id") for ref in node[_CAPABILITY_REFS]]
+        if None in refs:
+            return None
+        if any(required is not None and required not in refs for _, required, _ in requirements):
+            return None
+        domains = tables.intent_domains.get(intent, ())
+        if domains and not any(part["permitted"] for _, _, part in domains):
+            return None
+        if domains and context_domains and not any(d in context_domains for d, _, _ in domains):
+            return None
+        if next(_parameters(profile, task), None) is not None:
+            return None
+
+        out = Outcome()
+        out.ontology = {"id": ontology_id, "version": version, "readAs": read_as}
+        version_term = (read_as, XSD_STRING, None)
+        alignment_ref = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
+        screened = _screen(self.artifacts, profile, alignment_ref, at, out) if registrations else {}
+        for capability in sorted(set(refs)):
+            direct_providers = sorted({g for _, g in tables.registrations.get(
+                (capability, ontology_id, version_term), ())})
+            if not direct_providers and capability not in self.known:
+                return None  # capability.unknown: evaluate words it
+            if not registrations:
+                continue
+            cap_task = task.for_capability(self.declared.get(capability, _NOT_DECLARED))
+            if direct_providers:
+                _direct(capability, [self.by_graph[g] for g in direct_providers], cap_task, out)
+                continue
+            _mapped(capability, self.candidates.get((capability, ontology_id, read_as), []),
+                    self.conditions, screened, self.by_graph, profile, cap_task, alignment_ref,
+                    out)
+        return out
+
+
+def _declared_media(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """The media types the vocabulary declares for a capability, from its capability rows."""
+    return {"inputMediaType": tuple(sorted({r["input"] for r in rows if r["input"]})),
+            "outputMediaType": tuple(sorted({r["output"] for r in rows if r["output"]}))}
+
+
+_NOT_DECLARED = _declared_media(())
+
+
+def _acceptance(dataset: Dataset, profile: Profile, ontology_id: str, version: str,
+                intent: str, out: Outcome) -> str | None:
+    rows = dataset.select("ontology_acceptance")
+    direct = [r for r in rows if r["relationship"] is None]
+    if direct:
+        return str(direct[0]["readAs"])
+    by_relationship = group(rows, "relationship")
+    # Deterministic whatever order the rows come in: the first applicable relationship by
+    # the version it reads as.
+    for relationship_rows in sorted(by_relationship.values(), key=lambda rs: str(rs[0]["readAs"])):
+        scope = {r["scope"] for r in relationship_rows if r["scope"]}
+        if not scope or intent in scope:
+            read_as = str(relationship_rows[0]["readAs"])
+            out.findings.append(finding(
+                "profile.version-relationship",
+                f"version {version!r} of {ontology_id} is read as {read_as!r} through the "
+                "profile's declared relationship", "/ontologyVersion"))
+            return read_as
+    if by_relationship:
+        out.findings.append(finding(
+            "profile.relationship-scope",
+            f"the profile relates version {version!r} of {ontology_id} to an accepted version "
+            f"only for other intents, not for {intent}", "/intentRef"))
+    elif any(ontology_id == accepted for accepted, _ in profile.accepted):
+        versions = sorted(v for o, v in profile.accepted if o == ontology_id)
+        out.findings.append(finding(
+            "profile.version-not-accepted",
+            f"version {version!r} of {ontology_id} is not accepted by profile {profile.id} "
+            f"(accepted: {', '.join(map(repr, versions))}) and no relationship is declared; "
+            "versions are identifiers, not an ordering", "/ontologyVersion"))
+    else:
+        out.findings.append(finding(
+            "profile.ontology-not-accepted",
+            f"the ontology {ontology_id} is not accepted by profile {profile.id}",
+            "/ontologyId"))
+    return None
+
+
+def _context_domains(dataset: Dataset) -> Iterator[Finding]:
+    for row in dataset.select("context_domains"):
+        if not row["permitted"]:
+            yield finding("domain.context-not-permitted",
+                          f"the task context names the domain {row['domain']}, which the profile "
+                          "does not permit", "/profileContext/domain")
+
+
+def _binding_senses(dataset: Dataset, profile: Profile) -> Iterator[Finding]:
+    by_binding: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
+    for row in dataset.select("binding_senses"):
+        by_binding.setdefault((row["term"], row["sense"]), []).append(row)
+    for (term, sense), rows in sorted(by_binding.items()):
+        domains = sorted({r["domain"] for r in rows if r["domain"]})
+        if not rows[0]["known"] and not domains:
+            yield finding("domain.unknown-sense",
+                          f"the sense {sense} bound to {term!r} is not in the profile's "
+                          "vocabulary; it is not matched by label or guessed (6.4)", sense)
+        elif not domains:
+            yield finding("domain.unknown-sense",
+                          f"the sense {sense} bound to {term!r} has no declared domain, so the "
+                          "profile's domain restriction cannot be evaluated", sense)
+        elif not any(r["permitted"] for r in rows) and not profile.cross_domain_bindings:
+            permitted = profile.permitted_domains | profile.permitted_binding_domains
+            yield finding("domain.binding-not-permitted",
+                          f"{term!r} is bound to {sense}, which lies in {', '.join(domains)}; the "
+                          f"profile permits senses only in {', '.join(sorted(permitted)) or 'no domain'}",
+                          sense)
+
+
+def _intent(dataset: Dataset) -> Iterator[Finding]:
+    rows = dataset.select("intent_requirements")
+    if not rows:
+        return
+    intent = rows[0]["intent"]
+    if not rows[0]["known"]:
+        yield finding("intent.unknown",
+                      f"the intent {intent} is not in the profile's vocabulary", "/intentRef")
+        return
+    for row in rows:
+        if row["required"] and not row["declared"]:
+            yield finding("intent.not-applicable",
+                          f"the intent {intent} requires the capability {row['required']}, which "
+                          "capabilityRefs does not declare", "/capabilityRefs")
+    domains = dataset.select("intent_domains")
+    if domains and not any(r["permitted"] for r in domains):
+        yield finding("domain.intent-not-permitted",
+                      f"the intent {intent} applies only to "
+                      f"{', '.join(sorted(r['domain'] for r in domains))}, which the profile "
+                      "does not permit", "/intentRef")
+    context_domains = dataset.select("context_domains")
+    if domains and context_domains and not any(r["inContext"] for r in domains):
+        yield finding("intent.domain-mismatch",
+                      f"the intent {intent} applies to "
+                      f"{', '.join(sorted(r['domain'] for r in domains))}, none of which the "
+                      "task context names", "/profileContext/domain")
+
+
+def _parameters(profile: Profile, task: Task) -> Iterator[Finding]:
+    for name in sorted(profile.required_parameters):
+        if name not in task.parameters:
+            yield finding("constraint.missing-parameter",
+                          f"the profile requires the task parameter {name!r}, which neither "
+                          "--param nor the envelope supplies", "/profileContext")
+    for name, allowed in sorted(profile.parameter_values.items()):
+        value = task.single(name)
+        if value is not None and not any(same_value(name, value, a) for a in allowed):
+            yield finding("constraint.parameter-conflict",
+                          f"the task parameter {name}={value!r} is not among the values the "
+                          f"profile allows ({', '.join(sorted(allowed))})", "/profileContext")
+
+
+# Task parameter, the registration's declared values, code, member, comparison rule.
+_PROVIDER_CHECKS = (
+    ("inputMediaType", attrgetter("inputs"), "capability.input-conflict", "inputs",
+     same_media_type),
+    ("outputMediaType", attrgetter("outputs"), "capability.output-conflict", "outputs",
+     same_media_type),
+    ("sourceLang", attrgetter("source_langs"), "capability.language-conflict", "sourceLang",
+     same_language),
+    ("targetLang", attrgetter("target_langs"), "capability.language-conflict", "targetLang",
+     same_language),
+)
+
+
+def _provider_conflicts(capability: str, registration: Registration, task: Task) -> list[Finding]:
+    conflicts = []
+    parameters = task.parameters
+    for name, read, code, member, same in _PROVIDER_CHECKS:
+        declared = read(registration)
+        value = parameters.get(name)
+        if not declared or value is None:
+            continue
+        for candidate in declared:
+            if same(value, candidate):
+                break
+        else:
+            conflicts.append(finding(
+                code,
+                f"the provider capability {registration.iri} ({registration.origin}) declares "
+                f"{member} {', '.join(sorted(declared))}, but the task's {name} is {value!r} "
+                f"(from {task.origin.get(name, 'the task')}); no conversion is attempted",
+                registration.iri))
+    return conflicts
+
+
+def _direct(capability: str, providers: list[Registration], task: Task, out: Outcome) -> None:
+    results = [(r, _provider_conflicts(capability, r, task)) for r in providers]
+    clean = [r for r, conflicts in results if not conflicts]
+    if clean:
+        out.evidence.append({"capability": capability, "via": "same ontology",
+                             "providedBy": clean[0].iri, "source": clean[0].origin})
+        return
+    for _, conflicts in results:
+        out.findings.extend(conflicts)
+
+
+def _screen(artifacts: Sequence[Artifact], profile: Profile, alignment_ref: str | None,
+            at: datetime, out: Outcome) -> dict[str, Artifact]:
+    """Exclude untrusted, expired, malformed, unpinned and unreferenced artifacts (7.3)."""
+    usable: dict[str, Artifact] = {}
+    pinned_ids = {ident for ident, _ in profile.pins}
+    for artifact in artifacts:
+        if artifact.confidence is not None:
+            out.candidates.append({**artifact.label(), "confidence": artifact.confidence,
+                                   "note": "descriptive only; confidence never decides (7.4)"})
+        reason = None
+        if artifact.malformed:
+            reason = ("alignment.malformed", "; ".join(artifact.problems))
+        elif alignment_ref is not None and artifact.id != alignment_ref:
+            reason = ("alignment.not-referenced",
+                      f"the envelope's alignmentRef names {alignment_ref}")
+        elif artifact.id in pinned_ids and profile.pins.get(
+                (artifact.id, artifact.revision)) != artifact.digest:
+            reason = ("alignment.pin-mismatch",
+                      f"sha256 {artifact.digest} is not the revision the profile pins")
+        elif artifact.asserted_by not in profile.trusted_issuers:
+            reason = ("alignment.untrusted",
+                      f"issuer {artifact.asserted_by} is not trusted by profile {profile.id}")
+        elif artifact.valid_until is not None and at >= artifact.valid_until:
+            reason = ("alignment.expired",
+                      f"validUntil {artifact.valid_until.isoformat()} is not after the "
+                      f"evaluation instant {at.isoformat()}")
+        if reason is None:
+            usable[artifact.graph_name] = artifact
+        else:
+            _exclude(out, artifact, *reason)
+    return usable
+
+
+def _exclude(out: Outcome, artifact: Artifact, code: str, why: str) -> None:
+    out.excluded.append({**artifact.label(), "code": code, "reason": why})
+    out.findings.append(finding(code, f"artifact {artifact.id or artifact.origin} "
+                                f"(revision {artifact.revision or '?'}) excluded: {why}",
+                                artifact.id or artifact.origin, severity=Severity.INFO))
+
+
+def _conditions(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for row in rows:
+        out.setdefault((row["artifactGraph"], row["rule"]), []).append(
+            (row["parameter"], row["value"]))
+    return out
+
+
+def _evaluate_conditions(conditions: list[tuple[str, str]], known: frozenset[str],
+                         task: Task) -> tuple[str, str]:
+    """("satisfied" | "false" | "unevaluable", why) for one mapping rule (contract rule 10).
+
+    ``known`` are the parameters with a defined evaluation (``Profile.known_parameters``).
+    """
+    for name, required in sorted(conditions):
+        if name not in known:
+            return "unevaluable", f"the condition {name!r} has no defined evaluation"
+        value = task.single(name)
+        if value is None:
+            return "unevaluable", f"the task supplies no {name!r} for the condition {name}={required!r}"
+        if not same_value(name, value, required):
+            return "false", f"the condition {name}={required!r} does not hold ({name}={value!r})"
+    return "satisfied", ""
+
+
+def _mapped(capability: str, rows: Sequence[Mapping[str, Any]],
+            conditions: dict[tuple[str, str], list[tuple[str, str]]],
+            usable: dict[str, Artifact], by_graph: dict[str, Registration], profile: Profile,
+            task: Task, alignment_ref: str | None, out: Outcome) -> None:
+    applicable: dict[tuple[str, str], tuple[Artifact, Registration, Mapping[str, Any]]] = {}
+    unevaluable: list[str] = []
+    known = profile.known_parameters
+    for graph, artifact in usable.items():
+        artifact_rows = [r for r in rows if r["artifactGraph"] == graph]
+        verdicts = []
+        for row in artifact_rows:
+            if not row["versionsMatch"]:
+                verdicts.append(("inapplicable", "its ontology versions are not exactly the "
+                                 "envelope's and the offered capability's"))
+                continue
+            if not row["registration"]:
+                verdicts.append(("inapplicable", f"{row['offered']} is not offered under the "
+                                 "artifact's exact target ontology version"))
+                continue
+            state, why = _evaluate_conditions(conditions.get((graph, row["rule"]), []),
+                                              known, task)
+            if state == "satisfied":
+                registration = by_graph[row["registration"]]
+                applicable.setdefault((artifact.id, artifact.revision),
+                                      (artifact, registration, row))
+                break
+            verdicts.append(("unevaluable" if state == "unevaluable" else "inapplicable", why))
+        else:
+            if not artifact_rows:
+                verdicts.append(("inapplicable",
+                                 f"no mapping rule maps {capability} in a declared direction"))
+            kinds = {k for k, _ in verdicts}
+            why = "; ".join(sorted({w for _, w in verdicts}))
+            if "unevaluable" in kinds:
+                unevaluable.append(f"{artifact.id} revision {artifact.revision}: {why}")
+                out.excluded.append({**artifact.label(), "code": "alignment.condition-unevaluable",
+                                     "reason": why, "capability": capability})
+            else:
+                _exclude(out, artifact, "alignment.inapplicable", why)
+
+    if len(applicable) > 1 and profile.preferred_issuers:
+        ranks = {key: profile.preferred_issuers.get(a.asserted_by)
+                 for key, (a, _, _) in applicable.items()}
+        ranked = [r for r in ranks.values() if r is not None]
+        best = {key for key, r in ranks.items() if ranked and r == min(ranked)}
+        if len(best) == 1:
+            key = best.pop()
+            out.findings.append(finding(
+                "alignment.local-selection",
+                f"the profile's selection rule chose {key[0]} revision {key[1]} among "
+                f"{len(applicable)} applicable artifacts; this local choice is not the peer's "
+                "agreement (7.3)", key[0]))
+            applicable = {key: applicable[key]}
+    if len(applicable) > 1:
+        names = ", ".join(f"{i} revision {r}" for i, r in sorted(applicable))
+        out.findings.append(finding(
+            "alignment.ambiguous",
+            f"{len(applicable)} distinct applicable artifacts map {capability} ({names}) and the "
+            "profile's selection rule does not single one out; negotiate one mapping",
+            capability))
+        return
+    if applicable:
+        (artifact, registration, row), = applicable.values()
+        conflicts = _provider_conflicts(capability, registration, task)
+        if conflicts:
+            out.findings.extend(conflicts)
+            return
+        out.evidence.append({
+            "capability": capability, "via": "alignment", "providedBy": registration.iri,
+            "source": registration.origin, "artifactId": artifact.id,
+            "revision": artifact.revision, "reverse": bool(row["reverse"]),
+        })
+        return
+    if alignment_ref is not None and not any(a.id == alignment_ref for a in usable.values()):
+        out.findings.append(finding(
+            "alignment.not-offered",
+            f"the envelope's alignmentRef {alignment_ref} names no usable offered artifact",
+            "/alignmentRef"))
+    if unevaluable:
+        out.findings.append(finding(
+            "alignment.condition-unevaluable",
+            f"a mapping for {capability} cannot be established: {'; '.join(unevaluable)}",
+            capability))
+        return
+    out.findings.append(finding(
+        "alignment.no-accepted-mapping",
+        f"no offered registration provides {capability} under the envelope's ontology version, "
+        "and no accepted alignment artifact maps it; an absent mapping is not a finding of "
+        "absence (12.5 S4)", capability))

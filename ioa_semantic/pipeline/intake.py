@@ -1,0 +1,306 @@
+"""Intake: bytes to JSON, strictly and within limits.
+
+This is the first stage of the pipeline. It accepts only what RFC 8259 calls JSON, in UTF-8,
+within a size and a nesting-depth limit, and rejects what parsers commonly let through:
+duplicate member names (a parser differential: one reader keeps the first value, another the
+last), NaN and Infinity, and a top level that is not an object. It never raises on input.
+"""
+
+# Annotations are evaluated at import (no __future__ import): see _findings.
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from itertools import accumulate
+from typing import Any, NamedTuple
+
+from .._codes import finding
+from .._findings import Finding
+
+DEFAULT_MAX_BYTES = 1 << 20
+DEFAULT_MAX_DEPTH = 64
+# Bounds on the work a document within the byte limit can ask for: the JSON values of one
+# document (every member value and array item, nested ones included), and the context
+# objects and term definitions it brings. A baseline envelope has about 30 values, one
+# context object and a dozen terms; pyld copies its active context for every context object,
+# so their count times their terms is what expansion costs (issue: bounded cost).
+DEFAULT_MAX_VALUES = 16384
+DEFAULT_MAX_CONTEXTS = 16
+DEFAULT_MAX_TERMS = 1024
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = str.maketrans({"[": "+", "{": "+", "]": "-", "}": "-"})
+
+
+class Limits(NamedTuple):
+    """Resource limits of one document. Size and depth are checked before the parser runs;
+    the count of values right after it (:func:`value_findings`), and the contexts and terms
+    before any context is reviewed or expanded."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_values: int = DEFAULT_MAX_VALUES
+    max_contexts: int = DEFAULT_MAX_CONTEXTS
+    max_terms: int = DEFAULT_MAX_TERMS
+
+
+class Intake(NamedTuple):
+    """The parsed document, or the findings that kept it from being one."""
+
+    document: Any
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def _nests_deeper_than(text: str, limit: int) -> bool:
+    # Strings are removed first so that brackets inside them do not count; what remains is
+    # a run of brackets whose running sum is the depth, read only until it passes the limit.
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_DEPTH_STEP)
+    return any(depth > limit for depth in accumulate(
+        1 if step == "+" else -1 for step in brackets))
+
+
+_PARSERS = threading.local()
+
+
+def _parser() -> tuple[json.JSONDecoder, dict[int, tuple[dict[str, Any], list[str]]]]:
+    """This thread's strict parser and the record its hook fills, built once per thread.
+
+    ``json.loads`` with a hook builds a decoder on every call, a sizeable part of parsing
+    a small document; the record is cleared after each parse.
+    """
+    found = getattr(_PARSERS, "parser", None)
+    if found is None:
+        hook, seen = _duplicate_keys()
+        found = _PARSERS.parser = (
+            json.JSONDecoder(object_pairs_hook=hook, parse_constant=_reject_constant), seen)
+    return found
+
+
+def _duplicate_keys() -> tuple[Callable[[list[tuple[str, Any]]], dict[str, Any]],
+                             dict[int, tuple[dict[str, Any], list[str]]]]:
+    """An object hook for the parser, and the objects it saw repeat a member name.
+
+    The objects themselves are kept so that no id is reused by a later object after a
+    repeated member's first value is thrown away.
+    """
+    seen: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def hook(pairs: "list[tuple[str, Any]]") -> "dict[str, Any]":
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            names: dict[str, int] = {}
+            for key, _ in pairs:
+                names[key] = names.get(key, 0) + 1
+            seen[id(obj)] = (obj, sorted(k for k, n in names.items() if n > 1))
+        return obj
+
+    return hook, seen
+
+
+def _has_lone_surrogate(document: Any) -> bool:
+    # Only reached when the text escapes a surrogate, so the common case pays nothing.
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _pointer_token(token: str | int) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def _locate(
+    document: Any, wanted: dict[int, tuple[dict[str, Any], list[str]]]
+) -> list[tuple[str, list[str]]]:
+    """JSON Pointers of the objects the parser flagged (depth is already bounded)."""
+    found = []
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, dict):
+            if id(value) in wanted:
+                found.append((pointer, wanted[id(value)][1]))
+            stack.extend((f"{pointer}/{_pointer_token(k)}", v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", v) for i, v in enumerate(value))
+    return sorted(found)
+
+
+def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = False) -> Intake:
+    """Parse one JSON document under ``limits``; every problem is a finding, none raises.
+
+    The top level must be an object; with ``array``, an array is accepted too (an audit file
+    may hold a list of registrations).
+    """
+    limits = limits or Limits()
+    size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
+    if size > limits.max_bytes:
+        return _fail("json.too-large",
+                     f"the document has {size} bytes, over the limit of {limits.max_bytes}")
+    if isinstance(data, str):
+        text = data
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _fail("json.encoding", "the text holds a lone UTF-16 surrogate, "
+                         "which is not Unicode text")
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _fail("json.encoding", f"the document is not UTF-8 (byte {exc.start})")
+    if text.startswith("\ufeff"):
+        return _fail("json.encoding", "the document starts with a byte order mark")
+    # A document with fewer opening brackets than the limit cannot nest deeper than it; only
+    # the others pay for the exact measure.
+    brackets = text.count("{") + text.count("[")
+    if brackets > limits.max_depth and _nests_deeper_than(text, limits.max_depth):
+        return _fail("json.too-deep",
+                     f"the document nests deeper than the limit of {limits.max_depth} levels")
+    decoder, seen = _parser()
+    try:
+        document = decoder.decode(text)
+    except _NonFinite as exc:
+        return _fail("json.non-finite", f"{exc} is not a JSON number")
+    except RecursionError:
+        return _fail("json.too-deep", "the document nests too deeply to parse")
+    except json.JSONDecodeError as exc:
+        return _fail("json.syntax",
+                     f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    except ValueError as exc:
+        return _fail("json.syntax", f"not JSON: {exc}")
+    finally:
+        duplicates = dict(seen)
+        seen.clear()
+    if _ESCAPED_SURROGATE.search(text) and _has_lone_surrogate(document):
+        return _fail("json.encoding",
+                     "the document escapes a lone UTF-16 surrogate, which is not Unicode text")
+    if duplicates:
+        return Intake(None, tuple(
+            finding("json.duplicate-key",
+                    f"the object repeats the member name(s) {', '.join(map(repr, names))}",
+                    pointer)
+            for pointer, names in _locate(document, duplicates)
+        ))
+    if not isinstance(document, dict) and not (array and isinstance(document, list)):
+        kind = "an array" if isinstance(document, list) else f"a {type(document).__name__}"
+        return _fail("json.not-object", f"the document is {kind}, not one JSON object")
+    return Intake(document, ())
+
+
+def value_findings(document: Any, limits: Limits, size: int | None = None) -> tuple[Finding, ...]:
+    """The finding of a document with more JSON values than ``limits.max_values``, or none.
+
+    One pass that stops at the limit. With ``size`` (the text's length in bytes), a text too
+    short to hold that many values (each needs a byte and a separator) is not walked.
+    """
+    limit = limits.max_values
+    if size is not None and size < 2 * limit:
+        return ()
+    count = 0
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if type(value) is dict:
+            count += len(value)
+            stack.extend(value.values())
+        elif type(value) is list:
+            count += len(value)
+            stack.extend(value)
+        else:
+            continue
+        if count > limit:
+            return (finding("json.too-many-values",
+                            f"the document holds more than {limit} JSON values (members and "
+                            f"array items); the limit is --max-values", ""),)
+    return ()
+
+
+def read_unproven(data: bytes | str, limits: Limits) -> tuple[Any, int] | None:
+    """A document read quickly but not yet proven strict, with the colons of its text.
+
+    orjson is RFC 8259 strict in everything :func:`parse` checks but one: it keeps the last
+    of repeated member names without a word. The caller proves there were none by accounting
+    for every colon of the text: in JSON without a ``\\u003a`` escape, each colon either
+    separates a member from its name or sits inside a string, so the text has as many colons
+    as the parsed document has members plus colons in its strings (:func:`colons_in`), and
+    fewer members means a name was repeated. None means only :func:`parse` may read it (too
+    large, possibly too deep, or anything orjson refuses), and the caller must fall back.
+    """
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    if (len(data) > limits.max_bytes
+            or data.count(b"{") + data.count(b"[") > limits.max_depth
+            or escapes_a_colon(data)):
+        return None
+    # Imported here, not with the module: its import (about 20 ms, mostly the dataclasses
+    # and inspect modules it loads) is a sixth of a one-envelope command's whole run, which
+    # reads its one document with parse instead (see Checker.baseline).
+    orjson = orjson_module()
+    try:
+        return orjson.loads(data), data.count(b":")
+    except orjson.JSONDecodeError:
+        return None
+
+
+_ORJSON: Any = None
+
+
+def orjson_module() -> Any:
+    """orjson, imported on first use. An ``import`` statement waits for another thread's
+    import of the module to complete; a look into ``sys.modules`` does not, and may find it
+    half initialized: :func:`orjson_if_loaded` hands it out only once this returned it."""
+    global _ORJSON
+    if _ORJSON is None:
+        import orjson
+
+        _ORJSON = orjson
+    return _ORJSON
+
+
+def orjson_if_loaded() -> Any:
+    """orjson if some document already needed it (completely imported), else None."""
+    return _ORJSON
+
+
+def escapes_a_colon(data: bytes) -> bool:
+    """Whether the text spells a colon as ``\\u003a``, which no colon count would see."""
+    return b"\\" in data and (b"\\u003a" in data or b"\\u003A" in data)
+
+
+def colons_in(value: Any) -> int:
+    """Members plus colons in strings (names included) of a parsed value: see read_unproven."""
+    if isinstance(value, str):
+        return value.count(":")
+    total = 0
+    if isinstance(value, dict):
+        total = len(value)
+        for key, member in value.items():
+            total += colons_in(key) + colons_in(member)
+    elif isinstance(value, list):
+        for item in value:
+            total += colons_in(item)
+    return total
+
+
+def _fail(code: str, message: str) -> Intake:
+    return Intake(None, (finding(code, message, ""),))

@@ -1,0 +1,790 @@
+"""Shape checks: JSON Schema over the compact form, compiled SHACL over the expanded graph.
+
+``shapes/baseline.ttl`` is the normative statement of a well-formed envelope and capability
+registration. It is compiled once into plain constraint objects and evaluated over the
+expanded JSON-LD, so that each finding can name the JSON Pointer of the member it concerns;
+the tests hold this evaluation to pyshacl on the same shapes. The JSON Schemas catch what
+expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, JSON types.
+"""
+
+# Annotations are evaluated at import (no __future__ import): see _findings.
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
+
+import pyoxigraph
+
+from .. import data as _resources
+from .._codes import finding
+from .._exceptions import ConfigurationError
+from .._findings import Finding
+from .._iri import iri_defect
+from .._vocab import IOASH, RDF_TYPE, SH, XSD
+from .expansion import NO_BASE, SenderTerms, json_kind, term_for
+
+RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
+
+
+class PropertyShape(NamedTuple):
+    name: str
+    path: str
+    min_count: int | None
+    max_count: int | None
+    node_kind: str | None
+    datatype: str | None
+    pattern: re.Pattern[str] | None
+    has_value: str | None
+    pattern_code: str
+    section: str
+    message: str
+
+
+class NodeShape(NamedTuple):
+    name: str
+    family: str
+    section: str
+    node_kind: str | None
+    closed: bool
+    properties: tuple[PropertyShape, ...]
+    target_classes: frozenset[str]
+    target_subjects_of: frozenset[str]
+    target_objects_of: frozenset[str]
+    allowed: frozenset[str] = frozenset()  # the property paths a closed shape admits
+
+
+def _triples(text: str) -> dict[str, dict[str, list[pyoxigraph.NamedNode | Any]]]:
+    graph: dict[str, dict[str, list[Any]]] = {}
+    for quad in pyoxigraph.parse(text, pyoxigraph.RdfFormat.TURTLE):
+        subject = quad.subject.value if hasattr(quad.subject, "value") else str(quad.subject)
+        graph.setdefault(subject, {}).setdefault(quad.predicate.value, []).append(quad.object)
+    return graph
+
+
+class ShapesError(ConfigurationError, ValueError):
+    """The shapes use a SHACL construct the compiler does not support."""
+
+
+# The SHACL Core subset the compiler understands; anything else in a shape is refused, so a
+# shapes file can never say more than the compiled checks enforce.
+_NODE_SHAPE_KEYS = frozenset({
+    "targetClass", "targetSubjectsOf", "targetObjectsOf", "nodeKind", "closed", "property",
+})
+_PROPERTY_KEYS = frozenset({
+    "path", "minCount", "maxCount", "nodeKind", "datatype", "pattern", "hasValue", "message",
+})
+
+
+def _refuse_unsupported(graph: dict[str, dict[str, list[Any]]]) -> None:
+    for subject, props in graph.items():
+        is_node_shape = any(t.value == SH + "NodeShape" for t in props.get(RDF_TYPE, []))
+        allowed = _NODE_SHAPE_KEYS if is_node_shape else _PROPERTY_KEYS
+        for predicate in props:
+            if predicate.startswith(SH) and predicate[len(SH):] not in allowed:
+                raise ShapesError(f"{subject} uses sh:{predicate[len(SH):]}, which the shape "
+                                  "compiler does not support")
+        for path in props.get(SH + "path", []):
+            if not isinstance(path, pyoxigraph.NamedNode):
+                raise ShapesError(f"{subject} has a complex sh:path; only predicate paths are "
+                                  "supported")
+
+
+def compile_shapes(text: str) -> dict[str, NodeShape]:
+    """Compile the SHACL Core subset the baseline shapes use into constraint objects."""
+    graph = _triples(text)
+    _refuse_unsupported(graph)
+
+    def one(subject: str, predicate: str) -> Any:
+        values = graph.get(subject, {}).get(predicate, [])
+        return values[0].value if values else None
+
+    def many(subject: str, predicate: str) -> "frozenset[str]":
+        return frozenset(v.value for v in graph.get(subject, {}).get(predicate, []))
+
+    shapes = {}
+    for subject, props in graph.items():
+        if not any(t.value == SH + "NodeShape" for t in props.get(RDF_TYPE, [])):
+            continue
+        family = one(subject, IOASH + "family")
+        section = one(subject, IOASH + "section")
+        properties = []
+        for prop in props.get(SH + "property", []):
+            p = prop.value
+            pattern = one(p, SH + "pattern")
+            min_count = one(p, SH + "minCount")
+            max_count = one(p, SH + "maxCount")
+            properties.append(PropertyShape(
+                name=p,
+                path=one(p, SH + "path"),
+                min_count=int(min_count) if min_count is not None else None,
+                max_count=int(max_count) if max_count is not None else None,
+                node_kind=_local(one(p, SH + "nodeKind")),
+                datatype=one(p, SH + "datatype"),
+                pattern=re.compile(pattern) if pattern is not None else None,
+                has_value=one(p, SH + "hasValue"),
+                pattern_code=one(p, IOASH + "patternCode") or "empty",
+                section=one(p, IOASH + "section") or section,
+                message=one(p, SH + "message") or "",
+            ))
+        shapes[subject] = NodeShape(
+            name=subject,
+            family=family,
+            section=section,
+            node_kind=_local(one(subject, SH + "nodeKind")),
+            closed=one(subject, SH + "closed") == "true",
+            properties=tuple(sorted(properties, key=lambda p: p.path)),
+            target_classes=many(subject, SH + "targetClass"),
+            target_subjects_of=many(subject, SH + "targetSubjectsOf"),
+            target_objects_of=many(subject, SH + "targetObjectsOf"),
+            allowed=frozenset(p.path for p in properties),
+        )
+    return shapes
+
+
+def _local(iri: str | None) -> str | None:
+    return iri.rpartition("#")[2] if iri else None
+
+
+# --- the expanded graph, with the compact member each node and value came from -----------
+
+
+class Located:
+    """An expanded node object and the compact object (and JSON Pointer) it came from."""
+
+    __slots__ = ("_keys", "compact", "node", "pointer")
+
+    def __init__(self, node: dict[str, Any], compact: dict[str, Any], pointer: str) -> None:
+        self.node, self.compact, self.pointer = node, compact, pointer
+        self._keys: tuple[SenderTerms, dict[str | None, str]] | None = None
+
+    @classmethod
+    def _make(cls, fields: Iterable[Any]) -> "Located":
+        return cls(*fields)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.node, self.compact, self.pointer))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Located) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and its parts are mutable
+
+    def __repr__(self) -> str:
+        return f"Located(pointer={self.pointer!r}, node={self.node!r})"
+
+    def key_for(self, iri: str, terms: SenderTerms) -> str | None:
+        """The member (the first in name order) that spells ``iri`` under ``terms``."""
+        # Each member is resolved once per node, not once per property asked about: a node
+        # with thousands of members would otherwise cost their square (issue: bounded cost).
+        if self._keys is None or self._keys[0] is not terms:
+            keys: dict[str | None, str] = {}
+            for key in sorted(self.compact):
+                if not key.startswith("@"):
+                    keys.setdefault(terms.resolve(key), key)
+            self._keys = (terms, keys)
+        return self._keys[1].get(iri)
+
+    def member_pointer(self, iri: str, terms: SenderTerms) -> str:
+        key = self.key_for(iri, terms)
+        if key is None:
+            return self.pointer
+        return f"{self.pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+
+    def value_pointer(self, iri: str, index: int, terms: SenderTerms) -> str:
+        key = self.key_for(iri, terms)
+        base = self.member_pointer(iri, terms)
+        if key is not None and isinstance(self.compact.get(key), list):
+            return f"{base}/{index}"
+        return base
+
+
+def _is_node(value: Any) -> bool:
+    return isinstance(value, dict) and not ({"@value", "@list", "@set"} & value.keys()) and (
+        len(value) > 1 or "@id" not in value)
+
+
+def located_nodes(root: dict[str, Any], compact: dict[str, Any], terms: SenderTerms) -> list[Located]:
+    """Every embedded node object, root first, each with its compact origin.
+
+    A node written as a bare reference (``{"@id": ...}`` and nothing else) is a node too:
+    SHACL targets the IRI it names like any other object of the property, and with nothing
+    said of it in the document it lacks every member its shape requires (contract rule 1).
+    A string coerced to a reference is not written as a node and stays a reference.
+    """
+    out = []
+    stack = [Located(root, compact, "")]
+    while stack:
+        here = stack.pop()
+        out.append(here)
+        for prop in sorted(here.node, reverse=True):
+            if prop.startswith("@"):
+                continue
+            key = here.key_for(prop, terms)
+            compact_values = here.compact.get(key) if key is not None else None
+            for i, value in enumerate(here.node[prop]):
+                reference = not _is_node(value)
+                if reference and not _is_reference(value):
+                    continue
+                if isinstance(compact_values, list):
+                    origin = compact_values[i] if i < len(compact_values) else {}
+                    at = here.value_pointer(prop, i, terms)
+                else:
+                    origin = compact_values if i == 0 else {}
+                    at = here.member_pointer(prop, terms)
+                if reference and not isinstance(origin, dict):
+                    continue
+                stack.append(Located(value, origin if isinstance(origin, dict) else {}, at))
+    return out
+
+
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and "@id" in value
+
+
+# --- evaluation ---------------------------------------------------------------------------
+
+
+def _kind(value: Any) -> str:
+    """SHACL node kind of an expanded value: IRI, BlankNode or Literal."""
+    if isinstance(value, dict) and "@value" not in value and "@list" not in value:
+        ident = value.get("@id")
+        if isinstance(ident, str) and not ident.startswith("_:"):
+            return "IRI"
+        return "BlankNode"
+    if isinstance(value, dict) and "@list" in value:
+        return "BlankNode"
+    return "Literal"
+
+
+def _datatype(value: Any) -> str | None:
+    if not isinstance(value, dict) or "@value" not in value:
+        return None
+    if "@language" in value:
+        return RDF_LANGSTRING
+    declared = value.get("@type")
+    if isinstance(declared, str):
+        return RDF_JSON if declared == "@json" else declared
+    raw = value["@value"]
+    if isinstance(raw, bool):
+        return XSD + "boolean"
+    if isinstance(raw, int):
+        return XSD + "integer"
+    if isinstance(raw, float):
+        return XSD + "integer" if raw.is_integer() and abs(raw) < 1e21 else XSD + "double"
+    return XSD + "string"
+
+
+_NODE_KIND_OK = {
+    "IRI": {"IRI"},
+    "BlankNode": {"BlankNode"},
+    "Literal": {"Literal"},
+    "BlankNodeOrIRI": {"IRI", "BlankNode"},
+    "BlankNodeOrLiteral": {"BlankNode", "Literal"},
+    "IRIOrLiteral": {"IRI", "Literal"},
+}
+
+
+class Violation(NamedTuple):
+    """One SHACL validation result, in terms comparable with pyshacl's report."""
+
+    shape: str
+    component: str
+    path: str | None
+    pointer: str
+    code: str
+    message: str
+    section: str
+
+
+def _values(node: dict[str, Any], path: str) -> list[Any]:
+    if path == RDF_TYPE:
+        return [{"@id": t} for t in node.get("@type", [])]
+    values = node.get(path, [])
+    return values if isinstance(values, list) else [values]
+
+
+def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterator[Violation]:  # noqa: C901
+    """Every violation of ``shape`` at one focus node.
+
+    Names and JSON Pointers are worked out only for a violation, so a conforming node costs
+    a few comparisons per constraint (the compiled path asks only whether one exists).
+    """
+    family = shape.family
+    if shape.node_kind and _kind(here.node) not in _NODE_KIND_OK[shape.node_kind]:
+        yield Violation(shape.name, "NodeKindConstraintComponent", None, here.pointer,
+                        f"{family}.missing" if shape.node_kind == "IRI" else f"{family}.type",
+                        "the node needs an @id IRI" if shape.node_kind == "IRI"
+                        else f"the node must be a {shape.node_kind}", shape.section)
+    for prop in shape.properties:
+        values = _values(here.node, prop.path)
+
+        def v(component: str, code: str, detail: str, index: "int | None" = None,
+              prop: PropertyShape = prop) -> Violation:
+            if prop.path == RDF_TYPE:
+                name = "@type"
+                at = f"{here.pointer}/@type" if "@type" in here.compact else here.pointer
+            else:
+                name = term_for(prop.path)
+                at = (here.pointer if component == "MinCountConstraintComponent"
+                      else here.member_pointer(prop.path, terms) if index is None
+                      else here.value_pointer(prop.path, index, terms))
+            return Violation(shape.name, component, prop.path, at, f"{family}.{code}",
+                             f"{name}: {prop.message} ({detail})", prop.section)
+
+        if prop.min_count is not None and len(values) < prop.min_count:
+            yield v("MinCountConstraintComponent", "missing",
+                    f"{len(values)} value(s)" if values else "an empty array"
+                    if ("@type" in here.compact if prop.path == RDF_TYPE
+                        else here.key_for(prop.path, terms) is not None) else "missing")
+        if prop.max_count is not None and len(values) > prop.max_count:
+            yield v("MaxCountConstraintComponent", "cardinality", f"{len(values)} values")
+        if prop.has_value is not None and not any(
+                x.get("@id") == prop.has_value for x in values if isinstance(x, dict)):
+            yield v("HasValueConstraintComponent", "rdf-type", f"found {_show(values)}")
+        for i, value in enumerate(values):
+            if prop.node_kind and _kind(value) not in _NODE_KIND_OK[prop.node_kind]:
+                yield v("NodeKindConstraintComponent", "type",
+                        f"a {_kind(value).lower()} is not a {prop.node_kind}", i)
+            if prop.datatype is not None and _datatype(value) != prop.datatype:
+                yield v("DatatypeConstraintComponent", "type", f"found {_describe_value(value)}", i)
+            if prop.pattern is not None:
+                text = _lexical(value)
+                if text is None or not prop.pattern.search(text):
+                    yield v("PatternConstraintComponent", prop.pattern_code,
+                            f"found {_describe_value(value)}", i)
+    if shape.closed:
+        allowed = shape.allowed
+        for prop_iri in sorted(here.node):
+            if prop_iri.startswith("@") or prop_iri in allowed:
+                continue
+            yield Violation(shape.name, "ClosedConstraintComponent", prop_iri,
+                            here.member_pointer(prop_iri, terms), f"{family}.unknown-property",
+                            f"{term_for(prop_iri)!s} is not a property of this node in the "
+                            "baseline vocabulary", "6.1")
+
+
+def _lexical(value: Any) -> str | None:
+    if isinstance(value, dict) and "@value" in value:
+        raw = value["@value"]
+        if isinstance(raw, bool):
+            return "true" if raw else "false"
+        return str(raw)
+    if isinstance(value, dict) and "@id" in value:
+        return str(value["@id"])
+    return None
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, dict) and "@value" in value:
+        raw = value["@value"]
+        if "@language" in value:
+            return f"a language-tagged string {raw!r}@{value['@language']}"
+        if isinstance(raw, str):
+            kind = "a typed literal" if "@type" in value else "the string"
+            return f"{kind} {raw!r}"
+        return f"the {type(raw).__name__} {raw!r}"
+    if isinstance(value, dict) and "@id" in value:
+        return f"the reference {value['@id']!r}"
+    return "a node"
+
+
+def _show(values: list[Any]) -> str:
+    return ", ".join(str(v.get("@id")) for v in values if isinstance(v, dict)) or "nothing"
+
+
+# --- conformance functions: the compiled path -------------------------------------------------
+
+Conformance = Callable[[dict[str, Any]], bool]
+
+
+class _ValueCheck(NamedTuple):
+    """Every per-value constraint of a property shape, and the two value forms it can answer
+    without them: the restricted expansion yields {"@id": iri} and {"@value": "text"} nearly
+    always, and for those the constraints reduce to one pattern search, or to nothing."""
+
+    check: Callable[[Any], bool]
+    iri_fits: bool  # {"@id": iri} meets the node kind and datatype constraints
+    text_fits: bool  # {"@value": "text"} does
+    search: Callable[[str], Any] | None
+
+
+def _value_check(prop: PropertyShape) -> _ValueCheck | None:
+    kinds = _NODE_KIND_OK[prop.node_kind] if prop.node_kind else None
+    datatype, pattern = prop.datatype, prop.pattern
+    if kinds is None and datatype is None and pattern is None:
+        return None
+
+    def check(value: Any) -> bool:
+        if kinds is not None and _kind(value) not in kinds:
+            return False
+        if datatype is not None and _datatype(value) != datatype:
+            return False
+        if pattern is not None:
+            text = _lexical(value)
+            if text is None or not pattern.search(text):
+                return False
+        return True
+
+    return _ValueCheck(check,
+                       iri_fits=(kinds is None or "IRI" in kinds) and datatype is None,
+                       text_fits=(kinds is None or "Literal" in kinds)
+                       and datatype in (None, XSD + "string"),
+                       search=pattern.search if pattern is not None else None)
+
+
+def _value_lines(value_check: _ValueCheck, index: int, names: dict[str, Any],
+                 is_type: bool) -> list[str]:
+    """Lines that check every value in ``values``: a common form that meets the constraints
+    is accepted inline, and anything else gets the full per-value check, which decides."""
+    names[f"CHECK{index}"] = value_check.check
+    names[f"SEARCH{index}"] = value_check.search
+    searched = f" and SEARCH{index}(text) is not None" if value_check.search else ""
+    if is_type:  # @type holds bare IRIs: each is checked as the IRI node it names
+        fast = (f"type(text) is str and not text.startswith('_:'){searched}"
+                if value_check.iri_fits else "False")
+        return ["for text in values:",
+                f"    if not ({fast}) and not CHECK{index}({{'@id': text}}): return False"]
+    forms = []
+    if value_check.iri_fits:
+        forms.append(f"type(text := v.get('@id')) is str and not text.startswith('_:'){searched}")
+    if value_check.text_fits:
+        forms.append(f"type(text := v.get('@value')) is str{searched}")
+    fast = (f"type(v) is dict and len(v) == 1 and ({' or '.join(f'({f})' for f in forms)})"
+            if forms else "False")
+    return ["for v in values:", f"    if not ({fast}) and not CHECK{index}(v): return False"]
+
+
+def _property_lines(prop: PropertyShape, index: int, names: dict[str, Any]) -> list[str]:
+    """The source lines that check one property shape on ``node``, returning False on a
+    violation; the constants they read are put in ``names``."""
+    low = prop.min_count or 0
+    per_value = _value_check(prop)
+    is_type = prop.path == RDF_TYPE
+    names[f"PATH{index}"] = "@type" if is_type else prop.path
+    # A property shape with no minimum and no required value holds when the node lacks the
+    # property: its checks run only when the member is there.
+    optional = not low and prop.has_value is None
+    body: list[str] = []
+    if low:
+        body.append(f"if len(values) < {low}: return False")
+    if prop.max_count is not None:
+        body.append(f"if len(values) > {prop.max_count}: return False")
+    if prop.has_value is not None:
+        names[f"HAS{index}"] = prop.has_value
+        if is_type:
+            body.append(f"if HAS{index} not in values: return False")
+        else:
+            body += ["for v in values:",
+                     f"    if isinstance(v, dict) and v.get('@id') == HAS{index}: break",
+                     "else:",
+                     "    return False"]
+    if per_value is not None:
+        body += _value_lines(per_value, index, names, is_type)
+    if not body:
+        return []
+    if optional:
+        return [f"values = node.get(PATH{index})", "if values is not None:",
+                *(f"    {line}" for line in body)]
+    return [f"values = node.get(PATH{index}, ())", *body]
+
+
+def compile_conformance(shape: NodeShape) -> Conformance:
+    """A function that says whether a node conforms to ``shape``, with the same semantics as
+    :func:`evaluate_node` finding no violation (the tests hold the two together).
+
+    The function is generated as Python source, one straight run of checks per shape: a node
+    then costs one call, not one per property shape and member.
+    """
+    names: dict[str, Any] = {"_kind": _kind}
+    lines: list[str] = []
+    if shape.node_kind:
+        names["KINDS"] = frozenset(_NODE_KIND_OK[shape.node_kind])
+        lines.append("if _kind(node) not in KINDS: return False")
+    if shape.closed:
+        names["ALLOWED"] = shape.allowed
+        # Keywords are outside the closed set; a node of IRIs, @id and @type passes in C.
+        names["ALLOWED_AND_KEYWORDS"] = shape.allowed | {"@id", "@type"}
+        lines += ["if not ALLOWED_AND_KEYWORDS.issuperset(node):",
+                  "    for key in node:",
+                  "        if key[:1] != '@' and key not in ALLOWED: return False"]
+    for index, prop in enumerate(shape.properties):
+        lines += _property_lines(prop, index, names)
+    source = "def conforms(node):\n" + "".join(f"    {line}\n" for line in lines) + \
+        "    return True\n"
+    exec(compile(source, f"<conformance of {shape.name}>", "exec"), names)
+    conforms: Conformance = names["conforms"]
+    return conforms
+
+
+class ShapeSet:
+    """The compiled baseline shapes and compact-form schemas, built once per process."""
+
+    def __init__(self) -> None:
+        self.shapes = compile_shapes(_resources.read_text("shapes", "baseline.ttl"))
+        self.envelope = self.shapes[IOASH + "EnvelopeShape"]
+        self.registration = self.shapes[IOASH + "RegistrationShape"]
+        self._schemas: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._conformance = {name: compile_conformance(s) for name, s in self.shapes.items()}
+        self._checks: dict[tuple[Any, ...], tuple[Conformance, ...]] = {}
+        self.single_valued = {
+            family: frozenset(p.path for s in self.shapes.values() if s.family == family
+                              for p in s.properties if p.max_count is not None and p.max_count <= 1)
+            for family in ("envelope", "registration")
+        }
+        # Targets by family and IRI, so that finding a node's shapes is a few lookups.
+        self._targets: dict[str, tuple[dict[str, tuple[Conformance, ...]], ...]] = {}
+        for family in {s.family for s in self.shapes.values()}:
+            indexes: tuple[dict[str, list[str]], ...] = ({}, {}, {})
+            for shape in self.shapes.values():
+                if shape.family != family:
+                    continue
+                for index, targets in zip(indexes, (shape.target_classes, shape.target_subjects_of,
+                                                    shape.target_objects_of), strict=True):
+                    for target in targets:
+                        index.setdefault(target, []).append(shape.name)
+            self._targets[family] = tuple(
+                {iri: tuple(self._conformance[n] for n in dict.fromkeys(names))
+                 for iri, names in index.items()} for index in indexes)
+
+    def conforms(self, root_shape: NodeShape,
+                 walked: Iterable[tuple[dict[str, Any], str | None]]) -> bool:
+        """Whether the expanded graph has no violation (the compiled path).
+
+        ``walked`` are its nodes as the restricted walk found them, each with the property
+        that reached it (None: the root), so that no second walk looks for them.
+        """
+        memo = self._checks
+        root_name = root_shape.name
+        for node, via in walked:
+            # Which shapes apply depends only on how the node is reached, its types and its
+            # properties: the same few combinations come back document after document.
+            key = (root_name if via is None else via, tuple(node.get("@type", ())), tuple(node))
+            checks = memo.get(key)
+            if checks is None:
+                checks = self._checks_for(root_shape, node, via)
+                if len(memo) < 4096 and len(node) <= 32 and sum(map(len, node)) <= 2048:
+                    memo[key] = checks
+            for check in checks:
+                if not check(node):
+                    return False
+        return True
+
+    def any_string(self, family: str) -> frozenset[str]:
+        """The properties any one plain string meets as a value in every shape of ``family``
+        (no pattern, no required value, a node kind and a datatype a string literal has):
+        whatever such a value says, the shapes judge its node alike."""
+        shapes = [shape for shape in self.shapes.values() if shape.family == family]
+        found = set()
+        for path in {prop.path for shape in shapes for prop in shape.properties} - {RDF_TYPE}:
+            if all(prop.pattern is None and prop.has_value is None
+                   and prop.datatype in (None, XSD + "string")
+                   and (prop.node_kind is None or "Literal" in _NODE_KIND_OK[prop.node_kind])
+                   for shape in shapes for prop in shape.properties if prop.path == path):
+                found.add(path)
+        return frozenset(found)
+
+    def _checks_for(self, root_shape: NodeShape, node: dict[str, Any],
+                    via: str | None) -> tuple[Conformance, ...]:
+        by_class, by_subject, by_object = self._targets[root_shape.family]
+        # A shape targets a node in several ways (class, subjects of each of its
+        # properties); the set checks it once.
+        checks: set[Conformance] = {self._conformance[root_shape.name]} if via is None else set(
+            by_object.get(via, ()))
+        for t in node.get("@type", ()):
+            checks.update(by_class.get(t, ()))
+        for prop in node:
+            if prop[:1] != "@":
+                checks.update(by_subject.get(prop, ()))
+        return tuple(checks)
+
+    def schema(self, kind: str) -> tuple[Any, dict[str, Any]]:
+        """The compact-form JSON Schema of ``kind`` and its validator, built on first use.
+
+        jsonschema-rs validates; `jsonschema` reads the same schemas in the tests, which hold
+        the two to the same findings. Loaded only when a document takes the reference path.
+        """
+        if kind not in self._schemas:
+            import jsonschema_rs
+
+            schema = _inline_refs(_resources.read_json("shapes", f"{kind}.schema.json"))
+            self._schemas[kind] = (jsonschema_rs.Draft202012Validator(schema), schema)
+        return self._schemas[kind]
+
+    def targets(self, here: Located, parents: Iterable[tuple[str, Located]],
+                family: str) -> list[NodeShape]:
+        types = set(here.node.get("@type", []))
+        found = []
+        for shape in self.shapes.values():
+            if shape.family != family:
+                continue
+            if (shape.target_classes & types
+                    or any(p in here.node for p in shape.target_subjects_of)
+                    or any(prop in shape.target_objects_of for prop, _ in parents)):
+                found.append(shape)
+        return found
+
+    def validate(self, root_shape: NodeShape, located: list[Located],
+                 terms: SenderTerms) -> list[Violation]:
+        """Every SHACL violation over the expanded graph; the root always gets ``root_shape``.
+
+        Only the shapes of the root shape's family apply: an envelope and a registration
+        share property names (ontologyId, inputs) that the other's targets would match.
+        """
+        parents: dict[int, list[tuple[str, Located]]] = {}
+        nodes = {id(here.node) for here in located}
+        for here in located:
+            for prop, values in here.node.items():
+                if prop.startswith("@"):
+                    continue
+                for value in values:
+                    if id(value) in nodes:
+                        parents.setdefault(id(value), []).append((prop, here))
+        out: list[Violation] = []
+        for index, here in enumerate(located):
+            shapes = self.targets(here, parents.get(id(here.node), []), root_shape.family)
+            if index == 0 and root_shape not in shapes:
+                shapes.append(root_shape)
+            for shape in shapes:
+                out.extend(evaluate_node(shape, here, terms))
+        return out
+
+    def schema_findings(self, kind: str, document: dict[str, Any]) -> list[Finding]:
+        validator, schema = self.schema(kind)
+        return schema_error_findings(schema, (
+            SchemaError.at(schema, e.schema_path, e.instance_path, e.instance)
+            for e in validator.iter_errors(document)))
+
+
+class SchemaError(NamedTuple):
+    """What a finding needs from one JSON Schema error, whichever validator reported it."""
+
+    keyword: str
+    value: Any  # the keyword's value in the schema (the names ``required`` lists)
+    path: tuple[str | int, ...]  # where in the document
+    instance: Any
+
+    @classmethod
+    def at(cls, schema: dict[str, Any], schema_path: Iterable[str | int],
+           instance_path: Iterable[str | int], instance: Any) -> "SchemaError":
+        steps = tuple(schema_path)
+        location: Any = schema
+        for step in steps:
+            location = location[step]
+        return cls(str(steps[-1]), location, tuple(instance_path), instance)
+
+
+def schema_error_findings(schema: dict[str, Any], errors: Iterable[SchemaError]) -> list[Finding]:
+    family = schema["x-family"]
+    out: list[Finding] = []
+    for error in errors:
+        if error.keyword == "oneOf" and error.instance == []:
+            continue  # an empty array where values are required: the shapes say so (minCount)
+        pointer = "".join(
+            "/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.path)
+        code, message = _schema_error(family, error, pointer)
+        if code.endswith(".legacy-key") and isinstance(error.instance, dict):
+            out.extend(finding(code, message, f"{pointer}/{key}")
+                       for key in ("id", "type") if key in error.instance)
+            continue
+        out.append(finding(code, message, pointer))
+    return out
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its local ``$ref``s replaced by their targets.
+
+    The compact-form schemas are not recursive; resolving references once here instead of on
+    every validation roughly halves the cost of the JSON Schema step.
+    """
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                return {**walk(defs[ref.removeprefix("#/$defs/")]), **walk(rest)}
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    inlined: dict[str, Any] = walk(schema)
+    return inlined
+
+
+_SCHEMA_CODE = {
+    "required": "missing",
+    "minItems": "missing",
+    "type": "type",
+    "oneOf": "type",
+    "pattern": "empty",
+    "minLength": "empty",
+    "not": "legacy-key",
+}
+
+
+def _schema_error(family: str, error: SchemaError, pointer: str) -> tuple[str, str]:
+    kind = _SCHEMA_CODE.get(error.keyword, "type")
+    where = pointer or "the document"
+    if kind == "missing" and error.keyword == "required":
+        missing = [m for m in error.value if m not in error.instance]
+        return f"{family}.missing", f"{where} has no {', '.join(missing)} member"
+    if kind == "legacy-key":
+        keys = [k for k in ("id", "type") if isinstance(error.instance, dict) and k in error.instance]
+        return (f"{family}.legacy-key",
+                f"{where} uses the legacy {' and '.join(keys)} spelling; the baseline uses "
+                "@id and @type, and no id or type alias exists (6.1, 6.5)")
+    if kind == "missing":
+        return f"{family}.missing", f"{where} is empty; at least one value is required"
+    if kind == "empty":
+        return f"{family}.empty", f"{where} is an empty or blank string"
+    return f"{family}.type", f"{where} has the wrong JSON type: {json_kind(error.instance)}"
+
+
+def iri_findings(located: list[Located], terms: SenderTerms,
+                 allowed_schemes: frozenset[str]) -> list[Finding]:
+    """Every reference in the expanded graph is an absolute IRI of an allowed scheme (6.1)."""
+    out = []
+
+    def check(iri: str, pointer: str, what: str) -> None:
+        if iri.startswith("_:"):
+            return  # a blank node: the shapes say where a node needs an IRI
+        defect = None if iri.startswith(NO_BASE) else iri_defect(iri)
+        if defect is not None and defect.position > 0:
+            out.append(finding("jsonld.invalid-iri",
+                               f"{what} {iri!r} is not an IRI (RFC 3987): {defect.describe()}",
+                               pointer))
+            return
+        if defect is not None or iri.startswith(NO_BASE):
+            out.append(finding("jsonld.relative-iri",
+                               f"{what} {iri.removeprefix(NO_BASE)!r} does not expand to an absolute IRI "
+                               "(is a prefix missing from the context?)", pointer))
+            return
+        scheme = iri[:iri.index(":")].lower()
+        if scheme not in allowed_schemes:
+            out.append(finding("jsonld.scheme-not-allowed",
+                               f"{what} {iri!r} has the scheme {scheme!r}, which the profile "
+                               f"does not allow (allowed: {', '.join(sorted(allowed_schemes))}); "
+                               "an undefined prefix reads as a scheme", pointer))
+
+    for index, here in enumerate(located):
+        ident = here.node.get("@id")
+        if index == 0 and isinstance(ident, str) and ident.startswith("_:"):
+            out.append(finding("jsonld.blank-node-id",
+                               f"the document's @id {ident!r} is a blank node identifier; when "
+                               "present, it must be an absolute IRI", "/@id"))
+        if isinstance(ident, str):
+            check(ident, f"{here.pointer}/@id" if "@id" in here.compact else here.pointer, "@id")
+        for t in here.node.get("@type", []):
+            if isinstance(t, str):
+                check(t, f"{here.pointer}/@type", "@type")
+        for prop, values in here.node.items():
+            if prop.startswith("@"):
+                continue
+            check(prop, here.member_pointer(prop, terms), "the property")
+            for i, value in enumerate(values):
+                if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("@id"), str):
+                    check(value["@id"], here.value_pointer(prop, i, terms), term_for(prop))
+    return out

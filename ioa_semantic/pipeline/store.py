@@ -1,0 +1,160 @@
+"""The store: an embedded Oxigraph dataset per check, queried with named SPARQL queries.
+
+What a Checker is built with (the profile and its vocabulary, the offered registrations and
+artifacts) is turned into quads once; each check copies them into a fresh in-memory store
+beside the envelope's triples, the task parameters and the check's own facts. A fresh store
+per check keeps checks independent (no state accumulates between them) and safe to run from
+several threads. Every decision-relevant join is one of the ``queries/*.rq`` files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pyoxigraph
+
+from .. import _vocab as vocab
+from .. import data as _resources
+from .._exceptions import IoaSemanticError
+from .._vocab import IOP
+
+ENVELOPE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:envelope")
+CHECK_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:check")
+CHECK = pyoxigraph.NamedNode("urn:ioa-semantic:check")
+RDF_TYPE = pyoxigraph.NamedNode(vocab.RDF_TYPE)
+
+QUERY_NAMES = (
+    "ontology_acceptance",
+    "binding_senses",
+    "context_domains",
+    "intent_requirements",
+    "intent_domains",
+    "requested_capabilities",
+    "mapping_candidates",
+    "rule_conditions",
+)
+
+
+class UnloadableTerm(IoaSemanticError, ValueError):
+    """The envelope holds a value Oxigraph refuses as an RDF term (pyoxigraph's ValueError,
+    mapped here, the one place the envelope meets it). The baseline lets none through that
+    it judges; a descriptive member the profile lets be ignored is not judged."""
+
+
+def envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:
+    """The expanded envelope (already shape-checked) as quads in the envelope graph.
+
+    Raises :class:`UnloadableTerm` for a value Oxigraph refuses.
+    """
+    try:
+        return _envelope_quads(node)
+    except ValueError as exc:
+        raise UnloadableTerm(str(exc)) from exc
+
+
+def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C901
+    quads: list[pyoxigraph.Quad] = []
+    counter = iter(range(1 << 30))
+
+    def subject_of(obj: dict[str, Any]) -> pyoxigraph.NamedNode | pyoxigraph.BlankNode:
+        ident = obj.get("@id")
+        if isinstance(ident, str) and not ident.startswith("_:"):
+            return pyoxigraph.NamedNode(ident)
+        return pyoxigraph.BlankNode(f"e{next(counter)}")
+
+    def term(value: Any) -> Any:
+        if isinstance(value, dict) and "@value" in value:
+            raw = value["@value"]
+            if "@language" in value:
+                return pyoxigraph.Literal(str(raw), language=value["@language"])
+            if isinstance(value.get("@type"), str) and value["@type"] != "@json":
+                return pyoxigraph.Literal(str(raw), datatype=pyoxigraph.NamedNode(value["@type"]))
+            if isinstance(raw, bool):
+                return pyoxigraph.Literal("true" if raw else "false", datatype=pyoxigraph.NamedNode(
+                    "http://www.w3.org/2001/XMLSchema#boolean"))
+            if isinstance(raw, (int, float)):
+                return pyoxigraph.Literal(repr(raw), datatype=pyoxigraph.NamedNode(
+                    "http://www.w3.org/2001/XMLSchema#" + (
+                        "integer" if isinstance(raw, int) else "double")))
+            return pyoxigraph.Literal(str(raw))
+        if isinstance(value, dict) and set(value) == {"@id"}:
+            ident = value["@id"]
+            if ident.startswith("_:"):
+                return pyoxigraph.BlankNode(ident[2:])
+            return pyoxigraph.NamedNode(ident)
+        if isinstance(value, dict) and "@list" not in value:
+            return emit(value)
+        return None
+
+    def emit(obj: dict[str, Any]) -> Any:
+        subject = subject_of(obj)
+        for t in obj.get("@type", []):
+            quads.append(pyoxigraph.Quad(subject, RDF_TYPE, pyoxigraph.NamedNode(t), ENVELOPE_GRAPH))
+        for prop, values in obj.items():
+            if prop.startswith("@"):
+                continue
+            predicate = pyoxigraph.NamedNode(prop)
+            for value in values:
+                obj_term = term(value)
+                if obj_term is not None:
+                    quads.append(pyoxigraph.Quad(subject, predicate, obj_term, ENVELOPE_GRAPH))
+        return subject
+
+    emit(node)
+    return quads
+
+
+def check_quads(ontology: tuple[str, str] | None) -> list[pyoxigraph.Quad]:
+    """Facts about this check: the ontology version the envelope is read under."""
+    if ontology is None:
+        return []
+    return [
+        pyoxigraph.Quad(CHECK, pyoxigraph.NamedNode(IOP + "ontologyId"),
+                        pyoxigraph.NamedNode(ontology[0]), CHECK_GRAPH),
+        pyoxigraph.Quad(CHECK, pyoxigraph.NamedNode(IOP + "ontologyVersion"),
+                        pyoxigraph.Literal(ontology[1]), CHECK_GRAPH),
+    ]
+
+
+class Dataset:
+    """One check's store: the Checker's fixed quads plus this envelope's."""
+
+    def __init__(self, fixed: Sequence[pyoxigraph.Quad], *extra: Iterable[pyoxigraph.Quad]) -> None:
+        self.store = pyoxigraph.Store()
+        self.store.bulk_extend(fixed)
+        for quads in extra:
+            self.store.bulk_extend(quads)
+
+    def read_as(self, ontology: tuple[str, str]) -> None:
+        """Record the ontology id and version the envelope is read under."""
+        self.store.bulk_extend(check_quads(ontology))
+
+    def select(self, name: str) -> list[dict[str, Any]]:
+        """Run a named query; each row maps variable names to plain Python values."""
+        solutions = self.store.query(_resources.query(name))
+        assert isinstance(solutions, pyoxigraph.QuerySolutions), name
+        variables = [v.value for v in solutions.variables]
+        rows = []
+        for solution in solutions:
+            rows.append({name: _plain(solution[name]) for name in variables})
+        return rows
+
+
+def _plain(term: Any) -> Any:
+    if term is None:
+        return None
+    if isinstance(term, pyoxigraph.Literal):
+        if term.datatype.value == "http://www.w3.org/2001/XMLSchema#boolean":
+            return term.value == "true"
+        return term.value
+    if isinstance(term, pyoxigraph.NamedNode):
+        return term.value
+    return str(term)
+
+
+def group(rows: Iterable[Mapping[str, Any]], key: str) -> dict[Any, list[Mapping[str, Any]]]:
+    out: dict[Any, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(row[key], []).append(row)
+    return out

@@ -1,1 +1,0 @@
-"""Named SPARQL queries of the decision stage."""

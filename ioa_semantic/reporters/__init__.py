@@ -1,0 +1,1 @@
+"""Reporters render decisions and audits (text, JSON, SARIF); they return nothing."""

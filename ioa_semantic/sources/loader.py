@@ -1,0 +1,545 @@
+"""Loading what a check is judged against: domain profiles, alignment artifacts, registrations.
+
+Profiles are Turtle (the format is documented in the README); artifacts are the 12.4 JSON
+shape, validated on load and read into RDF through the project's artifact context; a
+receiver's own capability registrations go through the same intake, expansion and shape
+stages as envelopes. A profile or registration that cannot be read is a configuration
+error; a malformed artifact is excluded with a reason, never fatal (contract rule 9).
+"""
+
+# Annotations are evaluated at import (no __future__ import): see _findings.
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pyoxigraph
+
+if TYPE_CHECKING:
+    from .retrieval import Retriever
+
+from .. import data as _resources
+from .._exceptions import ArtifactError, ProfileError
+from .._iri import is_absolute_iri
+from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
+from ..pipeline.intake import parse
+
+PROFILE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:profile")
+DEFAULT_SCHEMES = frozenset({"https", "http", "urn"})
+# The task parameters of the contract's table; a profile may declare more.
+TASK_PARAMETERS = ("sourceLang", "targetLang", "domain", "inputMediaType", "outputMediaType")
+_TASK_PARAMETER_NAMES = frozenset(TASK_PARAMETERS)
+
+
+class VersionRelationship(NamedTuple):
+    """A profile's declaration that one ontology version is read as an accepted one (5.3)."""
+
+    ontology_id: str
+    version: str
+    read_as: str
+    intents: frozenset[str]
+
+
+class RetrievalSettings(NamedTuple):
+    """A profile's retrieval policy section (draft 6.1): what may be fetched, within what."""
+
+    origins: tuple[str, ...] = ()
+    allow_private_addresses: bool = False
+    budgets: Mapping[str, Any] = MappingProxyType({})
+    pins: Mapping[str, str] = MappingProxyType({})
+
+
+# iop: predicate of the retrieval section -> RetrievalPolicy field, and whether it is whole.
+RETRIEVAL_BUDGETS = {
+    "connectTimeout": ("connect_timeout", False),
+    "totalTimeout": ("total_timeout", False),
+    "checkTimeout": ("check_timeout", False),
+    "maxBytes": ("max_bytes", True),
+    "maxRedirects": ("max_redirects", True),
+    "maxDepth": ("max_depth", True),
+    "maxFetches": ("max_fetches", True),
+}
+
+
+# Every iop: term a profile may use: what read_profile reads (a test holds this to its
+# source) and what the named queries read; ``ioa-check lint`` reports any other as unknown,
+# where reading would ignore it (a misspelt setting would otherwise be silently absent).
+PROFILE_TERMS = frozenset({
+    "Profile", "acceptsOntology", "allowBase", "allowOrigin", "allowPrivateAddresses",
+    "allowVocab", "allowedScheme", "allowedValue", "appliesToIntent", "artifact",
+    "artifactPin", "crossDomainBindings", "ignorableTerm", "issuer", "ontologyId",
+    "ontologyVersion", "parameter", "parameterConstraint", "permittedBindingDomain",
+    "permittedDomain", "permittedType", "pin", "preferIssuer", "rank", "readAs",
+    "requiresParameter", "retrieval", "revision", "sha256", "trustedIssuer", "url",
+    "version", "versionRelationship", *RETRIEVAL_BUDGETS,
+})
+
+
+def unknown_profile_terms(data: bytes) -> list[str]:
+    """The iop: terms a profile's Turtle uses that no reader knows (for ``lint``), sorted;
+    a text that is not Turtle has none here (read_profile reports it)."""
+    try:
+        quads = list(pyoxigraph.parse(data, pyoxigraph.RdfFormat.TURTLE))
+    except (SyntaxError, ValueError):
+        return []
+    used = set()
+    for quad in quads:
+        for term in (quad.subject, quad.predicate, quad.object):
+            if isinstance(term, pyoxigraph.NamedNode) and term.value.startswith(IOP):
+                used.add(term.value[len(IOP):])
+    return sorted(used - PROFILE_TERMS)
+
+
+class Profile(NamedTuple):
+    """A receiver's accepted domain profile."""
+
+    id: str
+    revision: str
+    source: str
+    label: str = ""
+    accepted: frozenset[tuple[str, str]] = frozenset()
+    relationships: tuple[VersionRelationship, ...] = ()
+    permitted_domains: frozenset[str] = frozenset()
+    permitted_binding_domains: frozenset[str] = frozenset()
+    cross_domain_bindings: bool = False
+    allowed_schemes: frozenset[str] = DEFAULT_SCHEMES
+    ignorable_terms: frozenset[str] = frozenset()
+    permitted_types: frozenset[str] = frozenset()
+    allow_vocab: bool = False
+    allow_base: bool = False
+    trusted_issuers: frozenset[str] = frozenset()
+    pins: Mapping[tuple[str, str], str] = MappingProxyType({})
+    preferred_issuers: Mapping[str, int] = MappingProxyType({})
+    required_parameters: frozenset[str] = frozenset()
+    parameter_values: Mapping[str, frozenset[str]] = MappingProxyType({})
+    retrieval: RetrievalSettings = RetrievalSettings()
+    quads: tuple[pyoxigraph.Quad, ...] = ()
+    digest: str = ""
+
+    @property
+    def known_parameters(self) -> frozenset[str]:
+        if not self.required_parameters and not self.parameter_values:
+            return _TASK_PARAMETER_NAMES  # most profiles: no set to build on every rule
+        return _TASK_PARAMETER_NAMES | self.required_parameters | frozenset(
+            self.parameter_values)
+
+    def single_ontology(self) -> tuple[str, str] | None:
+        return next(iter(self.accepted)) if len(self.accepted) == 1 else None
+
+
+class _Graph:
+    """Triples of a profile file by subject, for reading its settings."""
+
+    def __init__(self, quads: list[pyoxigraph.Quad]) -> None:
+        self.by_subject: dict[Any, dict[str, list[Any]]] = {}
+        for quad in quads:
+            self.by_subject.setdefault(quad.subject, {}).setdefault(
+                quad.predicate.value, []).append(quad.object)
+
+    def objects(self, subject: Any, predicate: str) -> list[Any]:
+        return self.by_subject.get(subject, {}).get(predicate, [])
+
+    def values(self, subject: Any, predicate: str) -> frozenset[str]:
+        return frozenset(o.value for o in self.objects(subject, predicate))
+
+    def one(self, subject: Any, predicate: str, what: str, source: str) -> str:
+        found = self.objects(subject, predicate)
+        if len(found) != 1:
+            raise ProfileError(f"{source}: {what} must have exactly one {_local(predicate)} "
+                               f"(found {len(found)})")
+        return str(found[0].value)
+
+
+def _local(iri: str) -> str:
+    return iri.rpartition("#")[2]
+
+
+class ProfileUnavailable(ProfileError):
+    """A remote profile could not be retrieved; every check under it is indeterminate."""
+
+    def __init__(self, url: str, code: str, message: str) -> None:
+        super().__init__(message)
+        self.url = url
+        self.code = code
+
+
+TURTLE_TYPES = frozenset({"text/turtle", "application/x-turtle"})
+
+
+def is_remote(reference: str) -> bool:
+    return reference.lower().startswith(("https://", "http://"))
+
+
+def resolve_profile(name_or_path: str, retriever: "Retriever | None" = None) -> tuple[str, bytes]:
+    """The source name and bytes of a shipped profile name, a file path, or a URL."""
+    if is_remote(name_or_path):
+        if retriever is None:
+            raise ProfileUnavailable(name_or_path, "retrieval.prohibited",
+                                     f"the profile {name_or_path} is not retrieved: remote "
+                                     "retrieval is off (allow its origin with --allow-remote)")
+        from .retrieval import RetrievalError
+
+        try:
+            body, final_url, _ = retriever.fetch_bytes(name_or_path, TURTLE_TYPES)
+        except RetrievalError as exc:
+            raise ProfileUnavailable(name_or_path, exc.code, exc.message) from exc
+        return final_url, body
+    shipped = _resources.shipped_profiles()
+    if name_or_path in shipped:
+        return f"profile {name_or_path!r}", _resources.read_bytes("profiles", shipped[name_or_path])
+    if os.path.splitext(name_or_path)[1] and os.path.exists(name_or_path):
+        return name_or_path, _read_file(name_or_path, ProfileError)
+    installed = ", ".join(shipped) or "none"
+    raise ProfileError(
+        f"unknown profile {name_or_path!r}: not an installed profile (installed: {installed}) "
+        "and not a readable profile file")
+
+
+def _read_file(path: str, error: type[Exception]) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise error(f"{path}: cannot be read: {exc.strerror}") from exc
+
+
+def load_profile(name_or_path: str, retriever: "Retriever | None" = None) -> Profile:
+    source, data = resolve_profile(name_or_path, retriever)
+    return read_profile(data, source)
+
+
+def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
+    """Read a Turtle profile; every structural problem is a :class:`ProfileError`."""
+    try:
+        quads = list(pyoxigraph.parse(data, pyoxigraph.RdfFormat.TURTLE,
+                                      without_named_graphs=True))
+    except (SyntaxError, ValueError) as exc:
+        raise ProfileError(f"{source}: not valid Turtle: {exc}") from exc
+    graph = _Graph(quads)
+    profiles = [s for s, props in graph.by_subject.items()
+                if any(o.value == IOP + "Profile" for o in props.get(RDF_TYPE, []))]
+    if len(profiles) != 1:
+        raise ProfileError(f"{source}: must describe exactly one iop:Profile (found {len(profiles)})")
+    node = profiles[0]
+    if not isinstance(node, pyoxigraph.NamedNode):
+        raise ProfileError(f"{source}: the iop:Profile must be named by an IRI")
+    revision = graph.one(node, IOP + "revision", "the profile", source)
+    accepted = set()
+    for entry in graph.objects(node, IOP + "acceptsOntology"):
+        accepted.add((graph.one(entry, IOP + "ontologyId", "acceptsOntology", source),
+                      graph.one(entry, IOP + "ontologyVersion", "acceptsOntology", source)))
+    if not accepted:
+        raise ProfileError(f"{source}: the profile accepts no ontology (iop:acceptsOntology)")
+    relationships = []
+    for entry in graph.objects(node, IOP + "versionRelationship"):
+        rel = VersionRelationship(
+            graph.one(entry, IOP + "ontologyId", "versionRelationship", source),
+            graph.one(entry, IOP + "version", "versionRelationship", source),
+            graph.one(entry, IOP + "readAs", "versionRelationship", source),
+            graph.values(entry, IOP + "appliesToIntent"),
+        )
+        if (rel.ontology_id, rel.read_as) not in accepted:
+            raise ProfileError(f"{source}: versionRelationship reads {rel.version!r} as "
+                               f"{rel.read_as!r}, which the profile does not accept")
+        relationships.append(rel)
+    pins = {}
+    for entry in graph.objects(node, IOP + "artifactPin"):
+        digest = graph.one(entry, IOP + "sha256", "artifactPin", source).lower()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ProfileError(f"{source}: artifactPin sha256 {digest!r} is not 64 hex digits")
+        pins[(graph.one(entry, IOP + "artifact", "artifactPin", source),
+              graph.one(entry, IOP + "revision", "artifactPin", source))] = digest
+    preferred = {}
+    for entry in graph.objects(node, IOP + "preferIssuer"):
+        rank = graph.one(entry, IOP + "rank", "preferIssuer", source)
+        if not rank.isdigit():
+            raise ProfileError(f"{source}: preferIssuer rank {rank!r} is not a whole number")
+        preferred[graph.one(entry, IOP + "issuer", "preferIssuer", source)] = int(rank)
+    parameter_values: dict[str, set[str]] = {}
+    for entry in graph.objects(node, IOP + "parameterConstraint"):
+        name = graph.one(entry, IOP + "parameter", "parameterConstraint", source)
+        allowed = graph.values(entry, IOP + "allowedValue")
+        if not allowed:
+            raise ProfileError(f"{source}: parameterConstraint on {name!r} has no allowedValue")
+        parameter_values.setdefault(name, set()).update(allowed)
+    schemes = graph.values(node, IOP + "allowedScheme")
+    flags = {}
+    for flag in ("crossDomainBindings", "allowVocab", "allowBase"):
+        values = graph.values(node, IOP + flag)
+        if values - {"true", "false"} or len(values) > 1:
+            raise ProfileError(f"{source}: {flag} must be one boolean")
+        flags[flag] = values == {"true"}
+    labels = graph.values(node, RDFS_LABEL)
+    sections = graph.objects(node, IOP + "retrieval")
+    if len(sections) > 1:
+        raise ProfileError(f"{source}: the profile has more than one iop:retrieval section")
+    retrieval = _retrieval_settings(graph, sections[0], source) if sections else RetrievalSettings()
+    return Profile(
+        id=node.value,
+        revision=revision,
+        source=source,
+        label=min(labels) if labels else "",
+        accepted=frozenset(accepted),
+        relationships=tuple(relationships),
+        permitted_domains=graph.values(node, IOP + "permittedDomain"),
+        permitted_binding_domains=graph.values(node, IOP + "permittedBindingDomain"),
+        cross_domain_bindings=flags["crossDomainBindings"],
+        allowed_schemes=frozenset(s.lower() for s in schemes) or DEFAULT_SCHEMES,
+        ignorable_terms=graph.values(node, IOP + "ignorableTerm"),
+        permitted_types=graph.values(node, IOP + "permittedType"),
+        allow_vocab=flags["allowVocab"],
+        allow_base=flags["allowBase"],
+        trusted_issuers=graph.values(node, IOP + "trustedIssuer"),
+        pins=pins,
+        preferred_issuers=preferred,
+        required_parameters=graph.values(node, IOP + "requiresParameter"),
+        parameter_values={k: frozenset(v) for k, v in parameter_values.items()},
+        retrieval=retrieval,
+        quads=tuple(pyoxigraph.Quad(q.subject, q.predicate, q.object, PROFILE_GRAPH)
+                    for q in quads),
+        digest=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def _retrieval_settings(graph: _Graph, section: Any, source: str) -> RetrievalSettings:
+    origins = tuple(sorted(graph.values(section, IOP + "allowOrigin")))
+    private = graph.values(section, IOP + "allowPrivateAddresses")
+    if private - {"true", "false"} or len(private) > 1:
+        raise ProfileError(f"{source}: allowPrivateAddresses must be one boolean")
+    budgets: dict[str, Any] = {}
+    for name, (field_name, whole) in RETRIEVAL_BUDGETS.items():
+        values = graph.values(section, IOP + name)
+        if not values:
+            continue
+        (text,) = values if len(values) == 1 else (None,)
+        try:
+            number = float(text) if text is not None else -1.0
+        except ValueError:
+            number = -1.0
+        if (number <= 0 and not (name == "maxRedirects" and number == 0)) or (
+                whole and not number.is_integer()):
+            raise ProfileError(f"{source}: retrieval {name} must be one positive "
+                               f"{'whole number' if whole else 'number'} (found {sorted(values)})")
+        budgets[field_name] = int(number) if whole else number
+    pins = {}
+    for entry in graph.objects(section, IOP + "pin"):
+        digest = graph.one(entry, IOP + "sha256", "retrieval pin", source).lower()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ProfileError(f"{source}: retrieval pin sha256 {digest!r} is not 64 hex digits")
+        pins[graph.one(entry, IOP + "url", "retrieval pin", source)] = digest
+    return RetrievalSettings(origins, private == {"true"}, budgets, pins)
+
+
+# --- alignment artifacts -------------------------------------------------------------------
+
+
+class MappingRule(NamedTuple):
+    source: str  # "from" in the artifact
+    target: str  # "to" in the artifact
+    conditions: tuple[tuple[str, str], ...]
+
+
+class Artifact(NamedTuple):
+    """An offered alignment artifact; ``problems`` is non-empty when it is malformed."""
+
+    origin: str
+    position: int
+    digest: str
+    document: Any
+    problems: tuple[str, ...] = ()
+    id: str = ""
+    revision: str = ""
+    source_ontology: tuple[str, str] = ("", "")
+    target_ontology: tuple[str, str] = ("", "")
+    direction: str = ""
+    asserted_by: str = ""
+    valid_until: datetime | None = None
+    rules: tuple[MappingRule, ...] = ()
+    confidence: float | None = None
+
+    @property
+    def malformed(self) -> bool:
+        return bool(self.problems)
+
+    @property
+    def graph_name(self) -> str:
+        """The IRI of the named graph that holds it (the decision compares these)."""
+        return f"urn:ioa-semantic:graph:artifact:{self.position}"
+
+    @property
+    def graph(self) -> pyoxigraph.NamedNode:
+        return pyoxigraph.NamedNode(self.graph_name)
+
+    def label(self) -> dict[str, Any]:
+        return {"artifactId": self.id or None, "revision": self.revision or None,
+                "source": self.origin}
+
+
+_ARTIFACT_SCHEMA: Any = None
+
+
+def _artifact_schema() -> Any:
+    global _ARTIFACT_SCHEMA
+    if _ARTIFACT_SCHEMA is None:
+        from jsonschema import Draft202012Validator, FormatChecker
+
+        # "iri" is RFC 3987's IRI production, judged by the one function every IRI meets.
+        formats = FormatChecker(())
+        formats.checks("iri")(lambda value: not isinstance(value, str) or is_absolute_iri(value))
+        _ARTIFACT_SCHEMA = Draft202012Validator(
+            _resources.read_json("shapes", "artifact.schema.json"), format_checker=formats)
+    return _ARTIFACT_SCHEMA
+
+
+def resolve_artifact(name_or_path: str) -> tuple[str, bytes]:
+    shipped = _resources.shipped_alignments()
+    if os.path.exists(name_or_path):
+        return name_or_path, _read_file(name_or_path, ArtifactError)
+    if name_or_path in shipped:
+        return (f"alignment {name_or_path!r}",
+                _resources.read_bytes("alignments", shipped[name_or_path]))
+    raise ArtifactError(
+        f"unknown alignment artifact {name_or_path!r}: no such file and not a shipped artifact "
+        f"(shipped: {', '.join(shipped) or 'none'})")
+
+
+def read_artifact(data: bytes, origin: str, index: int) -> Artifact:
+    """Validate one artifact (7.2); a malformed one comes back with its problems listed."""
+    digest = hashlib.sha256(data).hexdigest()
+    intake = parse(data)
+    if not intake.ok:
+        return Artifact(origin, index, digest, None,
+                        tuple(f"{f.message} at {f.path or '/'}" for f in intake.findings))
+    return artifact_from(intake.document, digest, origin, index)
+
+
+def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
+    """An artifact from its parsed document and the sha256 of the bytes it came from."""
+    problems = tuple(
+        f"{'/' + '/'.join(map(str, e.absolute_path)) if e.absolute_path else 'the artifact'}: "
+        f"{e.message}"
+        for e in sorted(_artifact_schema().iter_errors(doc), key=lambda e: list(e.absolute_path))
+    )
+    ident = doc.get("artifactId") if isinstance(doc.get("artifactId"), str) else ""
+    revision = doc.get("revision") if isinstance(doc.get("revision"), str) else ""
+    valid_until = None
+    if not problems and "validUntil" in doc:
+        try:
+            valid_until = datetime.fromisoformat(doc["validUntil"].replace("Z", "+00:00"))
+        except ValueError:
+            problems = (f"/validUntil: {doc['validUntil']!r} is not a date-time",)
+    if problems:
+        return Artifact(origin, index, digest, doc, problems, id=ident, revision=revision)
+    rules = tuple(
+        MappingRule(rule["from"], rule["to"], tuple(sorted(rule["conditions"].items())))
+        for rule in doc["mappingRules"]
+    )
+    confidence = doc.get("confidence")
+    artifact = Artifact(
+        origin, index, digest, doc,
+        id=ident, revision=revision,
+        source_ontology=(doc["sourceOntologyId"], doc["sourceOntologyVersion"]),
+        target_ontology=(doc["targetOntologyId"], doc["targetOntologyVersion"]),
+        direction=doc["direction"],
+        asserted_by=doc["assertedBy"],
+        valid_until=valid_until,
+        rules=rules,
+        confidence=float(confidence) if confidence is not None else None,
+    )
+    try:
+        artifact_quads(artifact)
+    except (ValueError, SyntaxError) as exc:  # pyoxigraph's, mapped where an artifact is read
+        return artifact._replace(problems=(f"the artifact is not RDF the store accepts: {exc}",))
+    return artifact
+
+
+def artifact_quads(artifact: Artifact) -> list[pyoxigraph.Quad]:
+    """The artifact in RDF, read through the project's artifact context."""
+    doc = {k: v for k, v in artifact.document.items() if k != "@context"}
+    doc["mappingRules"] = [
+        {"from": r.source, "to": r.target,
+         "conditions": [{"parameter": k, "value": v} for k, v in r.conditions]}
+        for r in artifact.rules
+    ]
+    doc["@context"] = _resources.read_json("contexts", "alignment-artifact.jsonld")["@context"]
+    text = json.dumps(doc)
+    return [pyoxigraph.Quad(q.subject, q.predicate, q.object, artifact.graph)
+            for q in pyoxigraph.parse(text, pyoxigraph.RdfFormat.JSON_LD)]
+
+
+# --- capability registrations ------------------------------------------------------------
+
+
+class Registration(NamedTuple):
+    """An offered capability registration (6.3), read under one ontology and version."""
+
+    iri: str
+    ontology: tuple[str, str]
+    origin: str
+    position: int
+    inputs: frozenset[str] = frozenset()
+    outputs: frozenset[str] = frozenset()
+    source_langs: frozenset[str] = frozenset()
+    target_langs: frozenset[str] = frozenset()
+
+    @property
+    def graph_name(self) -> str:
+        """The IRI of the named graph that holds it (the decision compares these)."""
+        return f"urn:ioa-semantic:graph:registration:{self.position}"
+
+    @property
+    def graph(self) -> pyoxigraph.NamedNode:
+        return pyoxigraph.NamedNode(self.graph_name)
+
+    def quads(self) -> list[pyoxigraph.Quad]:
+        subject = pyoxigraph.NamedNode(self.iri)
+        g = self.graph
+
+        def lit(value: str) -> pyoxigraph.Literal:
+            return pyoxigraph.Literal(value)
+
+        out = [
+            pyoxigraph.Quad(subject, pyoxigraph.NamedNode(RDF_TYPE),
+                            pyoxigraph.NamedNode(IOA + "Capability"), g),
+            pyoxigraph.Quad(subject, pyoxigraph.NamedNode(IOA + "ontologyId"),
+                            pyoxigraph.NamedNode(self.ontology[0]), g),
+            pyoxigraph.Quad(subject, pyoxigraph.NamedNode(IOA + "ontologyVersion"),
+                            lit(self.ontology[1]), g),
+        ]
+        for prop, values in (("inputs", self.inputs), ("outputs", self.outputs),
+                             ("sourceLang", self.source_langs), ("targetLang", self.target_langs)):
+            out.extend(pyoxigraph.Quad(subject, pyoxigraph.NamedNode(IOA + prop), lit(v), g)
+                       for v in sorted(values))
+        return out
+
+
+def registration_from_node(node: dict[str, Any], origin: str, index: int,
+                           default_ontology: tuple[str, str] | None) -> Registration | str:
+    """A registration from its expanded node, or why it names no ontology."""
+
+    def values(prop: str) -> "list[str]":
+        return [v.get("@value", v.get("@id")) for v in node.get(IOA + prop, [])]
+
+    ontology_id = values("ontologyId")
+    version = values("ontologyVersion")
+    if ontology_id and version:
+        ontology = (ontology_id[0], version[0])
+    elif not ontology_id and not version and default_ontology is not None:
+        ontology = default_ontology
+    else:
+        return ("the registration names no ontologyId and ontologyVersion pair, and the profile "
+                "does not accept exactly one ontology to read it under")
+    return Registration(
+        iri=node["@id"],
+        ontology=ontology,
+        origin=origin,
+        position=index,
+        inputs=frozenset(values("inputs")),
+        outputs=frozenset(values("outputs")),
+        source_langs=frozenset(values("sourceLang")),
+        target_langs=frozenset(values("targetLang")),
+    )

@@ -1,0 +1,598 @@
+"""Execution traces read as a stream and folded into the calls of each run.
+
+The first stage of ``ioa-check trace``. An input is a mas-lab run folder (``run.json`` beside
+``traces/events.jsonl`` or ``events.jsonl``), an events file (JSON Lines), or a file of
+privacy-gated trace outcome records (one JSON object, an array of them, or JSON Lines).
+
+Events are read one line at a time. A line that is not one JSON object is a finding with its
+line number, and reading goes on; an event kind this stage does not know is counted, never
+fatal. The ``*_start``/``*_end`` events of MAS, agent, LLM, tool and processing calls fold
+into one call per call id (:class:`Fold`); at the end the fold becomes an immutable
+:class:`Run` whose calls know their parents. Free text (prompts, arguments, outputs) never
+enters the fold: only its digest and length, unless content was asked for.
+
+The fold is plain JSON so that ``--state`` can checkpoint it (``_trace_state``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
+from typing import IO, Any, NamedTuple
+
+from .._codes import finding
+from .._findings import Finding, Severity
+from ..pipeline.intake import Limits
+from ..pipeline.intake import parse as parse_json
+from .privacy import Disclosure, digest
+
+# Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
+CALL_CLASSES = {
+    "mas_call": "mas",
+    "execution": "agent",
+    "llm_call": "llm",
+    "tool_call": "tool",
+    "processing_call": "processing",
+}
+
+# Kinds of the mas-lab event vocabulary that carry nothing the audit uses. They are known, so
+# they are not counted as unknown; everything else unrecognised is.
+KNOWN_KINDS = frozenset({
+    "user_input", "user_response", "client_response", "audit",
+    "context_assembled", "context_part_contributed", "context_steer",
+    "state_update_start", "state_update_end", "boundary_ingress", "boundary_egress",
+    "governance_authorize_start", "governance_authorize_end",
+    "governance_validate_start", "governance_validate_end", "governance_decision",
+    "obs_wrap_gov_authorize_start", "obs_wrap_gov_authorize_end",
+    "obs_wrap_gov_validate_start", "obs_wrap_gov_validate_end",
+    "contract_call_start", "contract_call_end",
+    "observability_pre_execute_start", "observability_pre_execute_end",
+    "observability_post_execute_start", "observability_post_execute_end",
+    "wait_state_start", "wait_state_end",
+})
+
+# Members holding free text or payloads, by phase: reduced to digests, never copied.
+_INPUT_MEMBERS = ("input", "arguments", "args", "messages", "prompt")
+_OUTPUT_MEMBERS = ("output", "result", "response", "content")
+
+# The required members of a trace outcome record (agent-utilities trace-outcome schema v1).
+OUTCOME_REQUIRED = (
+    "schema_version", "outcome_id", "trace_id", "context_id", "operation", "status",
+    "started_at_ms", "ended_at_ms", "input_artifact_refs", "output_artifact_refs", "metrics",
+    "policy_decision", "error_code", "error_detail_ref", "evaluation_scores",
+)
+_OUTCOME_STATUSES = ("succeeded", "failed", "cancelled", "denied")
+
+_SUCCESS = {"ok": True, "success": True, "succeeded": True, "completed": True,
+            "error": False, "failed": False, "failure": False, "cancelled": False}
+
+DEFAULT_MAX_LINE_BYTES = 16 << 20
+_UNBOUNDED_DEPTH = 1 << 62
+
+
+class Source(NamedTuple):
+    """One input: what was given and where its events are."""
+
+    given: str
+    stream: str | None  # the file to read; None when the input is unusable
+    run_folder: str | None
+    problem: Finding | None
+
+    @property
+    def key(self) -> str:
+        return os.path.abspath(self.stream) if self.stream else self.given
+
+
+def resolve(path: str) -> Source:
+    """A run folder, an events file or a records file; an unusable path carries its finding."""
+    if os.path.isdir(path):
+        for candidate in (os.path.join(path, "traces", "events.jsonl"),
+                          os.path.join(path, "events.jsonl")):
+            if os.path.isfile(candidate):
+                return Source(path, candidate, path, None)
+        return Source(path, None, path, finding(
+            "json.unreadable", f"{path}: a folder without traces/events.jsonl or events.jsonl"))
+    if os.path.isfile(path):
+        return Source(path, path, None, None)
+    return Source(path, None, None, finding("json.unreadable", f"{path}: no such file or folder"))
+
+
+class Line(NamedTuple):
+    seq: int  # 1-based line number
+    end: int  # byte offset just after the line
+    data: bytes
+
+
+def lines(handle: IO[bytes], seq: int = 0, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Line]:
+    """The lines of a binary stream from its current position; ``seq`` lines came before.
+
+    A line longer than ``max_bytes`` is yielded truncated to ``max_bytes + 1`` bytes (so the
+    reader can tell) and the rest of it is skipped, so memory stays bounded.
+    """
+    while True:
+        data = handle.readline(max_bytes + 1)
+        if not data:
+            return
+        seq += 1
+        if len(data) > max_bytes and not data.endswith(b"\n"):
+            while True:  # drain the rest of an oversized line
+                more = handle.readline(1 << 20)
+                if not more or more.endswith(b"\n"):
+                    break
+        yield Line(seq, handle.tell(), data)
+
+
+def decode(line: Line, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tuple[str, str] | None]:
+    """One line as JSON, or the (code, reason) that it is not; ``(None, None)`` for a blank line."""
+    value, problem = parse(line.data, max_bytes)
+    if problem is None and value is not None and not isinstance(value, dict):
+        return None, ("json.not-object", "not a JSON object")
+    return value, problem
+
+
+def parse(data: bytes, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tuple[str, str] | None]:
+    """Strict JSON as the intake stage reads it (UTF-8, no repeated member, no NaN, within
+    ``max_bytes``), an array or any value allowed; ``(None, None)`` for blank input."""
+    if len(data) <= max_bytes and not data.strip():
+        return None, None
+    # Nesting is bounded by the parser's recursion limit only, as trace payloads may nest.
+    intake = parse_json(data, Limits(max_bytes, _UNBOUNDED_DEPTH), array=True)
+    if not intake.ok:
+        return None, (intake.findings[0].code, intake.findings[0].message)
+    return intake.document, None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _instant(value: Any) -> str | None:
+    """A Unix timestamp kept exactly as the trace wrote it, in plain decimal notation.
+
+    ``xsd:decimal`` has no exponent form, and a timestamp beyond 10^30 seconds is no
+    timestamp (formatting one with a huge exponent would exhaust memory).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = Decimal(repr(value) if isinstance(value, float) else str(value))
+    except InvalidOperation:
+        return None
+    if not number.is_finite() or not -30 <= number.adjusted() <= 30:
+        return None
+    return format(number, "f")
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _usage(event: dict[str, Any]) -> dict[str, int]:
+    """Token counts from the usage blocks runtimes write (OpenAI and Anthropic spellings)."""
+    response = event.get("response")
+    usage = event.get("usage")
+    if not isinstance(usage, dict) and isinstance(response, dict):
+        usage = response.get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    names = {"prompt": ("prompt_tokens", "input_tokens"),
+             "completion": ("completion_tokens", "output_tokens"),
+             "total": ("total_tokens",),
+             "cacheRead": ("cache_read_input_tokens", "cached_tokens")}
+    out: dict[str, int] = {}
+    for field, keys in names.items():
+        for key in keys:
+            count = _count(usage.get(key))
+            if count is not None:
+                out[field] = count
+                break
+    # The ontology defines the total as prompt plus completion.
+    if "total" not in out and "prompt" in out and "completion" in out:
+        out["total"] = out["prompt"] + out["completion"]
+    return out
+
+
+def _payload(event: dict[str, Any], members: tuple[str, ...]) -> Any:
+    for member in members:
+        if member in event and event[member] is not None:
+            value = event[member]
+            if member == "response" and isinstance(value, dict) and "content" in value:
+                return value["content"]
+            return value
+    return None
+
+
+class Fold:
+    """The calls of one input so far, as plain JSON; fed one event at a time.
+
+    ``touched`` names the calls changed since the last :meth:`delta`, so a checkpoint writes
+    only what is new.
+    """
+
+    def __init__(self, include_content: bool = False) -> None:
+        self.include_content = include_content
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.open_anonymous: dict[str, list[str]] = {}
+        self.events = 0
+        self.kinds: dict[str, int] = {}
+        self.unknown: dict[str, int] = {}
+        self.problems: list[list[Any]] = []  # [code, line, detail]
+        self.records: list[dict[str, Any]] = []
+        self.run_ids: dict[str, str] = {}  # "run_id" / "session_id" -> first non-empty value
+        self.touched: set[str] = set()
+        self._new_problems = 0
+        self._new_records = 0
+
+    # --- feeding ---------------------------------------------------------------------------
+
+    def line(self, line: Line, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        value, problem = decode(line, max_bytes)
+        if problem is not None:
+            self.problems.append([problem[0], line.seq, problem[1]])
+        elif value is not None:
+            self.value(line.seq, value)
+
+    def value(self, seq: int, value: dict[str, Any]) -> None:
+        kind = value.get("kind")
+        if isinstance(kind, str) and kind:
+            self.event(seq, kind, value)
+        elif "outcome_id" in value and "schema_version" in value:
+            self.outcome(seq, value)
+        else:
+            self.problems.append(["trace.event-malformed", seq, "an object with neither a kind "
+                                  "nor the members of a trace outcome record"])
+
+    def event(self, seq: int, kind: str, event: dict[str, Any]) -> None:
+        self.events += 1
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        for member in ("run_id", "session_id"):
+            value = _text(event.get(member))
+            if value and member not in self.run_ids:
+                self.run_ids[member] = value
+        prefix, _, phase = kind.rpartition("_")
+        cls = CALL_CLASSES.get(prefix) if phase in ("start", "end") else None
+        if cls is None:
+            if kind not in KNOWN_KINDS:
+                self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            return
+        call = self._call_for(seq, cls, phase, event)
+        self._merge(seq, call, phase, event)
+        self.touched.add(call["key"])
+
+    def _call_for(self, seq: int, cls: str, phase: str, event: dict[str, Any]) -> dict[str, Any]:
+        raw_id = event.get("call_id")
+        call_id = str(raw_id) if isinstance(raw_id, str | int) and not isinstance(
+            raw_id, bool) else ""
+        agent = _text(event.get("agent_id"))
+        parent = _text(event.get("parent_call_id"))
+        if not call_id:
+            # Calls without an id pair by who made them, where and what: the innermost open one.
+            signature = json.dumps([cls, agent, parent, self._target(cls, event)])
+            stack = self.open_anonymous.setdefault(signature, [])
+            if phase == "start":
+                key = f"~{seq}"
+                stack.append(key)
+                return self._new(key, "", cls, seq)
+            if stack:
+                key = stack.pop()
+                if not stack:
+                    del self.open_anonymous[signature]
+                return self.calls[key]
+            return self._new(f"~{seq}", "", cls, seq)
+        existing = self.calls.get(call_id)
+        if existing is None:
+            return self._new(call_id, call_id, cls, seq)
+        if existing["cls"] != cls or (phase == "start" and existing.get("startLine") is not None) or (
+                phase == "end" and existing.get("endLine") is not None):
+            self.problems.append(["trace.call-conflict", seq, call_id])
+            return self._new(f"{call_id}~{seq}", call_id, cls, seq)
+        return existing
+
+    def _new(self, key: str, call_id: str, cls: str, seq: int) -> dict[str, Any]:
+        call: dict[str, Any] = {"key": key, "id": call_id, "cls": cls, "first": seq}
+        self.calls[key] = call
+        return call
+
+    @staticmethod
+    def _target(cls: str, event: dict[str, Any]) -> str | None:
+        """What the call executes: the agent, model, tool or processing type, as the event says."""
+        if cls == "agent":
+            return _text(event.get("agent_id"))
+        if cls == "llm":
+            model = _text(event.get("model"))
+            response = event.get("response")
+            if model is None and isinstance(response, dict):
+                model = _text(response.get("model"))
+            return model
+        if cls == "tool":
+            return _text(event.get("tool_name")) or _text(event.get("name"))
+        if cls == "processing":
+            return _text(event.get("processing_type")) or _text(event.get("processing_name"))
+        return None
+
+    def _merge(self, seq: int, call: dict[str, Any], phase: str, event: dict[str, Any]) -> None:
+        call[f"{phase}Line"] = seq
+        instant = _instant(event.get("timestamp"))
+        if instant is not None:
+            call[phase] = instant
+        self._agree(seq, call, "agent", _text(event.get("agent_id")))
+        parent = _text(event.get("parent_call_id"))
+        # mas-lab writes an execution_end whose parent is the call itself: not a parent.
+        if parent and parent != call["id"] and (phase == "start" or "parent" not in call):
+            call["parent"] = parent
+        target = self._target(call["cls"], event)
+        self._agree(seq, call, "target", target)
+        if call["cls"] == "processing" and _text(event.get("processing_name")):
+            call.setdefault("label", event["processing_name"])
+        status = _text(event.get("status"))
+        if status and phase == "end":
+            call["status"] = status
+        if call["cls"] == "llm":
+            for field, value in _usage(event).items():
+                call.setdefault("tokens", {})[field] = value
+            finish = _text(event.get("finish_reason"))
+            if finish:
+                call["finish"] = finish
+            temperature = event.get("temperature")
+            if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+                call["temperature"] = float(temperature)
+            response = event.get("response")
+            response_id = _text(event.get("response_id")) or (
+                _text(response.get("id")) if isinstance(response, dict) else None)
+            if response_id:
+                call["responseId"] = response_id
+        members = _INPUT_MEMBERS if phase == "start" else _OUTPUT_MEMBERS
+        payload = _payload(event, members)
+        if payload is not None:
+            side = "input" if phase == "start" else "output"
+            call[side] = digest(payload)
+            if self.include_content:
+                call.setdefault("content", {})[side] = payload
+
+    def _agree(self, seq: int, call: dict[str, Any], field: str, value: str | None) -> None:
+        """Start and end must name the same agent and target; a disagreement is ambiguous."""
+        if value is None:
+            return
+        if field not in call:
+            call[field] = value
+        elif call[field] is not None and call[field] != value:
+            self.problems.append(["trace.call-conflict", seq, call["id"] or call["key"]])
+            call[field] = None
+            call.setdefault("ambiguous", []).append(field)
+
+    def outcome(self, seq: int, record: dict[str, Any]) -> None:
+        """A trace outcome record: identities are opaque and payloads references, by design."""
+        missing = [m for m in OUTCOME_REQUIRED if m not in record]
+        wrong: list[str] = [m for m in ("outcome_id", "trace_id", "context_id", "operation")
+                            if m in record and not _text(record[m])]
+        if record.get("status") not in _OUTCOME_STATUSES and "status" in record:
+            wrong.append("status")
+        if record.get("schema_version") != "1":
+            wrong.append("schema_version")
+        for member in ("input_artifact_refs", "output_artifact_refs"):
+            if member in record and not isinstance(record[member], list):
+                wrong.append(member)
+        if missing or wrong:
+            detail = "; ".join(filter(None, (
+                f"missing {', '.join(missing)}" if missing else "",
+                f"malformed {', '.join(wrong)}" if wrong else "")))
+            self.problems.append(["trace.event-malformed", seq, f"a trace outcome record: {detail}"])
+            return
+        self.records.append({
+            "line": seq, "outcome": record["outcome_id"], "trace": record["trace_id"],
+            "operation": record["operation"], "status": record["status"],
+            "start": _count(record.get("started_at_ms")), "end": _count(record.get("ended_at_ms")),
+            "inputs": len(record["input_artifact_refs"]),
+            "outputs": len(record["output_artifact_refs"]),
+        })
+        self.run_ids.setdefault("trace_id", record["trace_id"])
+
+    # --- checkpoints -----------------------------------------------------------------------
+
+    def delta(self) -> dict[str, Any]:
+        """What changed since the last delta, and the counters as they are now."""
+        out = {
+            "calls": [self.calls[key] for key in sorted(self.touched, key=self._order)],
+            "open": self.open_anonymous,
+            "events": self.events,
+            "kinds": self.kinds,
+            "unknown": self.unknown,
+            "runIds": self.run_ids,
+            "problems": self.problems[self._new_problems:],
+            "records": self.records[self._new_records:],
+        }
+        self.touched = set()
+        self._new_problems = len(self.problems)
+        self._new_records = len(self.records)
+        return out
+
+    def _order(self, key: str) -> int:
+        return int(self.calls[key]["first"])
+
+    def restore(self, delta: dict[str, Any]) -> None:
+        for call in delta["calls"]:
+            self.calls[call["key"]] = call
+        self.open_anonymous = {k: list(v) for k, v in delta["open"].items()}
+        self.events = delta["events"]
+        self.kinds = dict(delta["kinds"])
+        self.unknown = dict(delta["unknown"])
+        self.run_ids = dict(delta["runIds"])
+        self.problems.extend(delta["problems"])
+        self.records.extend(delta["records"])
+        self._new_problems = len(self.problems)
+        self._new_records = len(self.records)
+
+
+# --- the immutable result -------------------------------------------------------------------
+
+
+class Call(NamedTuple):
+    """One call of a run, its parent resolved to another call's key (or None)."""
+
+    key: str
+    id: str
+    cls: str
+    agent: str | None
+    target: str | None
+    parent: str | None  # key of the parent call in this run
+    parent_id: str | None  # the parent call id as the trace wrote it
+    start: str | None
+    end: str | None
+    first_line: int
+    status: str | None
+    label: str | None
+    tokens: dict[str, int]
+    finish: str | None
+    temperature: float | None
+    response_id: str | None
+    input: dict[str, Any] | None
+    output: dict[str, Any] | None
+    content: dict[str, Any] | None
+    ambiguous: tuple[str, ...]
+
+    @property
+    def success(self) -> bool | None:
+        return _SUCCESS.get(self.status.lower()) if self.status else None
+
+    @property
+    def ref(self) -> str:
+        """The call as the trace names it (a synthesised key for calls without an id)."""
+        return self.id or self.key
+
+
+class Run(NamedTuple):
+    """Everything the later stages need about one input."""
+
+    source: str
+    run_id: str | None
+    session_id: str | None
+    mas: str | None  # the MAS the run executes, as the run folder or its events name it
+    calls: tuple[Call, ...]
+    events: int
+    kinds: dict[str, int]
+    unknown: dict[str, int]
+    records: tuple[dict[str, Any], ...]
+    findings: tuple[Finding, ...]
+    skipped: int  # lines or records that could not be used
+    readable: bool
+
+    @property
+    def ident(self) -> str:
+        """The run's identifier, or the input's path when the trace names none."""
+        return self.run_id or self.source
+
+    def by_key(self) -> dict[str, Call]:
+        return {call.key: call for call in self.calls}
+
+
+class Ancestry:
+    """The nearest enclosing call of some classes, for every call of a run, each chain walked
+    once: a call's answer is remembered with those of the calls passed on the way, so a run
+    nested n calls deep costs n steps, not n squared. A chain that loops back on itself (a
+    trace can say anything) is walked afresh each time and remembered for none of its calls,
+    so the answer is the plain walk's: the first call of those classes above, never the call
+    itself."""
+
+    def __init__(self, calls: dict[str, Call]) -> None:
+        self.calls = calls
+        self._known: dict[tuple[str, tuple[str, ...]], Call | None] = {}
+
+    def nearest(self, call: Call, classes: tuple[str, ...]) -> Call | None:
+        known, calls = self._known, self.calls
+        seen = {call.key}
+        passed: list[str] = [call.key]
+        current = calls.get(call.parent) if call.parent else None
+        found: Call | None = None
+        while current is not None:
+            if current.key in seen:
+                return None  # a loop: nothing of these classes on it, nothing remembered
+            if current.cls in classes:
+                found = current
+                break
+            remembered = known.get((current.key, classes), _UNKNOWN)
+            if remembered is not _UNKNOWN:
+                found = remembered
+                break
+            seen.add(current.key)
+            passed.append(current.key)
+            current = calls.get(current.parent) if current.parent else None
+        for key in passed:
+            known[(key, classes)] = found
+        return found
+
+
+_UNKNOWN: Any = object()
+
+
+def _read_json_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def unreadable(source: Source) -> Run:
+    assert source.problem is not None
+    return Run(source.given, None, None, None, (), 0, {}, {}, (), (source.problem,), 0, False)
+
+
+def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:
+    """The fold of one input as a :class:`Run`: parents resolved, findings worded."""
+    run_info = _read_json_file(os.path.join(source.run_folder, "run_info.json")) if (
+        source.run_folder) else {}
+    run_json = _read_json_file(os.path.join(source.run_folder, "run.json")) if (
+        source.run_folder) else {}
+    ordered = sorted(fold.calls.values(), key=lambda c: (c["first"], c["key"]))
+    by_id: dict[str, str] = {}
+    for call in ordered:
+        if call["id"]:
+            by_id.setdefault(call["id"], call["key"])
+    roots = [c for c in ordered if c["cls"] == "mas"]
+    run_id = (_text(run_json.get("run_hash")) or fold.run_ids.get("run_id")
+              or fold.run_ids.get("session_id") or fold.run_ids.get("trace_id")
+              or (roots[0]["id"] if roots and roots[0]["id"] else None))
+    session_id = fold.run_ids.get("session_id") or run_id
+    mas_info = run_info.get("mas")
+    mas = (_text(mas_info.get("app")) if isinstance(mas_info, dict) else None) or (
+        roots[0].get("agent") if roots else None)
+    findings: list[Finding] = []
+    calls = []
+    for raw in ordered:
+        parent_id = raw.get("parent")
+        parent = by_id.get(parent_id) if parent_id else None
+        calls.append(Call(
+            key=raw["key"], id=raw["id"], cls=raw["cls"], agent=raw.get("agent"),
+            target=raw.get("target"), parent=parent if parent != raw["key"] else None,
+            parent_id=parent_id, start=raw.get("start"), end=raw.get("end"),
+            first_line=raw["first"], status=raw.get("status"), label=raw.get("label"),
+            tokens=dict(raw.get("tokens", {})), finish=raw.get("finish"),
+            temperature=raw.get("temperature"), response_id=raw.get("responseId"),
+            input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
+            ambiguous=tuple(raw.get("ambiguous", ()))))
+        missing = [p for p in ("start", "end") if raw.get(f"{p}Line") is None]
+        if missing:
+            name = disclose.call(raw["id"]) if raw["id"] else f"without an id at line {raw['first']}"
+            findings.append(finding(
+                "trace.call-incomplete",
+                f"{raw['cls']} call {name}: the trace has no {' and no '.join(missing)} event",
+                f"/{raw['first'] - 1}", severity=Severity.WARNING))
+    skipped = 0
+    for code, seq, detail in fold.problems:
+        if code == "trace.call-conflict":
+            findings.append(finding(
+                code, f"line {seq}: call {disclose.call(str(detail))} is started, ended or "
+                      "attributed twice inconsistently; the ambiguous part is not used",
+                f"/{seq - 1}", severity=Severity.WARNING))
+            continue
+        skipped += 1
+        findings.append(finding(code, f"line {seq}: {detail}; the line is skipped",
+                                f"/{seq - 1}", severity=Severity.WARNING))
+    return Run(
+        source=source.given, run_id=run_id, session_id=session_id, mas=mas, calls=tuple(calls),
+        events=fold.events, kinds=dict(sorted(fold.kinds.items())),
+        unknown=dict(sorted(fold.unknown.items())), records=tuple(fold.records),
+        findings=tuple(findings), skipped=skipped, readable=True)

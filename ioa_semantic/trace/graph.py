@@ -1,0 +1,436 @@
+"""Runs as a knowledge graph in the oxp-ontology vocabulary, checked with its SHACL shapes.
+
+The vocabulary and the shapes are read from the installed ``oxp-ontology`` package
+(``oxp_ontology.get_ontology_path``), never copied. Each call becomes one ``mas:*Call`` node
+(MASCall, AgentCall, LLMCall, ToolCall, ProcessingCall) with ``mas:executes`` and its
+specific sub-property to the structural type it ran (Agent by agent id, LLM by model, Tool by
+tool name, Processing by processing type, MAS by the MAS name), its times, duration, token
+counts and finish reason; nesting is ``mas:spanId``/``mas:parentSpanId`` plus an
+``ioat:parentCall`` link, and each run is a ``mas:Session``. Declared types (from manifests,
+or capabilities from registrations) carry ``mas:declared true``; types only discovered in the
+trace carry ``false``. Free text never enters the graph: an input or output is an
+``ioat:…Sha256`` digest and an ``ioat:…Chars`` count.
+
+The shapes are run as the package itself runs them (``oxp_ontology.verification``: shapes and
+ontology files in one shapes graph, no inference). Results of rules that no run-built graph
+can meet (:data:`QUIRKS`) are filtered and counted, never dropped silently; the rest become
+``trace.shape`` findings, grouped by rule.
+"""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+from functools import cache
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .._codes import finding
+from .._findings import Finding, Severity
+from .declarations import Declarations
+from .events import Ancestry, Call, Run
+from .privacy import Disclosure
+
+if TYPE_CHECKING:
+    from rdflib import Graph
+
+MAS = "https://outshift-open.github.io/oxp-ontology/mas#"
+# Terms the oxp-ontology lacks: digests of withheld content and the parent link of a call.
+# A provisional namespace, like the draft's own example.org vocabulary.
+IOAT = "https://example.org/ioa/trace#"
+
+_CLASSES = {"mas": "MASCall", "agent": "AgentCall", "llm": "LLMCall", "tool": "ToolCall",
+            "processing": "ProcessingCall"}
+_EXECUTES = {"mas": "executesMAS", "agent": "executesAgent", "llm": "executesLLM",
+             "tool": "executesTool", "processing": "executesProcessing"}
+_TYPE_KIND = {"mas": "mas", "llm": "llm", "tool": "tool", "processing": "processing"}
+
+# Rules of the shapes that a graph built from run traces cannot meet, and why. Their results
+# are counted under these names in every report.
+QUIRKS: dict[str, tuple[frozenset[str], str]] = {
+    "trajectory": (
+        frozenset({"hasState", "hasInitialState", "hasFinalState", "correspondsToTransition"}),
+        "every execution element must link to State/Transition trajectory nodes, whose "
+        "mas:content is the raw text the privacy rule withholds; the trajectory layer is not built",
+    ),
+    "semantic-groups": (
+        frozenset({"containsSemanticGroup"}),
+        "a MAS must contain SemanticGroups, clusters of many sessions made by OXP's analysis; "
+        "a graph of individual runs has none",
+    ),
+    "legacy-shortcuts": (
+        frozenset({"hasToolCall", "hasLLMCall"}),
+        "every AgentCall must carry the legacy shortcut edges that the ontology itself tells "
+        "consumers not to emit in normalized output (a call without tools breaks it anyway)",
+    ),
+}
+
+_ONTOLOGY_FILES = ("mas", "semantic", "metrics", "analysis", "insight")
+_SHAPE_FILES = ("mas-shapes", "mas-shapes-custom")
+
+
+class ShapeReport(NamedTuple):
+    results: int  # distinct results, wrappers of nested shapes collapsed
+    filtered: dict[str, int]  # quirk -> results filtered under it
+    findings: tuple[Finding, ...]
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self, declarations: Declarations, disclose: Disclosure) -> None:
+        from rdflib import Graph, Namespace
+
+        self.graph = Graph()
+        self.graph.bind("mas", MAS)
+        self.graph.bind("ioat", IOAT)
+        self.mas = Namespace(MAS)
+        self.ioat = Namespace(IOAT)
+        self.declarations = declarations
+        self.disclose = disclose
+        self._ancestry = Ancestry({})
+        # Every call names its type again: each type is written once, and whether a name is
+        # declared is looked up once (it is a search of every declared agent).
+        self._structural: dict[tuple[str, str, bool, str | None], str] = {}
+        self._declared: dict[tuple[str, str], bool] = {}
+
+    def _literal(self, value: Any, datatype: str | None = None) -> Any:
+        from rdflib import Literal
+        from rdflib.namespace import XSD
+
+        if datatype == "decimal":
+            return Literal(Decimal(value), datatype=XSD.decimal)
+        if datatype == "double":
+            return Literal(float(value), datatype=XSD.double)
+        if isinstance(value, bool):
+            return Literal(value, datatype=XSD.boolean)
+        if isinstance(value, int):
+            return Literal(value, datatype=XSD.integer)
+        return Literal(str(value))  # a plain literal: xsd:string in RDF 1.1
+
+    def _node(self, iri: str) -> Any:
+        from rdflib import URIRef
+
+        return URIRef(iri)
+
+    def _add(self, subject: str, prop: str, value: Any, datatype: str | None = None) -> None:
+        namespace = self.ioat if prop.startswith("ioat:") else self.mas
+        predicate = namespace[prop.removeprefix("ioat:")]
+        self.graph.add((self._node(subject), predicate, self._literal(value, datatype)))
+
+    def _link(self, subject: str, prop: str, target: str) -> None:
+        namespace = self.ioat if prop.startswith("ioat:") else self.mas
+        self.graph.add((self._node(subject), namespace[prop.removeprefix("ioat:")],
+                        self._node(target)))
+
+    def _type(self, subject: str, cls: str) -> None:
+        from rdflib.namespace import RDF
+
+        self.graph.add((self._node(subject), RDF.type, self.mas[cls]))
+
+    def structural(self, kind: str, name: str, declared: bool,
+                   description: str | None = None) -> str:
+        """A structural type node; declared wins over discovered when both name it."""
+        from rdflib import Literal
+
+        key = (kind, name, declared, description)
+        known = self._structural.get(key)
+        if known is not None:
+            return known  # the same call again changes nothing
+
+        if kind == "agent":
+            iri, shown, cls = self.disclose.agent_iri(name), self.disclose.agent(name), "Agent"
+        else:
+            iri = self.disclose.type_iri(kind, name)
+            shown = self.disclose.tool(name) if kind == "tool" else name
+            cls = {"mas": "MAS", "llm": "LLM", "tool": "Tool", "processing": "Processing"}[kind]
+        node = self._node(iri)
+        self._type(iri, cls)
+        self.graph.set((node, self.mas.id, Literal(shown)))
+        self.graph.set((node, self.mas.name, Literal(shown)))
+        flag = self.mas.declared
+        if declared or (node, flag, Literal(True)) not in self.graph:
+            self.graph.set((node, flag, Literal(declared)))
+        # Descriptions can name agents, so they are left out when identities are withheld.
+        if description and not self.disclose.is_opaque:
+            self.graph.set((node, self.mas.description, Literal(description)))
+        self._structural[key] = iri
+        return iri
+
+    def declared_types(self) -> None:
+        manifests = self.declarations.manifests
+        if manifests is not None:
+            mas_iri = self.structural("mas", manifests.mas, True, manifests.description) if (
+                manifests.mas) else None
+            for declaration in manifests.agents.values():
+                # Listed in mas.yaml is declared, even when the agent's own manifest is missing.
+                agent = self.structural("agent", declaration.agent, True, declaration.description)
+                if mas_iri is not None:
+                    self._link(agent, "belongsToMAS", mas_iri)
+                for model in sorted(declaration.models or ()):
+                    self._link(agent, "usesLLM", self.structural("llm", model, True))
+                for tool in sorted(set(declaration.tools) | declaration.delegation_tools()):
+                    self._link(agent, "usesTool", self.structural(
+                        "tool", tool, True, declaration.tool_descriptions.get(tool)))
+        bindings, registrations = self.declarations.bindings, self.declarations.registrations
+        if bindings is not None and registrations is not None:
+            for agent, iris in sorted(bindings.agents.items()):
+                for iri in iris:
+                    if iri in registrations.iris:
+                        self._type(iri, "Capability")
+                        self._add(iri, "id", iri)
+                        self._add(iri, "name", iri)
+                        self._add(iri, "declared", True)
+                        self._link(self.disclose.agent_iri(agent), "usesCapability", iri)
+
+    def run(self, run: Run) -> None:
+        calls = run.by_key()
+        self._ancestry = Ancestry(calls)
+        session = self.disclose.run_iri(run.ident)
+        session_id = self.disclose.run(run.session_id or run.ident)
+        mas_iri = self.structural("mas", run.mas, False) if run.mas else None
+        if run.calls:  # outcome records name no call, so they make no session either
+            self._type(session, "Session")
+            self._add(session, "id", self.disclose.run(run.ident))
+            self._add(session, "name", f"run {self.disclose.run(run.ident)}")
+            self._add(session, "sessionId", session_id)
+            if mas_iri is not None:
+                self._link(session, "executesSession", mas_iri)
+                self._link(session, "executes", mas_iri)
+            starts = [Decimal(c.start) for c in run.calls if c.start is not None]
+            ends = [Decimal(c.end) for c in run.calls if c.end is not None]
+            if starts and ends:
+                self._add(session, "startTime", str(min(starts)), "decimal")
+                self._add(session, "endTime", str(max(ends)), "decimal")
+                self._add(session, "duration", (max(ends) - min(starts)) * 1000, "double")
+        for call in run.calls:
+            self.call(run, call, calls, session, session_id, mas_iri)
+
+    def _iri(self, run: Run, call: Call) -> str:
+        return self.disclose.call_iri(run.ident, call.ref)
+
+    def call(self, run: Run, call: Call, calls: dict[str, Call], session: str, session_id: str,  # noqa: C901
+             mas_iri: str | None) -> None:
+        iri = self._iri(run, call)
+        self._type(iri, _CLASSES[call.cls])
+        ref = self.disclose.call(call.ref)
+        self._add(iri, "id", ref)
+        self._add(iri, "spanId", ref)
+        self._add(iri, "sessionId", session_id)
+        self._add(iri, "name", self._call_name(call))
+        if call.parent_id:
+            self._add(iri, "parentSpanId", self.disclose.call(call.parent_id))
+        parent = calls.get(call.parent) if call.parent else None
+        if parent is not None:
+            self._link(iri, "ioat:parentCall", self._iri(run, parent))
+        if call.start is not None:
+            self._add(iri, "startTime", call.start, "decimal")
+        if call.end is not None:
+            self._add(iri, "endTime", call.end, "decimal")
+        if call.start is not None and call.end is not None:
+            self._add(iri, "duration", (Decimal(call.end) - Decimal(call.start)) * 1000, "double")
+        if call.success is not None:
+            self._add(iri, "success", call.success)
+        target = self._target(call, mas_iri)
+        if target is not None:
+            self._link(iri, "executes", target)
+            self._link(iri, _EXECUTES[call.cls], target)
+        if call.cls == "mas":
+            self._link(session, "hasMASCall", iri)
+        if call.cls == "agent":
+            owner = self._enclosing(call, "mas")
+            if owner is not None:
+                self._link(iri, "belongsToMASCall", self._iri(run, owner))
+                self._link(self._iri(run, owner), "hasAgentCall", iri)
+            if mas_iri is not None and call.target:
+                self._link(self.disclose.agent_iri(call.target), "belongsToMAS", mas_iri)
+        if call.cls == "processing" and parent is not None and parent.cls in ("agent", "mas"):
+            self._link(self._iri(run, parent), "hasProcessingCall", iri)
+        if call.cls == "llm":
+            for field, prop in (("total", "totalTokenCount"), ("prompt", "promptTokenCount"),
+                                ("completion", "completionTokenCount"),
+                                ("cacheRead", "cacheReadTokenCount")):
+                if field in call.tokens:
+                    self._add(iri, prop, call.tokens[field])
+            if call.finish:
+                self._add(iri, "finishReason", call.finish)
+            if call.temperature is not None:
+                self._add(iri, "temperature", call.temperature, "double")
+            if call.response_id:
+                self._add(iri, "responseId", call.response_id)
+        for side in ("input", "output"):
+            digest = getattr(call, side)
+            if digest is not None:
+                self._add(iri, f"ioat:{side}Sha256", digest["sha256"])
+                self._add(iri, f"ioat:{side}Chars", digest["chars"])
+
+    def _call_name(self, call: Call) -> str:
+        if call.cls == "agent":
+            return self.disclose.agent(call.target) if call.target else "agent call"
+        if call.cls == "tool":
+            return self.disclose.tool(call.target) if call.target else "tool call"
+        if call.cls == "processing":
+            return call.label or call.target or "processing call"
+        if call.cls == "llm":
+            return call.target or "LLM call (model not recorded)"
+        return "MAS call"
+
+    def _target(self, call: Call, mas_iri: str | None) -> str | None:
+        if call.cls == "mas":
+            return mas_iri
+        if call.target is None:
+            return None
+        if call.cls == "agent":
+            return self.structural("agent", call.target, self._is_declared("agent", call.target))
+        kind = _TYPE_KIND[call.cls]
+        return self.structural(kind, call.target, self._is_declared(kind, call.target))
+
+    def _is_declared(self, kind: str, name: str) -> bool:
+        known = self._declared.get((kind, name))
+        if known is None:
+            known = self._declared[(kind, name)] = self._search_declared(kind, name)
+        return known
+
+    def _search_declared(self, kind: str, name: str) -> bool:
+        manifests = self.declarations.manifests
+        if manifests is None:
+            return False
+        if kind == "agent":
+            return name in manifests.agents
+        for declaration in manifests.agents.values():
+            if kind == "llm" and name in (declaration.models or ()):
+                return True
+            if kind == "tool" and (name in declaration.tools
+                                   or name in declaration.delegation_tools()):
+                return True
+        return False
+
+    def _enclosing(self, call: Call, cls: str) -> Call | None:
+        return self._ancestry.nearest(call, (cls,))
+
+
+def build(run: Run, declarations: Declarations, disclose: Disclosure) -> Graph:
+    """The knowledge graph of one run, with the declared types beside it."""
+    builder = _Builder(declarations, disclose)
+    builder.declared_types()
+    if run.readable:
+        builder.run(run)
+    return builder.graph
+
+
+# --- the shapes -------------------------------------------------------------------------------
+
+
+@cache
+def _shapes() -> tuple[Graph, Graph]:
+    """The package's shapes graph (shapes and ontologies together) and its ontology graph."""
+    from oxp_ontology import get_ontology_path
+    from rdflib import Graph
+
+    ontology = Graph()
+    for name in _ONTOLOGY_FILES:
+        ontology.parse(str(get_ontology_path(name)), format="turtle")
+    shapes = Graph()
+    for name in _ONTOLOGY_FILES + _SHAPE_FILES:
+        # The property shapes live on the ontology's own property declarations, so the
+        # ontology files belong in the shapes graph (as oxp_ontology.verification does).
+        shapes.parse(str(get_ontology_path(name)), format="turtle")
+    return shapes, ontology
+
+
+def shapes_not_run(calls: int, limit: int) -> ShapeReport:
+    """The report of a run too large for the SHACL check: no results, and a reason that
+    names the limit (the check is refused before pyshacl runs, never silently left out)."""
+    return ShapeReport(0, dict.fromkeys(QUIRKS, 0), (finding(
+        "trace.shapes-not-run",
+        f"the run has {calls} calls, more than the {limit} the SHACL check takes on within "
+        "the time bound; raise --max-shape-calls to check it anyway", ""),))
+
+
+def check(graph: Graph) -> ShapeReport:
+    """The shapes' results on ``graph``: quirks counted, the rest grouped into findings."""
+    import pyshacl
+    from rdflib import Namespace
+    from rdflib.namespace import RDF
+
+    sh = Namespace("http://www.w3.org/ns/shacl#")
+    shapes, ontology = _shapes()
+    _, results, _ = pyshacl.validate(graph, shacl_graph=shapes, ont_graph=ontology,
+                                     inference="none", advanced=True)
+    distinct: set[tuple[str, str, str, str]] = set()
+    for result in results.subjects(RDF.type, sh.ValidationResult):
+        # A failing sh:node is reported twice: as a wrapper (with sh:detail) and as its cause.
+        if results.value(result, sh.detail) is not None:
+            continue
+        focus = str(results.value(result, sh.focusNode))
+        path = str(results.value(result, sh.resultPath) or "")
+        severity = str(results.value(result, sh.resultSeverity) or sh.Violation).rpartition("#")[2]
+        component = str(results.value(result, sh.sourceConstraintComponent) or "").rpartition("#")[2]
+        distinct.add((focus, path, severity, component))
+    filtered = dict.fromkeys(QUIRKS, 0)
+    groups: dict[tuple[str, str, str, str], list[str]] = {}
+    for focus, path, severity, component in sorted(distinct):
+        local = path.removeprefix(MAS)
+        quirk = next((name for name, (paths, _) in QUIRKS.items() if local in paths), None)
+        if quirk is not None:
+            filtered[quirk] += 1
+            continue
+        cls = _class_of(graph, focus)
+        groups.setdefault((severity, cls, local, component), []).append(focus)
+    findings = []
+    for (severity, cls, local, component), foci in sorted(
+            groups.items(), key=lambda item: (_RANK.get(item[0][0], 3), item[0])):
+        what = {"MinCountConstraintComponent": "lacks", "ClassConstraintComponent":
+                "has a value of the wrong class for", "MaxCountConstraintComponent":
+                "has too many values of"}.get(component, f"breaks {component} on")
+        count = len(foci)
+        findings.append(finding(
+            "trace.shape",
+            f"{count} mas:{cls} node{'s' if count > 1 else ''} {_verb(what, count)} mas:{local} "
+            f"(SHACL {severity}); for example {foci[0]}",
+            foci[0], severity=Severity.WARNING if severity == "Violation" else Severity.INFO))
+    return ShapeReport(len(distinct), filtered, tuple(findings))
+
+
+_RANK = {"Violation": 0, "Warning": 1, "Info": 2}
+
+
+def _verb(phrase: str, count: int) -> str:
+    """"lacks" / "has ..." for one node, "lack" / "have ..." for several."""
+    if count == 1:
+        return phrase
+    head, _, rest = phrase.partition(" ")
+    plural = {"lacks": "lack", "has": "have", "breaks": "break"}.get(head, head)
+    return f"{plural} {rest}".strip()
+
+
+def _class_of(graph: Graph, focus: str) -> str:
+    from rdflib import URIRef
+    from rdflib.namespace import RDF
+
+    names = sorted(str(t).removeprefix(MAS) for t in graph.objects(URIRef(focus), RDF.type)
+                   if str(t).startswith(MAS))
+    return names[0] if names else "Element"
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+FORMATS = {".ttl": "turtle", ".jsonld": "json-ld", ".json": "json-ld", ".nt": "nt"}
+
+
+def emit(graphs: list[Graph], path: str) -> None:
+    """The union of ``graphs`` written to ``path``, in the format its suffix names, atomically."""
+    from rdflib import Graph
+
+    union = Graph()
+    union.bind("mas", MAS)
+    union.bind("ioat", IOAT)
+    for graph in graphs:
+        for triple in graph:
+            union.add(triple)
+    suffix = os.path.splitext(path)[1].lower()
+    data = union.serialize(format=FORMATS[suffix])
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(data)
+    os.replace(temporary, path)

@@ -1,0 +1,173 @@
+"""Trace audits rendered for programs (JSON Lines) or people (text).
+
+Reporters only read :class:`~ioa_semantic.trace.audit.RunAudit` values. JSON Lines: for each
+run, one line per agent, then the run's summary line. Identities go through the
+:class:`~ioa_semantic.trace.privacy.Disclosure`; content appears only when it was asked for.
+The ``--format`` choices of ``ioa-check trace`` are the keys of :data:`REPORTERS`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import IO, Any
+
+from .._findings import Severity, Verdict
+from .audit import AgentAudit, RunAudit, Use
+from .events import Call
+from .graph import ShapeReport
+from .privacy import Disclosure
+
+
+def _call(call: Call, disclose: Disclosure) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": disclose.call(call.ref) if call.id else None,
+                           "line": call.first_line}
+    for side in ("input", "output"):
+        if getattr(call, side) is not None:
+            out[side] = getattr(call, side)
+    if disclose.include_content and call.content:
+        out["content"] = call.content
+    return out
+
+
+def _use(use: Use, disclose: Disclosure) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if use.aspect == "tools":
+        out["tool"] = disclose.tool(use.name) if use.name else None
+    elif use.aspect == "models":
+        out["model"] = use.name
+    elif use.aspect == "delegations":
+        out["agent"] = disclose.agent(use.name) if use.name else None
+        out["via"] = disclose.tool(use.via) if use.via else None
+    else:
+        out["caller"] = (use.name if use.name is None or use.name == "mas"
+                         else disclose.agent(use.name))
+        out["via"] = disclose.tool(use.via) if use.via else None
+    out["verdict"] = str(use.verdict)
+    out["declaredBy"] = list(use.declared_by)
+    out["calls"] = [_call(c, disclose) for c in use.calls]
+    return out
+
+
+def agent_record(run: RunAudit, agent: AgentAudit, disclose: Disclosure) -> dict[str, Any]:
+    return {
+        "source": disclose.path(run.run.source),
+        "run": disclose.run(run.run.ident),
+        "agent": disclose.agent(agent.agent),
+        "verdict": str(agent.verdict),
+        "aspects": {k: str(v) for k, v in agent.aspects.items()},
+        "consumed": {
+            "tools": [_use(u, disclose) for u in agent.uses if u.aspect == "tools"],
+            "models": [_use(u, disclose) for u in agent.uses if u.aspect == "models"],
+            "delegations": [_use(u, disclose) for u in agent.uses if u.aspect == "delegations"],
+            "processing": agent.processing,
+        },
+        "provided": [_use(u, disclose) for u in agent.uses if u.aspect == "provided"],
+        "unused": agent.unused,
+        "reasons": [r.as_dict() for r in agent.reasons],
+    }
+
+
+def summary_record(run: RunAudit, shapes: ShapeReport | None,
+                   disclose: Disclosure) -> dict[str, Any]:
+    calls: dict[str, int] = {}
+    for call in run.run.calls:
+        calls[call.cls] = calls.get(call.cls, 0) + 1
+    summary: dict[str, Any] = {
+        "source": disclose.path(run.run.source),
+        "run": disclose.run(run.run.ident) if run.run.readable else None,
+        "verdict": str(run.verdict),
+        "agents": {disclose.agent(a.agent): str(a.verdict) for a in run.agents},
+        "events": run.run.events,
+        "unknownKinds": run.run.unknown,
+        "skippedLines": run.run.skipped,
+        "calls": dict(sorted(calls.items())),
+        "records": len(run.run.records),
+        "declaredUnused": {"agents": [disclose.agent(a) for a in run.unused_agents]},
+        "reasons": [r.as_dict() for r in run.reasons],
+        "authorization": "not-evaluated",
+    }
+    if shapes is not None:
+        summary["shapes"] = {"results": shapes.results, "reported": len(shapes.findings),
+                             "filtered": shapes.filtered,
+                             "findings": [f.as_dict() for f in shapes.findings]}
+    return {"summary": summary}
+
+
+def json_lines(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
+               disclose: Disclosure) -> None:
+    for run, shapes in audits:
+        for agent in run.agents:
+            stream.write(json.dumps(agent_record(run, agent, disclose), ensure_ascii=False) + "\n")
+        stream.write(json.dumps(summary_record(run, shapes, disclose), ensure_ascii=False) + "\n")
+
+
+_STYLE = {Verdict.COMPATIBLE: "bold green", Verdict.INCOMPATIBLE: "bold red",
+          Verdict.INDETERMINATE: "bold yellow", Verdict.INVALID: "bold magenta"}
+_MARK = {Severity.ERROR: "[red]error[/]", Severity.WARNING: "[yellow]warning[/]",
+         Severity.INFO: "[dim]info[/]"}
+
+
+def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
+         disclose: Disclosure) -> None:
+    from rich.markup import escape
+
+    from ..reporters.check import text_console
+
+    console = text_console(stream)
+
+    def verdict(v: Verdict) -> str:
+        return f"[{_STYLE[v]}]{v}[/]"
+
+    for run, shapes in audits:
+        record = summary_record(run, shapes, disclose)["summary"]
+        console.print(f"[{_STYLE[run.verdict]}]{str(run.verdict).upper()}[/] "
+                      f"{escape(record['source'])}  [dim]run {escape(str(record['run']))}, "
+                      f"{run.run.events} events, {len(run.agents)} agents[/]")
+        for agent in run.agents:
+            console.print(f"  agent {escape(disclose.agent(agent.agent))}: {verdict(agent.verdict)}")
+            for use in agent.uses:
+                item = _use(use, disclose)
+                if use.aspect == "tools":
+                    what = f"tool {item['tool'] or '(unnamed)'}"
+                elif use.aspect == "models":
+                    what = f"model {item['model'] or '(not recorded)'}"
+                elif use.aspect == "delegations":
+                    what = f"delegates to {item['agent']}" + (
+                        f" via {item['via']}" if item["via"] else "")
+                else:
+                    what = f"called by {item['caller'] or '(unknown)'}" + (
+                        f" via {item['via']}" if item["via"] else "")
+                by = f"  [dim]declared by {escape(', '.join(use.declared_by))}[/]" if (
+                    use.declared_by) else ""
+                console.print(f"    {use.aspect:<11} {verdict(use.verdict)}  {escape(what)} "
+                              f"x{len(use.calls)}{by}")
+            if agent.processing:
+                counted = ", ".join(f"{k} x{v}" for k, v in agent.processing.items())
+                console.print(f"    [dim]processing  {escape(counted)} (not judged)[/]")
+            for reason in agent.reasons:
+                console.print(f"    {_MARK[reason.severity]} {escape(reason.code)}: "
+                              f"{escape(reason.message)}")
+        for reason in run.reasons:
+            console.print(f"  {_MARK[reason.severity]} {escape(reason.code)}: {escape(reason.message)}")
+        if shapes is not None:
+            filtered = ", ".join(f"{k} {v}" for k, v in shapes.filtered.items() if v) or "none"
+            quiet = [r for r in shapes.findings if r.severity is Severity.INFO]
+            console.print(f"  [dim]shapes: {shapes.results} results; filtered as known quirks: "
+                          f"{filtered}; {len(quiet)} rules of SHACL Warning or Info severity "
+                          "broken (listed by --format json)[/]")
+            for reason in shapes.findings:
+                if reason.severity is not Severity.INFO:
+                    console.print(f"    {_MARK[reason.severity]} {escape(reason.code)}: "
+                                  f"{escape(reason.message)}")
+        if run.run.unknown:
+            unknown = ", ".join(f"{k} x{v}" for k, v in run.run.unknown.items())
+            console.print(f"  [dim]unknown event kinds (counted, not used): {escape(unknown)}[/]")
+        console.print("  [dim]authorization not evaluated[/]")
+
+
+REPORTERS: dict[str, Callable[[Iterable[tuple[RunAudit, ShapeReport | None]], IO[str],
+                               Disclosure], None]] = {
+    "text": text,
+    "json": json_lines,
+}

@@ -1,0 +1,191 @@
+"""Consuming trace streams in batches, with a durable cursor (``--state``).
+
+An input's events are read in batches of lines. Without a state file the batches simply feed
+the fold. With one, the file is a consumer cursor written as append-only checkpoints: after a
+batch is *completely* folded, one line is appended and synced, recording the input, the
+greatest line number processed, the byte offset after it, the SHA-256 of the stream up to that
+offset, and what the batch changed in the fold (the calls it touched, the counters, the new
+findings). The cursor never moves before its batch is done, so a process killed in the middle
+of a batch (or failing in it) replays that batch from the last checkpoint on the next run:
+nothing is skipped and nothing is counted twice. A torn last line (killed while writing) is
+ignored and cut off. A rerun folds the checkpoints back, checks that the stream still begins
+with the bytes already consumed (an input that was rewritten, not appended to, is an error),
+and reads on from the offset, so appended events are consumed incrementally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from typing import IO, Any
+
+from .._exceptions import ConfigurationError
+from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
+
+STATE_VERSION = 1
+DEFAULT_BATCH = 1000
+
+
+class StateError(ConfigurationError):
+    """The state file cannot be used for these inputs (exit status 2)."""
+
+
+class _Hashing:
+    """A binary reader that hashes what it hands out, so a checkpoint can name the prefix."""
+
+    def __init__(self, handle: IO[bytes], hasher: Any) -> None:
+        self.handle = handle
+        self.hasher = hasher
+
+    def readline(self, size: int = -1) -> bytes:
+        data = self.handle.readline(size)
+        self.hasher.update(data)
+        return data
+
+    def tell(self) -> int:
+        return self.handle.tell()
+
+
+class Cursor:
+    """The checkpoints of one state file: read once, then appended to."""
+
+    def __init__(self, path: str, include_content: bool) -> None:
+        self.path = path
+        self.include_content = include_content
+        self.positions: dict[str, dict[str, Any]] = {}  # input -> last checkpoint
+        self.deltas: dict[str, list[dict[str, Any]]] = {}
+        self._handle: IO[bytes] | None = None
+
+    def open(self) -> None:
+        header = {"ioa-check-trace-state": STATE_VERSION, "includeContent": self.include_content}
+        try:
+            handle = open(self.path, "r+b")  # noqa: SIM115 (kept open for appending)
+        except FileNotFoundError:
+            handle = open(self.path, "w+b")  # noqa: SIM115
+        except OSError as exc:
+            raise StateError(f"--state {self.path} cannot be opened: {exc.strerror}") from None
+        valid_end = 0
+        first = True
+        for line in lines(handle, max_bytes=1 << 40):
+            value, problem = decode(line, 1 << 40)
+            if problem is not None or value is None or not line.data.endswith(b"\n"):
+                break  # a torn checkpoint: everything from here on is discarded
+            if first:
+                if value != header:
+                    handle.close()
+                    raise StateError(
+                        f"--state {self.path} is not a trace state file of this version with "
+                        f"--include-content {'on' if self.include_content else 'off'}")
+                first = False
+            else:
+                self.positions[value["input"]] = value
+                self.deltas.setdefault(value["input"], []).append(value["delta"])
+            valid_end = line.end
+        handle.seek(valid_end)
+        handle.truncate()
+        if first:
+            handle.write(json.dumps(header).encode() + b"\n")
+            self._sync(handle)
+        self._handle = handle
+
+    def restore(self, source: Source, fold: Fold) -> tuple[int, int, Any]:
+        """Fold the checkpoints of ``source`` back; the line number, offset and prefix hasher."""
+        hasher = hashlib.sha256()
+        position = self.positions.get(source.key)
+        if position is None:
+            return 0, 0, hasher
+        for delta in self.deltas[source.key]:
+            fold.restore(delta)
+        assert source.stream is not None
+        try:
+            with open(source.stream, "rb") as handle:
+                remaining = position["offset"]
+                while remaining:
+                    chunk = handle.read(min(remaining, 1 << 20))
+                    if not chunk:
+                        break
+                    hasher.update(chunk)
+                    remaining -= len(chunk)
+        except OSError as exc:
+            raise StateError(f"{source.given}: cannot be read again: {exc.strerror}") from None
+        if remaining or hasher.hexdigest() != position["sha256"]:
+            raise StateError(
+                f"{source.given} no longer begins with the {position['offset']} bytes the state "
+                f"{self.path} consumed (rewritten, not appended to); remove the state to start over")
+        return position["seq"], position["offset"], hasher
+
+    def checkpoint(self, source: Source, seq: int, offset: int, sha256: str,
+                   delta: dict[str, Any]) -> None:
+        assert self._handle is not None
+        entry = {"input": source.key, "seq": seq, "offset": offset, "sha256": sha256,
+                 "delta": delta}
+        # Key order is kept: reports list members in the order the fold made them.
+        self._handle.write(json.dumps(entry, ensure_ascii=False).encode() + b"\n")
+        self._sync(self._handle)
+
+    @staticmethod
+    def _sync(handle: IO[bytes]) -> None:
+        handle.flush()
+        os.fsync(handle.fileno())
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int = DEFAULT_BATCH,
+            max_bytes: int = DEFAULT_MAX_LINE_BYTES,
+            on_batch: Callable[[int], None] | None = None) -> None:
+    """Fold every line of ``source`` not yet consumed, a batch at a time."""
+    assert source.stream is not None
+    seq, offset, hasher = cursor.restore(source, fold) if cursor else (0, 0, hashlib.sha256())
+    with open(source.stream, "rb") as raw:
+        if source.stream.endswith(".json"):
+            if offset == 0:
+                _whole_document(raw, fold, max_bytes)
+                if cursor is not None:
+                    hasher.update(_read_all(source.stream))
+                    cursor.checkpoint(source, 1, os.path.getsize(source.stream),
+                                      hasher.hexdigest(), fold.delta())
+            return
+        raw.seek(offset)
+        reader = _Hashing(raw, hasher)
+        pending: Line | None = None
+        count = 0
+        for line in lines(reader, seq, max_bytes):  # type: ignore[arg-type]
+            fold.line(line, max_bytes)
+            pending = line
+            count += 1
+            if count == batch:
+                _advance(source, fold, cursor, pending, hasher)
+                if on_batch is not None:
+                    on_batch(pending.seq)
+                pending, count = None, 0
+        if pending is not None:
+            _advance(source, fold, cursor, pending, hasher)
+
+
+def _advance(source: Source, fold: Fold, cursor: Cursor | None, line: Line, hasher: Any) -> None:
+    if cursor is not None:
+        cursor.checkpoint(source, line.seq, line.end, hasher.hexdigest(), fold.delta())
+
+
+def _read_all(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _whole_document(handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
+    """A ``.json`` input: one trace record, or an array of records or events, as one document."""
+    value, problem = parse(handle.read(max_bytes + 1), max_bytes)
+    if problem is not None:
+        fold.problems.append([problem[0], 1, problem[1]])
+        return
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict):
+            fold.value(1, item)
+        else:
+            fold.problems.append(["json.not-object", 1, "not an object (a record or an event)"])
