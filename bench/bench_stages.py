@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from bench_check import CASE, ENVELOPE_62, PARAMS, machine
 
 from ioa_semantic import Checker
-from ioa_semantic.pipeline import baseline as _baseline
+from ioa_semantic.compiled import engine as compiled_engine
+from ioa_semantic.compiled import reader, walk
+from ioa_semantic.compiled.engine import CompiledEngine
 from ioa_semantic.pipeline import decision as _decision
-from ioa_semantic.pipeline import expansion as _expansion
-from ioa_semantic.pipeline import intake as _intake
 from ioa_semantic.pipeline.shapes import Located
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
@@ -38,9 +38,10 @@ def stages(checker: Checker, data: bytes, params: dict[str, str],
     Timing the stages interleaved, not each in a loop of its own, keeps the caches as cold
     or warm as they are in a real check; a stage alone in a tight loop looks faster.
     """
-    shapes, policy, limits = checker._shapes, checker.policy, checker.limits
-    decision = checker._decision
-    assert decision is not None
+    engine = checker.stages
+    assert isinstance(engine, CompiledEngine), "the stages are the compiled engine's"
+    shapes, policy, limits = engine.compiled_shapes, checker.policy, checker.limits
+    decision = engine.decision
     single = shapes.single_valued["envelope"]
     names = ("intake: orjson read (proven on the walk)", "expansion: context review (cached)",
              "expansion: restricted expand", "shapes: compiled conformance",
@@ -51,20 +52,20 @@ def stages(checker: Checker, data: bytes, params: dict[str, str],
     clock = time.perf_counter
     for round_ in range(rounds + 300):
         t0 = clock()
-        document, _ = _intake.read_unproven(data, limits)
+        document, _ = reader.read_unproven(data, limits)
         t1 = clock()
-        reviewed = _baseline._active_context(document["@context"], policy)
+        reviewed = compiled_engine._active_context(document["@context"], policy)
         assert reviewed is not None, "the envelope is not on the compiled path"
         active = reviewed[0]
         t2 = clock()
-        expanded = _expansion.expand_restricted(document, active, policy.allowed_schemes, single)
+        expanded = walk.expand_restricted(document, active, policy.allowed_schemes, single)
         assert expanded is not None
         node, nodes, _, reached = expanded
         t3 = clock()
-        assert shapes.conforms(shapes.envelope, reached)
+        assert shapes.conforms(shapes.shapes.envelope, reached)
         t4 = clock()
         located = tuple(map(Located._make, nodes))
-        assert not _baseline._beyond_the_shapes(located, reached, "envelope",
+        assert not compiled_engine._beyond_the_shapes(located, reached, "envelope",
                                                 checker.profile.permitted_types)
         t5 = clock()
         task = _decision.task_from(node, params)

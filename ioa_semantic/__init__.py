@@ -18,10 +18,11 @@ with _paused():
         IoaSemanticError,
         ProfileError,
         RegistrationError,
+        RetrievalError,
     )
     from ._findings import Decision, Finding, ProfileRef, Severity, Verdict
     from ._version import __version__
-    from .pipeline.baseline import cache_bytes
+    from .compiled.engine import cache_bytes
     from .pipeline.expansion import ExpansionError, expand
     from .pipeline.intake import Limits
 
@@ -37,6 +38,7 @@ __all__ = [
     "ProfileError",
     "ProfileRef",
     "RegistrationError",
+    "RetrievalError",
     "Severity",
     "Verdict",
     "__version__",

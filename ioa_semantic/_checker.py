@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -22,16 +22,17 @@ if TYPE_CHECKING:
     from .sources.retrieval import RetrievalPolicy, Retriever
 
 from ._codes import finding
-from ._exceptions import ConfigurationError, RegistrationError
+from ._exceptions import ConfigurationError, RegistrationError, RetrievalError
 from ._findings import Decision, Finding, ProfileRef, Severity, Verdict, combine, sort_key
 from ._memo import BoundedCache
-from .compiled.tables import CompiledTables, TableDataset
-from .pipeline.baseline import Baseline, read_document, read_document_compiled
-from .pipeline.decision import CompiledDecision, evaluate, task_from
-from .pipeline.expansion import ContextPolicy
+from .compiled.engine import CompiledEngine
+from .pipeline.baseline import Baseline, Kind, read_document
+from .pipeline.contexts import ContextPolicy
+from .pipeline.decision import task_from
+from .pipeline.engine import ReferenceEngine
 from .pipeline.intake import Limits
 from .pipeline.shapes import ShapeSet
-from .pipeline.store import Dataset, UnloadableTerm, envelope_quads
+from .pipeline.store import UnloadableTerm
 from .sources.loader import (
     Artifact,
     Profile,
@@ -45,7 +46,11 @@ from .sources.loader import (
     resolve_artifact,
 )
 
-ENGINES = ("compiled", "reference")
+# The engines by name; the Checker builds one, and that is the one place the compiled engine
+# is chosen (it asks its compiled forms first and falls back to the reference stages).
+_ENGINES: dict[str, type[ReferenceEngine]] = {"compiled": CompiledEngine,
+                                              "reference": ReferenceEngine}
+ENGINES = tuple(_ENGINES)
 _ALIGNMENT_REF = "https://example.org/ioa/semantic#alignmentRef"
 _MAPPING_NOT_ESTABLISHED = frozenset({
     "alignment.no-accepted-mapping", "alignment.condition-unevaluable", "alignment.not-offered"})
@@ -126,7 +131,6 @@ class Checker:
         for artifact in self.artifacts:
             if not artifact.malformed:
                 fixed.extend(artifact_quads(artifact))
-        self._fixed = tuple(fixed)
         self._profile_ref = ProfileRef(self.profile.id, self.profile.revision)
         # The part of each artifact's dependency entry that no check changes.
         self._artifact_entries = tuple(
@@ -143,15 +147,10 @@ class Checker:
                 for r in self.registrations
             ],
         }
-        # The compiled engine answers the named queries from tables derived once, with the
-        # compile queries, from the same quads the reference engine loads on every check.
-        self._tables = CompiledTables.build(self._fixed) if engine == "compiled" else None
-        self._decision = None if self._tables is None else CompiledDecision(
-            self._tables, self.profile, self.registrations, self.artifacts)
-        self._read_before = False
-        self._baseline_options: dict[str, Any] = {
-            "shapes": self._shapes, "policy": self.policy,
-            "permitted_types": self.profile.permitted_types, "limits": self.limits}
+        #: The engine's stages for this Checker's fixed inputs.
+        self.stages: ReferenceEngine = _ENGINES[engine](
+            profile=self.profile, registrations=self.registrations, artifacts=self.artifacts,
+            fixed=fixed, shapes=self._shapes, policy=self.policy, limits=self.limits)
         # Decisions by envelope digest, parameters and validity side: at most cache_size of
         # them and cache_bytes as _weight counts them (a decision with thousands of reasons
         # weighs what they say).
@@ -218,30 +217,20 @@ class Checker:
         origin, data = resolve_artifact(str(item))
         return read_artifact(data, origin, index)
 
-    def baseline(self, data: EnvelopeInput, kind: Literal["envelope", "registration"],
+    def baseline(self, data: EnvelopeInput, kind: Kind,
                  retriever: Retriever | None = None) -> Baseline:
         """The baseline stage for one document under this Checker's engine and policy.
 
         The compiled engine answers what it can show clean; everything else, and anything
         needing a retrieval, takes the reference path, which reports every reason.
         """
-        options = self._baseline_options
-        if self.engine == "compiled" and retriever is None:
-            # The first document is read with the stdlib's strict parser: importing orjson
-            # costs more than it saves on one document, and one is a command line's whole run.
-            compiled = read_document_compiled(data, kind, strict=not self._read_before,
-                                              **options)
-            self._read_before = True
-            if compiled is not None:
-                return compiled
-        return self.reported(data, kind, retriever)
+        return self.stages.baseline(data, kind, retriever)
 
-    def reported(self, data: EnvelopeInput, kind: Literal["envelope", "registration"],
+    def reported(self, data: EnvelopeInput, kind: Kind,
                  retriever: Retriever | None = None) -> Baseline:
         """The baseline stage's reporting path alone (for a caller that already had the
         compiled path decline the document)."""
-        return read_document(data, kind, retriever=retriever, walk=self.engine == "compiled",
-                             **self._baseline_options)
+        return self.stages.reported(data, kind, retriever)
 
     def check(
         self,
@@ -289,28 +278,15 @@ class Checker:
         ontology: dict[str, str] = {}
         if not baseline.rejected and baseline.node is not None:
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
-            artifacts = (*self.artifacts, *fetched)
             task = task_from(baseline.node, params)
-            outcome = None
-            if self._decision is not None and not fetched and not baseline.findings:
-                # A clean baseline: its nodes hold only the shapes' properties.
-                outcome = self._decision.evaluate(baseline.node, task, at)
-            if outcome is None:
-                dataset: Any
-                if self._tables is not None and not fetched:
-                    dataset = TableDataset(self._tables, baseline.node)
-                else:
-                    try:
-                        quads = envelope_quads(baseline.node)
-                    except UnloadableTerm as exc:
-                        findings.append(finding(
-                            "jsonld.expansion-error",
-                            f"the expanded envelope holds a value no RDF store accepts: {exc}"))
-                        return self._decision_of(findings, source, params, at, retriever)
-                    dataset = Dataset(self._fixed, quads,
-                                      *(artifact_quads(a) for a in fetched if not a.malformed))
-                outcome = evaluate(dataset, baseline.node, self.profile, self.registrations,
-                                   artifacts, task, at)
+            try:
+                outcome = self.stages.outcome(baseline.node, task, at,
+                                              clean=not baseline.findings, fetched=fetched)
+            except UnloadableTerm as exc:
+                findings.append(finding(
+                    "jsonld.expansion-error",
+                    f"the expanded envelope holds a value no RDF store accepts: {exc}"))
+                return self._decision_of(findings, source, params, at, retriever)
             findings.extend(outcome.findings)
             # An artifact that could not be fetched matters where a mapping was needed and
             # not established (S4: unavailable, not absent); elsewhere it is a warning.
@@ -360,8 +336,6 @@ class Checker:
             return [], [finding("retrieval.prohibited",
                                 f"the alignment artifact {url} is not retrieved: remote "
                                 "retrieval is off by policy", url) for url in wanted]
-        from .sources.retrieval import RetrievalError
-
         fetched: list[Artifact] = []
         unavailable: list[Finding] = []
         for url in wanted:

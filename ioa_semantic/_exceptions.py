@@ -26,3 +26,36 @@ class ArtifactError(ConfigurationError):
 
 class RegistrationError(ConfigurationError):
     """A receiver's own capability registration cannot be read or is malformed."""
+
+
+class RetrievalError(IoaSemanticError):
+    """A resource was not retrieved; ``code`` is the ``retrieval.*`` reason."""
+
+    def __init__(self, code: str, url: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.url = url
+        self.message = message
+
+
+def retrieval_error_in(exc: BaseException) -> RetrievalError | None:
+    """The :class:`RetrievalError` behind ``exc``, if any.
+
+    pyld wraps a loader's exception in a ``JsonLdError`` (``raise ... from cause``, and in
+    places ``details['cause']``), possibly several times, and the expansion stage wraps that
+    again; this follows every such link.
+    """
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, RetrievalError):
+            return current
+        details = getattr(current, "details", None)
+        if isinstance(details, dict) and isinstance(details.get("cause"), BaseException):
+            pending.append(details["cause"])
+        pending.extend(link for link in (current.__context__, current.__cause__) if link is not None)
+    return None

@@ -179,7 +179,7 @@ def within_limits(data: bytes, limits: Any = None) -> bool:
     """Whether the envelope passes every limit of ``limits`` (the defaults): the worst
     case a shape can reach is the largest envelope no limit refuses."""
     from ioa_semantic import Limits
-    from ioa_semantic.pipeline.expansion import context_limit_findings
+    from ioa_semantic.pipeline.contexts import context_limit_findings
     from ioa_semantic.pipeline.intake import value_findings
 
     limits = limits or Limits()

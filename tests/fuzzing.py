@@ -896,7 +896,8 @@ def op_context_term_id(doc: Doc, rng: random.Random) -> Effect | None:
 @lru_cache(maxsize=1)
 def baseline_definitions() -> dict[str, tuple[str, str | None, str | None]]:
     """The 6.1 context's terms: (IRI, type coercion, container)."""
-    ctx = json.loads((ROOT / "ioa_semantic" / "data" / "contexts" / "baseline.jsonld").read_text())["@context"]
+    baseline = ROOT / "ioa_semantic" / "data" / "contexts" / "baseline.jsonld"
+    ctx = json.loads(baseline.read_text())["@context"]
     prefixes = {k: v for k, v in ctx.items() if isinstance(v, str) and v.endswith("#")}
 
     def full(value: str) -> str:
@@ -1619,7 +1620,7 @@ def audit_command(lines: list[bytes], engine: str = "compiled", jobs: int = 1) -
         int, list[dict[str, Any]], str]:
     """The audit command (in this process) on one JSON Lines file of ``lines``:
     (exit status, the output's objects, stderr)."""
-    from ioa_semantic.cli import main as _cli
+    from ioa_semantic.cli.main import main as _cli
 
     with tempfile.TemporaryDirectory(prefix="ioa-fuzz-") as tmp:
         path = os.path.join(tmp, "registrations.jsonl")

@@ -439,7 +439,7 @@ def test_the_pieces_of_an_audit_hold_the_items_documents_finds(
     whatever the block size (lines longer than a block, blank lines, a last line without
     its newline, CRLF, a file between two JSON Lines files), the items are those
     ``documents`` reads, numbered alike and in the same order."""
-    from ioa_semantic.audit import run as _audit
+    from ioa_semantic.cli.main import run as _audit
 
     monkeypatch.setattr(_audit, "_BLOCK_BYTES", block)
     good = json.dumps(registration_63())
@@ -563,7 +563,6 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once(
     """Without this the test above could pass by kinds never answering: one full judgement
     for a kind, then only the IRI (and the colon proof) for each registration of it."""
     from ioa_semantic.audit.run import judge, kinds_for
-    from ioa_semantic.pipeline import baseline as _baseline
 
     checker = Checker("cs-translation")
     kinds = kinds_for(checker)
@@ -577,9 +576,9 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once(
             return judgement(data, *args, **kwargs)
         return counted
 
-    monkeypatch.setattr(_baseline, "read_document_compiled",
-                        counting(_baseline.read_document_compiled))
-    monkeypatch.setattr(checker, "baseline", counting(checker.baseline))
+    # Every compiled baseline, whether a kind asks for it or the checker's engine does.
+    monkeypatch.setattr(checker.stages, "compiled_baseline",
+                        counting(checker.stages.compiled_baseline))
     results = [judge(checker, text, "r.jsonl", i, kinds) for i, text in enumerate(texts)]
     assert [r.id for r, _ in results] == [f"https://example.org/onto/cs#C{i}" for i in range(50)]
     declared = (("text/plain",), ("text/plain",), checker.profile.single_ontology())
@@ -609,10 +608,10 @@ def test_kinds_stop_being_asked_where_they_answer_too_few(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Registrations each of a kind of its own gain nothing from kinds: past a trial, kinds
     are not asked (and every registration is judged in full, as before)."""
+    from ioa_semantic.audit import kinds as _kinds
     from ioa_semantic.audit.run import judge, kinds_for
-    from ioa_semantic.pipeline import baseline as _baseline
 
-    monkeypatch.setattr(_baseline, "_KINDS_TRIAL", 8)
+    monkeypatch.setattr(_kinds, "_KINDS_TRIAL", 8)
     checker = Checker("cs-translation")
     kinds = kinds_for(checker)
     assert kinds is not None
@@ -688,10 +687,10 @@ def test_registrations_answered_by_kind_are_those_pyshacl_finds_conforming() -> 
 def test_kinds_remember_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """What kinds remember is bounded: past the bound, a registration of a kind not known is
     judged in full, with the same result."""
+    from ioa_semantic.audit import kinds as _kinds
     from ioa_semantic.audit.run import judge, kinds_for
-    from ioa_semantic.pipeline import baseline as _baseline
 
-    monkeypatch.setattr(_baseline, "_KINDS_BYTES", 270)  # a layout and its context, no kind
+    monkeypatch.setattr(_kinds, "_KINDS_BYTES", 270)  # a layout and its context, no kind
     checker = Checker("cs-translation")
     kinds = kinds_for(checker)
     assert kinds is not None
@@ -731,7 +730,7 @@ def _regs(count: int, start: int = 0, conflict: int | None = None) -> str:
 def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder the audit walks: a.jsonl (120 lines, 12 pieces or so), b.json (an array),
     c.jsonl (80 lines, a conflict with a.jsonl); blocks of 4 KiB."""
-    from ioa_semantic.audit import run as _audit
+    from ioa_semantic.cli.main import run as _audit
 
     monkeypatch.setattr(_audit, "_BLOCK_BYTES", 4096)
     monkeypatch.chdir(tmp_path)
@@ -750,8 +749,8 @@ _RESUMABLE = ["audit", "regs", "--profile", "cs-translation", "--format", "json"
 def _run(args: list[str], capsys: pytest.CaptureFixture[str],
          kill_after: int | None = None) -> tuple[int | None, str]:
     """``ioa-check`` in this process: its status (None if killed) and its stderr."""
-    from ioa_semantic.audit import run as _audit
-    from ioa_semantic.cli import main as _cli
+    from ioa_semantic.cli.main import main as _cli
+    from ioa_semantic.cli.main import run as _audit
 
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as patch:

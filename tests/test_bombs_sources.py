@@ -174,7 +174,8 @@ def many_own_registrations(n: int) -> Case:
 
 
 def _profile_text(n: int, envelope_refs: int = 0) -> str:
-    shipped = (Path(__file__).resolve().parents[1] / "ioa_semantic" / "data" / "profiles" / "cs-translation.ttl").read_text()
+    data = Path(__file__).resolve().parents[1] / "ioa_semantic" / "data"
+    shipped = (data / "profiles" / "cs-translation.ttl").read_text()
     head, _, rest = shipped.partition("    iop:permittedDomain cs:ComputerScience ;")
     lines = [head, "    iop:permittedDomain cs:ComputerScience ",
              *(f"        , cs:D{i}" for i in range(n)), " ;", rest]

@@ -68,7 +68,7 @@ def _registration_codes() -> set[str]:
     """Registration codes: --capability files stop the run, so they are checked directly."""
     from ioa_semantic._checker import shapes
     from ioa_semantic.pipeline.baseline import read_document
-    from ioa_semantic.pipeline.expansion import ContextPolicy
+    from ioa_semantic.pipeline.contexts import ContextPolicy
 
     from support import registration_63
 

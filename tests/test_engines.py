@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from ioa_semantic import Checker, Decision
 from ioa_semantic._checker import shapes
-from ioa_semantic.pipeline.baseline import read_document, read_document_compiled
-from ioa_semantic.pipeline.expansion import ContextPolicy
+from ioa_semantic.compiled.engine import CompiledEngine, compiled_shapes, read_document_compiled
+from ioa_semantic.pipeline.baseline import read_document
+from ioa_semantic.pipeline.contexts import ContextPolicy
 
 from support import CONFORMANCE, case_options, envelope_62, registration_63, run_python
 
@@ -66,6 +67,7 @@ def test_every_case_gets_the_same_decision_from_both_engines(folder: Path) -> No
 COMPILED = Checker("cs-translation", engine="compiled", cache_size=0)
 REFERENCE = Checker("cs-translation", engine="reference", cache_size=0)
 SHAPES = shapes()
+COMPILED = compiled_shapes(SHAPES)
 POLICY = ContextPolicy()
 
 local_names = st.sampled_from(["TechTranslation", "TranslateTechDoc", "LargeLanguageModel",
@@ -143,7 +145,7 @@ def test_generated_envelopes_get_the_same_decision(doc: Any) -> None:
 def test_what_the_compiled_baseline_accepts_the_reference_finds_clean(doc: Any) -> None:
     """Where the compiled path answers, pyld gives the same expansion and the shapes no reason."""
     data = json.dumps(doc).encode()
-    fast = read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY)
+    fast = read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY)
     if fast is None:
         return
     slow = read_document(data, "envelope", shapes=SHAPES, policy=POLICY)
@@ -154,7 +156,7 @@ def test_what_the_compiled_baseline_accepts_the_reference_finds_clean(doc: Any) 
 def test_the_compiled_path_answers_the_draft_envelope() -> None:
     """Without this, every differential test above would pass by always falling back."""
     data = json.dumps(envelope_62()).encode()
-    assert read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY) is not None
+    assert read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY) is not None
 
 
 def test_an_unknown_engine_is_a_configuration_error() -> None:
@@ -216,7 +218,7 @@ def test_the_compiled_path_answers_most_plausible_envelopes() -> None:
     @given(plausible_envelopes())
     def probe(doc: Any) -> None:
         data = json.dumps(doc).encode()
-        answered.append(read_document_compiled(data, "envelope", shapes=SHAPES,
+        answered.append(read_document_compiled(data, "envelope", shapes=COMPILED,
                                                policy=POLICY) is not None)
 
     probe()
@@ -259,7 +261,7 @@ def test_a_repeated_member_name_is_never_answered_by_the_compiled_path(name: str
     hardening: no parser differentials; R-5.4-1 checks run only on what intake accepts)."""
     where, member = REPEATS[name]
     data = _repeat_member(ENVELOPE_TEXT, where, member).encode()
-    assert read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY) is None
+    assert read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY) is None
     decision = COMPILED.check(data, at=AT)
     assert decision.verdict.value == "invalid"
     assert "json.duplicate-key" in {f.code for f in decision.findings}
@@ -273,7 +275,7 @@ def test_an_escaped_colon_sends_the_document_to_the_strict_parser() -> None:
     text = json.dumps(doc).replace('"a:b"', '"a\\u003ab"')
     text = _repeat_member(text, "{", '"ontologyVersion": "1.0"')
     data = text.encode()
-    assert read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY) is None
+    assert read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY) is None
     assert "json.duplicate-key" in {f.code for f in COMPILED.check(data, at=AT).findings}
 
 
@@ -283,7 +285,7 @@ def test_an_escaped_colon_sends_the_document_to_the_strict_parser() -> None:
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
     max_leaves=20))
 def test_colons_in_counts_what_the_text_of_a_value_holds(value: Any) -> None:
-    from ioa_semantic.pipeline.intake import colons_in
+    from ioa_semantic.compiled.reader import colons_in
 
     for text in (json.dumps(value), json.dumps(value, ensure_ascii=False, indent=2)):
         assert text.count(":") == colons_in(value)
@@ -342,11 +344,11 @@ def registrations(draw: st.DrawFn) -> Any:
 
 
 def _walked(doc: Any) -> Any:
-    from ioa_semantic.pipeline.baseline import _expanded_restricted
+    from ioa_semantic.compiled.engine import restricted_expansion
 
     if not isinstance(doc, dict) or "@context" not in doc:
         return None
-    return _expanded_restricted(doc, (), POLICY, None)
+    return restricted_expansion(doc, POLICY)
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -366,8 +368,8 @@ def test_where_the_walk_expands_a_document_pyld_gives_the_same_node_in_the_same_
 def _walks(doc: Any, kind: str) -> list[Any] | None:
     """The general walk's top node and three walks of its layout (the first meets it, the
     second compiles its plan, the third reads the plan), each as what a check reads."""
-    from ioa_semantic.pipeline.baseline import _active_context
-    from ioa_semantic.pipeline.expansion import _RestrictedWalk
+    from ioa_semantic.compiled.engine import _active_context
+    from ioa_semantic.compiled.walk import _RestrictedWalk
 
     if not isinstance(doc, dict) or not isinstance(doc.get("@context"), dict):
         return None
@@ -376,7 +378,7 @@ def _walks(doc: Any, kind: str) -> list[Any] | None:
         return None
     walks = []
     for planned in (False, True, True, True):
-        walk = _RestrictedWalk(reviewed[0], POLICY.allowed_schemes, SHAPES.single_valued[kind],
+        walk = _RestrictedWalk(reviewed[0], POLICY.allowed_schemes, COMPILED.single_valued[kind],
                                False)
         root = walk.top(doc) if planned else walk.node(doc, "", None)
         walks.append(None if root is None else (
@@ -402,12 +404,12 @@ def test_a_layouts_plan_walks_a_document_as_the_general_walk_does(case: tuple[st
 
 def test_the_plans_answer_the_draft_documents() -> None:
     """Without this the test above could pass by every plan refusing."""
-    from ioa_semantic.pipeline.expansion import _no_plan, _once
+    from ioa_semantic.compiled.walk import _no_plan, _once
 
     for kind, doc in (("registration", registration_63()), ("envelope", envelope_62())):
         walks = _walks(doc, kind)
         assert walks is not None and walks[0] is not None and walks[1:] == [walks[0]] * 3
-    from ioa_semantic.pipeline.baseline import _active_context
+    from ioa_semantic.compiled.engine import _active_context
 
     active = _active_context(registration_63()["@context"], POLICY)[0]  # type: ignore[index]
     assert any(plan not in (_no_plan, _once) for layouts in active.layouts.values()
@@ -424,7 +426,7 @@ def test_a_remembered_context_review_is_the_documents_own(doc: Any) -> None:
     """The reporting path remembers the review of a document whose text shows one context:
     what it answers is what reviewing the document answers."""
     from ioa_semantic.pipeline.baseline import _reviewed
-    from ioa_semantic.pipeline.expansion import review_contexts
+    from ioa_semantic.pipeline.contexts import review_contexts
 
     if not isinstance(doc, dict):
         return
@@ -438,7 +440,7 @@ def test_a_second_context_is_never_answered_from_memory() -> None:
     """A nested context, or a context whose member name is spelled with an escape, is
     reviewed: its findings are not those remembered for the top-level context alone."""
     from ioa_semantic.pipeline.baseline import _reviewed
-    from ioa_semantic.pipeline.expansion import review_contexts
+    from ioa_semantic.pipeline.contexts import review_contexts
 
     plain = registration_63()
     assert _review(_reviewed(plain, json.dumps(plain).encode(), POLICY, None))[0] == ()
@@ -586,8 +588,9 @@ def test_every_generated_conformance_function_agrees_with_the_shape_evaluator(
         case: tuple[str, Any]) -> None:
     """For every node the walk expands and every shape of its family: the compiled function
     says it conforms exactly when the evaluator that reports violations finds none."""
-    from ioa_semantic.pipeline.expansion import SenderTerms
-    from ioa_semantic.pipeline.shapes import compile_conformance, evaluate_node, located_nodes
+    from ioa_semantic.compiled.conformance import compile_conformance
+    from ioa_semantic.pipeline.contexts import SenderTerms
+    from ioa_semantic.pipeline.shapes import evaluate_node, located_nodes
 
     kind, doc = case
     walked = _walked(doc)
@@ -605,7 +608,7 @@ def test_every_generated_conformance_function_agrees_with_the_shape_evaluator(
 def _conforming_nodes() -> list[tuple[str, dict[str, Any]]]:
     """Every node of the draft envelope and of a registration using every optional member,
     as the walk expands them: each conforms to every shape that targets it."""
-    from ioa_semantic.pipeline.expansion import SenderTerms
+    from ioa_semantic.pipeline.contexts import SenderTerms
     from ioa_semantic.pipeline.shapes import located_nodes
 
     registration = registration_63()
@@ -633,8 +636,10 @@ def test_the_generated_conformance_functions_agree_on_every_value_form(
     the walk never yields (blank nodes, typed and language-tagged literals, numbers)."""
     import copy
 
-    from ioa_semantic.pipeline.expansion import SenderTerms
-    from ioa_semantic.pipeline.shapes import RDF_TYPE, Located, compile_conformance, evaluate_node
+    from ioa_semantic._vocab import RDF_TYPE
+    from ioa_semantic.compiled.conformance import compile_conformance
+    from ioa_semantic.pipeline.contexts import SenderTerms
+    from ioa_semantic.pipeline.shapes import Located, evaluate_node
 
     kind, node = data.draw(st.sampled_from(_CONFORMING))
     node = copy.deepcopy(node)
@@ -686,8 +691,10 @@ def test_every_single_member_change_is_judged_alike_by_both() -> None:
     (and @type to each class or blank node): the compiled functions and the evaluator agree."""
     import copy
 
-    from ioa_semantic.pipeline.expansion import SenderTerms
-    from ioa_semantic.pipeline.shapes import RDF_TYPE, Located, compile_conformance, evaluate_node
+    from ioa_semantic._vocab import RDF_TYPE
+    from ioa_semantic.compiled.conformance import compile_conformance
+    from ioa_semantic.pipeline.contexts import SenderTerms
+    from ioa_semantic.pipeline.shapes import Located, evaluate_node
 
     compiled = {name: compile_conformance(shape) for name, shape in SHAPES.shapes.items()}
     checked = 0
@@ -711,8 +718,9 @@ def test_every_single_member_change_is_judged_alike_by_both() -> None:
 def test_a_per_value_constraint_on_rdf_type_is_compiled_as_the_evaluator_reads_it() -> None:
     """The shipped shapes constrain @type by count and hasValue only; a node kind and a
     pattern on rdf:type take a branch of the compiler of their own."""
-    from ioa_semantic.pipeline.expansion import SenderTerms
-    from ioa_semantic.pipeline.shapes import Located, compile_conformance, compile_shapes, evaluate_node
+    from ioa_semantic.compiled.conformance import compile_conformance
+    from ioa_semantic.pipeline.contexts import SenderTerms
+    from ioa_semantic.pipeline.shapes import Located, compile_shapes, evaluate_node
 
     shape = next(iter(compile_shapes("""
         @prefix sh: <http://www.w3.org/ns/shacl#> .
@@ -753,13 +761,13 @@ def test_a_checkers_first_document_is_read_without_orjson_and_judged_alike() -> 
 
 def test_the_strict_read_answers_what_the_proven_read_answers() -> None:
     data = ENVELOPE_TEXT.encode()
-    strict = read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY, strict=True)
-    proven = read_document_compiled(data, "envelope", shapes=SHAPES, policy=POLICY)
+    strict = read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY, strict=True)
+    proven = read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY)
     assert strict is not None and proven is not None
     assert strict.node == proven.node and strict.located == proven.located
     for where, member in REPEATS.values():
         repeated = _repeat_member(ENVELOPE_TEXT, where, member).encode()
-        assert read_document_compiled(repeated, "envelope", shapes=SHAPES, policy=POLICY,
+        assert read_document_compiled(repeated, "envelope", shapes=COMPILED, policy=POLICY,
                                       strict=True) is None
 
 
@@ -824,9 +832,10 @@ def _both_decisions(checker: Checker, data: bytes, params: dict[str, str],
     if baseline.findings or baseline.node is None:
         return None
     task = task_from(baseline.node, params)
-    assert checker._tables is not None and checker._decision is not None
-    fast = checker._decision.evaluate(baseline.node, task, at)
-    full = evaluate(TableDataset(checker._tables, baseline.node), baseline.node, checker.profile,
+    engine = checker.stages
+    assert isinstance(engine, CompiledEngine)
+    fast = engine.decision.evaluate(baseline.node, task, at)
+    full = evaluate(TableDataset(engine.tables, baseline.node), baseline.node, checker.profile,
                     checker.registrations, checker.artifacts, task, at)
     return fast, full
 

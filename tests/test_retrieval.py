@@ -23,16 +23,15 @@ from typing import Any
 import pytest
 
 from ioa_semantic import ExpansionError, expand
+from ioa_semantic._exceptions import RetrievalError, retrieval_error_in
 from ioa_semantic.sources.retrieval import (
     RETRIEVAL_CODES,
     Origin,
     Resource,
     ResourceCache,
-    RetrievalError,
     RetrievalPolicy,
     Retriever,
     is_public_address,
-    retrieval_error_in,
 )
 
 from retrieval_servers import (

@@ -20,7 +20,8 @@ rdflib = pytest.importorskip("rdflib")
 from pyld import jsonld  # noqa: E402
 
 from ioa_semantic import data as _resources  # noqa: E402
-from ioa_semantic.pipeline.expansion import ContextPolicy, expand, review_contexts  # noqa: E402
+from ioa_semantic.pipeline.contexts import ContextPolicy, review_contexts  # noqa: E402
+from ioa_semantic.pipeline.expansion import expand  # noqa: E402
 from ioa_semantic.pipeline.shapes import ShapeSet, located_nodes  # noqa: E402
 
 from support import envelope_62, registration_63  # noqa: E402

@@ -106,17 +106,17 @@ def declared_ontology(node: dict[str, Any]) -> tuple[str, str]:
 def assert_same_answers(checker: Checker, node: dict[str, Any], params: dict[str, str],
                         at: datetime) -> None:
     """Rows before and after read_as, and the decision, from the store and from the tables."""
-    tables = CompiledTables.build(checker._fixed)
+    tables = CompiledTables.build(checker.stages.fixed)
     declared = declared_ontology(node)
     other = (declared[0], "2.0" if declared[1] != "2.0" else "1.0")
 
-    reference, compiled = Dataset(checker._fixed, envelope_quads(node)), TableDataset(tables, node)
+    reference, compiled = Dataset(checker.stages.fixed, envelope_quads(node)), TableDataset(tables, node)
     assert_same_rows(reference, compiled, "before read_as")
     for ontology in (declared, other):
         reference.read_as(ontology)
         compiled.read_as(ontology)
         assert_same_rows(reference, compiled, f"after read_as up to {ontology}")
-    reference, compiled = Dataset(checker._fixed, envelope_quads(node)), TableDataset(tables, node)
+    reference, compiled = Dataset(checker.stages.fixed, envelope_quads(node)), TableDataset(tables, node)
     reference.read_as(other)
     compiled.read_as(other)
     assert_same_rows(reference, compiled, f"read only as {other}")
@@ -124,7 +124,7 @@ def assert_same_answers(checker: Checker, node: dict[str, Any], params: dict[str
     task = task_from(node, params)
     outcomes = [evaluate(dataset, node, checker.profile, checker.registrations,
                          checker.artifacts, task, at)  # type: ignore[arg-type]
-                for dataset in (Dataset(checker._fixed, envelope_quads(node)),
+                for dataset in (Dataset(checker.stages.fixed, envelope_quads(node)),
                                 TableDataset(tables, node))]
     expected, got = outcomes
     assert [(f.code, f.severity, f.message, f.path) for f in got.findings] == [
@@ -182,7 +182,7 @@ def test_the_comparison_sees_rows_of_every_query() -> None:
                       alignments=[MAPPING / "align0.json"])
     node = baseline_node(checker, (MAPPING / "envelope.jsonld").read_bytes())
     assert node is not None
-    compiled = TableDataset(CompiledTables.build(checker._fixed), node)
+    compiled = TableDataset(CompiledTables.build(checker.stages.fixed), node)
     compiled.read_as(declared_ontology(node))
     assert all(compiled.select(name) for name in QUERY_NAMES)
 
@@ -277,11 +277,11 @@ def test_blank_node_ids_are_the_same_in_every_store_of_the_same_quads() -> None:
     named = []
     for _ in range(2):
         store = pyoxigraph.Store()
-        store.bulk_extend(checker._fixed)
+        store.bulk_extend(checker.stages.fixed)
         solutions = store.query(query)
         assert isinstance(solutions, pyoxigraph.QuerySolutions)
         named.append(sorted(str(s["rule"]) for s in solutions))
-    given = sorted(str(q.object) for q in checker._fixed if q.predicate.value == IOAA + "mappingRule")
+    given = sorted(str(q.object) for q in checker.stages.fixed if q.predicate.value == IOAA + "mappingRule")
     assert named[0] == named[1] == given
     assert len(set(given)) == 2  # the same artifact offered twice has its own rule node
 
@@ -377,7 +377,7 @@ def test_an_envelope_that_states_mapping_rules_itself(tmp_path: Path) -> None:
         context[term] = {"@id": f"ioaa:{term}", "@type": "@id"} if coerced else f"ioaa:{term}"
     node = baseline_node(checker, json.dumps(doc).encode())
     assert node is not None
-    compiled = TableDataset(CompiledTables.build(checker._fixed), node)
+    compiled = TableDataset(CompiledTables.build(checker.stages.fixed), node)
     compiled.read_as(declared_ontology(node))
     assert {r["artifactGraph"] for r in compiled.select("mapping_candidates")} >= {
         "urn:ioa-semantic:graph:envelope"}

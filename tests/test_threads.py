@@ -92,7 +92,8 @@ def test_the_context_caches_stay_within_their_bytes() -> None:
     """Distinct contexts of about 40 KB each, far more than the bound holds: what the caches
     count stays under the bound, and checks go on giving the same decisions."""
     from ioa_semantic import cache_bytes
-    from ioa_semantic.pipeline.baseline import _CONTEXTS, _REVIEWS
+    from ioa_semantic.compiled.engine import _CONTEXTS
+    from ioa_semantic.pipeline.baseline import _REVIEWS
 
     before = cache_bytes()
     cache_bytes(contexts=4 << 20, reviews=4 << 20)

@@ -46,9 +46,9 @@ from .._checker import Checker
 from .._codes import finding
 from .._exceptions import ConfigurationError
 from .._status import ExitStatus
-from ..pipeline.baseline import Kinds
 from ..pipeline.intake import Limits
 from ..sources.loader import read_profile, resolve_profile
+from .kinds import Kinds
 from .run import (
     AUDITED_SUFFIXES,
     Audit,

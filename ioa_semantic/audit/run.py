@@ -29,8 +29,9 @@ from .._exceptions import IoaSemanticError
 from .._findings import Finding, Severity, Verdict, sort_key
 from .._status import ExitStatus
 from .._vocab import IOA
-from ..pipeline.baseline import Kinds, Unknown
+from ..compiled.engine import CompiledEngine
 from ..pipeline.intake import Limits, parse
+from .kinds import Kinds, Unknown
 
 AUDITED_SUFFIXES = (".json", ".jsonld", ".jsonl")
 
@@ -320,9 +321,9 @@ _WORKER_KINDS: Kinds | None = None
 def kinds_for(checker: Checker) -> Kinds | None:
     """Registrations judged by kind under ``checker`` (its compiled engine only: the reference
     engine judges every registration in full)."""
-    if checker.engine != "compiled":
+    if not isinstance(checker.stages, CompiledEngine):
         return None
-    return Kinds(checker._baseline_options,
+    return Kinds(checker.stages,
                  keep=frozenset({_INPUTS, _OUTPUTS, _ONTOLOGY_ID, _ONTOLOGY_VERSION}))
 
 

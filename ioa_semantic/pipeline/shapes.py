@@ -10,7 +10,7 @@ expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, J
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import pyoxigraph
@@ -21,7 +21,7 @@ from .._exceptions import ConfigurationError
 from .._findings import Finding
 from .._iri import iri_defect
 from .._vocab import IOASH, RDF_TYPE, SH, XSD
-from .expansion import NO_BASE, SenderTerms, json_kind, term_for
+from .contexts import NO_BASE, SenderTerms, json_kind, term_for
 
 RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
@@ -393,128 +393,6 @@ def _show(values: list[Any]) -> str:
     return ", ".join(str(v.get("@id")) for v in values if isinstance(v, dict)) or "nothing"
 
 
-# --- conformance functions: the compiled path -------------------------------------------------
-
-Conformance = Callable[[dict[str, Any]], bool]
-
-
-class _ValueCheck(NamedTuple):
-    """Every per-value constraint of a property shape, and the two value forms it can answer
-    without them: the restricted expansion yields {"@id": iri} and {"@value": "text"} nearly
-    always, and for those the constraints reduce to one pattern search, or to nothing."""
-
-    check: Callable[[Any], bool]
-    iri_fits: bool  # {"@id": iri} meets the node kind and datatype constraints
-    text_fits: bool  # {"@value": "text"} does
-    search: Callable[[str], Any] | None
-
-
-def _value_check(prop: PropertyShape) -> _ValueCheck | None:
-    kinds = _NODE_KIND_OK[prop.node_kind] if prop.node_kind else None
-    datatype, pattern = prop.datatype, prop.pattern
-    if kinds is None and datatype is None and pattern is None:
-        return None
-
-    def check(value: Any) -> bool:
-        if kinds is not None and _kind(value) not in kinds:
-            return False
-        if datatype is not None and _datatype(value) != datatype:
-            return False
-        if pattern is not None:
-            text = _lexical(value)
-            if text is None or not pattern.search(text):
-                return False
-        return True
-
-    return _ValueCheck(check,
-                       iri_fits=(kinds is None or "IRI" in kinds) and datatype is None,
-                       text_fits=(kinds is None or "Literal" in kinds)
-                       and datatype in (None, XSD + "string"),
-                       search=pattern.search if pattern is not None else None)
-
-
-def _value_lines(value_check: _ValueCheck, index: int, names: dict[str, Any],
-                 is_type: bool) -> list[str]:
-    """Lines that check every value in ``values``: a common form that meets the constraints
-    is accepted inline, and anything else gets the full per-value check, which decides."""
-    names[f"CHECK{index}"] = value_check.check
-    names[f"SEARCH{index}"] = value_check.search
-    searched = f" and SEARCH{index}(text) is not None" if value_check.search else ""
-    if is_type:  # @type holds bare IRIs: each is checked as the IRI node it names
-        fast = (f"type(text) is str and not text.startswith('_:'){searched}"
-                if value_check.iri_fits else "False")
-        return ["for text in values:",
-                f"    if not ({fast}) and not CHECK{index}({{'@id': text}}): return False"]
-    forms = []
-    if value_check.iri_fits:
-        forms.append(f"type(text := v.get('@id')) is str and not text.startswith('_:'){searched}")
-    if value_check.text_fits:
-        forms.append(f"type(text := v.get('@value')) is str{searched}")
-    fast = (f"type(v) is dict and len(v) == 1 and ({' or '.join(f'({f})' for f in forms)})"
-            if forms else "False")
-    return ["for v in values:", f"    if not ({fast}) and not CHECK{index}(v): return False"]
-
-
-def _property_lines(prop: PropertyShape, index: int, names: dict[str, Any]) -> list[str]:
-    """The source lines that check one property shape on ``node``, returning False on a
-    violation; the constants they read are put in ``names``."""
-    low = prop.min_count or 0
-    per_value = _value_check(prop)
-    is_type = prop.path == RDF_TYPE
-    names[f"PATH{index}"] = "@type" if is_type else prop.path
-    # A property shape with no minimum and no required value holds when the node lacks the
-    # property: its checks run only when the member is there.
-    optional = not low and prop.has_value is None
-    body: list[str] = []
-    if low:
-        body.append(f"if len(values) < {low}: return False")
-    if prop.max_count is not None:
-        body.append(f"if len(values) > {prop.max_count}: return False")
-    if prop.has_value is not None:
-        names[f"HAS{index}"] = prop.has_value
-        if is_type:
-            body.append(f"if HAS{index} not in values: return False")
-        else:
-            body += ["for v in values:",
-                     f"    if isinstance(v, dict) and v.get('@id') == HAS{index}: break",
-                     "else:",
-                     "    return False"]
-    if per_value is not None:
-        body += _value_lines(per_value, index, names, is_type)
-    if not body:
-        return []
-    if optional:
-        return [f"values = node.get(PATH{index})", "if values is not None:",
-                *(f"    {line}" for line in body)]
-    return [f"values = node.get(PATH{index}, ())", *body]
-
-
-def compile_conformance(shape: NodeShape) -> Conformance:
-    """A function that says whether a node conforms to ``shape``, with the same semantics as
-    :func:`evaluate_node` finding no violation (the tests hold the two together).
-
-    The function is generated as Python source, one straight run of checks per shape: a node
-    then costs one call, not one per property shape and member.
-    """
-    names: dict[str, Any] = {"_kind": _kind}
-    lines: list[str] = []
-    if shape.node_kind:
-        names["KINDS"] = frozenset(_NODE_KIND_OK[shape.node_kind])
-        lines.append("if _kind(node) not in KINDS: return False")
-    if shape.closed:
-        names["ALLOWED"] = shape.allowed
-        # Keywords are outside the closed set; a node of IRIs, @id and @type passes in C.
-        names["ALLOWED_AND_KEYWORDS"] = shape.allowed | {"@id", "@type"}
-        lines += ["if not ALLOWED_AND_KEYWORDS.issuperset(node):",
-                  "    for key in node:",
-                  "        if key[:1] != '@' and key not in ALLOWED: return False"]
-    for index, prop in enumerate(shape.properties):
-        lines += _property_lines(prop, index, names)
-    source = "def conforms(node):\n" + "".join(f"    {line}\n" for line in lines) + \
-        "    return True\n"
-    exec(compile(source, f"<conformance of {shape.name}>", "exec"), names)
-    conforms: Conformance = names["conforms"]
-    return conforms
 
 
 class ShapeSet:
@@ -525,78 +403,6 @@ class ShapeSet:
         self.envelope = self.shapes[IOASH + "EnvelopeShape"]
         self.registration = self.shapes[IOASH + "RegistrationShape"]
         self._schemas: dict[str, tuple[Any, dict[str, Any]]] = {}
-        self._conformance = {name: compile_conformance(s) for name, s in self.shapes.items()}
-        self._checks: dict[tuple[Any, ...], tuple[Conformance, ...]] = {}
-        self.single_valued = {
-            family: frozenset(p.path for s in self.shapes.values() if s.family == family
-                              for p in s.properties if p.max_count is not None and p.max_count <= 1)
-            for family in ("envelope", "registration")
-        }
-        # Targets by family and IRI, so that finding a node's shapes is a few lookups.
-        self._targets: dict[str, tuple[dict[str, tuple[Conformance, ...]], ...]] = {}
-        for family in {s.family for s in self.shapes.values()}:
-            indexes: tuple[dict[str, list[str]], ...] = ({}, {}, {})
-            for shape in self.shapes.values():
-                if shape.family != family:
-                    continue
-                for index, targets in zip(indexes, (shape.target_classes, shape.target_subjects_of,
-                                                    shape.target_objects_of), strict=True):
-                    for target in targets:
-                        index.setdefault(target, []).append(shape.name)
-            self._targets[family] = tuple(
-                {iri: tuple(self._conformance[n] for n in dict.fromkeys(names))
-                 for iri, names in index.items()} for index in indexes)
-
-    def conforms(self, root_shape: NodeShape,
-                 walked: Iterable[tuple[dict[str, Any], str | None]]) -> bool:
-        """Whether the expanded graph has no violation (the compiled path).
-
-        ``walked`` are its nodes as the restricted walk found them, each with the property
-        that reached it (None: the root), so that no second walk looks for them.
-        """
-        memo = self._checks
-        root_name = root_shape.name
-        for node, via in walked:
-            # Which shapes apply depends only on how the node is reached, its types and its
-            # properties: the same few combinations come back document after document.
-            key = (root_name if via is None else via, tuple(node.get("@type", ())), tuple(node))
-            checks = memo.get(key)
-            if checks is None:
-                checks = self._checks_for(root_shape, node, via)
-                if len(memo) < 4096 and len(node) <= 32 and sum(map(len, node)) <= 2048:
-                    memo[key] = checks
-            for check in checks:
-                if not check(node):
-                    return False
-        return True
-
-    def any_string(self, family: str) -> frozenset[str]:
-        """The properties any one plain string meets as a value in every shape of ``family``
-        (no pattern, no required value, a node kind and a datatype a string literal has):
-        whatever such a value says, the shapes judge its node alike."""
-        shapes = [shape for shape in self.shapes.values() if shape.family == family]
-        found = set()
-        for path in {prop.path for shape in shapes for prop in shape.properties} - {RDF_TYPE}:
-            if all(prop.pattern is None and prop.has_value is None
-                   and prop.datatype in (None, XSD + "string")
-                   and (prop.node_kind is None or "Literal" in _NODE_KIND_OK[prop.node_kind])
-                   for shape in shapes for prop in shape.properties if prop.path == path):
-                found.add(path)
-        return frozenset(found)
-
-    def _checks_for(self, root_shape: NodeShape, node: dict[str, Any],
-                    via: str | None) -> tuple[Conformance, ...]:
-        by_class, by_subject, by_object = self._targets[root_shape.family]
-        # A shape targets a node in several ways (class, subjects of each of its
-        # properties); the set checks it once.
-        checks: set[Conformance] = {self._conformance[root_shape.name]} if via is None else set(
-            by_object.get(via, ()))
-        for t in node.get("@type", ()):
-            checks.update(by_class.get(t, ()))
-        for prop in node:
-            if prop[:1] != "@":
-                checks.update(by_subject.get(prop, ()))
-        return tuple(checks)
 
     def schema(self, kind: str) -> tuple[Any, dict[str, Any]]:
         """The compact-form JSON Schema of ``kind`` and its validator, built on first use.

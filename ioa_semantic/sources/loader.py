@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .retrieval import Retriever
 
 from .. import data as _resources
-from .._exceptions import ArtifactError, ProfileError
+from .._exceptions import ArtifactError, ProfileError, RetrievalError
 from .._iri import is_absolute_iri
 from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 from ..pipeline.intake import parse
@@ -181,8 +181,6 @@ def resolve_profile(name_or_path: str, retriever: "Retriever | None" = None) -> 
             raise ProfileUnavailable(name_or_path, "retrieval.prohibited",
                                      f"the profile {name_or_path} is not retrieved: remote "
                                      "retrieval is off (allow its origin with --allow-remote)")
-        from .retrieval import RetrievalError
-
         try:
             body, final_url, _ = retriever.fetch_bytes(name_or_path, TURTLE_TYPES)
         except RetrievalError as exc:

@@ -1,0 +1,153 @@
+"""Registrations judged by kind, for an audit: most registrations of a directory differ from
+one another only where the shapes cannot tell them apart, and a kind judged clean once is
+clean again (see :class:`Kinds`)."""
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ..compiled.engine import CompiledEngine, _active_context
+from ..compiled.reader import escapes_a_colon, orjson_module
+from ..compiled.walk import _member_plan, reference_expander
+from ..pipeline.baseline import Baseline
+
+
+class _KindPlan(NamedTuple):
+    """How documents of one layout and one context are told apart: the members a clean
+    judgement does not depend on (``@id`` first, then plain strings any string satisfies)
+    and the others, whose values make up a kind."""
+
+    expand_id: Callable[[str], str | None]  # the walk's expansion of an @id
+    masked: tuple[str, ...]
+    kept: tuple[str, ...]
+    kinds: dict[bytes, tuple[int, Any]]  # kept values -> (colons besides masked, remembered)
+
+
+class Unknown(NamedTuple):
+    """A registration of a kind not known yet, and the compiled path's baseline of it (None
+    unless that path found it clean): :meth:`remember` what is judged of a clean one."""
+
+    kinds: "Kinds"
+    plan: _KindPlan
+    values: bytes
+    colons: int
+    compiled: Baseline | None
+
+    def remember(self, value: Any) -> None:
+        if self.compiled is not None and self.kinds.spend(len(self.values)):
+            self.plan.kinds[self.values] = (self.colons, value)
+
+
+class Kinds:
+    """Registrations judged by kind, for an audit: a kind is everything the compiled
+    baseline's judgement of a registration depends on, so that registrations of a kind
+    judged clean once are clean.
+
+    Two registrations are of one kind when they have the same members in the same order
+    with values of the same types, the same context (as orjson writes it) and the same
+    values everywhere but ``@id`` and the members whose one string value any string meets
+    (:meth:`ShapeSet.any_string`; never one of ``keep``, what the caller remembers is read
+    from those). A registration of a kind remembered clean is clean when its text passes
+    the intake's limits and the colon proof of :func:`read_document_compiled` (its own
+    colons: the masked strings' are counted, the rest are the kind's) and its ``@id``
+    expands as the walk expands it; it then needs none of the walk, the shapes or the
+    reporting. Anything else (a kind not remembered, any finding) is for the caller to judge
+    in full. Only a registration the compiled path answers clean is remembered, and the
+    tests hold every answer to the full judgement's.
+    """
+
+    def __init__(self, engine: CompiledEngine, keep: frozenset[str]) -> None:
+        """``engine``: the Checker's compiled engine, whose baseline a kind stands for."""
+        self.engine = engine
+        shapes = engine.compiled_shapes
+        self.policy, self.limits = engine.policy, engine.limits
+        self.any_string = shapes.any_string("registration") - keep
+        self.single_valued = shapes.single_valued["registration"]
+        self.plans: dict[tuple[Any, ...], _KindPlan | None] = {}
+        self.asked = self.answered = 0
+        self.room = _KINDS_BYTES
+
+    def judged(self, data: bytes) -> tuple[str, Any] | Unknown | None:
+        """``(the expanded @id, what was remembered)`` for a registration of a kind judged
+        clean; for one of a kind not known yet, its compiled baseline and what remembers it;
+        or None (judge it in full)."""
+        self.asked += 1
+        if self.asked > _KINDS_TRIAL and self.answered * 4 < self.asked:
+            # Kinds answer fewer than a quarter of the registrations (each of its own kind,
+            # say): telling them apart costs more than it saves, and nothing else changes.
+            return None
+        # The intake's limits but the nesting: a registration of a kind nests as the kind
+        # does (what it masks are strings), and any other is judged in full.
+        if len(data) > self.limits.max_bytes:
+            return None
+        if escapes_a_colon(data):
+            return None
+        orjson = orjson_module()
+
+        try:
+            document = orjson.loads(data)
+            if type(document) is not dict:
+                return None
+            layout = (tuple(document), orjson.dumps(document["@context"]))
+            try:
+                plan = self.plans[layout]
+            except KeyError:
+                plan = self._plan(document, layout)
+            if plan is None:
+                return None
+            values = orjson.dumps([document[key] for key in plan.kept])
+        except (KeyError, TypeError, ValueError):  # not JSON, no context, an integer too large
+            return None
+        masked = 0
+        for key in plan.masked:
+            value = document[key]
+            if type(value) is not str:
+                return None
+            masked += value.count(":")
+        known = plan.kinds.get(values)
+        if known is None:
+            return Unknown(self, plan, values, data.count(b":") - masked,
+                           self.engine.compiled_baseline(data, "registration"))
+        if data.count(b":") != known[0] + masked:
+            return None  # a member name repeated: the full judgement reports it
+        ident = plan.expand_id(document["@id"])
+        if ident is None:
+            return None
+        self.answered += 1
+        return ident, known[1]
+
+    def _plan(self, document: dict[str, Any], layout: tuple[Any, ...]) -> _KindPlan | None:
+        reviewed = _active_context(document["@context"], self.policy)
+        schemes = self.policy.allowed_schemes
+        plan = None
+        if reviewed is not None and type(document.get("@id")) is str:
+            masked, kept = ["@id"], []
+            for key, value in document.items():
+                if key in ("@id", "@context"):
+                    continue
+                member = _member_plan(key, reviewed[0], schemes, self.single_valued)
+                if type(value) is str and type(member) is tuple and not member[1] and (
+                        member[0] in self.any_string):
+                    masked.append(key)
+                else:
+                    kept.append(key)
+            plan = _KindPlan(reference_expander(reviewed[0], False, schemes), tuple(masked),
+                             tuple(kept), {})
+        if self.spend(len(layout[1]) + sum(map(len, layout[0]))):
+            self.plans[layout] = plan
+        return plan
+
+    def spend(self, size: int) -> bool:
+        """Whether there is room to remember ``size`` more bytes (and they are counted)."""
+        if self.room < size:
+            return False
+        self.room -= size
+        return True
+
+
+# Bytes of the layouts, contexts and kinds a process remembers, as their keys count them (a
+# kind of 6.3's shape keeps tens of bytes); past them, a registration not known yet is
+# judged in full.
+_KINDS_BYTES = 64 << 20
+# Registrations asked about before kinds may be found not worth asking.
+_KINDS_TRIAL = 4096
+

@@ -1,0 +1,255 @@
+"""The compiled engine: each stage of a check answered from compiled forms, or declined.
+
+:class:`CompiledEngine` is a :class:`~ioa_semantic.pipeline.engine.ReferenceEngine` that
+asks its compiled forms first at each of the three points where they apply and falls back
+to the reference stage where they decline:
+
+* the baseline of a document (:func:`read_document_compiled`): orjson with the colon proof,
+  the restricted expansion under a cached active context, the conformance functions; a
+  document it cannot show clean is reported by the reference stages, with the restricted
+  walk offered as their expansion;
+* the decision of an envelope with a clean baseline (:class:`.decision.CompiledDecision`);
+* the queries of every other decision, answered from tables (:class:`.tables.TableDataset`).
+"""
+
+import json
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from .._memo import BoundedCache
+from .._vocab import IOA
+from ..pipeline.baseline import (
+    Baseline,
+    Kind,
+    _ambiguous_bindings,
+    _extra_types,
+    _over_limits,
+    read_document,
+    review_cache_bytes,
+)
+from ..pipeline.contexts import ContextLoader, ContextPolicy, SenderTerms, review_contexts
+from ..pipeline.decision import Outcome, Task, evaluate
+from ..pipeline.engine import DocumentInput, ReferenceEngine
+from ..pipeline.expansion import Expansion
+from ..pipeline.intake import Limits, parse
+from ..pipeline.shapes import Located, ShapeSet
+from ..sources.loader import Artifact
+from .conformance import CompiledShapes
+from .decision import CompiledDecision
+from .reader import colons_in, orjson_if_loaded, read_unproven
+from .tables import CompiledTables, TableDataset
+from .walk import MEMO_BYTES, ActiveContext, active_context, expand_restricted
+
+_TERM_BINDINGS = IOA + "termBindings"
+
+
+# Reviews of inline contexts by (policy, context): senders repeat their context on every
+# envelope, and a context that passed once passes again under the same policy. Each entry
+# weighs a few times its context's text (the active context and its bounded memos).
+_CONTEXTS: BoundedCache[tuple[ContextPolicy, bytes], Any] = BoundedCache(64 << 20)
+
+
+_REFUSED = object()  # what _CONTEXTS remembers of a context the compiled path cannot use
+
+
+def cache_bytes(contexts: int | None = None, reviews: int | None = None) -> dict[str, int]:
+    """Set the byte bounds of the process-wide context caches (when given) and return them:
+    ``contexts`` (the compiled engine's active contexts) and ``reviews`` (the reporting path's
+    reviews of whole documents' contexts). Both default to 64 MiB."""
+    if contexts is not None:
+        _CONTEXTS.resize(contexts)
+    return {"contexts": _CONTEXTS.max_bytes, "reviews": review_cache_bytes(reviews)}
+
+
+def _weight(serialized: bytes) -> int:
+    """What a cached active context is counted as weighing: its text, what is derived from it
+    (a few times the text), and the memos it fills (bounded in the walk)."""
+    return 4 * len(serialized) + MEMO_BYTES
+
+
+def _serialized(context: Any) -> bytes | None:
+    """A context as the cache of active contexts keys it, or None (not JSON data)."""
+    # An exact key of parsed JSON (member order included: a reordered context is only a
+    # miss); orjson's serialization is the cheapest, once something loaded it.
+    orjson = orjson_if_loaded()
+    try:
+        return orjson.dumps(context) if orjson is not None else json.dumps(
+            context, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    except (ValueError, TypeError, RecursionError):  # orjson's JSONEncodeError is a TypeError
+        return None
+
+
+def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
+    """The active context of a clean inline context, and its colons (see read_unproven)."""
+    serialized = _serialized(context)
+    if serialized is None:
+        return None
+    key = (policy, serialized)
+    found = _CONTEXTS.get(key)
+    if found is not None:
+        return None if found is _REFUSED else found
+    review = review_contexts({"@context": context}, policy)
+    active = None if review.findings or not review.expandable else active_context(context)
+    reviewed = None if active is None else (active, colons_in(context))
+    _CONTEXTS.put(key, _REFUSED if reviewed is None else reviewed, _weight(serialized))
+    return reviewed
+
+
+def restricted_expansion(document: dict[str, Any], policy: ContextPolicy) -> Expansion | None:
+    """pyld's expansion of a document the restricted walk can expand, or None.
+
+    A document that fails only its shapes (a missing member, a wrong media type) still
+    expands in the common subset, and pyld costs most of reporting it; the tests hold the
+    walk's node to pyld's, member order included.
+    """
+    context = _active_context(document["@context"], policy)
+    if context is None:
+        return None
+    expanded = expand_restricted(document, context[0], policy.allowed_schemes, ordered=True)
+    if expanded is None or set(expanded[0]) <= {"@id"}:
+        # A top-level node with nothing but an @id (or nothing) is no node to JSON-LD:
+        # expansion drops it, and the document has none (pyld's answer, reported as such).
+        return None
+    return Expansion([expanded[0]], ())
+
+
+def read_document_compiled(
+    data: bytes | str | dict[str, Any],
+    kind: Kind,
+    *,
+    shapes: CompiledShapes,
+    policy: ContextPolicy,
+    permitted_types: frozenset[str] = frozenset(),
+    limits: Limits | None = None,
+    strict: bool = False,
+) -> Baseline | None:
+    """The baseline stage for a well-formed document in the common subset, or None.
+
+    It answers only when it can show the document clean: intake proven strict (orjson, and
+    every colon of the text accounted for on the walk; with ``strict``, the stdlib's strict
+    parser, which is slower but needs no proof and no orjson import), an inline context
+    that passes the review, the restricted expansion, and no shape violation, extra type or
+    ambiguous binding. Anything else (including every malformed document) returns None, and
+    the caller runs :func:`read_document`, which reports every reason.
+    """
+    if isinstance(data, dict):
+        return None
+    colons: int | None
+    if strict:
+        intake = parse(data, limits)
+        if not intake.ok:
+            return None
+        document, colons = intake.document, None
+    else:
+        unproven = read_unproven(data, limits or Limits())
+        if unproven is None:
+            return None
+        document, colons = unproven
+    if type(document) is not dict or "@context" not in document:
+        return None
+    if _over_limits(document, limits or Limits(), len(data), top_context_only=True):
+        return None
+    reviewed = _active_context(document["@context"], policy)
+    if reviewed is None:
+        return None
+    active, context_colons = reviewed
+    expanded = expand_restricted(document, active, policy.allowed_schemes,
+                                 shapes.single_valued[kind])
+    if expanded is None:
+        return None
+    node, nodes, member_colons, reached = expanded
+    if colons is not None and member_colons + context_colons != colons:
+        return None  # a member name repeated: the strict parser reports it
+    root_shape = shapes.shapes.envelope if kind == "envelope" else shapes.shapes.registration
+    if not shapes.conforms(root_shape, reached):
+        return None
+    located = tuple(map(Located._make, nodes))
+    if _beyond_the_shapes(located, reached, kind, permitted_types):
+        return None
+    return Baseline((), document, node, located)
+
+
+def _beyond_the_shapes(located: Sequence[Located],
+                       reached: Sequence[tuple[dict[str, Any], str | None]], kind: Kind,
+                       permitted_types: frozenset[str]) -> bool:
+    """Whether a conforming document still has a class the profile does not permit or an
+    ambiguous binding (the compiled path's last checks)."""
+    # A node of one class has none beside its baseline class (nearly every node); and the
+    # shapes allow one term and one sense a binding, so only a node holding two bindings or
+    # more can bind a term twice.
+    if any(len(n.get("@type", ())) > 1 for n, _ in reached) and _extra_types(
+            located, kind, permitted_types):
+        return True
+    return kind == "envelope" and any(
+        len(n.get(_TERM_BINDINGS, ())) > 1 for n, _ in reached) and bool(
+        _ambiguous_bindings(located, SenderTerms()))
+
+
+class CompiledEngine(ReferenceEngine):
+    """The reference engine with its compiled forms asked first: each method answers what
+    they can show and otherwise returns the reference's answer (``super()``)."""
+
+    name = "compiled"
+
+    def __init__(self, **stages: Any) -> None:
+        super().__init__(**stages)
+        self.compiled_shapes = compiled_shapes(self.shapes)
+        # The named queries answered from tables derived once, with the compile queries,
+        # from the same quads the reference engine loads on every check.
+        self.tables = CompiledTables.build(self.fixed)
+        self.decision = CompiledDecision(self.tables, self.profile, self.registrations,
+                                         self.artifacts)
+        self._read_before = False
+
+    def baseline(self, data: DocumentInput, kind: Kind,
+                 retriever: ContextLoader | None = None) -> Baseline:
+        if retriever is None:
+            # The first document is read with the stdlib's strict parser: importing orjson
+            # costs more than it saves on one document, and one is a command line's whole run.
+            compiled = self.compiled_baseline(data, kind, strict=not self._read_before)
+            self._read_before = True
+            if compiled is not None:
+                return compiled
+        return self.reported(data, kind, retriever)
+
+    def compiled_baseline(self, data: DocumentInput, kind: Kind, *,
+                          strict: bool = False) -> Baseline | None:
+        """The compiled baseline alone: a clean document's, or None."""
+        return read_document_compiled(data, kind, shapes=self.compiled_shapes,
+                                      policy=self.policy,
+                                      permitted_types=self.profile.permitted_types,
+                                      limits=self.limits, strict=strict)
+
+    def reported(self, data: DocumentInput, kind: Kind,
+                 retriever: ContextLoader | None = None) -> Baseline:
+        # A document that fails only its shapes still expands in the restricted subset, and
+        # pyld would cost most of reporting it.
+        return read_document(data, kind, shapes=self.shapes, policy=self.policy,
+                             permitted_types=self.profile.permitted_types, limits=self.limits,
+                             retriever=retriever, expand_with=restricted_expansion)
+
+    def outcome(self, node: dict[str, Any], task: Task, at: datetime, *,
+                clean: bool, fetched: Sequence[Artifact] = ()) -> Outcome:
+        if fetched:
+            return super().outcome(node, task, at, clean=clean, fetched=fetched)
+        if clean:  # a clean baseline's nodes hold only the shapes' properties
+            answered = self.decision.evaluate(node, task, at)
+            if answered is not None:
+                return answered
+        return evaluate(TableDataset(self.tables, node), node, self.profile,
+                        self.registrations, self.artifacts, task, at)
+
+
+_COMPILED_SHAPES: dict[int, CompiledShapes] = {}
+_COMPILED_SHAPES_LOCK = threading.Lock()
+
+
+def compiled_shapes(shapes: ShapeSet) -> CompiledShapes:
+    """The conformance functions of ``shapes``, compiled once per process."""
+    with _COMPILED_SHAPES_LOCK:
+        found = _COMPILED_SHAPES.get(id(shapes))
+        if found is None or found.shapes is not shapes:
+            found = _COMPILED_SHAPES[id(shapes)] = CompiledShapes(shapes)
+        return found

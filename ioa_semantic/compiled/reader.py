@@ -1,0 +1,80 @@
+"""The compiled engine's reader: orjson, with a proof that the text was strict JSON.
+
+orjson is RFC 8259 strict in everything the intake stage checks but one (it keeps the last
+of repeated member names), so a document it reads counts only with the proof of
+:func:`read_unproven`; whatever fails the proof goes to :func:`ioa_semantic.pipeline.intake.parse`.
+"""
+
+from typing import Any
+
+from ..pipeline.intake import Limits
+
+
+def read_unproven(data: bytes | str, limits: Limits) -> tuple[Any, int] | None:
+    """A document read quickly but not yet proven strict, with the colons of its text.
+
+    orjson is RFC 8259 strict in everything :func:`parse` checks but one: it keeps the last
+    of repeated member names without a word. The caller proves there were none by accounting
+    for every colon of the text: in JSON without a ``\\u003a`` escape, each colon either
+    separates a member from its name or sits inside a string, so the text has as many colons
+    as the parsed document has members plus colons in its strings (:func:`colons_in`), and
+    fewer members means a name was repeated. None means only :func:`parse` may read it (too
+    large, possibly too deep, or anything orjson refuses), and the caller must fall back.
+    """
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    if (len(data) > limits.max_bytes
+            or data.count(b"{") + data.count(b"[") > limits.max_depth
+            or escapes_a_colon(data)):
+        return None
+    # Imported here, not with the module: its import (about 20 ms, mostly the dataclasses
+    # and inspect modules it loads) is a sixth of a one-envelope command's whole run, which
+    # reads its one document with parse instead (see Checker.baseline).
+    orjson = orjson_module()
+    try:
+        return orjson.loads(data), data.count(b":")
+    except orjson.JSONDecodeError:
+        return None
+
+
+_ORJSON: Any = None
+
+
+def orjson_module() -> Any:
+    """orjson, imported on first use. An ``import`` statement waits for another thread's
+    import of the module to complete; a look into ``sys.modules`` does not, and may find it
+    half initialized: :func:`orjson_if_loaded` hands it out only once this returned it."""
+    global _ORJSON
+    if _ORJSON is None:
+        import orjson
+
+        _ORJSON = orjson
+    return _ORJSON
+
+
+def orjson_if_loaded() -> Any:
+    """orjson if some document already needed it (completely imported), else None."""
+    return _ORJSON
+
+
+def escapes_a_colon(data: bytes) -> bool:
+    """Whether the text spells a colon as ``\\u003a``, which no colon count would see."""
+    return b"\\" in data and (b"\\u003a" in data or b"\\u003A" in data)
+
+
+def colons_in(value: Any) -> int:
+    """Members plus colons in strings (names included) of a parsed value: see read_unproven."""
+    if isinstance(value, str):
+        return value.count(":")
+    total = 0
+    if isinstance(value, dict):
+        total = len(value)
+        for key, member in value.items():
+            total += colons_in(key) + colons_in(member)
+    elif isinstance(value, list):
+        for item in value:
+            total += colons_in(item)
+    return total

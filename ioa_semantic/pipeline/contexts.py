@@ -1,0 +1,460 @@
+"""Contexts: every ``@context`` of a document held to the baseline before anything expands.
+
+The 6.1 context is the receiver's: a sender may define only the terms it uses, and each
+definition must equal the baseline's (contract rule 2). This stage checks every context in
+the document against that policy, refuses remote contexts and ``@import`` unless a
+retrieval policy allows them (rule 12; with one, what is fetched is held to the same
+rules), and counts contexts and term definitions against their limits.
+"""
+
+# Annotations are evaluated at import (no __future__ import): see _findings.
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple, Protocol
+
+from .. import data as _resources
+from .._codes import finding
+from .._exceptions import RetrievalError
+from .._findings import Finding
+from .._iri import iri_defect
+from .._iri import iri_scheme as _rfc3987_scheme
+
+
+class ContextLoader(Protocol):
+    """What fetches a remote context under a retrieval policy (a
+    :class:`~ioa_semantic.sources.retrieval.Retriever`): pyld's document-loader form, raising
+    :class:`~ioa_semantic.RetrievalError` when the policy or the network refuses."""
+
+    def document_loader(self, url: str, options: Any = None) -> dict[str, Any]: ...
+
+
+_KEYWORDS = frozenset({
+    "@base", "@container", "@context", "@direction", "@graph", "@id", "@import", "@included",
+    "@index", "@json", "@language", "@list", "@nest", "@none", "@prefix", "@propagate",
+    "@protected", "@reverse", "@set", "@type", "@value", "@version", "@vocab",
+})
+
+
+# A document base no reference can legitimately resolve against (RFC 6761 .invalid).
+NO_BASE = "https://no-document-base.invalid/"
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+# Keys a term definition may carry without leaving what the baseline itself uses.
+_SIMPLE_DEFINITION_KEYS = frozenset({"@id", "@type", "@container", "@protected", "@language"})
+
+
+def baseline_context() -> dict[str, Any]:
+    """The 6.1 inline context (the object under ``@context``)."""
+    context: dict[str, Any] = _resources.read_json("contexts", "baseline.jsonld")["@context"]
+    return context
+
+
+class Definition(NamedTuple):
+    """A term definition reduced to what decides its meaning: IRI, coercion, container."""
+
+    iri: str | None
+    type: str | None = None
+    container: str | None = None
+
+
+def _as_definition(value: Any, prefixes: Mapping[str, str]) -> Definition | None:
+    if isinstance(value, str):
+        return Definition(_resolve(value, prefixes))
+    if isinstance(value, dict):
+        container = value.get("@container")
+        if isinstance(container, list) and len(container) == 1:
+            container = container[0]
+        iri = value.get("@id")
+        return Definition(
+            _resolve(iri, prefixes) if isinstance(iri, str) else None,
+            value.get("@type"),
+            container if isinstance(container, str) else None,
+        )
+    return None
+
+
+def _resolve(value: str, prefixes: Mapping[str, str]) -> str:
+    """A compact IRI expanded through the context's prefixes, a chain of them included (as
+    many steps as there are prefixes: a cycle stops there, and pyld reports it)."""
+    for _ in range(len(prefixes) + 1):
+        prefix, sep, suffix = value.partition(":")
+        if not sep or suffix.startswith("//") or prefix not in prefixes:
+            break
+        expanded = prefixes[prefix] + suffix
+        if expanded == value:
+            break
+        value = expanded
+    return value
+
+
+def _same_meaning(sent: Definition, baseline: Definition) -> bool:
+    # "@set" only shapes compaction: expansion gives the same set with or without it.
+    def container(c: "str | None") -> "str | None":
+        return None if c == "@set" else c
+
+    return (sent.iri, sent.type, container(sent.container)) == (
+        baseline.iri, baseline.type, container(baseline.container))
+
+
+class ContextPolicy(NamedTuple):
+    """What a sender's contexts may do, from the receiver's profile."""
+
+    allow_vocab: bool = False
+    allow_base: bool = False
+    allowed_schemes: frozenset[str] = frozenset({"https", "http", "urn"})
+    ignorable_terms: frozenset[str] = frozenset()
+
+
+class SenderTerms:
+    """The sender's term map, used only to point findings at the member they concern."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: dict[str, str | None] | None = None) -> None:
+        self.terms: dict[str, str | None] = terms if terms is not None else {}
+
+    def resolve(self, key: str) -> str | None:
+        if key in self.terms:
+            return self.terms[key]
+        prefix, sep, suffix = key.partition(":")
+        if sep and prefix in self.terms and self.terms[prefix] and not suffix.startswith("//"):
+            return f"{self.terms[prefix]}{suffix}"
+        return key if _SCHEME.match(key) else None
+
+
+class ContextReview(NamedTuple):
+    findings: tuple[Finding, ...]
+    terms: SenderTerms
+    expandable: bool
+
+
+class _Baseline:
+    """The baseline definitions, resolved once."""
+
+    def __init__(self) -> None:
+        context = baseline_context()
+        self.prefixes = {k: v for k, v in context.items()
+                         if isinstance(v, str) and not k.startswith("@") and v.endswith(("#", "/"))}
+        self.definitions = {
+            k: d for k, v in context.items() if not k.startswith("@")
+            if (d := _as_definition(v, self.prefixes)) is not None
+        }
+        self.iri_to_term = {d.iri: k for k, d in self.definitions.items() if d.iri}
+
+
+_BASELINE: _Baseline | None = None
+
+
+def _baseline() -> _Baseline:
+    global _BASELINE
+    if _BASELINE is None:
+        _BASELINE = _Baseline()
+    return _BASELINE
+
+
+def term_for(iri: str) -> str:
+    """The baseline term that spells ``iri`` in compact form (or the IRI itself)."""
+    return _baseline().iri_to_term.get(iri, iri)
+
+
+# Members whose values are not node data: contexts are reviewed on their own, and a value
+# object's content is a literal.
+_OPAQUE = frozenset({"@context", "@value", "@json"})
+
+
+def members(document: Any,
+            prune: Callable[[str], bool] = lambda key: False) -> Iterator[tuple[str, str, Any]]:
+    """``(pointer, key, value)`` of every object member of a compact document.
+
+    Iterative, so depth costs no recursion. A member is not entered when it is opaque or
+    when ``prune(key)`` says so (a member already reported as a whole).
+    """
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+                yield at, key, item
+                if key not in _OPAQUE and not prune(key):
+                    stack.append((at, item))
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", item) for i, item in enumerate(value))
+
+
+def _contexts(document: Any) -> Iterator[tuple[str, Any]]:
+    """Every ``@context`` member in the document with its JSON Pointer."""
+    return ((at, value) for at, key, value in members(document) if key == "@context")
+
+
+def context_limit_findings(document: Any, max_contexts: int,
+                           max_terms: int) -> tuple[Finding, ...]:
+    """The finding of a document with more context objects (a string naming a remote
+    context counts as one) or term definitions than the limits allow, or none: pyld's work
+    grows with their product, so they are counted before any context is reviewed."""
+    contexts = terms = 0
+    for pointer, value in _contexts(document):
+        for item in value if isinstance(value, list) else (value,):
+            contexts += 1
+            if isinstance(item, dict):
+                terms += sum(1 for key in item if not key.startswith("@"))
+            if contexts > max_contexts:
+                return (finding("jsonld.too-many-contexts",
+                                f"the document has more than {max_contexts} context objects; "
+                                "the limit is --max-contexts", pointer),)
+            if terms > max_terms:
+                return (finding("jsonld.too-many-terms",
+                                f"the document's contexts define more than {max_terms} terms; "
+                                "the limit is --max-terms", pointer),)
+    return ()
+
+
+def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C901
+                    retriever: ContextLoader | None = None) -> ContextReview:
+    """Hold every ``@context`` in ``document`` to the baseline and the policy (rule 2, 12).
+
+    Without a retriever a remote context is a prohibited retrieval. With one, it is fetched
+    under the retriever's policy (which also follows what it names) and its content is held
+    to the same rules as an inline context: a remote context cannot say what an inline one
+    may not. Findings inside a remote context point at ``URL#/@context/...``.
+    """
+    baseline = _baseline()
+    findings: list[Finding] = []
+    # Only what the sender defines: a baseline term it uses without defining is dropped.
+    terms = SenderTerms()
+    expandable = True
+    objects: list[tuple[str, dict[str, Any]]] = []
+
+    def fetch(pointer: str, reference: str, base: "str | None", what: str) -> Any:
+        """The context a remote reference names, or None after recording why not."""
+        nonlocal expandable
+        if retriever is None:
+            expandable = False
+            findings.append(finding(
+                "retrieval.prohibited",
+                f"{what} {reference!r} is not retrieved: remote retrieval is off by policy",
+                pointer))
+            return None
+        from pyld import iri_resolver
+
+        url = iri_resolver.resolve(reference, base) if base else reference
+        if iri_scheme(url) is None:
+            expandable = False
+            findings.append(finding(
+                "jsonld.relative-iri",
+                f"{what} {reference!r} is relative and there is no document base", pointer))
+            return None
+        try:
+            loaded = retriever.document_loader(url)
+        except RetrievalError as exc:
+            expandable = False
+            findings.append(finding(exc.code, exc.message, pointer))
+            return None
+        remote = loaded["document"]
+        if not isinstance(remote, dict) or "@context" not in remote:
+            expandable = False
+            findings.append(finding("jsonld.context-invalid",
+                                    f"{what} {url} is not a JSON-LD context document", pointer))
+            return None
+        return loaded["documentUrl"], remote["@context"]
+
+    def visit(pointer: str, value: Any, base: "str | None" = None) -> None:
+        nonlocal expandable
+        if isinstance(value, str):
+            fetched = fetch(pointer, value, base, "remote context")
+            if fetched is not None:
+                url, content = fetched
+                visit(f"{url}#/@context", content, url)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                visit(f"{pointer}/{i}", item, base)
+        elif isinstance(value, dict):
+            objects.append((pointer, value))
+            imported = value.get("@import")
+            if isinstance(imported, str) and retriever is not None:
+                fetched = fetch(f"{pointer}/@import", imported, base, "@import of")
+                if fetched is not None:
+                    url, content = fetched
+                    if isinstance(content, dict):
+                        visit(f"{url}#/@context", content, url)
+                    else:
+                        expandable = False
+                        findings.append(finding("jsonld.context-invalid",
+                                                f"@import of {url} is not a context object",
+                                                f"{pointer}/@import"))
+        else:
+            expandable = False
+            what = "null, which would clear the baseline" if value is None else repr(value)
+            findings.append(finding("jsonld.context-invalid", f"@context is {what}", pointer))
+
+    for pointer, value in _contexts(document):
+        visit(pointer, value)
+
+    # Prefixes are collected first so that a definition may use a prefix defined after it.
+    prefixes = dict(baseline.prefixes)
+    for _, obj in objects:
+        for key, value in obj.items():
+            if not key.startswith("@") and isinstance(value, str) and not value.startswith("@"):
+                prefixes.setdefault(key, value)
+
+    for pointer, obj in objects:
+        for key, value in obj.items():
+            at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+            if key == "@import" and retriever is not None:
+                continue  # fetched and reviewed above
+            problem = _review_entry(key, value, prefixes, baseline, policy)
+            if problem is None:
+                if not key.startswith("@"):
+                    definition = _as_definition(value, prefixes)
+                    terms.terms[key] = definition.iri if definition else None
+                continue
+            code, message = problem
+            if code == "retrieval.prohibited":
+                expandable = False
+            findings.append(finding(code, message, at))
+    return ContextReview(tuple(findings), terms, expandable)
+
+
+def _review_entry(  # noqa: C901
+    key: str, value: Any, prefixes: Mapping[str, str], baseline: _Baseline, policy: ContextPolicy
+) -> tuple[str, str] | None:
+    if key == "@version":
+        return None if value == 1.1 else ("jsonld.context-invalid", "@version must be 1.1")
+    if key == "@protected":
+        if value is True:
+            return None
+        # The 6.1 baseline is protected; a sender does not unprotect definitions (and pyld
+        # 3.3 fails on any "@protected": false with a misleading cyclic-mapping error).
+        return ("jsonld.context-keyword",
+                "@protected may only be true in a sender's context: the baseline's terms stay "
+                "protected") if value is False else (
+            "jsonld.context-invalid", "@protected must be true or false")
+    if key == "@import":
+        return ("retrieval.prohibited",
+                f"@import of {value!r} is a remote retrieval, which is off by policy")
+    if key in ("@vocab", "@base"):
+        allowed = policy.allow_vocab if key == "@vocab" else policy.allow_base
+        return None if allowed else (
+            "jsonld.context-keyword",
+            f"{key} is not allowed by the profile: it hides dropped terms or makes relative "
+            "references absolute")
+    if key.startswith("@"):
+        return ("jsonld.context-keyword", f"{key} in a sender's context is not allowed")
+    if key in baseline.definitions:
+        sent = _as_definition(value, prefixes)
+        if sent is None or not _same_meaning(sent, baseline.definitions[key]):
+            return ("jsonld.term-redefinition",
+                    f"{key!r} is defined differently from the baseline 6.1 context")
+        if isinstance(value, dict) and set(value) - _SIMPLE_DEFINITION_KEYS:
+            return ("jsonld.term-redefinition",
+                    f"{key!r} carries {sorted(set(value) - _SIMPLE_DEFINITION_KEYS)}, "
+                    "which the baseline definition does not")
+        return None
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.startswith("@"):
+            return ("jsonld.keyword-alias",
+                    f"{key!r} aliases {value}; @id and @type are used directly (6.1)")
+        return _iri_mapping_problem(key, value, prefixes)
+    if isinstance(value, dict):
+        ident = value.get("@id")
+        if isinstance(ident, str) and ident.startswith("@"):
+            return ("jsonld.keyword-alias",
+                    f"{key!r} aliases {value['@id']}; @id and @type are used directly (6.1)")
+        extra = set(value) - _SIMPLE_DEFINITION_KEYS
+        if extra:
+            return ("jsonld.term-definition",
+                    f"the definition of {key!r} uses {sorted(extra)}, which envelopes may not use")
+        problem = _definition_members_problem(key, value, prefixes)
+        if problem is not None:
+            return problem
+        if ident is None and "@id" in value:
+            return None  # "@id": null keeps the term from expanding: its members are dropped
+        # Without @id, the term's own spelling is its IRI (JSON-LD 1.1, 4.2.2 step 14-16).
+        return _iri_mapping_problem(key, key if ident is None else ident, prefixes)
+    return ("jsonld.context-invalid", f"the definition of {key!r} is not a string or an object")
+
+
+_COERCIONS = frozenset({"@id", "@vocab", "@json", "@none"})
+
+
+def _definition_members_problem(key: str, value: dict[str, Any],
+                                prefixes: Mapping[str, str]) -> tuple[str, str] | None:
+    """What JSON-LD 1.1 (4.2.2, Create Term Definition) rejects in an expanded definition's
+    members, said before pyld meets it (pyld fails on some of these with a TypeError)."""
+    ident = value.get("@id")
+    if ident is not None and not isinstance(ident, str):
+        return ("jsonld.term-definition",
+                f"the @id of {key!r} is {json_kind(ident)}; JSON-LD requires a string "
+                "(an invalid IRI mapping)")
+    if "@type" in value:
+        coercion = value["@type"]
+        if not isinstance(coercion, str) or (
+                coercion not in _COERCIONS and iri_defect(_resolve(coercion, prefixes))):
+            return ("jsonld.term-definition",
+                    f"the @type of {key!r} is {coercion!r}: JSON-LD requires @id, @vocab, "
+                    "@json, @none or an absolute IRI (an invalid type mapping)")
+    if "@protected" in value and not isinstance(value["@protected"], bool):
+        return ("jsonld.term-definition",
+                f"the @protected of {key!r} is {json_kind(value['@protected'])}, not a boolean")
+    if "@language" in value and not (value["@language"] is None
+                                     or isinstance(value["@language"], str)):
+        return ("jsonld.term-definition",
+                f"the @language of {key!r} is {json_kind(value['@language'])}, not a string")
+    container = value.get("@container")
+    if container not in (None, "@set", "@list", ["@set"], ["@list"]):
+        return ("jsonld.term-definition",
+                f"the definition of {key!r} uses container {container!r}")
+    return None
+
+
+def _iri_mapping_problem(key: str, value: str,
+                         prefixes: Mapping[str, str]) -> tuple[str, str] | None:
+    """Whether a term's IRI is an absolute IRI (RFC 3987), and a term spelled as an IRI or
+    a compact IRI expands to itself (JSON-LD 1.1, 4.2.2 step 14.2.4: anything else is an
+    invalid IRI mapping, which some processors apply nonetheless)."""
+    iri = _resolve(value, prefixes)
+    if iri.startswith("_:"):
+        return ("jsonld.term-definition",
+                f"{key!r} is mapped to the blank node identifier {iri!r}; a term names an IRI")
+    defect = iri_defect(iri)
+    if defect is not None:
+        return ("jsonld.invalid-iri",
+                f"the IRI of {key!r}, {iri!r}, is not an absolute IRI (RFC 3987): "
+                f"{defect.describe()}")
+    if ":" in key[1:-1] or "/" in key:
+        own = _resolve(key, {k: v for k, v in prefixes.items() if k != key})
+        if own != iri:
+            return ("jsonld.term-definition",
+                    f"{key!r} has the form of an IRI or a compact IRI, which must expand to "
+                    f"itself ({own}), but the context maps it to {iri}")
+    return None
+
+
+def json_kind(value: Any) -> str:
+    """What JSON type a value has, as a message says it (\"an empty array\", \"a number\")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an empty array" if not value else "an array"
+    return "an empty object" if not value else "an object"
+
+
+def iri_scheme(iri: str) -> str | None:
+    """The scheme of an absolute IRI (lower case, RFC 3987), or None for anything else: a
+    relative reference (one resolved against the reserved base is still one), a blank node,
+    or a string RFC 3987 does not call an IRI."""
+    if iri.startswith(NO_BASE):
+        return None
+    return _rfc3987_scheme(iri)
