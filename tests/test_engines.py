@@ -67,7 +67,7 @@ def test_every_case_gets_the_same_decision_from_both_engines(folder: Path) -> No
 COMPILED = Checker("cs-translation", engine="compiled", cache_size=0)
 REFERENCE = Checker("cs-translation", engine="reference", cache_size=0)
 SHAPES = shapes()
-COMPILED = compiled_shapes(SHAPES)
+SHAPE_CHECKS = compiled_shapes(SHAPES)
 POLICY = ContextPolicy()
 
 local_names = st.sampled_from(["TechTranslation", "TranslateTechDoc", "LargeLanguageModel",
@@ -145,7 +145,7 @@ def test_generated_envelopes_get_the_same_decision(doc: Any) -> None:
 def test_what_the_compiled_baseline_accepts_the_reference_finds_clean(doc: Any) -> None:
     """Where the compiled path answers, pyld gives the same expansion and the shapes no reason."""
     data = json.dumps(doc).encode()
-    fast = read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY)
+    fast = read_document_compiled(data, "envelope", shapes=SHAPE_CHECKS, policy=POLICY)
     if fast is None:
         return
     slow = read_document(data, "envelope", shapes=SHAPES, policy=POLICY)
@@ -156,7 +156,7 @@ def test_what_the_compiled_baseline_accepts_the_reference_finds_clean(doc: Any) 
 def test_the_compiled_path_answers_the_draft_envelope() -> None:
     """Without this, every differential test above would pass by always falling back."""
     data = json.dumps(envelope_62()).encode()
-    assert read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY) is not None
+    assert read_document_compiled(data, "envelope", shapes=SHAPE_CHECKS, policy=POLICY) is not None
 
 
 def test_an_unknown_engine_is_a_configuration_error() -> None:
@@ -218,7 +218,7 @@ def test_the_compiled_path_answers_most_plausible_envelopes() -> None:
     @given(plausible_envelopes())
     def probe(doc: Any) -> None:
         data = json.dumps(doc).encode()
-        answered.append(read_document_compiled(data, "envelope", shapes=COMPILED,
+        answered.append(read_document_compiled(data, "envelope", shapes=SHAPE_CHECKS,
                                                policy=POLICY) is not None)
 
     probe()
@@ -261,7 +261,7 @@ def test_a_repeated_member_name_is_never_answered_by_the_compiled_path(name: str
     hardening: no parser differentials; R-5.4-1 checks run only on what intake accepts)."""
     where, member = REPEATS[name]
     data = _repeat_member(ENVELOPE_TEXT, where, member).encode()
-    assert read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY) is None
+    assert read_document_compiled(data, "envelope", shapes=SHAPE_CHECKS, policy=POLICY) is None
     decision = COMPILED.check(data, at=AT)
     assert decision.verdict.value == "invalid"
     assert "json.duplicate-key" in {f.code for f in decision.findings}
@@ -275,7 +275,7 @@ def test_an_escaped_colon_sends_the_document_to_the_strict_parser() -> None:
     text = json.dumps(doc).replace('"a:b"', '"a\\u003ab"')
     text = _repeat_member(text, "{", '"ontologyVersion": "1.0"')
     data = text.encode()
-    assert read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY) is None
+    assert read_document_compiled(data, "envelope", shapes=SHAPE_CHECKS, policy=POLICY) is None
     assert "json.duplicate-key" in {f.code for f in COMPILED.check(data, at=AT).findings}
 
 
@@ -312,7 +312,7 @@ def test_where_the_compiled_path_reads_a_text_the_strict_parser_reads_the_same(
             text[at:at] = text[at:end]
         else:
             text[at:at] = piece
-    fast = read_document_compiled(bytes(text), "envelope", shapes=SHAPES, policy=POLICY)
+    fast = read_document_compiled(bytes(text), "envelope", shapes=SHAPE_CHECKS, policy=POLICY)
     if fast is not None:
         strict = parse(bytes(text))
         assert strict.ok
@@ -378,7 +378,7 @@ def _walks(doc: Any, kind: str) -> list[Any] | None:
         return None
     walks = []
     for planned in (False, True, True, True):
-        walk = _RestrictedWalk(reviewed[0], POLICY.allowed_schemes, COMPILED.single_valued[kind],
+        walk = _RestrictedWalk(reviewed[0], POLICY.allowed_schemes, SHAPE_CHECKS.single_valued[kind],
                                False)
         root = walk.top(doc) if planned else walk.node(doc, "", None)
         walks.append(None if root is None else (
@@ -761,13 +761,13 @@ def test_a_checkers_first_document_is_read_without_orjson_and_judged_alike() -> 
 
 def test_the_strict_read_answers_what_the_proven_read_answers() -> None:
     data = ENVELOPE_TEXT.encode()
-    strict = read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY, strict=True)
-    proven = read_document_compiled(data, "envelope", shapes=COMPILED, policy=POLICY)
+    strict = read_document_compiled(data, "envelope", shapes=SHAPE_CHECKS, policy=POLICY, strict=True)
+    proven = read_document_compiled(data, "envelope", shapes=SHAPE_CHECKS, policy=POLICY)
     assert strict is not None and proven is not None
     assert strict.node == proven.node and strict.located == proven.located
     for where, member in REPEATS.values():
         repeated = _repeat_member(ENVELOPE_TEXT, where, member).encode()
-        assert read_document_compiled(repeated, "envelope", shapes=COMPILED, policy=POLICY,
+        assert read_document_compiled(repeated, "envelope", shapes=SHAPE_CHECKS, policy=POLICY,
                                       strict=True) is None
 
 
