@@ -49,7 +49,7 @@ def client_ceiling(path: Path, report: str) -> float:
     """Results per second that one client unpickles, counts and hands to a reporter."""
     from ioa_semantic import Checker
     from ioa_semantic.audit.run import Audit, batched, documents, judge_batch
-    from ioa_semantic.reporters.check import AUDIT_LINES, AUDIT_REPORTERS
+    from ioa_semantic.reporters.audit import AUDIT_LINES, AUDIT_REPORTERS
 
     items = list(documents([str(path)]))[:50000]
     results = [result for result, _ in judge_batch(Checker("cs-translation"), items)]

@@ -1553,7 +1553,7 @@ def _judged(checker: Any, data: bytes, kinds: Any = None) -> dict[str, Any]:
 
 def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failure], dict[str, Any]]:  # noqa: C901
     from ioa_semantic.audit.run import kinds_for
-    from ioa_semantic.reporters.check import result_line
+    from ioa_semantic.reporters.audit import result_line
 
     pair = engines.pair(DEFAULT)
     assert pair is not None
@@ -1620,7 +1620,7 @@ def audit_command(lines: list[bytes], engine: str = "compiled", jobs: int = 1) -
         int, list[dict[str, Any]], str]:
     """The audit command (in this process) on one JSON Lines file of ``lines``:
     (exit status, the output's objects, stderr)."""
-    from ioa_semantic.cli import main as _cli
+    from ioa_semantic.cli.main import main as _cli
 
     with tempfile.TemporaryDirectory(prefix="ioa-fuzz-") as tmp:
         path = os.path.join(tmp, "registrations.jsonl")

@@ -22,7 +22,8 @@ from .._runtime import paused as collector_paused
 from .._status import ExitStatus
 from .._version import __version__
 from ..pipeline.intake import Limits
-from ..reporters.check import AUDIT_LINES, AUDIT_REPORTERS, REPORTERS, with_progress
+from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
+from ..reporters.check import REPORTERS
 from ..sources.loader import ProfileUnavailable, read_artifact, read_profile, unknown_profile_terms
 from .parsing import _instant, _parameter, _Parser, _positive
 

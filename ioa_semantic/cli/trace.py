@@ -31,8 +31,8 @@ _EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..reporters.trace import REPORTERS
     from ..trace.graph import FORMATS
-    from ..trace.report import REPORTERS
 
     parser = _Parser(
         prog="ioa-check trace",
@@ -151,6 +151,7 @@ def _disclosure(opts: argparse.Namespace) -> Disclosure:
 
 def _run(opts: argparse.Namespace) -> int:  # noqa: C901
     from .._findings import Verdict
+    from ..reporters.trace import REPORTERS
     from ..trace.audit import audit
     from ..trace.declarations import (
         Declarations,
@@ -161,7 +162,6 @@ def _run(opts: argparse.Namespace) -> int:  # noqa: C901
     from ..trace.events import Fold, build, resolve, unreadable
     from ..trace.graph import build as build_graph
     from ..trace.graph import check, emit, shapes_not_run
-    from ..trace.report import REPORTERS
     from ..trace.state import Cursor, StateError, consume
 
     disclose = _disclosure(opts)

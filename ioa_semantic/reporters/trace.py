@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from .._findings import Severity, Verdict
-from .audit import AgentAudit, RunAudit, Use
-from .events import Call
-from .graph import ShapeReport
-from .privacy import Disclosure
+from ..trace.audit import AgentAudit, RunAudit, Use
+from ..trace.events import Call
+from ..trace.graph import ShapeReport
+from ..trace.privacy import Disclosure
 
 
 def _call(call: Call, disclose: Disclosure) -> dict[str, Any]:
@@ -112,7 +112,7 @@ def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
          disclose: Disclosure) -> None:
     from rich.markup import escape
 
-    from ..reporters.check import text_console
+    from .check import text_console
 
     console = text_console(stream)
 
