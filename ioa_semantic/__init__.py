@@ -9,7 +9,7 @@
 
 from ._runtime import paused as _paused
 
-# The imports allocate what lives as long as the process: see _collector.
+# The imports allocate what lives as long as the process: see _runtime.
 with _paused():
     from ._checker import Checker, check
     from ._exceptions import (

@@ -1620,7 +1620,7 @@ def audit_command(lines: list[bytes], engine: str = "compiled", jobs: int = 1) -
         int, list[dict[str, Any]], str]:
     """The audit command (in this process) on one JSON Lines file of ``lines``:
     (exit status, the output's objects, stderr)."""
-    from ioa_semantic.cli.main import main as _cli
+    from ioa_semantic.cli import main as _cli
 
     with tempfile.TemporaryDirectory(prefix="ioa-fuzz-") as tmp:
         path = os.path.join(tmp, "registrations.jsonl")

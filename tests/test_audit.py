@@ -439,7 +439,7 @@ def test_the_pieces_of_an_audit_hold_the_items_documents_finds(
     whatever the block size (lines longer than a block, blank lines, a last line without
     its newline, CRLF, a file between two JSON Lines files), the items are those
     ``documents`` reads, numbered alike and in the same order."""
-    from ioa_semantic.cli.main import run as _audit
+    from ioa_semantic.audit import run as _audit
 
     monkeypatch.setattr(_audit, "_BLOCK_BYTES", block)
     good = json.dumps(registration_63())
@@ -730,7 +730,7 @@ def _regs(count: int, start: int = 0, conflict: int | None = None) -> str:
 def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder the audit walks: a.jsonl (120 lines, 12 pieces or so), b.json (an array),
     c.jsonl (80 lines, a conflict with a.jsonl); blocks of 4 KiB."""
-    from ioa_semantic.cli.main import run as _audit
+    from ioa_semantic.audit import run as _audit
 
     monkeypatch.setattr(_audit, "_BLOCK_BYTES", 4096)
     monkeypatch.chdir(tmp_path)
@@ -749,8 +749,8 @@ _RESUMABLE = ["audit", "regs", "--profile", "cs-translation", "--format", "json"
 def _run(args: list[str], capsys: pytest.CaptureFixture[str],
          kill_after: int | None = None) -> tuple[int | None, str]:
     """``ioa-check`` in this process: its status (None if killed) and its stderr."""
-    from ioa_semantic.cli.main import main as _cli
-    from ioa_semantic.cli.main import run as _audit
+    from ioa_semantic.audit import run as _audit
+    from ioa_semantic.cli import main as _cli
 
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as patch:

@@ -5,8 +5,9 @@ clean again (see :class:`Kinds`)."""
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from .._runtime import orjson_module
 from ..compiled.engine import CompiledEngine, _active_context
-from ..compiled.reader import escapes_a_colon, orjson_module
+from ..compiled.reader import escapes_a_colon
 from ..compiled.walk import _member_plan, reference_expander
 from ..pipeline.baseline import Baseline
 

@@ -12,7 +12,6 @@ valid registration beyond it.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import os
 import sys
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
 from .._codes import finding
 from .._exceptions import IoaSemanticError
 from .._findings import Finding, Severity, Verdict, sort_key
+from .._runtime import frozen
 from .._status import ExitStatus
 from .._vocab import IOA
 from ..compiled.engine import CompiledEngine
@@ -172,8 +172,10 @@ class Audit:
         # collector stops walking them on every full collection (about 15% of a worker's
         # time on a large audit), and forked workers keep sharing their pages. Unfrozen when
         # the run ends, so that a library caller's process is left as it was.
-        frozen_before = gc.get_freeze_count()
-        gc.freeze()
+        with frozen():
+            yield from self._judged(pieces, jobs, render)
+
+    def _judged(self, pieces: Iterable[Piece], jobs: int, render: Render | None) -> Iterator[Judged]:
         if self.checkpoint is not None:
             self.checkpoint.resume(self)
             pieces = self.checkpoint.remaining(pieces, self)
@@ -192,8 +194,6 @@ class Audit:
         finally:  # done, or ended by a failure: the journal has what the state records
             if self.checkpoint is not None:
                 self.checkpoint.close()
-            if not frozen_before:
-                gc.unfreeze()
 
     def record_batch(self, batch: Judged) -> None:
         """Count a judged batch and index its declarations for conflicts."""

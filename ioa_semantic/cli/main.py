@@ -19,6 +19,7 @@ from .._codes import finding
 from .._exceptions import ConfigurationError, ProfileError
 from .._findings import Decision, ProfileRef, Verdict
 from .._runtime import paused as collector_paused
+from .._runtime import quick_exit
 from .._status import ExitStatus
 from .._version import __version__
 from ..pipeline.intake import Limits
@@ -285,7 +286,7 @@ def run(argv: Sequence[str]) -> int:
     if repeated:
         parser.error(f"--param {', '.join(repeated)} given more than once")
     try:
-        with collector_paused():  # building a Checker allocates what lives on: see _collector
+        with collector_paused():  # building a Checker allocates what lives on: see _runtime
             checker = Checker(opts.profile, capabilities=opts.capability,
                               alignments=opts.alignment,
                               limits=_limits(opts),
@@ -358,20 +359,14 @@ def entry() -> None:
     """The ``ioa-check`` command: :func:`main`, then a quick exit after a plain check.
 
     A check holds nothing that needs releasing once its output is written, and tearing the
-    interpreter down (every module, the profile's store) took a tenth of a one-envelope
-    run (measured), so the process ends as soon as its output is flushed. The
-    subcommands (audit with its workers, lint, trace) exit the usual way.
+    interpreter down (every module, the profile's store) costs a one-envelope run more
+    than anything else it does after its output (see _runtime), so the process ends as
+    soon as its output is flushed. The subcommands (audit with its workers, lint, trace)
+    exit the usual way.
     """
     argv = sys.argv[1:]
     status = main(argv)
     if argv and argv[0] in SUBCOMMANDS:
         sys.exit(status)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:
-        status = 141  # as main reports it: the reader went away
-    except OSError as exc:
-        status = _unwritable_stdout(exc)
-    os._exit(status)
+    quick_exit(status, _unwritable_stdout)
 

@@ -8,34 +8,20 @@ these from here, so that no command module imports another.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime
 from typing import Any
 
+from .._runtime import terminal_columns
 from .._status import ExitStatus
 
 
-def _columns() -> int:
-    """What ``shutil.get_terminal_size().columns`` says, without importing shutil."""
-    try:
-        columns = int(os.environ.get("COLUMNS", 0))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
-
-
 class _Formatter(argparse.HelpFormatter):
-    # argparse builds formatters while it parses, and its default width comes from shutil,
-    # whose import (zlib, bz2, lzma) costs a cold check more than parsing the envelope.
+    # argparse builds formatters while it parses, and its default width comes from shutil
+    # (see _runtime.terminal_columns).
     def __init__(self, prog: str, **options: Any) -> None:
         if options.get("width") is None:
-            options["width"] = _columns() - 2  # as argparse takes it from shutil
+            options["width"] = terminal_columns() - 2  # as argparse takes it from shutil
         super().__init__(prog, **options)
 
 

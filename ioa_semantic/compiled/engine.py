@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from .._memo import BoundedCache
+from .._runtime import orjson_if_loaded
 from .._vocab import IOA
 from ..pipeline.baseline import (
     Baseline,
@@ -38,7 +39,7 @@ from ..pipeline.shapes import Located, ShapeSet
 from ..sources.loader import Artifact
 from .conformance import CompiledShapes
 from .decision import CompiledDecision
-from .reader import colons_in, orjson_if_loaded, read_unproven
+from .reader import colons_in, read_unproven
 from .tables import CompiledTables, TableDataset
 from .walk import MEMO_BYTES, ActiveContext, active_context, expand_restricted
 

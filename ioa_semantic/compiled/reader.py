@@ -7,6 +7,7 @@ of repeated member names), so a document it reads counts only with the proof of
 
 from typing import Any
 
+from .._runtime import orjson_module
 from ..pipeline.intake import Limits
 
 
@@ -30,34 +31,12 @@ def read_unproven(data: bytes | str, limits: Limits) -> tuple[Any, int] | None:
             or data.count(b"{") + data.count(b"[") > limits.max_depth
             or escapes_a_colon(data)):
         return None
-    # Imported here, not with the module: its import (about 20 ms, mostly the dataclasses
-    # and inspect modules it loads) is a sixth of a one-envelope command's whole run, which
-    # reads its one document with parse instead (see Checker.baseline).
+    # Imported on first use (see _runtime), not with the module.
     orjson = orjson_module()
     try:
         return orjson.loads(data), data.count(b":")
     except orjson.JSONDecodeError:
         return None
-
-
-_ORJSON: Any = None
-
-
-def orjson_module() -> Any:
-    """orjson, imported on first use. An ``import`` statement waits for another thread's
-    import of the module to complete; a look into ``sys.modules`` does not, and may find it
-    half initialized: :func:`orjson_if_loaded` hands it out only once this returned it."""
-    global _ORJSON
-    if _ORJSON is None:
-        import orjson
-
-        _ORJSON = orjson
-    return _ORJSON
-
-
-def orjson_if_loaded() -> Any:
-    """orjson if some document already needed it (completely imported), else None."""
-    return _ORJSON
 
 
 def escapes_a_colon(data: bytes) -> bool:
