@@ -1629,8 +1629,8 @@ def audit_command(lines: list[bytes], engine: str = "compiled", jobs: int = 1) -
             handle.write(b"\n".join(lines) + b"\n")
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            status = _cli.audit([path, "--profile", "cs-translation", "--format", "json",
-                                 "--jobs", str(jobs), "--engine", engine, "--output", out])
+            status = _cli.main(["audit", path, "--profile", "cs-translation", "--format", "json",
+                                "--jobs", str(jobs), "--engine", engine, "--output", out])
         with open(out, encoding="utf-8") as handle:
             objects = [json.loads(line) for line in handle if line.strip()]
     return int(status), objects, err.getvalue()

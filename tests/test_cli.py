@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import typing
 from pathlib import Path
 
 import jsonschema
@@ -296,3 +297,46 @@ def test_options_before_a_subcommand_are_a_usage_error_not_a_file_named_audit(
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert "'audit' is a subcommand: write it first" in proc.stderr
+
+
+def _commands() -> list[tuple[str, typing.Any]]:
+    import argparse
+
+    from ioa_semantic.cli.main import build_parser
+
+    top = build_parser()
+    (subparsers,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    return [("ioa-check", top), *subparsers.choices.items()]
+
+
+def test_every_command_and_option_has_help_text() -> None:
+    import argparse
+
+    commands = _commands()
+    assert [name for name, _ in commands] == ["ioa-check", "check", "audit", "lint", "trace"]
+    silent = [f"{name} {'/'.join(action.option_strings) or action.dest}"
+              for name, parser in commands for action in parser._actions
+              if not isinstance(action, argparse._SubParsersAction) and not action.help]
+    assert silent == []
+
+
+def test_check_is_the_command_run_without_one(tmp_path: Path) -> None:
+    (tmp_path / "e.jsonld").write_bytes(dumps(envelope_62()))
+    args = ["e.jsonld", "--profile", "cs-translation", "--at", AT, "--format", "json"]
+    plain, named = run(args, tmp_path), run(["check", *args], tmp_path)
+    assert plain.returncode == named.returncode == 0
+    assert plain.stdout == named.stdout and json.loads(plain.stdout)["verdict"] == "compatible"
+    top = run(["--help"], tmp_path)
+    assert top.returncode == 0
+    assert all(name in top.stdout.decode() for name in ("check", "audit", "lint", "trace"))
+
+
+def test_the_trace_choices_are_the_trace_writers_own() -> None:
+    """The command line spells the trace's --format and --emit-kg choices, so that building
+    its parser imports nothing of the trace audit; they must be the writers' own."""
+    from ioa_semantic.cli import trace as trace_cli
+    from ioa_semantic.reporters.trace import REPORTERS
+    from ioa_semantic.trace.graph import FORMATS
+
+    assert tuple(sorted(REPORTERS)) == trace_cli.FORMATS
+    assert tuple(sorted(FORMATS)) == trace_cli.GRAPH_SUFFIXES

@@ -1,19 +1,23 @@
-"""The command line's parsing pieces, shared by every subcommand: an argument parser that
-exits with the usage status (see _status for every status), and the option types.
+"""The command line's shared pieces: an argument parser that exits with the usage status
+(see _status for every status), the option types, the limits options, and what the shell
+does when standard output cannot be written.
 
-The ``check``, ``audit``, ``lint`` and ``trace`` commands (``_cli``, ``_trace_cli``) import
-these from here, so that no command module imports another.
+The ``check``, ``audit``, ``lint`` and ``trace`` commands import these from here, so that no
+command module imports another.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from datetime import datetime
 from typing import Any
 
 from .._runtime import terminal_columns
 from .._status import ExitStatus
+from ..pipeline.intake import Limits
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -59,3 +63,36 @@ def _positive(value: str) -> int:
     return int(value)
 
 
+
+
+# The limits of one document, each an option of the check and audit commands (Limits' fields).
+_LIMITS = (
+    ("--max-bytes", "max_bytes", "size limit of one document in bytes (default: 1 MiB)"),
+    ("--max-depth", "max_depth", "nesting depth limit of one document (default: 64)"),
+    ("--max-values", "max_values",
+     "limit of JSON values (members and array items) in one document (default: 16384)"),
+    ("--max-contexts", "max_contexts",
+     "limit of context objects in one document (default: 16)"),
+    ("--max-terms", "max_terms",
+     "limit of term definitions in one document's contexts (default: 1024)"),
+)
+
+
+def add_limits(parser: argparse.ArgumentParser) -> None:
+    defaults = Limits()
+    for flag, field, help_text in _LIMITS:
+        parser.add_argument(flag, type=_positive, default=getattr(defaults, field), dest=field,
+                            metavar="N", help=help_text)
+
+
+def limits_of(opts: argparse.Namespace) -> Limits:
+    return Limits(**{field: getattr(opts, field) for _, field, _ in _LIMITS})
+
+
+def unwritable_stdout(exc: OSError) -> ExitStatus:
+    """Say on stderr that standard output cannot be written; the environment's status."""
+    print(f"ioa-check: cannot write standard output: {exc.strerror or exc}", file=sys.stderr)
+    # What is left in its buffer would fail again when the interpreter flushes it at exit.
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return ExitStatus.ENVIRONMENT

@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._status import ExitStatus
-from .parsing import _Parser, _positive
+from .parsing import _positive
 
 if TYPE_CHECKING:
     from ..trace.privacy import Disclosure
@@ -30,17 +29,19 @@ DEFAULT_MAX_KG_CALLS = 1000
 _EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from ..reporters.trace import REPORTERS
-    from ..trace.graph import FORMATS
+DESCRIPTION = ("Audit execution traces (mas-lab run folders, events.jsonl files, trace outcome "
+               "records) against what agents declare: manifests (models, tools, delegates_to) "
+               "and IoA capability registrations through a bindings file.")
+EPILOG = ("exit status: 0 compatible, 1 incompatible, 2 usage error, 3 indeterminate, 4 an "
+          "input unreadable, 70 internal error")
+# The choices of --format and --emit-kg, spelled here so that building the command line's
+# parser imports nothing of the trace audit (tests/test_cli.py holds them to the reporters'
+# and the graph writer's own).
+FORMATS = ("json", "text")
+GRAPH_SUFFIXES = (".json", ".jsonld", ".nt", ".ttl")
 
-    parser = _Parser(
-        prog="ioa-check trace",
-        description="Audit execution traces (mas-lab run folders, events.jsonl files, trace "
-                    "outcome records) against what agents declare: manifests (models, tools, "
-                    "delegates_to) and IoA capability registrations through a bindings file.",
-        epilog="exit status: 0 compatible, 1 incompatible, 2 usage error, 3 indeterminate, "
-               "4 an input unreadable, 70 internal error")
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="a run folder, an events.jsonl file or a trace-record file")
     parser.add_argument("--manifests", metavar="DIR",
@@ -54,8 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", metavar="NAME|PATH",
                         help="the profile the registrations are judged under")
     parser.add_argument("--emit-kg", metavar="FILE",
-                        help="write the knowledge graph: " + ", ".join(sorted(FORMATS)))
-    parser.add_argument("--format", choices=sorted(REPORTERS), default="text")
+                        help="write the knowledge graph: " + ", ".join(GRAPH_SUFFIXES))
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (default) or json (JSON Lines: one line per run, then a "
+                             "summary)")
     parser.add_argument("--include-content", action="store_true",
                         help="copy prompts, inputs and outputs into the report "
                              "(default: digests and character counts only)")
@@ -85,7 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="events per batch, and so per checkpoint (default: 1000)")
     parser.add_argument("--max-line-bytes", type=_positive, default=16 << 20, metavar="N",
                         help="longest event line read (default: 16 MiB)")
-    return parser
 
 
 def _missing_extra() -> str | None:
@@ -100,22 +102,19 @@ def _missing_extra() -> str | None:
     return None
 
 
-def trace(argv: Sequence[str]) -> int:
+def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``ioa-check trace PATH...``; the contract's exit status."""
     missing = _missing_extra()
     if missing is not None:
         print(f"ioa-check trace: needs the trace extra ({missing} is not installed): "
               "pip install 'ioa-semantic[trace]'", file=sys.stderr)
         return 2
-    parser = build_parser()
-    opts = parser.parse_args(argv)
 
     from .._exceptions import ConfigurationError
-    from ..trace.graph import FORMATS
 
-    if opts.emit_kg and os.path.splitext(opts.emit_kg)[1].lower() not in FORMATS:
+    if opts.emit_kg and os.path.splitext(opts.emit_kg)[1].lower() not in GRAPH_SUFFIXES:
         parser.error(f"--emit-kg {opts.emit_kg}: the suffix must be one of "
-                     + ", ".join(sorted(FORMATS)))
+                     + ", ".join(GRAPH_SUFFIXES))
     if opts.registrations and not (opts.profile and opts.bindings):
         parser.error("--registrations needs --profile (to judge them) and --bindings (to relate "
                      "agent and tool names to capability IRIs)")

@@ -1,0 +1,126 @@
+"""``ioa-check audit PATH... --profile NAME|PATH``: capability registrations in bulk."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+from .._checker import ENGINES, Checker
+from .._exceptions import ConfigurationError
+from .._status import ExitStatus
+from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
+from .parsing import _positive, add_limits, limits_of, unwritable_stdout
+
+DESCRIPTION = ("Audit capability registrations (draft 6.3): files, folders (*.json, *.jsonld, "
+               "*.jsonl) and - for JSON Lines on stdin.")
+EPILOG = ("exit status: 0 all valid and no conflict, 1 some invalid or a conflict, 2 usage "
+          "error (or a --state that cannot be resumed), 3 some indeterminate, 74 the output, "
+          "state or journal cannot be written (disk full)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="a registration file, a folder of them, a JSON Lines file, or - "
+                             "for JSON Lines on standard input")
+    parser.add_argument("--profile", required=True, metavar="NAME|PATH",
+                        help="installed profile name or profile file (Turtle)")
+    parser.add_argument("--format", choices=sorted(AUDIT_REPORTERS), default="text",
+                        help="text (default), json (JSON Lines, one line per registration and "
+                             "conflict, then a summary) or sarif")
+    parser.add_argument("--output", metavar="FILE", help="write the results here, not stdout")
+    add_limits(parser)
+    parser.add_argument("--engine", choices=ENGINES, default="compiled",
+                        help="compiled (default) or reference; both judge the same")
+    parser.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1, metavar="N",
+                        help="worker processes (default: the CPU count)")
+    parser.add_argument("--state", metavar="FILE",
+                        help="a durable cursor: rerun with the same FILE after an interruption "
+                             "to finish the audit (needs --output and --format json, and "
+                             "files: not - for standard input)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run on a Dask cluster: a scheduler address (tcp://host:8786), or "
+                             "local:N for N worker processes on this machine (--jobs is then "
+                             "ignored); needs pip install 'ioa-semantic[dask]'")
+    parser.add_argument("--partition-bytes", type=_positive, metavar="N",
+                        help="with --scheduler: cut JSON Lines files into ranges of about N "
+                             "bytes, one task each (default: 8 MiB)")
+
+
+def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # noqa: C901
+    """The audit, reported; the exit status."""
+    from ..audit.run import Audit, Checkpoint, Output, Refused, WriteFailed, pieces
+
+    if opts.state and (not opts.output or opts.format != "json"):
+        parser.error("--state needs --output FILE and --format json")
+    if opts.state and "-" in opts.paths:
+        # A resume proves the inputs the same as they were read; a pipe cannot be read again.
+        parser.error("--state cannot be used with - (standard input): a resume reads its "
+                     "inputs again")
+    if opts.scheduler and opts.state:
+        parser.error("--state cannot be used with --scheduler")
+    if opts.partition_bytes and not opts.scheduler:
+        parser.error("--partition-bytes needs --scheduler")
+    try:
+        checker = Checker(opts.profile, limits=limits_of(opts),
+                          engine=opts.engine)
+    except ConfigurationError as exc:
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    if opts.scheduler:
+        # Dask is an optional extra: nothing of it is imported without --scheduler.
+        try:
+            from ..audit import dask as _dask
+        except ModuleNotFoundError as exc:
+            print(f"ioa-check: --scheduler needs Dask, and {exc.name} is not installed: "
+                  "pip install 'ioa-semantic[dask]'", file=sys.stderr)
+            return ExitStatus.USAGE
+        try:
+            return _dask.audit(opts.paths, profile=opts.profile,
+                               limits=limits_of(opts), engine=opts.engine,
+                               scheduler=opts.scheduler, partition_bytes=opts.partition_bytes,
+                               report=AUDIT_REPORTERS[opts.format],
+                               render=AUDIT_LINES.get(opts.format), output=opts.output)
+        except ConfigurationError as exc:
+            print(f"ioa-check: {exc}", file=sys.stderr)
+            return ExitStatus.USAGE
+        except WriteFailed as exc:
+            print(f"ioa-check: {exc}", file=sys.stderr)
+            return ExitStatus.ENVIRONMENT
+
+    try:
+        # A resumable run keeps what the last run wrote; the checkpoint truncates it.
+        mode = "a+" if opts.state else "w"
+        opened = open(opts.output, mode, encoding="utf-8") if opts.output else None  # noqa: SIM115
+    except OSError as exc:  # the environment's (a folder missing, read-only), not a usage error
+        print(f"ioa-check: cannot write {opts.output}: {exc.strerror}", file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
+    out = Output(opened or sys.stdout, opts.output or "standard output")
+    try:
+        checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None  # type: ignore[arg-type]
+        run = Audit(checker, checkpoint)
+        batches = run.batches(pieces(opts.paths, limits=checker.limits,
+                                     fingerprint=checkpoint.fingerprint if checkpoint else None),
+                              jobs=opts.jobs, render=AUDIT_LINES.get(opts.format))
+        AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)  # type: ignore[arg-type]
+        status = run.exit_status()
+        if checkpoint is not None:
+            checkpoint.finish()
+        if opened is not None:
+            out.close()
+        else:
+            out.flush()
+        return status
+    except Refused as exc:
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    except WriteFailed as exc:  # the state stays as the last checkpoint left it: rerun to resume
+        if opened is None:
+            return unwritable_stdout(exc.error)
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
+    finally:
+        if opened is not None and not opened.closed:
+            with contextlib.suppress(OSError):  # a write failed already, and was reported
+                opened.close()

@@ -1,0 +1,138 @@
+"""``ioa-check [check] ENVELOPE... --profile NAME|PATH``: envelopes judged, one decision each."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from .. import data as _resources
+from .._checker import ENGINES, Checker
+from .._codes import finding
+from .._exceptions import ConfigurationError
+from .._findings import Decision, ProfileRef, Verdict
+from .._runtime import paused as collector_paused
+from .._status import ExitStatus
+from ..reporters.check import REPORTERS
+from ..sources.loader import ProfileUnavailable
+from .parsing import _instant, _parameter, add_limits, limits_of, unwritable_stdout
+
+DESCRIPTION = ("Judge SemanticProfile envelopes (draft-zhang-dmsc-ioa-semantic-interaction-03) "
+               "against a domain profile: compatible, incompatible, indeterminate or invalid.")
+EPILOG = ("exit status: 0 compatible, 1 incompatible, 2 usage or configuration error, "
+          "3 indeterminate, 4 invalid, 70 internal error, 74 the output cannot be written")
+# The other commands' names: an envelope of one of these names that does not exist is a
+# subcommand written after an option (see run).
+COMMANDS = ("audit", "lint", "trace")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("envelopes", nargs="*", metavar="ENVELOPE",
+                        help="envelope file, or - for standard input")
+    parser.add_argument("--profile", metavar="NAME|PATH",
+                        help="installed profile name or profile file (Turtle)")
+    parser.add_argument("--capability", action="append", default=[], metavar="FILE",
+                        help="the receiver's own capability registration (repeatable)")
+    parser.add_argument("--alignment", action="append", default=[], metavar="FILE|NAME",
+                        help="an offered alignment artifact, by path or shipped name (repeatable)")
+    parser.add_argument("--param", action="append", default=[], type=_parameter,
+                        metavar="KEY=VALUE", help="task parameter (repeatable)")
+    parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
+                        help="evaluation instant, ISO-8601 with a UTC offset (default: now)")
+    parser.add_argument("--allow-remote", action="append", default=[], metavar="ORIGIN",
+                        help="allow remote retrieval from this origin, e.g. "
+                             "https://contexts.example.org (repeatable; off by default)")
+    parser.add_argument("--allow-private-addresses", action="store_true",
+                        help="let allowed origins resolve to loopback or private addresses "
+                             "(for services on your own network; weakens SSRF protection)")
+    parser.add_argument("--format", choices=sorted(REPORTERS), default="text",
+                        help="text (default) or json (one line per envelope, contract 2)")
+    parser.add_argument("--engine", choices=ENGINES, default="compiled",
+                        help="compiled (default) or reference: pyld, the SHACL shapes in full and "
+                             "the named SPARQL queries on every check; both decide the same")
+    add_limits(parser)
+    parser.add_argument("--list", action="store_true",
+                        help="list the shipped profiles and alignment artifacts, then exit")
+
+
+def _list() -> int:
+    print("profiles:")
+    for name in _resources.shipped_profiles():
+        print(f"  {name}")
+    print("alignment artifacts:")
+    for name in _resources.shipped_alignments():
+        print(f"  {name}")
+    return ExitStatus.COMPATIBLE
+
+
+def _read_envelope(name: str) -> bytes | Decision:
+    try:
+        if name == "-":
+            return sys.stdin.buffer.read()
+        with open(name, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        return Decision(Verdict.INVALID, (finding(
+            "json.unreadable", f"{name}: cannot be read: {exc.strerror}"),),
+            profile=None, source=name)  # type: ignore[arg-type]
+
+
+def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The envelopes checked and reported; the exit status."""
+    if opts.list:
+        return _list()
+    if not opts.envelopes:
+        parser.error("at least one ENVELOPE (or -) is required")
+    misplaced = [name for name in opts.envelopes if name in COMMANDS and not os.path.exists(name)]
+    if misplaced:
+        # "ioa-check --profile X audit F" would check a file named "audit": options follow
+        # the subcommand, and a file of that name that does not exist is that mistake.
+        parser.error(f"{misplaced[0]!r} is a subcommand: write it first, then its options "
+                     f"(ioa-check {misplaced[0]} ... --profile NAME)")
+    if not opts.profile:
+        parser.error("--profile is required")
+    keys = [k for k, _ in opts.param]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        parser.error(f"--param {', '.join(repeated)} given more than once")
+    try:
+        with collector_paused():  # building a Checker allocates what lives on: see _runtime
+            checker = Checker(opts.profile, capabilities=opts.capability,
+                              alignments=opts.alignment,
+                              limits=limits_of(opts),
+                              allow_remote=opts.allow_remote, engine=opts.engine,
+                              allow_private_addresses=opts.allow_private_addresses)
+    except ProfileUnavailable as exc:
+        # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.
+        unavailable = [Decision(Verdict.INDETERMINATE, (finding(exc.code, str(exc), exc.url),),
+                                profile=ProfileRef(exc.url, ""), source=name)
+                       for name in opts.envelopes]
+        return _report(REPORTERS[opts.format], unavailable) or ExitStatus.INDETERMINATE
+    except ConfigurationError as exc:
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    params = dict(opts.param)
+    decisions = []
+    for name in opts.envelopes:
+        data = _read_envelope(name)
+        if isinstance(data, Decision):
+            decisions.append(data._replace(profile=checker.profile_ref))
+            continue
+        decisions.append(checker.check(data, params=params, at=opts.at, source=name))
+    return _report(REPORTERS[opts.format], decisions) or max(
+        ExitStatus.of(d.verdict) for d in decisions)
+
+
+def _report(reporter: Any, decisions: list[Decision]) -> ExitStatus | None:
+    """``decisions`` written to stdout and flushed; ENVIRONMENT, said on stderr, when stdout
+    cannot be written (a full disk, /dev/full). A reader that went away is BrokenPipeError,
+    for :func:`main`."""
+    try:
+        reporter(decisions, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        return unwritable_stdout(exc)
+    return None
