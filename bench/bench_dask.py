@@ -48,7 +48,9 @@ def timed(args: list[str], output: Path) -> float:
 def client_ceiling(path: Path, report: str) -> float:
     """Results per second that one client unpickles, counts and hands to a reporter."""
     from ioa_semantic import Checker
-    from ioa_semantic.audit.run import Audit, batched, documents, judge_batch
+    from ioa_semantic.audit.inputs import documents
+    from ioa_semantic.audit.run import Audit
+    from ioa_semantic.audit.workers import batched, judge_batch
     from ioa_semantic.reporters.audit import AUDIT_LINES, AUDIT_REPORTERS
 
     items = list(documents([str(path)]))[:50000]

@@ -1543,7 +1543,7 @@ def _op_class(op: str | None) -> str:
 
 
 def _judged(checker: Any, data: bytes, kinds: Any = None) -> dict[str, Any]:
-    from ioa_semantic.audit.run import judge
+    from ioa_semantic.audit.judge import judge
 
     result, _ = judge(checker, data, "fuzz", 0, kinds)
     return {"id": result.id, "status": result.status,
@@ -1552,7 +1552,7 @@ def _judged(checker: Any, data: bytes, kinds: Any = None) -> dict[str, Any]:
 
 
 def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failure], dict[str, Any]]:  # noqa: C901
-    from ioa_semantic.audit.run import kinds_for
+    from ioa_semantic.audit.workers import kinds_for
     from ioa_semantic.reporters.audit import result_line
 
     pair = engines.pair(DEFAULT)
@@ -1603,7 +1603,7 @@ def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failur
                                      f"{said['status']} without an error reason"),
                                     {"observed": said}))
     try:
-        from ioa_semantic.audit.run import Result
+        from ioa_semantic.audit.judge import Result
 
         line = result_line(Result("fuzz", 0, seen.get("compiled", {}).get("id"),
                                   seen.get("compiled", {}).get("status", "valid"), ()))

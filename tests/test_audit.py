@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ioa_semantic import Checker
-from ioa_semantic.audit.run import Audit, documents
+from ioa_semantic.audit.inputs import documents
+from ioa_semantic.audit.run import Audit
 
 from support import IOA_CHECK, registration_63, write_registrations
 
@@ -247,7 +248,7 @@ def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:
     import signal
     import time
 
-    from ioa_semantic.audit.run import pieces
+    from ioa_semantic.audit.inputs import pieces
 
     body = ""
     for i in range(15000):
@@ -421,7 +422,7 @@ def test_a_result_line_is_exactly_what_json_writes_for_the_result(
         reasons: tuple[str, ...]) -> None:
     """The writer spells most lines without json.dumps; the text must not change for that."""
     from ioa_semantic._codes import finding
-    from ioa_semantic.audit.run import Result
+    from ioa_semantic.audit.judge import Result
     from ioa_semantic.reporters.audit import result_line
 
     result = Result(source, position, ident, status,
@@ -439,9 +440,9 @@ def test_the_pieces_of_an_audit_hold_the_items_documents_finds(
     whatever the block size (lines longer than a block, blank lines, a last line without
     its newline, CRLF, a file between two JSON Lines files), the items are those
     ``documents`` reads, numbered alike and in the same order."""
-    from ioa_semantic.audit import run as _audit
+    from ioa_semantic.audit import inputs as _inputs
 
-    monkeypatch.setattr(_audit, "_BLOCK_BYTES", block)
+    monkeypatch.setattr(_inputs, "_BLOCK_BYTES", block)
     good = json.dumps(registration_63())
     (tmp_path / "a.jsonl").write_text(f"{good}\n\n{{broken\n   \n{good}\r\n" + good)
     (tmp_path / "b.json").write_text(good)
@@ -454,8 +455,8 @@ def test_the_pieces_of_an_audit_hold_the_items_documents_finds(
     expected = [(source, index, doc.strip() if isinstance(doc, bytes) else doc, problems)
                 for source, index, doc, problems in documents(paths)]
     got = [(source, index, doc.strip() if isinstance(doc, bytes) else doc, problems)
-           for piece in _audit.pieces(paths) for source, index, doc, problems in
-           _audit.items_of(piece)]
+           for piece in _inputs.pieces(paths) for source, index, doc, problems in
+           _inputs.items_of(piece)]
     assert len(expected) == 2 * 4 + 1 + 40 + 3 and got == expected
 
 
@@ -463,7 +464,8 @@ def test_a_state_written_for_other_pieces_is_not_resumed(tmp_path: Path) -> None
     """A state records the block size its pieces were cut with: pieces cut otherwise would
     skip the wrong registrations, so such a state (or one without) is refused, and the output
     it would have resumed is left as it is (it used to be started over, emptying it)."""
-    from ioa_semantic.audit.run import _BLOCK_BYTES, Checkpoint, Refused
+    from ioa_semantic.audit.checkpoint import Checkpoint, Refused
+    from ioa_semantic.audit.inputs import _BLOCK_BYTES
 
     inputs = ["r.jsonl"]
     for state in ({"inputs": inputs, "block": _BLOCK_BYTES + 1, "pieces": 3},
@@ -549,7 +551,8 @@ def _registration_texts(draw: st.DrawFn) -> list[bytes]:
 def test_registrations_judged_by_kind_are_judged_as_in_full(texts: list[bytes]) -> None:
     """A registration of a kind judged clean is answered from its kind: every answer, in any
     order of registrations, is the full judgement's (result and declaration)."""
-    from ioa_semantic.audit.run import judge, kinds_for
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
 
     checker = Checker("cs-translation")
     kinds = kinds_for(checker)
@@ -562,7 +565,8 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Without this the test above could pass by kinds never answering: one full judgement
     for a kind, then only the IRI (and the colon proof) for each registration of it."""
-    from ioa_semantic.audit.run import judge, kinds_for
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
 
     checker = Checker("cs-translation")
     kinds = kinds_for(checker)
@@ -590,7 +594,8 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once(
 def test_a_repeated_member_name_is_never_answered_by_kind(tail: str) -> None:
     """orjson keeps the last of repeated names, so such a text parses as a registration of
     a known kind; the colon proof sends it to the full judgement, which reports it."""
-    from ioa_semantic.audit.run import judge, kinds_for
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
 
     checker = Checker("cs-translation")
     kinds = kinds_for(checker)
@@ -609,7 +614,8 @@ def test_kinds_stop_being_asked_where_they_answer_too_few(
     """Registrations each of a kind of its own gain nothing from kinds: past a trial, kinds
     are not asked (and every registration is judged in full, as before)."""
     from ioa_semantic.audit import kinds as _kinds
-    from ioa_semantic.audit.run import judge, kinds_for
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
 
     monkeypatch.setattr(_kinds, "_KINDS_TRIAL", 8)
     checker = Checker("cs-translation")
@@ -647,7 +653,8 @@ def test_a_kind_met_again_answers_as_the_full_judgement(changed: Any) -> None:
     """A registration of a kind already judged twice, changed anywhere (inside or outside
     what the kind masks, after the text), is judged as the full judgement judges it: the
     kinds read every registration with a JSON parser, never by its text alone."""
-    from ioa_semantic.audit.run import judge, kinds_for
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
 
     checker = Checker("cs-translation")
     kinds = kinds_for(checker)
@@ -665,7 +672,8 @@ def test_registrations_answered_by_kind_are_those_pyshacl_finds_conforming() -> 
     each registration is valid exactly where pyshacl finds its document conforming
     (R-5.4-5, R-6.3-1)."""
     pytest.importorskip("pyshacl")
-    from ioa_semantic.audit.run import judge, kinds_for
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
 
     from test_shapes_differential import _pyshacl
 
@@ -688,7 +696,8 @@ def test_kinds_remember_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> N
     """What kinds remember is bounded: past the bound, a registration of a kind not known is
     judged in full, with the same result."""
     from ioa_semantic.audit import kinds as _kinds
-    from ioa_semantic.audit.run import judge, kinds_for
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
 
     monkeypatch.setattr(_kinds, "_KINDS_BYTES", 270)  # a layout and its context, no kind
     checker = Checker("cs-translation")
@@ -730,9 +739,9 @@ def _regs(count: int, start: int = 0, conflict: int | None = None) -> str:
 def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder the audit walks: a.jsonl (120 lines, 12 pieces or so), b.json (an array),
     c.jsonl (80 lines, a conflict with a.jsonl); blocks of 4 KiB."""
-    from ioa_semantic.audit import run as _audit
+    from ioa_semantic.audit import inputs as _inputs
 
-    monkeypatch.setattr(_audit, "_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(_inputs, "_BLOCK_BYTES", 4096)
     monkeypatch.chdir(tmp_path)
     regs = tmp_path / "regs"
     regs.mkdir()
@@ -749,20 +758,20 @@ _RESUMABLE = ["audit", "regs", "--profile", "cs-translation", "--format", "json"
 def _run(args: list[str], capsys: pytest.CaptureFixture[str],
          kill_after: int | None = None) -> tuple[int | None, str]:
     """``ioa-check`` in this process: its status (None if killed) and its stderr."""
-    from ioa_semantic.audit import run as _audit
+    from ioa_semantic.audit import checkpoint as _checkpoint
     from ioa_semantic.cli import main as _cli
 
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as patch:
         if kill_after is not None:
-            advance = _audit.Checkpoint.advance
+            advance = _checkpoint.Checkpoint.advance
 
             def advancing(self: Any, audit: Any) -> None:
                 if self.done == kill_after:
                     raise _Killed  # the piece after this checkpoint is written, not checkpointed
                 advance(self, audit)
 
-            patch.setattr(_audit.Checkpoint, "advance", advancing)
+            patch.setattr(_checkpoint.Checkpoint, "advance", advancing)
         try:
             status: int | None = _cli.main(args)
         except _Killed:
@@ -816,7 +825,7 @@ def test_a_resume_after_a_kill_writes_the_uninterrupted_output(
         corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Killed in a.jsonl, in c.jsonl (b.json behind it) and after the last piece: each
     resume ends in the uninterrupted output, the conflict across the kill included."""
-    from ioa_semantic.audit.run import pieces
+    from ioa_semantic.audit.inputs import pieces
 
     total = sum(1 for _ in pieces(["regs"]))
     assert total >= 18
@@ -849,7 +858,7 @@ def test_lines_appended_to_a_file_read_to_its_end_are_refused(
         corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """a.jsonl was read to its end (its last block cut at the end of the file): what it
     holds now would be cut into other pieces than those judged, and that is a change."""
-    from ioa_semantic.audit.run import pieces
+    from ioa_semantic.audit.inputs import pieces
 
     _killed(capsys, sum(1 for _ in pieces(["regs"])) - 3)
     with open(corpus / "a.jsonl", "a") as handle:
@@ -903,7 +912,7 @@ def test_a_file_read_before_the_kill_that_changed_is_refused(
     """b.json and a.jsonl were read to their end: an array file is one document, any change
     to it (or its removal) is refused; so is a file added to the folder before the point
     reached."""
-    from ioa_semantic.audit.run import pieces
+    from ioa_semantic.audit.inputs import pieces
 
     after = sum(1 for _ in pieces(["regs"])) - 3
     _killed(capsys, after)
@@ -1037,7 +1046,8 @@ def test_an_audit_leaves_the_collector_unfrozen_as_it_found_it(tmp_path: Path) -
     as it was once the run ends."""
     import gc
 
-    from ioa_semantic.audit.run import Audit, pieces
+    from ioa_semantic.audit.inputs import pieces
+    from ioa_semantic.audit.run import Audit
 
     path = write_registrations(tmp_path / "r.jsonl", 20)
     gc.unfreeze()

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from test_audit import INVALID, line, variant
 
 from ioa_semantic.audit.dask import partitions, read_partition
-from ioa_semantic.audit.run import documents, items_of, pieces
+from ioa_semantic.audit.inputs import documents, items_of, pieces
 
 from support import IOA_CHECK, registration_63
 

@@ -772,7 +772,7 @@ def test_the_strict_read_answers_what_the_proven_read_answers() -> None:
 
 
 def _compiled_runs() -> dict[str, Any]:
-    from ioa_semantic.audit.run import judge
+    from ioa_semantic.audit.judge import judge
 
     folder = CONFORMANCE / "draft-12.1-accepted-mapping"
     case = Checker("cs-translation", cache_size=0, capabilities=[folder / "provider.jsonld"],

@@ -177,10 +177,10 @@ def test_a_state_that_cannot_be_replaced_is_exit_74_and_resumes(
 ) -> None:
     """The disk fills as the third state is written (in this process, blocks of 4 KiB): the
     temporary state is removed, the second stays, and a rerun resumes from it."""
-    from ioa_semantic.audit import run as _audit
+    from ioa_semantic.audit import inputs as _inputs
     from ioa_semantic.cli import main as _cli
 
-    monkeypatch.setattr(_audit, "_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(_inputs, "_BLOCK_BYTES", 4096)
     monkeypatch.chdir(tmp_path)
     _registrations(tmp_path / "r.jsonl", 100)
     args = [*AUDIT[1:], "--output", "out.jsonl", "--state", "s.json"]

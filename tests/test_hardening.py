@@ -14,7 +14,8 @@ import pytest
 from bombs import BOMBS
 
 from ioa_semantic import Checker, Verdict
-from ioa_semantic.audit.run import Audit, documents
+from ioa_semantic.audit.inputs import documents
+from ioa_semantic.audit.run import Audit
 
 from support import registration_63
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ioa_semantic import Checker
-from ioa_semantic.audit.run import judge
+from ioa_semantic.audit.judge import judge
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))

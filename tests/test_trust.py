@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from ioa_semantic import Checker, Verdict
-from ioa_semantic.audit.run import judge, kinds_for
+from ioa_semantic.audit.judge import judge
+from ioa_semantic.audit.workers import kinds_for
 
 from support import IOA_CHECK, envelope_62, registration_63
 

@@ -48,23 +48,12 @@ from .._exceptions import ConfigurationError
 from .._status import ExitStatus
 from ..pipeline.intake import Limits
 from ..sources.loader import read_profile, resolve_profile
+from .checkpoint import Output, writing
+from .inputs import AUDITED_SUFFIXES, Lines, audited_files, document_items, items_of
+from .judge import Item, Result
 from .kinds import Kinds
-from .run import (
-    AUDITED_SUFFIXES,
-    Audit,
-    Conflict,
-    Item,
-    Lines,
-    Output,
-    Result,
-    audited_files,
-    batched,
-    document_items,
-    items_of,
-    judge_batch,
-    kinds_for,
-    writing,
-)
+from .run import Audit, Conflict
+from .workers import batched, judge_batch, kinds_for
 
 # About 20,000 registrations of 400 bytes: seconds of work for a worker, so the task overhead
 # (milliseconds) is noise, and small enough that the workers stay evenly busy.

@@ -50,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # noqa: C901
     """The audit, reported; the exit status."""
-    from ..audit.run import Audit, Checkpoint, Output, Refused, WriteFailed, pieces
+    from ..audit.checkpoint import Checkpoint, Output, Refused, WriteFailed
+    from ..audit.inputs import pieces
+    from ..audit.run import Audit
 
     if opts.state and (not opts.output or opts.format != "json"):
         parser.error("--state needs --output FILE and --format json")

@@ -12,7 +12,8 @@ from json.encoder import encode_basestring
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..audit.run import Audit, Judged
+    from ..audit.judge import Judged
+    from ..audit.run import Audit
 
 from .._findings import Severity
 from .check import text_console

@@ -412,7 +412,8 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def read_registrations(paths: list[str], profile: str, disclose: Disclosure) -> Registrations:
     """The capability IRIs valid registrations declare, judged as ``ioa-check audit`` does."""
     from .._checker import Checker
-    from ..audit.run import documents, judge
+    from ..audit.inputs import documents
+    from ..audit.judge import judge
 
     checker = Checker(profile)
     iris: dict[str, list[str]] = {}

@@ -1,0 +1,448 @@
+"""The durable cursor of a resumable audit (``--state``): what was read, judged and written,
+proven again on a resume, or refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    pass
+
+from .._exceptions import IoaSemanticError
+from . import inputs
+from .inputs import FileRead, Fingerprint, Mark, Piece
+from .judge import Declared
+
+
+class Tally(Protocol):
+    """What a checkpoint records of an audit and restores into it (an :class:`.run.Audit`)."""
+
+    total: int
+    statuses: dict[str, int]
+    codes: dict[str, int]
+
+    def _index(self, ident: str, declaration: tuple[Any, ...],
+               where: tuple[str, int | None]) -> None: ...
+
+
+class Refused(IoaSemanticError):
+    """A state that is not resumed (exit status 2): unreadable, corrupt, of another version, or
+    written for files that are no longer as it records them. Nothing has been written."""
+
+
+class WriteFailed(IoaSemanticError):
+    """A file the audit writes (its output, a state or its journal) could not be written: the
+    environment failed the run (exit status 74), not the input."""
+
+    def __init__(self, name: str, error: OSError) -> None:
+        super().__init__(f"cannot write {name}: {error.strerror or error}")
+        self.name = name
+        self.error = error
+
+
+@contextlib.contextmanager
+def writing(name: str) -> Iterator[None]:
+    """An OSError while writing ``name`` as :class:`WriteFailed` naming it. A reader that went
+    away stays a BrokenPipeError (the command line then ends as a shell's pipe does)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise WriteFailed(name, exc) from exc
+
+
+class Output:
+    """The audit's output stream, whose failures to write are :class:`WriteFailed` naming
+    it (``name``); everything else is the stream's own."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self.stream = stream
+        self.name = name
+
+    def write(self, text: str) -> int:
+        with writing(self.name):
+            return self.stream.write(text)
+
+    def flush(self) -> None:
+        with writing(self.name):
+            self.stream.flush()
+
+    def close(self) -> None:
+        with writing(self.name):
+            self.stream.close()
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.stream, attribute)
+
+
+class _Written:
+    """A file's length and sha256 so far, kept up as it is written."""
+
+    def __init__(self, length: int = 0, digest: Any = None) -> None:
+        self.length = length
+        self.hash = digest if digest is not None else hashlib.sha256()
+
+    def add(self, data: bytes) -> None:
+        self.length += len(data)
+        self.hash.update(data)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"length": self.length, "sha256": self.hash.hexdigest()}
+
+
+STATE_VERSION = 2
+
+
+_READ_BYTES = 1 << 20  # what proving a written file reads at a time
+
+
+class Checkpoint:
+    """``--state``: resume an audit after the process was killed, losing nothing, and never
+    from files that are not as the state records them.
+
+    After every piece of the input (see :func:`pieces`) the output is flushed and synced, the
+    conflict index's new entries and the input files read to their end are appended to a
+    journal beside the state file and synced, and the state replaces the previous one
+    atomically. The state holds how many pieces are done, the counters, and fingerprints:
+    the output's and the journal's length and the sha256 of what was written of them so far
+    (kept up as they are written), the number of input files finished (each in the journal
+    with its path, length and sha256) and the one being read (its path, the bytes of it cut
+    into pieces so far and their sha256), hashed as :class:`Fingerprint` reads them.
+
+    A rerun proves the output and the journal (each at least as long as recorded, the recorded
+    prefix hashing the same), reads the pieces already done again as the first run read them,
+    proving every input file on the way, and only then truncates the output and the journal
+    to the last state, replays the journal and goes on: the final output equals that of an
+    uninterrupted run over the inputs as they are now, nothing missing, nothing twice. Any
+    difference refuses the resume (:class:`Refused`) before anything is written.
+    """
+
+    def __init__(self, path: str, inputs: list[str], output: IO[str]) -> None:
+        self.path = path
+        self.journal_path = path + ".index"
+        self.inputs = inputs
+        self.output = output
+        self.output_name = str(getattr(output, "name", "the output"))
+        self.fingerprint = Fingerprint()  # pieces() hashes the inputs into it
+        self.done = 0
+        self._journal: IO[bytes] | None = None
+        self._unjournaled: list[tuple[str, Any, tuple[str, int | None]]] = []
+        self._marks: deque[Mark] = deque()  # of the pieces cut and not yet checkpointed
+        self._written = _Written()  # the output's
+        self._journaled = _Written()
+        self._files = 0  # input files in the journal
+        self._resumed: dict[str, Any] | None = None  # a state whose inputs are still to prove
+
+    # -- resuming
+
+    def resume(self, audit: Tally) -> int:
+        """Restore an interrupted run into ``audit``, once the output and the journal are
+        proven to be as the state records them; the number of pieces already done. The inputs
+        are proven as :meth:`remaining` reads them again. Raises :class:`Refused`."""
+        state = self._load()
+        if state is None:
+            self._start()
+            return 0
+        self._written = self._prove(self.output_name, self.output.fileno(), state["output"])
+        name = f"{self.journal_path} (the journal of {self.path})"
+        try:
+            journal = open(self.journal_path, "rb")  # noqa: SIM115 (closed below)
+        except FileNotFoundError:
+            raise self._refused(f"{name} is missing") from None
+        except OSError as exc:
+            raise self._refused(f"{name} cannot be read: {exc.strerror}") from None
+        with journal:
+            self._journaled = self._prove(name, journal.fileno(), state["journal"])
+        audit.total = state["total"]
+        audit.statuses = dict(state["statuses"])
+        audit.codes = dict(state["codes"])
+        self.done = state["pieces"]
+        self._files = state["files"]
+        self._resumed = state
+        return self.done
+
+    def remaining(self, pieces: Iterable[Piece], audit: Tally) -> Iterator[Piece]:
+        """The pieces still to judge, each marked for its checkpoint. On a resume, the pieces
+        already done are read again (as they were cut, with ``fingerprint=``
+        :attr:`fingerprint`), every input file proven as the state records it and the journal
+        replayed into ``audit`` before the first piece is handed on."""
+        found = iter(pieces)
+        if self._resumed is not None:
+            self._pass_over(found, audit, self._resumed)
+            self._resumed = None
+        for piece in found:
+            self._marks.append(self.fingerprint.mark())
+            yield piece
+
+    def _pass_over(self, found: Iterator[Piece], audit: Tally, state: dict[str, Any]) -> None:
+        files = self._replayed(audit, state["journal"]["length"])
+        reading = None if state["reading"] is None else tuple(state["reading"])
+
+        def check(record: FileRead) -> None:  # each input file read to its end, in order
+            wanted = next(files, None)
+            if wanted is None:  # the state had read this one only so far
+                raise self._refused(_difference(reading, record))
+            if tuple(wanted) != record:
+                raise self._refused(_difference(wanted, record))
+
+        fingerprint = self.fingerprint
+        fingerprint.check = check
+        try:
+            passed = 0
+            while passed < self.done and next(found, None) is not None:
+                passed += 1
+            mark = fingerprint.mark()
+        finally:
+            fingerprint.check = None
+        left = next(files, None)  # also the end of the replay
+        if left is not None:
+            raise self._refused(_difference(left, mark.record()))
+        if mark.record() != reading:
+            raise self._refused(_difference(reading, mark.record()))
+        if passed < self.done:
+            raise self._refused(f"the inputs end before the {self.done} pieces already audited")
+        # Proven: the output and the journal go back to the state, where the run goes on.
+        with writing(self.output_name):
+            self.output.flush()
+            os.ftruncate(self.output.fileno(), self._written.length)
+            self.output.seek(0, os.SEEK_END)
+        with writing(self.journal_path):
+            self._journal = open(self.journal_path, "r+b")  # noqa: SIM115 (closed by finish)
+            self._journal.truncate(self._journaled.length)
+            self._journal.seek(0, os.SEEK_END)
+        unsaved = fingerprint.unsaved
+        while unsaved and unsaved[0][0] < self._files:  # in the journal already
+            unsaved.popleft()
+
+    def _replayed(self, audit: Tally, length: int) -> Iterator[FileRead]:
+        """The journal's first ``length`` bytes (proven): the conflict index's entries replayed
+        into ``audit``, the input files' yielded in the order they were read."""
+        import json
+
+        with open(self.journal_path, "rb") as journal:
+            read = 0
+            for entry in journal:
+                read += len(entry)
+                if read > length:
+                    break
+                value = json.loads(entry)
+                if type(value) is dict:
+                    yield value["file"], value["length"], value["sha256"]
+                else:
+                    ident, declaration, source, index = value
+                    audit._index(ident, _frozen(declaration), (source, index))
+
+    def _prove(self, name: str, descriptor: int, recorded: dict[str, Any]) -> _Written:
+        """A written file (``descriptor``) as long as recorded at least, and its recorded
+        prefix hashing the same: that prefix's running hash."""
+        length, size = recorded["length"], os.fstat(descriptor).st_size
+        if size < length:
+            raise self._refused(f"{name} is {size} bytes, shorter than the {length} already "
+                                "written (deleted or truncated since)")
+        digest, position = hashlib.sha256(), 0
+        while position < length:
+            data = os.pread(descriptor, min(_READ_BYTES, length - position), position)
+            if not data:
+                break
+            digest.update(data)
+            position += len(data)
+        if digest.hexdigest() != recorded["sha256"]:
+            raise self._refused(f"{name}: its first {length} bytes are not those written "
+                                "(changed or replaced since)")
+        return _Written(length, digest)
+
+    def _load(self) -> dict[str, Any] | None:
+        import json
+
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise self._refused(f"it cannot be read: {exc.strerror}") from None
+        try:
+            state = json.loads(data)
+        except ValueError:
+            raise self._refused("it is not JSON") from None
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION or state.get(
+                "cut") != [inputs._BLOCK_BYTES, inputs._BATCH]:
+            raise self._refused("it was written by another version of ioa-check (or is "
+                                "not an audit's state)")
+        missing = _state_problem(state)
+        if missing:
+            raise self._refused(f"it lacks {missing}")
+        if state.pop("check") != _seal(state):
+            raise self._refused("it is corrupt (its content does not match its checksum)")
+        if state["inputs"] != self.inputs:
+            raise self._refused("it was written for other inputs: "
+                                + " ".join(state["inputs"]))
+        return state
+
+    def _refused(self, detail: str) -> Refused:
+        return Refused(f"cannot resume from {self.path}: {detail}; delete {self.path} to start "
+                       "the audit over")
+
+    def _start(self) -> None:
+        """A run from the start: the output emptied, a new journal, and the state's folder
+        known to take files before anything is judged."""
+        with writing(self.output_name):
+            self.output.flush()
+            os.ftruncate(self.output.fileno(), 0)
+            self.output.seek(0)
+        temporary = self.path + ".tmp"
+        with writing(self.path):
+            open(temporary, "wb").close()
+            os.remove(temporary)
+        with writing(self.journal_path):
+            self._journal = open(self.journal_path, "wb")  # noqa: SIM115 (closed by finish)
+
+    # -- checkpoints
+
+    def indexed(self, ident: str, declaration: Any, where: tuple[str, int | None]) -> None:
+        self._unjournaled.append((ident, declaration, where))
+
+    def indexed_all(self, entries: Iterable[Declared]) -> None:
+        self._unjournaled.extend(entries)
+
+    def advance(self, audit: Tally) -> None:
+        self.done += 1
+        self.save(audit, self._marks.popleft())
+
+    def save(self, audit: Tally, mark: Mark) -> None:
+        """A checkpoint after the piece cut at ``mark``: the journal and the output synced, then
+        the state replaced. A write that fails (:class:`WriteFailed`) leaves the last state,
+        from which a rerun resumes."""
+        import json
+
+        assert self._journal is not None
+        lines = [json.dumps([ident, declaration, source, index]) + "\n"
+                 for ident, declaration, (source, index) in self._unjournaled]
+        self._unjournaled.clear()
+        unsaved = self.fingerprint.unsaved
+        while unsaved and unsaved[0][0] < mark.finished:
+            path, length, digest = unsaved.popleft()[1]
+            lines.append(json.dumps({"file": path, "length": length, "sha256": digest}) + "\n")
+        data = "".join(lines).encode()
+        with writing(self.journal_path):
+            self._journal.write(data)
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
+        self._journaled.add(data)
+        self._files = mark.finished
+        with writing(self.output_name):
+            self.output.flush()
+            end, descriptor = self.output.tell(), self.output.fileno()
+            os.fsync(descriptor)
+            while self._written.length < end:  # what was written since, hashed from the file
+                written = os.pread(descriptor, min(_READ_BYTES, end - self._written.length),
+                                   self._written.length)
+                if not written:
+                    break
+                self._written.add(written)
+        reading = mark.record()
+        state: dict[str, Any] = {
+            "version": STATE_VERSION, "cut": [inputs._BLOCK_BYTES, inputs._BATCH], "inputs": self.inputs,
+            "pieces": self.done, "output": self._written.as_dict(),
+            "journal": self._journaled.as_dict(), "files": self._files,
+            "reading": None if reading is None else list(reading), "total": audit.total,
+            "statuses": audit.statuses, "codes": audit.codes}
+        state["check"] = _seal(state)
+        temporary = self.path + ".tmp"
+        try:
+            with open(temporary, "w", encoding="utf-8") as handle:
+                json.dump(state, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)  # what it took of a full disk, freed
+            raise WriteFailed(self.path, exc) from exc
+
+    def close(self) -> None:
+        """The journal closed (the run is over, or has failed)."""
+        if self._journal is not None:
+            self._journal.close()
+
+    def finish(self) -> None:
+        """The audit is complete and its output synced: the state and its journal are no
+        longer needed."""
+        with writing(self.output_name):
+            self.output.flush()
+            os.fsync(self.output.fileno())
+        self.close()
+        for path in (self.path, self.journal_path):
+            with writing(path), contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+
+
+def _difference(wanted: FileRead | tuple[Any, ...] | None, found: FileRead | None) -> str:
+    """How an input file read again differs from the state's record of it (``wanted``)."""
+    if wanted is None:
+        return f"{found[0] if found else 'an input'}: read where the state records no file"
+    path, length = wanted[0], wanted[1]
+    if found is None:
+        return f"{path}: no longer among the inputs where it was audited"
+    if found[0] != path:
+        return f"{path}: no longer where it was among the inputs ({found[0]} is there now)"
+    if length is None:
+        return f"{path}: could not be read when it was audited, and now can"
+    if found[1] is None:
+        return f"{path}: cannot be read now"
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = None
+    if size is not None and size < length:
+        return f"{path}: now {size} bytes, shorter than the {length} already audited"
+    return f"{path}: changed where it was already audited (its first {length} bytes)"
+
+
+def _seal(state: dict[str, Any]) -> str:
+    """The checksum a state carries of the rest of itself."""
+    import json
+
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+
+
+def _state_problem(state: dict[str, Any]) -> str | None:
+    """The first field a state lacks (or holds of the wrong type), or None."""
+
+    def count(value: Any) -> bool:
+        return type(value) is int and value >= 0
+
+    def written(value: Any) -> bool:
+        return isinstance(value, dict) and count(value.get("length")) and isinstance(
+            value.get("sha256"), str)
+
+    def reading(value: Any) -> bool:
+        return value is None or (isinstance(value, list) and len(value) == 3 and isinstance(
+            value[0], str) and count(value[1]) and isinstance(value[2], str))
+
+    fields: dict[str, Callable[[Any], bool]] = {
+        "inputs": lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v),
+        "pieces": count, "files": count, "total": count, "output": written, "journal": written,
+        "reading": reading,
+        "statuses": lambda v: isinstance(v, dict) and set(v) == {
+            "valid", "invalid", "indeterminate"} and all(map(count, v.values())),
+        "codes": lambda v: isinstance(v, dict) and all(map(count, v.values())),
+        "check": lambda v: isinstance(v, str)}
+    for name, valid in fields.items():
+        if name not in state or not valid(state[name]):
+            return f"a valid {name!r} field"
+    return None
+
+
+def _frozen(value: Any) -> Any:
+    """A declaration read back from JSON, as the tuples it was written from."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value

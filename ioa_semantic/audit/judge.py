@@ -1,0 +1,152 @@
+"""One registration judged: its result, and its declaration for the conflicts between
+registrations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from .._checker import Checker
+
+from .._findings import Finding, Severity, Verdict, sort_key
+from .._vocab import IOA
+from .kinds import Kinds, Unknown
+
+
+class Result(NamedTuple):
+    """One registration's audit result (contract section 2)."""
+
+    source: str
+    position: int | None  # "index" in the output: a line of a JSON Lines file, or an array slot
+    id: str | None
+    status: str
+    reasons: tuple[Finding, ...]
+
+    @property
+    def plain(self) -> bool:
+        """Valid without a reason: what a batch only counts (see Judged.notable)."""
+        return not self.reasons and self.status == "valid"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "index": self.position, "id": self.id,
+                "status": self.status, "reasons": [r.as_dict() for r in self.reasons]}
+
+
+def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None) -> tuple[Any, ...]:
+    """What a registration declares about its capability, in a comparable form.
+
+    Equal declarations are one object (up to a bound): registrations of one directory
+    declare the same few things, and a batch pickles each of them once, the receiving end
+    unpickles one, and the conflict index holds one.
+    """
+    if _ONTOLOGY_ID in node or _ONTOLOGY_VERSION in node:
+        ontology = tuple(_lexical(node, _ONTOLOGY_ID) + _lexical(node, _ONTOLOGY_VERSION))
+    else:
+        ontology = ()
+    declaration = (_media(node, _INPUTS), _media(node, _OUTPUTS), ontology or default_ontology)
+    found = _DECLARATIONS.get(declaration)
+    if found is None:
+        if len(_DECLARATIONS) < _DECLARATIONS_LIMIT:
+            _DECLARATIONS[declaration] = declaration
+        return declaration
+    return found
+
+
+_DECLARATIONS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+_DECLARATIONS_LIMIT = 4096
+
+
+def _lexical(node: dict[str, Any], prop: str) -> list[str]:
+    return [str(v.get("@value", v.get("@id"))) for v in node.get(prop, ())]
+
+
+def _media(node: dict[str, Any], prop: str) -> tuple[str, ...]:
+    # Type and subtype compare case-insensitively; parameters exactly (contract).
+    values = node.get(prop, ())
+    if len(values) == 1:  # the common case: one media type, its key remembered
+        text = values[0].get("@value")
+        if type(text) is str:
+            return _one_media(text)
+    return tuple(sorted({_media_key(str(v.get("@value", v.get("@id")))) for v in values}))
+
+
+@lru_cache(maxsize=1024)
+def _one_media(value: str) -> tuple[str]:
+    return (_media_key(value),)
+
+
+@lru_cache(maxsize=1024)
+def _media_key(value: str) -> str:
+    head, sep, rest = value.partition(";")
+    return head.strip().lower() + (sep + ";".join(p.strip() for p in rest.split(";")) if sep else "")
+
+
+Item = tuple[str, int | None, "bytes | dict[str, Any] | None", tuple[Finding, ...]]
+
+
+Render = Callable[[Result], str]
+
+
+# (capability IRI, declaration, (source, index)): what a valid registration declares, and where
+Declared = tuple[str, tuple[Any, ...], tuple[str, int | None]]
+
+
+class Judged(NamedTuple):
+    """A batch of registrations judged: what the audit counts and the reporters write."""
+
+    size: int  # registrations judged
+    lines: str  # each result's line, in input order, when the batch was judged with a render
+    notable: tuple[Result, ...]  # the results with a reason or not valid, in input order
+    declarations: list[Declared]  # of each valid registration, for conflicts
+
+
+def judge(checker: Checker, data: bytes | str | dict[str, Any], source: str,
+          index: int | None, kinds: Kinds | None = None) -> tuple[Result, tuple[Any, ...] | None]:
+    """One registration's result, and its declaration when it is valid (for conflicts).
+
+    With ``kinds``, a registration of a kind already judged clean is answered from it.
+    """
+    unknown = None
+    if kinds is not None and type(data) is bytes:
+        known = kinds.judged(data)
+        if isinstance(known, Unknown):
+            unknown = known
+        elif known is not None:
+            return Result(source, index, known[0], "valid", ()), known[1]
+    if unknown is None:
+        baseline = checker.baseline(data, "registration")
+    else:  # the compiled path has judged it: clean, or to be reported
+        baseline = unknown.compiled or checker.reported(data, "registration")
+    node = baseline.node
+    ident = node.get("@id") if node is not None else None
+    if not isinstance(ident, str):
+        ident = None
+    if not baseline.findings:  # the common case, answered without sorting anything
+        declaration = None if node is None or ident is None else _declaration(
+            node, checker.profile.single_ontology())
+        if unknown is not None and declaration is not None:
+            unknown.remember(declaration)
+        return Result(source, index, ident, "valid", ()), declaration
+    errors = [f for f in baseline.findings if f.severity is Severity.ERROR]
+    if any(f.effect is Verdict.INVALID for f in errors):
+        status = "invalid"
+    elif errors:
+        status = "indeterminate"
+    else:
+        status = "valid"
+    declaration = None
+    if status == "valid" and node is not None and ident is not None:
+        declaration = _declaration(node, checker.profile.single_ontology())
+    return (Result(source, index, ident, status,
+                   tuple(sorted(baseline.findings, key=sort_key))), declaration)
+
+
+_INPUTS, _OUTPUTS = IOA + "inputs", IOA + "outputs"
+
+
+_ONTOLOGY_ID, _ONTOLOGY_VERSION = IOA + "ontologyId", IOA + "ontologyVersion"

@@ -1,0 +1,130 @@
+"""The judgement of registrations in batches, in this process or in worker processes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._checker import Checker
+
+from ..compiled.engine import CompiledEngine
+from .inputs import _BATCH, Piece, items_of
+from .judge import (
+    _INPUTS,
+    _ONTOLOGY_ID,
+    _ONTOLOGY_VERSION,
+    _OUTPUTS,
+    Declared,
+    Item,
+    Judged,
+    Render,
+    Result,
+    judge,
+)
+from .kinds import Kinds
+
+_WORKER_CHECKER: Any = None
+
+
+_WORKER_KINDS: Kinds | None = None
+
+
+def kinds_for(checker: Checker) -> Kinds | None:
+    """Registrations judged by kind under ``checker`` (its compiled engine only: the reference
+    engine judges every registration in full)."""
+    if not isinstance(checker.stages, CompiledEngine):
+        return None
+    return Kinds(checker.stages,
+                 keep=frozenset({_INPUTS, _OUTPUTS, _ONTOLOGY_ID, _ONTOLOGY_VERSION}))
+
+
+def judge_batch(checker: Checker, batch: Iterable[Item],
+                kinds: Kinds | None = None) -> list[tuple[Result, tuple[Any, ...] | None]]:
+    """A batch of items judged together: the unit of work of every audit runner.
+
+    Local workers and a cluster's workers alike call this, so they report the same.
+    """
+    return list(judged_items(checker, batch, kinds))
+
+
+def judged_items(checker: Checker, items: Iterable[Item],
+                 kinds: Kinds | None = None) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
+    for source, index, document, problems in items:
+        if document is None:
+            yield Result(source, index, None, "invalid", tuple(problems)), None
+        else:
+            yield judge(checker, document, source, index, kinds)
+
+
+def judge_together(checker: Checker, batch: Iterable[Item], render: Render | None = None,
+                   kinds: Kinds | None = None) -> Judged:
+    """A batch judged into what the audit counts and the reporters write: where it is
+    judged (a worker), so that the process writing the output handles a batch, not each
+    registration in it."""
+    lines: list[str] = []
+    notable: list[Result] = []
+    declarations: list[Declared] = []
+    size = 0
+    for result, declaration in judged_items(checker, batch, kinds):
+        size += 1
+        if render is not None:
+            lines.append(render(result))
+        if not result.plain:
+            notable.append(result)
+        if declaration is not None and result.id is not None:
+            declarations.append((result.id, declaration, (result.source, result.position)))
+    return Judged(size, "".join(lines), tuple(notable), declarations)
+
+
+def batched(results: Iterable[Result], render: Render | None = None) -> Iterator[Judged]:
+    """Results judged elsewhere (a cluster), as the reporters read them: batches. Their
+    declarations stay with whoever counted them."""
+    batch: list[Result] = []
+    for result in results:
+        batch.append(result)
+        if len(batch) == _BATCH:
+            yield _as_judged(batch, render)
+            batch = []
+    if batch:
+        yield _as_judged(batch, render)
+
+
+def _as_judged(batch: list[Result], render: Render | None) -> Judged:
+    return Judged(len(batch), "".join(map(render, batch)) if render is not None else "",
+                  tuple(r for r in batch if not r.plain), [])
+
+
+def judge_piece(checker: Checker, piece: Piece, render: Render | None = None,
+                kinds: Kinds | None = None) -> Judged:
+    """A piece of the input judged (in a worker, where a block of lines is also split)."""
+    return judge_together(checker, items_of(piece), render, kinds)
+
+
+def _judge_in_worker(piece: Piece, render: Render | None) -> Judged:
+    return judge_piece(_WORKER_CHECKER, piece, render, _WORKER_KINDS)
+
+
+def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Render | None,
+                kinds: Kinds | None) -> Iterator[Judged]:
+    """Judge pieces in forked workers that inherit the built checker, keeping input order.
+
+    At most a few pieces per worker are in flight, so memory does not grow with the input
+    (a pool's own ``imap`` would read the whole input ahead).
+    """
+    import multiprocessing
+    from collections import deque
+
+    global _WORKER_CHECKER, _WORKER_KINDS
+    _WORKER_CHECKER, _WORKER_KINDS = checker, kinds  # each worker fills its own copy
+    context = multiprocessing.get_context("fork")
+    with context.Pool(jobs) as pool:
+        pending: deque[Any] = deque()
+        for piece in pieces:
+            pending.append(pool.apply_async(_judge_in_worker, (piece, render)))
+            if len(pending) >= 4 * jobs:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
