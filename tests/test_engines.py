@@ -368,12 +368,12 @@ def test_where_the_walk_expands_a_document_pyld_gives_the_same_node_in_the_same_
 def _walks(doc: Any, kind: str) -> list[Any] | None:
     """The general walk's top node and three walks of its layout (the first meets it, the
     second compiles its plan, the third reads the plan), each as what a check reads."""
-    from ioa_semantic.compiled.engine import _active_context
+    from ioa_semantic.compiled.engine import cached_active_context
     from ioa_semantic.compiled.walk import _RestrictedWalk
 
     if not isinstance(doc, dict) or not isinstance(doc.get("@context"), dict):
         return None
-    reviewed = _active_context(doc["@context"], POLICY)
+    reviewed = cached_active_context(doc["@context"], POLICY)
     if reviewed is None:
         return None
     walks = []
@@ -409,9 +409,9 @@ def test_the_plans_answer_the_draft_documents() -> None:
     for kind, doc in (("registration", registration_63()), ("envelope", envelope_62())):
         walks = _walks(doc, kind)
         assert walks is not None and walks[0] is not None and walks[1:] == [walks[0]] * 3
-    from ioa_semantic.compiled.engine import _active_context
+    from ioa_semantic.compiled.engine import cached_active_context
 
-    active = _active_context(registration_63()["@context"], POLICY)[0]  # type: ignore[index]
+    active = cached_active_context(registration_63()["@context"], POLICY)[0]  # type: ignore[index]
     assert any(plan not in (_no_plan, _once) for layouts in active.layouts.values()
                for plan in layouts.values())
 

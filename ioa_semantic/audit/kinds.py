@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .._runtime import orjson_module
-from ..compiled.engine import CompiledEngine, _active_context
+from ..compiled.engine import CompiledEngine, cached_active_context
 from ..compiled.reader import escapes_a_colon
-from ..compiled.walk import _member_plan, reference_expander
+from ..compiled.walk import member_plan, reference_expander
 from ..pipeline.baseline import Baseline
 
 
@@ -117,7 +117,7 @@ class Kinds:
         return ident, known[1]
 
     def _plan(self, document: dict[str, Any], layout: tuple[Any, ...]) -> _KindPlan | None:
-        reviewed = _active_context(document["@context"], self.policy)
+        reviewed = cached_active_context(document["@context"], self.policy)
         schemes = self.policy.allowed_schemes
         plan = None
         if reviewed is not None and type(document.get("@id")) is str:
@@ -125,7 +125,7 @@ class Kinds:
             for key, value in document.items():
                 if key in ("@id", "@context"):
                     continue
-                member = _member_plan(key, reviewed[0], schemes, self.single_valued)
+                member = member_plan(key, reviewed[0], schemes, self.single_valued)
                 if type(value) is str and type(member) is tuple and not member[1] and (
                         member[0] in self.any_string):
                     masked.append(key)

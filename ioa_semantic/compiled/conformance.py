@@ -11,7 +11,15 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from .._vocab import RDF_TYPE, XSD
-from ..pipeline.shapes import _NODE_KIND_OK, NodeShape, PropertyShape, ShapeSet, _datatype, _kind, _lexical
+from ..pipeline.shapes import (
+    NODE_KIND_OK,
+    NodeShape,
+    PropertyShape,
+    ShapeSet,
+    datatype_of,
+    lexical_form,
+    node_kind_of,
+)
 
 Conformance = Callable[[dict[str, Any]], bool]
 
@@ -28,18 +36,18 @@ class _ValueCheck(NamedTuple):
 
 
 def _value_check(prop: PropertyShape) -> _ValueCheck | None:
-    kinds = _NODE_KIND_OK[prop.node_kind] if prop.node_kind else None
+    kinds = NODE_KIND_OK[prop.node_kind] if prop.node_kind else None
     datatype, pattern = prop.datatype, prop.pattern
     if kinds is None and datatype is None and pattern is None:
         return None
 
     def check(value: Any) -> bool:
-        if kinds is not None and _kind(value) not in kinds:
+        if kinds is not None and node_kind_of(value) not in kinds:
             return False
-        if datatype is not None and _datatype(value) != datatype:
+        if datatype is not None and datatype_of(value) != datatype:
             return False
         if pattern is not None:
-            text = _lexical(value)
+            text = lexical_form(value)
             if text is None or not pattern.search(text):
                 return False
         return True
@@ -114,11 +122,11 @@ def compile_conformance(shape: NodeShape) -> Conformance:
     The function is generated as Python source, one straight run of checks per shape: a node
     then costs one call, not one per property shape and member.
     """
-    names: dict[str, Any] = {"_kind": _kind}
+    names: dict[str, Any] = {"node_kind_of": node_kind_of}
     lines: list[str] = []
     if shape.node_kind:
-        names["KINDS"] = frozenset(_NODE_KIND_OK[shape.node_kind])
-        lines.append("if _kind(node) not in KINDS: return False")
+        names["KINDS"] = frozenset(NODE_KIND_OK[shape.node_kind])
+        lines.append("if node_kind_of(node) not in KINDS: return False")
     if shape.closed:
         names["ALLOWED"] = shape.allowed
         # Keywords are outside the closed set; a node of IRIs, @id and @type passes in C.
@@ -195,7 +203,7 @@ class CompiledShapes:
         for path in {prop.path for shape in shapes for prop in shape.properties} - {RDF_TYPE}:
             if all(prop.pattern is None and prop.has_value is None
                    and prop.datatype in (None, XSD + "string")
-                   and (prop.node_kind is None or "Literal" in _NODE_KIND_OK[prop.node_kind])
+                   and (prop.node_kind is None or "Literal" in NODE_KIND_OK[prop.node_kind])
                    for shape in shapes for prop in shape.properties if prop.path == path):
                 found.add(path)
         return frozenset(found)

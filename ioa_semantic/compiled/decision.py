@@ -12,16 +12,16 @@ from typing import Any
 
 from .._vocab import IOA
 from ..pipeline.decision import (
-    _NOT_DECLARED,
-    _PROFILE_CONTEXT,
+    PROFILE_CONTEXT,
+    UNDECLARED_MEDIA,
     Outcome,
     Task,
-    _conditions,
-    _declared_media,
-    _direct,
-    _mapped,
-    _parameters,
-    _screen,
+    conditions_by_rule,
+    declared_media,
+    judge_direct,
+    judge_mapped,
+    parameter_findings,
+    screen_artifacts,
 )
 from ..sources.loader import Artifact, Profile, Registration
 from .tables import XSD_STRING, CompiledTables, candidates_in_order
@@ -51,9 +51,9 @@ class CompiledDecision:
                  registrations: Sequence[Registration], artifacts: Sequence[Artifact]) -> None:
         self.tables, self.profile = tables, profile
         self.registrations, self.artifacts = registrations, artifacts
-        self.conditions = _conditions([row for _, row in tables.conditions])
+        self.conditions = conditions_by_rule([row for _, row in tables.conditions])
         self.by_graph = {r.graph_name: r for r in registrations}
-        self.declared = {capability: _declared_media(rows)
+        self.declared = {capability: declared_media(rows)
                          for capability, rows in tables.capabilities.items()}
         self.known = frozenset(capability for capability, rows in tables.capabilities.items()
                                if any(r["known"] for r in rows))
@@ -95,7 +95,7 @@ class CompiledDecision:
         read_as = str(direct[0]["readAs"])
 
         context_domains: set[str] = set()
-        for context in node.get(_PROFILE_CONTEXT, ()):
+        for context in node.get(PROFILE_CONTEXT, ()):
             if "@id" in context or "@value" in context:
                 return None
             for domain in context.get(_DOMAIN, ()):
@@ -126,14 +126,14 @@ class CompiledDecision:
             return None
         if domains and context_domains and not any(d in context_domains for d, _, _ in domains):
             return None
-        if next(_parameters(profile, task), None) is not None:
+        if next(parameter_findings(profile, task), None) is not None:
             return None
 
         out = Outcome()
         out.ontology = {"id": ontology_id, "version": version, "readAs": read_as}
         version_term = (read_as, XSD_STRING, None)
         alignment_ref = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
-        screened = _screen(self.artifacts, profile, alignment_ref, at, out) if registrations else {}
+        screened = screen_artifacts(self.artifacts, profile, alignment_ref, at, out) if registrations else {}
         for capability in sorted(set(refs)):
             direct_providers = sorted({g for _, g in tables.registrations.get(
                 (capability, ontology_id, version_term), ())})
@@ -141,11 +141,11 @@ class CompiledDecision:
                 return None  # capability.unknown: evaluate words it
             if not registrations:
                 continue
-            cap_task = task.for_capability(self.declared.get(capability, _NOT_DECLARED))
+            cap_task = task.for_capability(self.declared.get(capability, UNDECLARED_MEDIA))
             if direct_providers:
-                _direct(capability, [self.by_graph[g] for g in direct_providers], cap_task, out)
+                judge_direct(capability, [self.by_graph[g] for g in direct_providers], cap_task, out)
                 continue
-            _mapped(capability, self.candidates.get((capability, ontology_id, read_as), []),
+            judge_mapped(capability, self.candidates.get((capability, ontology_id, read_as), []),
                     self.conditions, screened, self.by_graph, profile, cap_task, alignment_ref,
                     out)
         return out

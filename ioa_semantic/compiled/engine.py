@@ -24,9 +24,9 @@ from .._vocab import IOA
 from ..pipeline.baseline import (
     Baseline,
     Kind,
-    _ambiguous_bindings,
-    _extra_types,
-    _over_limits,
+    ambiguous_bindings,
+    extra_types,
+    over_limits,
     read_document,
     review_cache_bytes,
 )
@@ -82,7 +82,7 @@ def _serialized(context: Any) -> bytes | None:
         return None
 
 
-def _active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
+def cached_active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
     """The active context of a clean inline context, and its colons (see read_unproven)."""
     serialized = _serialized(context)
     if serialized is None:
@@ -105,7 +105,7 @@ def restricted_expansion(document: dict[str, Any], policy: ContextPolicy) -> Exp
     expands in the common subset, and pyld costs most of reporting it; the tests hold the
     walk's node to pyld's, member order included.
     """
-    context = _active_context(document["@context"], policy)
+    context = cached_active_context(document["@context"], policy)
     if context is None:
         return None
     expanded = expand_restricted(document, context[0], policy.allowed_schemes, ordered=True)
@@ -150,9 +150,9 @@ def read_document_compiled(
         document, colons = unproven
     if type(document) is not dict or "@context" not in document:
         return None
-    if _over_limits(document, limits or Limits(), len(data), top_context_only=True):
+    if over_limits(document, limits or Limits(), len(data), top_context_only=True):
         return None
-    reviewed = _active_context(document["@context"], policy)
+    reviewed = cached_active_context(document["@context"], policy)
     if reviewed is None:
         return None
     active, context_colons = reviewed
@@ -180,12 +180,12 @@ def _beyond_the_shapes(located: Sequence[Located],
     # A node of one class has none beside its baseline class (nearly every node); and the
     # shapes allow one term and one sense a binding, so only a node holding two bindings or
     # more can bind a term twice.
-    if any(len(n.get("@type", ())) > 1 for n, _ in reached) and _extra_types(
+    if any(len(n.get("@type", ())) > 1 for n, _ in reached) and extra_types(
             located, kind, permitted_types):
         return True
     return kind == "envelope" and any(
         len(n.get(_TERM_BINDINGS, ())) > 1 for n, _ in reached) and bool(
-        _ambiguous_bindings(located, SenderTerms()))
+        ambiguous_bindings(located, SenderTerms()))
 
 
 class CompiledEngine(ReferenceEngine):

@@ -151,7 +151,7 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
 _CONTEXT, _ID, _TYPE = "@context", "@id", "@type"
 
 
-def _member_plan(key: str, active: ActiveContext, schemes: frozenset[str],
+def member_plan(key: str, active: ActiveContext, schemes: frozenset[str],
                  single_valued: frozenset[str]) -> tuple[str, bool, bool, int] | str | None:
     for keyword in (_CONTEXT, _ID, _TYPE):
         if key == keyword:
@@ -214,7 +214,7 @@ class _RestrictedWalk:
         for key, value in sorted(obj.items()) if self.ordered else obj.items():
             plan = plans.get(key, _MISSING)
             if plan is _MISSING:
-                plan = _member_plan(key, active, schemes, single_valued)
+                plan = member_plan(key, active, schemes, single_valued)
                 if len(plans) < _MEMO_LIMIT and len(key) <= _MEMO_CHARS // 2:
                     plans[key] = plan
             if type(plan) is tuple:  # a property: nearly every member
@@ -340,7 +340,7 @@ def _layout_plan(keys: tuple[str, ...], kinds: tuple[type, ...],
     colons = len(keys)
     props: set[str] = set()
     for i, (key, kind) in enumerate(zip(keys, kinds, strict=True)):
-        plan = _member_plan(key, active, schemes, walk.single_valued)
+        plan = member_plan(key, active, schemes, walk.single_valued)
         names[f"K{i}"] = key
         if plan is None:
             return _no_plan

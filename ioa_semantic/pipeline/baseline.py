@@ -96,7 +96,7 @@ def read_document(
     document: Any = intake.document
     if not isinstance(document, dict):
         return Baseline((finding("json.not-object", "the document is not one JSON object"),))
-    over = _over_limits(document, limits or Limits(), len(data))
+    over = over_limits(document, limits or Limits(), len(data))
     if over:
         return Baseline(over, document)
 
@@ -156,9 +156,9 @@ def read_document(
             continue
         found.append(finding(violation.code, violation.message, violation.pointer,
                              section=violation.section))
-    found.extend(_extra_types(located, kind, permitted_types))
+    found.extend(extra_types(located, kind, permitted_types))
     if kind == "envelope":
-        found.extend(_ambiguous_bindings(located, review.terms))
+        found.extend(ambiguous_bindings(located, review.terms))
     return Baseline(_dedupe(found), document, node, tuple(located))
 
 
@@ -182,7 +182,7 @@ def review_cache_bytes(max_bytes: int | None = None) -> int:
     return _REVIEWS.max_bytes
 
 
-def _over_limits(document: dict[str, Any], limits: Limits, size: int,
+def over_limits(document: dict[str, Any], limits: Limits, size: int,
                  top_context_only: bool = False) -> tuple[Finding, ...]:
     """What a document asks beyond the limits of the work it may cost (refused before any
     stage that is superlinear in it runs). ``size`` is the text's length (a text too short
@@ -226,7 +226,7 @@ def _serialized(context: Any) -> bytes | None:
         return None
 
 
-def _extra_types(located: Sequence[Located], kind: Kind,
+def extra_types(located: Sequence[Located], kind: Kind,
                  permitted: frozenset[str]) -> list[Finding]:
     """Classes beside each node's baseline class, unless the profile permits them (rule 2)."""
     out = []
@@ -255,7 +255,7 @@ def _extra_types(located: Sequence[Located], kind: Kind,
     return out
 
 
-def _ambiguous_bindings(located: Sequence[Located], terms: SenderTerms) -> list[Finding]:
+def ambiguous_bindings(located: Sequence[Located], terms: SenderTerms) -> list[Finding]:
     senses: dict[tuple[int, str], set[str]] = defaultdict(set)
     holders = {}
     for index, here in enumerate(located):

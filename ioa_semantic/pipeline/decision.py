@@ -92,7 +92,7 @@ class Task(NamedTuple):
         return self.parameters.get(name)
 
 
-_PROFILE_CONTEXT = IOA + "profileContext"
+PROFILE_CONTEXT = IOA + "profileContext"
 # Task parameter names and the profileContext properties that give them.
 _TASK_PARAMETERS = (("sourceLang", IOA + "sourceLang"), ("targetLang", IOA + "targetLang"),
                     ("domain", IOA + "domain"), ("inputMediaType", IOA + "inputs"),
@@ -103,7 +103,7 @@ def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
     """The contract's table: --param first, then the envelope's profileContext."""
     params: dict[str, str] = {}
     origin: dict[str, str] = {}
-    contexts = node.get(_PROFILE_CONTEXT, ())
+    contexts = node.get(PROFILE_CONTEXT, ())
     context = contexts[0] if contexts and isinstance(contexts[0], dict) else {}
     for name, prop in _TASK_PARAMETERS:
         values = context.get(prop)
@@ -158,18 +158,18 @@ def evaluate(
     out.findings.extend(_context_domains(dataset))
     out.findings.extend(_binding_senses(dataset, profile))
     out.findings.extend(_intent(dataset))
-    out.findings.extend(_parameters(profile, task))
+    out.findings.extend(parameter_findings(profile, task))
 
     alignment_ref = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
     capabilities = group(dataset.select("requested_capabilities"), "capability")
     candidates = group(dataset.select("mapping_candidates"), "capability") if registrations else {}
-    conditions = _conditions(dataset.select("rule_conditions")) if registrations else {}
-    screened = _screen(artifacts, profile, alignment_ref, at, out) if registrations else {}
+    conditions = conditions_by_rule(dataset.select("rule_conditions")) if registrations else {}
+    screened = screen_artifacts(artifacts, profile, alignment_ref, at, out) if registrations else {}
     by_graph = {r.graph_name: r for r in registrations}
     for capability, rows in sorted(capabilities.items()):
         known = any(r["known"] for r in rows)
         direct = sorted({r["registration"] for r in rows if r["registration"]})
-        cap_task = task.for_capability(_declared_media(rows))
+        cap_task = task.for_capability(declared_media(rows))
         if not known and not direct:
             out.findings.append(finding(
                 "capability.unknown",
@@ -178,20 +178,20 @@ def evaluate(
         if not registrations:
             continue
         if direct:
-            _direct(capability, [by_graph[g] for g in direct], cap_task, out)
+            judge_direct(capability, [by_graph[g] for g in direct], cap_task, out)
             continue
-        _mapped(capability, candidates.get(capability, []), conditions, screened, by_graph,
+        judge_mapped(capability, candidates.get(capability, []), conditions, screened, by_graph,
                 profile, cap_task, alignment_ref, out)
     return out
 
 
-def _declared_media(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+def declared_media(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
     """The media types the vocabulary declares for a capability, from its capability rows."""
     return {"inputMediaType": tuple(sorted({r["input"] for r in rows if r["input"]})),
             "outputMediaType": tuple(sorted({r["output"] for r in rows if r["output"]}))}
 
 
-_NOT_DECLARED = _declared_media(())
+UNDECLARED_MEDIA = declared_media(())
 
 
 def _acceptance(dataset: Dataset, profile: Profile, ontology_id: str, version: str,
@@ -290,7 +290,7 @@ def _intent(dataset: Dataset) -> Iterator[Finding]:
                       "task context names", "/profileContext/domain")
 
 
-def _parameters(profile: Profile, task: Task) -> Iterator[Finding]:
+def parameter_findings(profile: Profile, task: Task) -> Iterator[Finding]:
     for name in sorted(profile.required_parameters):
         if name not in task.parameters:
             yield finding("constraint.missing-parameter",
@@ -338,7 +338,7 @@ def _provider_conflicts(capability: str, registration: Registration, task: Task)
     return conflicts
 
 
-def _direct(capability: str, providers: list[Registration], task: Task, out: Outcome) -> None:
+def judge_direct(capability: str, providers: list[Registration], task: Task, out: Outcome) -> None:
     results = [(r, _provider_conflicts(capability, r, task)) for r in providers]
     clean = [r for r, conflicts in results if not conflicts]
     if clean:
@@ -349,7 +349,7 @@ def _direct(capability: str, providers: list[Registration], task: Task, out: Out
         out.findings.extend(conflicts)
 
 
-def _screen(artifacts: Sequence[Artifact], profile: Profile, alignment_ref: str | None,
+def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_ref: str | None,
             at: datetime, out: Outcome) -> dict[str, Artifact]:
     """Exclude untrusted, expired, malformed, unpinned and unreferenced artifacts (7.3)."""
     usable: dict[str, Artifact] = {}
@@ -389,7 +389,7 @@ def _exclude(out: Outcome, artifact: Artifact, code: str, why: str) -> None:
                                 artifact.id or artifact.origin, severity=Severity.INFO))
 
 
-def _conditions(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
+def conditions_by_rule(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
     out: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for row in rows:
         out.setdefault((row["artifactGraph"], row["rule"]), []).append(
@@ -414,7 +414,7 @@ def _evaluate_conditions(conditions: list[tuple[str, str]], known: frozenset[str
     return "satisfied", ""
 
 
-def _mapped(capability: str, rows: Sequence[Mapping[str, Any]],
+def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],
             conditions: dict[tuple[str, str], list[tuple[str, str]]],
             usable: dict[str, Artifact], by_graph: dict[str, Registration], profile: Profile,
             task: Task, alignment_ref: str | None, out: Outcome) -> None:

@@ -245,7 +245,7 @@ def _is_reference(value: Any) -> bool:
 # --- evaluation ---------------------------------------------------------------------------
 
 
-def _kind(value: Any) -> str:
+def node_kind_of(value: Any) -> str:
     """SHACL node kind of an expanded value: IRI, BlankNode or Literal."""
     if isinstance(value, dict) and "@value" not in value and "@list" not in value:
         ident = value.get("@id")
@@ -257,7 +257,7 @@ def _kind(value: Any) -> str:
     return "Literal"
 
 
-def _datatype(value: Any) -> str | None:
+def datatype_of(value: Any) -> str | None:
     if not isinstance(value, dict) or "@value" not in value:
         return None
     if "@language" in value:
@@ -275,7 +275,7 @@ def _datatype(value: Any) -> str | None:
     return XSD + "string"
 
 
-_NODE_KIND_OK = {
+NODE_KIND_OK = {
     "IRI": {"IRI"},
     "BlankNode": {"BlankNode"},
     "Literal": {"Literal"},
@@ -311,7 +311,7 @@ def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterat
     a few comparisons per constraint (the compiled path asks only whether one exists).
     """
     family = shape.family
-    if shape.node_kind and _kind(here.node) not in _NODE_KIND_OK[shape.node_kind]:
+    if shape.node_kind and node_kind_of(here.node) not in NODE_KIND_OK[shape.node_kind]:
         yield Violation(shape.name, "NodeKindConstraintComponent", None, here.pointer,
                         f"{family}.missing" if shape.node_kind == "IRI" else f"{family}.type",
                         "the node needs an @id IRI" if shape.node_kind == "IRI"
@@ -343,13 +343,13 @@ def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterat
                 x.get("@id") == prop.has_value for x in values if isinstance(x, dict)):
             yield v("HasValueConstraintComponent", "rdf-type", f"found {_show(values)}")
         for i, value in enumerate(values):
-            if prop.node_kind and _kind(value) not in _NODE_KIND_OK[prop.node_kind]:
+            if prop.node_kind and node_kind_of(value) not in NODE_KIND_OK[prop.node_kind]:
                 yield v("NodeKindConstraintComponent", "type",
-                        f"a {_kind(value).lower()} is not a {prop.node_kind}", i)
-            if prop.datatype is not None and _datatype(value) != prop.datatype:
+                        f"a {node_kind_of(value).lower()} is not a {prop.node_kind}", i)
+            if prop.datatype is not None and datatype_of(value) != prop.datatype:
                 yield v("DatatypeConstraintComponent", "type", f"found {_describe_value(value)}", i)
             if prop.pattern is not None:
-                text = _lexical(value)
+                text = lexical_form(value)
                 if text is None or not prop.pattern.search(text):
                     yield v("PatternConstraintComponent", prop.pattern_code,
                             f"found {_describe_value(value)}", i)
@@ -364,7 +364,7 @@ def evaluate_node(shape: NodeShape, here: Located, terms: SenderTerms) -> Iterat
                             "baseline vocabulary", "6.1")
 
 
-def _lexical(value: Any) -> str | None:
+def lexical_form(value: Any) -> str | None:
     if isinstance(value, dict) and "@value" in value:
         raw = value["@value"]
         if isinstance(raw, bool):
