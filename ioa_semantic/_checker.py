@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .sources.retrieval import RetrievalPolicy, Retriever
+    from .sources.retrieval import ResourceCache, RetrievalPolicy, Retriever
 
 from ._codes import finding
 from ._exceptions import ConfigurationError, RegistrationError, RetrievalError
@@ -105,7 +105,7 @@ class Checker:
         self._cli_origins = tuple(allow_remote)
         self._allow_private = allow_private_addresses
         self._retrieval_policy = retrieval
-        self._resources: Any = None
+        self._resources: ResourceCache | None = None
         bootstrap = self._retriever() if isinstance(profile, str) else None
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile, bootstrap)
         if retrieval is None:

@@ -26,7 +26,7 @@ from .judge import (
 )
 from .kinds import Kinds
 
-_WORKER_CHECKER: Any = None
+_WORKER_CHECKER: Checker | None = None
 
 
 _WORKER_KINDS: Kinds | None = None
@@ -104,6 +104,7 @@ def judge_piece(checker: Checker, piece: Piece, render: Render | None = None,
 
 
 def _judge_in_worker(piece: Piece, render: Render | None) -> Judged:
+    assert _WORKER_CHECKER is not None, "a worker is started with its checker"
     return judge_piece(_WORKER_CHECKER, piece, render, _WORKER_KINDS)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import IO
 
 from .. import data as _resources
 from .._checker import ENGINES, Checker
@@ -124,7 +125,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         ExitStatus.of(d.verdict) for d in decisions)
 
 
-def _report(reporter: Any, decisions: list[Decision]) -> ExitStatus | None:
+def _report(reporter: Callable[[Iterable[Decision], IO[str]], None],
+            decisions: list[Decision]) -> ExitStatus | None:
     """``decisions`` written to stdout and flushed; ENVIRONMENT, said on stderr, when stdout
     cannot be written (a full disk, /dev/full). A reader that went away is BrokenPipeError,
     for :func:`main`."""

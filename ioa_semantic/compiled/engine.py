@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import pyoxigraph
+
 from .._memo import BoundedCache
 from .._runtime import orjson_if_loaded
 from .._vocab import IOA
@@ -36,7 +38,7 @@ from ..pipeline.engine import DocumentInput, ReferenceEngine
 from ..pipeline.expansion import Expansion
 from ..pipeline.intake import Limits, parse
 from ..pipeline.shapes import Located, ShapeSet
-from ..sources.loader import Artifact
+from ..sources.loader import Artifact, Profile, Registration
 from .conformance import CompiledShapes
 from .decision import CompiledDecision
 from .reader import colons_in, read_unproven
@@ -194,8 +196,11 @@ class CompiledEngine(ReferenceEngine):
 
     name = "compiled"
 
-    def __init__(self, **stages: Any) -> None:
-        super().__init__(**stages)
+    def __init__(self, *, profile: Profile, registrations: Sequence[Registration],
+                 artifacts: Sequence[Artifact], fixed: Sequence[pyoxigraph.Quad],
+                 shapes: ShapeSet, policy: ContextPolicy, limits: Limits) -> None:
+        super().__init__(profile=profile, registrations=registrations, artifacts=artifacts,
+                         fixed=fixed, shapes=shapes, policy=policy, limits=limits)
         self.compiled_shapes = compiled_shapes(self.shapes)
         # The named queries answered from tables derived once, with the compile queries,
         # from the same quads the reference engine loads on every check.

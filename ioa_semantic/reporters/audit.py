@@ -12,14 +12,14 @@ from json.encoder import encode_basestring
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..audit.judge import Judged
+    from ..audit.judge import Judged, Result
     from ..audit.run import Audit
 
 from .._findings import Severity
 from .check import text_console
 
 
-def result_line(result: Any) -> str:
+def result_line(result: Result) -> str:
     """A registration's result as its JSON line (what ``json.dumps`` of its dict writes)."""
     if result.reasons:
         return json.dumps(result.as_dict(), ensure_ascii=False) + "\n"
@@ -160,10 +160,10 @@ AUDIT_REPORTERS["sarif"] = audit_sarif
 # What a reporter needs written per registration, where the registration is judged: the
 # JSON Lines reporter writes nothing else, and a worker writing a batch's lines spares the
 # one process that writes the output a third of its work per registration.
-AUDIT_LINES: dict[str, Callable[[Any], str]] = {"json": result_line}
+AUDIT_LINES: dict[str, Callable[[Result], str]] = {"json": result_line}
 
 
-def with_progress(batches: Iterable[Any], stream: IO[str]) -> Iterator[Any]:
+def with_progress(batches: Iterable[Judged], stream: IO[str]) -> Iterator[Judged]:
     """A running count on ``stream`` when it is a terminal; the batches pass through as they are."""
     if not stream.isatty():
         yield from batches

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    pass
+    from rich.console import Console
 
 from .._codes import fix_for
 from .._findings import Decision, Severity, Verdict
@@ -37,7 +37,7 @@ def json_lines(decisions: Iterable[Decision], stream: IO[str]) -> None:
         stream.write(json.dumps(decision.as_dict(), ensure_ascii=False) + "\n")
 
 
-def text_console(stream: IO[str]) -> Any:
+def text_console(stream: IO[str]) -> Console:
     """A rich console for a text report on ``stream``.
 
     Rich ends the process with status 1 when the reader of stdout goes away, which here
