@@ -27,11 +27,9 @@ from typing import Any, NamedTuple, TypeAlias
 import pyoxigraph
 
 from .. import data as _resources
-from .._vocab import IOA, RDF_TYPE, XSD
+from .._vocab import IOA, IOAA, RDF_LANGSTRING, RDF_TYPE, XSD
 from ..pipeline.store import ENVELOPE_GRAPH
 
-IOAA = "https://ioa-semantic.org/ns/alignment#"
-RDF_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 XSD_STRING = XSD + "string"
 XSD_BOOLEAN = XSD + "boolean"
 XSD_INTEGER = XSD + "integer"
@@ -69,7 +67,7 @@ _INTEGER_TYPES = frozenset(XSD + name for name in (
     "integer", "byte", "short", "int", "long", "unsignedByte", "unsignedShort", "unsignedInt",
     "unsignedLong", "positiveInteger", "negativeInteger", "nonPositiveInteger",
     "nonNegativeInteger"))
-_COMPARABLE_TYPES = _INTEGER_TYPES | {RDF_LANG_STRING} | frozenset(XSD + name for name in (
+_COMPARABLE_TYPES = _INTEGER_TYPES | {RDF_LANGSTRING} | frozenset(XSD + name for name in (
     "string", "boolean", "float", "double", "decimal", "dateTime", "dateTimeStamp", "time",
     "date", "gYearMonth", "gYear", "gMonthDay", "gDay", "gMonth", "duration",
     "yearMonthDuration", "dayTimeDuration"))
@@ -300,7 +298,7 @@ def _literal(value: dict[str, Any]) -> Literal:
     """The literal ``envelope_quads`` makes of a value object, in Oxigraph's lexical form."""
     raw = value["@value"]
     if "@language" in value:
-        return (str(raw), RDF_LANG_STRING, str(value["@language"]).lower())
+        return (str(raw), RDF_LANGSTRING, str(value["@language"]).lower())
     datatype = value.get("@type")
     if isinstance(datatype, str) and datatype != "@json":
         return _typed(str(raw), datatype)

@@ -20,11 +20,8 @@ from .._codes import finding
 from .._exceptions import ConfigurationError
 from .._findings import Finding
 from .._iri import iri_defect
-from .._vocab import IOASH, RDF_TYPE, SH, XSD
+from .._vocab import IOASH, RDF_JSON, RDF_LANGSTRING, RDF_TYPE, SH, XSD
 from .contexts import NO_BASE, SenderTerms, json_kind, term_for
-
-RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
-RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
 
 
 class PropertyShape(NamedTuple):

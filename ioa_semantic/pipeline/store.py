@@ -72,10 +72,10 @@ def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C90
                 return pyoxigraph.Literal(str(raw), datatype=pyoxigraph.NamedNode(value["@type"]))
             if isinstance(raw, bool):
                 return pyoxigraph.Literal("true" if raw else "false", datatype=pyoxigraph.NamedNode(
-                    "http://www.w3.org/2001/XMLSchema#boolean"))
+                    vocab.XSD + "boolean"))
             if isinstance(raw, (int, float)):
                 return pyoxigraph.Literal(repr(raw), datatype=pyoxigraph.NamedNode(
-                    "http://www.w3.org/2001/XMLSchema#" + (
+                    vocab.XSD + (
                         "integer" if isinstance(raw, int) else "double")))
             return pyoxigraph.Literal(str(raw))
         if isinstance(value, dict) and set(value) == {"@id"}:
@@ -145,7 +145,7 @@ def _plain(term: Any) -> Any:
     if term is None:
         return None
     if isinstance(term, pyoxigraph.Literal):
-        if term.datatype.value == "http://www.w3.org/2001/XMLSchema#boolean":
+        if term.datatype.value == vocab.XSD + "boolean":
             return term.value == "true"
         return term.value
     if isinstance(term, pyoxigraph.NamedNode):
