@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 from ._codes import finding
 from ._exceptions import ConfigurationError, RegistrationError, RetrievalError
-from ._findings import Decision, Finding, ProfileRef, Severity, Verdict, combine, sort_key
+from ._findings import Decision, Finding, ProfileRef, Remedy, Severity, Verdict, combine, sort_key
 from ._memo import BoundedCache
 from .compiled.engine import CompiledEngine
+from .pipeline import remedies
 from .pipeline.baseline import Baseline, Kind, read_document
 from .pipeline.contexts import ContextPolicy
 from .pipeline.decision import task_from
@@ -276,6 +277,7 @@ class Checker:
         excluded: list[dict[str, Any]] = []
         candidates: list[dict[str, Any]] = []
         ontology: dict[str, str] = {}
+        proposed: list[Remedy] = []
         if not baseline.rejected and baseline.node is not None:
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
             task = task_from(baseline.node, params)
@@ -292,18 +294,20 @@ class Checker:
             # not established (S4: unavailable, not absent); elsewhere it is a warning.
             needed = any(f.code in _MAPPING_NOT_ESTABLISHED for f in outcome.findings)
             findings.extend(f if needed else finding(f.code, f.message, f.path,
-                                                     severity=Severity.WARNING)
+                                                     severity=Severity.WARNING, subject=f.subject)
                             for f in unavailable)
             evidence, excluded, candidates = outcome.evidence, outcome.excluded, outcome.candidates
-            ontology = outcome.ontology
+            ontology, proposed = outcome.ontology, outcome.remedies
         return self._decision_of(findings, source, params, at, retriever, ontology=ontology,
-                                 evidence=evidence, excluded=excluded, candidates=candidates)
+                                 evidence=evidence, excluded=excluded, candidates=candidates,
+                                 proposed=proposed)
 
     def _decision_of(self, findings: list[Finding], source: str, params: dict[str, str],
                      at: datetime, retriever: Retriever | None, *, ontology: Mapping[str, str] | None = None,
                      evidence: list[dict[str, Any]] | None = None,
                      excluded: list[dict[str, Any]] | None = None,
-                     candidates: list[dict[str, Any]] | None = None) -> Decision:
+                     candidates: list[dict[str, Any]] | None = None,
+                     proposed: Iterable[Remedy] = ()) -> Decision:
         """The verdict of ``findings`` (rule 14) with everything the decision records."""
         if findings:
             verdict = combine(f.effect for f in findings
@@ -320,6 +324,7 @@ class Checker:
             candidates=candidates or (),
             dependencies=self._dependencies(ontology or {}, params, at, retriever),
             at=at.isoformat().replace("+00:00", "Z"),
+            remedies=remedies.for_decision(verdict, reasons, proposed),
         )
 
     def _fetch_artifacts(self, node: dict[str, Any],
@@ -335,14 +340,14 @@ class Checker:
         if retriever is None:
             return [], [finding("retrieval.prohibited",
                                 f"the alignment artifact {url} is not retrieved: remote "
-                                "retrieval is off by policy", url) for url in wanted]
+                                "retrieval is off by policy", url, subject=url) for url in wanted]
         fetched: list[Artifact] = []
         unavailable: list[Finding] = []
         for url in wanted:
             try:
                 document, final_url, digest = retriever.fetch_json(url)
             except RetrievalError as exc:
-                unavailable.append(finding(exc.code, exc.message, url))
+                unavailable.append(finding(exc.code, exc.message, url, subject=exc.url or url))
                 continue
             fetched.append(artifact_from(document, digest, final_url,
                                          len(self.artifacts) + len(fetched)))
@@ -374,7 +379,8 @@ def _weight(decision: Decision) -> int:
 def _demote(f: Finding, verdict: Verdict) -> Finding:
     """Keep errors that share the verdict's effect; others stay visible as warnings."""
     if f.severity is Severity.ERROR and f.effect is not verdict:
-        return finding(f.code, f.message, f.path, severity=Severity.WARNING, section=f.section)
+        return finding(f.code, f.message, f.path, severity=Severity.WARNING, section=f.section,
+                       subject=f.subject)
     return f
 
 

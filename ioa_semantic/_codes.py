@@ -298,6 +298,7 @@ def finding(
     *,
     severity: Severity | None = None,
     section: str | None = None,
+    subject: str | None = None,
 ) -> Finding:
     """Build a finding for a registered code; errors carry the code's effect."""
     entry = CODES[code]
@@ -311,4 +312,5 @@ def finding(
         section=section or entry.section,
         path=path,
         effect=effect,
+        subject=subject,
     )

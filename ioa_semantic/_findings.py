@@ -69,6 +69,9 @@ class Finding(NamedTuple):
     section: str
     path: str
     effect: Verdict | None = None
+    # The resource a reason is about when that is not a place in the input: the URL of a
+    # retrieval. Read by remedies (allow-retrieval, retry); not part of the output.
+    subject: str | None = None
 
     def as_dict(self) -> dict[str, str]:
         return {
@@ -84,6 +87,22 @@ def sort_key(finding: Finding) -> tuple[int, str, str, str]:
     """Errors first, then by path and code, so reasons come out in a stable order."""
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     return (order[finding.severity], finding.path, finding.code, finding.message)
+
+
+class Remedy(NamedTuple):
+    """What would change the answer, in a form a program can act on (contract 2, Remedies):
+    an ``action``, who can take it (``by``: ``sender`` or ``receiver``), the reason codes it
+    answers, and the action's own members (``details``). A remedy lists only identifiers
+    and values the profile, the offered registrations or the offered artifacts define."""
+
+    action: str
+    by: str
+    codes: tuple[str, ...]
+    details: Mapping[str, Any] = MappingProxyType({})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "by": self.by, "codes": list(self.codes),
+                **thawed(self.details)}
 
 
 class ProfileRef(NamedTuple):
@@ -132,13 +151,16 @@ class Decision(NamedTuple):
     candidates: tuple[dict[str, Any], ...] = ()
     dependencies: Mapping[str, Any] = MappingProxyType({})
     at: str | None = None
+    remedies: tuple[Remedy, ...] = ()
 
     @classmethod
     def of(cls, verdict: Verdict, findings: tuple[Finding, ...], profile: ProfileRef, *,
            source: str = "-", evidence: Any = (), excluded: Any = (), candidates: Any = (),
-           dependencies: Mapping[str, Any] | None = None, at: str | None = None) -> "Decision":
+           dependencies: Mapping[str, Any] | None = None, at: str | None = None,
+           remedies: tuple[Remedy, ...] = ()) -> "Decision":
         return cls(verdict, tuple(findings), profile, source, frozen(evidence),
-                   frozen(excluded), frozen(candidates), frozen(dependencies or {}), at)
+                   frozen(excluded), frozen(candidates), frozen(dependencies or {}), at,
+                   tuple(remedies))
 
     @property
     def reasons(self) -> tuple[Finding, ...]:
@@ -153,6 +175,7 @@ class Decision(NamedTuple):
             "source": self.source,
             "verdict": str(self.verdict),
             "reasons": [f.as_dict() for f in self.findings],
+            "remedies": [r.as_dict() for r in self.remedies],
             "profile": self.profile.as_dict(),
             "authorization": "not-evaluated",
             "mayProceed": self.may_proceed,

@@ -55,6 +55,8 @@ DEFAULT_CHECK_TIMEOUT = 10.0
 # Checks are mostly Python holding the GIL, so more threads add little throughput; four keep
 # a few slow envelopes from taking every thread from the ordinary ones.
 DEFAULT_MAX_CHECKS = 4
+# Remedies a refusal's error data lists at most (the rest are counted in remediesOmitted).
+MAX_DISCLOSED_REMEDIES = 32
 
 __all__ = [
     "DEFAULT_CHECK_TIMEOUT",
@@ -288,6 +290,7 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
         elif self.disclosure is Disclosure.FULL:
             data["reasons"] = []
         if self.disclosure is not Disclosure.VERDICT:
+            data["remedies"] = []  # no check concluded: nothing to change is known
             data["timeout"] = self.check_timeout
         return data
 
@@ -300,4 +303,11 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
             data["codes"] = sorted({f.code for f in errors})
         elif self.disclosure is Disclosure.FULL:
             data["reasons"] = [f.as_dict() for f in decision.findings]
+        if self.disclosure in (Disclosure.CODES, Disclosure.FULL):
+            # What the sender could change, bounded so that the error stays small (a
+            # document with thousands of malformed members has as many correct-input remedies).
+            shown = decision.remedies[:MAX_DISCLOSED_REMEDIES]
+            data["remedies"] = [r.as_dict() for r in shown]
+            if len(decision.remedies) > len(shown):
+                data["remediesOmitted"] = len(decision.remedies) - len(shown)
         return data

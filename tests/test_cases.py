@@ -31,7 +31,8 @@ from typing import Any
 
 import pytest
 
-from ioa_semantic import Checker, ConfigurationError, Limits
+from ioa_semantic import Checker, ConfigurationError, Limits, Verdict
+from ioa_semantic._codes import CODES
 
 CASES = Path(__file__).parent / "cases"
 STAGES = ("intake", "expansion", "shapes", "compatibility", "fuzz")
@@ -182,11 +183,51 @@ def assert_result(result: dict[str, Any], case: Case, where: str) -> None:
     assert not missing, f"{where}: no reason code starts with {missing}; reasons {_brief(reasons)}"
     present = [p for p in case.absent if any(c.startswith(p) for c in codes)]
     assert not present, f"{where}: reason codes start with {present}; reasons {_brief(reasons)}"
+    assert_remedies(result, case, where)
+
+
+# The members each action of the contract's "Remedies" table carries.
+REMEDY_MEMBERS = {
+    "correct-input": {"path"}, "supply-parameter": {"name"}, "use-accepted-version": {"accepted"},
+    "offer-alignment": {"capability", "source", "target", "trustedIssuers", "conditions"},
+    "select-alignment": {"candidates"}, "allow-retrieval": {"url"}, "retry": {"url"},
+    "renegotiate": {"permitted"},
+}
+
+
+def assert_remedies(result: dict[str, Any], case: Case, where: str) -> None:
+    """The contract's remedies: none on a compatible result; each with an action, who can
+    take it and the deciding codes it answers; every invalid reason answered by a
+    ``correct-input`` at its path; and the case's ``expect.remedies`` (each a subset of the
+    members of some remedy)."""
+    remedies = result.get("remedies")
+    assert isinstance(remedies, list), f"{where}: remedies {remedies!r} is not an array"
+    if case.verdict == "compatible":
+        assert remedies == [], f"{where}: a compatible result carries remedies {remedies}"
+    deciding = {r["code"] for r in result["reasons"] if r["severity"] == "error"}
+    for item in remedies:
+        action = item.get("action")
+        assert action in REMEDY_MEMBERS, f"{where}: remedy action {action!r}"
+        assert item.get("by") in ("sender", "receiver"), f"{where}: remedy by {item.get('by')!r}"
+        assert item.get("codes") and set(item["codes"]) <= deciding, (
+            f"{where}: remedy {item} answers no deciding reason ({sorted(deciding)})")
+        assert REMEDY_MEMBERS[action] <= set(item), f"{where}: remedy {item} lacks members"
+    answered = {item["path"] for item in remedies if item["action"] == "correct-input"}
+    unanswered = [r for r in result["reasons"] if r["severity"] == "error"
+                  and CODES[r["code"]].effect is Verdict.INVALID and r["path"] not in answered]
+    assert not unanswered, f"{where}: invalid reasons without correct-input: {unanswered}"
+    for expected in case.spec["expect"].get("remedies", []):
+        assert any(all(item.get(k) == v for k, v in expected.items()) for item in remedies), (
+            f"{where}: no remedy has {expected}; remedies {remedies}")
 
 
 def _brief(reasons: list[Any]) -> list[str]:
     return [f"{r.get('severity')}:{r.get('code')}" if isinstance(r, dict) else repr(r)
             for r in reasons]
+
+
+def _remedy_keys(result: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
+    return sorted((r["action"], r["by"], tuple(r["codes"])) for r in result["remedies"])
 
 
 def _reason_keys(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -269,6 +310,7 @@ def test_case(case: Case, cli_runs: dict[str, Future[Run]]) -> None:
 
     # (c) one checker, one answer: the command and the library report the same reasons
     assert _reason_keys(result) == _reason_keys(library), "cli and library disagree on reasons"
+    assert _remedy_keys(result) == _remedy_keys(library), "cli and library disagree on remedies"
 
 
 def test_commands_started_on_threads_survive_the_environment_changing_meanwhile(

@@ -8,7 +8,7 @@ Every import counts, wherever it stands (at the top of a module, inside a functi
 * the reference pipeline and the sources, in stage order: ``pipeline.intake``, then
   ``sources`` (profiles, artifacts and registrations are read with the intake's strict JSON;
   retrieval fetches with it), then ``pipeline.contexts``, ``expansion``, ``shapes``,
-  ``baseline``, ``store``, ``decision``, ``engine``;
+  ``baseline``, ``store``, ``remedies``, ``decision``, ``engine``;
 * ``compiled`` (imports the pipeline; the pipeline never imports it);
 * ``_checker``;
 * the products: ``audit``, ``trace``, ``a2a``;
@@ -26,7 +26,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ioa_semantic"
 CORE = {"_codes", "_findings", "_exceptions", "_vocab", "_iri", "_memo", "_status", "_version",
         "_runtime", "data"}
 STAGES = ("pipeline.intake", "sources", "pipeline.contexts", "pipeline.expansion",
-          "pipeline.shapes", "pipeline.baseline", "pipeline.store", "pipeline.decision",
+          "pipeline.shapes", "pipeline.baseline", "pipeline.store", "pipeline.remedies",
+          "pipeline.decision",
           "pipeline.engine")
 ABOVE = ("compiled", "_checker", "products", "reporters", "cli", "face")
 

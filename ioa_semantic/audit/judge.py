@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from .._checker import Checker
 
-from .._findings import Finding, Severity, Verdict, sort_key
+from .._findings import Finding, Remedy, Severity, Verdict, sort_key
 from .._vocab import IOA
+from ..pipeline import remedies
 from .kinds import Kinds, Unknown
 
 
@@ -30,9 +31,20 @@ class Result(NamedTuple):
         """Valid without a reason: what a batch only counts (see Judged.notable)."""
         return not self.reasons and self.status == "valid"
 
+    @property
+    def remedies(self) -> tuple[Remedy, ...]:
+        """What would make the registration valid (contract 2, Remedies; mostly
+        ``correct-input``)."""
+        return remedies.for_decision(_VERDICT_OF_STATUS[self.status], self.reasons)
+
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "index": self.position, "id": self.id,
-                "status": self.status, "reasons": [r.as_dict() for r in self.reasons]}
+                "status": self.status, "reasons": [r.as_dict() for r in self.reasons],
+                "remedies": [r.as_dict() for r in self.remedies]}
+
+
+_VERDICT_OF_STATUS = {"valid": Verdict.COMPATIBLE, "invalid": Verdict.INVALID,
+                      "indeterminate": Verdict.INDETERMINATE}
 
 
 def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None) -> tuple[Any, ...]:

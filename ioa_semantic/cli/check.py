@@ -15,6 +15,7 @@ from .._exceptions import ConfigurationError
 from .._findings import Decision, ProfileRef, Verdict
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
+from ..pipeline import remedies
 from ..reporters.check import REPORTERS
 from ..sources.loader import ProfileUnavailable
 from .parsing import _instant, _parameter, add_limits, limits_of, unwritable_stdout
@@ -74,9 +75,9 @@ def _read_envelope(name: str) -> bytes | Decision:
         with open(name, "rb") as handle:
             return handle.read()
     except OSError as exc:
-        return Decision(Verdict.INVALID, (finding(
-            "json.unreadable", f"{name}: cannot be read: {exc.strerror}"),),
-            profile=None, source=name)  # type: ignore[arg-type]
+        reasons = (finding("json.unreadable", f"{name}: cannot be read: {exc.strerror}"),)
+        return Decision(Verdict.INVALID, reasons, profile=None, source=name,  # type: ignore[arg-type]
+                        remedies=remedies.for_decision(Verdict.INVALID, reasons))
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -106,8 +107,10 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                               allow_private_addresses=opts.allow_private_addresses)
     except ProfileUnavailable as exc:
         # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.
-        unavailable = [Decision(Verdict.INDETERMINATE, (finding(exc.code, str(exc), exc.url),),
-                                profile=ProfileRef(exc.url, ""), source=name)
+        reasons = (finding(exc.code, str(exc), exc.url, subject=exc.url),)
+        unavailable = [Decision(Verdict.INDETERMINATE, reasons, profile=ProfileRef(exc.url, ""),
+                                source=name,
+                                remedies=remedies.for_decision(Verdict.INDETERMINATE, reasons))
                        for name in opts.envelopes]
         return _report(REPORTERS[opts.format], unavailable) or ExitStatus.INDETERMINATE
     except ConfigurationError as exc:

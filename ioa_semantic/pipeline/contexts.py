@@ -237,7 +237,7 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C9
             findings.append(finding(
                 "retrieval.prohibited",
                 f"{what} {reference!r} is not retrieved: remote retrieval is off by policy",
-                pointer))
+                pointer, subject=reference if iri_scheme(reference) else None))
             return None
         from pyld import iri_resolver
 
@@ -252,7 +252,7 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C9
             loaded = retriever.document_loader(url)
         except RetrievalError as exc:
             expandable = False
-            findings.append(finding(exc.code, exc.message, pointer))
+            findings.append(finding(exc.code, exc.message, pointer, subject=exc.url or url))
             return None
         remote = loaded["document"]
         if not isinstance(remote, dict) or "@context" not in remote:
@@ -313,9 +313,11 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C9
                     terms.terms[key] = definition.iri if definition else None
                 continue
             code, message = problem
+            subject = None
             if code == "retrieval.prohibited":
                 expandable = False
-            findings.append(finding(code, message, at))
+                subject = value if isinstance(value, str) and iri_scheme(value) else None
+            findings.append(finding(code, message, at, subject=subject))
     return ContextReview(tuple(findings), terms, expandable)
 
 

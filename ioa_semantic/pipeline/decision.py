@@ -16,9 +16,10 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 from .._codes import finding
-from .._findings import Finding, Severity
+from .._findings import Finding, Remedy, Severity
 from .._vocab import IOA
 from ..sources.loader import Artifact, Profile, Registration
+from .remedies import SENDER, remedy
 from .store import group
 
 
@@ -123,10 +124,12 @@ def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
 class Outcome:
     """What the compatibility steps found, filled in as they run."""
 
-    __slots__ = ("candidates", "evidence", "excluded", "findings", "ontology")
+    __slots__ = ("candidates", "evidence", "excluded", "findings", "ontology", "remedies")
 
     def __init__(self) -> None:
         self.findings: list[Finding] = []
+        # What would answer the findings, proposed where the steps know it (see remedies).
+        self.remedies: list[Remedy] = []
         self.evidence: list[dict[str, Any]] = []
         self.excluded: list[dict[str, Any]] = []
         self.candidates: list[dict[str, Any]] = []
@@ -157,8 +160,10 @@ def evaluate(
 
     out.findings.extend(_context_domains(dataset))
     out.findings.extend(_binding_senses(dataset, profile))
-    out.findings.extend(_intent(dataset))
+    out.findings.extend(_intent(dataset, profile, out.remedies))
     out.findings.extend(parameter_findings(profile, task))
+    out.remedies.extend(_step_remedies(out.findings, profile))
+    out.remedies.extend(parameter_remedies(profile, task))
 
     alignment_ref = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
     capabilities = group(dataset.select("requested_capabilities"), "capability")
@@ -212,6 +217,11 @@ def _acceptance(dataset: Dataset, profile: Profile, ontology_id: str, version: s
                 f"version {version!r} of {ontology_id} is read as {read_as!r} through the "
                 "profile's declared relationship", "/ontologyVersion"))
             return read_as
+    out.remedies.append(remedy(
+        "use-accepted-version", SENDER, ("profile.relationship-scope",
+                                         "profile.version-not-accepted",
+                                         "profile.ontology-not-accepted"),
+        accepted=[{"ontologyId": o, "ontologyVersion": v} for o, v in sorted(profile.accepted)]))
     if by_relationship:
         out.findings.append(finding(
             "profile.relationship-scope",
@@ -262,7 +272,7 @@ def _binding_senses(dataset: Dataset, profile: Profile) -> Iterator[Finding]:
                           sense)
 
 
-def _intent(dataset: Dataset) -> Iterator[Finding]:
+def _intent(dataset: Dataset, profile: Profile, remedies: list[Remedy]) -> Iterator[Finding]:
     rows = dataset.select("intent_requirements")
     if not rows:
         return
@@ -271,6 +281,11 @@ def _intent(dataset: Dataset) -> Iterator[Finding]:
         yield finding("intent.unknown",
                       f"the intent {intent} is not in the profile's vocabulary", "/intentRef")
         return
+    missing = sorted({str(row["required"]) for row in rows
+                      if row["required"] and not row["declared"]})
+    if missing:
+        remedies.append(remedy("renegotiate", SENDER, ("intent.not-applicable",),
+                               field="capabilityRefs", permitted=missing))
     for row in rows:
         if row["required"] and not row["declared"]:
             yield finding("intent.not-applicable",
@@ -284,6 +299,9 @@ def _intent(dataset: Dataset) -> Iterator[Finding]:
                       "does not permit", "/intentRef")
     context_domains = dataset.select("context_domains")
     if domains and context_domains and not any(r["inContext"] for r in domains):
+        remedies.append(remedy(
+            "renegotiate", SENDER, ("intent.domain-mismatch",), field="domain",
+            permitted=sorted(str(r["domain"]) for r in domains if r["permitted"])))
         yield finding("intent.domain-mismatch",
                       f"the intent {intent} applies to "
                       f"{', '.join(sorted(r['domain'] for r in domains))}, none of which the "
@@ -304,6 +322,38 @@ def parameter_findings(profile: Profile, task: Task) -> Iterator[Finding]:
                           f"profile allows ({', '.join(sorted(allowed))})", "/profileContext")
 
 
+def _step_remedies(findings: Sequence[Finding], profile: Profile) -> Iterator[Remedy]:
+    """The remedies of the steps before the capabilities whose findings name their subject
+    (a parameter, a domain) in what the profile defines."""
+    codes = {f.code for f in findings}
+    domains = sorted(profile.permitted_domains)
+    if "domain.context-not-permitted" in codes:
+        yield remedy("renegotiate", SENDER, ("domain.context-not-permitted",), field="domain",
+                     permitted=domains)
+    if "domain.intent-not-permitted" in codes:
+        yield remedy("renegotiate", SENDER, ("domain.intent-not-permitted",), field="intentRef",
+                     permitted=domains)
+    if "domain.binding-not-permitted" in codes:
+        yield remedy("renegotiate", SENDER, ("domain.binding-not-permitted",), field="sense",
+                     permitted=sorted(profile.permitted_domains
+                                      | profile.permitted_binding_domains))
+
+
+def parameter_remedies(profile: Profile, task: Task) -> Iterator[Remedy]:
+    """What answers :func:`parameter_findings`: each missing parameter supplied, each
+    conflicting one renegotiated, with the values the profile allows where it fixes them."""
+    for name in sorted(profile.required_parameters):
+        if name not in task.parameters:
+            allowed = profile.parameter_values.get(name)
+            yield remedy("supply-parameter", SENDER, ("constraint.missing-parameter",), name=name,
+                         **({"values": sorted(allowed)} if allowed else {}))
+    for name, allowed in sorted(profile.parameter_values.items()):
+        value = task.single(name)
+        if value is not None and not any(same_value(name, value, a) for a in allowed):
+            yield remedy("renegotiate", SENDER, ("constraint.parameter-conflict",), field=name,
+                         permitted=sorted(allowed))
+
+
 # Task parameter, the registration's declared values, code, member, comparison rule.
 _PROVIDER_CHECKS = (
     ("inputMediaType", attrgetter("inputs"), "capability.input-conflict", "inputs",
@@ -317,7 +367,8 @@ _PROVIDER_CHECKS = (
 )
 
 
-def _provider_conflicts(capability: str, registration: Registration, task: Task) -> list[Finding]:
+def _provider_conflicts(capability: str, registration: Registration, task: Task,
+                        remedies: list[Remedy]) -> list[Finding]:
     conflicts = []
     parameters = task.parameters
     for name, read, code, member, same in _PROVIDER_CHECKS:
@@ -329,6 +380,8 @@ def _provider_conflicts(capability: str, registration: Registration, task: Task)
             if same(value, candidate):
                 break
         else:
+            remedies.append(remedy("renegotiate", SENDER, (code,), field=name,
+                                   permitted=sorted(declared)))
             conflicts.append(finding(
                 code,
                 f"the provider capability {registration.iri} ({registration.origin}) declares "
@@ -339,7 +392,8 @@ def _provider_conflicts(capability: str, registration: Registration, task: Task)
 
 
 def judge_direct(capability: str, providers: list[Registration], task: Task, out: Outcome) -> None:
-    results = [(r, _provider_conflicts(capability, r, task)) for r in providers]
+    proposed: list[Remedy] = []
+    results = [(r, _provider_conflicts(capability, r, task, proposed)) for r in providers]
     clean = [r for r, conflicts in results if not conflicts]
     if clean:
         out.evidence.append({"capability": capability, "via": "same ontology",
@@ -347,6 +401,7 @@ def judge_direct(capability: str, providers: list[Registration], task: Task, out
         return
     for _, conflicts in results:
         out.findings.extend(conflicts)
+    out.remedies.extend(proposed)
 
 
 def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_ref: str | None,
@@ -414,12 +469,49 @@ def _evaluate_conditions(conditions: list[tuple[str, str]], known: frozenset[str
     return "satisfied", ""
 
 
-def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],
+def _to_supply(conditions: list[tuple[str, str]], known: frozenset[str],
+               task: Task) -> list[tuple[str, str]]:
+    """The conditions of a rule the task does not supply, when supplying them with the values
+    the rule requires would satisfy it: every condition's parameter has a defined evaluation,
+    and every one the task supplies holds. Otherwise none (no value of the sender's makes
+    the rule apply)."""
+    missing = []
+    for name, required in conditions:
+        if name not in known:
+            return []
+        value = task.single(name)
+        if value is None:
+            missing.append((name, required))
+        elif not same_value(name, value, required):
+            return []
+    return missing
+
+
+def _offers(capability: str, registrations: Iterable[Registration], profile: Profile,
+            task: Task, out: Outcome) -> Iterator[Remedy]:
+    """``offer-alignment`` for a capability no offered registration under the envelope's
+    ontology provides: an artifact from the envelope's ontology (as read) to each ontology
+    the offered registrations are under, issued by an issuer the profile trusts, whose
+    conditions cover the task's parameters."""
+    source = (out.ontology.get("id", ""), out.ontology.get("readAs", out.ontology.get("version", "")))
+    parameters = [{"name": name, "values": [task.parameters[name]]}
+                  for name in sorted(task.parameters) if name in profile.known_parameters]
+    for target in sorted({r.ontology for r in registrations} - {source}):
+        yield remedy("offer-alignment", SENDER, ("alignment.no-accepted-mapping",
+                                                 "alignment.not-offered"),
+                     capability=capability,
+                     source={"ontologyId": source[0], "ontologyVersion": source[1]},
+                     target={"ontologyId": target[0], "ontologyVersion": target[1]},
+                     trustedIssuers=sorted(profile.trusted_issuers), conditions=parameters)
+
+
+def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C901
             conditions: dict[tuple[str, str], list[tuple[str, str]]],
             usable: dict[str, Artifact], by_graph: dict[str, Registration], profile: Profile,
             task: Task, alignment_ref: str | None, out: Outcome) -> None:
     applicable: dict[tuple[str, str], tuple[Artifact, Registration, Mapping[str, Any]]] = {}
     unevaluable: list[str] = []
+    supply: list[tuple[str, str]] = []  # (parameter, value) conditions the task does not supply
     known = profile.known_parameters
     for graph, artifact in usable.items():
         artifact_rows = [r for r in rows if r["artifactGraph"] == graph]
@@ -433,8 +525,10 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],
                 verdicts.append(("inapplicable", f"{row['offered']} is not offered under the "
                                  "artifact's exact target ontology version"))
                 continue
-            state, why = _evaluate_conditions(conditions.get((graph, row["rule"]), []),
-                                              known, task)
+            rule_conditions = conditions.get((graph, row["rule"]), [])
+            state, why = _evaluate_conditions(rule_conditions, known, task)
+            if state == "unevaluable":
+                supply.extend(_to_supply(rule_conditions, known, task))
             if state == "satisfied":
                 registration = by_graph[row["registration"]]
                 applicable.setdefault((artifact.id, artifact.revision),
@@ -468,6 +562,9 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],
                 "agreement (7.3)", key[0]))
             applicable = {key: applicable[key]}
     if len(applicable) > 1:
+        out.remedies.append(remedy(
+            "select-alignment", SENDER, ("alignment.ambiguous",), capability=capability,
+            candidates=[{"artifactId": i, "revision": r} for i, r in sorted(applicable)]))
         names = ", ".join(f"{i} revision {r}" for i, r in sorted(applicable))
         out.findings.append(finding(
             "alignment.ambiguous",
@@ -477,7 +574,7 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],
         return
     if applicable:
         (artifact, registration, row), = applicable.values()
-        conflicts = _provider_conflicts(capability, registration, task)
+        conflicts = _provider_conflicts(capability, registration, task, out.remedies)
         if conflicts:
             out.findings.extend(conflicts)
             return
@@ -492,7 +589,12 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],
             "alignment.not-offered",
             f"the envelope's alignmentRef {alignment_ref} names no usable offered artifact",
             "/alignmentRef"))
+    out.remedies.extend(_offers(capability, by_graph.values(), profile, task, out))
     if unevaluable:
+        for name in sorted({n for n, _ in supply}):
+            out.remedies.append(remedy(
+                "supply-parameter", SENDER, ("alignment.condition-unevaluable",), name=name,
+                values=sorted({v for n, v in supply if n == name})))
         out.findings.append(finding(
             "alignment.condition-unevaluable",
             f"a mapping for {capability} cannot be established: {'; '.join(unevaluable)}",

@@ -122,7 +122,7 @@ def expansion_findings(exc: ExpansionError) -> Finding:
     if exc.code in ("loading remote context failed", "loading document failed"):
         cause = retrieval_error_in(exc)
         if cause is not None:
-            return finding(cause.code, cause.message, "/@context")
+            return finding(cause.code, cause.message, "/@context", subject=cause.url)
     if exc.code == "protected term redefinition":
         return finding("jsonld.protected-redefinition",
                        f"a protected term is redefined: {exc}", "/@context")

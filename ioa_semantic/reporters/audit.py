@@ -29,7 +29,7 @@ def result_line(result: Result) -> str:
     index = "null" if result.position is None else str(result.position)
     ident = "null" if result.id is None else encode_basestring(result.id)
     return (f'{{"source": {_encoded(result.source)}, "index": {index}, '
-            f'"id": {ident}, "status": "{result.status}", "reasons": []}}\n')
+            f'"id": {ident}, "status": "{result.status}", "reasons": [], "remedies": []}}\n')
 
 
 @lru_cache(maxsize=64)
@@ -139,12 +139,17 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> Non
         return where
 
     for result in (result for batch in batches for result in batch.notable):
+        # SARIF's fixes are replacements of artifact content, which a remedy does not know
+        # (it says what must change, not to what): remedies go in the result's properties.
+        answered = {code: [r.as_dict() for r in result.remedies if code in r.codes]
+                    for code in {reason.code for reason in result.reasons}}
         for reason in result.reasons:
             emit({"ruleId": reason.code, "level": _SARIF_LEVEL[reason.severity],
                   "message": {"text": reason.message},
                   "locations": [location(result.source, result.position, reason.path)],
                   "properties": {"status": result.status, "id": result.id,
-                                 "index": result.position, "draftSection": reason.section}})
+                                 "index": result.position, "draftSection": reason.section,
+                                 "remedies": answered[reason.code]}})
     conflicts = audit.conflicts()
     for conflict in conflicts:
         emit({"ruleId": conflict.code, "level": "error",

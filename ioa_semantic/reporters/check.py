@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 from .._codes import fix_for
-from .._findings import Decision, Severity, Verdict
+from .._findings import Decision, Remedy, Severity, Verdict
 
 _STYLE = {
     Verdict.COMPATIBLE: "bold green",
@@ -82,8 +82,42 @@ def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
             console.print(f"  [dim]excluded artifact {escape(str(item.get('artifactId')))} "
                           f"revision {escape(str(item.get('revision')))}: "
                           f"{escape(item['reason'])}[/]")
+        if decision.remedies:
+            console.print("  to proceed:")
+            for remedy in decision.remedies:
+                console.print(f"    {escape(describe(remedy))} [dim](by the {remedy.by}; answers "
+                              f"{escape(', '.join(remedy.codes))})[/]")
         if decision.at:
             console.print(f"  [dim]evaluated at {decision.at}; authorization not evaluated[/]")
+
+
+def describe(remedy: Remedy) -> str:
+    """A remedy in one sentence for people; programs read its members (``as_dict``)."""
+    d = remedy.details
+    def listed(values: Iterable[Any]) -> str:
+        return ", ".join(str(v) for v in values) or "none"
+    if remedy.action == "correct-input":
+        return f"correct the input at {d['path'] or '/'}"
+    if remedy.action == "supply-parameter":
+        values = f" (accepted: {listed(d['values'])})" if d.get("values") else ""
+        return f"supply the task parameter {d['name']}{values}"
+    if remedy.action == "use-accepted-version":
+        return "use an accepted ontology version: " + listed(
+            f"{a['ontologyId']} {a['ontologyVersion']}" for a in d["accepted"])
+    if remedy.action == "offer-alignment":
+        return (f"offer an alignment artifact for {d['capability']} from "
+                f"{d['source']['ontologyId']} {d['source']['ontologyVersion']} to "
+                f"{d['target']['ontologyId']} {d['target']['ontologyVersion']}, asserted by "
+                f"{listed(d['trustedIssuers'])}")
+    if remedy.action == "select-alignment":
+        return "name one artifact in alignmentRef: " + listed(
+            f"{c['artifactId']} revision {c['revision']}" for c in d["candidates"])
+    if remedy.action == "allow-retrieval":
+        return f"allow the retrieval of {d['url']} (the receiver's policy)"
+    if remedy.action == "retry":
+        return f"retry: {d['url']} could not be fetched"
+    field = f" for {d['field']}" if d.get("field") else ""
+    return f"renegotiate{field}: the profile permits {listed(d['permitted'])}"
 
 
 REPORTERS: dict[str, Callable[[Iterable[Decision], IO[str]], None]] = {
