@@ -47,8 +47,13 @@ def case_options(folder: Path, args: list[str]) -> tuple[str, dict[str, Any], di
     from ioa_semantic import Limits
 
     opts: dict[str, list[str]] = {}
-    for flag, value in zip(args[::2], args[1::2], strict=False):
-        opts.setdefault(flag, []).append(value)
+    rest = list(args)
+    while rest:
+        flag = rest.pop(0)
+        if flag == "--allow-private-addresses":  # the one option without a value
+            opts[flag] = ["true"]
+            continue
+        opts.setdefault(flag, []).append(rest.pop(0))
     profile = opts["--profile"][0]
     if (folder / profile).exists():
         profile = str(folder / profile)
@@ -58,6 +63,8 @@ def case_options(folder: Path, args: list[str]) -> tuple[str, dict[str, Any], di
                        for a in opts.get("--alignment", [])],
         "limits": Limits(**{field: int(opts[flag][0]) for field in Limits._fields
                             if (flag := "--" + field.replace("_", "-")) in opts}),
+        "allow_remote": opts.get("--allow-remote", []),
+        "allow_private_addresses": "--allow-private-addresses" in opts,
     }
     params = dict(p.split("=", 1) for p in opts.get("--param", []))
     at = datetime.fromisoformat(opts["--at"][0].replace("Z", "+00:00"))

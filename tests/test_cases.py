@@ -110,6 +110,8 @@ class Arguments:
     params: dict[str, str]
     at: datetime
     limits: Limits
+    allow_remote: list[str]
+    allow_private_addresses: bool
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -119,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--alignment", action="append", default=[])
     parser.add_argument("--param", action="append", default=[])
     parser.add_argument("--at", required=True)
+    parser.add_argument("--allow-remote", action="append", default=[])
+    parser.add_argument("--allow-private-addresses", action="store_true")
     for field in Limits._fields:
         parser.add_argument("--" + field.replace("_", "-"), type=int, dest=field,
                             default=getattr(Limits(), field))
@@ -148,6 +152,8 @@ def arguments(case: Case) -> Arguments:
         params=params,
         at=at,
         limits=Limits(**{field: getattr(opts, field) for field in Limits._fields}),
+        allow_remote=list(opts.allow_remote),
+        allow_private_addresses=opts.allow_private_addresses,
     )
 
 
@@ -283,7 +289,8 @@ def test_case(case: Case, cli_runs: dict[str, Future[Run]]) -> None:
     # (a) the library
     args = arguments(case)
     checker = Checker(args.profile, capabilities=args.capabilities, alignments=args.alignments,
-                      limits=args.limits)
+                      limits=args.limits, allow_remote=args.allow_remote,
+                      allow_private_addresses=args.allow_private_addresses)
     decision = checker.check(case.envelope.read_bytes(), params=args.params, at=args.at,
                              source=case.spec["envelope"])
     assert decision.verdict.value == case.verdict, (
