@@ -819,7 +819,9 @@ def op_legacy_key(doc: Doc, rng: random.Random) -> Effect | None:
         node.set("id", "https://example.org/e")
     else:
         return None
-    return Effect(f"legacy-key({how})", INVALID, (*path, how))
+    # The path is the key the legacy spelling stands at, so that a later mutation of that
+    # key (deleting the "id" just added, say) voids what this one implied.
+    return Effect(f"legacy-key({how})", INVALID, (*path, "id" if how.endswith("-id") else "type"))
 
 
 def op_odd_unicode(doc: Doc, rng: random.Random) -> Effect | None:
