@@ -93,8 +93,10 @@ class Agent:
         self.handler = SemanticGateHandler(agent_executor=self.executor, task_store=self.store,
                                            agent_card=self.card, checker=checker,
                                            disclosure=disclosure, clock=lambda: AT, **gate)
+        # a2a-sdk's V03ServerCallContextBuilder has the build() of a ServerCallContextBuilder
+        # but does not subclass that ABC, which create_jsonrpc_routes names.
         app = Starlette(routes=create_agent_card_routes(self.card) + create_jsonrpc_routes(
-            self.handler, "/a2a", context_builder=context_builder()))
+            self.handler, "/a2a", context_builder=context_builder()))  # type: ignore[arg-type]
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
                                                     log_level="error"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -231,8 +233,9 @@ def test_two_envelope_parts_are_refused(agent: Agent, second: str) -> None:
 def _raw_send(url: str, msg: pb.Message, headers: dict[str, str]) -> dict[str, Any]:
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
             "params": {"message": json_format.MessageToDict(msg)}}
-    return httpx.post(url + "/a2a", json=body, timeout=10,
-                      headers={"A2A-Version": "1.0", **headers}).json()
+    answer: dict[str, Any] = httpx.post(url + "/a2a", json=body, timeout=10,
+                                        headers={"A2A-Version": "1.0", **headers}).json()
+    return answer
 
 
 @pytest.mark.parametrize("header", ["A2A-Extensions", "X-A2A-Extensions"])
