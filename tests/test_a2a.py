@@ -93,10 +93,8 @@ class Agent:
         self.handler = SemanticGateHandler(agent_executor=self.executor, task_store=self.store,
                                            agent_card=self.card, checker=checker,
                                            disclosure=disclosure, clock=lambda: AT, **gate)
-        # a2a-sdk's V03ServerCallContextBuilder has the build() of a ServerCallContextBuilder
-        # but does not subclass that ABC, which create_jsonrpc_routes names.
         app = Starlette(routes=create_agent_card_routes(self.card) + create_jsonrpc_routes(
-            self.handler, "/a2a", context_builder=context_builder()))  # type: ignore[arg-type]
+            self.handler, "/a2a", context_builder=context_builder()))
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
                                                     log_level="error"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
