@@ -32,13 +32,13 @@ import enum
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from a2a.client.service_parameters import with_a2a_extensions
 from a2a.compat.v0_3.context_builders import V03ServerCallContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.default_request_handler_v2 import DefaultRequestHandlerV2
-from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.server.routes.common import DefaultServerCallContextBuilder, ServerCallContextBuilder
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import ExtensionSupportRequiredError, InvalidParamsError
 from google.protobuf import json_format, struct_pb2
@@ -114,9 +114,12 @@ def activation(uri: str = DEFAULT_EXTENSION_URI) -> Any:
     return with_a2a_extensions([uri])
 
 
-def context_builder() -> V03ServerCallContextBuilder:
+def context_builder() -> ServerCallContextBuilder:
     """A server context builder that also honours the older ``X-A2A-Extensions`` header."""
-    return V03ServerCallContextBuilder(DefaultServerCallContextBuilder())
+    # The SDK's v0.3 builder has the builder's one method without subclassing it; typed as
+    # what create_jsonrpc_routes takes, so that the documented use passes a type checker.
+    return cast(ServerCallContextBuilder,
+                V03ServerCallContextBuilder(DefaultServerCallContextBuilder()))
 
 
 def envelope_of(message: pb.Message,

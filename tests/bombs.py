@@ -12,7 +12,7 @@ from typing import Any
 from support import envelope_62
 
 
-def _with(mutate: Callable[[dict], None]) -> bytes:
+def _with(mutate: Callable[[dict[str, Any]], None]) -> bytes:
     doc = envelope_62()
     mutate(doc)
     return json.dumps(doc).encode()
@@ -95,8 +95,10 @@ def many_context_objects(n: int) -> bytes:
 
 
 def many_context_objects_and_a_finding(n: int) -> bytes:
-    return _with(lambda d: (d.__setitem__("@context", [d["@context"], *(
-        {f"t{i}": f"https://terms.example/{i}"} for i in range(n))]), d.pop("intentRef")))
+    def mutate(d: dict[str, Any]) -> None:
+        d["@context"] = [d["@context"], *({f"t{i}": f"https://terms.example/{i}"} for i in range(n))]
+        d.pop("intentRef")
+    return _with(mutate)
 
 
 def many_term_definitions(n: int) -> bytes:
@@ -105,7 +107,7 @@ def many_term_definitions(n: int) -> bytes:
 
 
 def many_distinct_prefixes(n: int) -> bytes:
-    def mutate(d: dict) -> None:
+    def mutate(d: dict[str, Any]) -> None:
         d["@context"].update({f"p{i}": f"https://p{i}.example/" for i in range(n)})
         d["capabilityRefs"] = ["cs:TechTranslation", *(f"p{i}:x" for i in range(n))]
     return _with(mutate)
@@ -149,7 +151,7 @@ def long_string_n(n: int) -> bytes:
 
 
 def deep_nesting(n: int) -> bytes:
-    inner: dict = {"@type": "ioa:TermBinding", "term": "T", "sense": "cs:S"}
+    inner: dict[str, Any] = {"@type": "ioa:TermBinding", "term": "T", "sense": "cs:S"}
     for _ in range(min(n, 60)):
         inner = {"@type": "ioa:TermBinding", "term": "T", "sense": "cs:S", "x": inner}
     return _with(lambda d: d["profileContext"].__setitem__("termBindings", [inner] * max(1, n // 60)))

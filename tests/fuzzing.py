@@ -33,7 +33,7 @@ import random
 import re
 import tempfile
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -598,10 +598,13 @@ class Doc:
         return NONE
 
 
-def _positions(doc: Doc, keys_of: dict[str, tuple[str, ...]]) -> list[tuple[tuple[Any, ...],
-                                                                          Any, Any, str, str]]:
+# (path, container, slot, role, key): where a string value stands, and under what.
+Position = tuple[tuple[Any, ...], Any, Any, str, str]
+
+
+def _positions(doc: Doc, keys_of: Mapping[str, tuple[str, ...]]) -> list[Position]:
     """(path, container, slot, role, key) of every string value under the keys named."""
-    out = []
+    out: list[Position] = []
     for path, node, role in doc.nodes():
         for key in keys_of.get(role, ()):
             value = node.get(key)
@@ -885,7 +888,7 @@ def op_context_term_id(doc: Doc, rng: random.Random) -> Effect | None:
     if not used:
         return None
     term = rng.choice(used)
-    value = rng.choice([[], Obj(), 5, None, "", "_:b", "@type", "@id", "ioa:other",
+    value: object = rng.choice([[], Obj(), 5, None, "", "_:b", "@type", "@id", "ioa:other",
                         "https://example.org/ioa/semantic#other", "@vocab", "cs:x"])
     old = ctx.get(term)
     definition = Obj([["@id", value]])
@@ -1281,15 +1284,15 @@ def replay(seed: Seed, ops: list[tuple[str, int]]) -> Mutant:  # noqa: C901
     labels = []
     for _name, op_seed in byte_ops:
         before_tree, before_why = strict_parse(data)
-        effect = byte_op(data, doc.tree, random.Random(op_seed), seed.kind)
-        before, data = data, effect.data
-        labels.append(effect.op)
-        parsed, why = strict_parse(data, allow_bom=effect.bom)
+        byte_effect = byte_op(data, doc.tree, random.Random(op_seed), seed.kind)
+        before, data = data, byte_effect.data
+        labels.append(byte_effect.op)
+        parsed, why = strict_parse(data, allow_bom=byte_effect.bom)
         if why is not None:
-            expect, because, equivalent = INVALID, f"{effect.op}: {why}", None
+            expect, because, equivalent = INVALID, f"{byte_effect.op}: {why}", None
         elif before_why is not None or norm(parsed) != norm(before_tree):
             expect, because, equivalent = NONE, None, None  # another document
-        elif effect.bom:
+        elif byte_effect.bom:
             equivalent = None  # RFC 8259 lets a parser ignore a BOM or reject it
         else:
             equivalent = equivalent or before  # the same JSON value

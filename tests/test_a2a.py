@@ -231,8 +231,9 @@ def test_two_envelope_parts_are_refused(agent: Agent, second: str) -> None:
 def _raw_send(url: str, msg: pb.Message, headers: dict[str, str]) -> dict[str, Any]:
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
             "params": {"message": json_format.MessageToDict(msg)}}
-    return httpx.post(url + "/a2a", json=body, timeout=10,
-                      headers={"A2A-Version": "1.0", **headers}).json()
+    answer: dict[str, Any] = httpx.post(url + "/a2a", json=body, timeout=10,
+                                        headers={"A2A-Version": "1.0", **headers}).json()
+    return answer
 
 
 @pytest.mark.parametrize("header", ["A2A-Extensions", "X-A2A-Extensions"])

@@ -185,10 +185,10 @@ def test_text_output_and_output_file(tmp_path: Path) -> None:
                           cwd=tmp_path, capture_output=True, timeout=60, text=True)
     assert "CONFLICT" in proc.stdout and "c.jsonl:1, c.jsonl:2" in proc.stdout
     assert "2 registrations: 2 valid, 0 invalid, 0 indeterminate; 1 conflict\n" in proc.stdout
-    proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
-                           "--format", "json", "--output", "out.jsonl"], cwd=tmp_path,
-                          capture_output=True, timeout=60)
-    assert proc.returncode == 1 and proc.stdout == b""
+    to_file = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
+                              "--format", "json", "--output", "out.jsonl"], cwd=tmp_path,
+                             capture_output=True, timeout=60)
+    assert to_file.returncode == 1 and to_file.stdout == b""
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 3
 
 
@@ -567,6 +567,7 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once(
     for a kind, then only the IRI (and the colon proof) for each registration of it."""
     from ioa_semantic.audit.judge import judge
     from ioa_semantic.audit.workers import kinds_for
+    from ioa_semantic.compiled.engine import CompiledEngine
 
     checker = Checker("cs-translation")
     kinds = kinds_for(checker)
@@ -581,8 +582,9 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once(
         return counted
 
     # Every compiled baseline, whether a kind asks for it or the checker's engine does.
-    monkeypatch.setattr(checker.stages, "compiled_baseline",
-                        counting(checker.stages.compiled_baseline))
+    stages = checker.stages
+    assert isinstance(stages, CompiledEngine)  # the default engine, the one that has kinds
+    monkeypatch.setattr(stages, "compiled_baseline", counting(stages.compiled_baseline))
     results = [judge(checker, text, "r.jsonl", i, kinds) for i, text in enumerate(texts)]
     assert [r.id for r, _ in results] == [f"https://example.org/onto/cs#C{i}" for i in range(50)]
     declared = (("text/plain",), ("text/plain",), checker.profile.single_ontology())
@@ -788,7 +790,7 @@ def _uninterrupted(capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 def _killed(capsys: pytest.CaptureFixture[str], after: int) -> dict[str, Any]:
     status, err = _run(_RESUMABLE, capsys, kill_after=after)
     assert status is None, err
-    state = json.loads(Path("state.json").read_text())
+    state: dict[str, Any] = json.loads(Path("state.json").read_text())
     assert state["pieces"] == after
     # The output holds more than the state records: what a kill leaves past the checkpoint.
     assert Path("out.jsonl").stat().st_size > state["output"]["length"]

@@ -48,8 +48,10 @@ def _json(document: Any) -> bytes:
 def _case_121() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The 12.1 envelope, provider registration and artifact (the provider is in another
     ontology, so the envelope needs the artifact's mapping)."""
-    return tuple(json.loads((CASE_121 / name).read_text())  # type: ignore[return-value]
-                 for name in ("envelope.jsonld", "provider.jsonld", "align0.json"))
+    def read(name: str) -> dict[str, Any]:
+        document: dict[str, Any] = json.loads((CASE_121 / name).read_text())
+        return document
+    return read("envelope.jsonld"), read("provider.jsonld"), read("align0.json")
 
 
 def _mapping_check(artifacts: list[bytes], registrations: list[bytes] | None = None) -> Case:

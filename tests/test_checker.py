@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -86,7 +87,7 @@ def test_cache_is_missed_when_a_task_parameter_changes() -> None:
 
 
 @needs_shared
-def test_a_changed_offered_capability_is_a_new_check(tmp_path) -> None:
+def test_a_changed_offered_capability_is_a_new_check(tmp_path: Path) -> None:
     """S5: the intended service changes, so the prior result is not reused."""
     envelope = (CASE_121 / "envelope.jsonld").read_bytes()
     params = {"sourceLang": "zh", "targetLang": "en"}
@@ -108,14 +109,14 @@ def test_unknown_profile_names_the_installed_ones() -> None:
         Checker("no-such-profile")
 
 
-def test_broken_profile_file_is_a_profile_error(tmp_path) -> None:
+def test_broken_profile_file_is_a_profile_error(tmp_path: Path) -> None:
     path = tmp_path / "broken.ttl"
     path.write_text("@prefix iop: <https://ioa-semantic.org/ns/profile#> .\n<a> iop:x ")
     with pytest.raises(ProfileError, match=r"broken\.ttl"):
         Checker(str(path))
 
 
-def test_malformed_capability_is_a_configuration_error(tmp_path) -> None:
+def test_malformed_capability_is_a_configuration_error(tmp_path: Path) -> None:
     path = tmp_path / "cap.jsonld"
     path.write_text('{"@context": {}, "@type": "Capability"}')
     with pytest.raises(RegistrationError, match=r"cap\.jsonld"):

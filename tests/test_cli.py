@@ -42,8 +42,9 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def lines(proc: subprocess.CompletedProcess[bytes]) -> list[dict]:
-    out = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
+def lines(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, typing.Any]]:
+    out: list[dict[str, typing.Any]] = [json.loads(line) for line in proc.stdout.decode().splitlines()
+                                        if line.strip()]
     for item in out:
         OUTPUT_SCHEMA.validate(item)
     return out

@@ -33,6 +33,7 @@ from test_audit import INVALID, line, variant
 
 from ioa_semantic.audit.dask import partitions, read_partition
 from ioa_semantic.audit.inputs import documents, items_of, pieces
+from ioa_semantic.audit.judge import Item
 
 from support import IOA_CHECK, registration_63
 
@@ -48,9 +49,10 @@ def ioa_check(args: list[str], cwd: Path, stdin: bytes | None = None,
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[str, Client]]:
     """Two worker processes of one thread each, shared by the tests of this module."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as local, \
-            Client(local, set_as_default=False) as client:
+    # distributed's LocalCluster, Client and Client.processing are not annotated.
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,  # type: ignore[no-untyped-call]
+                      dashboard_address=":0", silence_logs=logging.ERROR) as local, \
+            Client(local, set_as_default=False) as client:  # type: ignore[no-untyped-call]
         yield local.scheduler_address, client
 
 
@@ -266,7 +268,7 @@ def test_a_worker_killed_mid_audit_is_replaced_and_the_output_is_unchanged(
                 assert proc.poll() is None, "the audit ended before a worker could be killed"
                 assert time.monotonic() < deadline
                 busy = {worker: [str(key) for key in keys if str(key).endswith("-judge")]
-                        for worker, keys in client.processing().items()}
+                        for worker, keys in client.processing().items()}  # type: ignore[no-untyped-call]
                 busy = {worker: keys for worker, keys in busy.items() if keys}
                 time.sleep(0.02)
             worker, interrupted = next(iter(busy.items()))
@@ -353,12 +355,13 @@ def test_byte_ranges_read_back_as_the_local_audit_reads_the_file(
     audit's, without its line break."""
     path = tmp_path_factory.mktemp("lines") / "r.jsonl"
     path.write_bytes(b"\n".join(rows) + (b"\n" if final_newline and rows else b""))
-    got = []
+    got: list[Item] = []
     before = 0
     for part in partitions([str(path)], size):
         items, lines = read_partition(part)
-        got.extend((source, before + index, document, problems)
-                   for source, index, document, problems in items)
+        for source, index, document, problems in items:
+            assert index is not None  # a readable file's items have their line numbers
+            got.append((source, before + index, document, problems))
         before += lines
     assert got == [item for piece in pieces([str(path)]) for item in items_of(piece)]
     # The items documents() reads, less their line breaks.

@@ -141,9 +141,9 @@ def test_fuzz_corpus_registrations(folder: Path) -> None:
         problems += [f"line {i}: {' | '.join(f.signature)}" for f in fuzzing.run_registration(m)[0]]
     batch = [fuzzing.Mutant(fuzzing.Seed("x", "registration", "{}", fuzzing.DEFAULT), [], line,
                             "registration", fuzzing.DEFAULT) for line in lines]
-    for seed in range(3):
+    for order_seed in range(3):
         problems += [" | ".join(f.signature) + f": {f.detail}"
-                     for f in fuzzing.run_audit_order(batch, random.Random(seed))]
+                     for f in fuzzing.run_audit_order(batch, random.Random(order_seed))]
     assert not problems, "\n".join(problems)
 
 

@@ -12,6 +12,7 @@ import copy
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,12 +26,12 @@ AT = datetime(2026, 6, 1, tzinfo=UTC)
 PARAMS = {"sourceLang": "zh", "targetLang": "en"}
 
 
-def _artifact(**changes: object) -> dict:
-    doc = json.loads((CASE / "align0.json").read_text())
+def _artifact(**changes: object) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((CASE / "align0.json").read_text())
     rule_changes = changes.pop("rule", {})
     conditions = changes.pop("conditions", None)
     doc.update(changes)
-    doc["mappingRules"][0].update(rule_changes)  # type: ignore[arg-type]
+    doc["mappingRules"][0].update(rule_changes)
     if conditions is not None:
         doc["mappingRules"][0]["conditions"] = conditions
     return doc
@@ -52,7 +53,7 @@ DECOYS = {
 }
 
 
-def _write(tmp_path: Path, name: str, doc: dict, index: int) -> Path:
+def _write(tmp_path: Path, name: str, doc: dict[str, Any], index: int) -> Path:
     doc = copy.deepcopy(doc)
     if isinstance(doc.get("artifactId"), str):
         doc["artifactId"] = f"https://example.org/align/{name}-{index}"

@@ -123,7 +123,7 @@ def assert_same_answers(checker: Checker, node: dict[str, Any], params: dict[str
 
     task = task_from(node, params)
     outcomes = [evaluate(dataset, node, checker.profile, checker.registrations,
-                         checker.artifacts, task, at)  # type: ignore[arg-type]
+                         checker.artifacts, task, at)
                 for dataset in (Dataset(checker.stages.fixed, envelope_quads(node)),
                                 TableDataset(tables, node))]
     expected, got = outcomes

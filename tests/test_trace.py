@@ -57,7 +57,7 @@ def records(proc: subprocess.CompletedProcess[bytes]) -> tuple[dict[str, dict[st
 
 def use(record: dict[str, Any], aspect: str, **match: Any) -> dict[str, Any]:
     uses = record["consumed"][aspect] if aspect != "provided" else record["provided"]
-    found = [u for u in uses if all(u.get(k) == v for k, v in match.items())]
+    found: list[dict[str, Any]] = [u for u in uses if all(u.get(k) == v for k, v in match.items())]
     assert len(found) == 1, (aspect, match, uses)
     return found[0]
 
@@ -148,7 +148,7 @@ def test_the_text_report_leads_with_the_verdict(tmp_path: Path) -> None:
 
 
 def test_output_is_deterministic(tmp_path: Path) -> None:
-    args = [GOLDEN, SMALLER[2], "--manifests", MANIFESTS, "--format", "json"]
+    args: list[str | Path] = [GOLDEN, SMALLER[2], "--manifests", MANIFESTS, "--format", "json"]
     assert trace(args, tmp_path, shapes=True).stdout == trace(args, tmp_path, shapes=True).stdout
 
 
@@ -400,8 +400,8 @@ def test_include_content_copies_the_text(tmp_path: Path) -> None:
 
 def test_opaque_ids_hide_agents_runs_and_calls(tmp_path: Path) -> None:
     (tmp_path / "key").write_bytes(b"a key of the operator's")
-    args = [renamed_copy(tmp_path), "--manifests", MANIFESTS, "--format", "json", "--opaque-ids",
-            "--opaque-key", "key", "--emit-kg", "kg.ttl"]
+    args: list[str | Path] = [renamed_copy(tmp_path), "--manifests", MANIFESTS, "--format", "json",
+                              "--opaque-ids", "--opaque-key", "key", "--emit-kg", "kg.ttl"]
     proc = trace(args, tmp_path, shapes=True)
     assert proc.returncode == 1
     written = proc.stdout.decode() + (tmp_path / "kg.ttl").read_text()
@@ -500,8 +500,8 @@ def test_a_manifest_declaration_outranks_an_unbound_name(tmp_path: Path) -> None
     """Declared by one source is enough; not declared needs every source to complete."""
     (tmp_path / "regs.jsonl").write_text(json.dumps(_registration(TRAVEL + "Schedules")) + "\n")
     bindings = _bindings(tmp_path, {}, {})
-    base = ["--registrations", "regs.jsonl", "--profile", "cs-translation", "--bindings",
-            bindings, "--manifests", MANIFESTS, "--format", "json"]
+    base: list[str | Path] = ["--registrations", "regs.jsonl", "--profile", "cs-translation",
+                              "--bindings", bindings, "--manifests", MANIFESTS, "--format", "json"]
     agents, _ = records(trace([GOLDEN, *base], tmp_path))
     assert use(agents["schedule_agent"], "tools", tool="lookup_schedule")["verdict"] == "compatible"
     agents, _ = records(trace([renamed_copy(tmp_path), *base], tmp_path))

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,14 +31,14 @@ def trace(args: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[byte
                           capture_output=True, timeout=300)
 
 
-def checkpoints(state: Path) -> list[dict]:
+def checkpoints(state: Path) -> list[dict[str, Any]]:
     lines = state.read_text().splitlines()
     assert json.loads(lines[0]) == {"ioa-check-trace-state": 1, "includeContent": False}
     return [json.loads(line) for line in lines[1:]]
 
 
 def test_a_rerun_neither_skips_nor_doubles(tmp_path: Path) -> None:
-    base = [GOLDEN, "--manifests", MANIFESTS, "--format", "json"]
+    base: list[str | Path] = [GOLDEN, "--manifests", MANIFESTS, "--format", "json"]
     plain = trace(base, tmp_path)
     first = trace([*base, "--state", "s", "--batch-size", "50"], tmp_path)
     assert first.returncode == plain.returncode == 3
@@ -52,8 +53,8 @@ def test_appended_events_are_consumed_incrementally(tmp_path: Path) -> None:
     lines = (GOLDEN / "events.jsonl").read_text().splitlines(keepends=True)
     stream = tmp_path / "events.jsonl"
     stream.write_text("".join(lines[:120]))
-    args = ["events.jsonl", "--manifests", MANIFESTS, "--format", "json", "--state", "s",
-            "--batch-size", "32"]
+    args: list[str | Path] = ["events.jsonl", "--manifests", MANIFESTS, "--format", "json",
+                              "--state", "s", "--batch-size", "32"]
     trace(args, tmp_path)
     with stream.open("a") as handle:
         handle.write("".join(lines[120:]))
@@ -68,7 +69,7 @@ def test_appended_events_are_consumed_incrementally(tmp_path: Path) -> None:
 @pytest.mark.parametrize("damage", ["torn", "lost"])
 def test_a_batch_without_a_complete_checkpoint_is_replayed(tmp_path: Path, damage: str) -> None:
     """Killed while writing a checkpoint (torn) or before writing it (lost): the batch replays."""
-    base = [GOLDEN, "--manifests", MANIFESTS, "--format", "json"]
+    base: list[str | Path] = [GOLDEN, "--manifests", MANIFESTS, "--format", "json"]
     plain = trace(base, tmp_path)
     trace([*base, "--state", "s", "--batch-size", "40"], tmp_path)
     state = tmp_path / "s"
@@ -130,7 +131,8 @@ def _triples(path: Path) -> set[tuple[str, str, str]]:
 def test_killed_with_sigkill_at_several_points_it_resumes_to_the_same_result(
         tmp_path: Path) -> None:
     _long_stream(tmp_path / "events.jsonl", 10)
-    base = ["events.jsonl", "--manifests", MANIFESTS, "--format", "json", "--batch-size", "5"]
+    base: list[str | Path] = ["events.jsonl", "--manifests", MANIFESTS, "--format", "json",
+                              "--batch-size", "5"]
     reference = trace([*base, "--emit-kg", "whole.ttl"], tmp_path)
     assert reference.returncode == 3, reference.stderr
     state = tmp_path / "state"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import traffic  # noqa: E402
 SIZE = 4000
 SAMPLE = 300
 AT = datetime(2026, 6, 1, tzinfo=UTC)
-SCRIPTS = {
+SCRIPTS: dict[str, Callable[[str], bool]] = {
     "latin": lambda ch: (ch.isascii() and ch.isalpha()) or "\u00c0" <= ch <= "\u024f",
     "cjk": lambda ch: "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af",
     "cyrillic": lambda ch: "\u0400" <= ch <= "\u04ff",

@@ -71,9 +71,9 @@ def test_a_returned_decision_cannot_be_changed_nor_change_another() -> None:
     checker = Checker("cs-translation", alignments=["cs-doc-v1"])
     first = checker.check(json.dumps(envelope_62()).encode(), at=AT)
     with pytest.raises(TypeError):
-        first.dependencies["profile"]["id"] = "changed"  # type: ignore[index]
+        first.dependencies["profile"]["id"] = "changed"
     with pytest.raises((TypeError, AttributeError)):
-        first.dependencies["parameters"]["sourceLang"] = "xx"  # type: ignore[index]
+        first.dependencies["parameters"]["sourceLang"] = "xx"
     plain = first.as_dict()
     plain["dependencies"]["profile"]["id"] = "changed"
     plain["dependencies"]["capabilities"].append("changed")

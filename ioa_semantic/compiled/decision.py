@@ -77,7 +77,7 @@ class CompiledDecision:
         bindings blank nodes (an IRI would merge them with other nodes in the store) and no
         unknown capability. The capability steps call the helpers :func:`evaluate` calls, on
         the same rows. Anything else is None, and :func:`evaluate` over a
-        :class:`~._tables.TableDataset` reports it; the tests hold the two Outcomes equal.
+        :class:`~.tables.TableDataset` reports it; the tests hold the two Outcomes equal.
         The common envelope skips building the index and the eight queries' rows (a third
         of a warm check before, measured).
         """

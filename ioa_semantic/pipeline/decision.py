@@ -26,8 +26,8 @@ from .store import group
 class Dataset(Protocol):
     """What the decision reads: the named queries' rows for one envelope.
 
-    The reference engine runs the SPARQL queries on a store (:class:`._store.Dataset`); the
-    compiled engine answers them from tables (:class:`._tables.TableDataset`).
+    The reference engine runs the SPARQL queries on a store (:class:`.store.Dataset`); the
+    compiled engine answers them from tables (:class:`ioa_semantic.compiled.tables.TableDataset`).
     """
 
     def select(self, name: str) -> list[dict[str, Any]]: ...
