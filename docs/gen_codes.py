@@ -6,7 +6,9 @@ the committed page differs from what this renders.
 
 from pathlib import Path
 
-from ioa_semantic._codes import CODES, FAMILIES
+from ioa_semantic._codes import CODES, FAMILIES, Code
+from ioa_semantic._findings import Verdict
+from ioa_semantic.pipeline.remedies import ANSWERS
 
 PAGE = Path(__file__).resolve().parent / "codes.md"
 
@@ -30,19 +32,36 @@ The `registration.` codes are the audit's; a `--capability` file with one of the
 configuration error (exit 2). The `trace.` family and the `capability.` codes of observed
 uses are those of `ioa-check trace` ([the trace audit](trace.md)); the `retrieval.` codes
 are explained on [the remote retrieval page](retrieval.md).
+
+"Remedy" is the action of the result's `remedies` that answers a reason of that code when it
+decides the verdict (contract 2, "Remedies"; `ioa_semantic/pipeline/remedies.py`): every
+code that forces invalid gets `correct-input` at its path. A code without one has none for
+a reason: an unknown sense, intent or capability (any proposal would be by similarity to
+what was sent, which 6.4 forbids), a retrieval no party's check can change (a cycle, a
+content type, a pinned resource that changed), a code that never decides, and codes that
+are not a check's (the audit's conflicts, the trace's uses).
 """
+
+
+def _remedy(entry: Code) -> str:
+    code, effect = entry.code, entry.effect
+    if effect is Verdict.INVALID and code != "registration.conflict":
+        return "`correct-input`"
+    actions = [action for action, codes in ANSWERS.items() if code in codes]
+    return ", ".join(f"`{a}`" for a in actions) or "none"
 
 
 def render() -> str:
     lines = [PREAMBLE]
     for family in FAMILIES:
-        lines += [f"## `{family}.`", "", "| code | forces | section | meaning |",
-                  "|---|---|---|---|"]
+        lines += [f"## `{family}.`", "", "| code | forces | section | remedy | meaning |",
+                  "|---|---|---|---|---|"]
         for entry in CODES.values():
             if entry.family == family:
                 forces = entry.effect.value if entry.effect is not None else "never"
                 meaning = entry.meaning.replace("|", "\\|")
-                lines.append(f"| `{entry.code}` | {forces} | {entry.section} | {meaning} |")
+                lines.append(f"| `{entry.code}` | {forces} | {entry.section} | {_remedy(entry)} "
+                             f"| {meaning} |")
         lines.append("")
     return "\n".join(lines)
 

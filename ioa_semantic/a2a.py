@@ -15,6 +15,10 @@ Needs the optional extra: ``pip install 'ioa-semantic[a2a]'`` (a2a-sdk 1.x).
   :func:`activation` do it for clients. A raw (bytes) part reaches the checker as the exact
   bytes, so bytes that are not UTF-8 are ``invalid`` rather than repaired. A message carries
   exactly one envelope part: with more, which one counts would be the gate's guess.
+* **Negotiate**: :func:`negotiate` is the sender's side. It sends a task with its envelope,
+  reads a refusal's remedies, and sends again with the changes the sender can make
+  mechanically and honestly from what it holds (:mod:`ioa_semantic.negotiation`), for a
+  bounded number of rounds; it returns every round, so the caller sees why it ended.
 * **Gate**: :class:`SemanticGateHandler` is the SDK's request handler with the envelope
   checked in ``on_message_send`` / ``on_message_send_stream`` before any task exists. Only
   a compatible envelope goes through; anything else is an A2A error whose data carries what
@@ -29,22 +33,26 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import AsyncGenerator, Callable
+import json
+import uuid
+from collections.abc import AsyncGenerator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-from a2a.client.service_parameters import with_a2a_extensions
+from a2a.client.client import Client, ClientCallContext
+from a2a.client.service_parameters import ServiceParametersFactory, with_a2a_extensions
 from a2a.compat.v0_3.context_builders import V03ServerCallContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.default_request_handler_v2 import DefaultRequestHandlerV2
 from a2a.server.routes.common import DefaultServerCallContextBuilder, ServerCallContextBuilder
 from a2a.types import a2a_pb2 as pb
-from a2a.utils.errors import ExtensionSupportRequiredError, InvalidParamsError
+from a2a.utils.errors import A2AError, ExtensionSupportRequiredError, InvalidParamsError
 from google.protobuf import json_format, struct_pb2
 
 from ._checker import Checker
 from ._findings import Decision, Verdict
+from .negotiation import Change, SenderPolicy, changes_for
 from .sources.loader import Profile
 
 DEFAULT_EXTENSION_URI = "https://example.org/extensions/semantic-profile/v1"
@@ -57,18 +65,24 @@ DEFAULT_CHECK_TIMEOUT = 10.0
 DEFAULT_MAX_CHECKS = 4
 # Remedies a refusal's error data lists at most (the rest are counted in remediesOmitted).
 MAX_DISCLOSED_REMEDIES = 32
+# Rounds a negotiation sends at most: the first, and two more with what remedies changed.
+DEFAULT_MAX_ROUNDS = 3
 
 __all__ = [
     "DEFAULT_CHECK_TIMEOUT",
     "DEFAULT_EXTENSION_URI",
     "DEFAULT_MAX_CHECKS",
+    "DEFAULT_MAX_ROUNDS",
     "ENVELOPE_MEDIA_TYPE",
     "Disclosure",
+    "Negotiation",
+    "Round",
     "SemanticGateHandler",
     "activation",
     "attach_envelope",
     "context_builder",
     "envelope_of",
+    "negotiate",
     "profile_extension",
     "read_profile_extension",
 ]
@@ -314,3 +328,77 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
             if len(decision.remedies) > len(shown):
                 data["remediesOmitted"] = len(decision.remedies) - len(shown)
         return data
+
+
+# --- the sender's side -----------------------------------------------------------------------
+
+
+class Round(NamedTuple):
+    """One task sent: its envelope, and either the agent's answer (``accepted``) or the
+    refusal's error data (verdict, codes, remedies, as the receiver's disclosure shows them)
+    and the changes made for the next round (none: the negotiation ended)."""
+
+    envelope: Mapping[str, Any]
+    accepted: bool
+    answer: tuple[Any, ...] = ()
+    refusal: Mapping[str, Any] | None = None
+    changes: tuple[Change, ...] = ()
+
+
+class Negotiation(NamedTuple):
+    """Every round of a negotiation, and why it ended."""
+
+    rounds: tuple[Round, ...]
+    ended: str
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.rounds) and self.rounds[-1].accepted
+
+
+async def negotiate(client: Client, envelope: Mapping[str, Any], policy: SenderPolicy, *,
+                    text: str = "", context: ClientCallContext | None = None,
+                    uri: str = DEFAULT_EXTENSION_URI,
+                    max_rounds: int = DEFAULT_MAX_ROUNDS) -> Negotiation:
+    """Send a task with ``envelope`` through ``client`` until it is accepted, the refusal
+    lists nothing the sender can change, or ``max_rounds`` tasks were sent.
+
+    ``policy`` is what the sender holds (:class:`~ioa_semantic.negotiation.SenderPolicy`):
+    a remedy is acted on only with the sender's own values, choice and versions. ``text``
+    is the message's text part; ``context`` the client call context (by default one that
+    activates the extension). A refusal that is not the gate's (no error data) ends the
+    negotiation as it is; transport errors are raised.
+    """
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be at least 1, not {max_rounds!r}")
+    if context is None:
+        context = ClientCallContext(service_parameters=ServiceParametersFactory.create(
+            [activation(uri)]))
+    rounds: list[Round] = []
+    current = dict(envelope)
+    while True:
+        message = pb.Message(role=pb.Role.ROLE_USER, message_id=f"negotiation-{uuid.uuid4()}",
+                             parts=[pb.Part(text=text)] if text else [])
+        attach_envelope(message, json.dumps(current, ensure_ascii=False), uri=uri)
+        try:
+            answer = [event async for event in client.send_message(
+                pb.SendMessageRequest(message=message), context=context)]
+        except A2AError as refused:
+            data = refused.data if isinstance(refused.data, Mapping) else {}
+            remedies = data.get("remedies") or ()
+            following, changes = changes_for(current, remedies, policy)
+            if not remedies:
+                ended = "refused; the refusal lists no remedy"
+            elif not changes:
+                ended = "refused; no remedy is one the sender can apply"
+            elif len(rounds) + 1 >= max_rounds:
+                ended, changes = f"refused; {max_rounds} rounds were sent", ()
+            else:
+                ended = ""
+            rounds.append(Round(current, False, refusal=dict(data), changes=changes))
+            if ended:
+                return Negotiation(tuple(rounds), ended)
+            current = following
+            continue
+        rounds.append(Round(current, True, answer=tuple(answer)))
+        return Negotiation(tuple(rounds), "accepted")

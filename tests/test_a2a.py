@@ -246,7 +246,8 @@ def test_both_header_spellings_activate_the_extension(agent: Agent, header: str)
 
 
 @pytest.mark.parametrize(("level", "keys"), [
-    ("verdict", {"verdict"}), ("codes", {"verdict", "codes"}), ("full", {"verdict", "reasons"}),
+    ("verdict", {"verdict"}), ("codes", {"verdict", "codes", "remedies"}),
+    ("full", {"verdict", "reasons", "remedies"}),
     ("collapsed", {"verdict"}),
 ])
 def test_each_disclosure_level(level: str, keys: set[str]) -> None:

@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ioa_semantic import Checker, Verdict
-from ioa_semantic.pipeline.remedies import ACTIONS
+from ioa_semantic._codes import CODES
+from ioa_semantic.pipeline.remedies import ACTIONS, ANSWERS
 
 from support import AT, case_options
 from test_cases import ALL_CASES, arguments
@@ -71,6 +72,11 @@ def test_a_remedy_names_only_iris_the_receiver_defines(case: Any) -> None:
     strangers = [(r["action"], iri) for r in (m.as_dict() for m in decision.remedies)
                  for iri in _iris_of(r) if iri not in defined]
     assert strangers == []
+    # Each remedy answers the codes its action is for (what docs/codes.md says).
+    for remedy in decision.remedies:
+        allowed = {c for c in CODES if CODES[c].effect is Verdict.INVALID} if (
+            remedy.action == "correct-input") else ANSWERS[remedy.action]
+        assert set(remedy.codes) <= allowed, remedy
 
 
 @settings(max_examples=30, deadline=None)

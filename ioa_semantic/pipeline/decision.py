@@ -186,7 +186,7 @@ def evaluate(
             judge_direct(capability, [by_graph[g] for g in direct], cap_task, out)
             continue
         judge_mapped(capability, candidates.get(capability, []), conditions, screened, by_graph,
-                     profile, cap_task, alignment_ref, out, known=known)
+                     profile, cap_task, alignment_ref, out, in_vocabulary=known)
     return out
 
 
@@ -508,9 +508,10 @@ def _offers(capability: str, registrations: Iterable[Registration], profile: Pro
 def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C901
             conditions: dict[tuple[str, str], list[tuple[str, str]]],
             usable: dict[str, Artifact], by_graph: dict[str, Registration], profile: Profile,
-            task: Task, alignment_ref: str | None, out: Outcome, *, known: bool = True) -> None:
+            task: Task, alignment_ref: str | None, out: Outcome, *,
+                 in_vocabulary: bool = True) -> None:
     """A requested capability no offered registration provides under the envelope's ontology:
-    provided through one accepted mapping, or the reasons why not. ``known``: whether the
+    provided through one accepted mapping, or the reasons why not. ``in_vocabulary``: whether the
     capability is in the profile's vocabulary (an alignment is offered only for one that
     is: a remedy names only what the receiver defines)."""
     applicable: dict[tuple[str, str], tuple[Artifact, Registration, Mapping[str, Any]]] = {}
@@ -593,7 +594,7 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C9
             "alignment.not-offered",
             f"the envelope's alignmentRef {alignment_ref} names no usable offered artifact",
             "/alignmentRef"))
-    if known:
+    if in_vocabulary:
         out.remedies.extend(_offers(capability, by_graph.values(), profile, task, out))
     if unevaluable:
         for name in sorted({n for n, _ in supply}):

@@ -36,6 +36,28 @@ _POLICY_REFUSALS = frozenset({
     "retrieval.too-deep", "retrieval.budget"})
 _TRANSIENT = frozenset({"retrieval.timeout", "retrieval.failed", "retrieval.http-status"})
 
+# The action that answers each code a check decides on (docs/codes.md shows it), besides
+# correct-input, which answers every code that forces invalid. A code in none has no remedy:
+# an unknown sense, intent or capability (any proposal would be by similarity to what was
+# sent, 6.4), a retrieval no party's check can change (a cycle, a content type, a pinned
+# resource that changed), and what is not a check's (the audit's conflicts, the trace's).
+ANSWERS: dict[str, frozenset[str]] = {
+    "supply-parameter": frozenset({"constraint.missing-parameter",
+                                   "alignment.condition-unevaluable"}),
+    "use-accepted-version": frozenset({"profile.ontology-not-accepted",
+                                       "profile.version-not-accepted",
+                                       "profile.relationship-scope"}),
+    "offer-alignment": frozenset({"alignment.no-accepted-mapping", "alignment.not-offered"}),
+    "select-alignment": frozenset({"alignment.ambiguous"}),
+    "allow-retrieval": _POLICY_REFUSALS,
+    "retry": _TRANSIENT,
+    "renegotiate": frozenset({
+        "domain.binding-not-permitted", "domain.context-not-permitted",
+        "domain.intent-not-permitted", "intent.not-applicable", "intent.domain-mismatch",
+        "capability.input-conflict", "capability.output-conflict",
+        "capability.language-conflict", "constraint.parameter-conflict"}),
+}
+
 
 def remedy(action: str, by: str, codes: Iterable[str], **details: Any) -> Remedy:
     """A remedy, its members frozen (a Decision is a value)."""

@@ -1,0 +1,134 @@
+"""The sender's side of a refusal: the changes a remedy asks for that the sender can make
+mechanically and honestly from what it holds itself (draft 6.4, 7.3).
+
+A refusal lists remedies (contract 2, "Remedies"). :func:`changes_for` reads them against a
+:class:`SenderPolicy`, which says what the sender's task really is and what it speaks, and
+gives the envelope to send again with the changes it may make:
+
+* ``supply-parameter``: the task's own value for the parameter, written into the
+  ``profileContext``, when the sender's task has one and it is among the listed values;
+* ``select-alignment``: one listed candidate in ``alignmentRef``, as the sender's own
+  selection policy chooses (none: no choice is made for it);
+* ``use-accepted-version``: an accepted ontology version, only one the sender declares it
+  speaks too.
+
+Nothing else is changed: no constraint is relaxed, no value invented, no sense or domain
+swapped (``renegotiate``, ``correct-input``, ``offer-alignment`` and the receiver's own
+``allow-retrieval`` are for people or for the receiver). The transport (A2A, HTTP) is the
+caller's: see :func:`ioa_semantic.a2a.negotiate`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from . import data
+from .pipeline.decision import same_value
+
+# A task parameter and the profileContext member that carries it in an envelope.
+_CONTEXT_MEMBER = {"sourceLang": "sourceLang", "targetLang": "targetLang", "domain": "domain",
+                   "inputMediaType": "inputs", "outputMediaType": "outputs"}
+
+
+@dataclass(frozen=True)
+class SenderPolicy:
+    """What the sender holds: its task's own parameters, the ontology versions it speaks
+    (``(ontologyId, ontologyVersion)`` pairs), and its rule for choosing among several
+    applicable alignment artifacts (given the candidates, an ``artifactId`` or None)."""
+
+    parameters: Mapping[str, str] = field(default_factory=dict)
+    speaks: frozenset[tuple[str, str]] = frozenset()
+    choose_alignment: Callable[[Sequence[Mapping[str, Any]]], str | None] | None = None
+
+
+class Change(NamedTuple):
+    """One change made to the envelope for the next round: the remedy acted on, the member
+    changed and its new value."""
+
+    action: str
+    member: str
+    value: Any
+
+
+def changes_for(envelope: Mapping[str, Any], remedies: Iterable[Mapping[str, Any]],
+                policy: SenderPolicy) -> tuple[dict[str, Any], tuple[Change, ...]]:
+    """The envelope with every change the remedies ask for that ``policy`` lets the sender
+    make, and those changes (none: nothing the sender could honestly change)."""
+    sent = copy.deepcopy(dict(envelope))
+    changes: list[Change] = []
+    for item in remedies:
+        action = item.get("action")
+        if action == "supply-parameter":
+            change = _supply(sent, item, policy)
+        elif action == "select-alignment":
+            change = _select(sent, item, policy)
+        elif action == "use-accepted-version":
+            change = _version(sent, item, policy)
+        else:
+            change = None
+        if change is not None:
+            changes.append(change)
+    return sent, tuple(changes)
+
+
+def _supply(envelope: dict[str, Any], item: Mapping[str, Any],
+            policy: SenderPolicy) -> Change | None:
+    name = str(item.get("name"))
+    value = policy.parameters.get(name)
+    member = _CONTEXT_MEMBER.get(name)
+    allowed = item.get("values")
+    context = envelope.get("profileContext")
+    if value is None or member is None or not isinstance(context, dict):
+        return None
+    if allowed and not any(same_value(name, value, str(a)) for a in allowed):
+        return None  # the task's own value is not one the receiver accepts: nothing to send
+    if member in context or not _define(envelope, member):
+        return None  # the envelope already says something else: not the sender's to change
+    context[member] = value
+    return Change("supply-parameter", f"profileContext/{member}", value)
+
+
+def _select(envelope: dict[str, Any], item: Mapping[str, Any],
+            policy: SenderPolicy) -> Change | None:
+    candidates = list(item.get("candidates") or ())
+    if policy.choose_alignment is None or "alignmentRef" in envelope:
+        return None
+    chosen = policy.choose_alignment(candidates)
+    if chosen is None or chosen not in {c.get("artifactId") for c in candidates}:
+        return None
+    if not _define(envelope, "alignmentRef"):
+        return None
+    envelope["alignmentRef"] = chosen
+    return Change("select-alignment", "alignmentRef", chosen)
+
+
+def _version(envelope: dict[str, Any], item: Mapping[str, Any],
+             policy: SenderPolicy) -> Change | None:
+    accepted = sorted((str(a.get("ontologyId")), str(a.get("ontologyVersion")))
+                      for a in item.get("accepted") or ())
+    both = [pair for pair in accepted if pair in policy.speaks]
+    current = (envelope.get("ontologyId"), envelope.get("ontologyVersion"))
+    if not both or both[0] == current:
+        return None
+    envelope["ontologyId"], envelope["ontologyVersion"] = both[0]
+    return Change("use-accepted-version", "ontologyVersion", list(both[0]))
+
+
+def _define(envelope: dict[str, Any], term: str) -> bool:
+    """Whether ``term`` is defined in the envelope's own inline context, adding the 6.1
+    baseline's definition when it is not (a sender may define the terms it uses, each as
+    the baseline does). False for a context that is not one inline object."""
+    context = envelope.get("@context")
+    if not isinstance(context, dict):
+        return False
+    baseline = data.read_json("contexts", "baseline.jsonld")["@context"]
+    if term not in context:
+        definition = baseline[term]
+        prefix = (definition["@id"] if isinstance(definition, dict) else definition).split(":")[0]
+        if context.get(prefix) != baseline.get(prefix):
+            return False  # the prefix means something else here, or is not defined
+        context[term] = copy.deepcopy(definition)
+    return True
