@@ -1420,9 +1420,24 @@ def _output_failures(kind: str, engine: str, line: str) -> list[Failure]:
     if verdict == "compatible" and any(r.get("severity") == "error" for r in reasons):
         failures.append(Failure(("output", kind, engine, "compatible with an error reason"),
                                 {"reasons": reasons}))
-    if verdict != "compatible" and not result.get("remedies") and "remedies" in result:
-        failures.append(Failure(("output", kind, engine, "non-compatible without remedies"),
-                                {"verdict": verdict}))
+    # Remedies (contract 2): none on a compatible result; each answers deciding reasons only;
+    # every invalid reason is answered by a correct-input at its path. A non-compatible result
+    # may have none, when no deciding code has one (docs/codes.md says which and why).
+    remedies = result.get("remedies")
+    deciding = {r.get("code") for r in reasons if r.get("severity") == "error"}
+    if verdict == "compatible" and remedies:
+        failures.append(Failure(("output", kind, engine, "compatible with remedies"),
+                                {"remedies": remedies}))
+    for remedy in remedies or ():
+        if not set(remedy.get("codes") or ()) <= deciding or not remedy.get("codes"):
+            failures.append(Failure(("output", kind, engine, "remedy of no deciding reason",
+                                     str(remedy.get("action"))), {"remedy": remedy}))
+    if verdict == "invalid" and remedies is not None:
+        answered = {r.get("path") for r in remedies if r.get("action") == "correct-input"}
+        for reason in reasons:
+            if reason.get("severity") == "error" and reason.get("path") not in answered:
+                failures.append(Failure(("output", kind, engine, "invalid reason without "
+                                         "correct-input"), {"reason": reason}))
     return failures
 
 

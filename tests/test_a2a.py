@@ -441,7 +441,8 @@ def test_a_check_past_the_time_limit_is_refused_and_the_agent_does_not_run(
                        {"A2A-Extensions": DEFAULT_EXTENSION_URI})
     (info,) = answer["error"]["data"]
     assert answer["error"]["code"] == -32602
-    assert info["metadata"] == {"verdict": "indeterminate", "codes": [], "timeout": 0.5}
+    assert info["metadata"] == {"verdict": "indeterminate", "codes": [], "remedies": [],
+                                "timeout": 0.5}
     checker.release.set()
     assert checker.finished.wait(10)
     assert agent.executor.runs == 0
@@ -460,7 +461,7 @@ def test_a_request_that_waits_past_the_limit_for_a_busy_gate_is_never_checked() 
             assert "all 1 of the gate's checks were busy" in answer["error"]["message"], answer
             (info,) = answer["error"]["data"]
             assert info["metadata"] == {"verdict": "indeterminate", "reasons": [],
-                                        "timeout": 0.5}
+                                        "remedies": [], "timeout": 0.5}
         finally:
             checker.release.set()
         assert checker.finished.wait(10)
