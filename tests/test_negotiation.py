@@ -99,7 +99,7 @@ def test_two_applicable_artifacts_are_resolved_by_the_senders_own_choice() -> No
     chosen: list[list[str]] = []
 
     def choose(candidates: Any) -> str:
-        names = sorted(c["artifactId"] for c in candidates)
+        names = sorted(str(c["artifactId"]) for c in candidates)
         chosen.append(names)
         return names[-1]
 

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyoxigraph
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -52,7 +53,8 @@ def _strings(value: Any) -> list[str]:
 def _defined(checker: Checker) -> set[str]:
     """Every IRI and literal the receiver's profile, registrations and artifacts hold."""
     return {term.value for quad in checker.stages.fixed
-            for term in (quad.subject, quad.predicate, quad.object)}
+            for term in (quad.subject, quad.predicate, quad.object)
+            if not isinstance(term, pyoxigraph.Triple)}
 
 
 def _iris_of(remedy: dict[str, Any]) -> list[str]:
