@@ -30,6 +30,7 @@ import ipaddress
 import json
 import os
 import random
+import urllib.parse
 import re
 import tempfile
 import traceback
@@ -573,12 +574,26 @@ class Doc:
                     found[k] = v
         return found
 
+    def base(self) -> str | None:
+        """The @base a context of the document sets (the last one), if any."""
+        found = None
+        for _, ctx in self.contexts():
+            for k, v in ctx.pairs:
+                if k == "@base" and isinstance(v, str):
+                    found = v
+        return found
+
     def expand(self, value: str) -> str:
         prefix, sep, rest = value.partition(":")
         if sep and not rest.startswith("//"):
             base = self.prefixes().get(prefix)
             if base is not None:
                 return base + rest
+        base = self.base()
+        if base is not None and not is_iri(value) and is_iri(base):
+            # A relative reference resolves against the context's @base (RFC 3986 section 5,
+            # as JSON-LD does): where the profile allows @base, it is absolute then.
+            return urllib.parse.urljoin(base, value)
         return value
 
     def iri_expect(self, value: Any, role: str, key: str) -> int:
@@ -710,6 +725,8 @@ def _swap_expect(role: str, key: str, kind: str, old: Any, doc: Doc) -> int:
     if iri_key:
         if kind == "object-ref":
             return NONE
+        if kind == "string":
+            return doc.iri_expect("x", role, key)  # relative: absolute under an allowed @base
         return INVALID
     if node_key:
         return INVALID  # a number, a string, an empty node, a bare node reference
