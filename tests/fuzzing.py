@@ -30,10 +30,10 @@ import ipaddress
 import json
 import os
 import random
-import urllib.parse
 import re
 import tempfile
 import traceback
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
