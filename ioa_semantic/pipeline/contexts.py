@@ -437,10 +437,13 @@ def _written(value: Any) -> Any:
     if type(value) is str:
         return value if value.startswith("@") else _AN_IRI
     if type(value) is dict:
-        items = tuple(value.items())
-        if all(type(k) is str and type(v) is str for k, v in items):
-            return tuple((k, _AN_IRI) if k == "@id" and not v.startswith("@") else (k, v)
-                         for k, v in items)
+        members = []
+        for k, v in value.items():
+            if type(k) is not str or type(v) is not str:
+                break
+            members.append((k, _AN_IRI) if k == "@id" and not v.startswith("@") else (k, v))
+        else:
+            return tuple(members)
     if not _plain_json(value):
         return None
     try:
