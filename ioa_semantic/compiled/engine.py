@@ -32,7 +32,13 @@ from ..pipeline.baseline import (
     read_document,
     review_cache_bytes,
 )
-from ..pipeline.contexts import ContextLoader, ContextPolicy, SenderTerms, review_contexts
+from ..pipeline.contexts import (
+    ContextLoader,
+    ContextPolicy,
+    SenderTerms,
+    definition_cache_bytes,
+    review_contexts,
+)
 from ..pipeline.decision import Outcome, Task, evaluate
 from ..pipeline.engine import DocumentInput, ReferenceEngine
 from ..pipeline.expansion import Expansion
@@ -43,7 +49,7 @@ from .conformance import CompiledShapes
 from .decision import CompiledDecision
 from .reader import colons_in, read_unproven
 from .tables import CompiledTables, TableDataset
-from .walk import MEMO_BYTES, ActiveContext, active_context, expand_restricted
+from .walk import MEMO_BYTES, ActiveContext, active_context, expand_restricted, scheme_cache_bytes
 
 _TERM_BINDINGS = IOA + "termBindings"
 
@@ -57,13 +63,18 @@ _CONTEXTS: BoundedCache[tuple[ContextPolicy, bytes], Any] = BoundedCache(64 << 2
 _REFUSED = object()  # what _CONTEXTS remembers of a context the compiled path cannot use
 
 
-def cache_bytes(contexts: int | None = None, reviews: int | None = None) -> dict[str, int]:
+def cache_bytes(contexts: int | None = None, reviews: int | None = None,
+                definitions: int | None = None) -> dict[str, int]:
     """Set the byte bounds of the process-wide context caches (when given) and return them:
     ``contexts`` (the compiled engine's active contexts) and ``reviews`` (the reporting path's
-    reviews of whole documents' contexts). Both default to 64 MiB."""
+    reviews of whole documents' contexts), 64 MiB each by default, and ``definitions`` (the
+    judgements of single term definitions, and the schemes of the IRIs the active contexts
+    expand to: each that many, 16 MiB by default)."""
     if contexts is not None:
         _CONTEXTS.resize(contexts)
-    return {"contexts": _CONTEXTS.max_bytes, "reviews": review_cache_bytes(reviews)}
+    scheme_cache_bytes(definitions)
+    return {"contexts": _CONTEXTS.max_bytes, "reviews": review_cache_bytes(reviews),
+            "definitions": definition_cache_bytes(definitions)}
 
 
 def _weight(serialized: bytes) -> int:
@@ -93,8 +104,13 @@ def cached_active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveCo
     found = _CONTEXTS.get(key)
     if found is not None:
         return None if found is _REFUSED else found
-    review = review_contexts({"@context": context}, policy)
-    active = None if review.findings or not review.expandable else active_context(context)
+    # The active context first: a context it declines is refused whatever its review says,
+    # and the review is the dearer of the two.
+    active = active_context(context)
+    if active is not None:
+        review = review_contexts({"@context": context}, policy)
+        if review.findings or not review.expandable:
+            active = None
     reviewed = None if active is None else (active, colons_in(context))
     _CONTEXTS.put(key, _REFUSED if reviewed is None else reviewed, _weight(serialized))
     return reviewed

@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from .._iri import iri_defect
-from ..pipeline.contexts import iri_scheme
+from .._iri import iri_scheme as rfc3987_scheme
+from .._memo import BoundedCache
+from ..pipeline.contexts import NO_BASE, iri_scheme
 
 _GEN_DELIMS = (":", "/", "?", "#", "[", "]", "@")
 _DEFINITION_KEYS = frozenset({"@id", "@type", "@container", "@protected"})
@@ -58,7 +59,7 @@ def active_context(context: Any) -> ActiveContext | None:  # noqa: C901
                 return None
             if isinstance(value, str) and not value.startswith("@"):
                 entry = (value, False, True)
-            elif isinstance(value, dict) and set(value) <= _DEFINITION_KEYS and isinstance(
+            elif isinstance(value, dict) and _DEFINITION_KEYS.issuperset(value) and isinstance(
                     value.get("@id"), str) and value.get("@type") in (None, "@id") and value.get(
                     "@container") in (None, "@set", ["@set"]):
                 entry = (value["@id"], value.get("@type") == "@id", False)
@@ -86,10 +87,37 @@ def active_context(context: Any) -> ActiveContext | None:  # noqa: C901
             if prefix not in prefixes:
                 return None
             value = prefixes[prefix] + suffix
-        if iri_defect(value) is not None:
-            return None  # the review reports it
+        if _remembered_scheme(value) is None:
+            return None  # no IRI (RFC 3987): the review reports it
         terms[key] = value
     return ActiveContext(terms, frozenset(k for k, (_, c, _) in raw.items() if c), prefixes)
+
+
+# The RFC 3987 scheme of IRIs met expanded ("" for a string that is no IRI), process-wide:
+# senders spell the same definitions and references under prefix names of their own, so a
+# new sender's terms and compact IRIs expand to IRIs met before, and the check of an IRI
+# reads nothing but its text. Only those are asked here: an IRI a sender writes in full is
+# often its document's own (an @id), met once. Each entry weighs its text twice over and a
+# couple of hundred bytes of bookkeeping.
+_SCHEMES: BoundedCache[str, str] = BoundedCache(16 << 20)
+
+
+def scheme_cache_bytes(max_bytes: int | None = None) -> int:
+    """Set the byte bound of the process-wide memo of expanded IRIs' schemes (when given;
+    16 MiB by default) and return it."""
+    if max_bytes is not None:
+        _SCHEMES.resize(max_bytes)
+    return _SCHEMES.max_bytes
+
+
+def _remembered_scheme(iri: str) -> str | None:
+    """The RFC 3987 scheme of an expanded IRI, or None for a string that is no IRI
+    (:func:`ioa_semantic._iri.iri_scheme`), remembered."""
+    known = _SCHEMES.get(iri)
+    if known is None:
+        known = rfc3987_scheme(iri) or ""
+        _SCHEMES.put(iri, known, 200 + 2 * len(iri))
+    return known or None
 
 
 # What an active context remembers is bounded so that a cached context weighs at most a
@@ -137,12 +165,15 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
     prefix, sep, suffix = value.partition(":")
     if not sep:
         return None  # relative: the reference path reports it
+    # The whole IRI is held to RFC 3987, never its prefix alone: a suffix can hold a space.
     if not suffix.startswith("//"):
         if prefix in active.prefixes:
             value = active.prefixes[prefix] + suffix
-        elif prefix in active.terms:
+            # iri_scheme(value), with the RFC 3987 part remembered (see _SCHEMES).
+            scheme = None if value.startswith(NO_BASE) else _remembered_scheme(value)
+            return value if scheme is not None and scheme in schemes else None
+        if prefix in active.terms:
             return None
-    # The whole IRI is held to RFC 3987, never its prefix alone: a suffix can hold a space.
     scheme = iri_scheme(value)
     return value if scheme is not None and scheme in schemes else None
 

@@ -9,6 +9,7 @@ rules), and counts contexts and term definitions against their limits.
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
@@ -19,6 +20,7 @@ from .._exceptions import RetrievalError
 from .._findings import Finding
 from .._iri import iri_defect
 from .._iri import iri_scheme as _rfc3987_scheme
+from .._memo import BoundedCache
 
 
 class ContextLoader(Protocol):
@@ -61,16 +63,58 @@ class Definition(NamedTuple):
     container: str | None = None
 
 
-def _as_definition(value: Any, prefixes: Mapping[str, str]) -> Definition | None:
+class Resolved(NamedTuple):
+    """What the judgement of one term definition reads of its context's prefixes: each
+    string of the definition that names an IRI, expanded through them (None where the
+    definition has no such string). A definition is judged from its term, its value and
+    this alone, so that (term, value, Resolved) decides the judgement and may key a memo
+    of it: two contexts that give a definition's strings the same expansions give it the
+    same judgement, whatever the prefixes are called and wherever the definition stands."""
+
+    value: str | None = None  # the definition, when it is a string
+    id: str | None = None  # its @id, when a string
+    type: str | None = None  # its @type, when a string
+    own: str | None = None  # the term's own spelling (an object without @id maps the term to it)
+    alone: str | None = None  # the term's own spelling by the other prefixes (a term spelled as an IRI)
+
+
+def _resolved(key: str, value: Any, prefixes: Mapping[str, str]) -> Resolved:
+    """The :class:`Resolved` strings of the definition ``key: value`` under ``prefixes``."""
+    # A term spelled as an IRI or a compact IRI must expand to itself without its own
+    # definition (JSON-LD 1.1, 4.2.2 step 14.2.4).
+    alone = _resolve(key, {k: v for k, v in prefixes.items() if k != key}) if (
+        ":" in key[1:-1] or "/" in key) else None
+    # Built as a tuple (tuple.__new__): this runs for every definition of every context met.
     if isinstance(value, str):
-        return Definition(_resolve(value, prefixes))
+        return _new_resolved(Resolved, (_resolve(value, prefixes), None, None, None, alone))
+    if isinstance(value, dict):
+        ident, coercion = value.get("@id"), value.get("@type")
+        return _new_resolved(Resolved, (
+            None,
+            _resolve(ident, prefixes) if isinstance(ident, str) else None,
+            _resolve(coercion, prefixes) if isinstance(coercion, str) else None,
+            _resolve(key, prefixes) if "@id" not in value else None,
+            alone))
+    return _new_resolved(Resolved, (None, None, None, None, alone))
+
+
+_new_resolved = tuple.__new__
+
+
+def _as_definition(value: Any, prefixes: Mapping[str, str]) -> Definition | None:
+    return _definition(value, _resolved("", value, prefixes))
+
+
+def _definition(value: Any, strings: Resolved) -> Definition | None:
+    if isinstance(value, str):
+        return Definition(strings.value)
     if isinstance(value, dict):
         container = value.get("@container")
         if isinstance(container, list) and len(container) == 1:
             container = container[0]
         iri = value.get("@id")
         return Definition(
-            _resolve(iri, prefixes) if isinstance(iri, str) else None,
+            strings.id if isinstance(iri, str) else None,
             value.get("@type"),
             container if isinstance(container, str) else None,
         )
@@ -303,27 +347,130 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C9
 
     for pointer, obj in objects:
         for key, value in obj.items():
-            at = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
             if key == "@import" and retriever is not None:
                 continue  # fetched and reviewed above
-            problem = _review_entry(key, value, prefixes, baseline, policy)
+            if key.startswith("@"):
+                problem = _review_keyword(key, value, policy)
+            else:
+                problem, iri = _judged(key, value, prefixes, baseline, policy)
+                if problem is None:
+                    terms.terms[key] = iri
             if problem is None:
-                if not key.startswith("@"):
-                    definition = _as_definition(value, prefixes)
-                    terms.terms[key] = definition.iri if definition else None
                 continue
             code, message = problem
             subject = None
             if code == "retrieval.prohibited":
                 expandable = False
                 subject = value if isinstance(value, str) and iri_scheme(value) else None
-            findings.append(finding(code, message, at, subject=subject))
+            findings.append(finding(
+                code, message, f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}",
+                subject=subject))
     return ContextReview(tuple(findings), terms, expandable)
 
 
-def _review_entry(  # noqa: C901
-    key: str, value: Any, prefixes: Mapping[str, str], baseline: _Baseline, policy: ContextPolicy
-) -> tuple[str, str] | None:
+# A definition's judgement: the problem with it or None, and the IRI it gives its term.
+Judgement = tuple[tuple[str, str] | None, str | None]
+
+
+# Judgements of term definitions by (policy, term, the value as written, Resolved): the same
+# definitions recur in thousands of senders' contexts under other prefix names and in
+# another order, and what a new sender's context costs is then the judgement of its new
+# definitions only. The key holds everything _review_definition reads (the baseline is the
+# package's own, read once), so a remembered judgement is the one it would give.
+_DEFINITIONS: BoundedCache[tuple[Any, ...], Judgement] = BoundedCache(16 << 20)
+
+
+def definition_cache_bytes(max_bytes: int | None = None) -> int:
+    """Set the byte bound of the process-wide memo of term definitions' judgements (when
+    given; 16 MiB by default) and return it."""
+    if max_bytes is not None:
+        _DEFINITIONS.resize(max_bytes)
+    return _DEFINITIONS.max_bytes
+
+
+def _judged(key: str, value: Any, prefixes: Mapping[str, str], baseline: _Baseline,
+            policy: ContextPolicy) -> Judgement:
+    """The judgement of the term definition ``key: value`` in a context of ``prefixes``
+    (``key`` not a keyword): remembered by what decides it."""
+    strings = _resolved(key, value, prefixes)
+    written = _written(value)
+    if written is None or type(key) is not str:
+        return _review_definition(key, value, strings, baseline, policy)
+    memo_key = (policy, key, written, strings)
+    judgement = _DEFINITIONS.get(memo_key)
+    if judgement is None:
+        judgement = _review_definition(key, value, strings, baseline, policy)
+        _DEFINITIONS.put(memo_key, judgement, _judgement_weight(key, written, strings, judgement))
+    return judgement
+
+
+def _judgement_weight(key: str, written: Any, strings: Resolved, judgement: Judgement) -> int:
+    """What a remembered judgement is counted as weighing: the strings of its key and of
+    the judgement, and a few hundred bytes for the tuples and the cache's bookkeeping."""
+    if type(written) is str:
+        size = len(written)
+    elif written is _AN_IRI:
+        size = 0
+    elif written[:1] == ("json",):
+        size = len(written[1])
+    else:
+        size = sum(len(k) + (len(v) if type(v) is str else 0) for k, v in written)
+    problem, iri = judgement
+    return (512 + size + len(key) + sum(len(s) for s in strings if s)
+            + (len(problem[1]) if problem else 0) + len(iri or ""))
+
+
+# Stands in a memo key for a string of a definition that names an IRI (the definition
+# itself, or its @id, not starting with "@"): its judgement reads nothing of that string but
+# its expansion, which the key holds (Resolved), so that "sem:inputs" and "ioa:inputs" are
+# one definition wherever the two prefixes mean one IRI.
+_AN_IRI = ("an IRI",)
+
+
+def _written(value: Any) -> Any:
+    """A definition's value as a memo key, equal only for values the judgement cannot tell
+    apart (with their Resolved strings), or None.
+
+    A string naming an IRI, or an object's @id naming one, is _AN_IRI; a keyword alias is
+    itself (its message quotes it); an object of string members is its members in order
+    (the common definition); anything else is its JSON text (``1``, ``1.0`` and ``true`` are
+    equal in Python, never in JSON). Only values made of JSON's own types are keyed:
+    anything else is judged afresh every time.
+    """
+    if type(value) is str:
+        return value if value.startswith("@") else _AN_IRI
+    if type(value) is dict:
+        members = []
+        for k, v in value.items():
+            if type(k) is not str or type(v) is not str:
+                break
+            members.append((k, _AN_IRI) if k == "@id" and not v.startswith("@") else (k, v))
+        else:
+            return tuple(members)
+    if not _plain_json(value):
+        return None
+    try:
+        return ("json", json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def _plain_json(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is made of JSON's own types (no subclass, no other type)."""
+    kind = type(value)
+    if kind in (str, int, float, bool) or value is None:
+        return True
+    if depth > 64:
+        return False
+    if kind is list:
+        return all(_plain_json(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(type(k) is str and _plain_json(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _review_keyword(key: str, value: Any, policy: ContextPolicy) -> tuple[str, str] | None:
+    """The problem with a keyword member of a sender's context, or None."""
     if key == "@version":
         return None if value == 1.1 else ("jsonld.context-invalid", "@version must be 1.1")
     if key == "@protected":
@@ -344,10 +491,25 @@ def _review_entry(  # noqa: C901
             "jsonld.context-keyword",
             f"{key} is not allowed by the profile: it hides dropped terms or makes relative "
             "references absolute")
-    if key.startswith("@"):
-        return ("jsonld.context-keyword", f"{key} in a sender's context is not allowed")
+    return ("jsonld.context-keyword", f"{key} in a sender's context is not allowed")
+
+
+def _review_definition(key: str, value: Any, strings: Resolved, baseline: _Baseline,
+                       policy: ContextPolicy) -> Judgement:
+    """The judgement of the term definition ``key: value`` (a term, not a keyword), whose
+    strings expand as ``strings`` say. It reads nothing else (the policy is passed so that
+    a judgement that comes to read it is still keyed by it: see _DEFINITIONS)."""
+    problem = _definition_problem(key, value, strings, baseline)
+    if problem is not None:
+        return problem, None
+    definition = _definition(value, strings)
+    return None, definition.iri if definition else None
+
+
+def _definition_problem(key: str, value: Any, strings: Resolved,
+                        baseline: _Baseline) -> tuple[str, str] | None:
     if key in baseline.definitions:
-        sent = _as_definition(value, prefixes)
+        sent = _definition(value, strings)
         if sent is None or not _same_meaning(sent, baseline.definitions[key]):
             return ("jsonld.term-redefinition",
                     f"{key!r} is defined differently from the baseline 6.1 context")
@@ -362,7 +524,8 @@ def _review_entry(  # noqa: C901
         if value.startswith("@"):
             return ("jsonld.keyword-alias",
                     f"{key!r} aliases {value}; @id and @type are used directly (6.1)")
-        return _iri_mapping_problem(key, value, prefixes)
+        assert strings.value is not None  # resolved for every string definition
+        return _iri_mapping_problem(key, strings.value, strings)
     if isinstance(value, dict):
         ident = value.get("@id")
         if isinstance(ident, str) and ident.startswith("@"):
@@ -372,13 +535,15 @@ def _review_entry(  # noqa: C901
         if extra:
             return ("jsonld.term-definition",
                     f"the definition of {key!r} uses {sorted(extra)}, which envelopes may not use")
-        problem = _definition_members_problem(key, value, prefixes)
+        problem = _definition_members_problem(key, value, strings)
         if problem is not None:
             return problem
         if ident is None and "@id" in value:
             return None  # "@id": null keeps the term from expanding: its members are dropped
         # Without @id, the term's own spelling is its IRI (JSON-LD 1.1, 4.2.2 step 14-16).
-        return _iri_mapping_problem(key, key if ident is None else ident, prefixes)
+        iri = strings.own if ident is None else strings.id
+        assert iri is not None  # resolved for an object without @id, and for a string @id
+        return _iri_mapping_problem(key, iri, strings)
     return ("jsonld.context-invalid", f"the definition of {key!r} is not a string or an object")
 
 
@@ -386,7 +551,7 @@ _COERCIONS = frozenset({"@id", "@vocab", "@json", "@none"})
 
 
 def _definition_members_problem(key: str, value: dict[str, Any],
-                                prefixes: Mapping[str, str]) -> tuple[str, str] | None:
+                                strings: Resolved) -> tuple[str, str] | None:
     """What JSON-LD 1.1 (4.2.2, Create Term Definition) rejects in an expanded definition's
     members, said before pyld meets it (pyld fails on some of these with a TypeError)."""
     ident = value.get("@id")
@@ -396,8 +561,8 @@ def _definition_members_problem(key: str, value: dict[str, Any],
                 "(an invalid IRI mapping)")
     if "@type" in value:
         coercion = value["@type"]
-        if not isinstance(coercion, str) or (
-                coercion not in _COERCIONS and iri_defect(_resolve(coercion, prefixes))):
+        if not isinstance(coercion, str) or (  # a string @type is resolved (strings.type)
+                coercion not in _COERCIONS and iri_defect(strings.type or "")):
             return ("jsonld.term-definition",
                     f"the @type of {key!r} is {coercion!r}: JSON-LD requires @id, @vocab, "
                     "@json, @none or an absolute IRI (an invalid type mapping)")
@@ -415,12 +580,10 @@ def _definition_members_problem(key: str, value: dict[str, Any],
     return None
 
 
-def _iri_mapping_problem(key: str, value: str,
-                         prefixes: Mapping[str, str]) -> tuple[str, str] | None:
-    """Whether a term's IRI is an absolute IRI (RFC 3987), and a term spelled as an IRI or
-    a compact IRI expands to itself (JSON-LD 1.1, 4.2.2 step 14.2.4: anything else is an
-    invalid IRI mapping, which some processors apply nonetheless)."""
-    iri = _resolve(value, prefixes)
+def _iri_mapping_problem(key: str, iri: str, strings: Resolved) -> tuple[str, str] | None:
+    """Whether a term's IRI (expanded) is an absolute IRI (RFC 3987), and a term spelled as
+    an IRI or a compact IRI expands to itself (JSON-LD 1.1, 4.2.2 step 14.2.4: anything else
+    is an invalid IRI mapping, which some processors apply nonetheless)."""
     if iri.startswith("_:"):
         return ("jsonld.term-definition",
                 f"{key!r} is mapped to the blank node identifier {iri!r}; a term names an IRI")
@@ -430,7 +593,7 @@ def _iri_mapping_problem(key: str, value: str,
                 f"the IRI of {key!r}, {iri!r}, is not an absolute IRI (RFC 3987): "
                 f"{defect.describe()}")
     if ":" in key[1:-1] or "/" in key:
-        own = _resolve(key, {k: v for k, v in prefixes.items() if k != key})
+        own = strings.alone
         if own != iri:
             return ("jsonld.term-definition",
                     f"{key!r} has the form of an IRI or a compact IRI, which must expand to "
