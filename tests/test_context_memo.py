@@ -1,8 +1,8 @@
 """The per-definition memo of context reviews (issue 20, item 2): a remembered judgement is
 the one the definition would get afresh.
 
-A term definition is judged once per (policy, term, value, the expansions of its strings
-under its context's prefixes) and remembered process-wide; the compiled engine's active
+A term definition is judged once per (term, value, the expansions of its strings under its
+context's prefixes) and remembered process-wide; the compiled engine's active
 context remembers the RFC 3987 scheme of each IRI it expands. A key that left out anything
 the judgement reads would answer one context with another's judgement: these tests review
 contexts after others that share their definitions under other bindings (a prefix of the
@@ -75,14 +75,23 @@ def _fresh(function: Any, *args: Any) -> Any:
         return function(*args)
 
 
+def _clean(context: Any, policy: ContextPolicy = POLICY) -> bool | None:
+    return contexts.inline_context_clean(context, policy)
+
+
 def _remembered_and_fresh(context: Any, policy: ContextPolicy = POLICY) -> None:
     """The review and the compiled active context of ``context`` with the memos as they
     stand equal those with every memo empty (the whole-context cache left aside, so that
-    the definitions are what is asked)."""
+    the definitions are what is asked), and the compiled engine's review by the members'
+    judgements alone says what the whole review says."""
     engine._CONTEXTS.resize(0)
     engine._CONTEXTS.resize(64 << 20)
-    assert _review(context, policy) == _fresh(_review, context, policy)
+    review = _review(context, policy)
+    assert review == _fresh(_review, context, policy)
     assert _active(context, policy) == _fresh(_active, context, policy)
+    clean = _clean(context, policy)
+    assert clean == _fresh(_clean, context, policy)
+    assert clean is None or clean == (not review[0] and review[2])
 
 
 # --- the same definitions under other bindings ----------------------------------------------
@@ -185,8 +194,9 @@ def test_a_finding_points_at_its_definition_wherever_it_stands() -> None:
 
 
 def test_the_same_definitions_under_a_policy_of_fewer_schemes() -> None:
-    """The review's judgement of a definition does not read the schemes, the walk's
-    expansion of a reference does: both are keyed by the policy or take it in afterwards."""
+    """A definition's judgement does not read the policy (it is not given it, and the memo
+    is not keyed by it); the walk's expansion of a reference reads the schemes after its
+    memo has answered: under each policy, the answer is that policy's."""
     registration = registration_63()
     registration["@context"]["f"] = "ftp://files.example/caps/"
     registration["@id"] = "f:cap1"
@@ -214,6 +224,21 @@ def test_an_iri_with_the_reserved_base_is_a_term_but_no_reference() -> None:
     assert active is not None and active.terms["t"] == NO_BASE + "x"
     assert _expand_reference("b:x", active, False, POLICY.allowed_schemes) is None
     assert _fresh(_expand_reference, "b:x", active, False, POLICY.allowed_schemes) is None
+
+
+def test_the_review_by_members_declines_what_is_not_objects() -> None:
+    """A remote context, null, a number or a nested array is no inline context of objects:
+    the compiled engine leaves it to the whole review, and its active context declines it."""
+    for context in ("https://example.org/context.jsonld", None, 5, [[{"p": IOA}]],
+                    [{"p": IOA}, "https://example.org/context.jsonld"], [{"p": IOA}, None]):
+        assert _clean(context) is None
+        assert _review(context)[0] or context == [[{"p": IOA}]]
+        assert _active_context(context, POLICY) is None
+    for context in ({"@import": "https://example.org/c.jsonld"}, [{"p": IOA}, {"@vocab": IOA}],
+                    {"p": IOA, "@protected": False}, [{}, {"ioa": "https://other.example/"}]):
+        assert _clean(context) is False
+        _remembered_and_fresh(context)
+    assert _clean([{}, {"@version": 1.1, "p": IOA, "x": "p:x"}]) is True
 
 
 # --- the memo is used, and bounded ----------------------------------------------------------

@@ -37,6 +37,7 @@ from ..pipeline.contexts import (
     ContextPolicy,
     SenderTerms,
     definition_cache_bytes,
+    inline_context_clean,
     review_contexts,
 )
 from ..pipeline.decision import Outcome, Task, evaluate
@@ -108,8 +109,11 @@ def cached_active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveCo
     # and the review is the dearer of the two.
     active = active_context(context)
     if active is not None:
-        review = review_contexts({"@context": context}, policy)
-        if review.findings or not review.expandable:
+        clean = inline_context_clean(context, policy)
+        if clean is None:
+            review = review_contexts({"@context": context}, policy)
+            clean = not review.findings and review.expandable
+        if not clean:
             active = None
     reviewed = None if active is None else (active, colons_in(context))
     _CONTEXTS.put(key, _REFUSED if reviewed is None else reviewed, _weight(serialized))

@@ -338,13 +338,7 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C9
     for pointer, value in _contexts(document):
         visit(pointer, value)
 
-    # Prefixes are collected first so that a definition may use a prefix defined after it.
-    prefixes = dict(baseline.prefixes)
-    for _, obj in objects:
-        for key, value in obj.items():
-            if not key.startswith("@") and isinstance(value, str) and not value.startswith("@"):
-                prefixes.setdefault(key, value)
-
+    prefixes = _prefixes([obj for _, obj in objects], baseline)
     for pointer, obj in objects:
         for key, value in obj.items():
             if key == "@import" and retriever is not None:
@@ -352,7 +346,7 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C9
             if key.startswith("@"):
                 problem = _review_keyword(key, value, policy)
             else:
-                problem, iri = _judged(key, value, prefixes, baseline, policy)
+                problem, iri = _judged(key, value, prefixes, baseline)
                 if problem is None:
                     terms.terms[key] = iri
             if problem is None:
@@ -368,15 +362,58 @@ def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C9
     return ContextReview(tuple(findings), terms, expandable)
 
 
+def _prefixes(objects: list[dict[str, Any]], baseline: _Baseline) -> dict[str, str]:
+    """What a context's strings are expanded by: the baseline's prefixes, then every term
+    the context defines as a string (the first definition of a name counts). Collected
+    before any definition is judged, so that a definition may use a prefix defined after
+    it."""
+    prefixes = dict(baseline.prefixes)
+    for obj in objects:
+        for key, value in obj.items():
+            if not key.startswith("@") and isinstance(value, str) and not value.startswith("@"):
+                prefixes.setdefault(key, value)
+    return prefixes
+
+
+def inline_context_clean(context: Any, policy: ContextPolicy) -> bool | None:
+    """Whether :func:`review_contexts` finds nothing in ``{"@context": context}`` and can
+    expand it, told from its members' judgements alone; None for a context that is not
+    one object or an array of objects (review it whole).
+
+    Such a context holds no remote reference and nothing :func:`review_contexts` reports
+    but its members' problems (the pointers and the sender's terms are what this leaves
+    out), so it is clean exactly when no member has one; the tests hold the two together.
+    """
+    if type(context) is dict:
+        objects = [context]
+    elif type(context) is list and all(type(obj) is dict for obj in context):
+        objects = context
+    else:
+        return None
+    baseline = _baseline()
+    prefixes = _prefixes(objects, baseline)
+    for obj in objects:
+        for key, value in obj.items():
+            if key.startswith("@"):
+                if _review_keyword(key, value, policy) is not None:
+                    return False
+            elif _judged(key, value, prefixes, baseline)[0] is not None:
+                return False
+    return True
+
+
 # A definition's judgement: the problem with it or None, and the IRI it gives its term.
 Judgement = tuple[tuple[str, str] | None, str | None]
 
 
-# Judgements of term definitions by (policy, term, the value as written, Resolved): the same
+# Judgements of term definitions by (term, the value as written, Resolved): the same
 # definitions recur in thousands of senders' contexts under other prefix names and in
 # another order, and what a new sender's context costs is then the judgement of its new
-# definitions only. The key holds everything _review_definition reads (the baseline is the
-# package's own, read once), so a remembered judgement is the one it would give.
+# definitions only. The key holds everything _review_definition is given (the baseline is
+# the package's own, read once), so a remembered judgement is the one it would give. The
+# policy is no part of it: a term definition's judgement does not read it (keyword members
+# do, and they are judged every time), and _review_definition is not given it; a judgement
+# that came to read the policy would have to be given it, and keyed by it here.
 _DEFINITIONS: BoundedCache[tuple[Any, ...], Judgement] = BoundedCache(16 << 20)
 
 
@@ -388,18 +425,20 @@ def definition_cache_bytes(max_bytes: int | None = None) -> int:
     return _DEFINITIONS.max_bytes
 
 
-def _judged(key: str, value: Any, prefixes: Mapping[str, str], baseline: _Baseline,
-            policy: ContextPolicy) -> Judgement:
+def _judged(key: str, value: Any, prefixes: Mapping[str, str], baseline: _Baseline) -> Judgement:
     """The judgement of the term definition ``key: value`` in a context of ``prefixes``
     (``key`` not a keyword): remembered by what decides it."""
     strings = _resolved(key, value, prefixes)
     written = _written(value)
     if written is None or type(key) is not str:
-        return _review_definition(key, value, strings, baseline, policy)
-    memo_key = (policy, key, written, strings)
+        return _review_definition(key, value, strings, baseline)
+    # A flat tuple of strings (and of tuples of strings) that the cyclic collector stops
+    # following once it has seen it: a Resolved (a tuple subclass) or a policy (frozensets)
+    # in it would keep every remembered key tracked, and each full collection walking them.
+    memo_key = (key, written, *strings)
     judgement = _DEFINITIONS.get(memo_key)
     if judgement is None:
-        judgement = _review_definition(key, value, strings, baseline, policy)
+        judgement = _review_definition(key, value, strings, baseline)
         _DEFINITIONS.put(memo_key, judgement, _judgement_weight(key, written, strings, judgement))
     return judgement
 
@@ -494,11 +533,10 @@ def _review_keyword(key: str, value: Any, policy: ContextPolicy) -> tuple[str, s
     return ("jsonld.context-keyword", f"{key} in a sender's context is not allowed")
 
 
-def _review_definition(key: str, value: Any, strings: Resolved, baseline: _Baseline,
-                       policy: ContextPolicy) -> Judgement:
+def _review_definition(key: str, value: Any, strings: Resolved, baseline: _Baseline) -> Judgement:
     """The judgement of the term definition ``key: value`` (a term, not a keyword), whose
-    strings expand as ``strings`` say. It reads nothing else (the policy is passed so that
-    a judgement that comes to read it is still keyed by it: see _DEFINITIONS)."""
+    strings expand as ``strings`` say, against the baseline. It reads nothing else: what it
+    is given keys it (see _DEFINITIONS)."""
     problem = _definition_problem(key, value, strings, baseline)
     if problem is not None:
         return problem, None
