@@ -316,6 +316,33 @@ def test_the_definition_memo_stays_within_its_bytes() -> None:
     assert cache_bytes() == before
 
 
+def test_the_context_cache_counts_what_an_active_contexts_memos_come_to_hold() -> None:
+    """A cached active context is counted as its text and what its memos hold, charged again
+    as they grow, so that the cache's bound holds without counting every context at the
+    most its memos might hold (which let a 64 MiB cache keep a few hundred senders)."""
+    context = {"p": "https://memo.example/ns#", "ref": {"@id": "p:ref", "@type": "@id"}}
+    engine._CONTEXTS.resize(0)
+    engine._CONTEXTS.resize(64 << 20)
+    active = engine.cached_active_context(context, POLICY)[0]  # type: ignore[index]
+    first = engine._CONTEXTS.size
+    assert first < 8 << 10 and active.charged >= active.remembered
+    for i in range(2 * walk._MEMO_LIMIT):  # references the walk remembers, then no more
+        document = {"@context": context, "@id": f"p:node{i}", "ref": f"p:target{i}",
+                    "@type": "p:Thing"}
+        assert walk.expand_restricted(document, active, POLICY.allowed_schemes) is not None
+    assert active.remembered > first  # the memos grew past their first charge
+    assert engine.cached_active_context(context, POLICY) is not None
+    assert active.charged >= active.remembered
+    assert engine._CONTEXTS.size == 4 * len(engine._serialized(context) or b"") + active.charged
+    grown = active.remembered
+    assert engine.cached_active_context(context, POLICY) is not None
+    assert active.remembered == grown and engine._CONTEXTS.size <= 64 << 20
+    # Each memo is bounded: the top @id is not remembered, the rest at most _MEMO_LIMIT apiece.
+    assert all(len(memo) <= walk._MEMO_LIMIT for memo in active.memo.values())
+    assert not any(f"node{i}" in key for memo in active.memo.values() for key in memo
+                   for i in range(2 * walk._MEMO_LIMIT))
+
+
 def test_what_is_not_plain_json_is_judged_afresh() -> None:
     """A definition of a value no JSON text gives (a subclass, a tuple) has no key: it is
     judged every time, as it always was."""

@@ -365,57 +365,6 @@ def test_where_the_walk_expands_a_document_pyld_gives_the_same_node_in_the_same_
     assert json.dumps(walked.nodes) == json.dumps(reference.nodes)
 
 
-def _walks(doc: Any, kind: str) -> list[Any] | None:
-    """The general walk's top node and three walks of its layout (the first meets it, the
-    second compiles its plan, the third reads the plan), each as what a check reads."""
-    from ioa_semantic.compiled.engine import cached_active_context
-    from ioa_semantic.compiled.walk import _RestrictedWalk
-
-    if not isinstance(doc, dict) or not isinstance(doc.get("@context"), dict):
-        return None
-    reviewed = cached_active_context(doc["@context"], POLICY)
-    if reviewed is None:
-        return None
-    walks = []
-    for planned in (False, True, True, True):
-        walk = _RestrictedWalk(reviewed[0], POLICY.allowed_schemes, SHAPE_CHECKS.single_valued[kind],
-                               False)
-        root = walk.top(doc) if planned else walk.node(doc, "", None)
-        walks.append(None if root is None else (
-            json.dumps(root), walk.colons,
-            [(json.dumps(node), json.dumps(compact), pointer)
-             for node, compact, pointer in walk.located],
-            [(json.dumps(node), via) for node, via in walk.reached]))
-    return walks
-
-
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(envelopes().map(lambda d: ("envelope", d)),
-                 plausible_envelopes().map(lambda d: ("envelope", d)),
-                 registrations().map(lambda d: ("registration", d))))
-def test_a_layouts_plan_walks_a_document_as_the_general_walk_does(case: tuple[str, Any]) -> None:
-    """The compiled path walks a top node by the plan of its layout (member names and the
-    types of their values): nodes, member order, pointers, colons and the nodes reached
-    are the general walk's, and a document it refuses, the plan refuses."""
-    walks = _walks(case[1], case[0])
-    if walks is not None:
-        assert walks[1:] == [walks[0]] * 3
-
-
-def test_the_plans_answer_the_draft_documents() -> None:
-    """Without this the test above could pass by every plan refusing."""
-    from ioa_semantic.compiled.walk import _no_plan, _once
-
-    for kind, doc in (("registration", registration_63()), ("envelope", envelope_62())):
-        walks = _walks(doc, kind)
-        assert walks is not None and walks[0] is not None and walks[1:] == [walks[0]] * 3
-    from ioa_semantic.compiled.engine import cached_active_context
-
-    active = cached_active_context(registration_63()["@context"], POLICY)[0]  # type: ignore[index]
-    assert any(plan not in (_no_plan, _once) for layouts in active.layouts.values()
-               for plan in layouts.values())
-
-
 def _review(review: Any) -> Any:
     return review.findings, review.terms.terms, review.expandable
 

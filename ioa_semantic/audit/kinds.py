@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from .._runtime import orjson_module
 from ..compiled.engine import CompiledEngine, cached_active_context
 from ..compiled.reader import escapes_a_colon
-from ..compiled.walk import member_plan, reference_expander
+from ..compiled.walk import id_expander, member_plan
 from ..pipeline.baseline import Baseline
 
 
@@ -131,7 +131,7 @@ class Kinds:
                     masked.append(key)
                 else:
                     kept.append(key)
-            plan = _KindPlan(reference_expander(reviewed[0], False, schemes), tuple(masked),
+            plan = _KindPlan(id_expander(reviewed[0], schemes), tuple(masked),
                              tuple(kept), {})
         if self.spend(len(layout[1]) + sum(map(len, layout[0]))):
             self.plans[layout] = plan

@@ -50,7 +50,7 @@ from .conformance import CompiledShapes
 from .decision import CompiledDecision
 from .reader import colons_in, read_unproven
 from .tables import CompiledTables, TableDataset
-from .walk import MEMO_BYTES, ActiveContext, active_context, expand_restricted, scheme_cache_bytes
+from .walk import ActiveContext, active_context, expand_restricted, scheme_cache_bytes
 
 _TERM_BINDINGS = IOA + "termBindings"
 
@@ -78,10 +78,16 @@ def cache_bytes(contexts: int | None = None, reviews: int | None = None,
             "definitions": definition_cache_bytes(definitions)}
 
 
-def _weight(serialized: bytes) -> int:
-    """What a cached active context is counted as weighing: its text, what is derived from it
-    (a few times the text), and the memos it fills (bounded in the walk)."""
-    return 4 * len(serialized) + MEMO_BYTES
+def _weight(serialized: bytes, active: ActiveContext | None) -> int:
+    """What a cached active context is counted as weighing: its text and what is derived
+    from it (a few times the text), and what its memos have been charged for (see
+    :func:`cached_active_context`)."""
+    return 4 * len(serialized) + (0 if active is None else active.charged)
+
+
+# The bytes a context's memos are charged for ahead of what they hold, so that the cache of
+# active contexts is told again only every few kilobytes of growth.
+_CHARGE_STEP = 4 << 10
 
 
 def _serialized(context: Any) -> bytes | None:
@@ -104,7 +110,15 @@ def cached_active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveCo
     key = (policy, serialized)
     found = _CONTEXTS.get(key)
     if found is not None:
-        return None if found is _REFUSED else found
+        if found is _REFUSED:
+            return None
+        active = found[0]
+        if active.remembered > active.charged:
+            # Its memos grew past what the cache counts: count them, so that the cache's
+            # bound holds what the contexts hold (within one walk's growth apiece).
+            active.charged = active.remembered + _CHARGE_STEP
+            _CONTEXTS.put(key, found, _weight(serialized, active))
+        return found  # type: ignore[no-any-return]
     # The active context first: a context it declines is refused whatever its review says,
     # and the review is the dearer of the two.
     active = active_context(context)
@@ -116,7 +130,9 @@ def cached_active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveCo
         if not clean:
             active = None
     reviewed = None if active is None else (active, colons_in(context))
-    _CONTEXTS.put(key, _REFUSED if reviewed is None else reviewed, _weight(serialized))
+    if active is not None:
+        active.charged = _CHARGE_STEP
+    _CONTEXTS.put(key, _REFUSED if reviewed is None else reviewed, _weight(serialized, active))
     return reviewed
 
 

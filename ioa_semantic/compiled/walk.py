@@ -30,9 +30,12 @@ class ActiveContext:
 
     ``memo`` remembers expanded references: the same context meets the same IRIs envelope
     after envelope. It is bounded, and a lost race only recomputes an equal value.
+    ``remembered`` counts the bytes the memos and the member plans have come to hold (as
+    _entry_bytes sizes them) and ``charged`` what the cache of active contexts has been told
+    it weighs, so that the cache counts what a context holds rather than what it might.
     """
 
-    __slots__ = ("coerced", "layouts", "memo", "plans", "prefixes", "terms")
+    __slots__ = ("charged", "coerced", "memo", "plans", "prefixes", "remembered", "terms")
 
     def __init__(self, terms: Mapping[str, str], coerced: frozenset[str],
                  prefixes: Mapping[str, str]) -> None:
@@ -42,7 +45,7 @@ class ActiveContext:
         # By (vocab, schemes): each reference's expansion, or None.
         self.memo: dict[tuple[bool, frozenset[str]], dict[str, str | None]] = {}
         self.plans: dict[tuple[frozenset[str], frozenset[str]], dict[str, Any]] = {}
-        self.layouts: dict[tuple[frozenset[str], frozenset[str]], dict[Any, Any]] = {}
+        self.remembered = self.charged = 0
 
 
 def active_context(context: Any) -> ActiveContext | None:  # noqa: C901
@@ -120,13 +123,13 @@ def _remembered_scheme(iri: str) -> str | None:
     return known or None
 
 
-# What an active context remembers is bounded so that a cached context weighs at most a
-# known amount (MEMO_BYTES, which the context caches count it as): references up to
-# _MEMO_CHARS long (key and value together; longer ones are expanded every time), at most
-# _MEMO_LIMIT of them per memo, and member plans likewise; layouts are planned only for
-# names that are short together (_LAYOUT_CHARS), at most _LAYOUT_LIMIT of them.
-_MEMO_LIMIT = 128
+# What an active context remembers is bounded: references up to _MEMO_CHARS long (key and
+# value together; longer ones are expanded every time), at most _MEMO_LIMIT of them per
+# memo, and member plans likewise. Each entry is counted as its characters and
+# _ENTRY_BYTES of dictionary and string overhead (ActiveContext.remembered).
+_MEMO_LIMIT = 32
 _MEMO_CHARS = 256
+_ENTRY_BYTES = 200
 _MISSING = object()
 
 
@@ -138,12 +141,12 @@ def _restricted_iri(value: str, active: ActiveContext, vocab: bool,
     return _memoized(memo, active, vocab, schemes, value)
 
 
-def reference_expander(active: ActiveContext, vocab: bool,
-                       schemes: frozenset[str]) -> Callable[[str], str | None]:
-    """:func:`_restricted_iri` under one context, its memo found once: for a caller that
-    expands one reference of each of many documents."""
-    return partial(_memoized, active.memo.setdefault((vocab, schemes), {}), active, vocab,
-                   schemes)
+def id_expander(active: ActiveContext,
+                schemes: frozenset[str]) -> Callable[[str], str | None]:
+    """The walk's expansion of a top node's ``@id`` under one context (not remembered, as the
+    walk does not remember it): for a caller that expands the ``@id`` of each of many
+    documents."""
+    return partial(_expand_reference, active=active, vocab=False, schemes=schemes)
 
 
 def _memoized(memo: dict[str, str | None], active: ActiveContext, vocab: bool,
@@ -153,6 +156,7 @@ def _memoized(memo: dict[str, str | None], active: ActiveContext, vocab: bool,
         found = _expand_reference(value, active, vocab, schemes)
         if len(memo) < _MEMO_LIMIT and len(value) + len(found or "") <= _MEMO_CHARS:
             memo[value] = found
+            active.remembered += _ENTRY_BYTES + len(value) + len(found or "")
     return found  # type: ignore[return-value]
 
 
@@ -211,7 +215,7 @@ def expand_restricted(
     equals pyld's member for member and in the same order.
     """
     walk = _RestrictedWalk(active, schemes, single_valued, ordered)
-    root = walk.node(document, "", None) if ordered else walk.top(document)
+    root = walk.node(document, "", None)
     return None if root is None else (root, walk.located, walk.colons, walk.reached)
 
 
@@ -220,7 +224,7 @@ class _RestrictedWalk:
     closure that calls itself is a reference cycle, which kept every node of a check alive
     until the collector found it (a collection every 17 checks, which set the p99)."""
 
-    __slots__ = ("active", "colons", "ids", "layouts", "located", "ordered", "plans", "reached",
+    __slots__ = ("active", "colons", "ids", "located", "ordered", "plans", "reached",
                  "schemes", "single_valued")
 
     def __init__(self, active: ActiveContext, schemes: frozenset[str],
@@ -228,7 +232,6 @@ class _RestrictedWalk:
         self.active, self.schemes, self.single_valued = active, schemes, single_valued
         self.ordered = ordered
         self.plans = active.plans.setdefault((schemes, single_valued), {})
-        self.layouts = active.layouts.setdefault((schemes, single_valued), {})
         self.ids: dict[str, Any] = active.memo.setdefault((False, schemes), {})
         self.located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
         # Each expanded node with the property that reached it (None: the root).
@@ -248,6 +251,7 @@ class _RestrictedWalk:
                 plan = member_plan(key, active, schemes, single_valued)
                 if len(plans) < _MEMO_LIMIT and len(key) <= _MEMO_CHARS // 2:
                     plans[key] = plan
+                    active.remembered += _ENTRY_BYTES + 2 * len(key)
             if type(plan) is tuple:  # a property: nearly every member
                 prop, coerced, single, key_colons = plan
             elif plan is None:
@@ -257,8 +261,11 @@ class _RestrictedWalk:
                     return None
                 continue
             elif plan is _ID:
-                ident = (_restricted_iri(value, active, False, schemes) if type(value) is str
-                         else None)
+                # A top node's @id is its document's own, met once: remembering it would
+                # only push out the references that do recur (types, coerced values).
+                ident = None if type(value) is not str else (
+                    _restricted_iri(value, active, False, schemes) if pointer
+                    else _expand_reference(value, active, False, schemes))
                 if ident is None:
                     return None
                 out["@id"] = ident
@@ -322,112 +329,3 @@ class _RestrictedWalk:
         token = key.replace("~", "~0").replace("/", "~1")
         return self.node(item, f"{pointer}/{token}" if index is None
                          else f"{pointer}/{token}/{index}", prop)
-
-    def top(self, document: dict[str, Any]) -> dict[str, Any] | None:
-        """The top node, walked by the plan of its layout (its member names and the types
-        of their values): documents of one sender share a layout, and the plan spends
-        nothing on what the layout already decides."""
-        if len(document) > _LAYOUT_MEMBERS:
-            return self.node(document, "", None)
-        layout = (tuple(document), tuple(map(type, document.values())))
-        plan = self.layouts.get(layout)
-        if plan is None:
-            # A layout is planned when it comes back: compiling costs more than a walk,
-            # and a one-envelope command meets its one layout once.
-            if len(self.layouts) < _LAYOUT_LIMIT and sum(map(len, layout[0])) <= _LAYOUT_CHARS:
-                self.layouts[layout] = _once
-            return self.node(document, "", None)
-        if plan is _once:
-            plan = self.layouts[layout] = _layout_plan(*layout, self)
-        top: dict[str, Any] | None = plan(document, self)
-        return top
-
-
-# Layouts planned per context, and the members a planned layout may have: past either,
-# documents take the general walk.
-_LAYOUT_LIMIT = 16
-_LAYOUT_MEMBERS = 32
-_LAYOUT_CHARS = 512
-# What one cached active context may come to weigh beyond its definitions: two memos and the
-# plans (each _MEMO_LIMIT entries of at most _MEMO_CHARS characters, a few hundred bytes with
-# their overhead) and _LAYOUT_LIMIT planned layouts (their generated code, a few KiB each).
-MEMO_BYTES = 3 * _MEMO_LIMIT * (_MEMO_CHARS + 200) + _LAYOUT_LIMIT * (4 << 10)
-
-
-def _layout_plan(keys: tuple[str, ...], kinds: tuple[type, ...],
-                 walk: _RestrictedWalk) -> Callable[[dict[str, Any], _RestrictedWalk], Any]:
-    """:meth:`_RestrictedWalk.node` for a top node of one layout, as straight Python source
-    (as the conformance functions are): what depends only on the member names and the
-    types of their values is decided here, once; strings are expanded where the walk
-    expands them; any other value goes to :meth:`_RestrictedWalk.child`, as in the walk.
-    The tests hold every plan to the general walk."""
-    active, schemes = walk.active, walk.schemes
-    names: dict[str, Any] = {
-        "MISSING": _MISSING, "RESTRICTED": _restricted_iri, "ACTIVE": active,
-        "SCHEMES": schemes, "IDS": walk.ids,
-        "VOCAB": active.memo.setdefault((True, schemes), {}),
-    }
-    lines = ["out = {}", "walk.located.append((out, obj, ''))", "walk.reached.append((out, None))"]
-    colons = len(keys)
-    props: set[str] = set()
-    for i, (key, kind) in enumerate(zip(keys, kinds, strict=True)):
-        plan = member_plan(key, active, schemes, walk.single_valued)
-        names[f"K{i}"] = key
-        if plan is None:
-            return _no_plan
-        if plan is _CONTEXT:
-            continue
-        if plan is _ID or plan is _TYPE:
-            memo, vocab = ("IDS", False) if plan is _ID else ("VOCAB", True)
-            expand = [f"iri = {memo}.get(v, MISSING)",
-                      f"if iri is MISSING: iri = RESTRICTED(v, ACTIVE, {vocab}, SCHEMES)",
-                      "if iri is None: return None", "colons += v.count(':')"]
-            if kind is str:
-                lines += [f"v = obj[K{i}]", *expand,
-                          "out['@id'] = iri" if plan is _ID else "out['@type'] = [iri]"]
-            elif kind is list and plan is _TYPE:
-                lines += ["types = []", f"for v in obj[K{i}]:", "    if type(v) is not str: return None",
-                          *(f"    {line}" for line in expand), "    types.append(iri)",
-                          "if not types: return None", "out['@type'] = types"]
-            else:
-                return _no_plan
-            continue
-        assert isinstance(plan, tuple)  # a property: the keywords are handled above
-        prop, coerced, single, key_colons = plan
-        if prop in props or (kind is list and single):
-            return _no_plan
-        props.add(prop)
-        colons += key_colons
-        names[f"P{i}"], names[f"C{i}"] = prop, coerced
-        if coerced:
-            value = ["iri = IDS.get(item, MISSING)",
-                     "if iri is MISSING: iri = RESTRICTED(item, ACTIVE, False, SCHEMES)",
-                     "if iri is None: return None", "values.append({'@id': iri})"]
-        else:
-            value = ["values.append({'@value': item})"]
-        other = (f"child = walk.child(item, C{i}, K{i}, '', "
-                 f"{'index' if kind is list else 'None'}, P{i})")
-        body = ["if type(item) is str:", "    colons += item.count(':')",
-                *(f"    {line}" for line in value), "else:", f"    {other}",
-                "    if child is None: return None", "    values.append(child)"]
-        if kind is list:
-            lines += ["values = []", f"for index, item in enumerate(obj[K{i}]):",
-                      *(f"    {line}" for line in body)]
-        else:
-            lines += ["values = []", f"item = obj[K{i}]", *body]
-        lines.append(f"out[P{i}] = values")
-    lines = [f"colons = {colons}", *lines, "walk.colons += colons", "return out"]
-    source = "def plan(obj, walk):\n" + "".join(f"    {line}\n" for line in lines)
-    exec(compile(source, "<walk of a layout>", "exec"), names)
-    planned: Callable[[dict[str, Any], _RestrictedWalk], Any] = names["plan"]
-    return planned
-
-
-def _no_plan(obj: dict[str, Any], walk: _RestrictedWalk) -> None:
-    """The plan of a layout the restricted walk never expands."""
-    return None
-
-
-def _once(obj: dict[str, Any], walk: _RestrictedWalk) -> None:
-    """Marks a layout met once, not planned yet (never called)."""
-    raise AssertionError("a layout met once has no plan")
