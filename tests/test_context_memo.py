@@ -229,13 +229,15 @@ def test_an_iri_with_the_reserved_base_is_a_term_but_no_reference() -> None:
 def test_the_review_by_members_declines_what_is_not_objects() -> None:
     """A remote context, null, a number or a nested array is no inline context of objects:
     the compiled engine leaves it to the whole review, and its active context declines it."""
-    for context in ("https://example.org/context.jsonld", None, 5, [[{"p": IOA}]],
-                    [{"p": IOA}, "https://example.org/context.jsonld"], [{"p": IOA}, None]):
+    declined: list[Any] = ["https://example.org/context.jsonld", None, 5, [[{"p": IOA}]],
+                           [{"p": IOA}, "https://example.org/context.jsonld"], [{"p": IOA}, None]]
+    for context in declined:
         assert _clean(context) is None
         assert _review(context)[0] or context == [[{"p": IOA}]]
         assert _active_context(context, POLICY) is None
-    for context in ({"@import": "https://example.org/c.jsonld"}, [{"p": IOA}, {"@vocab": IOA}],
-                    {"p": IOA, "@protected": False}, [{}, {"ioa": "https://other.example/"}]):
+    refused: list[Any] = [{"@import": "https://example.org/c.jsonld"}, [{"p": IOA}, {"@vocab": IOA}],
+                          {"p": IOA, "@protected": False}, [{}, {"ioa": "https://other.example/"}]]
+    for context in refused:
         assert _clean(context) is False
         _remembered_and_fresh(context)
     assert _clean([{}, {"@version": 1.1, "p": IOA, "x": "p:x"}]) is True
