@@ -31,6 +31,7 @@ from ioa_semantic.compiled.engine import cached_active_context as _active_contex
 from ioa_semantic.compiled.engine import restricted_expansion
 from ioa_semantic.pipeline import contexts
 from ioa_semantic.pipeline.contexts import ContextPolicy, review_contexts
+from ioa_semantic.pipeline.intake import Limits
 
 from support import registration_63
 
@@ -66,8 +67,8 @@ def _active(context: Any, policy: ContextPolicy = POLICY) -> Any:
     reviewed = _active_context(context, policy)
     if reviewed is None:
         return None
-    active, colons = reviewed
-    return dict(active.terms), active.coerced, dict(active.prefixes), colons
+    active = reviewed.active
+    return dict(active.terms), active.coerced, dict(active.prefixes), reviewed.colons
 
 
 def _fresh(function: Any, *args: Any) -> Any:
@@ -325,7 +326,9 @@ def test_the_context_cache_counts_what_an_active_contexts_memos_come_to_hold() -
     context = {"p": "https://memo.example/ns#", "ref": {"@id": "p:ref", "@type": "@id"}}
     engine._CONTEXTS.resize(0)
     engine._CONTEXTS.resize(64 << 20)
-    active = engine.cached_active_context(context, POLICY)[0]  # type: ignore[index]
+    reviewed = engine.cached_active_context(context, POLICY)
+    assert reviewed is not None
+    active = reviewed.active
     first = engine._CONTEXTS.size
     assert first < 8 << 10 and active.charged >= active.remembered
     for i in range(2 * walk._MEMO_LIMIT):  # references the walk remembers, then no more
@@ -343,6 +346,24 @@ def test_the_context_cache_counts_what_an_active_contexts_memos_come_to_hold() -
     assert all(len(memo) <= walk._MEMO_LIMIT for memo in active.memo.values())
     assert not any(f"node{i}" in key for memo in active.memo.values() for key in memo
                    for i in range(2 * walk._MEMO_LIMIT))
+
+
+def test_a_context_over_the_limits_is_counted_before_it_is_built() -> None:
+    """Given the limits, the compiled engine counts a new context's objects and definitions
+    before it builds or reviews anything of it, and a cached context over another
+    Checker's limits is declined too (the reference reports it)."""
+    context = [{"a": IOA + "a", "b": IOA + "b"}, {"c": IOA + "c", "@version": 1.1}]
+    engine._CONTEXTS.resize(0)
+    engine._CONTEXTS.resize(64 << 20)
+    assert engine.cached_active_context(context, POLICY, Limits(max_terms=2)) is None
+    assert engine.cached_active_context(context, POLICY, Limits(max_contexts=1)) is None
+    assert len(engine._CONTEXTS) == 0  # nothing was built, nothing remembered
+    reviewed = engine.cached_active_context(context, POLICY, Limits(max_terms=3, max_contexts=2))
+    assert reviewed is not None and (reviewed.objects, reviewed.definitions) == (2, 3)
+    assert engine.cached_active_context(context, POLICY, Limits(max_terms=2)) is None
+    finding = contexts.context_limit_findings({"@context": context}, 2, 2)
+    assert [f.code for f in finding] == ["jsonld.too-many-terms"]
+    assert not contexts.context_limit_findings({"@context": context}, 2, 3)
 
 
 def test_what_is_not_plain_json_is_judged_afresh() -> None:

@@ -117,7 +117,7 @@ class Kinds:
         return ident, known[1]
 
     def _plan(self, document: dict[str, Any], layout: tuple[Any, ...]) -> _KindPlan | None:
-        reviewed = cached_active_context(document["@context"], self.policy)
+        reviewed = cached_active_context(document["@context"], self.policy, self.limits)
         schemes = self.policy.allowed_schemes
         plan = None
         if reviewed is not None and type(document.get("@id")) is str:
@@ -125,13 +125,13 @@ class Kinds:
             for key, value in document.items():
                 if key in ("@id", "@context"):
                     continue
-                member = member_plan(key, reviewed[0], schemes, self.single_valued)
+                member = member_plan(key, reviewed.active, schemes, self.single_valued)
                 if type(value) is str and type(member) is tuple and not member[1] and (
                         member[0] in self.any_string):
                     masked.append(key)
                 else:
                     kept.append(key)
-            plan = _KindPlan(id_expander(reviewed[0], schemes), tuple(masked),
+            plan = _KindPlan(id_expander(reviewed.active, schemes), tuple(masked),
                              tuple(kept), {})
         if self.spend(len(layout[1]) + sum(map(len, layout[0]))):
             self.plans[layout] = plan

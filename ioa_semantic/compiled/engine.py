@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyoxigraph
 
@@ -28,7 +28,6 @@ from ..pipeline.baseline import (
     Kind,
     ambiguous_bindings,
     extra_types,
-    over_limits,
     read_document,
     review_cache_bytes,
 )
@@ -43,7 +42,7 @@ from ..pipeline.contexts import (
 from ..pipeline.decision import Outcome, Task, evaluate
 from ..pipeline.engine import DocumentInput, ReferenceEngine
 from ..pipeline.expansion import Expansion
-from ..pipeline.intake import Limits, parse
+from ..pipeline.intake import Limits, parse, value_findings
 from ..pipeline.shapes import Located, ShapeSet
 from ..sources.loader import Artifact, Profile, Registration
 from .conformance import CompiledShapes
@@ -102,37 +101,67 @@ def _serialized(context: Any) -> bytes | None:
         return None
 
 
-def cached_active_context(context: Any, policy: ContextPolicy) -> tuple[ActiveContext, int] | None:
-    """The active context of a clean inline context, and its colons (see read_unproven)."""
+class ReviewedContext(NamedTuple):
+    """A clean inline context as the compiled engine keeps it: its active context, its
+    colons (see read_unproven), and its context objects and term definitions as
+    :func:`~ioa_semantic.pipeline.contexts.context_limit_findings` counts them."""
+
+    active: ActiveContext
+    colons: int
+    objects: int
+    definitions: int
+
+    def within(self, limits: Limits) -> bool:
+        return self.objects <= limits.max_contexts and self.definitions <= limits.max_terms
+
+
+def _counted(context: Any) -> tuple[int, int]:
+    """The context objects and term definitions of a top ``@context`` that holds no other
+    context (all the compiled path answers), as context_limit_findings counts them."""
+    objects = context if type(context) is list else (context,)
+    definitions = sum(1 for obj in objects if type(obj) is dict
+                      for key in obj if not key.startswith("@"))
+    return len(objects), definitions
+
+
+def cached_active_context(context: Any, policy: ContextPolicy,
+                          limits: Limits | None = None) -> ReviewedContext | None:
+    """The active context of a clean inline context, or None; with ``limits``, None as well
+    for a context with more objects or definitions than they allow (never built: the
+    reference reports it)."""
     serialized = _serialized(context)
     if serialized is None:
         return None
     key = (policy, serialized)
     found = _CONTEXTS.get(key)
     if found is not None:
-        if found is _REFUSED:
+        if found is _REFUSED or (limits is not None and not found.within(limits)):
             return None
-        active = found[0]
+        active = found.active
         if active.remembered > active.charged:
             # Its memos grew past what the cache counts: count them, so that the cache's
             # bound holds what the contexts hold (within one walk's growth apiece).
             active.charged = active.remembered + _CHARGE_STEP
             _CONTEXTS.put(key, found, _weight(serialized, active))
         return found  # type: ignore[no-any-return]
+    objects, definitions = _counted(context)
+    if limits is not None and (objects > limits.max_contexts or definitions > limits.max_terms):
+        return None  # counted before anything is built from it
     # The active context first: a context it declines is refused whatever its review says,
     # and the review is the dearer of the two.
-    active = active_context(context)
-    if active is not None:
+    built = active_context(context)
+    if built is not None:
         clean = inline_context_clean(context, policy)
         if clean is None:
             review = review_contexts({"@context": context}, policy)
             clean = not review.findings and review.expandable
         if not clean:
-            active = None
-    reviewed = None if active is None else (active, colons_in(context))
-    if active is not None:
-        active.charged = _CHARGE_STEP
-    _CONTEXTS.put(key, _REFUSED if reviewed is None else reviewed, _weight(serialized, active))
+            built = None
+    reviewed = None if built is None else ReviewedContext(built, colons_in(context), objects,
+                                                          definitions)
+    if built is not None:
+        built.charged = _CHARGE_STEP
+    _CONTEXTS.put(key, _REFUSED if reviewed is None else reviewed, _weight(serialized, built))
     return reviewed
 
 
@@ -146,7 +175,7 @@ def restricted_expansion(document: dict[str, Any], policy: ContextPolicy) -> Exp
     context = cached_active_context(document["@context"], policy)
     if context is None:
         return None
-    expanded = expand_restricted(document, context[0], policy.allowed_schemes, ordered=True)
+    expanded = expand_restricted(document, context.active, policy.allowed_schemes, ordered=True)
     if expanded is None or set(expanded[0]) <= {"@id"}:
         # A top-level node with nothing but an @id (or nothing) is no node to JSON-LD:
         # expansion drops it, and the document has none (pyld's answer, reported as such).
@@ -188,12 +217,13 @@ def read_document_compiled(
         document, colons = unproven
     if type(document) is not dict or "@context" not in document:
         return None
-    if over_limits(document, limits or Limits(), len(data), top_context_only=True):
+    limits = limits or Limits()
+    if value_findings(document, limits, len(data)):
         return None
-    reviewed = cached_active_context(document["@context"], policy)
+    reviewed = cached_active_context(document["@context"], policy, limits)
     if reviewed is None:
         return None
-    active, context_colons = reviewed
+    active, context_colons = reviewed.active, reviewed.colons
     expanded = expand_restricted(document, active, policy.allowed_schemes,
                                  shapes.single_valued[kind])
     if expanded is None:

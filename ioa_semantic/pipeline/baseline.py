@@ -182,16 +182,12 @@ def review_cache_bytes(max_bytes: int | None = None) -> int:
     return _REVIEWS.max_bytes
 
 
-def over_limits(document: dict[str, Any], limits: Limits, size: int,
-                 top_context_only: bool = False) -> tuple[Finding, ...]:
+def over_limits(document: dict[str, Any], limits: Limits, size: int) -> tuple[Finding, ...]:
     """What a document asks beyond the limits of the work it may cost (refused before any
     stage that is superlinear in it runs). ``size`` is the text's length (a text too short
-    to hold that many values is not walked for them). With ``top_context_only`` (the
-    compiled path, whose walk declines any nested context) only the top ``@context`` is
-    counted, not found by a walk of every member."""
-    counted = {"@context": document["@context"]} if top_context_only else document
+    to hold that many values is not walked for them)."""
     return value_findings(document, limits, size) or context_limit_findings(
-        counted, limits.max_contexts, limits.max_terms)
+        document, limits.max_contexts, limits.max_terms)
 
 
 def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy,
