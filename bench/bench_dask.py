@@ -1,11 +1,14 @@
 """The batch audit on a Dask cluster, measured: registrations per second with 1 and 2 workers.
 
-Usage: python bench/bench_dask.py [--size 100000] [--partition-bytes N]
+Usage: python bench/bench_dask.py [--size 100000] [--corpus 5000] [--partition-bytes N]
 (run with the interpreter of an environment where the project is installed with [dask]).
 
-It writes N synthetic registrations with ``bench_audit``'s generator (about 420 bytes each,
-1% invalid across every invalid class) to a temporary JSON Lines file, then times the
-installed ``ioa-check audit`` (process wall time, from start to exit):
+It writes N registrations to a temporary JSON Lines file: ``--corpus uniform``, the default,
+is ``bench_audit``'s generator (about 420 bytes each, 1% invalid across every invalid
+class); ``--corpus 5000`` (or any number of senders) and ``--corpus each`` are
+bench/traffic.py's real-traffic corpora (senders with layouts, prefixes, media types and
+scripts of their own, 4% invalid). Then it times the installed ``ioa-check audit`` (process
+wall time, from start to exit):
 
 * locally, ``--jobs 1`` and ``--jobs 2``;
 * with ``--scheduler tcp://...`` against a LocalCluster of 1 and then 2 worker processes
@@ -30,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import traffic
 from bench_audit import write_corpus
 
 CLI = str(Path(sys.executable).parent / "ioa-check")
@@ -68,15 +72,23 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=100000)
+    parser.add_argument("--corpus", default="uniform",
+                        help="uniform (bench_audit's), a number of senders, or each "
+                             "(bench/traffic.py's corpora)")
     parser.add_argument("--partition-bytes", type=int, default=None,
                         help="passed on to ioa-check (default: its own, 8 MiB)")
     opts = parser.parse_args()
     cut = ["--partition-bytes", str(opts.partition_bytes)] if opts.partition_bytes else []
     with tempfile.TemporaryDirectory() as folder:
         corpus = Path(folder) / "registrations.jsonl"
-        size_bytes = write_corpus(corpus, opts.size)
-        print(f"{opts.size:,d} registrations, {size_bytes / 2**20:.1f} MiB of JSON Lines, "
-              f"{os.cpu_count()} cores")
+        if opts.corpus == "uniform":
+            size_bytes = write_corpus(corpus, opts.size)
+        else:
+            senders = None if opts.corpus == "each" else int(opts.corpus)
+            traffic.write(corpus, traffic.registrations(opts.size, senders))
+            size_bytes = corpus.stat().st_size
+        print(f"{opts.size:,d} registrations ({opts.corpus} corpus), {size_bytes / 2**20:.1f} "
+              f"MiB of JSON Lines, {os.cpu_count()} cores")
         print(f"{'run':<42} {'seconds':>8} {'per second':>11}")
         reference = Path(folder) / "local.jsonl"
         runs: list[tuple[str, list[str]]] = [("local --jobs 1", ["--jobs", "1"]),

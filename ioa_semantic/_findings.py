@@ -117,11 +117,17 @@ def frozen(value: Any) -> Any:
     """A JSON-like value that cannot be changed: objects as read-only mappings, arrays as
     tuples. A Decision holds only such values, so no receiver can change what a Checker
     keeps (its fixed dependencies, its cache) or what another receiver was given."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _ATOMS:  # most of what a decision holds; the ABC checks below cost more
+        return value
+    if kind is dict or kind is MappingProxyType or isinstance(value, Mapping):
         return MappingProxyType({k: frozen(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return tuple(frozen(v) for v in value)
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        return tuple(map(frozen, value))
     return value
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
 def thawed(value: Any) -> Any:
