@@ -14,7 +14,7 @@ from fuzzing import is_iri as abnf_says_iri
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ioa_semantic._iri import iri_defect, iri_scheme, is_absolute_iri
+from ioa_semantic._iri import _PLAIN_ASCII, _defect, iri_defect, iri_scheme, is_absolute_iri
 
 PIECES = ["http", "https", "urn", "x+y", "1a", ":", "//", "/", "?", "#", "@", "[", "]", "::1",
           "v1.x", "%", "%41", "%4", "%zz", "a", "Z", "0", "80", ".", "-", "_", "~", "!", "'",
@@ -28,6 +28,24 @@ PIECES = ["http", "https", "urn", "x+y", "1a", ":", "//", "/", "?", "#", "@", "[
 @settings(max_examples=3000, deadline=None)
 def test_the_judge_agrees_with_the_abnf(value: str) -> None:
     assert (iri_defect(value) is None) == abnf_says_iri(value), value
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+@settings(max_examples=3000, deadline=None)
+def test_what_the_plain_production_takes_has_no_defect(value: str) -> None:
+    """The shortcut for plain ASCII IRIs takes nothing the whole production refuses."""
+    if _PLAIN_ASCII.fullmatch(value):
+        assert _defect(value) is None and abnf_says_iri(value), value
+
+
+def test_the_plain_production_takes_the_iris_met_most() -> None:
+    """Without this the test above could pass by the shortcut taking nothing."""
+    for value in ("https://s12.example.com/onto#Translate123", "urn:x-reg:s4:ocr55",
+                  "https://example.org/ioa/semantic#Capability", "file:///x", "mailto:a@b.c"):
+        assert _PLAIN_ASCII.fullmatch(value), value
+    for value in ("https://h:80/", "https://u@h/", "https://h/?q", "https://h/%41", "a:b#c#d",
+                  "https://h/ x", "https://例え.jp/", "_:b0", "rel"):
+        assert not _PLAIN_ASCII.fullmatch(value), value
 
 
 @given(st.text(max_size=40))
