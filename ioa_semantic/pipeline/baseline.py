@@ -102,7 +102,7 @@ def read_document(
 
     found: list[Finding] = list(shapes.schema_findings(kind, document))
     found.extend(structure_findings(document))
-    review = _reviewed(document, data, policy, retriever)
+    review = _reviewed(document, policy, retriever)
     found.extend(review.findings)
     if "@context" not in document or not review.expandable or any(
             f.effect is Verdict.INVALID for f in review.findings):
@@ -190,18 +190,13 @@ def over_limits(document: dict[str, Any], limits: Limits, size: int) -> tuple[Fi
         document, limits.max_contexts, limits.max_terms)
 
 
-def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy,
+def _reviewed(document: dict[str, Any], policy: ContextPolicy,
               retriever: ContextLoader | None) -> ContextReview:
-    """:func:`review_contexts` of ``document``, remembered when the text shows that its
-    top-level context is its only one: without an escape, every ``@context`` member name
-    is spelled as such, and the text spells it once."""
-    if retriever is not None or "@context" not in document:
+    """:func:`review_contexts` of ``document``, remembered when its top-level context is its
+    only one (then the review is that context's alone, at ``/@context``)."""
+    if retriever is not None or "@context" not in document or not _one_context(document):
         return review_contexts(document, policy, retriever)
-    if isinstance(data, bytes):
-        alone = b"\\" not in data and data.count(b'"@context"') == 1
-    else:
-        alone = "\\" not in data and data.count('"@context"') == 1
-    serialized = _serialized(document["@context"]) if alone else None
+    serialized = _serialized(document["@context"])
     if serialized is None:
         return review_contexts(document, policy, retriever)
     key = (policy, serialized)
@@ -210,6 +205,21 @@ def _reviewed(document: dict[str, Any], data: bytes | str, policy: ContextPolicy
         review = review_contexts(document, policy)
         _REVIEWS.put(key, review, _weight(serialized))
     return review
+
+
+def _one_context(document: dict[str, Any]) -> bool:
+    """Whether no object of the parsed document but the top one has an ``@context`` member
+    (however the text spelled its name), the top context's own value aside."""
+    stack = [value for key, value in document.items() if key != "@context"]
+    while stack:
+        value = stack.pop()
+        if type(value) is dict:
+            if "@context" in value:
+                return False
+            stack.extend(value.values())
+        elif type(value) is list:
+            stack.extend(value)
+    return True
 
 
 def _serialized(context: Any) -> bytes | None:
