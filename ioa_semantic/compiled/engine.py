@@ -175,12 +175,16 @@ def restricted_expansion(document: dict[str, Any], policy: ContextPolicy) -> Exp
     context = cached_active_context(document["@context"], policy)
     if context is None:
         return None
-    expanded = expand_restricted(document, context.active, policy.allowed_schemes, ordered=True)
+    # What pyld drops or keeps as written, the walk does likewise (expand_restricted's
+    # ``dropped``), unless a relative reference would be resolved against a base.
+    dropped: list[str] | None = None if policy.allow_base else []
+    expanded = expand_restricted(document, context.active, policy.allowed_schemes, ordered=True,
+                                 dropped=dropped)
     if expanded is None or set(expanded[0]) <= {"@id"}:
         # A top-level node with nothing but an @id (or nothing) is no node to JSON-LD:
         # expansion drops it, and the document has none (pyld's answer, reported as such).
         return None
-    return Expansion([expanded[0]], ())
+    return Expansion([expanded[0]], tuple(dropped or ()))
 
 
 def read_document_compiled(

@@ -202,6 +202,7 @@ def expand_restricted(
     single_valued: frozenset[str] = frozenset(),
     *,
     ordered: bool = False,
+    dropped: list[str] | None = None,
 ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], dict[str, Any], str]], int,
            list[tuple[dict[str, Any], str | None]]] | None:
     """The expanded top node, ``(node, compact, pointer)`` of every node, the colons
@@ -213,8 +214,16 @@ def expand_restricted(
     form spells those as one value, never an array, and anything else goes the reference way.
     With ``ordered``, members are taken in pyld's order (sorted by name), so that the node
     equals pyld's member for member and in the same order.
+
+    With ``dropped`` (the reporting path, which judges what expansion gives rather than
+    declining it), three things the compiled path declines get the answer pyld gives when
+    it expands with no base: a top-level member that no term defines and that is no IRI
+    (a plain name) is dropped, its name appended to ``dropped`` as pyld reports it; a
+    reference (an ``@id``, a value of an ``@id``-typed term) that is relative or outside the
+    allowed schemes is kept as written, a compact one expanded by its prefix first; and a
+    number or a boolean is a value object.
     """
-    walk = _RestrictedWalk(active, schemes, single_valued, ordered)
+    walk = _RestrictedWalk(active, schemes, single_valued, ordered, dropped)
     root = walk.node(document, "", None)
     return None if root is None else (root, walk.located, walk.colons, walk.reached)
 
@@ -224,13 +233,15 @@ class _RestrictedWalk:
     closure that calls itself is a reference cycle, which kept every node of a check alive
     until the collector found it (a collection every 17 checks, which set the p99)."""
 
-    __slots__ = ("active", "colons", "ids", "located", "ordered", "plans", "reached",
+    __slots__ = ("active", "colons", "dropped", "ids", "located", "ordered", "plans", "reached",
                  "schemes", "single_valued")
 
     def __init__(self, active: ActiveContext, schemes: frozenset[str],
-                 single_valued: frozenset[str], ordered: bool) -> None:
+                 single_valued: frozenset[str], ordered: bool,
+                 dropped: list[str] | None = None) -> None:
         self.active, self.schemes, self.single_valued = active, schemes, single_valued
         self.ordered = ordered
+        self.dropped = dropped
         self.plans = active.plans.setdefault((schemes, single_valued), {})
         self.ids: dict[str, Any] = active.memo.setdefault((False, schemes), {})
         self.located: list[tuple[dict[str, Any], dict[str, Any], str]] = []
@@ -255,7 +266,10 @@ class _RestrictedWalk:
             if type(plan) is tuple:  # a property: nearly every member
                 prop, coerced, single, key_colons = plan
             elif plan is None:
-                return None
+                if self.dropped is None or pointer or not _plain_name(key, active):
+                    return None
+                self.dropped.append(key)  # pyld drops it, and reports its name
+                continue
             elif plan is _CONTEXT:
                 if pointer:
                     return None
@@ -266,6 +280,8 @@ class _RestrictedWalk:
                 ident = None if type(value) is not str else (
                     _restricted_iri(value, active, False, schemes) if pointer
                     else _expand_reference(value, active, False, schemes))
+                if ident is None and self.dropped is not None and type(value) is str:
+                    ident = as_written(value, active)
                 if ident is None:
                     return None
                 out["@id"] = ident
@@ -300,11 +316,15 @@ class _RestrictedWalk:
                         iri = ids.get(item, _MISSING)  # _restricted_iri's memo, read in place
                         if iri is _MISSING:
                             iri = _restricted_iri(item, active, False, schemes)
+                        if iri is None and self.dropped is not None:
+                            iri = as_written(item, active)
                         if iri is None:
                             return None
                         expanded.append({"@id": iri})
                     else:
                         expanded.append({"@value": item})
+                elif self.dropped is not None and kind in _NATIVE and not coerced:
+                    expanded.append({"@value": item})
                 else:
                     child = self.child(item, coerced, key, pointer, index if is_list else None,
                                        prop)
@@ -329,3 +349,27 @@ class _RestrictedWalk:
         token = key.replace("~", "~0").replace("/", "~1")
         return self.node(item, f"{pointer}/{token}" if index is None
                          else f"{pointer}/{token}/{index}", prop)
+
+
+# JSON's native values other than strings, which expansion keeps as value objects.
+_NATIVE = (int, float, bool)
+
+
+def _plain_name(key: str, active: ActiveContext) -> bool:
+    """Whether pyld, expanding with no base and no ``@vocab``, drops the member ``key`` of a
+    node (and reports ``key``): a name that is no keyword, looks like none, is defined by no
+    term and has no colon, so that expansion leaves it relative."""
+    return (key != "" and key[0] != "@" and ":" not in key and key not in active.terms)
+
+
+def as_written(value: str, active: ActiveContext) -> str | None:
+    """A reference the walk refuses (relative, an IRI outside the allowed schemes, or no
+    IRI), as pyld expands it with no base: by its prefix when it has one the context defines
+    as such, else as written; None for what pyld has rules of its own for (a keyword or
+    what looks like one, a blank node, the empty string)."""
+    if value == "" or value[0] == "@" or value.startswith("_:"):
+        return None
+    prefix, sep, suffix = value.partition(":")
+    if sep and prefix and not suffix.startswith("//") and prefix in active.prefixes:
+        return active.prefixes[prefix] + suffix
+    return value
