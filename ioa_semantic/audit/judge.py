@@ -80,17 +80,16 @@ def _lexical(node: dict[str, Any], prop: str) -> list[str]:
 def _media(node: dict[str, Any], prop: str) -> tuple[str, ...]:
     # Type and subtype compare case-insensitively; parameters exactly (contract).
     values = node.get(prop, ())
-    # The common case, a few media types of ordinary length: their keys remembered (only
-    # short ones, so that the memo stays within _MEDIA_CHARS a key whatever the documents).
-    texts = tuple(v.get("@value") for v in values)
-    if all(type(text) is str for text in texts) and sum(map(len, texts)) <= _MEDIA_CHARS:
-        return _one_media(texts[0]) if len(texts) == 1 else _some_media(texts)
-    # Not remembered: a long value would hold the memo's room.
-    return tuple(sorted({_media_key.__wrapped__(str(v.get("@value", v.get("@id"))))
-                         for v in values}))
+    if len(values) == 1:  # the common case: one media type, its key remembered
+        text = values[0].get("@value")
+        if type(text) is str and len(text) <= _MEDIA_CHARS:
+            return _one_media(text)
+    return tuple(sorted({_key_of(str(v.get("@value", v.get("@id")))) for v in values}))
 
 
-_MEDIA_CHARS = 512
+# Media types longer than this are keyed afresh each time: the memos hold short ones only,
+# so that they stay within their entries times this whatever the documents hold.
+_MEDIA_CHARS = 256
 
 
 @lru_cache(maxsize=1024)
@@ -98,12 +97,13 @@ def _one_media(value: str) -> tuple[str]:
     return (_media_key(value),)
 
 
-@lru_cache(maxsize=4096)
-def _some_media(values: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(sorted({_media_key(value) for value in values}))
+def _key_of(value: str) -> str:
+    return _media_key(value) if len(value) <= _MEDIA_CHARS else _media_key.__wrapped__(value)
 
 
-@lru_cache(maxsize=1024)
+# Thousands of senders name media types of their own (a vendor tree apiece): the memo holds
+# the keys of as many.
+@lru_cache(maxsize=16384)
 def _media_key(value: str) -> str:
     head, sep, rest = value.partition(";")
     return head.strip().lower() + (sep + ";".join(p.strip() for p in rest.split(";")) if sep else "")
