@@ -23,6 +23,9 @@ Rows:
 * cold: the installed ``ioa-check`` on one envelope, process wall time, median of 20 runs;
 * with ``--full``: an audit of 1,000,000 registrations from 50,000 senders (minutes).
 
+``--save FILE`` writes the run's rows; ``--before FILE`` prints a saved run's value of each
+row beside this run's (bench/results/ keeps the runs the performance page quotes).
+
 "x naive" is how many times faster than the naive pipeline; "x floor" is how many times
 the floor's cost the figure is (1.0 would be as fast as parsing and walking the JSON).
 The load column is the 1-minute load average when the row was measured.
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -289,11 +293,43 @@ def cold_row(runs: int, naive_runs: int) -> Row:
 HEADER = Row("row", "size", "figure", "value", "naive", "floor", "x naive", "x floor", 0.0)
 
 
-def table(rows: list[Row]) -> str:
-    cells = [[*HEADER[:-1], "load"]] + [[*r[:-1], f"{r.load:.2f}"] for r in rows]
+def row_key(row: Row) -> tuple[str, str]:
+    """What a row of one run shares with the same row of another: its name and its figure
+    without the spread of the runs in brackets."""
+    return row.name, re.sub(r" \(.*\)$", "", row.figure)
+
+
+def table(rows: list[Row], before: dict[tuple[str, str], Row] | None = None) -> str:
+    """The table; with ``before`` (a saved run's rows), each row's value in that run beside
+    its own (an empty cell where the run had no such row)."""
+    head = [*HEADER[:-1], "load"]
+    if before is not None:
+        head.insert(4, "before")
+    cells = [head]
+    for r in rows:
+        cell = [*r[:-1], f"{r.load:.2f}"]
+        if before is not None:
+            old = before.get(row_key(r))
+            cell.insert(4, old.value if old is not None else "")
+        cells.append(cell)
     lines = ["| " + " | ".join(c) + " |" for c in cells]
     lines.insert(1, "|" + "|".join("---" for _ in cells[0]) + "|")
     return "\n".join(lines)
+
+
+def saved(path: Path) -> dict[tuple[str, str], Row]:
+    """The rows of a run saved with ``--save``, by :func:`row_key`."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {row_key(row): row for row in (Row(**r) for r in data["rows"])}
+
+
+def save(path: Path, rows: list[Row]) -> None:
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    path.write_text(json.dumps({"date": datetime.now(UTC).strftime("%Y-%m-%d"),
+                                "machine": machine(), "commit": commit or None,
+                                "rows": [r._asdict() for r in rows]}, indent=1,
+                               ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def main() -> None:
@@ -309,7 +345,12 @@ def main() -> None:
     parser.add_argument("--only", choices=["audit", "check", "cold"], action="append")
     parser.add_argument("--size", type=int, help="registrations per audit corpus (overrides)")
     parser.add_argument("--rounds", type=int, help="envelopes per stream (overrides)")
+    parser.add_argument("--before", type=Path,
+                        help="a run saved with --save: its values in a column beside these "
+                             "(bench/results/ holds the runs docs/performance.md quotes)")
+    parser.add_argument("--save", type=Path, help="write this run's rows to FILE (JSON)")
     opts = parser.parse_args()
+    before = saved(opts.before) if opts.before else None
     size = opts.size or (20_000 if opts.quick else 100_000)
     rounds = opts.rounds or (2_000 if opts.quick else 5_000)
     only = set(opts.only or ["audit", "check", "cold"])
@@ -325,7 +366,9 @@ def main() -> None:
     if "cold" in only:
         rows.append(cold_row(opts.cold_runs, max(3, opts.cold_runs // 4)))
     print()
-    print(table(rows))
+    print(table(rows, before))
+    if opts.save:
+        save(opts.save, rows)
     print(f"\nend load {load():.2f}")
 
 
