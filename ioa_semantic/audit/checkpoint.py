@@ -27,8 +27,8 @@ class Tally(Protocol):
     statuses: dict[str, int]
     codes: dict[str, int]
 
-    def _index(self, ident: str, declaration: tuple[Any, ...],
-               where: tuple[str, int | None]) -> None: ...
+    def indexed(self, ident: str, declaration: tuple[Any, ...],
+                where: tuple[str, int | None]) -> None: ...
 
 
 class Refused(IoaSemanticError):
@@ -237,7 +237,7 @@ class Checkpoint:
                     yield value["file"], value["length"], value["sha256"]
                 else:
                     ident, declaration, source, index = value
-                    audit._index(ident, _frozen(declaration), (source, index))
+                    audit.indexed(ident, _frozen(declaration), (source, index))
 
     def _prove(self, name: str, descriptor: int, recorded: dict[str, Any]) -> _Written:
         """A written file (``descriptor``) as long as recorded at least, and its recorded

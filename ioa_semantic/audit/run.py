@@ -5,8 +5,8 @@ order) and ``-`` for JSON Lines on standard input. Each registration gets one re
 input order; a line or file that cannot be read is a result of its own and the audit goes
 on. Among registrations valid on their own, one capability IRI registered with different
 inputs, outputs or ontology is a conflict, reported after the registrations with every
-registration involved. Memory holds one record per distinct capability IRI, nothing per
-valid registration beyond it.
+registration involved. Memory holds one record per distinct capability IRI (see
+:mod:`.conflicts`), nothing per valid registration beyond it.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from .._findings import Finding
 from .._runtime import frozen
 from .._status import ExitStatus
 from .checkpoint import Checkpoint
+from .conflicts import ConflictIndex
 from .inputs import Piece
-from .judge import Declared, Judged, Render, Result, judge
+from .judge import Judged, Render, Result, judge
 from .workers import _in_workers, judge_piece, kinds_for
 
 
@@ -42,12 +43,7 @@ class Audit:
     def __init__(self, checker: Checker | None, checkpoint: Checkpoint | None = None) -> None:
         self.checker = checker
         self.checkpoint = checkpoint
-        # capability IRI -> its first (IRI, declaration, (source, index)), in the order first
-        # seen; an IRI seen again gets the list of every registration of it, and a set holds
-        # those registered differently. Most IRIs are seen once and cost one entry.
-        self._seen: dict[str, Declared] = {}
-        self._again: dict[str, list[tuple[str, int | None]]] = {}
-        self._conflicting: set[str] = set()
+        self._index = ConflictIndex()
         self._conflicts: list[Conflict] | None = None
         self.total = 0
         self.statuses = {"valid": 0, "invalid": 0, "indeterminate": 0}
@@ -71,7 +67,7 @@ class Audit:
         """Count a judged registration and index its declaration for conflicts."""
         if declaration is not None and result.id is not None:
             where = (result.source, result.position)
-            self._index(result.id, declaration, where)
+            self._index.add(result.id, declaration, where)
             if self.checkpoint is not None:
                 self.checkpoint.indexed(result.id, declaration, where)
         return self._count(result)
@@ -120,10 +116,9 @@ class Audit:
         self.statuses["valid"] += plain
         for result in batch.notable:
             self._count(result)
-        seen, indexed = self._seen, self._indexed
-        for entry in batch.declarations:
-            if seen.setdefault(entry[0], entry) is not entry:
-                indexed(entry)  # seen before: it also goes on the list of its registrations
+        add = self._index.add
+        for ident, declaration, where in batch.declarations:
+            add(ident, declaration, where)
         if self.checkpoint is not None:
             self.checkpoint.indexed_all(batch.declarations)
 
@@ -134,28 +129,17 @@ class Audit:
             self.codes[reason.code] = self.codes.get(reason.code, 0) + 1
         return result
 
-    def _index(self, ident: str, declaration: tuple[Any, ...],
-               where: tuple[str, int | None]) -> None:
-        self._indexed((ident, declaration, where))
-
-    def _indexed(self, entry: Declared) -> None:
-        first = self._seen.setdefault(entry[0], entry)
-        if first is entry:
-            return
-        ident = entry[0]
-        registrations = self._again.get(ident)
-        if registrations is None:
-            registrations = self._again[ident] = [first[2]]
-        registrations.append(entry[2])
-        if entry[1] != first[1]:
-            self._conflicting.add(ident)
+    def indexed(self, ident: str, declaration: tuple[Any, ...],
+                where: tuple[str, int | None]) -> None:
+        """Index a declaration judged before (a resumed run's journal)."""
+        self._index.add(ident, declaration, where)
 
     def conflicts(self) -> list[Conflict]:
         """The conflicts, once every registration is in: computed (and counted in the codes)
         on the first call, the same list on every later one."""
         if self._conflicts is None:
-            self._conflicts = [Conflict(ident, "registration.conflict", tuple(self._again[ident]))
-                               for ident in self._seen if ident in self._conflicting]
+            self._conflicts = [Conflict(ident, "registration.conflict", registrations)
+                               for ident, registrations in self._index.conflicts()]
             if self._conflicts:
                 self.codes["registration.conflict"] = (
                     self.codes.get("registration.conflict", 0) + len(self._conflicts))

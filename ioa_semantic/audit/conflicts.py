@@ -1,0 +1,95 @@
+"""The conflict index of an audit: every distinct capability IRI with its first declaration
+and where it was registered, held in as few bytes as the contract's one record per IRI
+allows, and the IRIs registered again, differently or not.
+
+An audit of a directory meets millions of capability IRIs, nearly all of them once, and
+about as many declarations (senders combine their media types). Each IRI is held as a
+20-byte BLAKE2b digest of its text mapped to 32 bytes: a 20-byte digest of its first
+declaration and the number of the source and the index where it was first registered
+(sources are held once each). A collision of either digest would take about 2**80 tries.
+An IRI met again keeps its text and the list of every registration of it, which the
+conflict's report names; a declaration is only ever compared, so its digest is enough.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+Where = tuple[str, "int | None"]
+
+_DIGEST = 20
+_PLACE = struct.Struct("<IQ")  # source number, index + 1 (0: none)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=_DIGEST).digest()
+
+
+def declaration_digest(declaration: tuple[Any, ...]) -> bytes:
+    """A declaration's digest: of its ``repr``, which spells tuples of strings (and None)
+    one way only."""
+    return _digest(repr(declaration))
+
+
+class ConflictIndex:
+    """Capability IRIs in the order first registered, each with its first declaration and
+    registration; the IRIs registered more than once with all their registrations, and
+    which of them were registered with declarations that differ."""
+
+    def __init__(self) -> None:
+        # IRI digest -> declaration digest + place, or (declaration digest, where)
+        self._first: dict[bytes, Any] = {}
+        self._sources: list[str] = []
+        self._source_numbers: dict[str, int] = {}
+        # digest -> (IRI, every registration of it), for an IRI registered more than once
+        self._again: dict[bytes, tuple[str, list[Where]]] = {}
+        self._conflicting: set[bytes] = set()
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def add(self, ident: str, declaration: tuple[Any, ...], where: Where) -> None:
+        """One valid registration of ``ident`` declaring ``declaration``, at ``where``."""
+        key = _digest(ident)
+        declared = declaration_digest(declaration)
+        first = self._first.get(key)
+        if first is None:
+            self._first[key] = self._packed(declared, where)
+            return
+        first_declared, first_where = self._unpacked(first)
+        again = self._again.get(key)
+        if again is None:
+            again = self._again[key] = (ident, [first_where])
+        again[1].append(where)
+        if declared != first_declared:
+            self._conflicting.add(key)
+
+    def conflicts(self) -> Iterator[tuple[str, tuple[Where, ...]]]:
+        """Each IRI registered with differing declarations and every registration of it, in
+        the order the IRIs were first registered."""
+        if not self._conflicting:
+            return
+        for key in self._first:
+            if key in self._conflicting:
+                ident, registrations = self._again[key]
+                yield ident, tuple(registrations)
+
+    def _packed(self, declared: bytes, where: Where) -> Any:
+        source, index = where
+        number = self._source_numbers.get(source)
+        if number is None:
+            number = self._source_numbers[source] = len(self._sources)
+            self._sources.append(source)
+        try:
+            return declared + _PLACE.pack(number, 0 if index is None else index + 1)
+        except struct.error:  # past 2**32 sources or 2**64 lines: kept as it is
+            return (declared, where)
+
+    def _unpacked(self, entry: Any) -> tuple[bytes, Where]:
+        if type(entry) is tuple:
+            return entry
+        number, position = _PLACE.unpack_from(entry, _DIGEST)
+        return entry[:_DIGEST], (self._sources[number], None if position == 0 else position - 1)

@@ -1,0 +1,61 @@
+"""The audit's conflict index, held compactly (IRIs and declarations by digest, places
+packed), against the plain index it replaces: the same conflicts, registrations and order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ioa_semantic.audit.conflicts import ConflictIndex
+
+Where = tuple[str, "int | None"]
+
+
+def plain_conflicts(entries: list[tuple[str, tuple[Any, ...], Where]]
+                    ) -> list[tuple[str, tuple[Where, ...]]]:
+    """The index as the contract states it, with every IRI and declaration in full."""
+    first: dict[str, tuple[Any, ...]] = {}
+    every: dict[str, list[Where]] = {}
+    conflicting: set[str] = set()
+    for ident, declaration, where in entries:
+        if ident not in first:
+            first[ident] = declaration
+        elif declaration != first[ident]:
+            conflicting.add(ident)
+        every.setdefault(ident, []).append(where)
+    return [(ident, tuple(every[ident])) for ident in first if ident in conflicting]
+
+
+declarations = st.tuples(st.lists(st.sampled_from(["text/plain", "application/json",
+                                                   "text/plain;charset=utf-8"]),
+                                  max_size=2).map(tuple),
+                         st.lists(st.sampled_from(["text/html", "image/png"]), max_size=2).map(tuple),
+                         st.none() | st.just(("https://example.org/onto", "1.0")))
+places = st.tuples(st.sampled_from(["a.jsonl", "b.json", "-", "dir/é.jsonl"]),
+                   st.none() | st.integers(0, 2**70))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["urn:x:1", "urn:x:2", "https://e.org/c#3", "urn:é"]),
+                          declarations, places), max_size=30))
+def test_the_compact_index_finds_what_the_plain_one_finds(
+        entries: list[tuple[str, tuple[Any, ...], Where]]) -> None:
+    index = ConflictIndex()
+    for ident, declaration, where in entries:
+        index.add(ident, declaration, where)
+    assert list(index.conflicts()) == plain_conflicts(entries)
+    assert len(index) == len({ident for ident, _, _ in entries})
+
+
+def test_a_conflict_names_every_registration_in_order() -> None:
+    index = ConflictIndex()
+    one, other = (("text/plain",), ("text/html",), None), (("text/plain",), ("image/png",), None)
+    index.add("urn:cap:1", one, ("a.jsonl", 0))
+    index.add("urn:cap:2", one, ("a.jsonl", 1))
+    index.add("urn:cap:1", one, ("b.jsonl", None))
+    index.add("urn:cap:2", one, ("b.jsonl", 7))  # the same declaration again: no conflict
+    index.add("urn:cap:1", other, ("b.jsonl", 2**65))  # an index past the packed width
+    assert list(index.conflicts()) == [
+        ("urn:cap:1", (("a.jsonl", 0), ("b.jsonl", None), ("b.jsonl", 2**65)))]
