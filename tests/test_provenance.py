@@ -52,6 +52,7 @@ from support import (
     ISSUER_SEED,
     MAPPING_AUTHORITY,
     OTHER_SEED,
+    ROOT,
     SIGNED_AT,
     artifact_124,
     bound_profile,
@@ -560,6 +561,28 @@ def test_the_whole_round_from_the_installed_command(tmp_path: Path) -> None:
     assert claim.returncode == 0 and "trusted by claim" in claim.stdout, claim.stdout
 
 
+def test_the_readmes_round_runs_as_written(tmp_path: Path) -> None:
+    """The README's "Signed artifacts" round, run as it stands with the installed command,
+    in a folder holding what it names of the repository (examples, the shipped profile)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Signed artifacts"):]
+    script = section[section.index("```sh\n") + 6:section.index("```\n", section.index("```sh"))]
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    (tmp_path / "ioa_semantic" / "data" / "profiles").mkdir(parents=True)
+    shutil.copy(ROOT / "ioa_semantic" / "data" / "profiles" / "cs-translation.ttl",
+                tmp_path / "ioa_semantic" / "data" / "profiles")
+    env = {**os.environ, "PATH": f"{Path(IOA_CHECK).parent}{os.pathsep}{os.environ['PATH']}",
+           "NO_COLOR": "1"}
+    run = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env=env, check=False)
+    assert run.returncode == 3, run.stderr  # the last check: indeterminate
+    out = run.stdout
+    assert "cs-doc-v1.signed.json: ok (signed by did:key:z6Mk" in out, out
+    assert out.count("COMPATIBLE ") == 1 and out.count("INDETERMINATE ") == 2, out
+    assert ", signed by did:key:z6Mk" in out
+    assert "alignment.proof-missing" in out and "alignment.proof-invalid" in out
+
+
 @pytest.mark.parametrize("name", sorted(UNACCEPTED))
 def test_each_unaccepted_proof_through_the_command(name: str, tmp_path: Path) -> None:
     make, code = UNACCEPTED[name]
@@ -611,7 +634,7 @@ def test_sign_writes_to_stdout_and_replaces_a_proof(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "status", "stderr"), [
-    (["sign", "missing.json", "--key", "issuer.pem"], 2, "cannot be read"),
+    (["sign", "missing.json", "--key", "issuer.pem"], 2, "no such file"),
     (["sign", "align0.json", "--key", "missing.pem"], 2, "cannot be read"),
     (["sign", "align0.json", "--key", "align0.json"], 2, "not an Ed25519 key"),
     (["sign", "align0.json"], 2, "--key"),

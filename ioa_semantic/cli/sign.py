@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from .._exceptions import ArtifactError, SigningKeyError
 from .._status import ExitStatus
 from ..pipeline import provenance
-from ..sources.loader import read_artifact
+from ..sources.loader import read_artifact, resolve_artifact
 from .parsing import _instant, write_output
 
 DESCRIPTION = ("Sign an alignment artifact (12.4 shape) with an Ed25519 key: write it with a "
@@ -26,7 +26,8 @@ EPILOG = ("exit status: 0 written, 1 the artifact is malformed or asserted by an
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("artifact", metavar="ARTIFACT", help="the alignment artifact (.json)")
+    parser.add_argument("artifact", metavar="ARTIFACT|NAME",
+                        help="the alignment artifact (a .json file, or a shipped one's name)")
     parser.add_argument("--key", required=True, metavar="KEYFILE",
                         help="the Ed25519 private key: PEM (PKCS #8, as ioa-check keygen "
                              "writes it) or a JWK (kty OKP, crv Ed25519)")
@@ -40,23 +41,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: none; validUntil still limits the artifact)")
 
 
-def _read(path: str, error: type[Exception]) -> bytes:
+def _read(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
             return handle.read()
     except OSError as exc:
-        raise error(f"{path}: cannot be read: {exc.strerror}") from exc
+        raise SigningKeyError(f"{path}: cannot be read: {exc.strerror}") from exc
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """The signed artifact written; the exit status."""
     try:
-        data = _read(opts.artifact, ArtifactError)
-        key = provenance.read_key(_read(opts.key, SigningKeyError), opts.key)
+        origin, data = resolve_artifact(opts.artifact)
+        key = provenance.read_key(_read(opts.key), opts.key)
     except (ArtifactError, SigningKeyError) as exc:
         print(f"ioa-check sign: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
-    artifact = read_artifact(data, opts.artifact, 0)
+    artifact = read_artifact(data, origin, 0)
     if artifact.malformed:
         for problem in artifact.problems:
             print(f"ioa-check sign: {opts.artifact}: {problem}", file=sys.stderr)
