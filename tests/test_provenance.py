@@ -31,7 +31,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -434,6 +434,48 @@ def test_a_proofs_expiry_is_a_validity_limit_of_the_cached_decision(tmp_path: Pa
         assert [e["proofExpiredAtEvaluation"] for e in entries] == [False, True]
 
 
+VARIANTS: dict[str, Callable[[], dict[str, Any]]] = {
+    "signed": signed_artifact, "changed": _changed_rule,
+    "other key": lambda: signed_artifact(seed=OTHER_SEED), "unsigned": artifact_124,
+    "expiring": lambda: signed_artifact(expires="2026-06-15T00:00:00Z"),
+    "revision 2": lambda: signed_artifact({**artifact_124(), "revision": "2"})}
+
+
+@settings(max_examples=60, deadline=None)
+@given(offered=st.lists(st.sampled_from(sorted(VARIANTS)), min_size=1, max_size=3, unique=True),
+       require=st.booleans(),
+       at=st.sampled_from([INSTANT, datetime(2026, 6, 15, tzinfo=UTC),
+                           datetime(2027, 1, 1, tzinfo=UTC)]),
+       params=st.sampled_from([PARAMS, {"sourceLang": "zh"}, {**PARAMS, "targetLang": "fr"}]))
+def test_the_compiled_decision_applies_the_references_provenance_rule(
+        offered: list[str], require: bool, at: datetime, params: dict[str, str]) -> None:
+    """Both engines, several artifacts at once (each way a proof stands), both binding
+    modes, instants around the proof's expiry and the artifact's validUntil: the same
+    decision; and the compiled engine answers the clean envelope itself (it does not
+    decline to the reference), so its own path is the one held."""
+    from ioa_semantic.compiled.decision import CompiledDecision
+
+    profile = read_profile(bound_profile(did_of_seed(), require=require).encode(), "p.ttl")
+    artifacts = [json.dumps(VARIANTS[name]()).encode() for name in offered]
+    envelope = (ACCEPTED_MAPPING / "envelope.jsonld").read_bytes()
+    answered: list[Any] = []
+    original = CompiledDecision.evaluate
+
+    def recorded(self: CompiledDecision, *args: Any) -> Any:
+        answered.append(original(self, *args))
+        return answered[-1]
+
+    decisions = []
+    for engine in ENGINES:
+        checker = Checker(profile, capabilities=[ACCEPTED_MAPPING / "provider.jsonld"],
+                          alignments=artifacts, engine=engine, cache_size=0)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(CompiledDecision, "evaluate", recorded)
+            decisions.append(checker.check(envelope, params=params, at=at).as_dict())
+    assert decisions[0] == decisions[1]
+    assert len(answered) == 1 and answered[0] is not None
+
+
 # --- the profile's bindings ---------------------------------------------------------------
 
 
@@ -641,6 +683,7 @@ def test_sign_writes_to_stdout_and_replaces_a_proof(tmp_path: Path) -> None:
     (["sign", "align0.json", "--key", "issuer.pem", "--created", "2026-05-01"], 2, "UTC offset"),
     (["sign", "broken.json", "--key", "issuer.pem"], 1, "not a well-formed artifact"),
     (["sign", "foreign.json", "--key", "issuer.pem"], 1, "receivers would reject"),
+    (["sign", "huge.json", "--key", "issuer.pem"], 1, "cannot be canonicalized"),
     (["sign", "align0.json", "--key", "issuer.pem", "--output", "no/such/folder/f.json"], 74,
      "cannot write no/such/folder/f.json"),
 ])
@@ -648,6 +691,7 @@ def test_sign_refuses_what_it_cannot_sign(argv: list[str], status: int, stderr: 
                                           tmp_path: Path) -> None:
     _key_files(tmp_path)
     (tmp_path / "broken.json").write_text(json.dumps({**artifact_124(), "direction": "up"}))
+    (tmp_path / "huge.json").write_text(json.dumps({**artifact_124(), "extension": 2 ** 60}))
     (tmp_path / "foreign.json").write_text(json.dumps(
         {**artifact_124(), "assertedBy": did_of_seed(OTHER_SEED)}))
     run = ioa_check(*argv, cwd=tmp_path)

@@ -73,6 +73,10 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if artifact.proof is not None:
         print(f"ioa-check sign: {opts.artifact}: its proof is replaced", file=sys.stderr)
     created = opts.created or datetime.now(UTC)
-    signed = provenance.sign(artifact.document, key, created=created, expires=opts.expires)
+    try:
+        signed = provenance.sign(artifact.document, key, created=created, expires=opts.expires)
+    except ValueError as exc:  # a document RFC 8785 cannot canonicalize
+        print(f"ioa-check sign: {opts.artifact}: {exc}; not signed", file=sys.stderr)
+        return ExitStatus.INCOMPATIBLE
     text = json.dumps(signed, indent=2, ensure_ascii=False) + "\n"
     return write_output(opts.output, text.encode("utf-8"), "ioa-check sign")
