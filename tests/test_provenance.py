@@ -699,6 +699,20 @@ def test_sign_refuses_what_it_cannot_sign(argv: list[str], status: int, stderr: 
     assert run.stdout == "" and stderr in run.stderr and "Traceback" not in run.stderr
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_signed_artifact_that_cannot_be_written_is_the_environments_fault(
+        tmp_path: Path) -> None:
+    _key_files(tmp_path)
+    to_file = ioa_check("sign", "align0.json", "--key", "issuer.pem", "--output", "/dev/full",
+                        cwd=tmp_path)
+    assert to_file.returncode == 74 and "cannot write /dev/full" in to_file.stderr
+    with open("/dev/full", "w") as full:
+        to_stdout = subprocess.run([IOA_CHECK, "sign", "align0.json", "--key", "issuer.pem"],
+                                   cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True,
+                                   timeout=120, check=False)
+    assert to_stdout.returncode == 74 and "cannot write standard output" in to_stdout.stderr
+
+
 def test_lint_checks_a_proofs_structure_and_with_a_profile_its_provenance(
         tmp_path: Path) -> None:
     files = {"signed.json": signed_artifact(), "changed.json": _changed_rule(),
