@@ -71,7 +71,6 @@ class Proof(NamedTuple):
     does not hold (``code`` and ``problem``), or nothing when it verifies."""
 
     method: str = ""
-    controller: str = ""
     created: datetime | None = None
     expires: datetime | None = None
     code: str = ""
@@ -80,6 +79,11 @@ class Proof(NamedTuple):
     @property
     def verified(self) -> bool:
         return not self.code
+
+    @property
+    def controller(self) -> str:
+        """The DID the verification method belongs to (a did:key controls its own key)."""
+        return self.method.partition("#")[0]
 
 
 # --- multibase and did:key ------------------------------------------------------------------
@@ -208,9 +212,7 @@ def read_proof(document: Mapping[str, Any]) -> Proof | None:
     try:
         return _verified(document, proof)
     except _Problem as problem:
-        controller = method.partition("#")[0] if is_did_key(method) else ""
-        return Proof(method=method, controller=controller, code=problem.code,
-                     problem=problem.message)
+        return Proof(method=method, code=problem.code, problem=problem.message)
 
 
 def _verified(document: Mapping[str, Any], proof: Any) -> Proof:
@@ -243,8 +245,7 @@ def _verified(document: Mapping[str, Any], proof: Any) -> Proof:
     if len(signature) != 64:
         raise _Problem(MALFORMED, f"the proofValue holds {len(signature)} bytes, not the 64 "
                                   "of an Ed25519 signature")
-    found = Proof(method=method, controller=method.partition("#")[0], created=created,
-                  expires=expires)
+    found = Proof(method=method, created=created, expires=expires)
     unsecured = {k: v for k, v in document.items() if k != "proof"}
     if "@context" in proof:
         expected = _context_values(proof["@context"])
