@@ -186,6 +186,26 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "an artifact excluded: its digest differs from the profile's pin"),
     ("alignment.not-referenced", None, "7.2",
      "an artifact excluded: the envelope's alignmentRef names another artifact"),
+    # alignment.proof-*: the artifact's provenance (7.2, 12.4; contract 6): a Data Integrity
+    # proof (eddsa-jcs-2022, did:key) required by the trust policy, or present and checked
+    ("alignment.proof-missing", None, "7.2",
+     "an artifact excluded: the profile requires its issuer's proof (a did:key issuer, or an "
+     "issuer the profile binds to keys with a proof required) and it carries none"),
+    ("alignment.proof-malformed", None, "7.2",
+     "an artifact excluded: its proof is not well-formed (a member missing or not a string, a "
+     "proofValue or did:key that does not decode, a date-time without an offset)"),
+    ("alignment.proof-unsupported", None, "7.2",
+     "an artifact excluded: its proof is of a type, cryptosuite, purpose or verification "
+     "method this checker does not verify (it verifies DataIntegrityProof, eddsa-jcs-2022, "
+     "assertionMethod, an Ed25519 did:key)"),
+    ("alignment.proof-key-not-accepted", None, "7.2",
+     "an artifact excluded: its proof is made by a verification method the profile does not "
+     "accept for its issuer"),
+    ("alignment.proof-invalid", None, "7.2",
+     "an artifact excluded: its proof does not verify (the artifact or its proof changed after "
+     "signing)"),
+    ("alignment.proof-expired", None, "7.2",
+     "an artifact excluded: its proof expires at or before the evaluation instant"),
     ("alignment.local-selection", None, "7.3",
      "the profile's selection rule chose one mapping; the peer's agreement is not established"),
     # retrieval.: remote resources

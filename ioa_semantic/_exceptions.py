@@ -28,6 +28,10 @@ class RegistrationError(ConfigurationError):
     """A receiver's own capability registration cannot be read or is malformed."""
 
 
+class SigningKeyError(ConfigurationError):
+    """A signing key file cannot be read, or holds no Ed25519 private key."""
+
+
 class RetrievalError(IoaSemanticError):
     """A resource was not retrieved; ``code`` is the ``retrieval.*`` reason."""
 

@@ -7,7 +7,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -78,3 +81,74 @@ def run_python(script: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-P", "-c", script], cwd=ROOT, capture_output=True,
                           timeout=60)
 
+
+
+# --- signed artifacts (contract 6) ---------------------------------------------------------
+
+# Test-only Ed25519 keys from fixed seeds: Ed25519 signatures are deterministic, so every
+# signed test artifact is the same bytes on every run (and tests/cases/ holds some).
+ISSUER_SEED = bytes.fromhex("a3c1f0e9b8d7c6b5a4938271605f4e3d2c1b0a99887766554433221100ffeedd")
+OTHER_SEED = bytes.fromhex("0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff0")
+SIGNED_AT = "2026-05-01T00:00:00Z"
+MAPPING_AUTHORITY = "https://example.org/mapping-authority"
+ACCEPTED_MAPPING = ROOT / "tests" / "cases" / "compatibility" / "accepted-mapping"
+
+
+def signing_key(seed: bytes = ISSUER_SEED) -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def did_of_seed(seed: bytes = ISSUER_SEED) -> str:
+    from ioa_semantic.pipeline.provenance import did_of
+
+    return did_of(signing_key(seed))
+
+
+def artifact_124() -> dict[str, Any]:
+    """The draft's 12.4 artifact (the shipped cs-doc-v1), unsigned."""
+    return copy.deepcopy(json.loads((ACCEPTED_MAPPING / "align0.json").read_text()))
+
+
+def signed_artifact(document: dict[str, Any] | None = None, seed: bytes = ISSUER_SEED, *,
+                    created: str = SIGNED_AT, expires: str | None = None) -> dict[str, Any]:
+    """``document`` (default: the 12.4 artifact) signed with the test key of ``seed``."""
+    from datetime import datetime
+
+    from ioa_semantic.pipeline.provenance import sign
+
+    def instant(text: str) -> datetime:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    return sign(artifact_124() if document is None else document, signing_key(seed),
+                created=instant(created), expires=instant(expires) if expires else None)
+
+
+def shipped_profile_text() -> str:
+    return (ROOT / "ioa_semantic" / "data" / "profiles" / "cs-translation.ttl").read_text()
+
+
+def profile_binding(trust: str = "", binding: str = "", *,
+                    ident: str = "https://example.org/profiles/test/provenance",
+                    note: str = "a test profile") -> str:
+    """The shipped profile's Turtle, named ``ident``, with ``trust`` (more iop:trustedIssuer
+    objects, space-separated) and ``binding`` (iop:issuerBinding entries, one ``[ ... ]`` a
+    line) added to it, and ``note`` said in a first comment line."""
+    text = shipped_profile_text()
+    anchor = "    iop:trustedIssuer <https://example.org/mapping-authority> ."
+    named = "<https://example.org/profiles/cs-translation> a iop:Profile"
+    assert anchor in text and named in text
+    extra = "".join(f", <{issuer}>" for issuer in trust.split()) if trust else ""
+    bindings = "".join(f" ;\n    iop:issuerBinding {body}" for body in binding.split("\n") if body)
+    text = text.replace(anchor, f"    iop:trustedIssuer <https://example.org/mapping-authority>"
+                                f"{extra}{bindings} .").replace(named, f"<{ident}> a iop:Profile")
+    return f"# {note}: the shipped profile (below) changed as tests/support.py says.\n{text}"
+
+
+def bound_profile(did: str, *, require: bool = True, **naming: str) -> str:
+    """The shipped profile binding the mapping authority to the key ``did``."""
+    return profile_binding(binding=(f"[ iop:issuer <{MAPPING_AUTHORITY}> ; "
+                                    f"iop:verificationMethod <{did}> ; "
+                                    f"iop:requireProof {'true' if require else 'false'} ]"),
+                           **naming)

@@ -314,7 +314,8 @@ def test_every_command_and_option_has_help_text() -> None:
     import argparse
 
     commands = _commands()
-    assert [name for name, _ in commands] == ["ioa-check", "check", "audit", "lint", "trace"]
+    assert [name for name, _ in commands] == ["ioa-check", "check", "audit", "lint", "trace",
+                                              "sign", "keygen"]
     silent = [f"{name} {'/'.join(action.option_strings) or action.dest}"
               for name, parser in commands for action in parser._actions
               if not isinstance(action, argparse._SubParsersAction) and not action.help]
@@ -329,7 +330,8 @@ def test_check_is_the_command_run_without_one(tmp_path: Path) -> None:
     assert plain.stdout == named.stdout and json.loads(plain.stdout)["verdict"] == "compatible"
     top = run(["--help"], tmp_path)
     assert top.returncode == 0
-    assert all(name in top.stdout.decode() for name in ("check", "audit", "lint", "trace"))
+    assert all(name in top.stdout.decode()
+               for name in ("check", "audit", "lint", "trace", "sign", "keygen"))
 
 
 def test_the_trace_choices_are_the_trace_writers_own() -> None:

@@ -6,7 +6,8 @@ Every import counts, wherever it stands (at the top of a module, inside a functi
 * the core: ``_codes``, ``_findings``, ``_exceptions``, ``_vocab``, ``_iri``, ``_memo``,
   ``_status``, ``_version``, ``_runtime``, ``data``;
 * the reference pipeline and the sources, in stage order: ``pipeline.intake``, then
-  ``sources`` (profiles, artifacts and registrations are read with the intake's strict JSON;
+  ``pipeline.provenance`` (the proofs the loader verifies), then ``sources`` (profiles,
+  artifacts and registrations are read with the intake's strict JSON;
   retrieval fetches with it), then ``pipeline.contexts``, ``expansion``, ``shapes``,
   ``baseline``, ``store``, ``remedies``, ``decision``, ``engine``;
 * ``compiled`` (imports the pipeline; the pipeline never imports it);
@@ -25,7 +26,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "ioa_semantic"
 CORE = {"_codes", "_findings", "_exceptions", "_vocab", "_iri", "_memo", "_status", "_version",
         "_runtime", "data"}
-STAGES = ("pipeline.intake", "sources", "pipeline.contexts", "pipeline.expansion",
+STAGES = ("pipeline.intake", "pipeline.provenance", "sources", "pipeline.contexts",
+          "pipeline.expansion",
           "pipeline.shapes", "pipeline.baseline", "pipeline.store", "pipeline.remedies",
           "pipeline.decision",
           "pipeline.engine")

@@ -1,9 +1,9 @@
 """The command line's shared pieces: an argument parser that exits with the usage status
-(see _status for every status), the option types, the limits options, and what the shell
-does when standard output cannot be written.
+(see _status for every status), the option types, the limits options, writing an output
+file, and what the shell does when standard output cannot be written.
 
-The ``check``, ``audit``, ``lint`` and ``trace`` commands import these from here, so that no
-command module imports another.
+The ``check``, ``audit``, ``lint``, ``trace``, ``sign`` and ``keygen`` commands import these
+from here, so that no command module imports another.
 """
 
 from __future__ import annotations
@@ -87,6 +87,35 @@ def add_limits(parser: argparse.ArgumentParser) -> None:
 
 def limits_of(opts: argparse.Namespace) -> Limits:
     return Limits(**{field: getattr(opts, field) for _, field, _ in _LIMITS})
+
+
+def write_output(path: str | None, data: bytes, prog: str, *, private: bool = False) -> ExitStatus:
+    """``data`` written to the file ``path`` (standard output when None); the environment's
+    status, said on stderr naming the file, when it cannot be written. ``private``: a new
+    file only its owner can read, never one that exists (a key is not overwritten)."""
+    if path is None:
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            return unwritable_stdout(exc)
+        return ExitStatus.COMPATIBLE
+    try:
+        if private:
+            handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+        else:
+            handle = open(path, "wb")  # noqa: SIM115
+        with handle:
+            handle.write(data)
+    except FileExistsError:
+        print(f"{prog}: {path} exists; it is not overwritten", file=sys.stderr)
+        return ExitStatus.USAGE
+    except OSError as exc:
+        print(f"{prog}: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
+    return ExitStatus.COMPATIBLE
 
 
 def unwritable_stdout(exc: OSError) -> ExitStatus:

@@ -406,7 +406,8 @@ def judge_direct(capability: str, providers: list[Registration], task: Task, out
 
 def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_ref: str | None,
             at: datetime, out: Outcome) -> dict[str, Artifact]:
-    """Exclude untrusted, expired, malformed, unpinned and unreferenced artifacts (7.3)."""
+    """Exclude untrusted, expired, malformed, unpinned and unreferenced artifacts, and those
+    whose provenance does not hold (7.2, 7.3)."""
     usable: dict[str, Artifact] = {}
     pinned_ids = {ident for ident, _ in profile.pins}
     for artifact in artifacts:
@@ -426,6 +427,8 @@ def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_
         elif artifact.asserted_by not in profile.trusted_issuers:
             reason = ("alignment.untrusted",
                       f"issuer {artifact.asserted_by} is not trusted by profile {profile.id}")
+        elif (unproven := provenance_problem(artifact, profile, at)) is not None:
+            reason = unproven
         elif artifact.valid_until is not None and at >= artifact.valid_until:
             reason = ("alignment.expired",
                       f"validUntil {artifact.valid_until.isoformat()} is not after the "
@@ -435,6 +438,56 @@ def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_
         else:
             _exclude(out, artifact, *reason)
     return usable
+
+
+def provenance_problem(artifact: Artifact, profile: Profile,
+                       at: datetime | None) -> tuple[str, str] | None:
+    """Why the artifact's provenance does not hold under the profile's trust policy
+    (contract 6), as (code, why), or None; ``at`` None leaves the proof's expiry unjudged.
+
+    A proof is required of a ``did:key`` issuer (by that key) and of an issuer the profile
+    binds to keys with a proof required (by one of them). A proof an artifact carries is
+    checked wherever it stands: one that is malformed, of a kind not verified, made by a key
+    the profile does not accept for the issuer, failing or expired excludes the artifact. An
+    issuer trusted by claim has no key of its own, so any key's proof that verifies is
+    integrity only, never more trust (7.2)."""
+    proof = artifact.proof
+    issuer = artifact.asserted_by
+    if proof is None:
+        if profile.requires_proof(issuer):
+            return ("alignment.proof-missing",
+                    f"the profile accepts artifacts of {issuer} only with a proof by "
+                    f"{_keys(profile.accepted_methods(issuer))}, and it carries none")
+        return None
+    if proof.code and proof.code != "alignment.proof-invalid":
+        return proof.code, proof.problem
+    accepted = profile.accepted_methods(issuer)
+    if accepted is not None and proof.method not in accepted:
+        return ("alignment.proof-key-not-accepted",
+                f"its proof is by {proof.method}, which the profile does not accept for "
+                f"{issuer} (accepted: {_keys(accepted)})")
+    if proof.code:
+        return proof.code, proof.problem
+    if at is not None and proof.expires is not None and at >= proof.expires:
+        return ("alignment.proof-expired",
+                f"its proof expires at {proof.expires.isoformat()}, not after the evaluation "
+                f"instant {at.isoformat()}")
+    return None
+
+
+def _keys(methods: frozenset[str] | None) -> str:
+    return ", ".join(sorted(methods or ())) or "no key"
+
+
+def provenance_of(artifact: Artifact, profile: Profile) -> dict[str, Any]:
+    """How an accepted artifact's issuer is established, for the evidence: ``signed`` (its
+    proof verifies under a key the profile accepts for the issuer) or ``claim`` (the
+    profile trusts the issuer's assertedBy as written), and the proof's verification
+    method, if any (contract 6; draft 12.4)."""
+    proof = artifact.proof
+    method = proof.method if proof is not None and proof.verified else None
+    signed = method is not None and profile.accepted_methods(artifact.asserted_by) is not None
+    return {"provenance": "signed" if signed else "claim", "verificationMethod": method}
 
 
 def _exclude(out: Outcome, artifact: Artifact, code: str, why: str) -> None:
@@ -587,6 +640,7 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C9
             "capability": capability, "via": "alignment", "providedBy": registration.iri,
             "source": registration.origin, "artifactId": artifact.id,
             "revision": artifact.revision, "reverse": bool(row["reverse"]),
+            **provenance_of(artifact, profile),
         })
         return
     if alignment_ref is not None and not any(a.id == alignment_ref for a in usable.values()):

@@ -51,7 +51,8 @@ def text_console(stream: IO[str]) -> Console:
             self.quiet = True
             raise BrokenPipeError
 
-    return ReportConsole(file=stream, highlight=False, soft_wrap=True)
+    # No emoji codes: messages quote the input, and "did:key:z6Mk..." would print a key.
+    return ReportConsole(file=stream, highlight=False, soft_wrap=True, emoji=False)
 
 
 def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
@@ -77,7 +78,7 @@ def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
             via = f" via artifact {item['artifactId']} revision {item['revision']}" if (
                 item.get("artifactId")) else f" ({item['via']})"
             console.print(f"  [green]provided[/] {escape(item['capability'])} by "
-                          f"{escape(item['providedBy'])}{escape(via)}")
+                          f"{escape(item['providedBy'])}{escape(via)}{escape(provenance(item))}")
         for item in decision.excluded:
             console.print(f"  [dim]excluded artifact {escape(str(item.get('artifactId')))} "
                           f"revision {escape(str(item.get('revision')))}: "
@@ -89,6 +90,18 @@ def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
                               f"{escape(', '.join(remedy.codes))})[/]")
         if decision.at:
             console.print(f"  [dim]evaluated at {decision.at}; authorization not evaluated[/]")
+
+
+def provenance(item: dict[str, Any]) -> str:
+    """How the artifact of an evidence item was established, for people (contract 6)."""
+    if "provenance" not in item:
+        return ""
+    if item["provenance"] == "signed":
+        return f", signed by {item['verificationMethod']}"
+    if item.get("verificationMethod"):
+        return (f", trusted by claim (its proof by {item['verificationMethod']} verifies; the "
+                "profile binds no key to its issuer)")
+    return ", trusted by claim"
 
 
 def describe(remedy: Remedy) -> str:

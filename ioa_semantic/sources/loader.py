@@ -27,6 +27,7 @@ from .._exceptions import ArtifactError, ProfileError, RetrievalError
 from .._iri import is_absolute_iri
 from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 from ..pipeline.intake import parse
+from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
 
 PROFILE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:profile")
 DEFAULT_SCHEMES = frozenset({"https", "http", "urn"})
@@ -42,6 +43,15 @@ class VersionRelationship(NamedTuple):
     version: str
     read_as: str
     intents: frozenset[str]
+
+
+class IssuerBinding(NamedTuple):
+    """A profile's binding of a trusted issuer to the ``did:key`` verification methods whose
+    proofs it accepts for that issuer's artifacts (contract 6), and whether one is required."""
+
+    issuer: str
+    methods: frozenset[str]
+    require_proof: bool = True
 
 
 class RetrievalSettings(NamedTuple):
@@ -71,11 +81,12 @@ RETRIEVAL_BUDGETS = {
 PROFILE_TERMS = frozenset({
     "Profile", "acceptsOntology", "allowBase", "allowOrigin", "allowPrivateAddresses",
     "allowVocab", "allowedScheme", "allowedValue", "appliesToIntent", "artifact",
-    "artifactPin", "crossDomainBindings", "ignorableTerm", "issuer", "ontologyId",
-    "ontologyVersion", "parameter", "parameterConstraint", "permittedBindingDomain",
-    "permittedDomain", "permittedType", "pin", "preferIssuer", "rank", "readAs",
-    "requiresParameter", "retrieval", "revision", "sha256", "trustedIssuer", "url",
-    "version", "versionRelationship", *RETRIEVAL_BUDGETS,
+    "artifactPin", "crossDomainBindings", "ignorableTerm", "issuer", "issuerBinding",
+    "ontologyId", "ontologyVersion", "parameter", "parameterConstraint",
+    "permittedBindingDomain", "permittedDomain", "permittedType", "pin", "preferIssuer", "rank",
+    "readAs", "requireProof", "requiresParameter", "retrieval", "revision", "sha256",
+    "trustedIssuer", "url", "verificationMethod", "version", "versionRelationship",
+    *RETRIEVAL_BUDGETS,
 })
 
 
@@ -112,6 +123,7 @@ class Profile(NamedTuple):
     allow_vocab: bool = False
     allow_base: bool = False
     trusted_issuers: frozenset[str] = frozenset()
+    issuer_bindings: Mapping[str, IssuerBinding] = MappingProxyType({})
     pins: Mapping[tuple[str, str], str] = MappingProxyType({})
     preferred_issuers: Mapping[str, int] = MappingProxyType({})
     required_parameters: frozenset[str] = frozenset()
@@ -129,6 +141,20 @@ class Profile(NamedTuple):
 
     def single_ontology(self) -> tuple[str, str] | None:
         return next(iter(self.accepted)) if len(self.accepted) == 1 else None
+
+    def accepted_methods(self, issuer: str) -> frozenset[str] | None:
+        """The verification methods whose proofs the profile accepts for ``issuer``'s
+        artifacts: a ``did:key`` issuer's own key, a bound issuer's keys; None for an issuer
+        trusted by claim (no key is the issuer's, so none is required or refused)."""
+        if is_did_key(issuer):
+            return frozenset({method_of(issuer)})
+        binding = self.issuer_bindings.get(issuer)
+        return binding.methods if binding is not None else None
+
+    def requires_proof(self, issuer: str) -> bool:
+        """Whether an artifact of ``issuer`` is accepted only with a proof that verifies."""
+        binding = self.issuer_bindings.get(issuer)
+        return is_did_key(issuer) or (binding is not None and binding.require_proof)
 
 
 class _Graph:
@@ -264,6 +290,8 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
         if not allowed:
             raise ProfileError(f"{source}: parameterConstraint on {name!r} has no allowedValue")
         parameter_values.setdefault(name, set()).update(allowed)
+    trusted = graph.values(node, IOP + "trustedIssuer")
+    bindings = _issuer_bindings(graph, node, trusted, source)
     schemes = graph.values(node, IOP + "allowedScheme")
     flags = {}
     for flag in ("crossDomainBindings", "allowVocab", "allowBase"):
@@ -291,7 +319,8 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
         permitted_types=graph.values(node, IOP + "permittedType"),
         allow_vocab=flags["allowVocab"],
         allow_base=flags["allowBase"],
-        trusted_issuers=graph.values(node, IOP + "trustedIssuer"),
+        trusted_issuers=trusted,
+        issuer_bindings=bindings,
         pins=pins,
         preferred_issuers=preferred,
         required_parameters=graph.values(node, IOP + "requiresParameter"),
@@ -301,6 +330,40 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
                     for q in quads),
         digest=hashlib.sha256(data).hexdigest(),
     )
+
+
+def _issuer_bindings(graph: _Graph, node: Any, trusted: frozenset[str],
+                     source: str) -> dict[str, IssuerBinding]:
+    """The profile's iop:issuerBinding entries by issuer, each checked: a trusted issuer
+    that is not a did:key (whose key is its own), bound to did:key Ed25519 verification
+    methods (a DID stands for its key, did:key:X#X)."""
+    bindings: dict[str, IssuerBinding] = {}
+    for entry in graph.objects(node, IOP + "issuerBinding"):
+        issuer = graph.one(entry, IOP + "issuer", "issuerBinding", source)
+        if issuer in bindings:
+            raise ProfileError(f"{source}: more than one issuerBinding for {issuer}")
+        if is_did_key(issuer):
+            raise ProfileError(f"{source}: issuerBinding binds {issuer}, a did:key, whose only "
+                               "key is its own: trust it with iop:trustedIssuer alone")
+        if issuer not in trusted:
+            raise ProfileError(f"{source}: issuerBinding binds {issuer}, which the profile does "
+                               "not trust (iop:trustedIssuer): a proof never makes an issuer "
+                               "trusted (7.2)")
+        methods = set()
+        for method in graph.values(entry, IOP + "verificationMethod"):
+            try:
+                public_key_of(method)
+            except ValueError as exc:
+                raise ProfileError(f"{source}: issuerBinding of {issuer}: {exc}") from None
+            methods.add(method_of(method))
+        if not methods:
+            raise ProfileError(f"{source}: issuerBinding of {issuer} names no "
+                               "iop:verificationMethod")
+        required = graph.values(entry, IOP + "requireProof")
+        if required - {"true", "false"} or len(required) > 1:
+            raise ProfileError(f"{source}: requireProof of {issuer} must be one boolean")
+        bindings[issuer] = IssuerBinding(issuer, frozenset(methods), required != {"false"})
+    return bindings
 
 
 def _retrieval_settings(graph: _Graph, section: Any, source: str) -> RetrievalSettings:
@@ -358,6 +421,9 @@ class Artifact(NamedTuple):
     valid_until: datetime | None = None
     rules: tuple[MappingRule, ...] = ()
     confidence: float | None = None
+    # Its Data Integrity proof as read and verified (None: it carries none); whether the
+    # receiver accepts it is the trust policy's, at check time.
+    proof: Proof | None = None
 
     @property
     def malformed(self) -> bool:
@@ -447,6 +513,7 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
         valid_until=valid_until,
         rules=rules,
         confidence=float(confidence) if confidence is not None else None,
+        proof=read_proof(doc),
     )
     try:
         artifact_quads(artifact)
@@ -457,7 +524,8 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
 
 def artifact_quads(artifact: Artifact) -> list[pyoxigraph.Quad]:
     """The artifact in RDF, read through the project's artifact context."""
-    doc = {k: v for k, v in artifact.document.items() if k != "@context"}
+    # The proof says who signed the artifact, not what it maps: it is no part of its RDF.
+    doc = {k: v for k, v in artifact.document.items() if k not in ("@context", "proof")}
     doc["mappingRules"] = [
         {"from": r.source, "to": r.target,
          "conditions": [{"parameter": k, "value": v} for k, v in r.conditions]}

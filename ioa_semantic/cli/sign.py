@@ -1,0 +1,82 @@
+"""``ioa-check sign ARTIFACT --key KEYFILE``: an alignment artifact with a Data Integrity proof.
+
+A mapping authority publishes signed artifacts with the tool its receivers check them with:
+the artifact is read and validated as a check reads it, signed with the key (cryptosuite
+eddsa-jcs-2022, contract 6) and written with its proof; a proof it had is replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+
+from .._exceptions import ArtifactError, SigningKeyError
+from .._status import ExitStatus
+from ..pipeline import provenance
+from ..sources.loader import read_artifact, resolve_artifact
+from .parsing import _instant, write_output
+
+DESCRIPTION = ("Sign an alignment artifact (12.4 shape) with an Ed25519 key: write it with a "
+               "W3C Data Integrity proof (eddsa-jcs-2022) whose verification method is the "
+               "key's did:key.")
+EPILOG = ("exit status: 0 written, 1 the artifact is malformed or asserted by another did:key "
+          "(nothing written), 2 usage error or unreadable file, 74 the output cannot be written")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("artifact", metavar="ARTIFACT|NAME",
+                        help="the alignment artifact (a .json file, or a shipped one's name)")
+    parser.add_argument("--key", required=True, metavar="KEYFILE",
+                        help="the Ed25519 private key: PEM (PKCS #8, as ioa-check keygen "
+                             "writes it) or a JWK (kty OKP, crv Ed25519)")
+    parser.add_argument("--output", metavar="FILE",
+                        help="write the signed artifact here (default: standard output)")
+    parser.add_argument("--created", type=_instant, metavar="TIMESTAMP",
+                        help="the proof's creation instant, ISO-8601 with a UTC offset "
+                             "(default: now)")
+    parser.add_argument("--expires", type=_instant, metavar="TIMESTAMP",
+                        help="an instant from which receivers no longer accept the proof "
+                             "(default: none; validUntil still limits the artifact)")
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SigningKeyError(f"{path}: cannot be read: {exc.strerror}") from exc
+
+
+def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The signed artifact written; the exit status."""
+    try:
+        origin, data = resolve_artifact(opts.artifact)
+        key = provenance.read_key(_read(opts.key), opts.key)
+    except (ArtifactError, SigningKeyError) as exc:
+        print(f"ioa-check sign: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    artifact = read_artifact(data, origin, 0)
+    if artifact.malformed:
+        for problem in artifact.problems:
+            print(f"ioa-check sign: {opts.artifact}: {problem}", file=sys.stderr)
+        print(f"ioa-check sign: {opts.artifact} is not a well-formed artifact; not signed",
+              file=sys.stderr)
+        return ExitStatus.INCOMPATIBLE
+    did = provenance.did_of(key)
+    if provenance.is_did_key(artifact.asserted_by) and (
+            provenance.method_of(artifact.asserted_by) != provenance.method_of(did)):
+        print(f"ioa-check sign: {opts.artifact} is asserted by {artifact.asserted_by}, but the "
+              f"key is {did}: receivers would reject the proof; not signed", file=sys.stderr)
+        return ExitStatus.INCOMPATIBLE
+    if artifact.proof is not None:
+        print(f"ioa-check sign: {opts.artifact}: its proof is replaced", file=sys.stderr)
+    created = opts.created or datetime.now(UTC)
+    try:
+        signed = provenance.sign(artifact.document, key, created=created, expires=opts.expires)
+    except ValueError as exc:  # a document RFC 8785 cannot canonicalize
+        print(f"ioa-check sign: {opts.artifact}: {exc}; not signed", file=sys.stderr)
+        return ExitStatus.INCOMPATIBLE
+    text = json.dumps(signed, indent=2, ensure_ascii=False) + "\n"
+    return write_output(opts.output, text.encode("utf-8"), "ioa-check sign")

@@ -1,0 +1,374 @@
+"""Provenance: W3C Data Integrity proofs over alignment artifacts, cryptosuite eddsa-jcs-2022.
+
+Draft 12.4 calls ``assertedBy`` "a claim requiring external provenance validation", and 7.2
+asks that an artifact's provenance be available for validation. An artifact proves who
+signed it with a Data Integrity ``proof`` made as "Data Integrity EdDSA Cryptosuites v1.0"
+(W3C Recommendation, section 3.3) says: the document without its proof and the proof
+configuration (the proof without ``proofValue``, with the document's ``@context`` when it has
+one) each canonicalized with the JSON Canonicalization Scheme (RFC 8785) and hashed with
+SHA-256; the proof configuration's hash then the document's, signed with Ed25519. The
+verification method is a ``did:key`` whose multibase (base58btc) value is the multicodec
+Ed25519 public key (0xed 0x01, then 32 bytes).
+
+Everything here is a pure function of its arguments: :func:`read_proof` says what a
+document's proof is and whether it verifies, as a value; :func:`sign` makes one. Whether a
+verified proof makes an artifact acceptable is the receiver's trust policy, which the
+decision applies (7.2: a valid signature never makes an issuer trusted). The foreign errors
+(cryptography's, rfc8785's, base58's) are mapped here, at one boundary, to a proof's
+problem or to :class:`~ioa_semantic.SigningKeyError`.
+"""
+
+# Annotations are evaluated at import (no __future__ import): see _findings.
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .._exceptions import SigningKeyError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+# cryptography, rfc8785 and base58 are imported where a proof or a key is met, not with the
+# module: most checks meet none, and cryptography alone would cost a one-envelope command
+# about a tenth of its run.
+
+PROOF_TYPE = "DataIntegrityProof"
+CRYPTOSUITE = "eddsa-jcs-2022"
+PROOF_PURPOSE = "assertionMethod"
+DID_KEY = "did:key:"
+# Multicodec prefixes (unsigned varints) of an Ed25519 public key and private key (seed).
+_ED25519_PUBLIC = b"\xed\x01"
+_ED25519_PRIVATE = b"\x80\x26"
+
+# Why a proof does not hold, by kind: each is a code of the registry (section 7.2).
+MALFORMED = "alignment.proof-malformed"
+UNSUPPORTED = "alignment.proof-unsupported"
+INVALID = "alignment.proof-invalid"
+
+# XML Schema 1.1 dateTimeStamp: a date-time with a time zone offset, which created and
+# expires must be (Data Integrity 2.1).
+_DATE_TIME_STAMP = re.compile(
+    r"-?\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})\Z")
+
+
+class _Problem(Exception):
+    """A proof that does not hold, with the code that says why (internal to this module)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Proof(NamedTuple):
+    """A document's proof as read: its verification method, its validity limits, and why it
+    does not hold (``code`` and ``problem``), or nothing when it verifies."""
+
+    method: str = ""
+    created: datetime | None = None
+    expires: datetime | None = None
+    code: str = ""
+    problem: str = ""
+
+    @property
+    def verified(self) -> bool:
+        return not self.code
+
+    @property
+    def controller(self) -> str:
+        """The DID the verification method belongs to (a did:key controls its own key)."""
+        return self.method.partition("#")[0]
+
+
+# --- multibase and did:key ------------------------------------------------------------------
+
+
+def _multibase_decode(value: str, what: str) -> bytes:
+    """The bytes of a base58btc multibase value (``z`` then base58, Bitcoin alphabet)."""
+    import base58
+
+    if not value.startswith("z") or len(value) < 2:
+        raise _Problem(MALFORMED, f"{what} {value!r} is not a base58btc multibase value "
+                                  "(it must start with 'z')")
+    try:
+        raw = base58.b58decode(value[1:])
+    except ValueError as exc:
+        raise _Problem(MALFORMED, f"{what} {value!r} is not base58btc: {exc}") from None
+    if base58.b58encode(raw).decode("ascii") != value[1:]:
+        raise _Problem(MALFORMED, f"{what} {value!r} is not a canonical base58btc value")
+    return raw
+
+
+def _multibase(raw: bytes) -> str:
+    import base58
+
+    return "z" + base58.b58encode(raw).decode("ascii")
+
+
+def did_key(public_key: bytes) -> str:
+    """The ``did:key`` DID of a 32-byte Ed25519 public key."""
+    return DID_KEY + _multibase(_ED25519_PUBLIC + public_key)
+
+
+def method_of(did: str) -> str:
+    """The verification method of a ``did:key`` DID: ``did:key:X#X``; a method stays itself."""
+    if "#" in did:
+        return did
+    return f"{did}#{did.removeprefix(DID_KEY)}"
+
+
+def is_did_key(iri: str) -> bool:
+    return iri.startswith(DID_KEY)
+
+
+def public_key_of(reference: str) -> bytes:
+    """The Ed25519 public key a ``did:key`` DID or verification method names.
+
+    Raises ValueError (its message says why) when it is not a ``did:key`` of an Ed25519 key:
+    the one boundary the profile reader and the proof reader share.
+    """
+    try:
+        return _public_key(reference)
+    except _Problem as problem:
+        raise ValueError(problem.message) from None
+
+
+def _public_key(reference: str) -> bytes:
+    if not is_did_key(reference):
+        raise _Problem(UNSUPPORTED, f"the verification method {reference!r} is not a did:key "
+                                    "(the only kind this checker resolves, with no network)")
+    did, hash_mark, fragment = reference.partition("#")
+    value = did.removeprefix(DID_KEY)
+    if hash_mark and fragment != value:
+        raise _Problem(MALFORMED, f"the verification method {reference!r} is not "
+                                  f"{DID_KEY}X#X for its own key X")
+    raw = _multibase_decode(value, "the did:key value")
+    if raw[:2] != _ED25519_PUBLIC:
+        raise _Problem(UNSUPPORTED, f"the did:key {did!r} is not an Ed25519 key (multicodec "
+                                    f"prefix 0x{raw[:2].hex()}, not 0xed01)")
+    if len(raw) != 34:
+        raise _Problem(MALFORMED, f"the did:key {did!r} holds {len(raw) - 2} key bytes, not 32")
+    return raw[2:]
+
+
+# --- the cryptosuite's algorithms (EdDSA Cryptosuites v1.0, 3.3) ---------------------------
+
+
+def canonical(value: Any) -> bytes:
+    """RFC 8785 (JCS) of a JSON value: the cryptosuite's transformation (3.3.3)."""
+    import rfc8785
+
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError as exc:
+        raise _Problem(MALFORMED, f"the document cannot be canonicalized (RFC 8785): {exc}") from None
+
+
+def proof_configuration(options: Mapping[str, Any]) -> bytes:
+    """The canonical proof configuration of proof options (3.3.5)."""
+    if options.get("type") != PROOF_TYPE or options.get("cryptosuite") != CRYPTOSUITE:
+        raise _Problem(UNSUPPORTED, f"the proof is of type {options.get('type')!r} with "
+                                    f"cryptosuite {options.get('cryptosuite')!r}; this checker "
+                                    f"verifies {PROOF_TYPE} with {CRYPTOSUITE} only")
+    if "created" in options:
+        _instant(options["created"], "created")
+    return canonical(dict(options))
+
+
+def hash_data(transformed_document: bytes, canonical_configuration: bytes) -> bytes:
+    """The proof configuration's SHA-256 then the document's (3.3.4): 64 bytes."""
+    return (hashlib.sha256(canonical_configuration).digest()
+            + hashlib.sha256(transformed_document).digest())
+
+
+def _instant(value: Any, member: str) -> datetime:
+    if not isinstance(value, str) or not _DATE_TIME_STAMP.match(value):
+        raise _Problem(MALFORMED, f"the proof's {member} {value!r} is not a date-time with a "
+                                  "time zone offset (XML Schema dateTimeStamp)")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise _Problem(MALFORMED, f"the proof's {member} {value!r} is not a date-time") from None
+
+
+def _context_values(context: Any) -> list[Any]:
+    return list(context) if isinstance(context, list) else [context]
+
+
+def read_proof(document: Mapping[str, Any]) -> Proof | None:
+    """The document's ``proof`` read and verified (3.3.2, with Data Integrity 4.4's checks of
+    the proof's members), or None when it has none."""
+    if "proof" not in document:
+        return None
+    proof = document["proof"]
+    method = proof.get("verificationMethod") if isinstance(proof, dict) else None
+    method = method if isinstance(method, str) else ""
+    try:
+        return _verified(document, proof)
+    except _Problem as problem:
+        return Proof(method=method, code=problem.code, problem=problem.message)
+
+
+def _verified(document: Mapping[str, Any], proof: Any) -> Proof:
+    if isinstance(proof, list):
+        raise _Problem(UNSUPPORTED, "the proof is a set of proofs; this checker verifies one "
+                                    "proof object")
+    if not isinstance(proof, dict):
+        raise _Problem(MALFORMED, "the proof is not an object")
+    for member in ("type", "cryptosuite", "verificationMethod", "proofPurpose", "proofValue"):
+        if member not in proof:
+            raise _Problem(MALFORMED, f"the proof has no {member}")
+        if not isinstance(proof[member], str):
+            raise _Problem(MALFORMED, f"the proof's {member} is not a string")
+    if "previousProof" in proof:
+        raise _Problem(UNSUPPORTED, "the proof names a previousProof (a proof chain); this "
+                                    "checker verifies one proof")
+    options = {k: v for k, v in proof.items() if k != "proofValue"}
+    configuration = proof_configuration(options)  # type and cryptosuite first
+    if proof["proofPurpose"] != PROOF_PURPOSE:
+        raise _Problem(UNSUPPORTED, f"the proof's purpose is {proof['proofPurpose']!r}; an "
+                                    f"artifact's issuer asserts it ({PROOF_PURPOSE})")
+    created = _instant(proof["created"], "created") if "created" in proof else None
+    expires = _instant(proof["expires"], "expires") if "expires" in proof else None
+    method = proof["verificationMethod"]
+    public_key = _public_key(method)
+    if "#" not in method:
+        raise _Problem(MALFORMED, f"the verification method {method!r} names a DID, not one "
+                                  f"of its keys ({method_of(method)})")
+    signature = _multibase_decode(proof["proofValue"], "the proofValue")
+    if len(signature) != 64:
+        raise _Problem(MALFORMED, f"the proofValue holds {len(signature)} bytes, not the 64 "
+                                  "of an Ed25519 signature")
+    found = Proof(method=method, created=created, expires=expires)
+    unsecured = {k: v for k, v in document.items() if k != "proof"}
+    if "@context" in proof:
+        expected = _context_values(proof["@context"])
+        if _context_values(document.get("@context", []))[:len(expected)] != expected:
+            return found._replace(code=INVALID, problem=(
+                "the document's @context does not start with the proof's @context"))
+        unsecured["@context"] = proof["@context"]
+    data = hash_data(canonical(unsecured), configuration)
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, data)
+    except (InvalidSignature, ValueError):
+        return found._replace(code=INVALID, problem=(
+            f"the signature does not verify under {method}: the artifact or its proof was "
+            "changed after signing, or another key signed it"))
+    return found
+
+
+# --- making proofs ------------------------------------------------------------------------
+
+
+def timestamp(instant: datetime) -> str:
+    """An instant as a dateTimeStamp in UTC, to the second."""
+    return instant.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def sign(document: Mapping[str, Any], key: "Ed25519PrivateKey", *, created: datetime,
+         expires: datetime | None = None) -> dict[str, Any]:
+    """The document with a proof by ``key`` (3.3.1, Create Proof); a proof it had is replaced."""
+    unsecured = {k: v for k, v in document.items() if k != "proof"}
+    method = method_of(did_of(key))
+    proof: dict[str, Any] = {"type": PROOF_TYPE, "cryptosuite": CRYPTOSUITE,
+                             "created": timestamp(created), "verificationMethod": method,
+                             "proofPurpose": PROOF_PURPOSE}
+    if expires is not None:
+        proof["expires"] = timestamp(expires)
+    if "@context" in unsecured:
+        proof["@context"] = unsecured["@context"]
+    try:
+        data = hash_data(canonical(unsecured), proof_configuration(proof))
+    except _Problem as problem:
+        raise ValueError(problem.message) from None
+    return {**unsecured, "proof": {**proof, "proofValue": _multibase(key.sign(data))}}
+
+
+# --- signing keys -------------------------------------------------------------------------
+
+
+def new_key() -> "Ed25519PrivateKey":
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.generate()
+
+
+def _raw_public(key: "Ed25519PrivateKey") -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.public_key().public_bytes(serialization.Encoding.Raw,
+                                         serialization.PublicFormat.Raw)
+
+
+def did_of(key: "Ed25519PrivateKey") -> str:
+    """The ``did:key`` of a signing key's public key."""
+    return did_key(_raw_public(key))
+
+
+def key_pem(key: "Ed25519PrivateKey") -> bytes:
+    """The key as an unencrypted PKCS #8 PEM file."""
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def read_key(data: bytes, source: str) -> "Ed25519PrivateKey":
+    """An Ed25519 private key from a PEM file (PKCS #8) or a JWK (``kty`` OKP, ``crv``
+    Ed25519, ``d``; ``x``, when present, must be its public key)."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    text = data.lstrip()
+    if text.startswith(b"{"):
+        return _jwk_key(text, source)
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except TypeError:
+        raise SigningKeyError(f"{source}: the key is encrypted; give an unencrypted key") from None
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise SigningKeyError(f"{source}: not a PEM private key or a JWK: {exc}") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SigningKeyError(f"{source}: the key is not an Ed25519 key "
+                              f"({type(key).__name__.removeprefix('_')})")
+    return key
+
+
+def _jwk_key(text: bytes, source: str) -> "Ed25519PrivateKey":
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    try:
+        jwk = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SigningKeyError(f"{source}: not a JSON Web Key: {exc}") from None
+    if not isinstance(jwk, dict) or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+        raise SigningKeyError(f"{source}: the JWK is not an Ed25519 key (kty OKP, crv Ed25519)")
+    if not isinstance(jwk.get("d"), str):
+        raise SigningKeyError(f"{source}: the JWK has no private key (d)")
+    seed = _base64url(jwk["d"], source, "d")
+    if len(seed) != 32:
+        raise SigningKeyError(f"{source}: the JWK's d holds {len(seed)} bytes, not 32")
+    key = Ed25519PrivateKey.from_private_bytes(seed)
+    public = _raw_public(key)
+    if "x" in jwk and (not isinstance(jwk["x"], str) or _base64url(jwk["x"], source, "x") != public):
+        raise SigningKeyError(f"{source}: the JWK's x is not the public key of its d")
+    return key
+
+
+def _base64url(value: str, source: str, member: str) -> bytes:
+    if not re.fullmatch(r"[A-Za-z0-9_-]*", value):
+        raise SigningKeyError(f"{source}: the JWK's {member} is not base64url")
+    try:
+        return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    except (binascii.Error, ValueError):
+        raise SigningKeyError(f"{source}: the JWK's {member} is not base64url") from None
