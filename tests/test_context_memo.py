@@ -197,11 +197,11 @@ def test_a_finding_points_at_its_definition_wherever_it_stands() -> None:
 def test_the_same_definitions_under_a_policy_of_fewer_schemes() -> None:
     """A definition's judgement does not read the policy (it is not given it, and the memo
     is not keyed by it); the walk's expansion of a reference reads the schemes after its
-    memo has answered: under each policy, the answer is that policy's."""
+    memo has answered: under each policy, the answer is that policy's, remembered or not."""
     registration = registration_63()
     registration["@context"]["f"] = "ftp://files.example/caps/"
     registration["@id"] = "f:cap1"
-    answers = {}
+    answers, compiled = {}, {}
     for policy in (*POLICIES, *reversed(POLICIES)):
         for context in (registration["@context"], [registration["@context"],
                                                     {"@vocab": IOA}]):
@@ -211,8 +211,17 @@ def test_the_same_definitions_under_a_policy_of_fewer_schemes() -> None:
         answers[policy] = walked is not None
         if walked is not None:
             assert walked.nodes == _fresh(restricted_expansion, registration, policy).nodes
-    # ftp is allowed by one policy only: its expansion is the walk's there and nowhere else.
-    assert [answers[p] for p in POLICIES] == [False, False, False, True]
+        # The compiled path's walk expands the ftp @id where ftp is allowed and nowhere else.
+        reviewed = _active_context(registration["@context"], policy)
+        assert reviewed is not None
+        strict = walk.expand_restricted(registration, reviewed.active, policy.allowed_schemes)
+        compiled[policy] = strict is not None
+    assert [compiled[p] for p in POLICIES] == [False, False, False, True]
+    # The reporting walk gives pyld's node wherever no @base is allowed: the @id as pyld
+    # keeps it, for the reporting stages to refuse its scheme where it is not allowed.
+    assert [answers[p] for p in POLICIES] == [True, False, True, True]
+    walked = restricted_expansion(registration, POLICY)
+    assert walked is not None and walked.nodes[0]["@id"] == "ftp://files.example/caps/cap1"
 
 
 def test_an_iri_with_the_reserved_base_is_a_term_but_no_reference() -> None:
