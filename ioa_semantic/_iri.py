@@ -22,7 +22,7 @@ of the ABNF.
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
-import ipaddress
+import functools
 import re
 from typing import NamedTuple
 
@@ -41,19 +41,27 @@ _SUB_DELIMS = "!$&'()*+,;="
 _PCT = "%[0-9A-Fa-f]{2}"
 
 
-def _run(chars: str) -> "re.Pattern[str]":
-    """A pattern for a run of characters of one class or percent-escapes (no backtracking
-    beyond one character: the escape begins with ``%``, which the class never holds)."""
-    return re.compile(f"(?:[{chars}]++|{_PCT})*+")
+# The character class of each part of an IRI, as the ABNF gives it.
+_IPCHAR = _IUNRESERVED + _SUB_DELIMS + ":@"
+_CLASSES = {
+    "path": _IPCHAR + "/",  # ipath-abempty, -absolute, -rootless and -empty, once cut
+    "query": _IPCHAR + _IPRIVATE + "/?",
+    "fragment": _IPCHAR + "/?",
+    "userinfo": _IUNRESERVED + _SUB_DELIMS + ":",
+    "host": _IUNRESERVED + _SUB_DELIMS,  # ireg-name: an IPv4address is one too
+}
+
+
+@functools.cache
+def _run(part: str) -> "re.Pattern[str]":
+    """The pattern of a run of characters of ``part``'s class or percent-escapes (no
+    backtracking beyond one character: the escape begins with ``%``, which the class never
+    holds). Compiled when first needed: each takes about 3 ms (their classes span the
+    astral planes), a cold start's share, and a plain ASCII IRI needs none of them."""
+    return re.compile(f"(?:[{_CLASSES[part]}]++|{_PCT})*+")
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*")
-_IPCHAR = _IUNRESERVED + _SUB_DELIMS + ":@"
-_PATH = _run(_IPCHAR + "/")  # ipath-abempty, -absolute, -rootless and -empty, once cut
-_QUERY = _run(_IPCHAR + _IPRIVATE + "/?")
-_FRAGMENT = _run(_IPCHAR + "/?")
-_USERINFO = _run(_IUNRESERVED + _SUB_DELIMS + ":")
-_REG_NAME = _run(_IUNRESERVED + _SUB_DELIMS)  # an IPv4address is one too
 _PORT = re.compile("[0-9]*")
 _WHITE_SPACE = re.compile(r"\s")
 _IPVFUTURE = re.compile(r"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+")
@@ -104,13 +112,13 @@ def _defect(value: str) -> IriDefect | None:
     end = len(value)
     hash_at = value.find("#", colon)
     if hash_at >= 0:
-        bad = _bad(_FRAGMENT, value, hash_at + 1, end)
+        bad = _bad(_run("fragment"), value, hash_at + 1, end)
         if bad is not None:
             return IriDefect(_character(value, bad, "the fragment"), bad)
         end = hash_at
     query_at = value.find("?", colon, end)
     if query_at >= 0:
-        bad = _bad(_QUERY, value, query_at + 1, end)
+        bad = _bad(_run("query"), value, query_at + 1, end)
         if bad is not None:
             return IriDefect(_character(value, bad, "the query"), bad)
         end = query_at
@@ -122,7 +130,7 @@ def _defect(value: str) -> IriDefect | None:
         if defect is not None:
             return defect
         start = authority_end
-    bad = _bad(_PATH, value, start, end)
+    bad = _bad(_run("path"), value, start, end)
     if bad is not None:
         return IriDefect(_character(value, bad, "the path"), bad)
     return None
@@ -167,7 +175,7 @@ def _authority(value: str, start: int, end: int) -> IriDefect | None:
     """``iauthority = [ iuserinfo "@" ] ihost [ ":" port ]`` between ``start`` and ``end``."""
     at = value.find("@", start, end)
     if at >= 0:
-        bad = _bad(_USERINFO, value, start, at)
+        bad = _bad(_run("userinfo"), value, start, at)
         if bad is not None:
             return IriDefect(_character(value, bad, "the user information"), bad)
         start = at + 1
@@ -177,6 +185,8 @@ def _authority(value: str, start: int, end: int) -> IriDefect | None:
             return IriDefect("an IP literal without its closing ']'", start)
         literal = value[start + 1:close]
         if not _IPVFUTURE.fullmatch(literal):
+            import ipaddress  # only an IP literal needs it (a cold start's 2 ms otherwise)
+
             try:
                 ipaddress.IPv6Address(literal)
             except ValueError:
@@ -189,7 +199,7 @@ def _authority(value: str, start: int, end: int) -> IriDefect | None:
     else:
         colon = value.find(":", start, end)
         host_end = end if colon < 0 else colon
-        bad = _bad(_REG_NAME, value, start, host_end)
+        bad = _bad(_run("host"), value, start, host_end)
         if bad is not None:
             return IriDefect(_character(value, bad, "the host"), bad)
     if host_end < end:
