@@ -254,7 +254,7 @@ class Checker:
         if key is not None:
             cached = self._cache.get(key)
             if cached is not None:
-                return _with_source(cached, source)
+                return _as_asked(cached, source, _instant(at))
         decision = self._decide(envelope, params, at, source)
         if key is not None:
             self._cache.put(key, decision, _weight(decision))
@@ -399,10 +399,12 @@ def _demote(f: Finding, verdict: Verdict) -> Finding:
     return f
 
 
-def _with_source(decision: Decision, source: str) -> Decision:
-    if decision.source == source:
+def _as_asked(decision: Decision, source: str, at: str | None) -> Decision:
+    """A cached decision as this check asks it: its source and its instant (the cache keys
+    a decision by the side of each validity limit the instant falls on, not the instant)."""
+    if decision.source == source and decision.at == at:
         return decision
-    return decision._replace(source=source)
+    return decision._replace(source=source, at=at)
 
 
 def _read(item: str | Path | bytes, what: str,

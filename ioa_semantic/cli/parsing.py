@@ -12,7 +12,7 @@ import argparse
 import contextlib
 import os
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from .._runtime import terminal_columns
@@ -47,6 +47,11 @@ def _instant(value: str) -> datetime:
     if parsed.tzinfo is None:
         raise argparse.ArgumentTypeError(
             f"{value!r} has no UTC offset; write e.g. 2026-06-01T00:00:00Z")
+    try:
+        parsed.astimezone(UTC)  # comparisons and timestamps are made in UTC
+    except OverflowError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is out of range in UTC (years 1 to 9999)") from None
     return parsed
 
 

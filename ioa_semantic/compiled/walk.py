@@ -365,11 +365,17 @@ def _plain_name(key: str, active: ActiveContext) -> bool:
 def as_written(value: str, active: ActiveContext) -> str | None:
     """A reference the walk refuses (relative, an IRI outside the allowed schemes, or no
     IRI), as pyld expands it with no base: by its prefix when it has one the context defines
-    as such, else as written; None for what pyld has rules of its own for (a keyword or
-    what looks like one, a blank node, the empty string)."""
+    as such, as written when what precedes its first colon is no term at all; None for
+    anything else, which pyld has rules of its own for: a keyword or what looks like one, a
+    blank node, the empty string, and a compact IRI whose prefix is a term the walk does not
+    take for a prefix (pyld may: it flags a term by its expanded IRI, so ``"urn":
+    "cs:sub/"`` makes ``urn:x`` read as ``cs``'s namespace plus ``sub/x``)."""
     if value == "" or value[0] == "@" or value.startswith("_:"):
         return None
     prefix, sep, suffix = value.partition(":")
-    if sep and prefix and not suffix.startswith("//") and prefix in active.prefixes:
-        return active.prefixes[prefix] + suffix
+    if sep and prefix and not suffix.startswith("//"):
+        if prefix in active.prefixes:
+            return active.prefixes[prefix] + suffix
+        if prefix in active.terms:
+            return None
     return value

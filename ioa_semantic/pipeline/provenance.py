@@ -89,19 +89,34 @@ class Proof(NamedTuple):
 # --- multibase and did:key ------------------------------------------------------------------
 
 
+# The longest multibase value this cryptosuite has: an Ed25519 signature (64 bytes) is 88
+# base58 characters at most, a did:key's multikey (34 bytes) 47; with room to spare. Base58
+# decoding is quadratic in the length, so a longer value is refused before it is decoded.
+_MULTIBASE_CHARS = 128
+
+
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: whole when short, else its start and its length."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+
+
 def _multibase_decode(value: str, what: str) -> bytes:
     """The bytes of a base58btc multibase value (``z`` then base58, Bitcoin alphabet)."""
+    if len(value) > _MULTIBASE_CHARS:
+        raise _Problem(MALFORMED, f"{what} {_shown(value)} is longer than any value of the "
+                                  f"eddsa-jcs-2022 cryptosuite ({_MULTIBASE_CHARS} characters)")
     import base58
 
     if not value.startswith("z") or len(value) < 2:
-        raise _Problem(MALFORMED, f"{what} {value!r} is not a base58btc multibase value "
+        raise _Problem(MALFORMED, f"{what} {_shown(value)} is not a base58btc multibase value "
                                   "(it must start with 'z')")
     try:
         raw = base58.b58decode(value[1:])
     except ValueError as exc:
-        raise _Problem(MALFORMED, f"{what} {value!r} is not base58btc: {exc}") from None
+        raise _Problem(MALFORMED, f"{what} {_shown(value)} is not base58btc: {exc}") from None
     if base58.b58encode(raw).decode("ascii") != value[1:]:
-        raise _Problem(MALFORMED, f"{what} {value!r} is not a canonical base58btc value")
+        raise _Problem(MALFORMED, f"{what} {_shown(value)} is not a canonical base58btc value")
     return raw
 
 
@@ -141,19 +156,19 @@ def public_key_of(reference: str) -> bytes:
 
 def _public_key(reference: str) -> bytes:
     if not is_did_key(reference):
-        raise _Problem(UNSUPPORTED, f"the verification method {reference!r} is not a did:key "
+        raise _Problem(UNSUPPORTED, f"the verification method {_shown(reference)} is not a did:key "
                                     "(the only kind this checker resolves, with no network)")
     did, hash_mark, fragment = reference.partition("#")
     value = did.removeprefix(DID_KEY)
     if hash_mark and fragment != value:
-        raise _Problem(MALFORMED, f"the verification method {reference!r} is not "
+        raise _Problem(MALFORMED, f"the verification method {_shown(reference)} is not "
                                   f"{DID_KEY}X#X for its own key X")
     raw = _multibase_decode(value, "the did:key value")
     if raw[:2] != _ED25519_PUBLIC:
-        raise _Problem(UNSUPPORTED, f"the did:key {did!r} is not an Ed25519 key (multicodec "
+        raise _Problem(UNSUPPORTED, f"the did:key {_shown(did)} is not an Ed25519 key (multicodec "
                                     f"prefix 0x{raw[:2].hex()}, not 0xed01)")
     if len(raw) != 34:
-        raise _Problem(MALFORMED, f"the did:key {did!r} holds {len(raw) - 2} key bytes, not 32")
+        raise _Problem(MALFORMED, f"the did:key {_shown(did)} holds {len(raw) - 2} key bytes, not 32")
     return raw[2:]
 
 
@@ -173,8 +188,8 @@ def canonical(value: Any) -> bytes:
 def proof_configuration(options: Mapping[str, Any]) -> bytes:
     """The canonical proof configuration of proof options (3.3.5)."""
     if options.get("type") != PROOF_TYPE or options.get("cryptosuite") != CRYPTOSUITE:
-        raise _Problem(UNSUPPORTED, f"the proof is of type {options.get('type')!r} with "
-                                    f"cryptosuite {options.get('cryptosuite')!r}; this checker "
+        raise _Problem(UNSUPPORTED, f"the proof is of type {_shown(options.get('type'))} with "
+                                    f"cryptosuite {_shown(options.get('cryptosuite'))}; this checker "
                                     f"verifies {PROOF_TYPE} with {CRYPTOSUITE} only")
     if "created" in options:
         _instant(options["created"], "created")
@@ -189,12 +204,12 @@ def hash_data(transformed_document: bytes, canonical_configuration: bytes) -> by
 
 def _instant(value: Any, member: str) -> datetime:
     if not isinstance(value, str) or not _DATE_TIME_STAMP.match(value):
-        raise _Problem(MALFORMED, f"the proof's {member} {value!r} is not a date-time with a "
+        raise _Problem(MALFORMED, f"the proof's {member} {_shown(value)} is not a date-time with a "
                                   "time zone offset (XML Schema dateTimeStamp)")
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise _Problem(MALFORMED, f"the proof's {member} {value!r} is not a date-time") from None
+        raise _Problem(MALFORMED, f"the proof's {member} {_shown(value)} is not a date-time") from None
 
 
 def _context_values(context: Any) -> list[Any]:
@@ -232,14 +247,14 @@ def _verified(document: Mapping[str, Any], proof: Any) -> Proof:
     options = {k: v for k, v in proof.items() if k != "proofValue"}
     configuration = proof_configuration(options)  # type and cryptosuite first
     if proof["proofPurpose"] != PROOF_PURPOSE:
-        raise _Problem(UNSUPPORTED, f"the proof's purpose is {proof['proofPurpose']!r}; an "
+        raise _Problem(UNSUPPORTED, f"the proof's purpose is {_shown(proof['proofPurpose'])}; an "
                                     f"artifact's issuer asserts it ({PROOF_PURPOSE})")
     created = _instant(proof["created"], "created") if "created" in proof else None
     expires = _instant(proof["expires"], "expires") if "expires" in proof else None
     method = proof["verificationMethod"]
     public_key = _public_key(method)
     if "#" not in method:
-        raise _Problem(MALFORMED, f"the verification method {method!r} names a DID, not one "
+        raise _Problem(MALFORMED, f"the verification method {_shown(method)} names a DID, not one "
                                   f"of its keys ({method_of(method)})")
     signature = _multibase_decode(proof["proofValue"], "the proofValue")
     if len(signature) != 64:

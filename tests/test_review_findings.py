@@ -1,8 +1,9 @@
-"""Findings of a hostile review (branch review-hostile): each test fails today.
+"""What a hostile review of 2026-12-01 found, held as behaviour: each test failed when it
+was written and passes since the fix.
 
 Two areas were attacked: the signed alignment artifacts (contract 6) and the reporting
-path's restricted walk (``ioa_semantic/compiled/walk.py``, ``as_written``). Every test
-states what is wrong and why it matters; none of them fixes anything.
+path's restricted walk (``ioa_semantic/compiled/walk.py``, ``as_written``). Each test's
+docstring says what went wrong before and why it matters.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _both(doc: dict[str, Any], **options: Any) -> tuple[Any, Any]:
 
 def test_a_compact_iri_whose_prefix_is_defined_through_another_prefix_is_not_kept_as_written(
         tmp_path: Path) -> None:
-    """WRONG ACCEPTANCE (compiled engine, the default): the envelope defines
+    """Was a wrong acceptance of the compiled engine (the default): the envelope defines
     ``"urn": "cs:sub/"`` and requests ``capabilityRefs: ["cs:TechTranslation",
     "urn:svc:Extra"]``; the receiver offers registrations of cs:TechTranslation and of
     urn:svc:Extra. JSON-LD expands the second reference to
@@ -81,7 +82,7 @@ def test_a_compact_iri_whose_prefix_is_defined_through_another_prefix_is_not_kep
 
 
 def test_an_envelope_id_whose_expansion_is_no_allowed_iri_is_not_compatible() -> None:
-    """WRONG ACCEPTANCE (compiled engine): ``"f": "ftp://h/", "urn": "f:sub/"`` and
+    """Was a wrong acceptance of the compiled engine: ``"f": "ftp://h/", "urn": "f:sub/"`` and
     ``"@id": "urn:x"``: JSON-LD expands the @id to ftp://h/sub/x, a scheme the profile does
     not allow (the reference says invalid, jsonld.scheme-not-allowed); and with
     ``"urn": "cs:sub/"``, ``"@id": "urn:x#y"`` expands to
@@ -98,7 +99,7 @@ def test_an_envelope_id_whose_expansion_is_no_allowed_iri_is_not_compatible() ->
 
 def test_the_reporting_walk_expands_a_prefix_defined_through_another_prefix_as_pyld_does(
 ) -> None:
-    """ENGINE MISMATCH (same root cause, the other direction): ``"cs2": "cs:"`` with
+    """Was an engine mismatch (the same cause, the other direction): ``"cs2": "cs:"`` with
     ``capabilityRefs: ["cs2:TechTranslation"]`` is cs:TechTranslation to JSON-LD and the
     reference says compatible; the reporting walk gives {"@id": "cs2:TechTranslation"}
     (not pyld's node, though restricted_expansion must give exactly pyld's expansion or
@@ -121,7 +122,7 @@ def test_the_reporting_walk_expands_a_prefix_defined_through_another_prefix_as_p
 
 
 def test_a_huge_multibase_value_in_a_proof_is_refused_without_quadratic_work() -> None:
-    """HANG: ``_multibase_decode`` base58-decodes the whole verificationMethod (and
+    """Was a hang: ``_multibase_decode`` base58-decodes the whole verificationMethod (and
     proofValue) value, then re-encodes it for the canonical check, before any length check;
     both are quadratic (80,000 characters take about 9 s, the 1 MiB an artifact may hold
     about 20 minutes). A did:key of Ed25519 is 48 characters and a proofValue about 88, so
@@ -146,7 +147,7 @@ def test_a_huge_multibase_value_in_a_proof_is_refused_without_quadratic_work() -
 
 def test_sign_with_an_instant_out_of_range_in_utc_is_refused_not_a_crash(
         tmp_path: Path) -> None:
-    """CRASH (minor, operator input): ``ioa-check sign A --key K --created
+    """Was a crash (minor, operator input): ``ioa-check sign A --key K --created
     9999-12-31T23:00:00-05:00`` (or ``--expires 0001-01-01T00:00:00+05:00``) passes the
     option parser, then ``provenance.timestamp`` converts it to UTC, which is out of
     datetime's range: OverflowError, exit 70 with a traceback ("internal error: a bug").
@@ -164,7 +165,7 @@ def test_sign_with_an_instant_out_of_range_in_utc_is_refused_not_a_crash(
 
 
 def test_a_cached_decision_reports_the_instant_it_is_asked_for() -> None:
-    """MINOR (rule 15 / output): the decision cache keys on the side of each validity limit,
+    """Was minor (rule 15, the output): the decision cache keys on the side of each validity limit,
     not the instant, and returns the stored decision unchanged but for its source; so the
     same envelope checked at 2026-06-01 and then at 2026-07-01 reports ``"at":
     "2026-06-01T00:00:00Z"`` the second time. A served check (``POST /v1/check?at=...``)
