@@ -587,7 +587,9 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once(
     monkeypatch.setattr(stages, "compiled_baseline", counting(stages.compiled_baseline))
     results = [judge(checker, text, "r.jsonl", i, kinds) for i, text in enumerate(texts)]
     assert [r.id for r, _ in results] == [f"https://example.org/onto/cs#C{i}" for i in range(50)]
-    declared = (("text/plain",), ("text/plain",), checker.profile.single_ontology())
+    ontology = checker.profile.single_ontology()
+    assert ontology is not None
+    declared = (("text/plain",), ("text/plain",), ((ontology[0],), (ontology[1],)))
     assert all(r.status == "valid" and d == declared for r, d in results)
     assert judged_in_full == texts[:1]
 

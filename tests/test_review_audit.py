@@ -1,6 +1,6 @@
-"""Findings of a security review of the audit, the caches, the IRI fast path and the
-reporting walk (branch review-audit). Each test fails today; its docstring says what is
-wrong and why it matters.
+"""What a second hostile review of 2026-12-01 (the audit, the caches, the IRI pattern, the
+reporting walk) found, held as behaviour: each test failed when it was written and passes
+since the fix; its docstring says what went wrong before and why it matters.
 """
 
 from __future__ import annotations

@@ -97,7 +97,9 @@ class _Written:
         return {"length": self.length, "sha256": self.hash.hexdigest()}
 
 
-STATE_VERSION = 2
+# The state's and the journal's format. 3: a declaration's ontology holds its ids and its
+# versions apart (a journal of 2 would compare its declarations with another shape's).
+STATE_VERSION = 3
 
 
 _READ_BYTES = 1 << 20  # what proving a written file reads at a time

@@ -55,10 +55,13 @@ def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None)
     unpickles one, and the conflict index holds one.
     """
     if _ONTOLOGY_ID in node or _ONTOLOGY_VERSION in node:
-        ontology = tuple(_lexical(node, _ONTOLOGY_ID) + _lexical(node, _ONTOLOGY_VERSION))
+        # Ids and versions apart: an id is never the same declaration as an equal version.
+        ontology: tuple[Any, ...] | None = (tuple(_lexical(node, _ONTOLOGY_ID)),
+                                            tuple(_lexical(node, _ONTOLOGY_VERSION)))
     else:
-        ontology = ()
-    declaration = (_media(node, _INPUTS), _media(node, _OUTPUTS), ontology or default_ontology)
+        ontology = None if default_ontology is None else (
+            (default_ontology[0],), (default_ontology[1],))
+    declaration = (_media(node, _INPUTS), _media(node, _OUTPUTS), ontology)
     found = _DECLARATIONS.get(declaration)
     if found is None:
         if len(_DECLARATIONS) < _DECLARATIONS_LIMIT:
@@ -105,8 +108,30 @@ def _key_of(value: str) -> str:
 # the keys of as many.
 @lru_cache(maxsize=16384)
 def _media_key(value: str) -> str:
+    """A media type as declarations compare it: type and subtype in lower case, each
+    parameter as written but for the spaces around it; a ``;`` inside a quoted value is
+    part of the value (RFC 9110 quoted-string)."""
     head, sep, rest = value.partition(";")
-    return head.strip().lower() + (sep + ";".join(p.strip() for p in rest.split(";")) if sep else "")
+    return head.strip().lower() + (sep + ";".join(p.strip() for p in _parameters(rest))
+                                   if sep else "")
+
+
+def _parameters(text: str) -> list[str]:
+    """``text`` cut at each ``;`` outside a quoted string (a backslash escapes the next
+    character inside one)."""
+    pieces, start, quoted, escaped = [], 0, False, False
+    for at, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif quoted and char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == ";" and not quoted:
+            pieces.append(text[start:at])
+            start = at + 1
+    pieces.append(text[start:])
+    return pieces
 
 
 Item = tuple[str, int | None, "bytes | dict[str, Any] | None", tuple[Finding, ...]]

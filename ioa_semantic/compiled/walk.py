@@ -163,7 +163,11 @@ def _memoized(memo: dict[str, str | None], active: ActiveContext, vocab: bool,
 def _expand_reference(value: str, active: ActiveContext, vocab: bool,
                       schemes: frozenset[str]) -> str | None:
     if vocab and value in active.terms:
-        return active.terms[value]
+        # A term's IRI is an IRI (active_context holds it to RFC 3987); its scheme is the
+        # policy's to allow, as a property's IRI in the reference engine.
+        iri = active.terms[value]
+        scheme = None if iri.startswith(NO_BASE) else _remembered_scheme(iri)
+        return iri if scheme is not None and scheme in schemes else None
     if value.startswith(("@", "_:")):
         return None
     prefix, sep, suffix = value.partition(":")

@@ -118,7 +118,7 @@ def compile_shapes(text: str) -> dict[str, NodeShape]:
                 max_count=int(max_count) if max_count is not None else None,
                 node_kind=_local(one(p, SH + "nodeKind")),
                 datatype=one(p, SH + "datatype"),
-                pattern=re.compile(pattern) if pattern is not None else None,
+                pattern=re.compile(python_pattern(pattern)) if pattern is not None else None,
                 has_value=one(p, SH + "hasValue"),
                 pattern_code=one(p, IOASH + "patternCode") or "empty",
                 section=one(p, IOASH + "section") or section,
@@ -137,6 +137,40 @@ def compile_shapes(text: str) -> dict[str, NodeShape]:
             allowed=frozenset(p.path for p in properties),
         )
     return shapes
+
+
+def python_pattern(pattern: str) -> str:
+    """A SHACL ``sh:pattern`` (an XPath regular expression, SHACL 4.7.1) as Python's ``re``
+    reads the same: ``$`` outside a character class ends the string in XPath, where Python's
+    also matches before a final newline (``"text/plain\\n"`` would pass as a media type), so
+    it becomes ``\\Z``. Escapes and classes are copied as they are."""
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if char == "]":
+                in_class = False
+        elif char == "[":
+            in_class = True
+            if pattern.startswith("]", i + 1) or pattern.startswith("^]", i + 1):
+                # a ']' first in a class is a member of it
+                skip = 2 if pattern[i + 1] == "]" else 3
+                out.append(pattern[i:i + skip])
+                i += skip
+                continue
+        elif char == "$":
+            out.append(r"\Z")
+            i += 1
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 def _local(iri: str | None) -> str | None:
