@@ -1,0 +1,98 @@
+"""Failing tests of a third hostile review (2026-12, branch ``review-core``): the envelope
+check attacked with JSON-LD features a sender controls. Each test fails today; each
+docstring says what is wrong and why it matters. The library is not fixed here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from ioa_semantic import Checker, Verdict
+
+from support import envelope_62
+
+AT = datetime(2026, 6, 1, tzinfo=UTC)
+ENGINES = ("compiled", "reference")
+
+
+def _check(doc: dict[str, Any], engine: str) -> tuple[Any, float]:
+    data = json.dumps(doc).encode()
+    checker = Checker("cs-translation", engine=engine, cache_size=0)
+    start = time.perf_counter()
+    decision = checker.check(data, at=AT)
+    return decision, time.perf_counter() - start
+
+
+def _merged(case: str) -> dict[str, Any]:
+    doc = envelope_62()
+    context = doc["profileContext"]
+    binding = context["termBindings"][0]
+    if case == "envelope-is-its-profileContext":
+        doc["@id"] = "cs:E"
+        context["@id"] = "cs:E"
+    elif case == "envelope-is-its-term-binding":
+        doc["@id"] = "cs:E"
+        binding["@id"] = "cs:E"
+    elif case == "profileContext-is-its-term-binding":
+        context["@id"] = "cs:C"
+        binding["@id"] = "cs:C"
+    elif case == "two-term-bindings-one-node":
+        binding["@id"] = "cs:B"
+        context["termBindings"].append({**binding, "term": "GPU"})
+    return doc
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", ["envelope-is-its-profileContext",
+                                  "envelope-is-its-term-binding",
+                                  "profileContext-is-its-term-binding",
+                                  "two-term-bindings-one-node"])
+def test_nodes_merged_by_a_shared_id_are_not_compatible(case: str, engine: str) -> None:
+    """Wrong acceptance, both engines. The shape checks run over the expanded JSON-LD *tree*,
+    one located node at a time, but JSON-LD's data model is a graph: two node objects with
+    the same ``@id`` are one node. Giving the envelope and its ``profileContext`` the same
+    ``@id`` ("cs:E") makes the envelope its own context: in the graph, cs:E is both an
+    ioa:SemanticProfile and an ioa:Context, has ``ioa:profileContext cs:E``, and carries
+    ``domain``/``termBindings`` on the envelope and ``intentRef``/``capabilityRefs`` on the
+    context. Two term bindings with one ``@id`` ("cs:B", terms "LLM" and "GPU") are one binding
+    with two terms. The normative shapes (``shapes/baseline.ttl``, closed, ``sh:maxCount 1`` on
+    ``ioa:term``) reject all four cases under pyshacl over pyld's RDF (ClosedConstraint /
+    MaxCountConstraint violations), and the checker itself rejects the same members written
+    inline (``"intentRef"`` inside ``profileContext`` is ``envelope.unknown-property``); yet
+    both engines answer ``compatible`` with no reason. Why it matters: ``shapes.py`` claims
+    its evaluation agrees with pyshacl on the normative shapes, and contract rule 1 says
+    malformed is invalid and never compatible (7.1); a receiver that loads the envelope as
+    RDF sees a different, malformed envelope from the one that was judged."""
+    decision, _ = _check(_merged(case), engine)
+    assert decision.verdict is not Verdict.COMPATIBLE, (
+        f"{engine}: {case} is compatible; reasons {[r.code for r in decision.reasons]}")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_chained_prefix_definitions_are_answered_within_a_second(engine: str) -> None:
+    """Slow (and memory), both engines. One context, 1,000 term definitions (under the
+    1,024 limit), ~300 KB (under 1 MiB), no term used in the body: each prefix is defined
+    through the previous one, ``"p0": "https://example.org/"``, ``"p{i}": "p{i-1}:xxx…x/"``
+    (300 x's). Every expanded IRI contains all earlier ones, so expanding the definitions
+    is quadratic: measured on this machine (``Checker.check``, one engine per process),
+    segment 100: 2.6 s / 2.8 s (reference / compiled) and 165 MiB; segment 500 (518 KB):
+    12.9 s / 15.9 s and ~600 MiB RSS, against 0.01 s for the 6.2 envelope. Why it matters:
+    the README's "Limits and guarantees" promise work that grows at most n log n and memory
+    that grows linearly in the input, with anything that could be superlinear refused
+    before it runs; a sender can hold a receiver's worker for many seconds and hundreds of
+    MiB per envelope with a document that no limit refuses, and the answer is
+    ``compatible``."""
+    doc = envelope_62()
+    context = doc["@context"]
+    for i in range(1000):
+        # The first IRI names the engine: a context reviewed once is cached for the process.
+        context[f"p{i}"] = f"p{i - 1}:{'x' * 300}/" if i else f"https://example.org/{engine}/"
+    assert len(json.dumps(doc)) < 1 << 20
+    decision, elapsed = _check(doc, engine)
+    assert decision.verdict is not None
+    assert elapsed < 1.5, f"{engine}: {elapsed:.1f} s for a {len(json.dumps(doc))}-byte envelope"
