@@ -61,6 +61,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("jsonld.context-invalid", INVALID, "6.1", "an @context value that is not a context"),
     ("jsonld.too-many-contexts", INVALID, "6.1", "more context objects than the limit"),
     ("jsonld.too-many-terms", INVALID, "6.1", "more term definitions than the limit"),
+    ("jsonld.term-iri-too-long", INVALID, "6.1",
+     "a term whose IRI, expanded through the context's other terms, is longer than the limit"),
     ("jsonld.context-keyword", INVALID, "6.1",
      "a context keyword the profile does not allow (@vocab, @base, @language, ...)"),
     ("jsonld.term-redefinition", INVALID, "6.1",
@@ -85,6 +87,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "a reference whose IRI scheme the profile does not allow"),
     ("jsonld.node-structure", INVALID, "6.2",
      "not exactly one top-level node (@graph, @included, @reverse or several nodes)"),
+    ("jsonld.shared-node-id", INVALID, "6.2",
+     "two node objects share one @id, which JSON-LD merges into one node"),
     # envelope.: baseline fields of a task envelope
     ("envelope.missing", INVALID, "6.2", "a required field is missing"),
     ("envelope.cardinality", INVALID, "6.2", "a field has more values than allowed"),
@@ -286,6 +290,8 @@ FIXES: dict[str, str] = {
                                 "if you trust the sender",
     "jsonld.too-many-terms": "define only the terms you use, or raise the limit (--max-terms) "
                              "if you trust the sender",
+    "jsonld.term-iri-too-long": "define each prefix by its own namespace IRI rather than "
+                                "through a chain of other terms",
     "jsonld.dropped-term": "define the member in the context, remove it, or have the profile "
                            "list it as an ignorable descriptive term",
     "jsonld.relative-iri": "write the reference as an absolute IRI, or define its prefix",

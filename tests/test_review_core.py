@@ -1,6 +1,6 @@
-"""Failing tests of a third hostile review (2026-12, branch ``review-core``): the envelope
-check attacked with JSON-LD features a sender controls. Each test fails today; each
-docstring says what is wrong and why it matters. The library is not fixed here.
+"""What a third hostile review of 2026-12-01 found (the envelope check attacked with JSON-LD
+features a sender controls), held as behaviour: each test failed when it was written and
+passes since the fix; each docstring says what went wrong before and why it matters.
 """
 
 from __future__ import annotations

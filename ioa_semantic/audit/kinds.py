@@ -120,7 +120,13 @@ class Kinds:
         reviewed = cached_active_context(document["@context"], self.policy, self.limits)
         schemes = self.policy.allowed_schemes
         plan = None
-        if reviewed is not None and type(document.get("@id")) is str:
+        # Only registrations without nested node objects have kinds: a nested node's @id is
+        # kept while the top one is masked, and the two may coincide in one registration of
+        # the kind and not in another (JSON-LD would merge them: jsonld.shared-node-id).
+        if reviewed is not None and type(document.get("@id")) is str and not any(
+                type(value) is dict or (type(value) is list and any(
+                    type(item) is dict for item in value))
+                for key, value in document.items() if key != "@context"):
             masked, kept = ["@id"], []
             for key, value in document.items():
                 if key in ("@id", "@context"):

@@ -37,13 +37,14 @@ from ..pipeline.contexts import (
     SenderTerms,
     definition_cache_bytes,
     inline_context_clean,
+    longest_term_iri,
     review_contexts,
 )
 from ..pipeline.decision import Outcome, Task, evaluate
 from ..pipeline.engine import DocumentInput, ReferenceEngine
 from ..pipeline.expansion import Expansion
 from ..pipeline.intake import Limits, parse, value_findings
-from ..pipeline.shapes import Located, ShapeSet
+from ..pipeline.shapes import Located, ShapeSet, shared_ids
 from ..sources.loader import Artifact, Profile, Registration
 from .conformance import CompiledShapes
 from .decision import CompiledDecision
@@ -147,6 +148,8 @@ def cached_active_context(context: Any, policy: ContextPolicy,
     objects, definitions = _counted(context)
     if limits is not None and (objects > limits.max_contexts or definitions > limits.max_terms):
         return None  # counted before anything is built from it
+    if longest_term_iri(context if type(context) is list else (context,)) is not None:
+        return None  # its IRIs would be built at a cost past the limit: the reference refuses it
     # The active context first: a context it declines is refused whatever its review says,
     # and the review is the dearer of the two.
     built = active_context(context)
@@ -239,6 +242,8 @@ def read_document_compiled(
     if not shapes.conforms(root_shape, reached):
         return None
     located = tuple(map(Located._make, nodes))
+    if len(located) > 1 and next(shared_ids(located), None) is not None:
+        return None  # node objects merged by their @id: the reference reports them
     if _beyond_the_shapes(located, reached, kind, permitted_types):
         return None
     return Baseline((), document, node, located)

@@ -40,7 +40,7 @@ from .intake import (
     parse,
     value_findings,
 )
-from .shapes import Located, ShapeSet, iri_findings, located_nodes
+from .shapes import Located, ShapeSet, iri_findings, located_nodes, shared_ids
 
 Kind = Literal["envelope", "registration"]
 # Another expansion of a document (its pyld result, or None to leave it to pyld).
@@ -136,6 +136,11 @@ def read_document(
         return Baseline(_dedupe(found), document)
     node = nodes[0]
     located = located_nodes(node, document, review.terms)
+    found.extend(finding("jsonld.shared-node-id",
+                         f"this node object has the @id {ident}, as the one at "
+                         f"{first.pointer or '/'} has: JSON-LD merges them into one node, "
+                         "which is not the document the shapes judge", here.pointer)
+                 for ident, first, here in shared_ids(located))
     found.extend(iri_findings(located, review.terms, policy.allowed_schemes))
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration
     violations = shapes.validate(root_shape, located, review.terms)

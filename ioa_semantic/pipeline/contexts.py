@@ -11,7 +11,7 @@ rules), and counts contexts and term definitions against their limits.
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from .. import data as _resources
@@ -238,11 +238,14 @@ def _contexts(document: Any) -> Iterator[tuple[str, Any]]:
 def context_limit_findings(document: Any, max_contexts: int,
                            max_terms: int) -> tuple[Finding, ...]:
     """The finding of a document with more context objects (a string naming a remote
-    context counts as one) or term definitions than the limits allow, or none: pyld's work
-    grows with their product, so they are counted before any context is reviewed."""
+    context counts as one) or term definitions than the limits allow, or whose terms expand
+    to IRIs longer than :data:`MAX_TERM_IRI`, or none: pyld's work grows with their
+    product, and a term defined through another (``"p2": "p1:x/"``) grows with the chain,
+    so they are counted before any context is reviewed or expanded."""
     contexts = terms = 0
     for pointer, value in _contexts(document):
-        for item in value if isinstance(value, list) else (value,):
+        items = value if isinstance(value, list) else (value,)
+        for item in items:
             contexts += 1
             if isinstance(item, dict):
                 terms += sum(1 for key in item if not key.startswith("@"))
@@ -254,7 +257,55 @@ def context_limit_findings(document: Any, max_contexts: int,
                 return (finding("jsonld.too-many-terms",
                                 f"the document's contexts define more than {max_terms} terms; "
                                 "the limit is --max-terms", pointer),)
+        longest = longest_term_iri(items)
+        if longest is not None:
+            return (finding("jsonld.term-iri-too-long",
+                            f"the term {longest!r} expands to an IRI of more than "
+                            f"{MAX_TERM_IRI:,} characters through the context's other terms; "
+                            "the limit of a term's IRI is fixed", pointer),)
     return ()
+
+
+# The longest IRI a term or prefix may expand to. Longer ones come from terms defined
+# through one another in a chain (each IRI holding all the earlier ones, so that a context
+# within every other limit expands to gigabytes) or from one huge prefix that every compact
+# reference would copy.
+MAX_TERM_IRI = 8192
+
+
+def longest_term_iri(objects: Iterable[Any]) -> str | None:
+    """A term of the context ``objects`` whose IRI, expanded through the context's other
+    terms, is longer than :data:`MAX_TERM_IRI`, or None; lengths are added up, no IRI is
+    built (a chain of a thousand terms is a thousand steps)."""
+    values: dict[str, str] = {}
+    for obj in objects:
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if isinstance(value, dict):
+                    value = value.get("@id")
+                if isinstance(key, str) and not key.startswith("@") and isinstance(value, str):
+                    values[key] = value
+    lengths: dict[str, int] = {}
+    for term in values:
+        chain: list[str] = []
+        on_chain: set[str] = set()
+        here = term
+        while here not in lengths:
+            prefix, sep, suffix = values[here].partition(":")
+            if (sep and not suffix.startswith("//") and prefix in values
+                    and prefix not in on_chain and prefix != here):
+                chain.append(here)
+                on_chain.add(here)
+                here = prefix
+            else:
+                lengths[here] = len(values[here])
+        for link in reversed(chain):
+            prefix, _, suffix = values[link].partition(":")
+            lengths[link] = lengths[prefix] + len(suffix)
+        for link in (*chain, here):
+            if lengths[link] > MAX_TERM_IRI:
+                return link
+    return None
 
 
 def review_contexts(document: dict[str, Any], policy: ContextPolicy,  # noqa: C901

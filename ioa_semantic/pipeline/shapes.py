@@ -10,7 +10,7 @@ expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, J
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import pyoxigraph
@@ -233,6 +233,20 @@ class Located:
 def _is_node(value: Any) -> bool:
     return isinstance(value, dict) and not ({"@value", "@list", "@set"} & value.keys()) and (
         len(value) > 1 or "@id" not in value)
+
+
+def shared_ids(located: Sequence[Located]) -> Iterator[tuple[str, Located, Located]]:
+    """Each node object (one with a member besides ``@id``) whose ``@id`` another node object
+    of the document has, with the first to have it: JSON-LD merges them into one node, and
+    what the shapes judged one object at a time is not the graph a receiver loads."""
+    first: dict[str, Located] = {}
+    for here in located:
+        ident = here.node.get("@id")
+        if type(ident) is not str or len(here.node) < 2:
+            continue
+        seen = first.setdefault(ident, here)
+        if seen is not here:
+            yield ident, seen, here
 
 
 def located_nodes(root: dict[str, Any], compact: dict[str, Any], terms: SenderTerms) -> list[Located]:
