@@ -96,3 +96,22 @@ def test_chained_prefix_definitions_are_answered_within_a_second(engine: str) ->
     decision, elapsed = _check(doc, engine)
     assert decision.verdict is not None
     assert elapsed < 1.5, f"{engine}: {elapsed:.1f} s for a {len(json.dumps(doc))}-byte envelope"
+
+
+def test_the_longest_term_iri_is_found_from_lengths_alone() -> None:
+    """The bound on a term's expanded IRI: a chain past it is found (whichever order the
+    terms come in), many short terms together are not one long IRI, and a cycle of prefixes
+    ends."""
+    from ioa_semantic.pipeline.contexts import MAX_TERM_IRI, longest_term_iri
+
+    chain = {"p0": "https://example.org/"}
+    for i in range(1, 40):
+        chain[f"p{i}"] = f"p{i - 1}:" + "x" * 300 + "/"
+    assert longest_term_iri([chain]) is not None
+    assert longest_term_iri([dict(reversed(list(chain.items())))]) is not None
+    assert longest_term_iri([dict(list(chain.items())[:20])]) is None  # 6,000 characters
+    many = {f"t{i}": f"https://example.org/{'y' * 90}/{i}" for i in range(200)}
+    assert sum(map(len, many.values())) > MAX_TERM_IRI and longest_term_iri([many]) is None
+    cycle = {"a": "b:" + "z" * 5000, "b": "a:" + "z" * 5000}
+    assert longest_term_iri([cycle]) is not None  # a:→b:→(a again: stops) is past the bound
+    assert longest_term_iri([{"a": "a:x"}]) is None

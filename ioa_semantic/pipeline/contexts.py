@@ -266,6 +266,20 @@ def context_limit_findings(document: Any, max_contexts: int,
     return ()
 
 
+def _definition_strings(objects: Iterable[Any]) -> dict[str, str]:
+    """Each term of the context ``objects`` with the string that defines its IRI (the
+    definition, or its ``@id``), the last definition of a term counting."""
+    values: dict[str, str] = {}
+    for obj in objects:
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if isinstance(value, dict):
+                    value = value.get("@id")
+                if isinstance(key, str) and not key.startswith("@") and isinstance(value, str):
+                    values[key] = value
+    return values
+
+
 # The longest IRI a term or prefix may expand to. Longer ones come from terms defined
 # through one another in a chain (each IRI holding all the earlier ones, so that a context
 # within every other limit expands to gigabytes) or from one huge prefix that every compact
@@ -277,14 +291,12 @@ def longest_term_iri(objects: Iterable[Any]) -> str | None:
     """A term of the context ``objects`` whose IRI, expanded through the context's other
     terms, is longer than :data:`MAX_TERM_IRI`, or None; lengths are added up, no IRI is
     built (a chain of a thousand terms is a thousand steps)."""
-    values: dict[str, str] = {}
-    for obj in objects:
-        if isinstance(obj, dict):
-            for key, value in obj.items():
-                if isinstance(value, dict):
-                    value = value.get("@id")
-                if isinstance(key, str) and not key.startswith("@") and isinstance(value, str):
-                    values[key] = value
+    # A term's IRI is at most its chain's definitions together, each term once on it: a
+    # context whose definitions are short together (every context met in practice) has
+    # no term to find.
+    values = _definition_strings(objects)
+    if sum(map(len, values.values())) <= MAX_TERM_IRI:
+        return None
     lengths: dict[str, int] = {}
     for term in values:
         chain: list[str] = []
