@@ -116,13 +116,10 @@ class ReviewedContext(NamedTuple):
         return self.objects <= limits.max_contexts and self.definitions <= limits.max_terms
 
 
-def _counted(context: Any) -> tuple[int, int]:
-    """The context objects and term definitions of a top ``@context`` that holds no other
-    context (all the compiled path answers), as context_limit_findings counts them."""
-    objects = context if type(context) is list else (context,)
-    definitions = sum(1 for obj in objects if type(obj) is dict
-                      for key in obj if not key.startswith("@"))
-    return len(objects), definitions
+def _definitions(objects: Sequence[Any]) -> int:
+    """The term definitions of a top ``@context``'s objects when it holds no other context
+    (all the compiled path answers), as context_limit_findings counts them."""
+    return sum(1 for obj in objects if type(obj) is dict for key in obj if not key.startswith("@"))
 
 
 def cached_active_context(context: Any, policy: ContextPolicy,
@@ -145,10 +142,11 @@ def cached_active_context(context: Any, policy: ContextPolicy,
             active.charged = active.remembered + _CHARGE_STEP
             _CONTEXTS.put(key, found, _weight(serialized, active))
         return found  # type: ignore[no-any-return]
-    objects, definitions = _counted(context)
+    items = context if type(context) is list else (context,)
+    objects, definitions = len(items), _definitions(items)
     if limits is not None and (objects > limits.max_contexts or definitions > limits.max_terms):
         return None  # counted before anything is built from it
-    if longest_term_iri(context if type(context) is list else (context,)) is not None:
+    if longest_term_iri(items) is not None:
         return None  # its IRIs would be built at a cost past the limit: the reference refuses it
     # The active context first: a context it declines is refused whatever its review says,
     # and the review is the dearer of the two.

@@ -31,7 +31,7 @@ class ActiveContext:
     ``memo`` remembers expanded references: the same context meets the same IRIs envelope
     after envelope. It is bounded, and a lost race only recomputes an equal value.
     ``remembered`` counts the bytes the memos and the member plans have come to hold (as
-    _entry_bytes sizes them) and ``charged`` what the cache of active contexts has been told
+    _ENTRY_BYTES sizes them) and ``charged`` what the cache of active contexts has been told
     it weighs, so that the cache counts what a context holds rather than what it might.
     """
 
@@ -165,9 +165,7 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
     if vocab and value in active.terms:
         # A term's IRI is an IRI (active_context holds it to RFC 3987); its scheme is the
         # policy's to allow, as a property's IRI in the reference engine.
-        iri = active.terms[value]
-        scheme = None if iri.startswith(NO_BASE) else _remembered_scheme(iri)
-        return iri if scheme is not None and scheme in schemes else None
+        return _allowed(active.terms[value], schemes)
     if value.startswith(("@", "_:")):
         return None
     prefix, sep, suffix = value.partition(":")
@@ -176,14 +174,18 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
     # The whole IRI is held to RFC 3987, never its prefix alone: a suffix can hold a space.
     if not suffix.startswith("//"):
         if prefix in active.prefixes:
-            value = active.prefixes[prefix] + suffix
-            # iri_scheme(value), with the RFC 3987 part remembered (see _SCHEMES).
-            scheme = None if value.startswith(NO_BASE) else _remembered_scheme(value)
-            return value if scheme is not None and scheme in schemes else None
+            return _allowed(active.prefixes[prefix] + suffix, schemes)
         if prefix in active.terms:
             return None
     scheme = iri_scheme(value)
     return value if scheme is not None and scheme in schemes else None
+
+
+def _allowed(iri: str, schemes: frozenset[str]) -> str | None:
+    """An IRI a context's terms or prefixes expanded to, if it is one of an allowed scheme:
+    :func:`iri_scheme`, with the RFC 3987 part remembered (see _SCHEMES)."""
+    scheme = None if iri.startswith(NO_BASE) else _remembered_scheme(iri)
+    return iri if scheme is not None and scheme in schemes else None
 
 
 # What to do with a member of a node object, decided once per key and context.
