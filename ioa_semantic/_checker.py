@@ -28,6 +28,7 @@ from ._memo import BoundedCache
 from .compiled.engine import CompiledEngine
 from .pipeline import remedies
 from .pipeline.baseline import Baseline, Kind, read_document
+from .pipeline.constraints import ProfileShapes
 from .pipeline.contexts import ContextPolicy
 from .pipeline.decision import task_from
 from .pipeline.engine import ReferenceEngine
@@ -42,6 +43,7 @@ from .sources.loader import (
     artifact_quads,
     is_remote,
     load_profile,
+    load_shape_files,
     read_artifact,
     registration_from_node,
     resolve_artifact,
@@ -111,6 +113,12 @@ class Checker:
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile, bootstrap)
         if retrieval is None:
             self._retrieval_policy = self._policy_from(self.profile)
+        # The profile's own SHACL shapes (draft 5.4), read and routed once; a remote file is
+        # fetched under the profile's policy, pinned.
+        shape_files = load_shape_files(self.profile, self._retriever() if any(
+            is_remote(s) for s in self.profile.shapes) or is_remote(self.profile.source)
+            else None)
+        self.constraints = ProfileShapes(shape_files) if shape_files else None
         self.limits = limits or Limits()
         self.policy = ContextPolicy(
             allow_vocab=self.profile.allow_vocab,
@@ -145,7 +153,9 @@ class Checker:
         # What every decision of this Checker depends on, whatever the envelope (rule 15).
         self._fixed_dependencies = {
             "profile": {"id": self.profile.id, "revision": self.profile.revision,
-                        "sha256": self.profile.digest},
+                        "sha256": self.profile.digest,
+                        **({"shapes": self.constraints.dependencies()}
+                           if self.constraints is not None else {})},
             "capabilities": [
                 {"id": r.iri, "ontologyId": r.ontology[0], "ontologyVersion": r.ontology[1]}
                 for r in self.registrations
@@ -154,7 +164,8 @@ class Checker:
         #: The engine's stages for this Checker's fixed inputs.
         self.stages: ReferenceEngine = _ENGINES[engine](
             profile=self.profile, registrations=self.registrations, artifacts=self.artifacts,
-            fixed=fixed, shapes=self._shapes, policy=self.policy, limits=self.limits)
+            fixed=fixed, shapes=self._shapes, policy=self.policy, limits=self.limits,
+            constraints=self.constraints)
         # Decisions by envelope digest, parameters and validity side: at most cache_size of
         # them and cache_bytes as _weight counts them (a decision with thousands of reasons
         # weighs what they say).

@@ -244,6 +244,14 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "a task parameter the profile requires is not supplied"),
     ("constraint.parameter-conflict", INCOMPATIBLE, "5.4",
      "a task parameter conflicts with the profile's constraint"),
+    ("constraint.shape-violated", INCOMPATIBLE, "5.4",
+     "the envelope, its task parameters or a registration violate a SHACL shape of the "
+     "profile (sh:Violation)"),
+    ("constraint.shape-warning", None, "5.4",
+     "a SHACL shape of the profile of severity sh:Warning or sh:Info is not met"),
+    ("constraint.shape-unevaluable", INDETERMINATE, "5.4",
+     "the profile's SHACL shapes could not be evaluated (an unsupported feature, a SPARQL "
+     "error), so its required constraints are not known to hold"),
     # trace.: execution traces and their knowledge graph (ioa-check trace)
     ("trace.event-malformed", None, "5.4",
      "a trace line that is JSON but neither an event nor a trace outcome record"),
@@ -306,6 +314,12 @@ FIXES: dict[str, str] = {
     "retrieval.timeout": "retry later, or raise the profile's iop:totalTimeout or "
                          "iop:checkTimeout if the source is slow but trusted",
     "retrieval.budget": "name fewer remote resources, or raise the profile's iop:maxFetches",
+    "constraint.shape-violated": "meet the profile's shape that the reason names (its message "
+                                 "says what it requires), or negotiate another profile",
+    "constraint.shape-warning": "nothing is required: the profile's shape is advisory "
+                                "(sh:Warning or sh:Info)",
+    "constraint.shape-unevaluable": "the receiver's profile has shapes it cannot evaluate: its "
+                                    "operator can see which with ioa-check lint --explain",
     "alignment.condition-unevaluable": "supply the task parameter the mapping's condition names "
                                        "(for example --param sourceLang=zh)",
     "alignment.ambiguous": "negotiate one mapping, reference it with alignmentRef, or give the "

@@ -63,8 +63,14 @@ def shipped(kind: str, suffix: str) -> dict[str, str]:
     return {name[: -len(suffix)]: name for name in sorted(names) if name.endswith(suffix)}
 
 
+# A shipped profile's shape files sit beside it, named <profile>.shapes.ttl (or any
+# <name>.shapes.ttl): they are not profiles.
+SHAPES_SUFFIX = ".shapes.ttl"
+
+
 def shipped_profiles() -> dict[str, str]:
-    return shipped("profiles", ".ttl")
+    return {name: file for name, file in shipped("profiles", ".ttl").items()
+            if not file.endswith(SHAPES_SUFFIX)}
 
 
 def shipped_alignments() -> dict[str, str]:

@@ -14,11 +14,12 @@ import pyoxigraph
 
 from ..sources.loader import Artifact, Profile, Registration, artifact_quads
 from .baseline import Baseline, Kind, read_document
+from .constraints import ProfileShapes, constraint_findings, task_quads
 from .contexts import ContextLoader, ContextPolicy
 from .decision import Outcome, Task, evaluate
 from .intake import Limits
 from .shapes import ShapeSet
-from .store import Dataset, envelope_quads
+from .store import Dataset, envelope_quads, envelope_subject
 
 DocumentInput = bytes | str | dict[str, Any]
 
@@ -31,10 +32,13 @@ class ReferenceEngine:
 
     def __init__(self, *, profile: Profile, registrations: Sequence[Registration],
                  artifacts: Sequence[Artifact], fixed: Sequence[pyoxigraph.Quad],
-                 shapes: ShapeSet, policy: ContextPolicy, limits: Limits) -> None:
+                 shapes: ShapeSet, policy: ContextPolicy, limits: Limits,
+                 constraints: ProfileShapes | None = None) -> None:
         self.profile, self.registrations, self.artifacts = profile, registrations, artifacts
         self.fixed = tuple(fixed)
         self.shapes, self.policy, self.limits = shapes, policy, limits
+        #: The profile's own SHACL shapes (iop:shapes), or None when it names none.
+        self.constraints = constraints
 
     def baseline(self, data: DocumentInput, kind: Kind,
                  retriever: ContextLoader | None = None) -> Baseline:
@@ -58,5 +62,12 @@ class ReferenceEngine:
         """
         dataset = Dataset(self.fixed, envelope_quads(node),
                           *(artifact_quads(a) for a in fetched if not a.malformed))
-        return evaluate(dataset, node, self.profile, self.registrations,
-                        (*self.artifacts, *fetched), task, at)
+        out = evaluate(dataset, node, self.profile, self.registrations,
+                       (*self.artifacts, *fetched), task, at)
+        if self.constraints is not None and "readAs" in out.ontology:
+            # The domain profile's required constraints (5.4), over the same store, last:
+            # nothing reads the store after them.
+            top = envelope_subject(node)
+            dataset.store.bulk_extend(task_quads(task.parameters, top))
+            out.findings.extend(constraint_findings(self.constraints, dataset.store, top))
+        return out

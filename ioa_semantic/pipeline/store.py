@@ -105,6 +105,14 @@ def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C90
     return quads
 
 
+def envelope_subject(node: dict[str, Any]) -> pyoxigraph.NamedNode | pyoxigraph.BlankNode:
+    """The term :func:`envelope_quads` gives the top node: its @id, or the first blank node."""
+    ident = node.get("@id")
+    if isinstance(ident, str) and not ident.startswith("_:"):
+        return pyoxigraph.NamedNode(ident)
+    return pyoxigraph.BlankNode("e0")
+
+
 def check_quads(ontology: tuple[str, str] | None) -> list[pyoxigraph.Quad]:
     """Facts about this check: the ontology version the envelope is read under."""
     if ontology is None:

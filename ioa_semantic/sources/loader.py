@@ -84,7 +84,7 @@ PROFILE_TERMS = frozenset({
     "artifactPin", "crossDomainBindings", "ignorableTerm", "issuer", "issuerBinding",
     "ontologyId", "ontologyVersion", "parameter", "parameterConstraint",
     "permittedBindingDomain", "permittedDomain", "permittedType", "pin", "preferIssuer", "rank",
-    "readAs", "requireProof", "requiresParameter", "retrieval", "revision", "sha256",
+    "readAs", "requireProof", "requiresParameter", "retrieval", "revision", "sha256", "shapes",
     "trustedIssuer", "url", "verificationMethod", "version", "versionRelationship",
     *RETRIEVAL_BUDGETS,
 })
@@ -131,6 +131,9 @@ class Profile(NamedTuple):
     retrieval: RetrievalSettings = RetrievalSettings()
     quads: tuple[pyoxigraph.Quad, ...] = ()
     digest: str = ""
+    # The profile's own SHACL shape files (iop:shapes), as written: a path beside the
+    # profile (or absolute), or a pinned URL; read by :func:`load_shape_files`.
+    shapes: tuple[str, ...] = ()
 
     @property
     def known_parameters(self) -> frozenset[str]:
@@ -329,7 +332,80 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
         quads=tuple(pyoxigraph.Quad(q.subject, q.predicate, q.object, PROFILE_GRAPH)
                     for q in quads),
         digest=hashlib.sha256(data).hexdigest(),
+        shapes=tuple(sorted(graph.values(node, IOP + "shapes"))),
     )
+
+
+class ShapeFile(NamedTuple):
+    """One of a profile's shape files: its reference as the profile writes it, where it was
+    read from, its bytes and their sha256 (a decision depends on them)."""
+
+    reference: str
+    source: str
+    data: bytes
+    digest: str
+
+
+def load_shape_files(profile: Profile, retriever: "Retriever | None" = None) -> tuple[ShapeFile, ...]:
+    """Read every shape file the profile names (iop:shapes).
+
+    A relative reference is resolved beside the profile: in the package for a shipped
+    profile, in its folder for a profile file, against its URL for a retrieved one. A URL
+    is fetched only when the profile's retrieval section pins it (iop:pin), so a shape file
+    cannot change under a profile that was reviewed. A local file that cannot be read is a
+    :class:`ProfileError`; a URL that cannot be fetched is :class:`ProfileUnavailable`.
+    """
+    files = []
+    for reference in profile.shapes:
+        location = _shape_location(profile, reference)
+        if is_remote(location):
+            if location not in profile.retrieval.pins:
+                raise ProfileError(
+                    f"{profile.source}: the shape file {location} is not pinned: a remote "
+                    "shape file needs an iop:pin (iop:url, iop:sha256) in the profile's "
+                    "iop:retrieval section")
+            if retriever is None:
+                raise ProfileUnavailable(location, "retrieval.prohibited",
+                                         f"the profile's shape file {location} is not "
+                                         "retrieved: remote retrieval is off (allow its "
+                                         "origin with --allow-remote)")
+            try:
+                data, source, _ = retriever.fetch_bytes(location, TURTLE_TYPES)
+            except RetrievalError as exc:
+                raise ProfileUnavailable(location, exc.code, exc.message) from exc
+        elif location.startswith(_SHIPPED):
+            name = location[len(_SHIPPED):]
+            try:
+                data = _resources.read_bytes("profiles", name)
+            except OSError as exc:
+                raise ProfileError(f"{profile.source}: the shape file {reference!r} is not "
+                                   "shipped with the package") from exc
+            source = f"shipped shapes {name!r}"
+        else:
+            data, source = _read_file(location, ProfileError), location
+        files.append(ShapeFile(reference, source, data, hashlib.sha256(data).hexdigest()))
+    return tuple(files)
+
+
+_SHIPPED = "shipped:"
+
+
+def _shape_location(profile: Profile, reference: str) -> str:
+    if is_remote(reference) or os.path.isabs(reference):
+        return reference
+    if "://" in reference or reference.startswith(("file:", "urn:")):
+        raise ProfileError(f"{profile.source}: the shape file {reference!r} is neither a path "
+                           "nor an http(s) URL")
+    if is_remote(profile.source):
+        from urllib.parse import urljoin
+
+        return urljoin(profile.source, reference)
+    if profile.source.startswith("profile "):  # a shipped profile: its shapes are shipped
+        if "/" in reference or "\\" in reference or reference.startswith("."):
+            raise ProfileError(f"{profile.source}: a shipped profile names a shipped shape "
+                               f"file by its name, not {reference!r}")
+        return _SHIPPED + reference
+    return os.path.join(os.path.dirname(os.path.abspath(profile.source)), reference)
 
 
 def _issuer_bindings(graph: _Graph, node: Any, trusted: frozenset[str],
