@@ -159,13 +159,22 @@ def judge(checker: Checker, data: bytes | str | dict[str, Any], source: str,
 
     With ``kinds``, a registration of a kind already judged clean is answered from it.
     """
+    result, declaration, _ = judge_node(checker, data, source, index, kinds)
+    return result, declaration
+
+
+def judge_node(checker: Checker, data: bytes | str | dict[str, Any], source: str,
+               index: int | None, kinds: Kinds | None = None
+               ) -> tuple[Result, tuple[Any, ...] | None, dict[str, Any] | None]:
+    """:func:`judge`, with the registration's expanded node (None when answered by kind or
+    when it has none): what the profile's shapes are applied to."""
     unknown = None
     if kinds is not None and type(data) is bytes:
         known = kinds.judged(data)
         if isinstance(known, Unknown):
             unknown = known
         elif known is not None:
-            return Result(source, index, known[0], "valid", ()), known[1]
+            return Result(source, index, known[0], "valid", ()), known[1], None
     if unknown is None:
         baseline = checker.baseline(data, "registration")
     else:  # the compiled path has judged it: clean, or to be reported
@@ -179,7 +188,7 @@ def judge(checker: Checker, data: bytes | str | dict[str, Any], source: str,
             node, checker.profile.single_ontology())
         if unknown is not None and declaration is not None:
             unknown.remember(declaration)
-        return Result(source, index, ident, "valid", ()), declaration
+        return Result(source, index, ident, "valid", ()), declaration, node
     errors = [f for f in baseline.findings if f.severity is Severity.ERROR]
     if any(f.effect is Verdict.INVALID for f in errors):
         status = "invalid"
@@ -191,7 +200,7 @@ def judge(checker: Checker, data: bytes | str | dict[str, Any], source: str,
     if status == "valid" and node is not None and ident is not None:
         declaration = _declaration(node, checker.profile.single_ontology())
     return (Result(source, index, ident, status,
-                   tuple(sorted(baseline.findings, key=sort_key))), declaration)
+                   tuple(sorted(baseline.findings, key=sort_key))), declaration, node)
 
 
 _INPUTS, _OUTPUTS = IOA + "inputs", IOA + "outputs"

@@ -23,8 +23,8 @@ from .._status import ExitStatus
 from .checkpoint import Checkpoint
 from .conflicts import ConflictIndex
 from .inputs import Piece
-from .judge import Judged, Render, Result, judge
-from .workers import _in_workers, judge_piece, kinds_for
+from .judge import Judged, Render, Result
+from .workers import _in_workers, judge_piece, judged_items, kinds_for
 
 
 class Conflict(NamedTuple):
@@ -58,7 +58,9 @@ class Audit:
 
     def registration(self, data: bytes | str | dict[str, Any], source: str,
                      index: int | None) -> Result:
-        return self.record(*judge(self.judging, data, source, index))
+        # As a batch of one: the profile's shapes, if it has any, apply to it too.
+        ((result, declaration),) = judged_items(self.judging, [(source, index, data, ())])
+        return self.record(result, declaration)
 
     def unreadable(self, source: str, index: int | None, reasons: Iterable[Finding]) -> Result:
         return self._count(Result(source, index, None, "invalid", tuple(reasons)))

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from .._checker import Checker
 
 from ..compiled.engine import CompiledEngine
+from .constraints import constrained
 from .inputs import _BATCH, Piece, items_of
 from .judge import (
     _INPUTS,
@@ -23,6 +24,7 @@ from .judge import (
     Render,
     Result,
     judge,
+    judge_node,
 )
 from .kinds import Kinds
 
@@ -35,8 +37,8 @@ _WORKER_KINDS: Kinds | None = None
 def kinds_for(checker: Checker) -> Kinds | None:
     """Registrations judged by kind under ``checker`` (its compiled engine only: the reference
     engine judges every registration in full)."""
-    if not isinstance(checker.stages, CompiledEngine):
-        return None
+    if not isinstance(checker.stages, CompiledEngine) or checker.constraints is not None:
+        return None  # a profile's shapes read the node: each registration is expanded
     return Kinds(checker.stages,
                  keep=frozenset({_INPUTS, _OUTPUTS, _ONTOLOGY_ID, _ONTOLOGY_VERSION}))
 
@@ -52,6 +54,13 @@ def judge_batch(checker: Checker, batch: Iterable[Item],
 
 def judged_items(checker: Checker, items: Iterable[Item],
                  kinds: Kinds | None = None) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
+    if checker.constraints is not None:
+        # The profile's shapes, applied to the batch's valid registrations together.
+        yield from constrained(checker.constraints, checker.stages.fixed, [
+            (Result(source, index, None, "invalid", tuple(problems)), None, None)
+            if document is None else judge_node(checker, document, source, index)
+            for source, index, document, problems in items])
+        return
     for source, index, document, problems in items:
         if document is None:
             yield Result(source, index, None, "invalid", tuple(problems)), None

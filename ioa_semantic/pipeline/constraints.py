@@ -31,6 +31,7 @@ translated first.
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cache
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
@@ -422,11 +423,31 @@ class ProfileShapes:
             raise Unevaluable(f"pySHACL is not installed: {exc}") from exc
         shacl_graph = self.shacl_graph()
         try:
-            _, report, _ = pyshacl.validate(store, shacl_graph=shacl_graph, inplace=True,
-                                            allow_warnings=True, allow_infos=True)
+            _, report, _ = pyshacl.validate(_data_graph(store), shacl_graph=shacl_graph,
+                                            inplace=True, allow_warnings=True, allow_infos=True)
         except Exception as exc:  # pySHACL's errors, mapped at this one boundary
             raise Unevaluable(f"{type(exc).__name__}: {exc}") from exc
         yield from _report_results(report, self._parents)
+
+
+def _data_graph(store: pyoxigraph.Store) -> Any:
+    """The store as pySHACL's data graph, read in place. pySHACL tests a data graph's truth
+    (``datagraph or shapes_graph``) for every result it describes, and its Oxigraph graph
+    answers that with ``len()``, a SPARQL count of the whole store: a batch of registrations
+    with many results would cost their number times the store's size. A store is never
+    empty here, so its truth is answered without counting."""
+    return _store_graph_type()(store)
+
+
+@cache
+def _store_graph_type() -> type:
+    from pyshacl.graph_abstraction import OxigraphDataGraph
+
+    class StoreGraph(OxigraphDataGraph):  # type: ignore[misc, valid-type]
+        def __bool__(self) -> bool:
+            return True
+
+    return StoreGraph
 
 
 class Unevaluable(Exception):
@@ -559,14 +580,18 @@ def constraint_findings(shapes: ProfileShapes, store: pyoxigraph.Store,
     try:
         results = shapes.results(store)
     except Unevaluable as exc:
-        return [finding("constraint.shape-unevaluable",
-                        f"the profile's shapes could not be evaluated, so its required "
-                        f"constraints are not known to hold: {exc}", "")]
+        return [unevaluable(exc)]
     top = None if envelope is None else _term_text(envelope)
-    return [_as_finding(r, top) for r in results]
+    return [as_finding(r, top) for r in results]
 
 
-def _as_finding(result: Result, envelope: str | None) -> Finding:
+def unevaluable(exc: Unevaluable) -> Finding:
+    """The reason for shapes that could not be evaluated."""
+    return finding("constraint.shape-unevaluable", "the profile's shapes could not be "
+                   f"evaluated, so its required constraints are not known to hold: {exc}", "")
+
+
+def as_finding(result: Result, envelope: str | None) -> Finding:
     focus = "the envelope" if result.focus == envelope else result.focus
     where = f"focus node {focus}"
     if result.path is not None:
@@ -581,3 +606,21 @@ def _as_finding(result: Result, envelope: str | None) -> Finding:
     return finding("constraint.shape-warning", message, path, severity=result.severity)
 
 
+
+
+# What a shape may look at beyond its focus node's own values: a SPARQL query may read any
+# node of the graph (a SPARQL-based constraint or component, a custom component declared
+# in the files).
+_NON_LOCAL = frozenset({"sparql", "select", "ask", "validator", "nodeValidator",
+                        "propertyValidator", "SPARQLConstraint", "ConstraintComponent"})
+
+
+def reads_beyond_focus(shapes: ProfileShapes) -> bool:
+    """Whether some shape may read nodes other than its focus nodes and the values reached
+    from them by paths (so a batch of registrations in one graph could change its results)."""
+    for quad in shapes._quads:
+        for term in (quad.predicate, quad.object):
+            if isinstance(term, pyoxigraph.NamedNode) and term.value.startswith(SH) and (
+                    term.value[len(SH):] in _NON_LOCAL):
+                return True
+    return False

@@ -42,18 +42,21 @@ class UnloadableTerm(IoaSemanticError, ValueError):
     it judges; a descriptive member the profile lets be ignored is not judged."""
 
 
-def envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:
-    """The expanded envelope (already shape-checked) as quads in the envelope graph.
+def envelope_quads(node: dict[str, Any], graph: pyoxigraph.NamedNode = ENVELOPE_GRAPH,
+                   blanks: str = "e") -> list[pyoxigraph.Quad]:
+    """The expanded envelope (already shape-checked) as quads in the envelope graph (or in
+    ``graph``, its blank nodes labelled ``<blanks><n>``: several documents in one store).
 
     Raises :class:`UnloadableTerm` for a value Oxigraph refuses.
     """
     try:
-        return _envelope_quads(node)
+        return _envelope_quads(node, graph, blanks)
     except ValueError as exc:
         raise UnloadableTerm(str(exc)) from exc
 
 
-def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C901
+def _envelope_quads(node: dict[str, Any], graph: pyoxigraph.NamedNode,  # noqa: C901
+                    blanks: str) -> list[pyoxigraph.Quad]:
     quads: list[pyoxigraph.Quad] = []
     counter = iter(range(1 << 30))
 
@@ -61,7 +64,7 @@ def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C90
         ident = obj.get("@id")
         if isinstance(ident, str) and not ident.startswith("_:"):
             return pyoxigraph.NamedNode(ident)
-        return pyoxigraph.BlankNode(f"e{next(counter)}")
+        return pyoxigraph.BlankNode(f"{blanks}{next(counter)}")
 
     def term(value: Any) -> Any:
         if isinstance(value, dict) and "@value" in value:
@@ -81,7 +84,9 @@ def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C90
         if isinstance(value, dict) and set(value) == {"@id"}:
             ident = value["@id"]
             if ident.startswith("_:"):
-                return pyoxigraph.BlankNode(ident[2:])
+                # The document's own label; after a prefix of the document's when several
+                # share one store ("" for an envelope: the compiled tables read it so).
+                return pyoxigraph.BlankNode(ident[2:] if blanks == "e" else f"{blanks}_{ident[2:]}")
             return pyoxigraph.NamedNode(ident)
         if isinstance(value, dict) and "@list" not in value:
             return emit(value)
@@ -90,7 +95,7 @@ def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C90
     def emit(obj: dict[str, Any]) -> Any:
         subject = subject_of(obj)
         for t in obj.get("@type", []):
-            quads.append(pyoxigraph.Quad(subject, RDF_TYPE, pyoxigraph.NamedNode(t), ENVELOPE_GRAPH))
+            quads.append(pyoxigraph.Quad(subject, RDF_TYPE, pyoxigraph.NamedNode(t), graph))
         for prop, values in obj.items():
             if prop.startswith("@"):
                 continue
@@ -98,7 +103,7 @@ def _envelope_quads(node: dict[str, Any]) -> list[pyoxigraph.Quad]:  # noqa: C90
             for value in values:
                 obj_term = term(value)
                 if obj_term is not None:
-                    quads.append(pyoxigraph.Quad(subject, predicate, obj_term, ENVELOPE_GRAPH))
+                    quads.append(pyoxigraph.Quad(subject, predicate, obj_term, graph))
         return subject
 
     emit(node)

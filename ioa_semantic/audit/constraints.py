@@ -1,0 +1,125 @@
+"""A profile's shapes applied to registrations in an audit, a batch at a time.
+
+Each registration valid on its own is loaded into one store with the others of its batch,
+each in a graph of its own, beside the receiver's fixed quads (the profile and its
+vocabulary, the offered registrations and artifacts). One evaluation of the shapes serves
+the batch, and each result goes back to the registration whose node it is about. That is
+the same as one evaluation per registration as long as no registration can see another's
+nodes, so a batch is shared only when
+
+* no shape reads beyond its focus nodes and the values paths reach from them (no SPARQL:
+  :func:`~ioa_semantic.pipeline.constraints.reads_beyond_focus`), and
+* no registration's node is named in another registration of the batch (an inverse path or
+  an ``sh:class`` would otherwise reach it);
+
+a registration that fails the second test is evaluated alone, as every registration is when
+the first fails. A result whose focus node is none of a registration's own nodes (the
+profile's vocabulary, say) belongs to no registration.
+
+In an audit a registration that violates a shape is ``invalid`` (an audit has no
+``incompatible``: the registration does not meet the profile's required constraints, 5.4)
+and is not indexed for conflicts; one whose shapes could not be evaluated is
+``indeterminate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyoxigraph
+
+from .._findings import Finding, Severity, sort_key
+from ..pipeline.constraints import (
+    ProfileShapes,
+    Unevaluable,
+    as_finding,
+    reads_beyond_focus,
+    unevaluable,
+)
+from ..pipeline.store import UnloadableTerm, envelope_quads
+from .judge import Result
+
+Judgement = tuple[Result, "tuple[Any, ...] | None", "dict[str, Any] | None"]
+
+_GRAPH = "urn:ioa-semantic:graph:registration:"
+
+
+def constrained(shapes: ProfileShapes, fixed: Sequence[pyoxigraph.Quad],
+                judged: Sequence[Judgement]) -> list[tuple[Result, tuple[Any, ...] | None]]:
+    """``judged`` (each registration's result, declaration and expanded node) with the
+    profile's shapes applied to every valid one, in the same order."""
+    loaded: dict[int, list[pyoxigraph.Quad]] = {}
+    for i, (result, _, node) in enumerate(judged):
+        if result.status != "valid" or node is None:
+            continue
+        try:
+            loaded[i] = envelope_quads(node, pyoxigraph.NamedNode(f"{_GRAPH}{i}"), f"r{i}e")
+        except UnloadableTerm:
+            continue  # the baseline lets no such value through; a registration keeps its result
+    groups = _groups(loaded, alone=reads_beyond_focus(shapes))
+    found: dict[int, list[Finding]] = {}
+    for group in groups:
+        found.update(_evaluate(shapes, fixed, {i: loaded[i] for i in group}))
+    out = []
+    for i, (result, declaration, _) in enumerate(judged):
+        findings = found.get(i)
+        if not findings:
+            out.append((result, declaration))
+            continue
+        out.append(_with(result, declaration, findings))
+    return out
+
+
+def _groups(loaded: dict[int, list[pyoxigraph.Quad]], *, alone: bool) -> list[list[int]]:
+    if alone:
+        return [[i] for i in loaded]
+    own = {i: {q.subject for q in quads} for i, quads in loaded.items()}
+    owner: dict[Any, int] = {}
+    clashing: set[int] = set()
+    for i, subjects in own.items():
+        for subject in subjects:
+            if owner.setdefault(subject, i) != i:
+                clashing.update((i, owner[subject]))
+    for i, quads in loaded.items():
+        for q in quads:
+            other = owner.get(q.object)
+            if other is not None and other != i:
+                clashing.update((i, other))
+    shared = [i for i in loaded if i not in clashing]
+    return ([shared] if shared else []) + [[i] for i in sorted(clashing)]
+
+
+def _evaluate(shapes: ProfileShapes, fixed: Sequence[pyoxigraph.Quad],
+              batch: dict[int, list[pyoxigraph.Quad]]) -> dict[int, list[Finding]]:
+    store = pyoxigraph.Store()
+    store.bulk_extend(fixed)
+    owner: dict[str, int] = {}
+    for i, quads in batch.items():
+        store.bulk_extend(quads)
+        for q in quads:
+            owner[_text(q.subject)] = i
+    try:
+        results = shapes.results(store)
+    except Unevaluable as exc:
+        return {i: [unevaluable(exc)] for i in batch}
+    findings: dict[int, list[Finding]] = {}
+    for result in results:
+        if result.focus in owner:
+            findings.setdefault(owner[result.focus], []).append(as_finding(result, None))
+    return findings
+
+
+def _text(term: Any) -> str:
+    return term.value if isinstance(term, pyoxigraph.NamedNode) else f"_:{term.value}"
+
+
+def _with(result: Result, declaration: tuple[Any, ...] | None,
+          findings: list[Finding]) -> tuple[Result, tuple[Any, ...] | None]:
+    reasons = tuple(sorted((*result.reasons, *findings), key=sort_key))
+    codes = {f.code for f in findings if f.severity is Severity.ERROR}
+    if "constraint.shape-violated" in codes:
+        return result._replace(status="invalid", reasons=reasons), None
+    if "constraint.shape-unevaluable" in codes:
+        return result._replace(status="indeterminate", reasons=reasons), None
+    return result._replace(reasons=reasons), declaration
