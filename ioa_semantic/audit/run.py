@@ -59,7 +59,8 @@ class Audit:
     def registration(self, data: bytes | str | dict[str, Any], source: str,
                      index: int | None) -> Result:
         # As a batch of one: the profile's shapes, if it has any, apply to it too.
-        ((result, declaration),) = judged_items(self.judging, [(source, index, data, ())])
+        document = data.encode("utf-8") if isinstance(data, str) else data
+        ((result, declaration),) = judged_items(self.judging, [(source, index, document, ())])
         return self.record(result, declaration)
 
     def unreadable(self, source: str, index: int | None, reasons: Iterable[Finding]) -> Result:

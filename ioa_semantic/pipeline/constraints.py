@@ -443,7 +443,7 @@ def _data_graph(store: pyoxigraph.Store) -> Any:
 def _store_graph_type() -> type:
     from pyshacl.graph_abstraction import OxigraphDataGraph
 
-    class StoreGraph(OxigraphDataGraph):  # type: ignore[misc, valid-type]
+    class StoreGraph(OxigraphDataGraph):
         def __bool__(self) -> bool:
             return True
 
