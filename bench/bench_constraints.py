@@ -8,8 +8,10 @@ from the shipped cs-translation:
 
 * ``none``: cs-translation itself (no iop:shapes);
 * ``compiled``: shapes all in the compiled subset (evaluated without pySHACL);
-* ``pyshacl``: the same and shapes pySHACL evaluates (sh:in, a SHACL-SPARQL constraint), so
-  one pySHACL validation per check (per batch of registrations in an audit).
+* ``pyshacl``: the same and shapes pySHACL evaluates (sh:in, sh:maxLength), so one pySHACL
+  validation per check, and per batch of registrations in an audit;
+* ``sparql``: the same and a SHACL-SPARQL constraint, which may read any node, so that an
+  audit evaluates each registration alone.
 
 Each row prints next to the naive pipeline (pyld, rdflib, pyshacl on the baseline shapes,
 per document, as bench_traffic.py's) and the floor (orjson.loads plus a walk), measured in
@@ -54,11 +56,13 @@ ex:Labelled a sh:NodeShape ; sh:targetClass ioa:Capability ;
 PYSHACL = COMPILED + """
 ex:EuropeanTarget a sh:NodeShape ; sh:targetClass iop:TaskParameters ;
     sh:property [ sh:path param:targetLang ; sh:in ("en" "de" "fr" "zh") ] .
+ex:ShortInputs a sh:NodeShape ; sh:targetClass ioa:Capability ;
+    sh:property [ sh:path ioa:inputs ; sh:maxLength 200 ] .
+"""
+SPARQL = PYSHACL + """
 ex:OneVersion a sh:NodeShape ; sh:targetClass ioa:SemanticProfile ;
     sh:sparql [ sh:prefixes ex: ; sh:message "one ontology version" ;
         sh:select \"\"\"SELECT $this WHERE { $this ioa:ontologyVersion ?a, ?b . FILTER (?a != ?b) }\"\"\" ] .
-ex:ShortInputs a sh:NodeShape ; sh:targetClass ioa:Capability ;
-    sh:property [ sh:path ioa:inputs ; sh:maxLength 200 ] .
 ex: sh:declare [ sh:prefix "ioa" ;
     sh:namespace "https://example.org/ioa/semantic#"^^<http://www.w3.org/2001/XMLSchema#anyURI> ] .
 """
@@ -69,7 +73,7 @@ def profiles(folder: Path) -> dict[str, str]:
     anchor = "    iop:trustedIssuer <https://example.org/mapping-authority> ."
     assert anchor in text
     out = {"none": "cs-translation"}
-    for name, shapes in (("compiled", COMPILED), ("pyshacl", PYSHACL)):
+    for name, shapes in (("compiled", COMPILED), ("pyshacl", PYSHACL), ("sparql", SPARQL)):
         (folder / f"{name}.shapes.ttl").write_text(shapes)
         path = folder / f"{name}.ttl"
         path.write_text(text.replace(anchor, anchor[:-2] + f' ;\n    iop:shapes "{name}.shapes.ttl" .'))
