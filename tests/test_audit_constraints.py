@@ -167,3 +167,20 @@ def test_shapes_that_cannot_be_evaluated_make_every_registration_indeterminate(
 def test_registrations_are_not_judged_by_kind_under_a_profile_with_shapes(tmp_path: Path) -> None:
     assert kinds_for(Checker("cs-translation")) is not None
     assert kinds_for(Checker(str(profile(tmp_path, HOUSE_RULES)))) is None
+
+
+def test_a_registration_past_the_bound_is_indeterminate_alone(tmp_path: Path) -> None:
+    from ioa_semantic.pipeline.constraints import MAX_PYSHACL_TRIPLES
+
+    big, small = registration_63(), registration_63()
+    big["@id"] = "https://example.org/onto/cs#Big"
+    big["inputs"] = [f"text/x-kind{i}" for i in range(MAX_PYSHACL_TRIPLES + 1)]
+    small["@id"], small["inputs"] = "https://example.org/onto/cs#Small", ["application/pdf"]
+    status, out = run_audit(tmp_path, HOUSE_RULES, [big, small])
+    assert status == 1
+    assert out[0]["status"] == "indeterminate"
+    # The compiled shape (a label) is still evaluated for it; pySHACL's are not.
+    assert [r["code"] for r in out[0]["reasons"]] == ["constraint.shape-unevaluable"]
+    assert f"{MAX_PYSHACL_TRIPLES:,}" in out[0]["reasons"][0]["message"]
+    assert out[1]["status"] == "invalid"
+    assert "constraint.shape-violated" in [r["code"] for r in out[1]["reasons"]]

@@ -120,3 +120,33 @@ def test_the_compiled_engine_keeps_its_decision_only_when_every_shape_is_compile
     verdicts = {compiled.check(more_capabilities(d, 4), params={"targetLang": "e n"},
                                at=AT).verdict.value for d in ENVELOPES[:5]}
     assert verdicts == {"incompatible"}
+
+
+def test_past_the_bound_pyshacl_is_not_asked_and_the_check_is_indeterminate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyshacl
+
+    from ioa_semantic.pipeline.constraints import MAX_PYSHACL_TRIPLES
+
+    from support import envelope_62
+
+    checker = Checker(profile(tmp_path, PYSHACL), cache_size=0)
+    document = envelope_62()
+    binding = document["profileContext"]["termBindings"][0]
+    # Each binding brings four triples (its type, term, sense and the link to it).
+    document["profileContext"]["termBindings"] = [
+        dict(binding, term=f"T{i}") for i in range(MAX_PYSHACL_TRIPLES // 4 + 1)]
+    document["capabilityRefs"] = [f"https://example.org/onto/cs#C{i}" for i in range(5)]
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("pySHACL was asked about an input past the bound")
+
+    monkeypatch.setattr(pyshacl, "validate", refuse)
+    decision = checker.check(json.dumps(document).encode(), params={"targetLang": "en"}, at=AT)
+    codes = [f.code for f in decision.findings if f.code.startswith("constraint.")]
+    # The compiled shapes are still evaluated (five capabilities: more than three), and a
+    # violation they find outranks the shapes not evaluated.
+    assert codes == ["constraint.shape-violated", "constraint.shape-unevaluable"]
+    assert decision.verdict.value == "incompatible"
+    (unevaluated,) = [f for f in decision.findings if f.code == "constraint.shape-unevaluable"]
+    assert f"{MAX_PYSHACL_TRIPLES:,}" in unevaluated.message

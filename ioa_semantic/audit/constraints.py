@@ -31,11 +31,15 @@ import pyoxigraph
 
 from .._findings import Finding, Severity, sort_key
 from ..pipeline.constraints import (
+    MAX_PYSHACL_TRIPLES,
     ProfileShapes,
     Unevaluable,
     as_finding,
     reads_beyond_focus,
     unevaluable,
+)
+from ..pipeline.constraints import (
+    Result as ShapeResult,
 )
 from ..pipeline.store import UnloadableTerm, envelope_quads
 from .judge import Result
@@ -74,6 +78,10 @@ def constrained(shapes: ProfileShapes, fixed: Sequence[pyoxigraph.Quad],
 def _groups(loaded: dict[int, list[pyoxigraph.Quad]], *, alone: bool) -> list[list[int]]:
     if alone:
         return [[i] for i in loaded]
+    # A registration past the bound on what pySHACL is asked about is judged alone: its
+    # reason is its own, and the batch is evaluated without it.
+    large = [i for i, quads in loaded.items() if len(quads) > MAX_PYSHACL_TRIPLES]
+    loaded = {i: quads for i, quads in loaded.items() if i not in large}
     own = {i: {q.subject for q in quads} for i, quads in loaded.items()}
     owner: dict[Any, int] = {}
     clashing: set[int] = set()
@@ -87,7 +95,7 @@ def _groups(loaded: dict[int, list[pyoxigraph.Quad]], *, alone: bool) -> list[li
             if other is not None and other != i:
                 clashing.update((i, other))
     shared = [i for i in loaded if i not in clashing]
-    return ([shared] if shared else []) + [[i] for i in sorted(clashing)]
+    return ([shared] if shared else []) + [[i] for i in sorted({*clashing, *large})]
 
 
 def _evaluate(shapes: ProfileShapes, fixed: Sequence[pyoxigraph.Quad],
@@ -99,11 +107,13 @@ def _evaluate(shapes: ProfileShapes, fixed: Sequence[pyoxigraph.Quad],
         store.bulk_extend(quads)
         for q in quads:
             owner[_text(q.subject)] = i
-    try:
-        results = shapes.results(store)
-    except Unevaluable as exc:
-        return {i: [unevaluable(exc)] for i in batch}
     findings: dict[int, list[Finding]] = {}
+    try:
+        results: Sequence[ShapeResult] = shapes.results(store, max(map(len, batch.values()),
+                                                               default=0))
+    except Unevaluable as exc:
+        results = exc.results
+        findings = {i: [unevaluable(exc)] for i in batch}
     for result in results:
         if result.focus in owner:
             findings.setdefault(owner[result.focus], []).append(as_finding(result, None))

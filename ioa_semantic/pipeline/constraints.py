@@ -402,19 +402,31 @@ class ProfileShapes:
             self._pyshacl_graph = graph
         return self._pyshacl_graph
 
-    def results(self, store: pyoxigraph.Store) -> list[Result]:
+    def results(self, store: pyoxigraph.Store, triples: int = 0) -> list[Result]:
         """Every result of every shape over one check's store: compiled shapes by their
-        checks, the rest by one pySHACL validation. Raises :class:`Unevaluable`."""
-        if self.unsupported:
-            raise Unevaluable("the shape(s) " + ", ".join(self.unsupported) + " use SHACL "
-                              "Advanced Features or SHACL-JS, which are not evaluated")
+        checks, the rest by one pySHACL validation, ``triples`` the number the check (or
+        registration) brought to the store.
+
+        Raises :class:`Unevaluable`, with the compiled shapes' results, for shapes pySHACL
+        cannot evaluate or is not asked to (past :data:`MAX_PYSHACL_TRIPLES`)."""
         results: list[Result] = []
         for shape in self.compiled:
             results.extend(shape.results(store))
+        if self.unsupported:
+            raise Unevaluable("the shape(s) " + ", ".join(self.unsupported) + " use SHACL "
+                              "Advanced Features or SHACL-JS, which are not evaluated",
+                              _ordered(results))
+        if self.needs_pyshacl and triples > MAX_PYSHACL_TRIPLES:
+            raise Unevaluable(
+                f"the input brings {triples:,} triples, more than the "
+                f"{MAX_PYSHACL_TRIPLES:,} the profile's pySHACL shapes are evaluated over "
+                "(pySHACL's cost grows with them by milliseconds each)", _ordered(results))
         if self.needs_pyshacl:
-            results.extend(self._pyshacl_results(store))
-        return sorted(set(results), key=lambda r: (r.shape, r.focus, r.path or "",
-                                                   r.component, r.value or "", r.message))
+            try:
+                results.extend(self._pyshacl_results(store))
+            except Unevaluable as exc:
+                raise Unevaluable(str(exc), _ordered(results)) from exc
+        return _ordered(results)
 
     def _pyshacl_results(self, store: pyoxigraph.Store) -> Iterator[Result]:
         try:
@@ -450,8 +462,26 @@ def _store_graph_type() -> type:
     return StoreGraph
 
 
+# The triples a check (the envelope and its task) or a registration may bring to a store
+# that pySHACL validates: its Core constraints cost about a millisecond a focus node and a
+# value, so an envelope within the input limits (16,384 values) could hold a check for
+# seconds. Past it the pySHACL shapes are not evaluated (constraint.shape-unevaluable, which
+# names the limit); compiled shapes, linear and cheap, always are.
+MAX_PYSHACL_TRIPLES = 2000
+
+
+def _ordered(results: Iterable[Result]) -> list[Result]:
+    return sorted(set(results), key=lambda r: (r.shape, r.focus, r.path or "", r.component,
+                                               r.value or "", r.message))
+
+
 class Unevaluable(Exception):
-    """pySHACL could not evaluate the shapes (an unsupported feature, a SPARQL error)."""
+    """pySHACL could not evaluate the shapes (an unsupported feature, a SPARQL error, an
+    input past MAX_PYSHACL_TRIPLES); ``results`` are those of the compiled shapes."""
+
+    def __init__(self, message: str, results: Sequence["Result"] = ()) -> None:
+        super().__init__(message)
+        self.results = tuple(results)
 
 
 def _base_of(source: str) -> str | None:
@@ -574,14 +604,15 @@ def task_quads(parameters: Mapping[str, str], envelope: Any) -> list[pyoxigraph.
 
 
 def constraint_findings(shapes: ProfileShapes, store: pyoxigraph.Store,
-                        envelope: Any = None) -> list[Finding]:
+                        envelope: Any = None, triples: int = 0) -> list[Finding]:
     """The profile's shapes over one check's store, as reasons (see the module); ``envelope``
-    is the top node's term, named "the envelope" in them."""
-    try:
-        results = shapes.results(store)
-    except Unevaluable as exc:
-        return [unevaluable(exc)]
+    is the top node's term, named "the envelope" in them; ``triples`` the number of the
+    envelope's and the task's."""
     top = None if envelope is None else _term_text(envelope)
+    try:
+        results = shapes.results(store, triples)
+    except Unevaluable as exc:
+        return [*(as_finding(r, top) for r in exc.results), unevaluable(exc)]
     return [as_finding(r, top) for r in results]
 
 

@@ -60,7 +60,8 @@ class ReferenceEngine:
         Raises :class:`~ioa_semantic.pipeline.store.UnloadableTerm` for an expanded value no
         RDF store accepts.
         """
-        dataset = Dataset(self.fixed, envelope_quads(node),
+        quads = envelope_quads(node)
+        dataset = Dataset(self.fixed, quads,
                           *(artifact_quads(a) for a in fetched if not a.malformed))
         out = evaluate(dataset, node, self.profile, self.registrations,
                        (*self.artifacts, *fetched), task, at)
@@ -68,6 +69,8 @@ class ReferenceEngine:
             # The domain profile's required constraints (5.4), over the same store, last:
             # nothing reads the store after them.
             top = envelope_subject(node)
-            dataset.store.bulk_extend(task_quads(task.parameters, top))
-            out.findings.extend(constraint_findings(self.constraints, dataset.store, top))
+            task_graph = task_quads(task.parameters, top)
+            dataset.store.bulk_extend(task_graph)
+            out.findings.extend(constraint_findings(self.constraints, dataset.store, top,
+                                                    len(quads) + len(task_graph)))
         return out
