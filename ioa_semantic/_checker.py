@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .pipeline.constraints import ProfileShapes
     from .sources.retrieval import ResourceCache, RetrievalPolicy, Retriever
 
 from ._codes import finding
@@ -28,7 +29,6 @@ from ._memo import BoundedCache
 from .compiled.engine import CompiledEngine
 from .pipeline import remedies
 from .pipeline.baseline import Baseline, Kind, read_document
-from .pipeline.constraints import ProfileShapes
 from .pipeline.contexts import ContextPolicy
 from .pipeline.decision import task_from
 from .pipeline.engine import ReferenceEngine
@@ -118,7 +118,11 @@ class Checker:
         shape_files = load_shape_files(self.profile, self._retriever() if any(
             is_remote(s) for s in self.profile.shapes) or is_remote(self.profile.source)
             else None)
-        self.constraints = ProfileShapes(shape_files) if shape_files else None
+        self.constraints: ProfileShapes | None = None
+        if shape_files:
+            from .pipeline.constraints import ProfileShapes
+
+            self.constraints = ProfileShapes(shape_files)
         self.limits = limits or Limits()
         self.policy = ContextPolicy(
             allow_vocab=self.profile.allow_vocab,

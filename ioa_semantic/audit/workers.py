@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     from .._checker import Checker
 
 from ..compiled.engine import CompiledEngine
-from .constraints import constrained
 from .inputs import _BATCH, Piece, items_of
 from .judge import (
     _INPUTS,
@@ -56,6 +55,8 @@ def judged_items(checker: Checker, items: Iterable[Item],
                  kinds: Kinds | None = None) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
     if checker.constraints is not None:
         # The profile's shapes, applied to the batch's valid registrations together.
+        from .constraints import constrained
+
         yield from constrained(checker.constraints, checker.stages.fixed, [
             (Result(source, index, None, "invalid", tuple(problems)), None, None)
             if document is None else judge_node(checker, document, source, index)

@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyoxigraph
 
@@ -31,7 +31,6 @@ from ..pipeline.baseline import (
     read_document,
     review_cache_bytes,
 )
-from ..pipeline.constraints import ProfileShapes, constraint_findings, task_quads
 from ..pipeline.contexts import (
     ContextLoader,
     ContextPolicy,
@@ -46,13 +45,15 @@ from ..pipeline.engine import DocumentInput, ReferenceEngine
 from ..pipeline.expansion import Expansion
 from ..pipeline.intake import Limits, parse, value_findings
 from ..pipeline.shapes import Located, ShapeSet, shared_ids
-from ..pipeline.store import check_quads, envelope_quads, envelope_subject
 from ..sources.loader import Artifact, Profile, Registration
 from .conformance import CompiledShapes
 from .decision import CompiledDecision
 from .reader import colons_in, read_unproven
 from .tables import CompiledTables, TableDataset
 from .walk import ActiveContext, active_context, expand_restricted, scheme_cache_bytes
+
+if TYPE_CHECKING:
+    from ..pipeline.constraints import ProfileShapes
 
 _TERM_BINDINGS = IOA + "termBindings"
 
@@ -274,7 +275,7 @@ class CompiledEngine(ReferenceEngine):
     def __init__(self, *, profile: Profile, registrations: Sequence[Registration],
                  artifacts: Sequence[Artifact], fixed: Sequence[pyoxigraph.Quad],
                  shapes: ShapeSet, policy: ContextPolicy, limits: Limits,
-                 constraints: ProfileShapes | None = None) -> None:
+                 constraints: "ProfileShapes | None" = None) -> None:
         super().__init__(profile=profile, registrations=registrations, artifacts=artifacts,
                          fixed=fixed, shapes=shapes, policy=policy, limits=limits,
                          constraints=constraints)
@@ -287,8 +288,11 @@ class CompiledEngine(ReferenceEngine):
         self._read_before = False
         # Shapes all in the compiled subset are evaluated here, beside the compiled decision;
         # one pySHACL (or unsupported) shape sends the check to the reference.
-        self._shapes_store = (_ShapesStore(self.fixed) if constraints is not None and not (
-            constraints.needs_pyshacl or constraints.unsupported) else None)
+        self._shapes_store: Any = None
+        if constraints is not None and not (constraints.needs_pyshacl or constraints.unsupported):
+            from .constraints import ShapesStore
+
+            self._shapes_store = ShapesStore(self.fixed)
 
     def baseline(self, data: DocumentInput, kind: Kind,
                  retriever: ContextLoader | None = None) -> Baseline:
@@ -332,53 +336,6 @@ class CompiledEngine(ReferenceEngine):
             out.findings.extend(self._shapes_store.findings(
                 self.constraints, node, task, (out.ontology["id"], out.ontology["readAs"])))
         return out
-
-
-class _ShapesStore:
-    """The reference's store for a check as compiled shapes read it (the union of its graphs,
-    asked for a subject and predicate's quads or a predicate and object's): the fixed quads
-    indexed once, this check's envelope, check and task quads beside them. The reference
-    builds a fresh Oxigraph store of the same quads per check; filling and clearing one
-    costs more than the shapes."""
-
-    def __init__(self, fixed: Sequence[pyoxigraph.Quad]) -> None:
-        self._fixed = _QuadIndex(fixed)
-
-    def findings(self, shapes: ProfileShapes, node: dict[str, Any], task: Task,
-                 read_as: tuple[str, str]) -> list[Any]:
-        top = envelope_subject(node)
-        this_check = _QuadIndex([*envelope_quads(node), *check_quads(read_as),
-                                 *task_quads(task.parameters, top)])
-        return constraint_findings(shapes, _Union(self._fixed, this_check), top)  # type: ignore[arg-type]
-
-
-class _QuadIndex:
-    def __init__(self, quads: Sequence[pyoxigraph.Quad]) -> None:
-        self.by_subject: dict[tuple[Any, Any], list[pyoxigraph.Quad]] = {}
-        self.by_object: dict[tuple[Any, Any], list[pyoxigraph.Quad]] = {}
-        for q in quads:
-            self.by_subject.setdefault((q.subject, q.predicate), []).append(q)
-            self.by_object.setdefault((q.predicate, q.object), []).append(q)
-
-
-class _Union:
-    """``quads_for_pattern`` of Oxigraph's Store over the union of the indexes, for the two
-    patterns CompiledShape asks (a subject and predicate; a predicate and object)."""
-
-    def __init__(self, *indexes: _QuadIndex) -> None:
-        self._indexes = indexes
-
-    def quads_for_pattern(self, subject: Any, predicate: Any, obj: Any,
-                          graph: Any = None) -> list[pyoxigraph.Quad]:
-        if predicate is None or graph is not None or (subject is None) == (obj is None):
-            raise NotImplementedError("only (s, p, ?) and (?, p, o) over the union")
-        found: list[pyoxigraph.Quad] = []
-        for index in self._indexes:
-            if subject is not None:
-                found.extend(index.by_subject.get((subject, predicate), ()))
-            else:
-                found.extend(index.by_object.get((predicate, obj), ()))
-        return found
 
 
 _COMPILED_SHAPES: dict[int, CompiledShapes] = {}

@@ -8,18 +8,20 @@ shapes, the context policy, the limits, the receiver's quads) is given once.
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyoxigraph
 
 from ..sources.loader import Artifact, Profile, Registration, artifact_quads
 from .baseline import Baseline, Kind, read_document
-from .constraints import ProfileShapes, constraint_findings, task_quads
 from .contexts import ContextLoader, ContextPolicy
 from .decision import Outcome, Task, evaluate
 from .intake import Limits
 from .shapes import ShapeSet
 from .store import Dataset, envelope_quads, envelope_subject
+
+if TYPE_CHECKING:
+    from .constraints import ProfileShapes
 
 DocumentInput = bytes | str | dict[str, Any]
 
@@ -33,7 +35,7 @@ class ReferenceEngine:
     def __init__(self, *, profile: Profile, registrations: Sequence[Registration],
                  artifacts: Sequence[Artifact], fixed: Sequence[pyoxigraph.Quad],
                  shapes: ShapeSet, policy: ContextPolicy, limits: Limits,
-                 constraints: ProfileShapes | None = None) -> None:
+                 constraints: "ProfileShapes | None" = None) -> None:
         self.profile, self.registrations, self.artifacts = profile, registrations, artifacts
         self.fixed = tuple(fixed)
         self.shapes, self.policy, self.limits = shapes, policy, limits
@@ -66,6 +68,8 @@ class ReferenceEngine:
         out = evaluate(dataset, node, self.profile, self.registrations,
                        (*self.artifacts, *fetched), task, at)
         if self.constraints is not None and "readAs" in out.ontology:
+            from .constraints import constraint_findings, task_quads
+
             # The domain profile's required constraints (5.4), over the same store, last:
             # nothing reads the store after them.
             top = envelope_subject(node)

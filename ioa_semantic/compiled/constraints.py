@@ -1,0 +1,58 @@
+"""A profile's compiled shapes beside the compiled decision (imported only for a profile
+whose shapes are all in the compiled subset; see pipeline.constraints)."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyoxigraph
+
+from ..pipeline.constraints import ProfileShapes, constraint_findings, task_quads
+from ..pipeline.decision import Task
+from ..pipeline.store import check_quads, envelope_quads, envelope_subject
+
+
+class ShapesStore:
+    """The reference's store for a check as compiled shapes read it (the union of its graphs,
+    asked for a subject and predicate's quads or a predicate and object's): the fixed quads
+    indexed once, this check's envelope, check and task quads beside them. The reference
+    builds a fresh Oxigraph store of the same quads per check; filling and clearing one
+    costs more than the shapes."""
+
+    def __init__(self, fixed: Sequence[pyoxigraph.Quad]) -> None:
+        self._fixed = _QuadIndex(fixed)
+
+    def findings(self, shapes: ProfileShapes, node: dict[str, Any], task: Task,
+                 read_as: tuple[str, str]) -> list[Any]:
+        top = envelope_subject(node)
+        this_check = _QuadIndex([*envelope_quads(node), *check_quads(read_as),
+                                 *task_quads(task.parameters, top)])
+        return constraint_findings(shapes, _Union(self._fixed, this_check), top)  # type: ignore[arg-type]
+
+
+class _QuadIndex:
+    def __init__(self, quads: Sequence[pyoxigraph.Quad]) -> None:
+        self.by_subject: dict[tuple[Any, Any], list[pyoxigraph.Quad]] = {}
+        self.by_object: dict[tuple[Any, Any], list[pyoxigraph.Quad]] = {}
+        for q in quads:
+            self.by_subject.setdefault((q.subject, q.predicate), []).append(q)
+            self.by_object.setdefault((q.predicate, q.object), []).append(q)
+
+
+class _Union:
+    """``quads_for_pattern`` of Oxigraph's Store over the union of the indexes, for the two
+    patterns CompiledShape asks (a subject and predicate; a predicate and object)."""
+
+    def __init__(self, *indexes: _QuadIndex) -> None:
+        self._indexes = indexes
+
+    def quads_for_pattern(self, subject: Any, predicate: Any, obj: Any,
+                          graph: Any = None) -> list[pyoxigraph.Quad]:
+        if predicate is None or graph is not None or (subject is None) == (obj is None):
+            raise NotImplementedError("only (s, p, ?) and (?, p, o) over the union")
+        found: list[pyoxigraph.Quad] = []
+        for index in self._indexes:
+            if subject is not None:
+                found.extend(index.by_subject.get((subject, predicate), ()))
+            else:
+                found.extend(index.by_object.get((predicate, obj), ()))
+        return found
