@@ -1,6 +1,9 @@
-"""``ioa-check lint FILE... [--profile NAME|PATH]``: profiles (.ttl) and alignment artifacts
-(.json) on their own; an artifact's proof by its structure, and with a profile by whether
-the profile's trust policy accepts its provenance."""
+"""``ioa-check lint [FILE...] [--profile NAME|PATH] [--explain] [--format text|json]``:
+profiles (.ttl) and alignment artifacts (.json) on their own; an artifact's proof by its
+structure, and with a profile by whether the profile's trust policy accepts its provenance;
+the profile's own shape files (``iop:shapes``, see ``lint_shapes``). ``--explain`` tells, for
+each top-level shape of the shape files named (or of the profile's), which engine evaluates
+it and why."""
 
 from __future__ import annotations
 
@@ -13,23 +16,47 @@ from ..pipeline.decision import provenance_problem
 from ..pipeline.provenance import INVALID
 from ..sources.loader import Profile, load_profile, read_artifact, read_profile, unknown_profile_terms
 
-DESCRIPTION = "Validate profile (.ttl) and alignment artifact (.json) files."
+DESCRIPTION = ("Validate profile (.ttl) and alignment artifact (.json) files, and a profile's "
+               "shape files.")
 EPILOG = ("an artifact's proof is checked for its structure; with --profile, also whether it "
           "verifies and the profile accepts its provenance (the issuer trusted, a required "
-          "proof present, made by a key the profile accepts). exit status: 0 every file ok, "
-          "1 a file has problems, 2 usage error or a --profile that cannot be read")
+          "proof present, made by a key the profile accepts), and the profile's shape files "
+          "are checked (Turtle, SHACL by SHACL's own shapes, no shape left unevaluated). "
+          "--explain FILE... (shape files) or --profile P --explain: where each top-level "
+          "shape is evaluated (compiled, pyshacl or unsupported) and why. exit status: 0 "
+          "every file ok (warnings allowed), 1 a file has problems, 2 usage error, a "
+          "--profile that cannot be read, or (--explain) a shape file that cannot be read "
+          "or is not Turtle")
+# The choices of --format, spelled here so that building the command line's parser imports
+# no reporter (tests hold them to reporters.lint.REPORTERS).
+FORMATS = ("json", "text")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="a profile (.ttl) or an alignment artifact (.json)")
+    parser.add_argument("files", nargs="*", metavar="FILE",
+                        help="a profile (.ttl) or an alignment artifact (.json); with "
+                             "--explain, a shape file")
     parser.add_argument("--profile", metavar="NAME|PATH",
                         help="judge each artifact's provenance under this profile's trust "
-                             "policy (installed name or profile file)")
+                             "policy (installed name or profile file), and lint its shape "
+                             "files")
+    parser.add_argument("--explain", action="store_true",
+                        help="say where each top-level shape of the shape files (FILE..., or "
+                             "--profile's) is evaluated and why, instead of linting")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (one line a problem) or json (JSON Lines, one object a "
+                             "file); default text")
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Each file's problems, or ok; the exit status."""
+    if opts.explain:
+        return _explain(opts, parser)
+    if not opts.files and not opts.profile:
+        parser.error("name a FILE to lint, or a --profile whose shape files to lint")
+    from ..reporters.lint import REPORTERS, Linted, Problem
+    from .lint_shapes import lint_shape_files
+
     profile = None
     if opts.profile:
         try:
@@ -37,16 +64,39 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         except ConfigurationError as exc:
             print(f"ioa-check lint: {exc}", file=sys.stderr)
             return ExitStatus.USAGE
-    status = ExitStatus.COMPATIBLE
+    reports = []
     for name in opts.files:
         problems, note = _lint_problems(name, profile)
-        if problems:
-            status = ExitStatus.INCOMPATIBLE
-            for problem in problems:
-                print(f"{name}: {problem}")
+        reports.append(Linted(name, tuple(Problem(p) for p in problems), note))
+    if profile is not None:
+        if profile.shapes:
+            reports.extend(lint_shape_files(profile))
+        elif not opts.files:
+            reports.append(Linted(opts.profile, (), " (it names no shape files)"))
+    REPORTERS[opts.format].lint(reports, sys.stdout)
+    return ExitStatus.COMPATIBLE if all(r.ok for r in reports) else ExitStatus.INCOMPATIBLE
+
+
+def _explain(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if bool(opts.files) == bool(opts.profile):
+        parser.error("--explain takes shape files (FILE...) or a --profile, one of the two")
+    from ..reporters.lint import REPORTERS
+    from ..sources.loader import load_shape_files
+    from .lint_shapes import explain, read_shape_file
+
+    try:
+        if opts.profile:
+            files = load_shape_files(load_profile(opts.profile))
         else:
-            print(f"{name}: ok{note}")
-    return status
+            files = tuple(read_shape_file(name) for name in opts.files)
+        explained = explain(files)
+    except ConfigurationError as exc:  # ShapesUnreadable among them
+        print(f"ioa-check lint: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    if not files and opts.format == "text":
+        print(f"{opts.profile}: the profile names no shape files")
+    REPORTERS[opts.format].explain(explained, sys.stdout)
+    return ExitStatus.COMPATIBLE
 
 
 def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
