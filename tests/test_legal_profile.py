@@ -236,3 +236,26 @@ def test_the_readmes_shipped_profile_commands_run_as_written(tmp_path: Path) -> 
     verdicts = [line.split()[0] for line in out.splitlines() if line.endswith(" revision 1")]
     assert verdicts == ["COMPATIBLE", "INCOMPATIBLE", "COMPATIBLE"], out
     assert "constraint.shape-violated" in out and "constraint.shape-warning" in out
+
+
+def test_the_constraints_pages_worked_example_decides_as_it_says(tmp_path: Path) -> None:
+    """docs/constraints.md's profile and shapes, with the README's envelope: the four checks
+    it lists, in order: compatible with the advice, compatible, incompatible (the
+    jurisdiction), indeterminate (no jurisdiction)."""
+    page = (ROOT / "docs" / "constraints.md").read_text()
+    page = page[page.index("## A worked example"):]
+    turtle = [block.split("```", 1)[0] for block in page.split("```turtle\n")[1:]]
+    (tmp_path / "legal-de.ttl").write_text(turtle[0])
+    (tmp_path / "legal-de.shapes.ttl").write_text(turtle[1])
+    worked, _ = _readme_blocks()
+    envelope = worked[worked.index("cat > contract.jsonld <<'JSON'\n") + 31:worked.index("\nJSON\n")]
+    (tmp_path / "contract.jsonld").write_text(envelope)
+    commands = page.split("```sh\n")[1].split("```", 1)[0]
+    run = _bash(commands, tmp_path)
+    assert run.returncode == 3, run.stderr
+    verdicts = [line.split()[0] for line in run.stdout.splitlines() if line.endswith(" revision 1")]
+    assert verdicts == ["COMPATIBLE", "COMPATIBLE", "INCOMPATIBLE", "INDETERMINATE"], run.stdout
+    checks = run.stdout.split(" revision 1\n")[1:]
+    assert "constraint.shape-warning" in checks[0] and "constraint." not in checks[1]
+    assert "constraint.shape-violated" in checks[2]
+    assert "constraint.missing-parameter" in checks[3] and "shape-violated" not in checks[3]
