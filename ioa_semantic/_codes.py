@@ -286,8 +286,8 @@ FIXES: dict[str, str] = {
     "alignment": "offer an accepted alignment artifact (trusted issuer, valid at the instant, "
                  "covering the exact versions and the task's parameters), or negotiate one mapping",
     "retrieval": "inline the context (the 6.1 baseline) or allow the origin explicitly",
-    "constraint": "supply the task parameter (--param or the envelope's profileContext) with a "
-                  "value the profile allows",
+    "constraint": "supply the task parameter with a value the profile allows (--param, or the "
+                  "envelope's profileContext for the parameters it carries)",
     "json.unreadable": "check that the file exists and can be read (a relative path is read "
                        "from the current folder)",
     "json.too-large": "send a smaller document, or raise the limit (--max-bytes) if you trust it",

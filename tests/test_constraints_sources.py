@@ -134,6 +134,8 @@ def test_a_changed_remote_shape_file_makes_every_check_indeterminate(http: Loopb
     status, (out,), _ = run(["envelope.jsonld", "--profile", str(path)], tmp_path)
     assert status == 3 and out["verdict"] == "indeterminate"
     assert [r["code"] for r in out["reasons"]] == ["retrieval.pin-mismatch"]
+    # The profile was read: the decision names it, not the shape file.
+    assert out["profile"] == {"id": "https://example.org/profiles/cs-translation", "revision": "1"}
 
 
 def test_a_remote_profile_names_its_shapes_relative_to_its_own_url(tmp_path: Path) -> None:

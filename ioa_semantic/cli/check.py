@@ -108,7 +108,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except ProfileUnavailable as exc:
         # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.
         reasons = (finding(exc.code, str(exc), exc.url, subject=exc.url),)
-        unavailable = [Decision(Verdict.INDETERMINATE, reasons, profile=ProfileRef(exc.url, ""),
+        named = ProfileRef(*exc.profile) if exc.profile else ProfileRef(exc.url, "")
+        unavailable = [Decision(Verdict.INDETERMINATE, reasons, profile=named,
                                 source=name,
                                 remedies=remedies.for_decision(Verdict.INDETERMINATE, reasons))
                        for name in opts.envelopes]

@@ -190,10 +190,14 @@ def _local(iri: str) -> str:
 class ProfileUnavailable(ProfileError):
     """A remote profile could not be retrieved; every check under it is indeterminate."""
 
-    def __init__(self, url: str, code: str, message: str) -> None:
+    def __init__(self, url: str, code: str, message: str,
+                 profile: tuple[str, str] | None = None) -> None:
         super().__init__(message)
         self.url = url
         self.code = code
+        # The profile's id and revision when it was read and a file it names was not (a
+        # shape file): decisions name the profile, not the file.
+        self.profile = profile
 
 
 TURTLE_TYPES = frozenset({"text/turtle", "application/x-turtle"})
@@ -368,11 +372,13 @@ def load_shape_files(profile: Profile, retriever: "Retriever | None" = None) -> 
                 raise ProfileUnavailable(location, "retrieval.prohibited",
                                          f"the profile's shape file {location} is not "
                                          "retrieved: remote retrieval is off (allow its "
-                                         "origin with --allow-remote)")
+                                         "origin with --allow-remote)",
+                                         (profile.id, profile.revision))
             try:
                 data, source, _ = retriever.fetch_bytes(location, TURTLE_TYPES)
             except RetrievalError as exc:
-                raise ProfileUnavailable(location, exc.code, exc.message) from exc
+                raise ProfileUnavailable(location, exc.code, exc.message,
+                                         (profile.id, profile.revision)) from exc
         elif location.startswith(_SHIPPED):
             name = location[len(_SHIPPED):]
             try:
