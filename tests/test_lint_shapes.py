@@ -334,3 +334,15 @@ def test_the_format_choices_are_the_reporters() -> None:
     from ioa_semantic.reporters.lint import REPORTERS
 
     assert tuple(sorted(REPORTERS)) == lint.FORMATS
+
+
+def test_a_shape_file_named_on_its_own_is_linted_as_a_shape_file(tmp_path: Path) -> None:
+    (tmp_path / "clean.shapes.ttl").write_text(CLEAN)
+    (tmp_path / "broken.shapes.ttl").write_text(BROKEN)
+    proc = ioa_check(tmp_path, "lint", "clean.shapes.ttl", "broken.shapes.ttl", "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    records = {r["file"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert records["clean.shapes.ttl"]["ok"] is True
+    # Read as shapes, not as a profile (which would say it describes no iop:Profile).
+    (problem,) = records["broken.shapes.ttl"]["problems"]
+    assert problem["line"] == 7 and "iop:Profile" not in problem["message"]

@@ -8,10 +8,12 @@ it and why."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .._exceptions import ConfigurationError, ProfileError
 from .._status import ExitStatus
+from ..data import SHAPES_SUFFIX
 from ..pipeline.decision import provenance_problem
 from ..pipeline.provenance import INVALID
 from ..sources.loader import Profile, load_profile, read_artifact, read_profile, unknown_profile_terms
@@ -66,6 +68,11 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return ExitStatus.USAGE
     reports = []
     for name in opts.files:
+        if name.endswith(SHAPES_SUFFIX):
+            # A shape file on its own (named as shipped ones are): linted as a profile's.
+            reports.extend(lint_shape_files(Profile(id="", revision="", source=name,
+                                                    shapes=(os.path.abspath(name),))))
+            continue
         problems, note = _lint_problems(name, profile)
         reports.append(Linted(name, tuple(Problem(p) for p in problems), note))
     if profile is not None:
