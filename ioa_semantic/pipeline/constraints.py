@@ -29,8 +29,10 @@ translated first.
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import hashlib
+import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
@@ -39,7 +41,7 @@ import pyoxigraph
 from .._codes import finding
 from .._exceptions import ConfigurationError
 from .._findings import Finding, Severity
-from .._vocab import IOP, IOPARAM, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
+from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
 from .shapes import python_pattern
 
 CHECK = pyoxigraph.NamedNode("urn:ioa-semantic:check")
@@ -56,13 +58,20 @@ ROUTE_UNSUPPORTED = "unsupported"
 # SHACL Advanced Features and SHACL-JS: pySHACL evaluates them only in its advanced mode,
 # which this project does not turn on (rules would change the check's store). A shape that
 # uses one is never evaluated, so every check under it is indeterminate.
-_UNSUPPORTED = frozenset({"rule", "target", "js", "jsConstraint", "jsLibrary", "expression",
-                          "condition", "values", "filterShape"})
+_UNSUPPORTED = frozenset({"rule", "target", "js", "jsConstraint", "jsLibrary", "jsFunctionName",
+                          "expression", "condition", "values", "filterShape"})
 
 _TARGETS = ("targetClass", "targetNode", "targetSubjectsOf", "targetObjectsOf", "target")
-_COMPILED_NODE_KEYS = frozenset({"targetClass", "property"})
+_COMPILED_NODE_KEYS = frozenset({"targetClass", "targetNode", "property"})
+_CLASSES = frozenset({RDFS + "Class", "http://www.w3.org/2002/07/owl#Class"})
+# The parameters whose values are shapes (SHACL 4.5, 4.6, 4.7.3; lists by rdf:first).
+_SHAPE_REFERENCES = frozenset({SH + "node", SH + "property", SH + "qualifiedValueShape",
+                               SH + "not", SH + "and", SH + "or", SH + "xone",
+                               RDF + "first"})
 _COMPILED_PROPERTY_KEYS = frozenset({
-    "path", "minCount", "maxCount", "nodeKind", "datatype", "pattern", "hasValue", "message"})
+    "path", "minCount", "maxCount", "nodeKind", "datatype", "pattern", "hasValue", "message",
+    # non-validating (SHACL 2.3.2): they change no result
+    "name", "description", "order", "group", "defaultValue"})
 _COMPILED_DATATYPES = frozenset({XSD + "string", RDF_LANGSTRING})
 _NODE_KINDS = {
     SH + "IRI": frozenset({"iri"}),
@@ -72,6 +81,10 @@ _NODE_KINDS = {
     SH + "BlankNodeOrLiteral": frozenset({"blank", "literal"}),
     SH + "IRIOrLiteral": frozenset({"iri", "literal"}),
 }
+# pySHACL's log (what it made of a shape it reads leniently) goes to the application's
+# logging configuration, if any: a library does not write to stderr.
+_PYSHACL_LOG = logging.getLogger("ioa_semantic.pyshacl")
+_PYSHACL_LOG.addHandler(logging.NullHandler())
 _SEVERITIES = {SH + "Violation": Severity.ERROR, SH + "Warning": Severity.WARNING,
                SH + "Info": Severity.INFO}
 
@@ -120,9 +133,12 @@ class CompiledShape(NamedTuple):
     name: str
     target_classes: tuple[str, ...]
     properties: tuple[_PropertyCheck, ...]
+    # sh:targetNode's IRIs and literals: focus nodes whether or not the data has them
+    target_nodes: tuple[Any, ...] = ()
 
     def results(self, store: pyoxigraph.Store) -> Iterator[Result]:
-        for focus in sorted(_instances(store, self.target_classes), key=_term_text):
+        focus_nodes = _instances(store, self.target_classes) | set(self.target_nodes)
+        for focus in sorted(focus_nodes, key=_term_text):
             for prop in self.properties:
                 yield from _check_property(self.name, prop, store, focus)
 
@@ -130,7 +146,7 @@ class CompiledShape(NamedTuple):
 def _instances(store: pyoxigraph.Store, classes: Sequence[str]) -> set[Any]:
     """SHACL instances of the classes in the store's union: of a class, or of a class that
     is an rdfs:subClassOf one of them (transitively), as the data graph says."""
-    pending = [pyoxigraph.NamedNode(c) for c in classes]
+    pending: list[Any] = [pyoxigraph.NamedNode(c) for c in classes]
     seen: set[Any] = set(pending)
     while pending:
         cls = pending.pop()
@@ -165,8 +181,9 @@ def _check_property(shape: str, prop: _PropertyCheck, store: pyoxigraph.Store,
                     focus: Any) -> Iterator[Result]:
     # The union of the store's graphs, as pySHACL reads it: one value for a triple that
     # several graphs hold.
-    values = sorted({q.object for q in store.quads_for_pattern(focus, prop.path, None, None)},
-                    key=_term_text)
+    values: list[Any] = sorted(
+        {q.object for q in store.quads_for_pattern(focus, prop.path, None, None)},
+        key=_term_text)
     focus_text, path = _term_text(focus), prop.path.value
 
     def result(component: str, default: str, value: Any = None) -> Result:
@@ -205,18 +222,42 @@ class _Shapes:
     def __init__(self, quads: Sequence[pyoxigraph.Quad]) -> None:
         self.quads = quads
         self.by_subject: dict[Any, dict[str, list[Any]]] = {}
+        # How often a node is the value of a parameter that takes a shape (or a member of a
+        # list, as sh:or's are): a compiled shape's triples leave the graph pySHACL reads,
+        # so no shape pySHACL evaluates may need them. Other references (a report's
+        # sh:sourceShape, an instance's rdf:type of a shape that is a class) do not count.
         self.referenced: dict[Any, int] = {}
         for q in quads:
             self.by_subject.setdefault(q.subject, {}).setdefault(q.predicate.value, []).append(
                 q.object)
-            if not isinstance(q.object, pyoxigraph.Literal):
+            if not isinstance(q.object, pyoxigraph.Literal) and (
+                    q.predicate.value in _SHAPE_REFERENCES
+                    or not q.predicate.value.startswith((SH, RDF_TYPE))):
                 self.referenced[q.object] = self.referenced.get(q.object, 0) + 1
+        # The parameters of the SPARQL-based (or JS-based) constraint components the files
+        # declare: a shape that has a value for one activates the component (SHACL 6.2), a
+        # constraint the compiled checks know nothing of.
+        self.components: dict[str, list[Any]] = {}
+        kinds = {SH + "ConstraintComponent"} | {
+            q.subject.value for q in quads if q.predicate.value == _SUBCLASS
+            and q.object == pyoxigraph.NamedNode(SH + "ConstraintComponent")
+            and isinstance(q.subject, pyoxigraph.NamedNode)}
+        for subject in self.by_subject:
+            if self.types(subject) & kinds:
+                for parameter in self.get(subject, SH + "parameter"):
+                    for path in self.get(parameter, SH + "path"):
+                        if isinstance(path, pyoxigraph.NamedNode):
+                            self.components.setdefault(path.value, []).append(subject)
 
     def get(self, subject: Any, predicate: str) -> list[Any]:
         return self.by_subject.get(subject, {}).get(predicate, [])
 
     def types(self, subject: Any) -> set[str]:
         return {t.value for t in self.get(subject, RDF_TYPE) if isinstance(t, pyoxigraph.NamedNode)}
+
+    def custom_parameters(self, subject: Any) -> list[str]:
+        """The parameters of declared constraint components the node has values for."""
+        return sorted(p for p in self.by_subject.get(subject, {}) if p in self.components)
 
     def top_level(self) -> list[Any]:
         """The shapes with targets (explicit, or implicit: a node shape that is a class)."""
@@ -225,7 +266,7 @@ class _Shapes:
             types = self.types(subject)
             explicit = any(SH + t in props for t in _TARGETS)
             implicit = bool(types & {SH + "NodeShape", SH + "PropertyShape"}) and bool(
-                types & {RDFS + "Class", "http://www.w3.org/2002/07/owl#Class"})
+                types & _CLASSES)
             if explicit or implicit:
                 tops.append(subject)
         return sorted(tops, key=_term_text)
@@ -243,27 +284,43 @@ def _compile(graph: _Shapes, shape: Any) -> "CompiledShape | str":
     """The shape in the compiled subset, or why it is not."""
     props = graph.by_subject[shape]
     types = graph.types(shape)
-    if SH + "NodeShape" not in types or types & {RDFS + "Class",
-                                                  "http://www.w3.org/2002/07/owl#Class"}:
-        return "not a node shape with explicit targets only"
+    if SH + "NodeShape" not in types:
+        return "not declared a sh:NodeShape"
     extra = _sh_keys(props) - _COMPILED_NODE_KEYS
     if extra:
         return "uses " + ", ".join(f"sh:{k}" for k in sorted(extra))
     if graph.referenced.get(shape):
         return "another shape refers to it"
+    custom = graph.custom_parameters(shape)
+    if custom:
+        return "activates a declared constraint component (" + ", ".join(custom) + ")"
     classes = []
     for cls in props.get(SH + "targetClass", []):
         if not isinstance(cls, pyoxigraph.NamedNode):
             return "a target class that is not an IRI"
         classes.append(cls.value)
+    if types & _CLASSES:
+        # An implicit class target (SHACL 2.1.3.3): the shape is a class.
+        if not isinstance(shape, pyoxigraph.NamedNode):
+            return "a blank node shape that is a class"
+        classes.append(shape.value)
+    nodes = props.get(SH + "targetNode", [])
+    if any(isinstance(n, pyoxigraph.BlankNode) for n in nodes):
+        # a blank node of the shapes graph is no node of the data graph
+        return "a target node that is a blank node"
     checks = []
     for node in props.get(SH + "property", []):
+        custom = graph.custom_parameters(node)
+        if custom:
+            return ("a property shape activates a declared constraint component ("
+                    + ", ".join(custom) + ")")
         compiled = _compile_property(graph, node)
         if isinstance(compiled, str):
             return compiled
         checks.append(compiled)
-    return CompiledShape(_term_text(shape), tuple(sorted(classes)),
-                         tuple(sorted(checks, key=lambda c: (c.path.value, c.node))))
+    return CompiledShape(_term_text(shape), tuple(sorted(set(classes))),
+                         tuple(sorted(checks, key=lambda c: (c.path.value, c.node))),
+                         tuple(sorted(set(nodes), key=_term_text)))
 
 
 def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
@@ -367,8 +424,8 @@ class ProfileShapes:
         self._quads = tuple(quads)
         self._compiled_nodes = _owned_subjects(
             graph, {s for s in graph.by_subject if self.name_of(s) in {c.name for c in compiled}})
-        self._pyshacl_graph: Any = None
-        self._parents: dict[str, str] = {}
+        self._pyshacl_shapes: _PyshaclShapes | None = None
+        self._lock = threading.Lock()
         self.digest = hashlib.sha256(b"".join(f.digest.encode() for f in self.files)).hexdigest()
 
     def name_of(self, subject: Any) -> str:
@@ -385,21 +442,17 @@ class ProfileShapes:
     def shacl_graph(self) -> Any:
         """The shapes pySHACL evaluates, as an rdflib graph, built once: every triple of the
         files but those of compiled shapes, with sh:pattern translated (see the module)."""
-        if self._pyshacl_graph is None:
-            graph, blanks = _rdflib_graph(
-                q for q in self._quads if q.subject not in self._compiled_nodes)
-            # A result names its shape by the rdflib node pySHACL read: back to this set's
-            # names, a property shape by the top-level shape it belongs to.
-            names = {f"_:{b}": self.name_of(pyoxigraph.BlankNode(k)) for k, b in blanks.items()}
-            import rdflib
+        return self._pyshacl().graph
 
-            for subject, node in graph.subject_objects(rdflib.URIRef(SH + "property")):
-                owner = _rdflib_shape_name(subject)
-                self._parents.setdefault(_rdflib_shape_name(node), names.get(owner, owner))
-            for key, name in names.items():
-                self._parents.setdefault(key, name)
-            self._pyshacl_graph = graph
-        return self._pyshacl_graph
+    def _pyshacl(self) -> "_PyshaclShapes":
+        # Built at the first check that needs it (an explain or a profile whose shapes are
+        # all compiled never imports pySHACL), once, whichever thread gets there first.
+        with self._lock:
+            if self._pyshacl_shapes is None:
+                self._pyshacl_shapes = _PyshaclShapes(
+                    [q for q in self._quads if q.subject not in self._compiled_nodes],
+                    self.name_of, {r.shape for r in self.routes})
+            return self._pyshacl_shapes
 
     def results(self, store: pyoxigraph.Store) -> list[Result]:
         """Every result of every shape over one check's store: compiled shapes by their
@@ -411,22 +464,112 @@ class ProfileShapes:
         for shape in self.compiled:
             results.extend(shape.results(store))
         if self.needs_pyshacl:
-            results.extend(self._pyshacl_results(store))
+            results.extend(self._pyshacl().results(store))
+        # A result said twice (two property shapes of one shape with the same finding) is
+        # one reason.
         return sorted(set(results), key=lambda r: (r.shape, r.focus, r.path or "",
                                                    r.component, r.value or "", r.message))
 
-    def _pyshacl_results(self, store: pyoxigraph.Store) -> Iterator[Result]:
+
+class _PyshaclShapes:
+    """The shapes of the pySHACL route, read by pySHACL once: the rdflib graph, and
+    pySHACL's :class:`~pyshacl.ShapesGraph` over it with its shapes harvested, which every
+    check's validation reuses (pySHACL's ``validate`` would read them anew each time)."""
+
+    def __init__(self, quads: Sequence[pyoxigraph.Quad], name_of: Callable[[Any], str],
+                 top_level: set[str]) -> None:
+        import rdflib
+        from pyshacl import ShapesGraph
+
+        self.graph, blanks = _rdflib_graph(quads)
+        # A result names its shape by the rdflib node pySHACL read: back to this set's
+        # names, a property shape by the top-level shape it belongs to (through property
+        # shapes of property shapes, whose results SHACL reports as they are; the first
+        # owner in the file when several share one).
+        names: dict[str, str] = {
+            f"_:{b}": name_of(pyoxigraph.BlankNode(k)) for k, b in blanks.items()}
+
+        def name(node: Any) -> str:
+            key = _rdflib_shape_name(node)
+            return names.get(key, key)
+
+        owners: dict[str, str] = {}
+        for subject, node in self.graph.subject_objects(rdflib.URIRef(SH + "property")):
+            owners.setdefault(name(node), name(subject))
+        self.parents: dict[str, str] = {}  # a result's sh:sourceShape -> the shape it names
+        for key in {*names, *owners}:
+            shape = names.get(key, key)
+            seen = {shape}
+            while shape not in top_level and owners.get(shape, shape) not in seen:
+                shape = owners[shape]
+                seen.add(shape)
+            self.parents[key] = shape
+        self.shapes = ShapesGraph(self.graph, logger=_PYSHACL_LOG)
         try:
-            import pyshacl
-        except ImportError as exc:  # pragma: no cover - pyshacl is a dependency
-            raise Unevaluable(f"pySHACL is not installed: {exc}") from exc
-        shacl_graph = self.shacl_graph()
+            # The harvest, here rather than in the first check: it is the part of pySHACL's
+            # work that depends on the shapes alone.
+            list(self.shapes.shapes)
+            self.shapes.custom_constraints  # noqa: B018 - a lazy property, read to fill it
+            self.error: Unevaluable | None = None
+        except Exception as exc:  # pySHACL's errors, mapped at this one boundary
+            self.error = Unevaluable(f"pySHACL cannot read the shapes: "
+                                     f"{type(exc).__name__}: {exc}")
+
+    def authored(self, shape: Any, constraint: Any, component: str) -> bool:
+        """Whether a result's messages are the profile's own (an ``sh:message`` of its
+        shape, of its SPARQL constraint, of its declared component or one of the
+        component's validators) rather than pySHACL's. pySHACL's own messages are not
+        kept: they write lists and shapes in set order and blank nodes by labels of this
+        process, so the same check would not read the same twice."""
+        import rdflib
+
+        message = rdflib.URIRef(SH + "message")
+        nodes = [shape, constraint]
+        if component and not component.startswith(SH):
+            node = rdflib.URIRef(component)
+            nodes.append(node)
+            for kind in ("validator", "nodeValidator", "propertyValidator"):
+                nodes.extend(self.graph.objects(node, rdflib.URIRef(SH + kind)))
+        return any(n is not None and (n, message, None) in self.graph for n in nodes)
+
+    def default_message(self, shape: Any, component: str) -> str:
+        """A result's message when the profile gives none: the parameter it fails, with
+        its values when they are IRIs or literals (a list or a shape is not written)."""
+        import rdflib
+
+        if not component.startswith(SH):
+            return f"the constraint component {component} is not met"
+        name = component[len(SH):].removesuffix("ConstraintComponent")
+        parameter = "sparql" if name == "SPARQL" else name[:1].lower() + name[1:]
+        values = list(self.graph.objects(shape, rdflib.URIRef(SH + parameter))) if (
+            shape is not None) else []
+        if values and not any(isinstance(v, rdflib.BNode) for v in values):
+            return f"sh:{parameter} " + ", ".join(sorted(
+                _value_text(v) or "" for v in values)) + " is not met"
+        return f"sh:{parameter} is not met"
+
+    def results(self, store: pyoxigraph.Store) -> Iterator[Result]:
+        from pyshacl import Validator
+        from pyshacl.errors import ValidationFailure
+        from pyshacl.graph_abstraction import DataGraph
+
+        if self.error is not None:
+            raise self.error
         try:
-            _, report, _ = pyshacl.validate(store, shacl_graph=shacl_graph, inplace=True,
-                                            allow_warnings=True, allow_infos=True)
+            validator = Validator(DataGraph.from_oxigraph_store(store), shacl_graph=self.graph,
+                                  options={"inplace": True, "allow_warnings": True,
+                                           "allow_infos": True, "logger": _PYSHACL_LOG})
+            # The shapes read once (the ShapesGraph the Validator just made over the same
+            # graph is empty: pySHACL harvests lazily).
+            validator.shacl_graph = self.shapes
+            _, report, _ = validator.run()  # type: ignore[no-untyped-call]
+        except ValidationFailure as exc:
+            # SHACL 3.6.2's failure: the shapes could not be evaluated over this data (a
+            # SPARQL query the spec forbids, a recursion pySHACL refuses).
+            raise Unevaluable(f"pySHACL reported a validation failure: {exc}") from exc
         except Exception as exc:  # pySHACL's errors, mapped at this one boundary
             raise Unevaluable(f"{type(exc).__name__}: {exc}") from exc
-        yield from _report_results(report, self._parents)
+        yield from _report_results(report, self, store)
 
 
 class Unevaluable(Exception):
@@ -446,7 +589,9 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
         for predicate, values in graph.by_subject.get(node, {}).items():
             if predicate.startswith(SH):
                 used.add(predicate[len(SH):])
-            for value in values:
+            # A declared component the node activates is used too (its validators may be
+            # SHACL-JS).
+            for value in [*values, *graph.components.get(predicate, ())]:
                 if value in graph.by_subject and value not in seen:
                     seen.add(value)
                     pending.append(value)
@@ -483,37 +628,33 @@ def _rdflib_graph(quads: Iterable[pyoxigraph.Quad]) -> tuple[Any, dict[str, Any]
     return graph, blanks
 
 
-def _report_results(report: Any, parents: Mapping[str, str]) -> Iterator[Result]:
+def _report_results(report: Any, route: "_PyshaclShapes",
+                    store: pyoxigraph.Store) -> Iterator[Result]:
     import rdflib
 
     sh = rdflib.Namespace(SH)
-
-    def text(node: Any) -> str | None:
-        if node is None:
-            return None
-        if isinstance(node, rdflib.BNode):
-            return f"_:{node}"
-        if isinstance(node, rdflib.Literal):
-            return node.n3()
-        return str(node)
-
     for result in report.objects(None, sh.result):
         source = report.value(result, sh.sourceShape)
         source_name = _rdflib_shape_name(source)
+        focus = report.value(result, sh.focusNode)
         path = report.value(result, sh.resultPath)
         severity = _SEVERITIES.get(str(report.value(result, sh.resultSeverity)), Severity.ERROR)
         component = str(report.value(result, sh.sourceConstraintComponent) or "")
+        constraint = report.value(result, sh.sourceConstraint)
         messages = sorted(str(m) for m in report.objects(result, sh.resultMessage))
-        value = report.value(result, sh.value)
+        if not (messages and route.authored(source, constraint, component)):
+            messages = [route.default_message(source, component)]
+        focus_term = _store_term(store, focus)
         yield Result(
-            text(report.value(result, sh.focusNode)) or "",
+            _value_text(focus) or "",
             str(path) if isinstance(path, rdflib.URIRef) else (
                 None if path is None else "(a complex path)"),
-            _value_text(value),
-            parents.get(source_name, source_name),
+            _value_text(report.value(result, sh.value), focus_term,
+                        path if isinstance(path, rdflib.URIRef) else None, store),
+            route.parents.get(source_name, source_name),
             component.rpartition("#")[2],
             severity,
-            messages[0] if messages else component.rpartition("#")[2])
+            messages[0])
 
 
 def _rdflib_shape_name(node: Any) -> str:
@@ -522,7 +663,37 @@ def _rdflib_shape_name(node: Any) -> str:
     return f"_:{node}" if isinstance(node, rdflib.BNode) else str(node)
 
 
-def _value_text(value: Any) -> str | None:
+def _rdflib_term(term: Any) -> Any:
+    """A pyoxigraph term as pySHACL reads it (rdflib normalises a literal's lexical form:
+    "2011-01-01"^^xsd:dateTime becomes "2011-01-01T00:00:00")."""
+    import rdflib
+
+    if isinstance(term, pyoxigraph.NamedNode):
+        return rdflib.URIRef(term.value)
+    if isinstance(term, pyoxigraph.BlankNode):
+        return rdflib.BNode(term.value)
+    if term.language:
+        return rdflib.Literal(term.value, lang=term.language)
+    return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype.value))
+
+
+def _store_term(store: pyoxigraph.Store, node: Any) -> Any:
+    """The store's term for a focus node of pySHACL's report, when it is not a literal
+    (pySHACL keeps a blank node's label)."""
+    import rdflib
+
+    if isinstance(node, rdflib.URIRef):
+        return pyoxigraph.NamedNode(str(node))
+    if isinstance(node, rdflib.BNode):
+        return pyoxigraph.BlankNode(str(node))
+    return None
+
+
+def _value_text(value: Any, focus: Any = None, path: Any = None,
+                store: pyoxigraph.Store | None = None) -> str | None:
+    """A term of pySHACL's report as this module writes terms. A literal is written as the
+    data has it, not as rdflib normalised it: the value of ``path`` from ``focus`` that
+    rdflib reads as the reported literal."""
     import rdflib
 
     if value is None:
@@ -531,6 +702,13 @@ def _value_text(value: Any) -> str | None:
         return str(value)
     if isinstance(value, rdflib.BNode):
         return f"_:{value}"
+    if store is not None and focus is not None and path is not None:
+        literals = {q.object for q in store.quads_for_pattern(
+            focus, pyoxigraph.NamedNode(str(path)), None, None)
+            if isinstance(q.object, pyoxigraph.Literal)}
+        same = [v for v in literals if _rdflib_term(v) == value]
+        if len(same) == 1:
+            return _term_text(same[0])
     return _term_text(pyoxigraph.Literal(str(value), language=value.language) if value.language
                       else pyoxigraph.Literal(str(value), datatype=pyoxigraph.NamedNode(
                           str(value.datatype or XSD + "string"))))
