@@ -124,6 +124,9 @@ class _PropertyCheck(NamedTuple):
     pattern: "re.Pattern[str] | None"
     has_value: Any
     message: str | None
+    # each component's message when the shape gives none, by the component's name
+    # ("MinCount"): the pySHACL route's (see _default_message)
+    defaults: Mapping[str, str]
 
 
 class CompiledShape(NamedTuple):
@@ -186,31 +189,28 @@ def _check_property(shape: str, prop: _PropertyCheck, store: pyoxigraph.Store,
         key=_term_text)
     focus_text, path = _term_text(focus), prop.path.value
 
-    def result(component: str, default: str, value: Any = None) -> Result:
+    def result(component: str, value: Any = None) -> Result:
         return Result(focus_text, path, None if value is None else _term_text(value), shape,
-                      component, Severity.ERROR, prop.message or default)
+                      component, Severity.ERROR,
+                      prop.message or prop.defaults[component.removesuffix("ConstraintComponent")])
 
     if prop.min_count is not None and len(values) < prop.min_count:
-        yield result("MinCountConstraintComponent",
-                     f"fewer than {prop.min_count} value(s) ({len(values)})")
+        yield result("MinCountConstraintComponent")
     if prop.max_count is not None and len(values) > prop.max_count:
-        yield result("MaxCountConstraintComponent",
-                     f"more than {prop.max_count} value(s) ({len(values)})")
+        yield result("MaxCountConstraintComponent")
     if prop.has_value is not None and prop.has_value not in values:
-        yield result("HasValueConstraintComponent", f"no value {_term_text(prop.has_value)}")
+        yield result("HasValueConstraintComponent")
     for value in values:
         kind = _kind(value)
         if prop.node_kind is not None and kind not in prop.node_kind:
-            yield result("NodeKindConstraintComponent", f"a {kind} value is not allowed", value)
+            yield result("NodeKindConstraintComponent", value)
         if prop.datatype is not None and not (
                 kind == "literal" and value.datatype.value == prop.datatype):
-            yield result("DatatypeConstraintComponent",
-                         f"the value is not of datatype {prop.datatype}", value)
+            yield result("DatatypeConstraintComponent", value)
         if prop.pattern is not None:
             text = None if kind == "blank" else value.value
             if text is None or not prop.pattern.search(text):
-                yield result("PatternConstraintComponent", "the value does not match the "
-                             "shape's pattern", value)
+                yield result("PatternConstraintComponent", value)
 
 
 # --- reading and routing --------------------------------------------------------------------
@@ -348,6 +348,26 @@ def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
         min_count, max_count = count("minCount"), count("maxCount")
     except _NotCompiled as exc:
         return str(exc)
+    why = _terms_outside(props)
+    if why:
+        return why
+    kind, datatype = _single(props.get(SH + "nodeKind", [])), _single(props.get(SH + "datatype", []))
+    pattern, message = _single(props.get(SH + "pattern", [])), _single(props.get(SH + "message", []))
+    try:
+        compiled_pattern = None if pattern is None else re.compile(python_pattern(pattern.value))
+    except re.error:
+        return "an sh:pattern Python's re cannot read"
+    return _PropertyCheck(
+        _term_text(node), path, min_count, max_count,
+        _NODE_KINDS[kind.value] if kind is not None else None,
+        datatype.value if datatype is not None else None, compiled_pattern,
+        _single(props.get(SH + "hasValue", [])), message.value if message is not None else None,
+        {name: _default_message(graph, node, f"{SH}{name}ConstraintComponent") for name in (
+            "MinCount", "MaxCount", "HasValue", "NodeKind", "Datatype", "Pattern")})
+
+
+def _terms_outside(props: Mapping[str, list[Any]]) -> str | None:
+    """Why a property shape's parameters are outside the compiled subset, if they are."""
     kind = _single(props.get(SH + "nodeKind", []))
     if kind is not None and (not isinstance(kind, pyoxigraph.NamedNode)
                              or kind.value not in _NODE_KINDS):
@@ -356,23 +376,19 @@ def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
     if datatype is not None and (not isinstance(datatype, pyoxigraph.NamedNode)
                                  or datatype.value not in _COMPILED_DATATYPES):
         return "an sh:datatype whose lexical space the compiled checks do not test"
-    pattern = _single(props.get(SH + "pattern", []))
-    compiled_pattern = None
-    if pattern is not None:
-        if not isinstance(pattern, pyoxigraph.Literal):
-            return "an sh:pattern that is not a literal"
-        try:
-            compiled_pattern = re.compile(python_pattern(pattern.value))
-        except re.error:
-            return "an sh:pattern Python's re cannot read"
-    message = _single(props.get(SH + "message", []))
-    if message is not None and not isinstance(message, pyoxigraph.Literal):
-        return "an sh:message that is not a literal"
-    return _PropertyCheck(
-        _term_text(node), path, min_count, max_count,
-        _NODE_KINDS[kind.value] if kind is not None else None,
-        datatype.value if datatype is not None else None, compiled_pattern,
-        _single(props.get(SH + "hasValue", [])), message.value if message is not None else None)
+    for name in ("pattern", "message"):
+        value = _single(props.get(SH + name, []))
+        if value is not None and not isinstance(value, pyoxigraph.Literal):
+            return f"an sh:{name} that is not a literal"
+    value = _single(props.get(SH + "hasValue", []))
+    if value is not None and not isinstance(value, pyoxigraph.NamedNode) and not (
+            isinstance(value, pyoxigraph.Literal) and value.datatype.value in _COMPILED_DATATYPES):
+        # A blank node of the shapes graph is in no data graph; a number or a date is
+        # compared as Oxigraph stores it, normalised ("01"^^xsd:integer is stored "1"),
+        # which pySHACL (rdflib normalises both sides) reads as equal and the term
+        # comparison would not.
+        return "an sh:hasValue that is not an IRI or a string"
+    return None
 
 
 class _NotCompiled(Exception):
@@ -400,6 +416,7 @@ class ProfileShapes:
                     names[q.subject] = f"{file.reference}#blank-{len(names) + 1}"
             quads.extend(parsed)
         graph = _Shapes(quads)
+        self._graph = graph
         self._names = names
         routes, compiled, unsupported = [], [], []
         for shape in graph.top_level():
@@ -451,7 +468,7 @@ class ProfileShapes:
             if self._pyshacl_shapes is None:
                 self._pyshacl_shapes = _PyshaclShapes(
                     [q for q in self._quads if q.subject not in self._compiled_nodes],
-                    self.name_of, {r.shape for r in self.routes})
+                    self.name_of, {r.shape for r in self.routes}, self._graph)
             return self._pyshacl_shapes
 
     def results(self, store: pyoxigraph.Store) -> list[Result]:
@@ -477,11 +494,13 @@ class _PyshaclShapes:
     check's validation reuses (pySHACL's ``validate`` would read them anew each time)."""
 
     def __init__(self, quads: Sequence[pyoxigraph.Quad], name_of: Callable[[Any], str],
-                 top_level: set[str]) -> None:
+                 top_level: set[str], source: "_Shapes") -> None:
         import rdflib
         from pyshacl import ShapesGraph
 
         self.graph, blanks = _rdflib_graph(quads)
+        self.source = source
+        self.blanks = {str(b): pyoxigraph.BlankNode(k) for k, b in blanks.items()}
         # A result names its shape by the rdflib node pySHACL read: back to this set's
         # names, a property shape by the top-level shape it belongs to (through property
         # shapes of property shapes, whose results SHACL reports as they are; the first
@@ -533,20 +552,17 @@ class _PyshaclShapes:
         return any(n is not None and (n, message, None) in self.graph for n in nodes)
 
     def default_message(self, shape: Any, component: str) -> str:
-        """A result's message when the profile gives none: the parameter it fails, with
-        its values when they are IRIs or literals (a list or a shape is not written)."""
+        """A result's message when the profile gives none (see :func:`_default_message`),
+        read from the shapes as the files have them (the rdflib graph's sh:pattern is
+        translated)."""
         import rdflib
 
-        if not component.startswith(SH):
-            return f"the constraint component {component} is not met"
-        name = component[len(SH):].removesuffix("ConstraintComponent")
-        parameter = "sparql" if name == "SPARQL" else name[:1].lower() + name[1:]
-        values = list(self.graph.objects(shape, rdflib.URIRef(SH + parameter))) if (
-            shape is not None) else []
-        if values and not any(isinstance(v, rdflib.BNode) for v in values):
-            return f"sh:{parameter} " + ", ".join(sorted(
-                _value_text(v) or "" for v in values)) + " is not met"
-        return f"sh:{parameter} is not met"
+        term: Any = None
+        if isinstance(shape, rdflib.URIRef):
+            term = pyoxigraph.NamedNode(str(shape))
+        elif isinstance(shape, rdflib.BNode):
+            term = self.blanks.get(str(shape))
+        return _default_message(self.source, term, component)
 
     def results(self, store: pyoxigraph.Store) -> Iterator[Result]:
         from pyshacl import Validator
@@ -655,6 +671,38 @@ def _report_results(report: Any, route: "_PyshaclShapes",
             component.rpartition("#")[2],
             severity,
             messages[0])
+
+
+def _default_message(graph: "_Shapes", shape: Any, component: str) -> str:
+    """A result's message when the profile gives none, the same whichever route found it:
+    the parameter the value or focus node fails, with its values when they are IRIs or
+    literals (a list or a shape is not written out)."""
+    if not component.startswith(SH):
+        return f"the constraint component {component} is not met"
+    name = component[len(SH):].removesuffix("ConstraintComponent")
+    parameter = "sparql" if name == "SPARQL" else name[:1].lower() + name[1:]
+    texts = [_parameter_text(graph, v) for v in (
+        graph.get(shape, SH + parameter) if shape is not None else [])]
+    if texts and None not in texts:
+        return f"sh:{parameter} " + ", ".join(sorted(t for t in texts if t)) + " is not met"
+    return f"sh:{parameter} is not met"
+
+
+def _parameter_text(graph: "_Shapes", value: Any) -> str | None:
+    """A parameter's value as a message writes it: a term, or a list of terms in its
+    order (sh:in); None for a shape or a list of anything else."""
+    if not isinstance(value, pyoxigraph.BlankNode):
+        return _term_text(value)
+    items, seen = [], set()
+    while value != pyoxigraph.NamedNode(RDF + "nil"):
+        first, rest = graph.get(value, RDF + "first"), graph.get(value, RDF + "rest")
+        if value in seen or len(first) != 1 or len(rest) != 1 or isinstance(
+                first[0], pyoxigraph.BlankNode):
+            return None
+        seen.add(value)
+        items.append(_term_text(first[0]))
+        value = rest[0]
+    return "(" + " ".join(items) + ")"
 
 
 def _rdflib_shape_name(node: Any) -> str:
