@@ -85,6 +85,7 @@ _NODE_KINDS = {
 # logging configuration, if any: a library does not write to stderr.
 _PYSHACL_LOG = logging.getLogger("ioa_semantic.pyshacl")
 _PYSHACL_LOG.addHandler(logging.NullHandler())
+_AS_WRITTEN = frozenset({XSD + "integer", XSD + "decimal", XSD + "boolean"})
 _SEVERITIES = {SH + "Violation": Severity.ERROR, SH + "Warning": Severity.WARNING,
                SH + "Info": Severity.INFO}
 
@@ -183,8 +184,8 @@ def _term_text(term: Any) -> str:
 def _check_property(shape: str, prop: _PropertyCheck, store: pyoxigraph.Store,
                     focus: Any) -> Iterator[Result]:
     # The union of the store's graphs, as pySHACL reads it: one value for a triple that
-    # several graphs hold.
-    values: list[Any] = sorted(
+    # several graphs hold. A literal (an sh:targetNode) is the subject of no triple.
+    values: list[Any] = [] if isinstance(focus, pyoxigraph.Literal) else sorted(
         {q.object for q in store.quads_for_pattern(focus, prop.path, None, None)},
         key=_term_text)
     focus_text, path = _term_text(focus), prop.path.value
@@ -691,6 +692,8 @@ def _default_message(graph: "_Shapes", shape: Any, component: str) -> str:
 def _parameter_text(graph: "_Shapes", value: Any) -> str | None:
     """A parameter's value as a message writes it: a term, or a list of terms in its
     order (sh:in); None for a shape or a list of anything else."""
+    if isinstance(value, pyoxigraph.Literal) and value.datatype.value in _AS_WRITTEN:
+        return value.value  # 1, not "1"^^<...#integer>, as Turtle writes it
     if not isinstance(value, pyoxigraph.BlankNode):
         return _term_text(value)
     items, seen = [], set()
@@ -700,7 +703,7 @@ def _parameter_text(graph: "_Shapes", value: Any) -> str | None:
                 first[0], pyoxigraph.BlankNode):
             return None
         seen.add(value)
-        items.append(_term_text(first[0]))
+        items.append(_parameter_text(graph, first[0]) or "")
         value = rest[0]
     return "(" + " ".join(items) + ")"
 
