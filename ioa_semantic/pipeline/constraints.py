@@ -3,27 +3,45 @@
 A profile names shape files (``iop:shapes``). Each top-level shape (one with a target) is
 routed once, when the Checker is built:
 
-* **compiled**: a node shape of ``sh:targetClass`` targets whose constraints are all in
-  the subset the baseline's compiler understands (``sh:property`` with a predicate
-  ``sh:path`` and ``sh:minCount``, ``sh:maxCount``, ``sh:nodeKind``, ``sh:datatype``
-  ``xsd:string``/``rdf:langString``, ``sh:pattern`` without flags, ``sh:hasValue``,
-  ``sh:message``) is evaluated by :class:`CompiledShape` over the check's store;
+* **compiled**: a node shape (``sh:NodeShape``) with ``sh:targetClass``, ``sh:targetNode``
+  (IRIs and literals) or an implicit class target, whose constraints are all in the subset
+  the baseline's compiler understands (``sh:property`` with a predicate ``sh:path`` and
+  ``sh:minCount``, ``sh:maxCount``, ``sh:nodeKind``, ``sh:datatype``
+  ``xsd:string``/``rdf:langString``, ``sh:pattern`` without flags, ``sh:hasValue`` an IRI or
+  a string, ``sh:message``, and the non-validating ``sh:name``, ``sh:description``,
+  ``sh:order``, ``sh:group``, ``sh:defaultValue``), that no other shape refers to and that
+  activates no constraint component the files declare, is evaluated by
+  :class:`CompiledShape` over the check's store;
 * **pyshacl**: any other SHACL Core or SHACL-SPARQL shape goes to pySHACL, which validates
   the check's Oxigraph store in place (the union of its graphs), once per check for all of
-  them together, never once per shape.
+  them together, never once per shape. pySHACL reads the shapes once (its ``ShapesGraph``,
+  reused by every check's ``Validator``);
+* **unsupported**: SHACL Advanced Features and SHACL-JS are not evaluated; every check
+  under such a shape is indeterminate.
+
+``tests/test_constraints.py`` holds the compiled route to the pySHACL route on drawn shapes
+and data; ``tests/test_shacl_suite.py`` runs the W3C SHACL suite through both, with what
+pySHACL over Oxigraph does not do as the spec says (SPARQL pre-binding in nested groups,
+SPARQL-based constraint components, a literal focus node of a property shape) written
+down there.
 
 Both read the same graph (see ``docs/constraints.md``): the expanded envelope, the check's
 facts (``urn:ioa-semantic:check``) and the task parameters as one node
 (``urn:ioa-semantic:task``, a ``iop:TaskParameters`` with one ``param:<name>`` literal a
-parameter), the profile and its vocabulary, the offered registrations and artifacts.
+parameter), the profile and its vocabulary, the offered registrations and artifacts. The
+store is Oxigraph's, which keeps a literal it reads as a number normalised
+(``"01"^^xsd:integer`` is ``"1"``, ``"5"^^xsd:int`` an ``xsd:integer``): shapes see that.
 
 A result becomes a reason under a ``constraint.`` code: ``constraint.shape-violated``
 (``incompatible``: a completed check found the conflict), ``constraint.shape-warning`` for
-``sh:Warning``/``sh:Info`` (it decides nothing), ``constraint.shape-unevaluable``
-(``indeterminate``: the shapes could not be evaluated). ``sh:pattern`` is read as XPath reads
-it in both routes: ``$`` matches at the end of the value only (pySHACL's Python ``re`` would
-also match before a final newline), so the shapes pySHACL sees have their patterns
-translated first.
+``sh:Warning``/``sh:Info`` (it decides nothing; a severity SHACL does not define is a
+violation), ``constraint.shape-unevaluable`` (``indeterminate``: the shapes could not be
+evaluated, pySHACL failed or reported SHACL's validation failure). A result's message is
+the profile's ``sh:message``, or the parameter it fails with its values, the same in both
+routes (pySHACL's own messages are not deterministic). ``sh:pattern`` is read as XPath
+reads it in both routes: ``$`` matches at the end of the value only (pySHACL's Python
+``re`` would also match before a final newline), so the shapes pySHACL sees have their
+patterns translated first.
 """
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
