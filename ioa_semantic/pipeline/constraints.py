@@ -103,6 +103,8 @@ _NODE_KINDS = {
 # logging configuration, if any: a library does not write to stderr.
 _PYSHACL_LOG = logging.getLogger("ioa_semantic.pyshacl")
 _PYSHACL_LOG.addHandler(logging.NullHandler())
+# rdflib's label of a new blank node: "N" and a uuid4's 32 hex digits
+_RDFLIB_BLANK = re.compile(r"\bN[0-9a-f]{32}\b")
 _AS_WRITTEN = frozenset({XSD + "integer", XSD + "decimal", XSD + "boolean"})
 _SEVERITIES = {SH + "Violation": Severity.ERROR, SH + "Warning": Severity.WARNING,
                SH + "Info": Severity.INFO}
@@ -438,14 +440,17 @@ class ProfileShapes:
         self._graph = graph
         self._names = names
         routes, compiled, unsupported = [], [], []
+        self._not_evaluated: list[str] = []
         for shape in graph.top_level():
             name, source = self.name_of(shape), sources.get(shape, "")
             used = _features(graph, shape) & _UNSUPPORTED
-            if used:
-                routes.append(ShapeRoute(name, ROUTE_UNSUPPORTED, "uses " + ", ".join(
-                    f"sh:{k}" for k in sorted(used)) + " (SHACL Advanced Features or SHACL-JS)",
-                    source))
+            why = ("uses " + ", ".join(f"sh:{k}" for k in sorted(used))
+                   + " (SHACL Advanced Features or SHACL-JS)") if used else _recursion(
+                       graph, shape, self.name_of)
+            if why:
+                routes.append(ShapeRoute(name, ROUTE_UNSUPPORTED, why, source))
                 unsupported.append(name)
+                self._not_evaluated.append(f"the shape {name} {why}")
                 continue
             outcome = _compile(graph, shape)
             if isinstance(outcome, CompiledShape):
@@ -494,8 +499,7 @@ class ProfileShapes:
         """Every result of every shape over one check's store: compiled shapes by their
         checks, the rest by one pySHACL validation. Raises :class:`Unevaluable`."""
         if self.unsupported:
-            raise Unevaluable("the shape(s) " + ", ".join(self.unsupported) + " use SHACL "
-                              "Advanced Features or SHACL-JS, which are not evaluated")
+            raise Unevaluable("; ".join(self._not_evaluated) + ", which is not evaluated")
         results: list[Result] = []
         for shape in self.compiled:
             results.extend(shape.results(store))
@@ -520,6 +524,7 @@ class _PyshaclShapes:
         self.graph, blanks = _rdflib_graph(quads)
         self.source = source
         self.blanks = {str(b): pyoxigraph.BlankNode(k) for k, b in blanks.items()}
+        self.name_of = name_of
         # A result names its shape by the rdflib node pySHACL read: back to this set's
         # names, a property shape by the top-level shape it belongs to (through property
         # shapes of property shapes, whose results SHACL reports as they are; the first
@@ -550,8 +555,15 @@ class _PyshaclShapes:
             self.shapes.custom_constraints  # noqa: B018 - a lazy property, read to fill it
             self.error: Unevaluable | None = None
         except Exception as exc:  # pySHACL's errors, mapped at this one boundary
-            self.error = Unevaluable(f"pySHACL cannot read the shapes: "
-                                     f"{type(exc).__name__}: {exc}")
+            self.error = Unevaluable(self.stable(f"pySHACL cannot read the shapes: "
+                                                 f"{type(exc).__name__}: {exc}"))
+
+    def stable(self, text: str) -> str:
+        """pySHACL's text with the rdflib labels of this process's blank nodes (which it
+        writes in its errors) replaced by the shapes' names: a reason reads the same in
+        every run."""
+        return _RDFLIB_BLANK.sub(lambda m: self.name_of(self.blanks[m[0]]) if m[0] in self.blanks
+                                 else "a blank node", text)
 
     def authored(self, shape: Any, constraint: Any, component: str) -> bool:
         """Whether a result's messages are the profile's own (an ``sh:message`` of its
@@ -601,9 +613,10 @@ class _PyshaclShapes:
         except ValidationFailure as exc:
             # SHACL 3.6.2's failure: the shapes could not be evaluated over this data (a
             # SPARQL query the spec forbids, a recursion pySHACL refuses).
-            raise Unevaluable(f"pySHACL reported a validation failure: {exc}") from exc
+            raise Unevaluable(self.stable(f"pySHACL reported a validation failure: {exc}")
+                              ) from exc
         except Exception as exc:  # pySHACL's errors, mapped at this one boundary
-            raise Unevaluable(f"{type(exc).__name__}: {exc}") from exc
+            raise Unevaluable(self.stable(f"{type(exc).__name__}: {exc}")) from exc
         yield from _report_results(report, self, store)
 
 
@@ -631,6 +644,43 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
                     seen.add(value)
                     pending.append(value)
     return used
+
+
+def _recursion(graph: _Shapes, shape: Any, name_of: Callable[[Any], str]) -> str:
+    """Why the shape is recursive ("" when it is not): it reaches a shape that refers back
+    through the shape-expecting parameters (SHACL 3.4.3, which leaves such validation to
+    each processor; pySHACL backs out after a few levels and calls the data valid)."""
+    path: list[Any] = []
+    done: set[Any] = set()
+
+    def references(node: Any) -> Iterator[Any]:
+        for parameter in ("node", "property", "qualifiedValueShape", "not"):
+            yield from graph.get(node, SH + parameter)
+        for parameter in ("and", "or", "xone"):
+            for head in graph.get(node, SH + parameter):
+                seen = set()
+                while head in graph.by_subject and head not in seen:
+                    seen.add(head)
+                    yield from graph.get(head, RDF + "first")
+                    head = _single(graph.get(head, RDF + "rest"))
+
+    def visit(node: Any) -> str:
+        if node in path:
+            return "is recursive: " + " -> ".join(
+                name_of(n) for n in [*path[path.index(node):], node]) + (
+                " (SHACL leaves the validation of recursive shapes undefined)")
+        if node in done:
+            return ""
+        path.append(node)
+        for reference in references(node):
+            found = visit(reference)
+            if found:
+                return found
+        path.pop()
+        done.add(node)
+        return ""
+
+    return visit(shape)
 
 
 def _owned_subjects(graph: _Shapes, shapes: set[Any]) -> frozenset[Any]:
