@@ -596,6 +596,7 @@ class _PyshaclShapes:
         return _default_message(self.source, term, component)
 
     def results(self, store: pyoxigraph.Store) -> Iterator[Result]:
+        import rdflib
         from pyshacl import Validator
         from pyshacl.errors import ValidationFailure
         from pyshacl.graph_abstraction import DataGraph
@@ -603,11 +604,14 @@ class _PyshaclShapes:
         if self.error is not None:
             raise self.error
         try:
-            validator = Validator(DataGraph.from_oxigraph_store(store), shacl_graph=self.graph,
+            # The Validator makes a ShapesGraph of the graph it is given, adding two triples
+            # to it: an empty graph of its own, so that the shapes' graph, which checks on
+            # other threads read, is never written after it is built. Then the shapes read
+            # once take its place.
+            validator = Validator(DataGraph.from_oxigraph_store(store),
+                                  shacl_graph=rdflib.Graph(),
                                   options={"inplace": True, "allow_warnings": True,
                                            "allow_infos": True, "logger": _PYSHACL_LOG})
-            # The shapes read once (the ShapesGraph the Validator just made over the same
-            # graph is empty: pySHACL harvests lazily).
             validator.shacl_graph = self.shapes
             _, report, _ = validator.run()  # type: ignore[no-untyped-call]
         except ValidationFailure as exc:
