@@ -106,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         # One rename, so that an interrupted run never leaves a half suite that looks whole.
         staged.rename(target)
+    where = target.relative_to(ROOT) if target.is_relative_to(ROOT) else target
     print(f"fetch_shacl_suite: {count} files of the W3C SHACL test suite (pySHACL {version}) "
-          f"in {target.relative_to(ROOT)}")
+          f"in {where}")
     return 0
 
 

@@ -47,12 +47,15 @@ a newline (asserted below).
 from __future__ import annotations
 
 import hashlib
-import os
+import io
+import tarfile
 from collections import Counter
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import fetch_shacl_suite as fetch
 import pyoxigraph
 import pytest
 import shacl_suite as suite
@@ -137,6 +140,7 @@ READINGS: dict[str, str] = {
     "has three severities, and one it does not know is not advisory",
 }
 
+FIGURES_VERSION = "0.40.1"
 # The figures for pySHACL 0.40.1's copy of the suite: how many tests, and how each ends.
 # "compiled": every shape of the test is compiled; "pyshacl": every shape goes to pySHACL;
 # "both": some of each. Update deliberately.
@@ -340,7 +344,9 @@ def test_the_figures() -> None:
         if again is not None and again.passed:
             figures["passed again with the compiled shapes on pySHACL"] += 1
     assert {k: v for k, v in figures.items() if v} == {
-        k: v for k, v in EXPECTED_FIGURES.items() if v}
+        k: v for k, v in EXPECTED_FIGURES.items() if v}, (
+        f"the figures are pySHACL {FIGURES_VERSION}'s; pySHACL {metadata.version('pyshacl')} "
+        "is installed")
 
 
 def test_the_tables_name_real_tests_exactly() -> None:
@@ -375,6 +381,53 @@ def test_the_opt_out_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatc
     assert not suite.skipped_by_request()
 
 
-def test_the_fetch_script_is_where_the_message_says() -> None:
-    assert (Path(__file__).resolve().parents[1] / suite.FETCH).is_file()
-    assert os.path.basename(suite.FETCH) == "fetch_shacl_suite.py"
+def _sdist(path: Path, members: dict[str, bytes], links: tuple[str, ...] = ()) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name in links:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+    return path
+
+
+def test_the_fetch_script_extracts_only_the_suite(tmp_path: Path) -> None:
+    archive = _sdist(tmp_path / "pyshacl-9.tar.gz", {
+        "pyshacl-9/test/resources/sht_tests/manifest.ttl": b"<> a <x> .",
+        "pyshacl-9/test/resources/sht_tests/core/a.ttl": b"",
+        "pyshacl-9/test/resources/sht_tests/../../../escape.ttl": b"",
+        "pyshacl-9/pyshacl/__init__.py": b"",
+    }, links=("pyshacl-9/test/resources/sht_tests/core/link.ttl",))
+    target = tmp_path / "out"
+    assert fetch.extract(archive, target) == 2
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*")
+                  if p.is_file()) == ["core/a.ttl", "manifest.ttl"]
+    assert not (tmp_path / "escape.ttl").exists()
+
+
+def test_the_fetch_script_does_nothing_when_the_suite_is_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fetch, "CACHE", tmp_path / "cache")
+    archive = _sdist(tmp_path / "pyshacl-9.tar.gz", {
+        "pyshacl-9/test/resources/sht_tests/manifest.ttl": b"<> a <x> ."})
+    assert fetch.main(["--sdist", str(archive)]) == 0
+    manifest = fetch.suite_dir(metadata.version("pyshacl")) / "manifest.ttl"
+    assert manifest.read_bytes() == b"<> a <x> ."
+    # there: not read again (the archive is gone)
+    archive.unlink()
+    assert fetch.main(["--sdist", str(archive)]) == 0
+
+
+def test_the_fetch_script_says_why_it_cannot(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fetch, "CACHE", tmp_path / "cache")
+    not_an_sdist = _sdist(tmp_path / "other.tar.gz", {"other/README": b""})
+    with pytest.raises(SystemExit, match=r"holds no test/resources/sht_tests/manifest\.ttl"):
+        fetch.main(["--sdist", str(not_an_sdist)])
+    (tmp_path / "broken.tar.gz").write_bytes(b"not gzip")
+    with pytest.raises(SystemExit, match="cannot read"):
+        fetch.main(["--sdist", str(tmp_path / "broken.tar.gz")])
+    assert not fetch.suite_dir(metadata.version("pyshacl")).exists()
