@@ -57,7 +57,7 @@ from urllib.parse import quote
 import pyoxigraph
 
 from .._codes import finding
-from .._exceptions import ConfigurationError
+from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Severity
 from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
 from .shapes import python_pattern
@@ -624,8 +624,10 @@ class _PyshaclShapes:
         yield from _report_results(report, self, store)
 
 
-class Unevaluable(Exception):
-    """pySHACL could not evaluate the shapes (an unsupported feature, a SPARQL error)."""
+class Unevaluable(IoaSemanticError):
+    """The shapes could not be evaluated over a check's store (an unsupported feature, a
+    recursive shape, a SPARQL error, SHACL's validation failure): the check is
+    indeterminate (``constraint_findings`` says so)."""
 
 
 def _base_of(source: str) -> str | None:
