@@ -336,6 +336,21 @@ def test_a_recursive_shape_is_not_evaluated(turtle: str, cycle: str) -> None:
     assert f"the shape {EX}S is recursive: {cycle}" in finding.message
 
 
+def test_a_datatype_the_store_does_not_keep_is_not_evaluated() -> None:
+    """Oxigraph stores "5"^^xsd:int as "5"^^xsd:integer: over the check's store, a valid
+    xsd:int would be reported as not one."""
+    shapes = shapes_of("ex:S a sh:NodeShape ; sh:targetNode ex:n ; "
+                       "sh:property [ sh:path ex:p ; sh:datatype xsd:int ] .")
+    assert routes(shapes)[EX + "S"] == (ROUTE_UNSUPPORTED, (
+        f"uses sh:datatype {XSD}int, which the check's store cannot tell: Oxigraph keeps "
+        f"such a value as {XSD}integer (oxigraph/oxigraph#526)"))
+    store = store_of('ex:n ex:p "5"^^xsd:int .')
+    assert [q.object for q in store] == [
+        pyoxigraph.Literal("5", datatype=pyoxigraph.NamedNode(XSD + "integer"))]
+    assert [f.code for f in constraint_findings(shapes, store)] == [
+        "constraint.shape-unevaluable"]
+
+
 def test_a_blank_top_level_shape_is_named_by_its_file_and_place() -> None:
     shapes = shapes_of("[] a sh:NodeShape ; sh:targetClass ex:A ; "
                        "sh:property [ sh:path ex:p ; sh:minCount 1 ] .")

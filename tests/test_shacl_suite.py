@@ -82,9 +82,10 @@ UNEVALUABLE = "unevaluable"  # the shapes are Unevaluable where the suite expect
 DIFFERS = "differs"  # a report that is not the expected one
 DEVIATIONS: dict[str, tuple[str, str]] = {
     "core/property/datatype-ill-formed": (
-        DIFFERS, "Oxigraph's store normalises a literal it can read as a number: "
-        "\"300\"^^xsd:byte is stored as \"300\"^^xsd:integer (oxigraph/oxigraph#526), so the "
-        "result's sh:value is the store's term, not the data's"),
+        UNEVALUABLE, "sh:datatype xsd:byte: Oxigraph's store keeps a value it reads as an "
+        "integer as xsd:integer (\"12\"^^xsd:byte is read back \"12\"^^xsd:integer, "
+        "oxigraph/oxigraph#526), so the check's store cannot tell an xsd:byte and the shape "
+        "is not evaluated"),
     "core/property/uniqueLang-002": (
         DIFFERS, "pySHACL reads sh:uniqueLang \"1\"^^xsd:boolean as true; SHACL activates the "
         "constraint for the literal true only, so the data conforms"),
@@ -148,7 +149,7 @@ EXPECTED_FIGURES = {
     "tests": 121, "core": 98, "sparql": 23,
     "passed compiled": 10, "passed pyshacl": 90, "passed both": 3,
     "passed sht:Failure (unevaluable)": 7,
-    f"deviation {UNEVALUABLE}": 6, f"deviation {DIFFERS}": 5,
+    f"deviation {UNEVALUABLE}": 7, f"deviation {DIFFERS}": 4,
     "passed again with the compiled shapes on pySHACL": 13,
 }
 
