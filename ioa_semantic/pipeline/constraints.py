@@ -16,8 +16,9 @@ routed once, when the Checker is built:
   the check's Oxigraph store in place (the union of its graphs), once per check for all of
   them together, never once per shape. pySHACL reads the shapes once (its ``ShapesGraph``,
   reused by every check's ``Validator``);
-* **unsupported**: SHACL Advanced Features and SHACL-JS are not evaluated; every check
-  under such a shape is indeterminate.
+* **unsupported**: SHACL Advanced Features and SHACL-JS, recursive shapes (SHACL leaves
+  them undefined) and an ``sh:datatype`` the check's store does not keep (below) are not
+  evaluated; every check under such a shape is indeterminate.
 
 ``tests/test_constraints.py`` holds the compiled route to the pySHACL route on drawn shapes
 and data; ``tests/test_shacl_suite.py`` runs the W3C SHACL suite through both, with what
@@ -30,7 +31,8 @@ facts (``urn:ioa-semantic:check``) and the task parameters as one node
 (``urn:ioa-semantic:task``, a ``iop:TaskParameters`` with one ``param:<name>`` literal a
 parameter), the profile and its vocabulary, the offered registrations and artifacts. The
 store is Oxigraph's, which keeps a literal it reads as a number normalised
-(``"01"^^xsd:integer`` is ``"1"``, ``"5"^^xsd:int`` an ``xsd:integer``): shapes see that.
+(``"01"^^xsd:integer`` is ``"1"``, ``"5"^^xsd:int`` an ``xsd:integer``): shapes see that,
+and a result's value is the store's term.
 
 A result becomes a reason under a ``constraint.`` code: ``constraint.shape-violated``
 (``incompatible``: a completed check found the conflict), ``constraint.shape-warning`` for
