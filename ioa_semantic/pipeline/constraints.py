@@ -3,34 +3,56 @@
 A profile names shape files (``iop:shapes``). Each top-level shape (one with a target) is
 routed once, when the Checker is built:
 
-* **compiled**: a node shape of ``sh:targetClass`` targets whose constraints are all in
-  the subset the baseline's compiler understands (``sh:property`` with a predicate
-  ``sh:path`` and ``sh:minCount``, ``sh:maxCount``, ``sh:nodeKind``, ``sh:datatype``
-  ``xsd:string``/``rdf:langString``, ``sh:pattern`` without flags, ``sh:hasValue``,
-  ``sh:message``) is evaluated by :class:`CompiledShape` over the check's store;
+* **compiled**: a node shape (``sh:NodeShape``) with ``sh:targetClass``, ``sh:targetNode``
+  (IRIs and literals) or an implicit class target, whose constraints are all in the subset
+  the baseline's compiler understands (``sh:property`` with a predicate ``sh:path`` and
+  ``sh:minCount``, ``sh:maxCount``, ``sh:nodeKind``, ``sh:datatype``
+  ``xsd:string``/``rdf:langString``, ``sh:pattern`` without flags, ``sh:hasValue`` an IRI or
+  a string, ``sh:message``, and the non-validating ``sh:name``, ``sh:description``,
+  ``sh:order``, ``sh:group``, ``sh:defaultValue``), that no other shape refers to and that
+  activates no constraint component the files declare, is evaluated by
+  :class:`CompiledShape` over the check's store;
 * **pyshacl**: any other SHACL Core or SHACL-SPARQL shape goes to pySHACL, which validates
   the check's Oxigraph store in place (the union of its graphs), once per check for all of
-  them together, never once per shape.
+  them together, never once per shape. pySHACL reads the shapes once (its ``ShapesGraph``,
+  reused by every check's ``Validator``);
+* **unsupported**: SHACL Advanced Features and SHACL-JS, recursive shapes (SHACL leaves
+  them undefined) and an ``sh:datatype`` the check's store does not keep (below) are not
+  evaluated; every check under such a shape is indeterminate.
+
+``tests/test_constraints.py`` holds the compiled route to the pySHACL route on drawn shapes
+and data; ``tests/test_shacl_suite.py`` runs the W3C SHACL suite through both, with what
+pySHACL over Oxigraph does not do as the spec says (SPARQL pre-binding in nested groups,
+SPARQL-based constraint components, a literal focus node of a property shape) written
+down there.
 
 Both read the same graph (see ``docs/constraints.md``): the expanded envelope, the check's
 facts (``urn:ioa-semantic:check``) and the task parameters as one node
 (``urn:ioa-semantic:task``, a ``iop:TaskParameters`` with one ``param:<name>`` literal a
-parameter), the profile and its vocabulary, the offered registrations and artifacts.
+parameter), the profile and its vocabulary, the offered registrations and artifacts. The
+store is Oxigraph's, which keeps a literal it reads as a number normalised
+(``"01"^^xsd:integer`` is ``"1"``, ``"5"^^xsd:int`` an ``xsd:integer``): shapes see that,
+and a result's value is the store's term.
 
 A result becomes a reason under a ``constraint.`` code: ``constraint.shape-violated``
 (``incompatible``: a completed check found the conflict), ``constraint.shape-warning`` for
-``sh:Warning``/``sh:Info`` (it decides nothing), ``constraint.shape-unevaluable``
-(``indeterminate``: the shapes could not be evaluated). ``sh:pattern`` is read as XPath reads
-it in both routes: ``$`` matches at the end of the value only (pySHACL's Python ``re`` would
-also match before a final newline), so the shapes pySHACL sees have their patterns
-translated first.
+``sh:Warning``/``sh:Info`` (it decides nothing; a severity SHACL does not define is a
+violation), ``constraint.shape-unevaluable`` (``indeterminate``: the shapes could not be
+evaluated, pySHACL failed or reported SHACL's validation failure). A result's message is
+the profile's ``sh:message``, or the parameter it fails with its values, the same in both
+routes (pySHACL's own messages are not deterministic). ``sh:pattern`` is read as XPath
+reads it in both routes: ``$`` matches at the end of the value only (pySHACL's Python
+``re`` would also match before a final newline), so the shapes pySHACL sees have their
+patterns translated first.
 """
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import hashlib
+import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
 from urllib.parse import quote
@@ -38,9 +60,9 @@ from urllib.parse import quote
 import pyoxigraph
 
 from .._codes import finding
-from .._exceptions import ConfigurationError
+from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Severity
-from .._vocab import IOP, IOPARAM, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
+from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
 from .shapes import python_pattern
 
 CHECK = pyoxigraph.NamedNode("urn:ioa-semantic:check")
@@ -57,13 +79,20 @@ ROUTE_UNSUPPORTED = "unsupported"
 # SHACL Advanced Features and SHACL-JS: pySHACL evaluates them only in its advanced mode,
 # which this project does not turn on (rules would change the check's store). A shape that
 # uses one is never evaluated, so every check under it is indeterminate.
-_UNSUPPORTED = frozenset({"rule", "target", "js", "jsConstraint", "jsLibrary", "expression",
-                          "condition", "values", "filterShape"})
+_UNSUPPORTED = frozenset({"rule", "target", "js", "jsConstraint", "jsLibrary", "jsFunctionName",
+                          "expression", "condition", "values", "filterShape"})
 
 _TARGETS = ("targetClass", "targetNode", "targetSubjectsOf", "targetObjectsOf", "target")
-_COMPILED_NODE_KEYS = frozenset({"targetClass", "property"})
+_COMPILED_NODE_KEYS = frozenset({"targetClass", "targetNode", "property"})
+_CLASSES = frozenset({RDFS + "Class", "http://www.w3.org/2002/07/owl#Class"})
+# The parameters whose values are shapes (SHACL 4.5, 4.6, 4.7.3; lists by rdf:first).
+_SHAPE_REFERENCES = frozenset({SH + "node", SH + "property", SH + "qualifiedValueShape",
+                               SH + "not", SH + "and", SH + "or", SH + "xone",
+                               RDF + "first"})
 _COMPILED_PROPERTY_KEYS = frozenset({
-    "path", "minCount", "maxCount", "nodeKind", "datatype", "pattern", "hasValue", "message"})
+    "path", "minCount", "maxCount", "nodeKind", "datatype", "pattern", "hasValue", "message",
+    # non-validating (SHACL 2.3.2): they change no result
+    "name", "description", "order", "group", "defaultValue"})
 _COMPILED_DATATYPES = frozenset({XSD + "string", RDF_LANGSTRING})
 _NODE_KINDS = {
     SH + "IRI": frozenset({"iri"}),
@@ -73,6 +102,22 @@ _NODE_KINDS = {
     SH + "BlankNodeOrLiteral": frozenset({"blank", "literal"}),
     SH + "IRIOrLiteral": frozenset({"iri", "literal"}),
 }
+# The datatypes whose values Oxigraph stores as another datatype (oxigraph/oxigraph#526):
+# "5"^^xsd:int is read back "5"^^xsd:integer. sh:datatype cannot tell them over the check's
+# store (a valid xsd:int would be reported as not one), so a shape that names one is not
+# evaluated. (xsd:integer and xsd:dateTime themselves are kept: a value written with a
+# derived type then passes as the base type it is a value of.)
+_STORED_AS = {XSD + t: XSD + "integer" for t in (
+    "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+    "unsignedByte")} | {XSD + "dateTimeStamp": XSD + "dateTime"}
+# pySHACL's log (what it made of a shape it reads leniently) goes to the application's
+# logging configuration, if any: a library does not write to stderr.
+_PYSHACL_LOG = logging.getLogger("ioa_semantic.pyshacl")
+_PYSHACL_LOG.addHandler(logging.NullHandler())
+# rdflib's label of a new blank node: "N" and a uuid4's 32 hex digits
+_RDFLIB_BLANK = re.compile(r"\bN[0-9a-f]{32}\b")
+_AS_WRITTEN = frozenset({XSD + "integer", XSD + "decimal", XSD + "boolean"})
 _SEVERITIES = {SH + "Violation": Severity.ERROR, SH + "Warning": Severity.WARNING,
                SH + "Info": Severity.INFO}
 
@@ -112,6 +157,9 @@ class _PropertyCheck(NamedTuple):
     pattern: "re.Pattern[str] | None"
     has_value: Any
     message: str | None
+    # each component's message when the shape gives none, by the component's name
+    # ("MinCount"): the pySHACL route's (see _default_message)
+    defaults: Mapping[str, str]
 
 
 class CompiledShape(NamedTuple):
@@ -121,9 +169,12 @@ class CompiledShape(NamedTuple):
     name: str
     target_classes: tuple[str, ...]
     properties: tuple[_PropertyCheck, ...]
+    # sh:targetNode's IRIs and literals: focus nodes whether or not the data has them
+    target_nodes: tuple[Any, ...] = ()
 
     def results(self, store: pyoxigraph.Store) -> Iterator[Result]:
-        for focus in sorted(_instances(store, self.target_classes), key=_term_text):
+        focus_nodes = _instances(store, self.target_classes) | set(self.target_nodes)
+        for focus in sorted(focus_nodes, key=_term_text):
             for prop in self.properties:
                 yield from _check_property(self.name, prop, store, focus)
 
@@ -131,7 +182,7 @@ class CompiledShape(NamedTuple):
 def _instances(store: pyoxigraph.Store, classes: Sequence[str]) -> set[Any]:
     """SHACL instances of the classes in the store's union: of a class, or of a class that
     is an rdfs:subClassOf one of them (transitively), as the data graph says."""
-    pending = [pyoxigraph.NamedNode(c) for c in classes]
+    pending: list[Any] = [pyoxigraph.NamedNode(c) for c in classes]
     seen: set[Any] = set(pending)
     while pending:
         cls = pending.pop()
@@ -165,36 +216,34 @@ def _term_text(term: Any) -> str:
 def _check_property(shape: str, prop: _PropertyCheck, store: pyoxigraph.Store,
                     focus: Any) -> Iterator[Result]:
     # The union of the store's graphs, as pySHACL reads it: one value for a triple that
-    # several graphs hold.
-    values = sorted({q.object for q in store.quads_for_pattern(focus, prop.path, None, None)},
-                    key=_term_text)
+    # several graphs hold. A literal (an sh:targetNode) is the subject of no triple.
+    values: list[Any] = [] if isinstance(focus, pyoxigraph.Literal) else sorted(
+        {q.object for q in store.quads_for_pattern(focus, prop.path, None, None)},
+        key=_term_text)
     focus_text, path = _term_text(focus), prop.path.value
 
-    def result(component: str, default: str, value: Any = None) -> Result:
+    def result(component: str, value: Any = None) -> Result:
         return Result(focus_text, path, None if value is None else _term_text(value), shape,
-                      component, Severity.ERROR, prop.message or default)
+                      component, Severity.ERROR,
+                      prop.message or prop.defaults[component.removesuffix("ConstraintComponent")])
 
     if prop.min_count is not None and len(values) < prop.min_count:
-        yield result("MinCountConstraintComponent",
-                     f"fewer than {prop.min_count} value(s) ({len(values)})")
+        yield result("MinCountConstraintComponent")
     if prop.max_count is not None and len(values) > prop.max_count:
-        yield result("MaxCountConstraintComponent",
-                     f"more than {prop.max_count} value(s) ({len(values)})")
+        yield result("MaxCountConstraintComponent")
     if prop.has_value is not None and prop.has_value not in values:
-        yield result("HasValueConstraintComponent", f"no value {_term_text(prop.has_value)}")
+        yield result("HasValueConstraintComponent")
     for value in values:
         kind = _kind(value)
         if prop.node_kind is not None and kind not in prop.node_kind:
-            yield result("NodeKindConstraintComponent", f"a {kind} value is not allowed", value)
+            yield result("NodeKindConstraintComponent", value)
         if prop.datatype is not None and not (
                 kind == "literal" and value.datatype.value == prop.datatype):
-            yield result("DatatypeConstraintComponent",
-                         f"the value is not of datatype {prop.datatype}", value)
+            yield result("DatatypeConstraintComponent", value)
         if prop.pattern is not None:
             text = None if kind == "blank" else value.value
             if text is None or not prop.pattern.search(text):
-                yield result("PatternConstraintComponent", "the value does not match the "
-                             "shape's pattern", value)
+                yield result("PatternConstraintComponent", value)
 
 
 # --- reading and routing --------------------------------------------------------------------
@@ -206,18 +255,42 @@ class _Shapes:
     def __init__(self, quads: Sequence[pyoxigraph.Quad]) -> None:
         self.quads = quads
         self.by_subject: dict[Any, dict[str, list[Any]]] = {}
+        # How often a node is the value of a parameter that takes a shape (or a member of a
+        # list, as sh:or's are): a compiled shape's triples leave the graph pySHACL reads,
+        # so no shape pySHACL evaluates may need them. Other references (a report's
+        # sh:sourceShape, an instance's rdf:type of a shape that is a class) do not count.
         self.referenced: dict[Any, int] = {}
         for q in quads:
             self.by_subject.setdefault(q.subject, {}).setdefault(q.predicate.value, []).append(
                 q.object)
-            if not isinstance(q.object, pyoxigraph.Literal):
+            if not isinstance(q.object, pyoxigraph.Literal) and (
+                    q.predicate.value in _SHAPE_REFERENCES
+                    or not q.predicate.value.startswith((SH, RDF_TYPE))):
                 self.referenced[q.object] = self.referenced.get(q.object, 0) + 1
+        # The parameters of the SPARQL-based (or JS-based) constraint components the files
+        # declare: a shape that has a value for one activates the component (SHACL 6.2), a
+        # constraint the compiled checks know nothing of.
+        self.components: dict[str, list[Any]] = {}
+        kinds = {SH + "ConstraintComponent"} | {
+            q.subject.value for q in quads if q.predicate.value == _SUBCLASS
+            and q.object == pyoxigraph.NamedNode(SH + "ConstraintComponent")
+            and isinstance(q.subject, pyoxigraph.NamedNode)}
+        for subject in self.by_subject:
+            if self.types(subject) & kinds:
+                for parameter in self.get(subject, SH + "parameter"):
+                    for path in self.get(parameter, SH + "path"):
+                        if isinstance(path, pyoxigraph.NamedNode):
+                            self.components.setdefault(path.value, []).append(subject)
 
     def get(self, subject: Any, predicate: str) -> list[Any]:
         return self.by_subject.get(subject, {}).get(predicate, [])
 
     def types(self, subject: Any) -> set[str]:
         return {t.value for t in self.get(subject, RDF_TYPE) if isinstance(t, pyoxigraph.NamedNode)}
+
+    def custom_parameters(self, subject: Any) -> list[str]:
+        """The parameters of declared constraint components the node has values for."""
+        return sorted(p for p in self.by_subject.get(subject, {}) if p in self.components)
 
     def top_level(self) -> list[Any]:
         """The shapes with targets (explicit, or implicit: a node shape that is a class)."""
@@ -226,7 +299,7 @@ class _Shapes:
             types = self.types(subject)
             explicit = any(SH + t in props for t in _TARGETS)
             implicit = bool(types & {SH + "NodeShape", SH + "PropertyShape"}) and bool(
-                types & {RDFS + "Class", "http://www.w3.org/2002/07/owl#Class"})
+                types & _CLASSES)
             if explicit or implicit:
                 tops.append(subject)
         return sorted(tops, key=_term_text)
@@ -244,27 +317,43 @@ def _compile(graph: _Shapes, shape: Any) -> "CompiledShape | str":
     """The shape in the compiled subset, or why it is not."""
     props = graph.by_subject[shape]
     types = graph.types(shape)
-    if SH + "NodeShape" not in types or types & {RDFS + "Class",
-                                                  "http://www.w3.org/2002/07/owl#Class"}:
-        return "not a node shape with explicit targets only"
+    if SH + "NodeShape" not in types:
+        return "not declared a sh:NodeShape"
     extra = _sh_keys(props) - _COMPILED_NODE_KEYS
     if extra:
         return "uses " + ", ".join(f"sh:{k}" for k in sorted(extra))
     if graph.referenced.get(shape):
         return "another shape refers to it"
+    custom = graph.custom_parameters(shape)
+    if custom:
+        return "activates a declared constraint component (" + ", ".join(custom) + ")"
     classes = []
     for cls in props.get(SH + "targetClass", []):
         if not isinstance(cls, pyoxigraph.NamedNode):
             return "a target class that is not an IRI"
         classes.append(cls.value)
+    if types & _CLASSES:
+        # An implicit class target (SHACL 2.1.3.3): the shape is a class.
+        if not isinstance(shape, pyoxigraph.NamedNode):
+            return "a blank node shape that is a class"
+        classes.append(shape.value)
+    nodes = props.get(SH + "targetNode", [])
+    if any(isinstance(n, pyoxigraph.BlankNode) for n in nodes):
+        # a blank node of the shapes graph is no node of the data graph
+        return "a target node that is a blank node"
     checks = []
     for node in props.get(SH + "property", []):
+        custom = graph.custom_parameters(node)
+        if custom:
+            return ("a property shape activates a declared constraint component ("
+                    + ", ".join(custom) + ")")
         compiled = _compile_property(graph, node)
         if isinstance(compiled, str):
             return compiled
         checks.append(compiled)
-    return CompiledShape(_term_text(shape), tuple(sorted(classes)),
-                         tuple(sorted(checks, key=lambda c: (c.path.value, c.node))))
+    return CompiledShape(_term_text(shape), tuple(sorted(set(classes))),
+                         tuple(sorted(checks, key=lambda c: (c.path.value, c.node))),
+                         tuple(sorted(set(nodes), key=_term_text)))
 
 
 def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
@@ -292,6 +381,26 @@ def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
         min_count, max_count = count("minCount"), count("maxCount")
     except _NotCompiled as exc:
         return str(exc)
+    why = _terms_outside(props)
+    if why:
+        return why
+    kind, datatype = _single(props.get(SH + "nodeKind", [])), _single(props.get(SH + "datatype", []))
+    pattern, message = _single(props.get(SH + "pattern", [])), _single(props.get(SH + "message", []))
+    try:
+        compiled_pattern = None if pattern is None else re.compile(python_pattern(pattern.value))
+    except re.error:
+        return "an sh:pattern Python's re cannot read"
+    return _PropertyCheck(
+        _term_text(node), path, min_count, max_count,
+        _NODE_KINDS[kind.value] if kind is not None else None,
+        datatype.value if datatype is not None else None, compiled_pattern,
+        _single(props.get(SH + "hasValue", [])), message.value if message is not None else None,
+        {name: _default_message(graph, node, f"{SH}{name}ConstraintComponent") for name in (
+            "MinCount", "MaxCount", "HasValue", "NodeKind", "Datatype", "Pattern")})
+
+
+def _terms_outside(props: Mapping[str, list[Any]]) -> str | None:
+    """Why a property shape's parameters are outside the compiled subset, if they are."""
     kind = _single(props.get(SH + "nodeKind", []))
     if kind is not None and (not isinstance(kind, pyoxigraph.NamedNode)
                              or kind.value not in _NODE_KINDS):
@@ -300,23 +409,19 @@ def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
     if datatype is not None and (not isinstance(datatype, pyoxigraph.NamedNode)
                                  or datatype.value not in _COMPILED_DATATYPES):
         return "an sh:datatype whose lexical space the compiled checks do not test"
-    pattern = _single(props.get(SH + "pattern", []))
-    compiled_pattern = None
-    if pattern is not None:
-        if not isinstance(pattern, pyoxigraph.Literal):
-            return "an sh:pattern that is not a literal"
-        try:
-            compiled_pattern = re.compile(python_pattern(pattern.value))
-        except re.error:
-            return "an sh:pattern Python's re cannot read"
-    message = _single(props.get(SH + "message", []))
-    if message is not None and not isinstance(message, pyoxigraph.Literal):
-        return "an sh:message that is not a literal"
-    return _PropertyCheck(
-        _term_text(node), path, min_count, max_count,
-        _NODE_KINDS[kind.value] if kind is not None else None,
-        datatype.value if datatype is not None else None, compiled_pattern,
-        _single(props.get(SH + "hasValue", [])), message.value if message is not None else None)
+    for name in ("pattern", "message"):
+        value = _single(props.get(SH + name, []))
+        if value is not None and not isinstance(value, pyoxigraph.Literal):
+            return f"an sh:{name} that is not a literal"
+    value = _single(props.get(SH + "hasValue", []))
+    if value is not None and not isinstance(value, pyoxigraph.NamedNode) and not (
+            isinstance(value, pyoxigraph.Literal) and value.datatype.value in _COMPILED_DATATYPES):
+        # A blank node of the shapes graph is in no data graph; a number or a date is
+        # compared as Oxigraph stores it, normalised ("01"^^xsd:integer is stored "1"),
+        # which pySHACL (rdflib normalises both sides) reads as equal and the term
+        # comparison would not.
+        return "an sh:hasValue that is not an IRI or a string"
+    return None
 
 
 class _NotCompiled(Exception):
@@ -344,16 +449,26 @@ class ProfileShapes:
                     names[q.subject] = f"{file.reference}#blank-{len(names) + 1}"
             quads.extend(parsed)
         graph = _Shapes(quads)
+        self._graph = graph
         self._names = names
         routes, compiled, unsupported = [], [], []
+        self._not_evaluated: list[str] = []
         for shape in graph.top_level():
             name, source = self.name_of(shape), sources.get(shape, "")
-            used = _features(graph, shape) & _UNSUPPORTED
-            if used:
-                routes.append(ShapeRoute(name, ROUTE_UNSUPPORTED, "uses " + ", ".join(
-                    f"sh:{k}" for k in sorted(used)) + " (SHACL Advanced Features or SHACL-JS)",
-                    source))
+            features = _features(graph, shape)
+            used = features & _UNSUPPORTED
+            datatypes = sorted(f[len("datatype:"):] for f in features
+                               if f.startswith("datatype:"))
+            why = ("uses " + ", ".join(f"sh:{k}" for k in sorted(used))
+                   + " (SHACL Advanced Features or SHACL-JS)") if used else (
+                "uses sh:datatype " + ", ".join(datatypes) + ", which the check's store "
+                "cannot tell: Oxigraph keeps such a value as " + ", ".join(sorted(
+                    {_STORED_AS[d] for d in datatypes})) + " (oxigraph/oxigraph#526)"
+            ) if datatypes else _recursion(graph, shape, self.name_of)
+            if why:
+                routes.append(ShapeRoute(name, ROUTE_UNSUPPORTED, why, source))
                 unsupported.append(name)
+                self._not_evaluated.append(f"the shape {name} {why}")
                 continue
             outcome = _compile(graph, shape)
             if isinstance(outcome, CompiledShape):
@@ -368,8 +483,8 @@ class ProfileShapes:
         self._quads = tuple(quads)
         self._compiled_nodes = _owned_subjects(
             graph, {s for s in graph.by_subject if self.name_of(s) in {c.name for c in compiled}})
-        self._pyshacl_graph: Any = None
-        self._parents: dict[str, str] = {}
+        self._pyshacl_shapes: _PyshaclShapes | None = None
+        self._lock = threading.Lock()
         self.digest = hashlib.sha256(b"".join(f.digest.encode() for f in self.files)).hexdigest()
 
     def name_of(self, subject: Any) -> str:
@@ -386,21 +501,17 @@ class ProfileShapes:
     def shacl_graph(self) -> Any:
         """The shapes pySHACL evaluates, as an rdflib graph, built once: every triple of the
         files but those of compiled shapes, with sh:pattern translated (see the module)."""
-        if self._pyshacl_graph is None:
-            graph, blanks = _rdflib_graph(
-                q for q in self._quads if q.subject not in self._compiled_nodes)
-            # A result names its shape by the rdflib node pySHACL read: back to this set's
-            # names, a property shape by the top-level shape it belongs to.
-            names = {f"_:{b}": self.name_of(pyoxigraph.BlankNode(k)) for k, b in blanks.items()}
-            import rdflib
+        return self._pyshacl().graph
 
-            for subject, node in graph.subject_objects(rdflib.URIRef(SH + "property")):
-                owner = _rdflib_shape_name(subject)
-                self._parents.setdefault(_rdflib_shape_name(node), names.get(owner, owner))
-            for key, name in names.items():
-                self._parents.setdefault(key, name)
-            self._pyshacl_graph = graph
-        return self._pyshacl_graph
+    def _pyshacl(self) -> "_PyshaclShapes":
+        # Built at the first check that needs it (an explain or a profile whose shapes are
+        # all compiled never imports pySHACL), once, whichever thread gets there first.
+        with self._lock:
+            if self._pyshacl_shapes is None:
+                self._pyshacl_shapes = _PyshaclShapes(
+                    [q for q in self._quads if q.subject not in self._compiled_nodes],
+                    self.name_of, {r.shape for r in self.routes}, self._graph)
+            return self._pyshacl_shapes
 
     def results(self, store: pyoxigraph.Store, triples: int = 0) -> list[Result]:
         """Every result of every shape over one check's store: compiled shapes by their
@@ -413,8 +524,7 @@ class ProfileShapes:
         for shape in self.compiled:
             results.extend(shape.results(store))
         if self.unsupported:
-            raise Unevaluable("the shape(s) " + ", ".join(self.unsupported) + " use SHACL "
-                              "Advanced Features or SHACL-JS, which are not evaluated",
+            raise Unevaluable("; ".join(self._not_evaluated) + ", which is not evaluated",
                               _ordered(results))
         if self.needs_pyshacl and triples > MAX_PYSHACL_TRIPLES:
             raise Unevaluable(
@@ -423,23 +533,124 @@ class ProfileShapes:
                 "(pySHACL's cost grows with them by milliseconds each)", _ordered(results))
         if self.needs_pyshacl:
             try:
-                results.extend(self._pyshacl_results(store))
+                results.extend(self._pyshacl().results(store))
             except Unevaluable as exc:
                 raise Unevaluable(str(exc), _ordered(results)) from exc
+        # A result said twice (two property shapes of one shape with the same finding) is
+        # one reason.
         return _ordered(results)
 
-    def _pyshacl_results(self, store: pyoxigraph.Store) -> Iterator[Result]:
+
+class _PyshaclShapes:
+    """The shapes of the pySHACL route, read by pySHACL once: the rdflib graph, and
+    pySHACL's :class:`~pyshacl.ShapesGraph` over it with its shapes harvested, which every
+    check's validation reuses (pySHACL's ``validate`` would read them anew each time)."""
+
+    def __init__(self, quads: Sequence[pyoxigraph.Quad], name_of: Callable[[Any], str],
+                 top_level: set[str], source: "_Shapes") -> None:
+        import rdflib
+        from pyshacl import ShapesGraph
+
+        self.graph, blanks = _rdflib_graph(quads)
+        self.source = source
+        self.blanks = {str(b): pyoxigraph.BlankNode(k) for k, b in blanks.items()}
+        self.name_of = name_of
+        # A result names its shape by the rdflib node pySHACL read: back to this set's
+        # names, a property shape by the top-level shape it belongs to (through property
+        # shapes of property shapes, whose results SHACL reports as they are; the first
+        # owner in the file when several share one).
+        names: dict[str, str] = {
+            f"_:{b}": name_of(pyoxigraph.BlankNode(k)) for k, b in blanks.items()}
+
+        def name(node: Any) -> str:
+            key = _rdflib_shape_name(node)
+            return names.get(key, key)
+
+        owners: dict[str, str] = {}
+        for subject, node in self.graph.subject_objects(rdflib.URIRef(SH + "property")):
+            owners.setdefault(name(node), name(subject))
+        self.parents: dict[str, str] = {}  # a result's sh:sourceShape -> the shape it names
+        for key in {*names, *owners}:
+            shape = names.get(key, key)
+            seen = {shape}
+            while shape not in top_level and owners.get(shape, shape) not in seen:
+                shape = owners[shape]
+                seen.add(shape)
+            self.parents[key] = shape
+        self.shapes = ShapesGraph(self.graph, logger=_PYSHACL_LOG)
         try:
-            import pyshacl
-        except ImportError as exc:  # pragma: no cover - pyshacl is a dependency
-            raise Unevaluable(f"pySHACL is not installed: {exc}") from exc
-        shacl_graph = self.shacl_graph()
-        try:
-            _, report, _ = pyshacl.validate(_data_graph(store), shacl_graph=shacl_graph,
-                                            inplace=True, allow_warnings=True, allow_infos=True)
+            # The harvest, here rather than in the first check: it is the part of pySHACL's
+            # work that depends on the shapes alone.
+            list(self.shapes.shapes)
+            self.shapes.custom_constraints  # noqa: B018 - a lazy property, read to fill it
+            self.error: Unevaluable | None = None
         except Exception as exc:  # pySHACL's errors, mapped at this one boundary
-            raise Unevaluable(f"{type(exc).__name__}: {exc}") from exc
-        yield from _report_results(report, self._parents)
+            self.error = Unevaluable(self.stable(f"pySHACL cannot read the shapes: "
+                                                 f"{type(exc).__name__}: {exc}"))
+
+    def stable(self, text: str) -> str:
+        """pySHACL's text with the rdflib labels of this process's blank nodes (which it
+        writes in its errors) replaced by the shapes' names: a reason reads the same in
+        every run."""
+        return _RDFLIB_BLANK.sub(lambda m: self.name_of(self.blanks[m[0]]) if m[0] in self.blanks
+                                 else "a blank node", text)
+
+    def authored(self, shape: Any, constraint: Any, component: str) -> bool:
+        """Whether a result's messages are the profile's own (an ``sh:message`` of its
+        shape, of its SPARQL constraint, of its declared component or one of the
+        component's validators) rather than pySHACL's. pySHACL's own messages are not
+        kept: they write lists and shapes in set order and blank nodes by labels of this
+        process, so the same check would not read the same twice."""
+        import rdflib
+
+        message = rdflib.URIRef(SH + "message")
+        nodes = [shape, constraint]
+        if component and not component.startswith(SH):
+            node = rdflib.URIRef(component)
+            nodes.append(node)
+            for kind in ("validator", "nodeValidator", "propertyValidator"):
+                nodes.extend(self.graph.objects(node, rdflib.URIRef(SH + kind)))
+        return any(n is not None and (n, message, None) in self.graph for n in nodes)
+
+    def default_message(self, shape: Any, component: str) -> str:
+        """A result's message when the profile gives none (see :func:`_default_message`),
+        read from the shapes as the files have them (the rdflib graph's sh:pattern is
+        translated)."""
+        import rdflib
+
+        term: Any = None
+        if isinstance(shape, rdflib.URIRef):
+            term = pyoxigraph.NamedNode(str(shape))
+        elif isinstance(shape, rdflib.BNode):
+            term = self.blanks.get(str(shape))
+        return _default_message(self.source, term, component)
+
+    def results(self, store: pyoxigraph.Store) -> Iterator[Result]:
+        import rdflib
+        from pyshacl import Validator
+        from pyshacl.errors import ValidationFailure
+
+        if self.error is not None:
+            raise self.error
+        try:
+            # The Validator makes a ShapesGraph of the graph it is given, adding two triples
+            # to it: an empty graph of its own, so that the shapes' graph, which checks on
+            # other threads read, is never written after it is built. Then the shapes read
+            # once take its place.
+            validator = Validator(_data_graph(store),
+                                  shacl_graph=rdflib.Graph(),
+                                  options={"inplace": True, "allow_warnings": True,
+                                           "allow_infos": True, "logger": _PYSHACL_LOG})
+            validator.shacl_graph = self.shapes
+            _, report, _ = validator.run()  # type: ignore[no-untyped-call]
+        except ValidationFailure as exc:
+            # SHACL 3.6.2's failure: the shapes could not be evaluated over this data (a
+            # SPARQL query the spec forbids, a recursion pySHACL refuses).
+            raise Unevaluable(self.stable(f"pySHACL reported a validation failure: {exc}")
+                              ) from exc
+        except Exception as exc:  # pySHACL's errors, mapped at this one boundary
+            raise Unevaluable(self.stable(f"{type(exc).__name__}: {exc}")) from exc
+        yield from _report_results(report, self, store)
 
 
 def _data_graph(store: pyoxigraph.Store) -> Any:
@@ -475,9 +686,11 @@ def _ordered(results: Iterable[Result]) -> list[Result]:
                                                r.value or "", r.message))
 
 
-class Unevaluable(Exception):
-    """pySHACL could not evaluate the shapes (an unsupported feature, a SPARQL error, an
-    input past MAX_PYSHACL_TRIPLES); ``results`` are those of the compiled shapes."""
+class Unevaluable(IoaSemanticError):
+    """The shapes could not be evaluated over a check's store (an unsupported feature, a
+    recursive shape, a SPARQL error, SHACL's validation failure, an input past
+    MAX_PYSHACL_TRIPLES): the check is indeterminate (``constraint_findings`` says so).
+    ``results`` are those of the compiled shapes, which were evaluated."""
 
     def __init__(self, message: str, results: Sequence["Result"] = ()) -> None:
         super().__init__(message)
@@ -489,7 +702,8 @@ def _base_of(source: str) -> str | None:
 
 
 def _features(graph: _Shapes, shape: Any) -> set[str]:
-    """The SHACL terms a shape uses, with those of every node it reaches."""
+    """The SHACL terms a shape uses, with those of every node it reaches; a datatype the
+    check's store cannot tell apart as ``datatype:<IRI>``."""
     used: set[str] = set()
     pending, seen = [shape], {shape}
     while pending:
@@ -497,11 +711,53 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
         for predicate, values in graph.by_subject.get(node, {}).items():
             if predicate.startswith(SH):
                 used.add(predicate[len(SH):])
-            for value in values:
+            if predicate == SH + "datatype":
+                used.update(f"datatype:{v.value}" for v in values
+                            if isinstance(v, pyoxigraph.NamedNode) and v.value in _STORED_AS)
+            # A declared component the node activates is used too (its validators may be
+            # SHACL-JS).
+            for value in [*values, *graph.components.get(predicate, ())]:
                 if value in graph.by_subject and value not in seen:
                     seen.add(value)
                     pending.append(value)
     return used
+
+
+def _recursion(graph: _Shapes, shape: Any, name_of: Callable[[Any], str]) -> str:
+    """Why the shape is recursive ("" when it is not): it reaches a shape that refers back
+    through the shape-expecting parameters (SHACL 3.4.3, which leaves such validation to
+    each processor; pySHACL backs out after a few levels and calls the data valid)."""
+    path: list[Any] = []
+    done: set[Any] = set()
+
+    def references(node: Any) -> Iterator[Any]:
+        for parameter in ("node", "property", "qualifiedValueShape", "not"):
+            yield from graph.get(node, SH + parameter)
+        for parameter in ("and", "or", "xone"):
+            for head in graph.get(node, SH + parameter):
+                seen = set()
+                while head in graph.by_subject and head not in seen:
+                    seen.add(head)
+                    yield from graph.get(head, RDF + "first")
+                    head = _single(graph.get(head, RDF + "rest"))
+
+    def visit(node: Any) -> str:
+        if node in path:
+            return "is recursive: " + " -> ".join(
+                name_of(n) for n in [*path[path.index(node):], node]) + (
+                " (SHACL leaves the validation of recursive shapes undefined)")
+        if node in done:
+            return ""
+        path.append(node)
+        for reference in references(node):
+            found = visit(reference)
+            if found:
+                return found
+        path.pop()
+        done.add(node)
+        return ""
+
+    return visit(shape)
 
 
 def _owned_subjects(graph: _Shapes, shapes: set[Any]) -> frozenset[Any]:
@@ -534,37 +790,67 @@ def _rdflib_graph(quads: Iterable[pyoxigraph.Quad]) -> tuple[Any, dict[str, Any]
     return graph, blanks
 
 
-def _report_results(report: Any, parents: Mapping[str, str]) -> Iterator[Result]:
+def _report_results(report: Any, route: "_PyshaclShapes",
+                    store: pyoxigraph.Store) -> Iterator[Result]:
     import rdflib
 
     sh = rdflib.Namespace(SH)
-
-    def text(node: Any) -> str | None:
-        if node is None:
-            return None
-        if isinstance(node, rdflib.BNode):
-            return f"_:{node}"
-        if isinstance(node, rdflib.Literal):
-            return node.n3()
-        return str(node)
-
     for result in report.objects(None, sh.result):
         source = report.value(result, sh.sourceShape)
         source_name = _rdflib_shape_name(source)
+        focus = report.value(result, sh.focusNode)
         path = report.value(result, sh.resultPath)
         severity = _SEVERITIES.get(str(report.value(result, sh.resultSeverity)), Severity.ERROR)
         component = str(report.value(result, sh.sourceConstraintComponent) or "")
+        constraint = report.value(result, sh.sourceConstraint)
         messages = sorted(str(m) for m in report.objects(result, sh.resultMessage))
-        value = report.value(result, sh.value)
+        if not (messages and route.authored(source, constraint, component)):
+            messages = [route.default_message(source, component)]
+        focus_term = _store_term(store, focus)
         yield Result(
-            text(report.value(result, sh.focusNode)) or "",
+            _value_text(focus) or "",
             str(path) if isinstance(path, rdflib.URIRef) else (
                 None if path is None else "(a complex path)"),
-            _value_text(value),
-            parents.get(source_name, source_name),
+            _value_text(report.value(result, sh.value), focus_term,
+                        path if isinstance(path, rdflib.URIRef) else None, store),
+            route.parents.get(source_name, source_name),
             component.rpartition("#")[2],
             severity,
-            messages[0] if messages else component.rpartition("#")[2])
+            messages[0])
+
+
+def _default_message(graph: "_Shapes", shape: Any, component: str) -> str:
+    """A result's message when the profile gives none, the same whichever route found it:
+    the parameter the value or focus node fails, with its values when they are IRIs or
+    literals (a list or a shape is not written out)."""
+    if not component.startswith(SH):
+        return f"the constraint component {component} is not met"
+    name = component[len(SH):].removesuffix("ConstraintComponent")
+    parameter = "sparql" if name == "SPARQL" else name[:1].lower() + name[1:]
+    texts = [_parameter_text(graph, v) for v in (
+        graph.get(shape, SH + parameter) if shape is not None else [])]
+    if texts and None not in texts:
+        return f"sh:{parameter} " + ", ".join(sorted(t for t in texts if t)) + " is not met"
+    return f"sh:{parameter} is not met"
+
+
+def _parameter_text(graph: "_Shapes", value: Any) -> str | None:
+    """A parameter's value as a message writes it: a term, or a list of terms in its
+    order (sh:in); None for a shape or a list of anything else."""
+    if isinstance(value, pyoxigraph.Literal) and value.datatype.value in _AS_WRITTEN:
+        return value.value  # 1, not "1"^^<...#integer>, as Turtle writes it
+    if not isinstance(value, pyoxigraph.BlankNode):
+        return _term_text(value)
+    items, seen = [], set()
+    while value != pyoxigraph.NamedNode(RDF + "nil"):
+        first, rest = graph.get(value, RDF + "first"), graph.get(value, RDF + "rest")
+        if value in seen or len(first) != 1 or len(rest) != 1 or isinstance(
+                first[0], pyoxigraph.BlankNode):
+            return None
+        seen.add(value)
+        items.append(_parameter_text(graph, first[0]) or "")
+        value = rest[0]
+    return "(" + " ".join(items) + ")"
 
 
 def _rdflib_shape_name(node: Any) -> str:
@@ -573,7 +859,37 @@ def _rdflib_shape_name(node: Any) -> str:
     return f"_:{node}" if isinstance(node, rdflib.BNode) else str(node)
 
 
-def _value_text(value: Any) -> str | None:
+def _rdflib_term(term: Any) -> Any:
+    """A pyoxigraph term as pySHACL reads it (rdflib normalises a literal's lexical form:
+    "2011-01-01"^^xsd:dateTime becomes "2011-01-01T00:00:00")."""
+    import rdflib
+
+    if isinstance(term, pyoxigraph.NamedNode):
+        return rdflib.URIRef(term.value)
+    if isinstance(term, pyoxigraph.BlankNode):
+        return rdflib.BNode(term.value)
+    if term.language:
+        return rdflib.Literal(term.value, lang=term.language)
+    return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype.value))
+
+
+def _store_term(store: pyoxigraph.Store, node: Any) -> Any:
+    """The store's term for a focus node of pySHACL's report, when it is not a literal
+    (pySHACL keeps a blank node's label)."""
+    import rdflib
+
+    if isinstance(node, rdflib.URIRef):
+        return pyoxigraph.NamedNode(str(node))
+    if isinstance(node, rdflib.BNode):
+        return pyoxigraph.BlankNode(str(node))
+    return None
+
+
+def _value_text(value: Any, focus: Any = None, path: Any = None,
+                store: pyoxigraph.Store | None = None) -> str | None:
+    """A term of pySHACL's report as this module writes terms. A literal is written as the
+    data has it, not as rdflib normalised it: the value of ``path`` from ``focus`` that
+    rdflib reads as the reported literal."""
     import rdflib
 
     if value is None:
@@ -582,6 +898,13 @@ def _value_text(value: Any) -> str | None:
         return str(value)
     if isinstance(value, rdflib.BNode):
         return f"_:{value}"
+    if store is not None and focus is not None and path is not None:
+        literals = {q.object for q in store.quads_for_pattern(
+            focus, pyoxigraph.NamedNode(str(path)), None, None)
+            if isinstance(q.object, pyoxigraph.Literal)}
+        same = [v for v in literals if _rdflib_term(v) == value]
+        if len(same) == 1:
+            return _term_text(same[0])
     return _term_text(pyoxigraph.Literal(str(value), language=value.language) if value.language
                       else pyoxigraph.Literal(str(value), datatype=pyoxigraph.NamedNode(
                           str(value.datatype or XSD + "string"))))
