@@ -9,8 +9,8 @@ Every import counts, wherever it stands (at the top of a module, inside a functi
   ``pipeline.provenance`` (the proofs the loader verifies), then ``sources`` (profiles,
   artifacts and registrations are read with the intake's strict JSON;
   retrieval fetches with it), then ``pipeline.contexts``, ``expansion``, ``shapes``,
-  ``baseline``, ``store``, ``constraints`` (a profile's own shapes, over the store),
-  ``remedies``, ``decision``, ``engine``;
+  ``baseline``, ``store``, ``remedies``, ``constraints`` (a profile's own shapes, over the
+  store), ``decision``, ``engine``;
 * ``compiled`` (imports the pipeline; the pipeline never imports it);
 * ``_checker``;
 * the products: ``audit``, ``trace``, ``a2a``, ``negotiation``;
@@ -29,8 +29,8 @@ CORE = {"_codes", "_findings", "_exceptions", "_vocab", "_iri", "_memo", "_statu
         "_runtime", "data"}
 STAGES = ("pipeline.intake", "pipeline.provenance", "sources", "pipeline.contexts",
           "pipeline.expansion",
-          "pipeline.shapes", "pipeline.baseline", "pipeline.store", "pipeline.constraints",
-          "pipeline.remedies",
+          "pipeline.shapes", "pipeline.baseline", "pipeline.store", "pipeline.remedies",
+          "pipeline.constraints",
           "pipeline.decision",
           "pipeline.engine")
 ABOVE = ("compiled", "_checker", "products", "reporters", "cli", "face")

@@ -145,6 +145,27 @@ def test_every_violated_shape_is_a_reason_of_its_own() -> None:
     assert {f.path for f in violated} == {"urn:ioa-semantic:task"}
 
 
+# The 24 official languages of the EU (Regulation No 1, as amended), ISO 639-1.
+EU_LANGUAGES = sorted("bg cs da de el en es et fi fr ga hr hu it lt lv mt nl pl pt ro sk sl sv".split())
+
+
+@pytest.mark.parametrize("language", EU_LANGUAGES)
+def test_each_official_language_of_the_eu_is_a_target_the_profile_permits(language: str) -> None:
+    decision = Checker("legal-translation").check(
+        (EXAMPLES / "legal-contract.jsonld").read_bytes(),
+        params={"jurisdiction": "DE", "targetLang": language, "sourceLang": "ja"}, at=AT_INSTANT)
+    assert "constraint.shape-violated" not in [f.code for f in decision.findings], language
+
+
+def test_a_target_outside_them_is_renegotiated_towards_exactly_them() -> None:
+    decision = Checker("legal-translation").check(
+        (EXAMPLES / "legal-contract-into-japanese.jsonld").read_bytes(), at=AT_INSTANT)
+    assert decision.verdict is Verdict.INCOMPATIBLE
+    (renegotiate,) = [r for r in decision.remedies if r.action == "renegotiate"]
+    assert renegotiate.codes == ("constraint.shape-violated",)
+    assert dict(renegotiate.details) == {"field": "targetLang", "permitted": tuple(EU_LANGUAGES)}
+
+
 # --- what a profile author is told ---------------------------------------------------------
 
 
@@ -223,7 +244,7 @@ def test_the_readmes_worked_example_runs_as_written_in_an_empty_folder(tmp_path:
     assert "legal-de.ttl: ok" in out
     verdicts = [line.split()[0] for line in out.splitlines() if line.endswith(" revision 1")]
     assert verdicts == ["COMPATIBLE", "INCOMPATIBLE"], out
-    assert out.count("constraint.shape-violated") == 1
+    assert out.count("error constraint.shape-violated") == 1
     assert "the jurisdiction must be DE, AT, CH or LI" in out
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyoxigraph
 
-from ..pipeline.constraints import ProfileShapes, constraint_findings, task_quads
+from ..pipeline.constraints import ProfileShapes, constraint_outcome, task_quads
 from ..pipeline.decision import Task
 from ..pipeline.store import check_quads, envelope_quads, envelope_subject
 
@@ -21,12 +21,13 @@ class ShapesStore:
     def __init__(self, fixed: Sequence[pyoxigraph.Quad]) -> None:
         self._fixed = _QuadIndex(fixed)
 
-    def findings(self, shapes: ProfileShapes, node: dict[str, Any], task: Task,
-                 read_as: tuple[str, str]) -> list[Any]:
+    def outcome(self, shapes: ProfileShapes, node: dict[str, Any], task: Task,
+                read_as: tuple[str, str]) -> tuple[list[Any], list[Any]]:
+        """The reasons and remedies of the profile's shapes for one check."""
         top = envelope_subject(node)
         this_check = _QuadIndex([*envelope_quads(node), *check_quads(read_as),
                                  *task_quads(task.parameters, top)])
-        return constraint_findings(shapes, _Union(self._fixed, this_check), top)  # type: ignore[arg-type]
+        return constraint_outcome(shapes, _Union(self._fixed, this_check), top)  # type: ignore[arg-type]
 
 
 class _QuadIndex:

@@ -333,8 +333,10 @@ class CompiledEngine(ReferenceEngine):
             self.artifacts, task, at)
         if self._shapes_store is not None and "readAs" in out.ontology:
             assert self.constraints is not None
-            out.findings.extend(self._shapes_store.findings(
-                self.constraints, node, task, (out.ontology["id"], out.ontology["readAs"])))
+            findings, proposed = self._shapes_store.outcome(
+                self.constraints, node, task, (out.ontology["id"], out.ontology["readAs"]))
+            out.findings.extend(findings)
+            out.remedies.extend(proposed)
         return out
 
 

@@ -55,14 +55,15 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import Any, NamedTuple
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pyoxigraph
 
 from .._codes import finding
 from .._exceptions import ConfigurationError, IoaSemanticError
-from .._findings import Finding, Severity
+from .._findings import Finding, Remedy, Severity
 from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
+from .remedies import SENDER, remedy
 from .shapes import python_pattern
 
 CHECK = pyoxigraph.NamedNode("urn:ioa-semantic:check")
@@ -491,6 +492,29 @@ class ProfileShapes:
         """An IRI shape by its IRI; a blank one by its file and its place in it."""
         return self._names.get(subject) or _term_text(subject)
 
+    def permitted(self, result: Result) -> list[str]:
+        """The values a shape lists for the path of a result of it (sh:in, sh:hasValue), as
+        their lexical forms or IRIs: what a renegotiation may propose. Empty where it lists
+        none (a pattern, a count, a SPARQL constraint)."""
+        parameter = {"InConstraintComponent": "in",
+                     "HasValueConstraintComponent": "hasValue"}.get(result.component)
+        if parameter is None:
+            return []
+        values: set[str] = set()
+        graph = self._graph
+        for subject in graph.by_subject:
+            if self.name_of(subject) != result.shape:
+                continue
+            for node in (subject, *graph.get(subject, SH + "property")):
+                paths = [_term_text(p) for p in graph.get(node, SH + "path")]
+                if node != subject and paths != [result.path]:
+                    continue
+                for value in graph.get(node, SH + parameter):
+                    items = _list_items(graph, value) if parameter == "in" else [value]
+                    values.update(v.value for v in items if not isinstance(
+                        v, pyoxigraph.BlankNode))
+        return sorted(values)
+
     @property
     def needs_pyshacl(self) -> bool:
         return any(r.engine == ROUTE_PYSHACL for r in self.routes)
@@ -834,6 +858,19 @@ def _default_message(graph: "_Shapes", shape: Any, component: str) -> str:
     return f"sh:{parameter} is not met"
 
 
+def _list_items(graph: "_Shapes", head: Any) -> list[Any]:
+    """The members of an RDF list (none for a malformed one)."""
+    items, seen = [], set()
+    while head != pyoxigraph.NamedNode(RDF + "nil"):
+        first, rest = graph.get(head, RDF + "first"), graph.get(head, RDF + "rest")
+        if head in seen or len(first) != 1 or len(rest) != 1:
+            return []
+        seen.add(head)
+        items.append(first[0])
+        head = rest[0]
+    return items
+
+
 def _parameter_text(graph: "_Shapes", value: Any) -> str | None:
     """A parameter's value as a message writes it: a term, or a list of terms in its
     order (sh:in); None for a shape or a list of anything else."""
@@ -931,12 +968,35 @@ def constraint_findings(shapes: ProfileShapes, store: pyoxigraph.Store,
     """The profile's shapes over one check's store, as reasons (see the module); ``envelope``
     is the top node's term, named "the envelope" in them; ``triples`` the number of the
     envelope's and the task's."""
+    return constraint_outcome(shapes, store, envelope, triples)[0]
+
+
+def constraint_outcome(shapes: ProfileShapes, store: pyoxigraph.Store, envelope: Any = None,
+                       triples: int = 0) -> tuple[list[Finding], list[Remedy]]:
+    """:func:`constraint_findings`, with the remedies they propose: for each violated shape,
+    ``renegotiate`` by the sender, its ``field`` the parameter (or property) in conflict and
+    ``permitted`` the values the shape lists for it (sh:in, sh:hasValue), where it does."""
     top = None if envelope is None else _term_text(envelope)
     try:
         results = shapes.results(store, triples)
+        missing: list[Finding] = []
     except Unevaluable as exc:
-        return [*(as_finding(r, top) for r in exc.results), unevaluable(exc)]
-    return [as_finding(r, top) for r in results]
+        results, missing = list(exc.results), [unevaluable(exc)]
+    findings = [as_finding(r, top) for r in results]
+    proposed = [remedy("renegotiate", SENDER, ("constraint.shape-violated",),
+                       field=_field(r), permitted=shapes.permitted(r))
+                for r in results if r.severity is Severity.ERROR]
+    return findings + missing, proposed
+
+
+def _field(result: Result) -> str:
+    """The task parameter's name for a path in the parameter namespace; else the path, or
+    the shape for a constraint on the node itself."""
+    if result.path is None:
+        return result.shape
+    if result.path.startswith(IOPARAM):
+        return unquote(result.path[len(IOPARAM):])
+    return result.path
 
 
 def unevaluable(exc: Unevaluable) -> Finding:

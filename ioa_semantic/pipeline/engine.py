@@ -68,13 +68,15 @@ class ReferenceEngine:
         out = evaluate(dataset, node, self.profile, self.registrations,
                        (*self.artifacts, *fetched), task, at)
         if self.constraints is not None and "readAs" in out.ontology:
-            from .constraints import constraint_findings, task_quads
+            from .constraints import constraint_outcome, task_quads
 
             # The domain profile's required constraints (5.4), over the same store, last:
             # nothing reads the store after them.
             top = envelope_subject(node)
             task_graph = task_quads(task.parameters, top)
             dataset.store.bulk_extend(task_graph)
-            out.findings.extend(constraint_findings(self.constraints, dataset.store, top,
-                                                    len(quads) + len(task_graph)))
+            findings, proposed = constraint_outcome(self.constraints, dataset.store, top,
+                                                    len(quads) + len(task_graph))
+            out.findings.extend(findings)
+            out.remedies.extend(proposed)
         return out

@@ -55,7 +55,8 @@ ANSWERS: dict[str, frozenset[str]] = {
         "domain.binding-not-permitted", "domain.context-not-permitted",
         "domain.intent-not-permitted", "intent.not-applicable", "intent.domain-mismatch",
         "capability.input-conflict", "capability.output-conflict",
-        "capability.language-conflict", "constraint.parameter-conflict"}),
+        "capability.language-conflict", "constraint.parameter-conflict",
+        "constraint.shape-violated"}),
 }
 
 
