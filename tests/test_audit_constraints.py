@@ -184,3 +184,28 @@ def test_a_registration_past_the_bound_is_indeterminate_alone(tmp_path: Path) ->
     assert f"{MAX_PYSHACL_TRIPLES:,}" in out[0]["reasons"][0]["message"]
     assert out[1]["status"] == "invalid"
     assert "constraint.shape-violated" in [r["code"] for r in out[1]["reasons"]]
+
+
+COMPILED_ONLY = PREFIXES + "@prefix rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> .\n" + """
+ex:Labelled a sh:NodeShape ; sh:targetClass ioa:Capability ;
+    sh:property [ sh:path rdfs:label ; sh:minCount 1 ; sh:maxCount 1 ; sh:datatype rdf:langString ] ;
+    sh:property [ sh:path ioa:inputs ; sh:maxCount 1 ; sh:pattern "^text/" ] .
+"""
+
+
+def test_compiled_shapes_over_the_indexed_union_report_what_an_oxigraph_store_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ioa_semantic.compiled.constraints as compiled_constraints
+
+    path, registrations = profile(tmp_path, COMPILED_ONLY), corpus(tmp_path)
+    indexed = audited(path, registrations)
+
+    def oxigraph_store(*parts: Any) -> pyoxigraph.Store:
+        store = pyoxigraph.Store()
+        for quads in parts:
+            store.bulk_extend(quads)
+        return store
+
+    monkeypatch.setattr(compiled_constraints, "indexed_union", oxigraph_store)
+    assert audited(path, registrations) == indexed
+    assert "constraint.shape-violated" in "".join(indexed)

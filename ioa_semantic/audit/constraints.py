@@ -100,13 +100,20 @@ def _groups(loaded: dict[int, list[pyoxigraph.Quad]], *, alone: bool) -> list[li
 
 def _evaluate(shapes: ProfileShapes, fixed: Sequence[pyoxigraph.Quad],
               batch: dict[int, list[pyoxigraph.Quad]]) -> dict[int, list[Finding]]:
-    store = pyoxigraph.Store()
-    store.bulk_extend(fixed)
     owner: dict[str, int] = {}
     for i, quads in batch.items():
-        store.bulk_extend(quads)
         for q in quads:
             owner[_text(q.subject)] = i
+    store: Any
+    if shapes.needs_pyshacl or shapes.unsupported:
+        store = pyoxigraph.Store()
+        store.bulk_extend(fixed)
+        for quads in batch.values():
+            store.bulk_extend(quads)
+    else:  # compiled shapes only: the union indexed, as the compiled engine reads a check's
+        from ..compiled.constraints import indexed_union
+
+        store = indexed_union(fixed, [q for quads in batch.values() for q in quads])
     findings: dict[int, list[Finding]] = {}
     try:
         results: Sequence[ShapeResult] = shapes.results(store, max(map(len, batch.values()),

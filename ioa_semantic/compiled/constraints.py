@@ -30,6 +30,13 @@ class ShapesStore:
         return constraint_outcome(shapes, _Union(self._fixed, this_check), top)  # type: ignore[arg-type]
 
 
+def indexed_union(*parts: Sequence[pyoxigraph.Quad]) -> Any:
+    """The quads of ``parts`` as compiled shapes read a store (see :class:`ShapesStore`):
+    for an evaluation with no pySHACL shape, where filling an Oxigraph store would cost more
+    than the shapes."""
+    return _Union(*(_QuadIndex(quads) for quads in parts))
+
+
 class _QuadIndex:
     def __init__(self, quads: Sequence[pyoxigraph.Quad]) -> None:
         self.by_subject: dict[tuple[Any, Any], list[pyoxigraph.Quad]] = {}
