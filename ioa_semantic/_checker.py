@@ -302,7 +302,8 @@ class Checker:
             task = task_from(baseline.node, params)
             try:
                 outcome = self.stages.outcome(baseline.node, task, at,
-                                              clean=not baseline.findings, fetched=fetched)
+                                              clean=not baseline.findings, fetched=fetched,
+                                              located=baseline.located)
             except UnloadableTerm as exc:
                 findings.append(finding(
                     "jsonld.expansion-error",

@@ -146,7 +146,9 @@ def test_every_violated_shape_is_a_reason_of_its_own() -> None:
 
 
 # The 24 official languages of the EU (Regulation No 1, as amended), ISO 639-1.
-EU_LANGUAGES = sorted("bg cs da de el en es et fi fr ga hr hu it lt lv mt nl pl pt ro sk sl sv".split())
+EU_LANGUAGES = sorted([
+    "bg", "cs", "da", "de", "el", "en", "es", "et", "fi", "fr", "ga", "hr", "hu", "it", "lt",
+    "lv", "mt", "nl", "pl", "pt", "ro", "sk", "sl", "sv"])
 
 
 @pytest.mark.parametrize("language", EU_LANGUAGES)

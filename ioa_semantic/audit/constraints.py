@@ -3,18 +3,19 @@
 Each registration valid on its own is loaded into one store with the others of its batch,
 each in a graph of its own, beside the receiver's fixed quads (the profile and its
 vocabulary, the offered registrations and artifacts). One evaluation of the shapes serves
-the batch, and each result goes back to the registration whose node it is about. That is
-the same as one evaluation per registration as long as no registration can see another's
-nodes, so a batch is shared only when
+the batch, and each result goes back to every registration that names its focus node (as a
+subject or as an object). That is the same as one evaluation per registration as long as no
+registration can see another's nodes, so a batch is shared only when
 
-* no shape reads beyond its focus nodes and the values paths reach from them (no SPARQL:
+* no shape reads beyond its focus nodes and the values paths reach from them, or finds its
+  focus nodes by what points at them (no SPARQL, no inverse path, no target but classes:
   :func:`~ioa_semantic.pipeline.constraints.reads_beyond_focus`), and
-* no registration's node is named in another registration of the batch (an inverse path or
-  an ``sh:class`` would otherwise reach it);
+* no registration's node is named in another registration of the batch (an ``sh:class`` or
+  a path through it would otherwise read the other's triples);
 
 a registration that fails the second test is evaluated alone, as every registration is when
-the first fails. A result whose focus node is none of a registration's own nodes (the
-profile's vocabulary, say) belongs to no registration.
+the first fails. A result whose focus node no registration names (the profile's vocabulary,
+say) belongs to none.
 
 In an audit a registration that violates a shape is ``invalid`` (an audit has no
 ``incompatible``: the registration does not meet the profile's required constraints, 5.4)
@@ -100,10 +101,14 @@ def _groups(loaded: dict[int, list[pyoxigraph.Quad]], *, alone: bool) -> list[li
 
 def _evaluate(shapes: ProfileShapes, fixed: Sequence[pyoxigraph.Quad],
               batch: dict[int, list[pyoxigraph.Quad]]) -> dict[int, list[Finding]]:
-    owner: dict[str, int] = {}
+    # A result belongs to each registration that names its focus node (as a subject, or as
+    # the object of one of its triples): one evaluated alone would have found it too.
+    mentions: dict[str, set[int]] = {}
     for i, quads in batch.items():
         for q in quads:
-            owner[_text(q.subject)] = i
+            mentions.setdefault(_text(q.subject), set()).add(i)
+            if not isinstance(q.object, pyoxigraph.Literal):
+                mentions.setdefault(_text(q.object), set()).add(i)
     store: Any
     if shapes.needs_pyshacl or shapes.unsupported:
         store = pyoxigraph.Store()
@@ -122,8 +127,8 @@ def _evaluate(shapes: ProfileShapes, fixed: Sequence[pyoxigraph.Quad],
         results = exc.results
         findings = {i: [unevaluable(exc)] for i in batch}
     for result in results:
-        if result.focus in owner:
-            findings.setdefault(owner[result.focus], []).append(as_finding(result, None))
+        for i in sorted(mentions.get(result.focus, ())):
+            findings.setdefault(i, []).append(as_finding(result, None))
     return findings
 
 

@@ -26,7 +26,7 @@ import pyoxigraph
 from .._exceptions import ProfileError
 from .._findings import Severity
 from .._vocab import RDF, RDFS, SH, XSD
-from ..pipeline.constraints import ROUTE_UNSUPPORTED, ProfileShapes, ShapeRoute
+from ..pipeline.constraints import ROUTE_UNSUPPORTED, ProfileShapes, ShapeRoute, ShapesUnreadable
 from ..reporters.lint import NO_TOP_LEVEL, Explained, Linted, Problem
 from ..sources.loader import Profile, ProfileUnavailable, ShapeFile, load_shape_files
 
@@ -135,7 +135,14 @@ def _judge(parsed: Sequence[tuple[ShapeFile, list[pyoxigraph.Quad]]],
            problems: dict[str, list[Problem]]) -> None:
     """The problems of the readable files, judged together, added to ``problems``."""
     files = [file for file, _ in parsed]
-    routes = _routes_by_source(ProfileShapes(files))
+    try:
+        routes = _routes_by_source(ProfileShapes(files))
+    except ShapesUnreadable as exc:
+        # A shape no SHACL processor can read (an ill-typed count): each file is said to
+        # hold what cannot be read, since the routing judges the files together.
+        for file in files:
+            problems[file.reference].append(Problem(str(exc)))
+        return
     nodes = _Nodes(parsed, {r.shape for rs in routes.values() for r in rs})
     for reference, found in _shacl_problems(nodes, files):
         problems[reference].append(found)

@@ -6,7 +6,14 @@ from typing import Any
 
 import pyoxigraph
 
-from ..pipeline.constraints import ProfileShapes, constraint_outcome, task_quads
+from ..pipeline.constraints import (
+    ProfileShapes,
+    Unevaluable,
+    constraint_outcome,
+    places,
+    task_quads,
+    unevaluable,
+)
 from ..pipeline.decision import Task
 from ..pipeline.store import check_quads, envelope_quads, envelope_subject
 
@@ -19,22 +26,46 @@ class ShapesStore:
     costs more than the shapes."""
 
     def __init__(self, fixed: Sequence[pyoxigraph.Quad]) -> None:
-        self._fixed = _QuadIndex(fixed)
+        self._fixed = _QuadIndex(as_stored(fixed))
 
     def outcome(self, shapes: ProfileShapes, node: dict[str, Any], task: Task,
-                read_as: tuple[str, str]) -> tuple[list[Any], list[Any]]:
+                read_as: tuple[str, str], located: Sequence[Any] = ()
+                ) -> tuple[list[Any], list[Any]]:
         """The reasons and remedies of the profile's shapes for one check."""
         top = envelope_subject(node)
-        this_check = _QuadIndex([*envelope_quads(node), *check_quads(read_as),
-                                 *task_quads(task.parameters, top)])
-        return constraint_outcome(shapes, _Union(self._fixed, this_check), top)  # type: ignore[arg-type]
+        try:
+            task_graph = task_quads(task.parameters, top)
+        except Unevaluable as exc:
+            return [unevaluable(exc)], []
+        blanks: dict[str, Any] = {}
+        this_check = _QuadIndex(as_stored([*envelope_quads(node, nodes=blanks),
+                                           *check_quads(read_as), *task_graph]))
+        return constraint_outcome(shapes, _Union(self._fixed, this_check), top,  # type: ignore[arg-type]
+                                  0, places(blanks, located))
 
 
 def indexed_union(*parts: Sequence[pyoxigraph.Quad]) -> Any:
     """The quads of ``parts`` as compiled shapes read a store (see :class:`ShapesStore`):
     for an evaluation with no pySHACL shape, where filling an Oxigraph store would cost more
     than the shapes."""
-    return _Union(*(_QuadIndex(quads) for quads in parts))
+    return _Union(*(_QuadIndex(as_stored(quads)) for quads in parts))
+
+
+_PLAIN = frozenset({"http://www.w3.org/2001/XMLSchema#string",
+                    "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"})
+
+
+def as_stored(quads: Sequence[pyoxigraph.Quad]) -> Sequence[pyoxigraph.Quad]:
+    """The quads as an Oxigraph store gives them back: it keeps a literal of a datatype it
+    knows in its canonical form (``"01"^^xsd:integer`` as ``"1"``), which the shapes then
+    read. Strings (most of what a check brings) are kept as they are, so only quads with
+    another literal go through a store."""
+    if all(not isinstance(q.object, pyoxigraph.Literal) or q.object.datatype.value in _PLAIN
+           for q in quads):
+        return quads
+    store = pyoxigraph.Store()
+    store.bulk_extend(quads)
+    return list(store.quads_for_pattern(None, None, None, None))
 
 
 class _QuadIndex:

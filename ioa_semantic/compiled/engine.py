@@ -322,10 +322,12 @@ class CompiledEngine(ReferenceEngine):
                              retriever=retriever, expand_with=restricted_expansion)
 
     def outcome(self, node: dict[str, Any], task: Task, at: datetime, *,
-                clean: bool, fetched: Sequence[Artifact] = ()) -> Outcome:
+                clean: bool, fetched: Sequence[Artifact] = (),
+                located: Sequence[Any] = ()) -> Outcome:
         if fetched or (self.constraints is not None and self._shapes_store is None):
             # The profile's shapes need pySHACL over the check's store: the reference decides.
-            return super().outcome(node, task, at, clean=clean, fetched=fetched)
+            return super().outcome(node, task, at, clean=clean, fetched=fetched,
+                                   located=located)
         answered = self.decision.evaluate(node, task, at) if clean else None
         # (a clean baseline's nodes hold only the shapes' properties)
         out = answered if answered is not None else evaluate(
@@ -334,7 +336,8 @@ class CompiledEngine(ReferenceEngine):
         if self._shapes_store is not None and "readAs" in out.ontology:
             assert self.constraints is not None
             findings, proposed = self._shapes_store.outcome(
-                self.constraints, node, task, (out.ontology["id"], out.ontology["readAs"]))
+                self.constraints, node, task, (out.ontology["id"], out.ontology["readAs"]),
+                located)
             out.findings.extend(findings)
             out.remedies.extend(proposed)
         return out

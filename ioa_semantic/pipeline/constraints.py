@@ -376,6 +376,10 @@ def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
             return None
         if not (isinstance(value, pyoxigraph.Literal) and value.datatype.value == XSD + "integer"):
             raise _NotCompiled(f"sh:{name} that is not an xsd:integer")
+        if not re.fullmatch(r"[+-]?[0-9]+", value.value):
+            # Ill-typed: no SHACL processor can read the shape (shacl-shacl refuses it).
+            raise ShapesUnreadable(f"the shape {_term_text(node)} has sh:{name} "
+                                   f"{value.value!r}, which is not an integer")
         return int(value.value)
 
     try:
@@ -958,8 +962,15 @@ def task_quads(parameters: Mapping[str, str], envelope: Any) -> list[pyoxigraph.
              pyoxigraph.Quad(CHECK, pyoxigraph.NamedNode(IOP + "envelope"), envelope,
                              TASK_GRAPH)]
     for name, value in sorted(parameters.items()):
-        quads.append(pyoxigraph.Quad(TASK, pyoxigraph.NamedNode(IOPARAM + quote(name, safe="")),
-                                     pyoxigraph.Literal(value), TASK_GRAPH))
+        try:
+            quads.append(pyoxigraph.Quad(
+                TASK, pyoxigraph.NamedNode(IOPARAM + quote(name, safe="")),
+                pyoxigraph.Literal(value), TASK_GRAPH))
+        except (UnicodeError, ValueError) as exc:
+            # A lone surrogate (bytes a command line could not decode): no RDF term holds
+            # it, so the shapes cannot read the task. Raised as the shapes' own failure.
+            raise Unevaluable(f"the task parameter {name!a} is not Unicode text, so the "
+                              "shapes cannot read it") from exc
     return quads
 
 
@@ -971,8 +982,18 @@ def constraint_findings(shapes: ProfileShapes, store: pyoxigraph.Store,
     return constraint_outcome(shapes, store, envelope, triples)[0]
 
 
+def places(blanks: Mapping[str, Any], located: Iterable[Any]) -> dict[str, str]:
+    """Where each blank node of the envelope's graph is in the input: its label (as
+    ``_:<label>``) to the JSON Pointer of the node object it stands for, from the
+    baseline's located nodes (expanded node, compact object, pointer)."""
+    pointers = {id(node): pointer for node, _, pointer in located}
+    return {f"_:{label}": pointers[id(obj)] for label, obj in blanks.items()
+            if id(obj) in pointers}
+
+
 def constraint_outcome(shapes: ProfileShapes, store: pyoxigraph.Store, envelope: Any = None,
-                       triples: int = 0) -> tuple[list[Finding], list[Remedy]]:
+                       triples: int = 0, places: Mapping[str, str] | None = None
+                       ) -> tuple[list[Finding], list[Remedy]]:
     """:func:`constraint_findings`, with the remedies they propose: for each violated shape,
     ``renegotiate`` by the sender, its ``field`` the parameter (or property) in conflict and
     ``permitted`` the values the shape lists for it (sh:in, sh:hasValue), where it does."""
@@ -982,7 +1003,7 @@ def constraint_outcome(shapes: ProfileShapes, store: pyoxigraph.Store, envelope:
         missing: list[Finding] = []
     except Unevaluable as exc:
         results, missing = list(exc.results), [unevaluable(exc)]
-    findings = [as_finding(r, top) for r in results]
+    findings = [as_finding(r, top, places) for r in results]
     proposed = [remedy("renegotiate", SENDER, ("constraint.shape-violated",),
                        field=_field(r), permitted=shapes.permitted(r))
                 for r in results if r.severity is Severity.ERROR]
@@ -1005,7 +1026,8 @@ def unevaluable(exc: Unevaluable) -> Finding:
                    f"evaluated, so its required constraints are not known to hold: {exc}", "")
 
 
-def as_finding(result: Result, envelope: str | None) -> Finding:
+def as_finding(result: Result, envelope: str | None,
+               places: Mapping[str, str] | None = None) -> Finding:
     focus = "the envelope" if result.focus == envelope else result.focus
     where = f"focus node {focus}"
     if result.path is not None:
@@ -1014,7 +1036,12 @@ def as_finding(result: Result, envelope: str | None) -> Finding:
         where += f", value {'the envelope' if result.value == envelope else result.value}"
     message = (f"the profile shape {result.shape} ({result.component}) says: "
                f"{result.message} ({where})")
-    path = result.focus if not result.focus.startswith("_:") else ""
+    # An IRI focus node is where the reason points (contract 2: an IRI where one applies); a
+    # blank node of the envelope at the JSON Pointer of its object; a literal (a focus of
+    # sh:targetNode or sh:targetObjectsOf) or another blank node is no place of its own,
+    # so the reason is about the document.
+    blank_or_literal = result.focus.startswith(("_:", '"'))
+    path = (places or {}).get(result.focus, "") if blank_or_literal else result.focus
     if result.severity is Severity.ERROR:
         return finding("constraint.shape-violated", message, path)
     return finding("constraint.shape-warning", message, path, severity=result.severity)
@@ -1024,9 +1051,13 @@ def as_finding(result: Result, envelope: str | None) -> Finding:
 
 # What a shape may look at beyond its focus node's own values: a SPARQL query may read any
 # node of the graph (a SPARQL-based constraint or component, a custom component declared
-# in the files).
+# in the files); and what makes focus nodes or values of nodes a registration only names.
 _NON_LOCAL = frozenset({"sparql", "select", "ask", "validator", "nodeValidator",
-                        "propertyValidator", "SPARQLConstraint", "ConstraintComponent"})
+                        "propertyValidator", "SPARQLConstraint", "ConstraintComponent",
+                        # An inverse path walks back to whatever names a node, and these
+                        # targets find focus nodes by what points at them or by name: in a
+                        # batch, another registration's triples could be among them.
+                        "inversePath", "targetObjectsOf", "targetSubjectsOf", "targetNode"})
 
 
 def reads_beyond_focus(shapes: ProfileShapes) -> bool:

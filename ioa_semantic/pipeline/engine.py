@@ -55,28 +55,41 @@ class ReferenceEngine:
                              retriever=retriever)
 
     def outcome(self, node: dict[str, Any], task: Task, at: datetime, *,
-                clean: bool, fetched: Sequence[Artifact] = ()) -> Outcome:
+                clean: bool, fetched: Sequence[Artifact] = (),
+                located: Sequence[Any] = ()) -> Outcome:
         """The decision's outcome for an envelope whose baseline rejected nothing (``clean``:
         it found nothing at all), with ``fetched`` the artifacts retrieved for this check.
 
         Raises :class:`~ioa_semantic.pipeline.store.UnloadableTerm` for an expanded value no
         RDF store accepts.
         """
-        quads = envelope_quads(node)
+        blanks: dict[str, Any] = {}
+        quads = envelope_quads(node, nodes=blanks)
         dataset = Dataset(self.fixed, quads,
                           *(artifact_quads(a) for a in fetched if not a.malformed))
         out = evaluate(dataset, node, self.profile, self.registrations,
                        (*self.artifacts, *fetched), task, at)
         if self.constraints is not None and "readAs" in out.ontology:
-            from .constraints import constraint_outcome, task_quads
+            from .constraints import (
+                Unevaluable,
+                constraint_outcome,
+                places,
+                task_quads,
+                unevaluable,
+            )
 
             # The domain profile's required constraints (5.4), over the same store, last:
             # nothing reads the store after them.
             top = envelope_subject(node)
-            task_graph = task_quads(task.parameters, top)
+            try:
+                task_graph = task_quads(task.parameters, top)
+            except Unevaluable as exc:
+                out.findings.append(unevaluable(exc))
+                return out
             dataset.store.bulk_extend(task_graph)
-            findings, proposed = constraint_outcome(self.constraints, dataset.store, top,
-                                                    len(quads) + len(task_graph))
+            findings, proposed = constraint_outcome(
+                self.constraints, dataset.store, top, len(quads) + len(task_graph),
+                places(blanks, located))
             out.findings.extend(findings)
             out.remedies.extend(proposed)
         return out

@@ -153,6 +153,11 @@ def structure_findings(document: Any) -> list[Finding]:
             out.append(finding("jsonld.node-structure",
                                f"{key} is not used in envelopes or registrations: it adds "
                                "nodes or graphs beside the one being judged", at))
+        elif key == "@list":
+            out.append(finding("jsonld.misplaced-keyword",
+                               "@list has no meaning here: the baseline has no ordered values, "
+                               "and a list's members would reach no check (write an array)",
+                               at))
         elif key in _KEYWORDS:
             out.append(finding("jsonld.misplaced-keyword",
                                f"{key} has no meaning here: expansion would ignore it, or keep "
@@ -175,7 +180,8 @@ def _keyed_members(document: Any) -> Iterator[tuple[str, str, Any, frozenset[str
             if "@value" in value:
                 allowed = _VALUE_KEYWORDS
             elif "@list" in value or "@set" in value:
-                allowed = frozenset({"@list", "@set"})
+                # A list object's @list is reported (no check reads an RDF list's members).
+                allowed = frozenset({"@set"})
             else:
                 allowed = _NODE_KEYWORDS
             for key, item in value.items():

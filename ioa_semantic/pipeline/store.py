@@ -43,20 +43,22 @@ class UnloadableTerm(IoaSemanticError, ValueError):
 
 
 def envelope_quads(node: dict[str, Any], graph: pyoxigraph.NamedNode = ENVELOPE_GRAPH,
-                   blanks: str = "e") -> list[pyoxigraph.Quad]:
+                   blanks: str = "e", nodes: dict[str, Any] | None = None
+                   ) -> list[pyoxigraph.Quad]:
     """The expanded envelope (already shape-checked) as quads in the envelope graph (or in
-    ``graph``, its blank nodes labelled ``<blanks><n>``: several documents in one store).
+    ``graph``, its blank nodes labelled ``<blanks><n>``: several documents in one store);
+    ``nodes``, when given, gets each blank node's label and the node object it stands for.
 
     Raises :class:`UnloadableTerm` for a value Oxigraph refuses.
     """
     try:
-        return _envelope_quads(node, graph, blanks)
+        return _envelope_quads(node, graph, blanks, nodes)
     except ValueError as exc:
         raise UnloadableTerm(str(exc)) from exc
 
 
 def _envelope_quads(node: dict[str, Any], graph: pyoxigraph.NamedNode,  # noqa: C901
-                    blanks: str) -> list[pyoxigraph.Quad]:
+                    blanks: str, nodes: dict[str, Any] | None) -> list[pyoxigraph.Quad]:
     quads: list[pyoxigraph.Quad] = []
     counter = iter(range(1 << 30))
 
@@ -64,7 +66,10 @@ def _envelope_quads(node: dict[str, Any], graph: pyoxigraph.NamedNode,  # noqa: 
         ident = obj.get("@id")
         if isinstance(ident, str) and not ident.startswith("_:"):
             return pyoxigraph.NamedNode(ident)
-        return pyoxigraph.BlankNode(f"{blanks}{next(counter)}")
+        label = f"{blanks}{next(counter)}"
+        if nodes is not None:
+            nodes[label] = obj
+        return pyoxigraph.BlankNode(label)
 
     def term(value: Any) -> Any:
         if isinstance(value, dict) and "@value" in value:
