@@ -17,6 +17,8 @@ second harness around pySHACL.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import threading
 from typing import Any
 
@@ -644,3 +646,32 @@ def test_pyshacl_runs_once_a_check_and_never_for_compiled_shapes(
     assert runs == [1]  # one validation for the two shapes pySHACL has
     mixed.results(store)
     assert runs == [1, 1]
+
+
+# --- sh:pattern read as XPath ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("pattern", "text", "matches"), [
+    ("^.+$", "a\rb", False), ("^.+$", "a\u2028b", True),  # XPath's '.': all but \n and \r
+    (r"^\s$", "\u00a0", False), (r"^\s$", "\t", True), (r"^\S+$", "\u00a0", True),
+    (r"^\w+$", "a_b", False), (r"^\w+$", "ab\u00e9", True), (r"^\W$", "_", True),
+    (r"^\p{Lu}\p{Ll}+$", "\u00c4bc", True), (r"^\P{N}+$", "a1", False),
+    ("^[A-Z-[Q]]{2}$", "DE", True), ("^[A-Z-[Q]]{2}$", "QE", False),
+    ("^[A-Z-[Q]]{2}$", "A]]", False), (r"^[\p{Ll}\d]+$", "\u00e41", True),
+    ("^a$", "a\n", False), (r"^(a)\1$", "aa", True), ("^(?:ab)+$", "abab", True),
+])
+def test_a_pattern_is_read_as_xpath_reads_it(pattern: str, text: str, matches: bool) -> None:
+    from ioa_semantic.pipeline.shapes import xpath_pattern
+
+    assert bool(re.search(xpath_pattern(pattern), text)) is matches
+
+
+@pytest.mark.parametrize("pattern", [r"\bword", r"\i\c*", r"^\p{IsBasicLatin}+$",
+                                     r"[\w-]", r"(?i)abc", r"[a[b]]", "\\x41", "abc\\"])
+def test_a_pattern_with_no_xpath_translation_makes_its_shape_unsupported(pattern: str) -> None:
+    shapes = shapes_of(f"""@prefix sh: <http://www.w3.org/ns/shacl#> .
+<https://ex.org/S> a sh:NodeShape ; sh:targetClass <https://ex.org/C> ;
+    sh:property [ sh:path <https://ex.org/p> ; sh:pattern {json.dumps(pattern)} ] .
+""")
+    (route,) = shapes.routes
+    assert route.engine == "unsupported" and "sh:pattern" in route.why

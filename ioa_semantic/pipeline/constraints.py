@@ -64,7 +64,7 @@ from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Remedy, Severity
 from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
 from .remedies import SENDER, remedy
-from .shapes import python_pattern
+from .shapes import PatternNotTranslated, xpath_pattern
 
 CHECK = pyoxigraph.NamedNode("urn:ioa-semantic:check")
 TASK = pyoxigraph.NamedNode("urn:ioa-semantic:task")
@@ -392,8 +392,8 @@ def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
     kind, datatype = _single(props.get(SH + "nodeKind", [])), _single(props.get(SH + "datatype", []))
     pattern, message = _single(props.get(SH + "pattern", [])), _single(props.get(SH + "message", []))
     try:
-        compiled_pattern = None if pattern is None else re.compile(python_pattern(pattern.value))
-    except re.error:
+        compiled_pattern = None if pattern is None else re.compile(xpath_pattern(pattern.value))
+    except (PatternNotTranslated, re.error):
         return "an sh:pattern Python's re cannot read"
     return _PropertyCheck(
         _term_text(node), path, min_count, max_count,
@@ -464,8 +464,11 @@ class ProfileShapes:
             used = features & _UNSUPPORTED
             datatypes = sorted(f[len("datatype:"):] for f in features
                                if f.startswith("datatype:"))
+            patterns = sorted(f[len("pattern:"):] for f in features if f.startswith("pattern:"))
             why = ("uses " + ", ".join(f"sh:{k}" for k in sorted(used))
                    + " (SHACL Advanced Features or SHACL-JS)") if used else (
+                "has an sh:pattern that Python's re cannot read as XPath does: "
+                + "; ".join(patterns)) if patterns else (
                 "uses sh:datatype " + ", ".join(datatypes) + ", which the check's store "
                 "cannot tell: Oxigraph keeps such a value as " + ", ".join(sorted(
                     {_STORED_AS[d] for d in datatypes})) + " (oxigraph/oxigraph#526)"
@@ -742,6 +745,13 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
             if predicate == SH + "datatype":
                 used.update(f"datatype:{v.value}" for v in values
                             if isinstance(v, pyoxigraph.NamedNode) and v.value in _STORED_AS)
+            if predicate == SH + "pattern":
+                for value in values:
+                    try:
+                        xpath_pattern(value.value if isinstance(value, pyoxigraph.Literal)
+                                      else "")
+                    except PatternNotTranslated as exc:
+                        used.add(f"pattern:{exc}")
             # A declared component the node activates is used too (its validators may be
             # SHACL-JS).
             for value in [*values, *graph.components.get(predicate, ())]:
@@ -795,6 +805,15 @@ def _owned_subjects(graph: _Shapes, shapes: set[Any]) -> frozenset[Any]:
     return frozenset(owned)
 
 
+def _translated(pattern: str) -> str:
+    """A pattern as pySHACL is given it: read as XPath reads it (a shape whose pattern has
+    no translation is not evaluated at all, so its text is only kept)."""
+    try:
+        return xpath_pattern(pattern)
+    except PatternNotTranslated:
+        return pattern
+
+
 def _rdflib_graph(quads: Iterable[pyoxigraph.Quad]) -> tuple[Any, dict[str, Any]]:
     import rdflib
 
@@ -813,7 +832,7 @@ def _rdflib_graph(quads: Iterable[pyoxigraph.Quad]) -> tuple[Any, dict[str, Any]
     for q in quads:
         obj = q.object
         if q.predicate.value == SH + "pattern" and isinstance(obj, pyoxigraph.Literal):
-            obj = pyoxigraph.Literal(python_pattern(obj.value))
+            obj = pyoxigraph.Literal(_translated(obj.value))
         graph.add((term(q.subject), term(q.predicate), term(obj)))
     return graph, blanks
 

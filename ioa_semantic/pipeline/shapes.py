@@ -11,6 +11,7 @@ expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, J
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cache
 from typing import Any, NamedTuple
 
 import pyoxigraph
@@ -171,6 +172,153 @@ def python_pattern(pattern: str) -> str:
         out.append(char)
         i += 1
     return "".join(out)
+
+
+class PatternNotTranslated(ValueError):
+    """An ``sh:pattern`` that uses what Python's ``re`` cannot read as XPath does."""
+
+
+def xpath_pattern(pattern: str) -> str:
+    r"""A SHACL ``sh:pattern`` (an XPath regular expression: XML Schema 2 appendix F with
+    XPath's anchors, reluctant quantifiers and back-references) as Python's ``re`` reads
+    the same, for a profile's own shapes.
+
+    Besides ``$`` (see :func:`python_pattern`): ``.`` matches neither ``\n`` nor ``\r``;
+    ``\s`` is space, tab, line feed and carriage return only; ``\w`` is every character but
+    punctuation, separators and others (``\p{P}``, ``\p{Z}``, ``\p{C}``), so not ``_``;
+    ``\p{..}`` and ``\P{..}`` name Unicode general categories; ``[a-z-[aeiou]]`` subtracts a
+    class. Raises :class:`PatternNotTranslated` for what has no translation here (a block
+    escape ``\p{IsBasicLatin}``, ``\i``/``\c``, a complement inside a class, an escape or a
+    ``(?`` group XPath does not have): such a shape is not evaluated rather than read
+    otherwise."""
+    out, i = [], 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            text, i = _xpath_escape(pattern, i, in_class=False)
+            out.append(text)
+        elif char == "[":
+            text, i = _xpath_class(pattern, i)
+            out.append(text)
+        elif char == ".":
+            out.append(r"[^\n\r]")
+            i += 1
+        elif char == "$":
+            out.append(r"\Z")
+            i += 1
+        elif char == "(" and pattern.startswith("(?", i) and not pattern.startswith("(?:", i):
+            raise PatternNotTranslated(f"{pattern!r}: '(?' groups other than '(?:' are not XPath")
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+_SINGLE = set("nrt\\|.-^?*+{}()[]$")
+_MULTI = {"s": r"[ \t\n\r]", "S": r"[^ \t\n\r]", "d": r"\d", "D": r"\D"}
+
+
+def _xpath_escape(pattern: str, i: int, *, in_class: bool) -> tuple[str, int]:
+    if i + 1 >= len(pattern):
+        raise PatternNotTranslated(f"{pattern!r}: a pattern cannot end in a backslash")
+    char = pattern[i + 1]
+    if char in _SINGLE:
+        return pattern[i:i + 2], i + 2
+    if char.isdigit() and char != "0" and not in_class:
+        return pattern[i:i + 2], i + 2  # a back-reference
+    if char in _MULTI:
+        text = _MULTI[char]
+        if in_class:
+            if char == "s":
+                return r" \t\n\r", i + 2
+            if char in "dD" and char == "d":
+                return r"\d", i + 2
+            raise PatternNotTranslated(f"{pattern!r}: \\{char} inside a class")
+        return text, i + 2
+    if char in "wW":
+        if in_class:
+            raise PatternNotTranslated(f"{pattern!r}: \\{char} inside a class")
+        ranges = _category_ranges(("P", "Z", "C"))
+        return (f"[^{ranges}]" if char == "w" else f"[{ranges}]"), i + 2
+    if char in "pP":
+        end = pattern.find("}", i)
+        if not pattern.startswith("{", i + 2) or end < 0:
+            raise PatternNotTranslated(f"{pattern!r}: \\{char} without a {{name}}")
+        name = pattern[i + 3:end]
+        if name not in _CATEGORIES:
+            raise PatternNotTranslated(f"{pattern!r}: \\{char}{{{name}}} is not a general "
+                                       "category (block escapes are not translated)")
+        ranges = _category_ranges((name,))
+        if in_class:
+            if char == "P":
+                raise PatternNotTranslated(f"{pattern!r}: \\P inside a class")
+            return ranges, end + 1
+        return (f"[{ranges}]" if char == "p" else f"[^{ranges}]"), end + 1
+    raise PatternNotTranslated(f"{pattern!r}: \\{char} is not an XPath escape")
+
+
+def _xpath_class(pattern: str, i: int) -> tuple[str, int]:
+    """A character class from ``pattern[i] == "["``, with a subtraction ``-[...]`` last in
+    it as a negative lookahead before the class."""
+    j = i + 1
+    members: list[str] = []
+    negated = pattern.startswith("^", j)
+    if negated:
+        j += 1
+    first = True
+    while j < len(pattern):
+        char = pattern[j]
+        if char == "]" and not first:
+            return ("[" + ("^" if negated else "") + "".join(members) + "]"), j + 1
+        if char == "-" and pattern.startswith("-[", j):
+            sub, k = _xpath_class(pattern, j + 1)
+            if not pattern.startswith("]", k):
+                raise PatternNotTranslated(f"{pattern!r}: a subtraction ends its class")
+            base = "[" + ("^" if negated else "") + "".join(members) + "]"
+            return f"(?:(?!{sub}){base})", k + 1
+        if char == "\\":
+            text, j = _xpath_escape(pattern, j, in_class=True)
+            members.append(text)
+        elif char == "[":
+            raise PatternNotTranslated(f"{pattern!r}: '[' inside a class must be escaped")
+        else:
+            members.append("\\" + char if char in "^&~|" else char)
+            j += 1
+        first = False
+    raise PatternNotTranslated(f"{pattern!r}: a class is not closed")
+
+
+_CATEGORIES = frozenset({
+    "L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No",
+    "P", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Z", "Zs", "Zl", "Zp",
+    "S", "Sm", "Sc", "Sk", "So", "C", "Cc", "Cf", "Co", "Cn"})
+
+
+@cache
+def _category_ranges(categories: tuple[str, ...]) -> str:
+    """The members of a class for every code point whose general category is one of
+    ``categories`` (or starts with a one-letter one), as ranges of escapes. Computed once a
+    process for each set asked (it reads every code point: about a third of a second)."""
+    import unicodedata
+
+    def wanted(code: int) -> bool:
+        category = unicodedata.category(chr(code))
+        return category in categories or category[0] in categories
+
+    parts, start = [], None
+    for code in range(0x110000 + 1):
+        inside = code < 0x110000 and wanted(code)
+        if inside and start is None:
+            start = code
+        elif not inside and start is not None:
+            parts.append(_escaped(start) if start == code - 1
+                         else f"{_escaped(start)}-{_escaped(code - 1)}")
+            start = None
+    return "".join(parts)
+
+
+def _escaped(code: int) -> str:
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def _local(iri: str | None) -> str | None:
