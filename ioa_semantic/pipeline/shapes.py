@@ -18,7 +18,7 @@ import pyoxigraph
 
 from .. import data as _resources
 from .._codes import finding
-from .._exceptions import ConfigurationError
+from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding
 from .._iri import iri_defect
 from .._vocab import IOASH, RDF_JSON, RDF_LANGSTRING, RDF_TYPE, SH, XSD
@@ -174,7 +174,7 @@ def python_pattern(pattern: str) -> str:
     return "".join(out)
 
 
-class PatternNotTranslated(ValueError):
+class PatternNotTranslated(IoaSemanticError, ValueError):
     """An ``sh:pattern`` that uses what Python's ``re`` cannot read as XPath does."""
 
 
