@@ -2,10 +2,27 @@
 same as the last one (a property test that drew a new input every run would make CI fail now
 and then on a rare input, with nothing changed). ``pytest --hypothesis-profile=explore``
 draws fresh inputs on every run, as ``bench/fuzz_report.py --seed N`` does for the fuzzer;
-what they find becomes a case of its own (``tests/cases/fuzz``)."""
+what they find becomes a case of its own (``tests/cases/fuzz``).
 
+The ``browser`` fixture: a real browser for the tests that look at a page (tests/browser.py)."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
+
+from browser import Browser, chromium, require_browser
 
 settings.register_profile("deterministic", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile("deterministic")
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    """Headless Chromium (tests/browser.py), its screenshots in the test's tmp_path; the
+    test skips where Chromium or its driver is not installed, and fails so in CI."""
+    require_browser()
+    with chromium(tmp_path) as opened:
+        yield opened

@@ -52,7 +52,7 @@ from .checkpoint import Output, writing
 from .inputs import AUDITED_SUFFIXES, Lines, audited_files, document_items, items_of
 from .judge import Item, Result
 from .kinds import Kinds
-from .run import Audit, Conflict
+from .run import Asked, Audit, Conflict
 from .workers import batched, judge_batch, kinds_for
 
 # About 20,000 registrations of 400 bytes: seconds of work for a worker, so the task overhead
@@ -354,8 +354,8 @@ class ClusterAudit(Audit):
     """The audit, judged on a cluster: the reporters read it as they read a local one."""
 
     def __init__(self, client: Client, setup: Setup, partition_bytes: int = DEFAULT_PARTITION_BYTES,
-                 on_partition: Callable[[Any], None] | None = None) -> None:
-        super().__init__(None)
+                 on_partition: Callable[[Any], None] | None = None, asked: Asked | None = None) -> None:
+        super().__init__(None, asked=asked)
         self.client = client
         self.setup = setup
         self.partition_bytes = partition_bytes
@@ -516,7 +516,8 @@ class _Progress:
 
 def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, scheduler: str,
           partition_bytes: int | None, report: Callable[[Any, Iterable[Any], IO[str]], None],
-          render: Callable[[Result], str] | None, output: str | None) -> int:
+          render: Callable[[Result], str] | None, output: str | None,
+          asked: Asked | None = None) -> int:
     """``ioa-check audit --scheduler``: the exit status; ConfigurationError for a usage error."""
     source, data = resolve_profile(profile)
     setup = Setup(source, data, limits, engine)
@@ -530,7 +531,8 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
         try:
             progress = _Progress(sys.stderr)
             run = ClusterAudit(cluster.client, setup, partition_bytes or DEFAULT_PARTITION_BYTES,
-                               on_partition=progress.partition_done if progress.bar else None)
+                               on_partition=progress.partition_done if progress.bar else None,
+                               asked=asked)
             report(run, batched(progress.track(run.results_of(paths)), render),
                    out)  # type: ignore[arg-type]  # Output writes as a stream does
             return run.exit_status()

@@ -12,6 +12,7 @@ registration involved. Memory holds one record per distinct capability IRI (see
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -37,12 +38,24 @@ class Conflict(NamedTuple):
             {"source": source, "index": index} for source, index in self.registrations]}}
 
 
+class Asked(NamedTuple):
+    """What an audit was made with, for a report that says so (``--format html``): the inputs
+    as given, the profile's id and revision, and the instant of the audit (no judgement of a
+    registration depends on it: it dates the report)."""
+
+    inputs: tuple[str, ...]
+    profile: tuple[str, str]
+    at: datetime
+
+
 class Audit:
     """One audit run over a Checker's profile: feed documents, then read the conflicts."""
 
-    def __init__(self, checker: Checker | None, checkpoint: Checkpoint | None = None) -> None:
+    def __init__(self, checker: Checker | None, checkpoint: Checkpoint | None = None,
+                 asked: Asked | None = None) -> None:
         self.checker = checker
         self.checkpoint = checkpoint
+        self.asked = asked
         self._index = ConflictIndex()
         self._conflicts: list[Conflict] | None = None
         self.total = 0

@@ -6,12 +6,13 @@ import argparse
 import contextlib
 import os
 import sys
+from datetime import UTC, datetime
 
 from .._checker import ENGINES, Checker
 from .._exceptions import ConfigurationError
 from .._status import ExitStatus
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
-from .parsing import _positive, add_limits, limits_of, unwritable_stdout
+from .parsing import _instant, _positive, add_limits, limits_of, unwritable_stdout
 
 DESCRIPTION = ("Audit capability registrations (draft 6.3): files, folders (*.json, *.jsonld, "
                "*.jsonl) and - for JSON Lines on stdin.")
@@ -28,8 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="installed profile name or profile file (Turtle)")
     parser.add_argument("--format", choices=sorted(AUDIT_REPORTERS), default="text",
                         help="text (default), json (JSON Lines, one line per registration and "
-                             "conflict, then a summary) or sarif")
+                             "conflict, then a summary), sarif, or html (one self-contained "
+                             "page: totals, codes, conflicts, a table of what is not valid)")
     parser.add_argument("--output", metavar="FILE", help="write the results here, not stdout")
+    parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
+                        help="the instant of the audit, which the html report states (ISO-8601 "
+                             "with a UTC offset; default: now); no registration's judgement "
+                             "depends on it")
     add_limits(parser)
     parser.add_argument("--engine", choices=ENGINES, default="compiled",
                         help="compiled (default) or reference; both judge the same")
@@ -52,7 +58,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
     """The audit, reported; the exit status."""
     from ..audit.checkpoint import Checkpoint, Output, Refused, WriteFailed
     from ..audit.inputs import pieces
-    from ..audit.run import Audit
+    from ..audit.run import Asked, Audit
 
     if opts.state and (not opts.output or opts.format != "json"):
         parser.error("--state needs --output FILE and --format json")
@@ -70,6 +76,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
     except ConfigurationError as exc:
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
+    asked = Asked(tuple(opts.paths), (checker.profile.id, checker.profile.revision),
+                  (opts.at or datetime.now(UTC)).astimezone(UTC))
     if opts.scheduler:
         # Dask is an optional extra: nothing of it is imported without --scheduler.
         try:
@@ -83,7 +91,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
                                limits=limits_of(opts), engine=opts.engine,
                                scheduler=opts.scheduler, partition_bytes=opts.partition_bytes,
                                report=AUDIT_REPORTERS[opts.format],
-                               render=AUDIT_LINES.get(opts.format), output=opts.output)
+                               render=AUDIT_LINES.get(opts.format), output=opts.output,
+                               asked=asked)
         except ConfigurationError as exc:
             print(f"ioa-check: {exc}", file=sys.stderr)
             return ExitStatus.USAGE
@@ -101,7 +110,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
     out = Output(opened or sys.stdout, opts.output or "standard output")
     try:
         checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None  # type: ignore[arg-type]
-        run = Audit(checker, checkpoint)
+        run = Audit(checker, checkpoint, asked)
         batches = run.batches(pieces(opts.paths, limits=checker.limits,
                                      fingerprint=checkpoint.fingerprint if checkpoint else None),
                               jobs=opts.jobs, render=AUDIT_LINES.get(opts.format))

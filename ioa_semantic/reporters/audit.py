@@ -1,4 +1,4 @@
-"""Reporters of an audit: JSON Lines (contract 2), text, SARIF; and a progress display.
+"""Reporters of an audit: JSON Lines (contract 2), text, SARIF, HTML; and a progress display.
 
 The ``--format`` choices of ``ioa-check audit`` are the keys of :data:`AUDIT_REPORTERS`.
 """
@@ -161,6 +161,16 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> Non
 
 
 AUDIT_REPORTERS["sarif"] = audit_sarif
+
+
+def audit_html(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
+    """One self-contained HTML page (see :mod:`.audit_html`, imported only for it)."""
+    from .audit_html import audit_html as report
+
+    report(audit, batches, stream)
+
+
+AUDIT_REPORTERS["html"] = audit_html
 
 # What a reporter needs written per registration, where the registration is judged: the
 # JSON Lines reporter writes nothing else, and a worker writing a batch's lines spares the
