@@ -18,11 +18,11 @@ from types import ModuleType
 from .._runtime import quick_exit
 from .._status import ExitStatus
 from .._version import __version__
-from . import audit, check, keygen, lint, sign, trace
+from . import audit, check, keygen, lint, serve, sign, trace
 from .parsing import _Parser, unwritable_stdout
 
 COMMANDS: dict[str, ModuleType] = {"check": check, "audit": audit, "lint": lint, "trace": trace,
-                                    "sign": sign, "keygen": keygen}
+                                    "sign": sign, "keygen": keygen, "serve": serve}
 _SUMMARIES = {
     "check": "judge envelopes (the default command: ioa-check ENVELOPE... --profile NAME)",
     "audit": "audit capability registrations in bulk",
@@ -30,6 +30,7 @@ _SUMMARIES = {
     "trace": "audit execution traces against what agents declare",
     "sign": "sign an alignment artifact with an Ed25519 key (a Data Integrity proof)",
     "keygen": "make an Ed25519 signing key and print its did:key",
+    "serve": "serve checks and audits over HTTP, with a page for people (the serve extra)",
 }
 # What the top-level parser answers itself; anything else not naming a command is check's.
 _TOP_LEVEL = ("-h", "--help", "--version")

@@ -1,5 +1,6 @@
 """The data shipped inside the package, read one way: contexts, shapes, profiles, alignment
-artifacts, SPARQL queries and the output schema, each kind a folder of this package.
+artifacts, SPARQL queries, the service's web page and the output schema, each kind a folder
+of this package.
 
 In an installed wheel and in an editable checkout alike the folder is next to this file, and
 it is read with plain file access. Importing ``importlib.resources`` would cost the command
@@ -15,7 +16,7 @@ from functools import cache
 from typing import Any
 
 _FOLDER = os.path.dirname(os.path.abspath(__file__))
-_KINDS = frozenset({"alignments", "contexts", "profiles", "queries", "shapes"})
+_KINDS = frozenset({"alignments", "contexts", "profiles", "queries", "shapes", "web"})
 
 
 def _plain_folder() -> bool:
