@@ -698,3 +698,58 @@ def test_serve_configuration_errors_exit_2_and_a_bound_port_74(plain: Service,
                            check=False)
     assert taken.returncode == 74 and f"cannot listen on 127.0.0.1:{port}" in taken.stderr
     assert "Traceback" not in unknown.stderr + taken.stderr
+
+
+def test_two_workers_answer_as_one_process_does_and_stop_on_sigterm(plain: Service,
+                                                                     tmp_path: Path) -> None:
+    bodies = [dumps(envelope_62()), dumps(law_envelope()), b"{"] * 10
+    with httpx.Client(timeout=HANG) as client:
+        want = [check(client, plain.url, body, [("at", AT)]).content for body in bodies]
+        service = Service(["--profile", "cs-translation", "--workers", "2"], tmp_path,
+                          tmp_path / "stderr.log")
+        try:
+            got = [check(client, service.url, body, [("at", AT)]).content for body in bodies]
+        finally:
+            status = service.stop()
+    assert got == want
+    assert status == 0
+    assert len(service.access_lines()) == len(bodies)
+
+
+# --- the README's section, run as written -------------------------------------------------------
+
+
+def _readme_blocks() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## The validation service")
+    section = readme[start:readme.index("\n## ", start + 1)]
+    return re.findall(r"```sh\n(.*?)```\n", section, re.S)
+
+
+def test_the_readmes_service_commands_run_as_written(tmp_path: Path) -> None:
+    """The server's command as the README gives it (on a free port instead of 8080, which
+    may be taken here), then its curl commands, in a folder holding the examples."""
+    serve, calls = _readme_blocks()
+    (command,) = [line for line in serve.splitlines() if line.startswith("ioa-check serve ")]
+    args = command.removeprefix("ioa-check serve ").replace("--port 8080", "").split()
+    import shutil
+
+    shutil.copytree(EXAMPLES, tmp_path / "examples")
+    with Service(args, tmp_path, tmp_path / "stderr.log") as service:
+        script = calls.replace("http://127.0.0.1:8080", service.url)
+        run = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=HANG, check=False)
+    assert run.returncode == 0, run.stderr
+    decoder = json.JSONDecoder()
+    answers, rest = [], run.stdout
+    while rest.strip():
+        value, end = decoder.raw_decode(rest.lstrip())
+        answers.append(value)
+        rest = rest.lstrip()[end:]
+    without, within, registration, summary, profile, document = answers
+    assert without["verdict"] == "indeterminate"
+    assert [r["action"] for r in without["remedies"]] == ["supply-parameter"] * 2
+    assert within["verdict"] == "compatible" and within["evidence"]
+    assert registration["status"] == "valid" and summary["summary"]["total"] == 1
+    assert profile["artifacts"][0]["validUntil"] == "2026-12-31T00:00:00Z"
+    assert document["openapi"] == "3.1.0"

@@ -10,7 +10,9 @@ that asked for ``--port 0`` reads the port there.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import signal
 import socket
 import sys
@@ -39,6 +41,9 @@ EPILOG = ("exit status: 0 stopped (SIGTERM or SIGINT: requests in flight are ans
           "2 usage or configuration error, or the serve extra is missing, 74 the address "
           "cannot be bound")
 _EXTRA = "pip install 'ioa-semantic[serve]'"
+# The command line of a service run in worker processes, for each worker to build its own
+# Checker and application from (see worker_app).
+_WORKER_ARGV = "IOA_CHECK_SERVE_ARGV"
 
 
 def _seconds(value: str) -> float:
@@ -100,6 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audits", type=_positive, default=defaults.audits, metavar="N",
                         help="audits run at once; one more is refused with 503 (default: "
                              f"{defaults.audits})")
+    parser.add_argument("--workers", type=_positive, default=1, metavar="N",
+                        help="worker processes, each with its own Checker, --threads and "
+                             "--audits, sharing the socket (default: 1, this process)")
 
 
 def _refusing(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -148,6 +156,58 @@ def _url(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def _checker(opts: argparse.Namespace) -> Checker:
+    with collector_paused():  # see _runtime: what a Checker allocates lives on
+        return Checker(opts.profile, capabilities=opts.capability, alignments=opts.alignment,
+                       limits=limits_of(opts), allow_remote=opts.allow_remote,
+                       engine=opts.engine, allow_private_addresses=opts.allow_private_addresses)
+
+
+def _limits(opts: argparse.Namespace) -> ServiceLimits:
+    from ..service.limits import ServiceLimits
+
+    return ServiceLimits(max_body_bytes=opts.max_body_bytes,
+                         max_audit_bytes=opts.max_audit_bytes, timeout=opts.timeout,
+                         audit_timeout=opts.audit_timeout, threads=opts.threads,
+                         audits=opts.audits)
+
+
+# The options a worker is given again, as parsed (paths made absolute: see _argv_of).
+_VALUED = ("engine", "max_bytes", "max_depth", "max_values", "max_contexts", "max_terms",
+           "max_body_bytes", "max_audit_bytes", "timeout", "audit_timeout", "threads", "audits")
+
+
+def _argv_of(opts: argparse.Namespace) -> list[str]:
+    """The service's options as a command line for its workers: every value as parsed, and
+    every path absolute (a worker need not start in this process's folder)."""
+    argv = ["--profile", _absolute(opts.profile)]
+    for path in opts.capability:
+        argv += ["--capability", os.path.abspath(path)]
+    for item in opts.alignment:
+        argv += ["--alignment", _absolute(item)]
+    for origin in opts.allow_remote:
+        argv += ["--allow-remote", origin]
+    if opts.allow_private_addresses:
+        argv.append("--allow-private-addresses")
+    for name in _VALUED:
+        argv += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
+    return argv
+
+
+def _absolute(value: str) -> str:
+    """A path made absolute; a shipped name, or a URL, as it is."""
+    return os.path.abspath(value) if os.path.exists(value) else value
+
+
+def worker_app() -> Starlette:
+    """A worker process's application (``--workers N``), built from the command line the
+    parent put in the environment (the parent built a Checker from it already: it holds)."""
+    parser = argparse.ArgumentParser(prog="ioa-check serve")
+    add_arguments(parser)
+    opts = parser.parse_args(json.loads(os.environ[_WORKER_ARGV]))
+    return build_app(_checker(opts), _limits(opts))
+
+
 def _stopped(signum: int, frame: Any) -> None:
     """What SIGTERM and SIGINT do once uvicorn has shut down: nothing more (uvicorn sends a
     captured signal again after its graceful shutdown, which would end the process with the
@@ -159,25 +219,16 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         import uvicorn
 
         from ..service.app import create_app  # noqa: F401 (Starlette is there, or not)
-        from ..service.limits import ServiceLimits
     except ModuleNotFoundError as exc:
         print(f"ioa-check: serve needs the serve extra, and {exc.name} is not installed: "
               f"{_EXTRA}", file=sys.stderr)
         return ExitStatus.USAGE
     try:
-        with collector_paused():  # see _runtime: what a Checker allocates lives on
-            checker = Checker(opts.profile, capabilities=opts.capability,
-                              alignments=opts.alignment, limits=limits_of(opts),
-                              allow_remote=opts.allow_remote, engine=opts.engine,
-                              allow_private_addresses=opts.allow_private_addresses)
+        checker = _checker(opts)
     except ConfigurationError as exc:  # an unavailable remote profile included: no service
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
-    limits = ServiceLimits(max_body_bytes=opts.max_body_bytes,
-                           max_audit_bytes=opts.max_audit_bytes, timeout=opts.timeout,
-                           audit_timeout=opts.audit_timeout, threads=opts.threads,
-                           audits=opts.audits)
-    app = build_app(checker, limits)
+    limits = _limits(opts)
     try:
         sock = _bind(opts.host, opts.port)
     except socket.gaierror as exc:
@@ -187,23 +238,37 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"ioa-check: cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return ExitStatus.ENVIRONMENT
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on",
+    options: dict[str, Any] = {
+        "log_level": "warning", "access_log": False, "lifespan": "on", "server_header": False,
         # Requests in flight at SIGTERM are answered; none takes longer than its time bound.
-        timeout_graceful_shutdown=math.ceil(max(limits.timeout, limits.audit_timeout)) + 5,
-        server_header=False)
-    server = uvicorn.Server(config)
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _stopped)
+        "timeout_graceful_shutdown": math.ceil(max(limits.timeout, limits.audit_timeout)) + 5}
+    workers = f"; {opts.workers} workers" if opts.workers > 1 else ""
     profile = checker.profile
-    print(f"ioa-check serve: listening on {_url(sock)} (profile {profile.id} revision "
-          f"{profile.revision}; no authentication)", file=sys.stderr, flush=True)
+    started = f"ioa-check serve: listening on {_url(sock)} (profile {profile.id} revision " \
+              f"{profile.revision}{workers}; no authentication)"
     try:
-        server.run(sockets=[sock])
+        if opts.workers > 1:
+            # Each worker builds its own Checker from the same command line (a spawned process
+            # shares nothing with this one); this process only supervises them, and sends
+            # them SIGTERM (each answers what it has in flight) when it gets SIGTERM.
+            from uvicorn.supervisors import Multiprocess
+
+            del checker
+            os.environ[_WORKER_ARGV] = json.dumps(_argv_of(opts))
+            config = uvicorn.Config(f"{__name__}:worker_app", factory=True,
+                                    workers=opts.workers, **options)
+            print(started, file=sys.stderr, flush=True)
+            Multiprocess(config, sockets=[sock]).run()
+        else:
+            server = uvicorn.Server(uvicorn.Config(build_app(checker, limits), **options))
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, _stopped)
+            print(started, file=sys.stderr, flush=True)
+            server.run(sockets=[sock])
+            if not server.started:
+                print("ioa-check: the service did not start (see above)", file=sys.stderr)
+                return ExitStatus.INTERNAL
     finally:
         sock.close()
-    if not server.started:
-        print("ioa-check: the service did not start (see above)", file=sys.stderr)
-        return ExitStatus.INTERNAL
     print("ioa-check serve: stopped", file=sys.stderr, flush=True)
     return ExitStatus.COMPATIBLE

@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -70,8 +70,15 @@ class Wire(NamedTuple):
     parameter: Callable[[str], tuple[str, str]]
 
 
-def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+def answer(value: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """A JSON answer on one line, ending with a newline (as every JSON line the command line
+    prints does, so that answers read well in a terminal and concatenate as JSON Lines)."""
+    return Response(json.dumps(value, ensure_ascii=False).encode("utf-8") + b"\n",
+                    status_code=status, headers=headers, media_type="application/json")
+
+
+def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    return answer({"error": message}, status, headers)
 
 
 class _Refused(Exception):
@@ -94,7 +101,7 @@ class Service:
         self._audits = 0
         self._audits_lock = threading.Lock()
         self.profile = profile_document(checker)
-        self.openapi = json.dumps(openapi.document(limits), indent=1).encode()
+        self.openapi = json.dumps(openapi.document(limits), indent=1).encode() + b"\n"
         self.page, self.page_policy = page(self.profile, limits)
 
     def close(self) -> None:
@@ -113,11 +120,11 @@ class Service:
 
     async def healthz(self, request: Request) -> Response:
         _query(request, ())
-        return JSONResponse({"status": "ok"})
+        return answer({"status": "ok"})
 
     async def profile_info(self, request: Request) -> Response:
         _query(request, ())
-        return JSONResponse(self.profile)
+        return answer(self.profile)
 
     async def openapi_json(self, request: Request) -> Response:
         _query(request, ())
@@ -284,7 +291,7 @@ async def _disconnected(receive: Receive, stopped: threading.Event,
         queue.put_nowait(Stopped())
 
 
-def _too_large(cap: int) -> JSONResponse:
+def _too_large(cap: int) -> Response:
     return error(413, f"the request body is over the server's limit of {cap} bytes",
                  {"Connection": "close"})
 
