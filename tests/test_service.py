@@ -753,3 +753,45 @@ def test_the_readmes_service_commands_run_as_written(tmp_path: Path) -> None:
     assert registration["status"] == "valid" and summary["summary"]["total"] == 1
     assert profile["artifacts"][0]["validUntil"] == "2026-12-31T00:00:00Z"
     assert document["openapi"] == "3.1.0"
+
+
+def _memory(pid: int) -> dict[str, int]:
+    """The process's resident set now and at its peak, in kB (Linux)."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            found[name] = int(value.split()[0])
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
+def test_an_audit_holds_neither_its_body_nor_its_results(plain: Service) -> None:
+    """45 MB of registrations in and 16 MB of lines out, the client sending all of its body
+    before it reads any of the answer (as httpx does): the answer is whole, and the server's
+    peak resident set grows by a few MB, far from the body's or the answer's size. Each line
+    is invalid (an array), so the audit itself keeps nothing of it: no place in the conflict
+    index, which is the one thing an audit keeps per registration."""
+    line = b"[1]" + b" " * 896 + b"\n"
+    blocks = 50
+
+    def upload() -> Iterator[bytes]:
+        for _ in range(blocks):
+            yield line * 1000
+
+    with httpx.Client() as client:  # warm: the first audit builds what every audit reuses
+        client.post(f"{plain.url}/v1/audit", content=line * 2000, timeout=HANG,
+                    headers={"Content-Type": "application/x-ndjson"})
+        before = _memory(plain.process.pid)
+        size = 0
+        with client.stream("POST", f"{plain.url}/v1/audit", content=upload(), timeout=HANG,
+                           headers={"Content-Type": "application/x-ndjson"}) as response:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                last = chunk
+    after = _memory(plain.process.pid)
+    summary = json.loads(last.splitlines()[-1])["summary"]
+    assert summary["total"] == summary["status"]["invalid"] == blocks * 1000
+    assert size > 15_000_000 and len(line) * blocks * 1000 == 45_000_000
+    grown = after["VmHWM"] - before["VmRSS"]
+    assert grown < 8_000, f"the peak grew by {grown} kB over {before}"

@@ -47,7 +47,7 @@ from .limits import (
     EXTENSION_URI,
     ServiceLimits,
 )
-from .streams import END, Body, Output, Stopped
+from .streams import END, Body, Output, Spilled, Stopped
 
 if TYPE_CHECKING:
     from .._checker import Checker
@@ -227,60 +227,72 @@ class _AuditAnswer(Response):
         stopped = threading.Event()
         body = Body(self._request.stream(), loop, cap=limits.max_audit_bytes,
                     deadline=self._deadline, timeout=limits.audit_timeout, stopped=stopped)
-        output = Output(queue, loop, stopped)
+        output = Output(queue, loop, stopped, receiving=lambda: not body.ended)
         job = loop.run_in_executor(service.audit_threads, service.run_audit, body, output)
-        watcher: asyncio.Task[None] | None = None
-        started = False
-
-        async def start() -> None:
-            nonlocal started
-            started = True
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": self.raw_headers})
-
-        async def refuse(response: Response) -> None:
-            await response(scope, receive, send)
-
+        self._send, self._started = send, False
+        self._watcher: asyncio.Task[None] | None = None
+        complete = False
         try:
-            while True:
-                try:
-                    async with asyncio.timeout_at(self._deadline):
-                        item = await queue.get()
-                except TimeoutError:
-                    if not started:
-                        await refuse(error(503, "the audit did not finish within the server's "
-                                                f"time bound of {limits.audit_timeout:g} s"))
-                    return
-                if item is END:
-                    break
-                if isinstance(item, BaseException):
-                    if stopped.is_set():
-                        return  # stopped from here: already answered, or nobody is listening
-                    raise item
-                if not started:
-                    if body.over_cap:
-                        await refuse(_too_large(limits.max_audit_bytes))
-                        return
-                    await start()
-                await send({"type": "http.response.body", "body": item, "more_body": True})
-                output.credit.release()
-                if body.ended and watcher is None:
-                    # The body is in: from now on receive() says only that the client left.
-                    watcher = asyncio.create_task(_disconnected(receive, stopped, queue))
-            if not started:
-                if body.over_cap:
-                    await refuse(_too_large(limits.max_audit_bytes))
-                    return
-                await start()
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            complete = await self._stream(scope, receive, queue, body, output, stopped)
         finally:
+            if self._started and not complete:
+                scope.setdefault("state", {})["verdict"] = "cut"  # the access log says so
             stopped.set()
             body.cancel()
             with contextlib.suppress(BaseException):
                 await job  # the thread sees ``stopped`` at its next read or write
-            if watcher is not None:
-                watcher.cancel()
+            if self._watcher is not None:
+                self._watcher.cancel()
+            output.close()
             service.audit_ended()
+
+    async def _stream(self, scope: Scope, receive: Receive, queue: asyncio.Queue[Any],
+                      body: Body, output: Output, stopped: threading.Event) -> bool:
+        """Every chunk of the audit's output sent, then the end of the answer; False when
+        the answer was refused or cut short."""
+        limits = self._service.limits
+        while True:
+            try:
+                async with asyncio.timeout_at(self._deadline):
+                    item = await queue.get()
+            except TimeoutError:
+                if not self._started:
+                    await error(503, "the audit did not finish within the server's time "
+                                     f"bound of {limits.audit_timeout:g} s")(scope, receive,
+                                                                              self._send)
+                return False
+            if item is END:
+                break
+            if isinstance(item, BaseException):
+                if stopped.is_set():
+                    return False  # stopped from here: answered already, or nobody listens
+                raise item
+            if not await self._begin(scope, receive, body):
+                return False
+            data = output.spilled(item) if isinstance(item, Spilled) else item
+            await self._send({"type": "http.response.body", "body": data, "more_body": True})
+            if not isinstance(item, Spilled):
+                output.credit.release()
+            if body.ended and self._watcher is None:
+                # The body is in: from now on receive() says only that the client left.
+                self._watcher = asyncio.create_task(_disconnected(receive, stopped, queue))
+        if not await self._begin(scope, receive, body):
+            return False
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        return True
+
+    async def _begin(self, scope: Scope, receive: Receive, body: Body) -> bool:
+        """The status line, once: 200, or 413 for a body that passed its limit before the
+        audit wrote anything (False: refused)."""
+        if self._started:
+            return True
+        if body.over_cap:
+            await _too_large(self._service.limits.max_audit_bytes)(scope, receive, self._send)
+            return False
+        self._started = True
+        await self._send({"type": "http.response.start", "status": 200,
+                          "headers": self.raw_headers})
+        return True
 
 
 async def _disconnected(receive: Receive, stopped: threading.Event,
@@ -355,7 +367,8 @@ async def _body(request: Request, cap: int, deadline: float, bound: float) -> by
 
 class AccessLog:
     """One line per request on ``stream``: method, path, status, verdict (``-`` when there
-    is none), milliseconds. Never the query (it may hold task parameters) nor the body.
+    is none; ``cut`` for an audit's answer that was cut short), milliseconds. Never the
+    query (it may hold task parameters) nor the body.
 
     It also answers what the handlers refuse (:class:`_Refused`) and what escapes them (a
     bug: 500, its traceback on stderr), so that every request has its line and its status.

@@ -9,6 +9,13 @@ standard output: whole chunks go to the loop through a queue, at most a few of t
 flight, so that a client that reads slowly holds the audit back instead of filling memory.
 Neither stream holds more than a chunk or two of the body or the results at any time.
 
+A client may also send its whole body before it reads any of the answer (most HTTP clients
+do: requests, httpx, Java's HttpClient by default). Holding the audit back then would stop
+it reading the body too, and both sides would wait for ever; so while the body is still
+coming in, a chunk for which no credit is free goes to a temporary file instead (on disk,
+never in memory), and is sent from there in its turn. Once the body is in, the client is
+reading (or gone) and the audit simply waits for credits.
+
 Either side can stop the other: ``stopped`` set (the time bound passed, the client went
 away, the answer could not be sent) makes the audit's next read or write raise, and the
 loop side wakes at once.
@@ -19,10 +26,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import io
+import os
+import tempfile
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, NamedTuple
 
 # Bytes of the audit's output gathered before they are handed to the loop: large enough that
 # a large audit costs few hand-overs, small enough to be sent as soon as a batch is judged.
@@ -32,6 +41,13 @@ CHUNK_BYTES = 64 * 1024
 IN_FLIGHT = 4
 # The end of the output, on the queue after the last chunk.
 END = object()
+
+
+class Spilled(NamedTuple):
+    """A chunk of the output written to the temporary file: where, and how long."""
+
+    offset: int
+    length: int
 
 
 class Stopped(Exception):
@@ -123,18 +139,32 @@ class Body(io.RawIOBase):
 
 
 class Output(io.TextIOBase):
-    """The audit's JSON Lines as the reporter writes them, handed to the loop in chunks."""
+    """The audit's JSON Lines as the reporter writes them, handed to the loop in chunks:
+    bytes, or a :class:`Spilled` chunk to read with :meth:`spilled` (while ``receiving()``,
+    the body still coming in, and no credit is free)."""
 
     def __init__(self, queue: asyncio.Queue[Any], loop: asyncio.AbstractEventLoop,
-                 stopped: threading.Event) -> None:
+                 stopped: threading.Event, receiving: Callable[[], bool]) -> None:
         super().__init__()
         self._queue = queue
         self._loop = loop
         self._stopped = stopped
+        self._receiving = receiving
         self._parts: list[str] = []
         self._size = 0
+        self._spill: Any = None  # the temporary file, made on the first chunk it takes
+        self._spilled = 0
         # One credit per chunk handed over; the loop gives it back once the chunk is sent.
         self.credit = threading.Semaphore(IN_FLIGHT)
+
+    def spilled(self, chunk: Spilled) -> bytes:
+        """A spilled chunk's bytes (on the loop's side; the file is only appended to)."""
+        return os.pread(self._spill.fileno(), chunk.length, chunk.offset)
+
+    def close(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+        super().close()
 
     def writable(self) -> bool:
         return True
@@ -159,8 +189,20 @@ class Output(io.TextIOBase):
     def _hand_over(self) -> None:
         data = "".join(self._parts).encode("utf-8")
         self._parts, self._size = [], 0
-        # Waits for a credit, looking up now and then in case the loop side stopped.
+        # Waits for a credit, looking up now and then in case the loop side stopped, unless
+        # the body is still coming in (see the module's docstring).
         while not self.credit.acquire(timeout=0.1):
             if self._stopped.is_set():
                 raise Stopped
+            if self._receiving():
+                self._to_file(data)
+                return
         self._loop.call_soon_threadsafe(self._queue.put_nowait, data)
+
+    def _to_file(self, data: bytes) -> None:
+        if self._spill is None:
+            self._spill = tempfile.TemporaryFile(prefix="ioa-audit-")  # noqa: SIM115 (closed by close)
+        os.pwrite(self._spill.fileno(), data, self._spilled)
+        chunk = Spilled(self._spilled, len(data))
+        self._spilled += len(data)
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, chunk)
