@@ -56,7 +56,7 @@ class Server:
     def __init__(self, *options: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ioa_semantic", "serve", "--profile", "cs-translation",
-             "--port", "0", *options], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+             "--port", "0", *options], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, text=True)
         assert self.process.stderr is not None
         for line in self.process.stderr:

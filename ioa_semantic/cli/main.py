@@ -2,8 +2,9 @@
 
 ``check`` (envelopes, the default: ``ioa-check ENVELOPE...`` is ``ioa-check check
 ENVELOPE...``), ``audit`` (capability registrations in bulk), ``lint`` (profile and artifact
-files) and ``trace`` (execution traces). Each command's module adds its arguments and runs
-it; this one parses, dispatches, and turns what escapes into the contract's exit status.
+files), ``trace`` (execution traces), ``sign`` and ``keygen`` (signed artifacts) and ``serve``
+(the validation service). Each command's module adds its arguments and runs it; this one
+parses, dispatches, and turns what escapes into the contract's exit status.
 """
 
 from __future__ import annotations
