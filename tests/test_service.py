@@ -258,6 +258,8 @@ def test_faults_are_4xx_with_a_json_error(plain: Service) -> None:
         faults = {
             "unsupported media type": check(client, "", body, content_type="text/plain"),
             "no media type": client.post("/v1/check", content=body),
+            "compressed": client.post("/v1/check", content=body, headers={
+                "Content-Type": "application/json", "Content-Encoding": "gzip"}),
             "unknown query parameter": check(client, "", body, [("parm", "a=b")]),
             "param not KEY=VALUE": check(client, "", body, [("param", "sourceLang")]),
             "param with an empty key": check(client, "", body, [("param", "=zh")]),
@@ -275,7 +277,8 @@ def test_faults_are_4xx_with_a_json_error(plain: Service) -> None:
         }
     statuses = {name: response.status_code for name, response in faults.items()}
     assert statuses == {
-        "unsupported media type": 415, "no media type": 415, "unknown query parameter": 400,
+        "unsupported media type": 415, "no media type": 415, "compressed": 415,
+        "unknown query parameter": 400,
         "param not KEY=VALUE": 400, "param with an empty key": 400, "param key twice": 400,
         "at without an offset": 400, "at not a time": 400, "at twice": 400,
         "over the body limit": 413, "audit media type": 415, "audit query": 400,

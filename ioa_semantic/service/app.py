@@ -335,6 +335,11 @@ def _media_type(request: Request, accepted: tuple[str, ...]) -> None:
     if media not in accepted:
         said = f"{media!r} is not accepted" if media else "no Content-Type is given"
         raise _Refused(error(415, f"{said}: send {' or '.join(accepted)}"))
+    # The body is judged as its bytes: a compressed one would be judged as its compression.
+    coding = request.headers.get("content-encoding", "identity").strip().lower()
+    if coding != "identity":
+        raise _Refused(error(415, f"Content-Encoding {coding!r} is not accepted: send the "
+                                  "body as it is"))
 
 
 def _declared_length(request: Request, cap: int) -> None:

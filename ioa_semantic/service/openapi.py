@@ -77,7 +77,8 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
                                   f"({limits.timeout:g} s)"),
                     "413": _error(f"the body is over {limits.max_body_bytes} bytes"),
                     "415": _error("the Content-Type is not one of "
-                                  + ", ".join(CHECK_MEDIA_TYPES)),
+                                  + ", ".join(CHECK_MEDIA_TYPES)
+                                  + ", or the body has a Content-Encoding"),
                     "500": internal,
                     "503": _error("the check did not finish within the time bound "
                                   f"({limits.timeout:g} s); Retry-After says when to try "
@@ -105,7 +106,8 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
                     "405": _error("method not allowed"),
                     "413": _error(f"the body is over {limits.max_audit_bytes} bytes"),
                     "415": _error("the Content-Type is not one of "
-                                  + ", ".join(AUDIT_MEDIA_TYPES)),
+                                  + ", ".join(AUDIT_MEDIA_TYPES)
+                                  + ", or the body has a Content-Encoding"),
                     "500": internal,
                     "503": _error(f"as many audits as the server runs at once ({limits.audits}) "
                                   "are running, or the audit did not start answering within "
