@@ -26,7 +26,7 @@ EPILOG = ("exit status: 0 compatible, 1 incompatible, 2 usage or configuration e
           "3 indeterminate, 4 invalid, 70 internal error, 74 the output cannot be written")
 # The other commands' names: an envelope of one of these names that does not exist is a
 # subcommand written after an option (see run).
-COMMANDS = ("audit", "lint", "trace", "sign", "keygen")
+COMMANDS = ("audit", "lint", "trace", "sign", "keygen", "serve")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,8 +2,9 @@
 
 ``check`` (envelopes, the default: ``ioa-check ENVELOPE...`` is ``ioa-check check
 ENVELOPE...``), ``audit`` (capability registrations in bulk), ``lint`` (profile and artifact
-files) and ``trace`` (execution traces). Each command's module adds its arguments and runs
-it; this one parses, dispatches, and turns what escapes into the contract's exit status.
+files), ``trace`` (execution traces), ``sign`` and ``keygen`` (signed artifacts) and ``serve``
+(the validation service). Each command's module adds its arguments and runs it; this one
+parses, dispatches, and turns what escapes into the contract's exit status.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from types import ModuleType
 from .._runtime import quick_exit
 from .._status import ExitStatus
 from .._version import __version__
-from . import audit, check, keygen, lint, sign, trace
+from . import audit, check, keygen, lint, serve, sign, trace
 from .parsing import _Parser, unwritable_stdout
 
 COMMANDS: dict[str, ModuleType] = {"check": check, "audit": audit, "lint": lint, "trace": trace,
-                                    "sign": sign, "keygen": keygen}
+                                    "sign": sign, "keygen": keygen, "serve": serve}
 _SUMMARIES = {
     "check": "judge envelopes (the default command: ioa-check ENVELOPE... --profile NAME)",
     "audit": "audit capability registrations in bulk",
@@ -30,6 +31,7 @@ _SUMMARIES = {
     "trace": "audit execution traces against what agents declare",
     "sign": "sign an alignment artifact with an Ed25519 key (a Data Integrity proof)",
     "keygen": "make an Ed25519 signing key and print its did:key",
+    "serve": "serve checks and audits over HTTP, with a page for people (the serve extra)",
 }
 # What the top-level parser answers itself; anything else not naming a command is check's.
 _TOP_LEVEL = ("-h", "--help", "--version")

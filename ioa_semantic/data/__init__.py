@@ -1,6 +1,6 @@
 """The data shipped inside the package, read one way: contexts, shapes, profiles, alignment
-artifacts, SPARQL queries, the HTML report's template and the output schema, each kind a
-folder of this package.
+artifacts, SPARQL queries, the HTML report's template, the service's web page and the
+output schema, each kind a folder of this package.
 
 In an installed wheel and in an editable checkout alike the folder is next to this file, and
 it is read with plain file access. Importing ``importlib.resources`` would cost the command
@@ -16,7 +16,8 @@ from functools import cache
 from typing import Any
 
 _FOLDER = os.path.dirname(os.path.abspath(__file__))
-_KINDS = frozenset({"alignments", "contexts", "profiles", "queries", "report", "shapes"})
+_KINDS = frozenset({"alignments", "contexts", "profiles", "queries", "report", "shapes",
+                    "web"})
 
 
 def _plain_folder() -> bool:

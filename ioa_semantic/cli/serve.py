@@ -1,0 +1,274 @@
+"""``ioa-check serve --profile NAME|PATH``: the validation service over HTTP (contract 7).
+
+One Checker is built at start, as ``ioa-check`` builds it for a check; the service answers
+what the command line would print. Starlette and uvicorn are the serve extra, imported only
+when the command runs (a missing one is said, exit 2). The address bound is said on stderr
+(``listening on http://HOST:PORT``) before the first request is served, so that a caller
+that asked for ``--port 0`` reads the port there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .._checker import ENGINES, Checker
+from .._exceptions import ConfigurationError
+from .._runtime import paused as collector_paused
+from .._status import ExitStatus
+from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS
+from ..reporters.check import REPORTERS
+from .parsing import _instant, _parameter, _positive, add_limits, limits_of
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from ..service.limits import ServiceLimits
+
+DESCRIPTION = ("Serve checks over HTTP (contract 7): POST /v1/check (one envelope), POST "
+               "/v1/audit (JSON Lines of registrations), GET /v1/profile, GET /healthz, "
+               "GET /openapi.json, and a page for people at /. Binds to loopback by default; "
+               "it has no authentication of its own.")
+EPILOG = ("exit status: 0 stopped (SIGTERM or SIGINT: requests in flight are answered first), "
+          "2 usage or configuration error, or the serve extra is missing, 74 the address "
+          "cannot be bound")
+_EXTRA = "pip install 'ioa-semantic[serve]'"
+# The command line of a service run in worker processes, for each worker to build its own
+# Checker and application from (see worker_app).
+_WORKER_ARGV = "IOA_CHECK_SERVE_ARGV"
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    return number
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port (0 to 65535; 0: any free one)")
+    return int(value)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..service.limits import ServiceLimits
+
+    defaults = ServiceLimits()
+    parser.add_argument("--profile", required=True, metavar="NAME|PATH",
+                        help="installed profile name or profile file (Turtle)")
+    parser.add_argument("--capability", action="append", default=[], metavar="FILE",
+                        help="the receiver's own capability registration (repeatable)")
+    parser.add_argument("--alignment", action="append", default=[], metavar="FILE|NAME",
+                        help="an offered alignment artifact, by path or shipped name (repeatable)")
+    parser.add_argument("--allow-remote", action="append", default=[], metavar="ORIGIN",
+                        help="allow remote retrieval from this origin (repeatable; off by "
+                             "default), as for a check")
+    parser.add_argument("--allow-private-addresses", action="store_true",
+                        help="let allowed origins resolve to loopback or private addresses "
+                             "(weakens SSRF protection)")
+    parser.add_argument("--engine", choices=ENGINES, default="compiled",
+                        help="compiled (default) or reference; both decide the same")
+    add_limits(parser)
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the address to listen on (default: 127.0.0.1, loopback only)")
+    parser.add_argument("--port", type=_port, default=8080,
+                        help="the port to listen on (default: 8080; 0: a free one, said on "
+                             "stderr)")
+    parser.add_argument("--max-body-bytes", type=_positive, default=defaults.max_body_bytes,
+                        metavar="N",
+                        help="largest body of POST /v1/check, refused with 413 above it "
+                             f"(default: {defaults.max_body_bytes}; an envelope over "
+                             "--max-bytes but within it is checked: invalid, json.too-large)")
+    parser.add_argument("--max-audit-bytes", type=_positive, default=defaults.max_audit_bytes,
+                        metavar="N",
+                        help=f"largest body of POST /v1/audit (default: {defaults.max_audit_bytes})")
+    parser.add_argument("--timeout", type=_seconds, default=defaults.timeout, metavar="SECONDS",
+                        help="time bound of a check, from its arrival to its answer: past it, "
+                             f"503 (default: {defaults.timeout:g})")
+    parser.add_argument("--audit-timeout", type=_seconds, default=defaults.audit_timeout,
+                        metavar="SECONDS",
+                        help=f"time bound of an audit (default: {defaults.audit_timeout:g})")
+    parser.add_argument("--threads", type=_positive, default=defaults.threads, metavar="N",
+                        help=f"checks run at once (default: {defaults.threads})")
+    parser.add_argument("--audits", type=_positive, default=defaults.audits, metavar="N",
+                        help="audits run at once; one more is refused with 503 (default: "
+                             f"{defaults.audits})")
+    parser.add_argument("--workers", type=_positive, default=1, metavar="N",
+                        help="worker processes, each with its own Checker, --threads and "
+                             "--audits, sharing the socket (default: 1, this process)")
+
+
+def _refusing(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A command-line option type as the service calls it: what it refuses, as ValueError
+    with the sentence the command line prints."""
+
+    def parse_value(value: str) -> Any:
+        try:
+            return parse(value)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(str(exc)) from None
+
+    return parse_value
+
+
+def build_app(checker: Checker, limits: ServiceLimits | None = None) -> Starlette:
+    """The service of ``checker``, answering in the command line's own words (its JSON
+    reporters; its --param and --at parsers)."""
+    from ..service.app import Wire, create_app
+
+    instant: Callable[[str], datetime] = _refusing(_instant)
+    wire = Wire(decisions=REPORTERS["json"], audit=AUDIT_REPORTERS["json"],
+                audit_line=AUDIT_LINES["json"], instant=instant,
+                parameter=_refusing(_parameter))
+    return create_app(checker, wire, limits=limits)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port`` (the first address the host resolves to)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _checker(opts: argparse.Namespace) -> Checker:
+    with collector_paused():  # see _runtime: what a Checker allocates lives on
+        return Checker(opts.profile, capabilities=opts.capability, alignments=opts.alignment,
+                       limits=limits_of(opts), allow_remote=opts.allow_remote,
+                       engine=opts.engine, allow_private_addresses=opts.allow_private_addresses)
+
+
+def _limits(opts: argparse.Namespace) -> ServiceLimits:
+    from ..service.limits import ServiceLimits
+
+    return ServiceLimits(max_body_bytes=opts.max_body_bytes,
+                         max_audit_bytes=opts.max_audit_bytes, timeout=opts.timeout,
+                         audit_timeout=opts.audit_timeout, threads=opts.threads,
+                         audits=opts.audits)
+
+
+# The options a worker is given again, as parsed (paths made absolute: see _argv_of).
+_VALUED = ("engine", "max_bytes", "max_depth", "max_values", "max_contexts", "max_terms",
+           "max_body_bytes", "max_audit_bytes", "timeout", "audit_timeout", "threads", "audits")
+
+
+def _argv_of(opts: argparse.Namespace) -> list[str]:
+    """The service's options as a command line for its workers: every value as parsed, and
+    every path absolute (a worker need not start in this process's folder)."""
+    argv = ["--profile", _absolute(opts.profile)]
+    for path in opts.capability:
+        argv += ["--capability", os.path.abspath(path)]
+    for item in opts.alignment:
+        argv += ["--alignment", _absolute(item)]
+    for origin in opts.allow_remote:
+        argv += ["--allow-remote", origin]
+    if opts.allow_private_addresses:
+        argv.append("--allow-private-addresses")
+    for name in _VALUED:
+        argv += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
+    return argv
+
+
+def _absolute(value: str) -> str:
+    """A path made absolute; a shipped name, or a URL, as it is."""
+    return os.path.abspath(value) if os.path.exists(value) else value
+
+
+def worker_app() -> Starlette:
+    """A worker process's application (``--workers N``), built from the command line the
+    parent put in the environment (the parent built a Checker from it already: it holds)."""
+    parser = argparse.ArgumentParser(prog="ioa-check serve")
+    add_arguments(parser)
+    opts = parser.parse_args(json.loads(os.environ[_WORKER_ARGV]))
+    return build_app(_checker(opts), _limits(opts))
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    """What SIGTERM and SIGINT do once uvicorn has shut down: nothing more (uvicorn sends a
+    captured signal again after its graceful shutdown, which would end the process with the
+    signal's status instead of 0)."""
+
+
+def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    try:
+        import uvicorn
+
+        from ..service.app import create_app  # noqa: F401 (Starlette is there, or not)
+    except ModuleNotFoundError as exc:
+        print(f"ioa-check: serve needs the serve extra, and {exc.name} is not installed: "
+              f"{_EXTRA}", file=sys.stderr)
+        return ExitStatus.USAGE
+    try:
+        checker = _checker(opts)
+    except ConfigurationError as exc:  # an unavailable remote profile included: no service
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    limits = _limits(opts)
+    try:
+        sock = _bind(opts.host, opts.port)
+    except socket.gaierror as exc:
+        print(f"ioa-check: --host {opts.host}: {exc.strerror}", file=sys.stderr)
+        return ExitStatus.USAGE
+    except OSError as exc:
+        print(f"ioa-check: cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
+    options: dict[str, Any] = {
+        "log_level": "warning", "access_log": False, "lifespan": "on", "server_header": False,
+        # Requests in flight at SIGTERM are answered; none takes longer than its time bound.
+        "timeout_graceful_shutdown": math.ceil(max(limits.timeout, limits.audit_timeout)) + 5}
+    workers = f"; {opts.workers} workers" if opts.workers > 1 else ""
+    profile = checker.profile
+    started = f"ioa-check serve: listening on {_url(sock)} (profile {profile.id} revision " \
+              f"{profile.revision}{workers}; no authentication)"
+    try:
+        if opts.workers > 1:
+            # Each worker builds its own Checker from the same command line (a spawned process
+            # shares nothing with this one); this process only supervises them, and sends
+            # them SIGTERM (each answers what it has in flight) when it gets SIGTERM.
+            from uvicorn.supervisors import Multiprocess
+
+            del checker
+            os.environ[_WORKER_ARGV] = json.dumps(_argv_of(opts))
+            config = uvicorn.Config(f"{__name__}:worker_app", factory=True,
+                                    workers=opts.workers, **options)
+            print(started, file=sys.stderr, flush=True)
+            Multiprocess(config, sockets=[sock]).run()
+        else:
+            server = uvicorn.Server(uvicorn.Config(build_app(checker, limits), **options))
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, _stopped)
+            print(started, file=sys.stderr, flush=True)
+            server.run(sockets=[sock])
+            if not server.started:
+                print("ioa-check: the service did not start (see above)", file=sys.stderr)
+                return ExitStatus.INTERNAL
+    finally:
+        sock.close()
+    print("ioa-check serve: stopped", file=sys.stderr, flush=True)
+    return ExitStatus.COMPATIBLE

@@ -1,0 +1,529 @@
+"""The service's Starlette application: routes, limits, the access log.
+
+Every route answers JSON (the page at ``/`` excepted), and every fault the client can cause
+is a 4xx with ``{"error": "..."}``: 400 an unknown or malformed query parameter, 404 and 405,
+408 a body that did not arrive within the time bound, 413 a body over the limit, 415 an
+unsupported media type. A check that does not finish within the time bound is 503 (the
+check is abandoned, not the server: its thread finishes it and the answer is dropped), and
+so is an audit refused because as many audits as the server runs at once are running. A
+bug is 500, with its traceback on stderr, never in the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import io
+import json
+import re
+import sys
+import threading
+import traceback
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from functools import partial
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .. import data as _resources
+from .._codes import FIXES
+from .._version import __version__
+from ..audit.inputs import pieces
+from ..audit.run import Audit
+from . import openapi
+from .limits import (
+    AUDIT_ANSWER_TYPE,
+    AUDIT_MEDIA_TYPES,
+    CHECK_MEDIA_TYPES,
+    EXTENSION_URI,
+    ServiceLimits,
+)
+from .streams import END, Body, Output, Spilled, Stopped
+
+if TYPE_CHECKING:
+    from .._checker import Checker
+    from .._findings import Decision
+    from ..audit.judge import Judged, Result
+
+class Wire(NamedTuple):
+    """How the service writes answers and reads query values: the command line's own.
+
+    ``decisions`` writes check results as ``--format json`` does; ``audit`` and
+    ``audit_line`` write an audit as ``audit --format json`` does; ``instant`` and
+    ``parameter`` read ``at`` and ``param`` as ``--at`` and ``--param`` are read, and raise
+    ValueError (with the sentence the command line would print) for what they refuse.
+    """
+
+    decisions: Callable[[Iterable[Decision], IO[str]], None]
+    audit: Callable[[Audit, Iterable[Judged], IO[str]], None]
+    audit_line: Callable[[Result], str]
+    instant: Callable[[str], datetime]
+    parameter: Callable[[str], tuple[str, str]]
+
+
+def answer(value: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """A JSON answer on one line, ending with a newline (as every JSON line the command line
+    prints does, so that answers read well in a terminal and concatenate as JSON Lines)."""
+    return Response(json.dumps(value, ensure_ascii=False).encode("utf-8") + b"\n",
+                    status_code=status, headers=headers, media_type="application/json")
+
+
+def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    return answer({"error": message}, status, headers)
+
+
+class _Refused(Exception):
+    """A request refused before it reached the checker: its answer."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+class Service:
+    """One Checker served: the routes' handlers and what they share."""
+
+    def __init__(self, checker: Checker, wire: Wire, limits: ServiceLimits) -> None:
+        self.checker = checker
+        self.wire = wire
+        self.limits = limits
+        self.checks = ThreadPoolExecutor(max_workers=limits.threads, thread_name_prefix="check")
+        self.audit_threads = ThreadPoolExecutor(max_workers=limits.audits,
+                                                thread_name_prefix="audit")
+        self._audits = 0
+        self._audits_lock = threading.Lock()
+        self.profile = profile_document(checker)
+        self.openapi = json.dumps(openapi.document(limits), indent=1).encode() + b"\n"
+        self.page, self.page_policy = page(self.profile, limits)
+
+    def close(self) -> None:
+        # In-flight requests have been answered when the server shuts down; a check that
+        # passed its time bound may still be running, and is let finish.
+        self.checks.shutdown(wait=True, cancel_futures=True)
+        self.audit_threads.shutdown(wait=True, cancel_futures=True)
+
+    # --- the routes ------------------------------------------------------------------------
+
+    async def index(self, request: Request) -> Response:
+        _query(request, ())
+        return Response(self.page, media_type="text/html; charset=utf-8", headers={
+            "Content-Security-Policy": self.page_policy, "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+
+    async def healthz(self, request: Request) -> Response:
+        _query(request, ())
+        return answer({"status": "ok"})
+
+    async def profile_info(self, request: Request) -> Response:
+        _query(request, ())
+        return answer(self.profile)
+
+    async def openapi_json(self, request: Request) -> Response:
+        _query(request, ())
+        return Response(self.openapi, media_type="application/json")
+
+    async def check(self, request: Request) -> Response:
+        deadline = _deadline(request, self.limits.timeout)
+        _media_type(request, CHECK_MEDIA_TYPES)
+        params, at = self._check_query(request)
+        body = await _body(request, self.limits.max_body_bytes, deadline, self.limits.timeout)
+        loop = asyncio.get_running_loop()
+        job = partial(self.checker.check, body, params=params, at=at, source="-")
+        try:
+            async with asyncio.timeout_at(deadline):
+                decision = await loop.run_in_executor(self.checks, job)
+        except TimeoutError:
+            return error(503, f"the check did not finish within the server's time bound of "
+                              f"{self.limits.timeout:g} s", {"Retry-After": "1"})
+        request.state.verdict = str(decision.verdict)
+        out = io.StringIO()
+        self.wire.decisions([decision], out)
+        return Response(out.getvalue().encode("utf-8"), media_type="application/json")
+
+    def _check_query(self, request: Request) -> tuple[dict[str, str], datetime | None]:
+        items = _query(request, ("param", "at"))
+        params: dict[str, str] = {}
+        at: datetime | None = None
+        for name, value in items:
+            try:
+                if name == "at":
+                    if at is not None:
+                        raise ValueError("at is given more than once")
+                    at = self.wire.instant(value)
+                    continue
+                key, val = self.wire.parameter(value)
+            except ValueError as exc:
+                raise _Refused(error(400, f"query parameter {name}: {exc}")) from None
+            if key in params:
+                raise _Refused(error(400, f"query parameter param: {key} is given more than "
+                                          "once"))
+            params[key] = val
+        return params, at
+
+    async def audit(self, request: Request) -> Response:
+        deadline = _deadline(request, self.limits.audit_timeout)
+        _media_type(request, AUDIT_MEDIA_TYPES)
+        _query(request, ())
+        _declared_length(request, self.limits.max_audit_bytes)
+        with self._audits_lock:
+            if self._audits >= self.limits.audits:
+                return error(503, f"the server runs {self.limits.audits} audit(s) at once, and "
+                                  "as many are running: try again later", {"Retry-After": "5"})
+            self._audits += 1
+        return _AuditAnswer(self, request, deadline)
+
+    def audit_ended(self) -> None:
+        with self._audits_lock:
+            self._audits -= 1
+
+    def run_audit(self, body: Body, output: Output) -> None:
+        """The audit of ``body`` written to ``output``, as ``ioa-check audit - --format json``
+        does it (on the audit's thread)."""
+        try:
+            run = Audit(self.checker)
+            batches = run.batches(pieces(["-"], stdin=cast(IO[bytes], body),
+                                         limits=self.checker.limits),
+                                  jobs=1, render=self.wire.audit_line)
+            self.wire.audit(run, batches, cast(IO[str], output))
+            output.flush()
+        except Stopped:
+            output.finish()
+        except BaseException as exc:  # ends the answer (a bug, or a stop that woke a read)
+            output.finish(exc)
+        else:
+            output.finish()
+
+
+class _AuditAnswer(Response):
+    """The audit's answer, streamed as it is judged (chunked).
+
+    The status line waits for the audit's first chunk of output, so a body refused before
+    any result was written still gets its 413 (or 503). Once the answer has started, a fault
+    can no longer change its status: the answer is cut (the connection closes without the
+    chunked encoding's last chunk), and a client knows an audit is whole by its last line,
+    the summary.
+    """
+
+    def __init__(self, service: Service, request: Request, deadline: float) -> None:
+        super().__init__(status_code=200, media_type=AUDIT_ANSWER_TYPE)
+        # Chunked: no Content-Length (Starlette's would say 0, for the empty body given here).
+        self.raw_headers = [(b"content-type", AUDIT_ANSWER_TYPE.encode())]
+        self._service = service
+        self._request = request
+        self._deadline = deadline
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        service, limits = self._service, self._service.limits
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        stopped = threading.Event()
+        body = Body(self._request.stream(), loop, cap=limits.max_audit_bytes,
+                    deadline=self._deadline, timeout=limits.audit_timeout, stopped=stopped)
+        output = Output(queue, loop, stopped, receiving=lambda: not body.ended)
+        job = loop.run_in_executor(service.audit_threads, service.run_audit, body, output)
+        self._send, self._started = send, False
+        self._watcher: asyncio.Task[None] | None = None
+        complete = False
+        try:
+            complete = await self._stream(scope, receive, queue, body, output, stopped)
+        finally:
+            if self._started and not complete:
+                scope.setdefault("state", {})["verdict"] = "cut"  # the access log says so
+            stopped.set()
+            body.cancel()
+            with contextlib.suppress(BaseException):
+                await job  # the thread sees ``stopped`` at its next read or write
+            if self._watcher is not None:
+                self._watcher.cancel()
+            output.close()
+            service.audit_ended()
+
+    async def _stream(self, scope: Scope, receive: Receive, queue: asyncio.Queue[Any],
+                      body: Body, output: Output, stopped: threading.Event) -> bool:
+        """Every chunk of the audit's output sent, then the end of the answer; False when
+        the answer was refused or cut short."""
+        limits = self._service.limits
+        while True:
+            try:
+                async with asyncio.timeout_at(self._deadline):
+                    item = await queue.get()
+            except TimeoutError:
+                if not self._started:
+                    await error(503, "the audit did not finish within the server's time "
+                                     f"bound of {limits.audit_timeout:g} s")(scope, receive,
+                                                                              self._send)
+                return False
+            if item is END:
+                break
+            if isinstance(item, BaseException):
+                if stopped.is_set():
+                    return False  # stopped from here: answered already, or nobody listens
+                raise item
+            if not await self._begin(scope, receive, body):
+                return False
+            data = output.spilled(item) if isinstance(item, Spilled) else item
+            await self._send({"type": "http.response.body", "body": data, "more_body": True})
+            if not isinstance(item, Spilled):
+                output.credit.release()
+            if body.ended and self._watcher is None:
+                # The body is in: from now on receive() says only that the client left.
+                self._watcher = asyncio.create_task(_disconnected(receive, stopped, queue))
+        if not await self._begin(scope, receive, body):
+            return False
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        return True
+
+    async def _begin(self, scope: Scope, receive: Receive, body: Body) -> bool:
+        """The status line, once: 200, or 413 for a body that passed its limit before the
+        audit wrote anything (False: refused)."""
+        if self._started:
+            return True
+        if body.over_cap:
+            await _too_large(self._service.limits.max_audit_bytes)(scope, receive, self._send)
+            return False
+        self._started = True
+        await self._send({"type": "http.response.start", "status": 200,
+                          "headers": self.raw_headers})
+        return True
+
+
+async def _disconnected(receive: Receive, stopped: threading.Event,
+                        queue: asyncio.Queue[Any]) -> None:
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        stopped.set()
+        queue.put_nowait(Stopped())
+
+
+def _too_large(cap: int) -> Response:
+    return error(413, f"the request body is over the server's limit of {cap} bytes",
+                 {"Connection": "close"})
+
+
+# --- what every request is held to --------------------------------------------------------
+
+
+def _deadline(request: Request, bound: float) -> float:
+    """The loop's time by which this request must be answered: ``bound`` seconds from its
+    arrival (the access log notes when it arrived)."""
+    arrived = request.scope.get("ioa.arrived", asyncio.get_running_loop().time())
+    return float(arrived) + bound
+
+
+def _query(request: Request, names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The query's items; an unknown name is refused (400)."""
+    items = request.query_params.multi_items()
+    for name, _ in items:
+        if name not in names:
+            known = f" (this route takes {', '.join(names)})" if names else \
+                " (this route takes none)"
+            raise _Refused(error(400, f"unknown query parameter {name!r}{known}"))
+    return items
+
+
+def _media_type(request: Request, accepted: tuple[str, ...]) -> None:
+    given = request.headers.get("content-type", "")
+    media = given.partition(";")[0].strip().lower()
+    if media not in accepted:
+        said = f"{media!r} is not accepted" if media else "no Content-Type is given"
+        raise _Refused(error(415, f"{said}: send {' or '.join(accepted)}"))
+    # The body is judged as its bytes: a compressed one would be judged as its compression.
+    coding = request.headers.get("content-encoding", "identity").strip().lower()
+    if coding != "identity":
+        raise _Refused(error(415, f"Content-Encoding {coding!r} is not accepted: send the "
+                                  "body as it is"))
+
+
+def _declared_length(request: Request, cap: int) -> None:
+    length = request.headers.get("content-length")
+    if length is not None and length.strip().isdigit() and int(length) > cap:
+        raise _Refused(_too_large(cap))
+
+
+async def _body(request: Request, cap: int, deadline: float, bound: float) -> bytes:
+    """The whole body, read as it streams in: refused (413) once it passes ``cap``, having
+    read at most the chunk that passed it; 408 when it has not arrived by ``deadline``."""
+    _declared_length(request, cap)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout_at(deadline):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > cap:
+                    raise _Refused(_too_large(cap))
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _Refused(error(408, "the request body did not arrive within the server's time "
+                                  f"bound of {bound:g} s", {"Connection": "close"})) from None
+    return b"".join(chunks)
+
+
+# --- the access log and the answers to faults ---------------------------------------------
+
+
+class AccessLog:
+    """One line per request on ``stream``: method, path, status, verdict (``-`` when there
+    is none; ``cut`` for an audit's answer that was cut short), milliseconds. Never the
+    query (it may hold task parameters) nor the body.
+
+    It also answers what the handlers refuse (:class:`_Refused`) and what escapes them (a
+    bug: 500, its traceback on stderr), so that every request has its line and its status.
+    """
+
+    def __init__(self, app: ASGIApp, stream: IO[str]) -> None:
+        self.app = app
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        loop = asyncio.get_running_loop()
+        scope["ioa.arrived"] = loop.time()
+        scope.setdefault("state", {})
+        status: list[int] = []
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except _Refused as refused:
+            if not status:
+                await refused.response(scope, receive, sending)
+        except ClientDisconnect:
+            pass  # nobody to answer; the line says so
+        except Exception:
+            print("ioa-check serve: internal error (a bug; please report it with this trace):",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            if not status:
+                await error(500, "internal error")(scope, receive, sending)
+        finally:
+            self.write(scope, status[0] if status else None,
+                       scope["state"].get("verdict"), loop.time() - scope["ioa.arrived"])
+
+    def write(self, scope: Scope, status: int | None, verdict: str | None,
+              elapsed: float) -> None:
+        raw = scope.get("raw_path") or scope["path"].encode()
+        path = _printable(raw.decode("latin-1").partition("?")[0])
+        line = (f"{_printable(scope['method'])} {path} {status if status else '-'} "
+                f"{verdict or '-'} {elapsed * 1000:.1f} ms\n")
+        with self.lock:
+            try:
+                self.stream.write(line)
+                self.stream.flush()
+            except OSError:
+                pass  # a log that cannot be written does not fail the request
+
+
+def _printable(text: str) -> str:
+    # The path is the client's: no control character of it reaches the log.
+    return "".join(c if c.isprintable() and c != " " else f"%{ord(c):02X}" for c in text)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    allowed = dict(exc.headers or {})
+    messages = {404: f"no route {request.url.path!r} (see /openapi.json)",
+                405: f"{request.method} is not allowed here"}
+    return error(exc.status_code, messages.get(exc.status_code, exc.detail), allowed)
+
+
+# --- what the service says of itself ------------------------------------------------------
+
+
+def profile_document(checker: Checker) -> dict[str, Any]:
+    """``GET /v1/profile``: the profile, the 12.2 extension fragment, the offered artifacts."""
+    profile = checker.profile
+    pairs = sorted(profile.accepted)
+    return {
+        "id": profile.id,
+        "revision": profile.revision,
+        "accepted": [{"ontologyId": o, "ontologyVersion": v} for o, v in pairs],
+        # Draft 12.2, as ioa_semantic.a2a.profile_extension builds it (parallel lists).
+        "extension": {"capabilities": {"extensions": [{
+            "uri": EXTENSION_URI, "required": False,
+            "params": {"ontologyIds": [o for o, _ in pairs],
+                       "ontologyVersions": [v for _, v in pairs]}}]}},
+        # What the page warns of: the offered artifacts' validity limits.
+        "artifacts": [{"artifactId": a.id or None, "revision": a.revision or None,
+                       "validUntil": _instant(a.valid_until),
+                       "proofExpires": _instant(a.proof.expires) if a.proof else None}
+                      for a in checker.artifacts],
+        "version": __version__,
+    }
+
+
+def _instant(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+_INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
+
+
+def page(profile: dict[str, Any], limits: ServiceLimits) -> tuple[bytes, str]:
+    """The page at ``/`` with what it shows of the service filled in, and the Content
+    Security Policy that lets exactly its own inline script and style run (and fetch only
+    from this server)."""
+    text = _resources.read_text("web", "index.html")
+    facts = {"profile": profile, "fixes": FIXES, "maxBodyBytes": limits.max_body_bytes}
+    # Inside <script type="application/json">: nothing of the data may close the element.
+    encoded = json.dumps(facts, ensure_ascii=False).replace("<", "\\u003c").replace(
+        ">", "\\u003e").replace("&", "\\u0026")
+    text = text.replace("__SERVICE_FACTS__", encoded, 1)
+    hashes: dict[str, list[str]] = {"script": [], "style": []}
+    for kind, content in _INLINE.findall(text):
+        digest = hashlib.sha256(content.encode("utf-8")).digest()
+        hashes[kind].append(f"'sha256-{base64.b64encode(digest).decode()}'")
+    policy = ("default-src 'none'; "
+              f"script-src {' '.join(hashes['script'])}; style-src {' '.join(hashes['style'])}; "
+              "connect-src 'self'; img-src data:; form-action 'none'; base-uri 'none'; "
+              "frame-ancestors 'none'")
+    return text.encode("utf-8"), policy
+
+
+# --- the application ----------------------------------------------------------------------
+
+
+def create_app(checker: Checker, wire: Wire, *, limits: ServiceLimits | None = None,
+               log: IO[str] | None = None) -> Starlette:
+    """The service of ``checker`` as a Starlette application (contract 7).
+
+    ``log`` receives the access log (default: stderr). The thread pools are shut down
+    (waiting for what runs on them) when the application's lifespan ends.
+    """
+    service = Service(checker, wire, limits or ServiceLimits())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await asyncio.get_running_loop().run_in_executor(None, service.close)
+
+    routes = [
+        Route("/", service.index, methods=["GET"]),
+        Route("/healthz", service.healthz, methods=["GET"]),
+        Route("/openapi.json", service.openapi_json, methods=["GET"]),
+        Route("/v1/profile", service.profile_info, methods=["GET"]),
+        Route("/v1/check", service.check, methods=["POST"]),
+        Route("/v1/audit", service.audit, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: _http_error})
+    app.add_middleware(AccessLog, stream=log or sys.stderr)
+    app.state.service = service
+    return app

@@ -1,0 +1,34 @@
+"""What the service accepts and what a request may cost it: the media types and the limits
+(the OpenAPI document and the application both read them here)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# The media types of an envelope (contract 7) and of an audit's JSON Lines, either way.
+CHECK_MEDIA_TYPES = ("application/ld+json", "application/json")
+AUDIT_MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
+AUDIT_ANSWER_TYPE = "application/x-ndjson"
+# The 12.2 fragment's extension URI (the draft calls it an example; the A2A gate's default).
+EXTENSION_URI = "https://example.org/extensions/semantic-profile/v1"
+
+
+class ServiceLimits(NamedTuple):
+    """What one request may cost the server.
+
+    ``max_body_bytes``: an envelope's body (above the checker's own ``--max-bytes``, which
+    answers ``invalid`` with ``json.too-large`` as the command line does, so that only a body
+    far over any envelope is refused at the HTTP level); ``max_audit_bytes``: an audit's
+    body; ``timeout``: seconds from a check's arrival to its answer (body, wait for a thread,
+    check); ``audit_timeout``: the same for a whole audit; ``threads``: checks run at once;
+    ``audits``: audits run at once (one more is refused with 503).
+    """
+
+    max_body_bytes: int = 4 << 20
+    max_audit_bytes: int = 1 << 30
+    timeout: float = 30.0
+    audit_timeout: float = 600.0
+    threads: int = 4
+    audits: int = 2
+
+

@@ -1,0 +1,172 @@
+"""The service's OpenAPI 3.1 document (``GET /openapi.json``), written out by hand.
+
+It is the service's contract for programs in other languages: each route, its method, its
+query parameters and every status it answers (tests/test_service.py holds the running
+server to it). A check result's schema is the shipped ``output.schema.json``, the same one
+that describes ``ioa-check --format json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import data as _resources
+from .._version import __version__
+from .limits import AUDIT_ANSWER_TYPE, AUDIT_MEDIA_TYPES, CHECK_MEDIA_TYPES, ServiceLimits
+
+_JSON = "application/json"
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description,
+            "content": {_JSON: {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def document(limits: ServiceLimits) -> dict[str, Any]:
+    """The OpenAPI document of a service run with ``limits``."""
+    bad_query = _error("an unknown or malformed query parameter")
+    unknown_route = _error("no such route")
+    internal = _error("an internal error (a bug; its trace is on the server's stderr)")
+    binary = {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}
+    no_query = {"400": bad_query, "404": unknown_route, "405": _error("method not allowed"),
+                "500": internal}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "ioa-check serve",
+            "version": __version__,
+            "summary": "SemanticProfile envelopes and capability registrations judged "
+                       "(draft-zhang-dmsc-ioa-semantic-interaction-03)",
+            "description": (
+                "The validation service of ioa-semantic. It binds to loopback by default and "
+                "has no authentication of its own. Every fault a client causes is a 4xx "
+                "with a JSON body {\"error\": ...}."),
+            "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+        },
+        "paths": {
+            "/v1/check": {"post": {
+                "operationId": "check",
+                "summary": "Judge one envelope: the object `ioa-check - --format json` prints",
+                "parameters": [
+                    {"name": "param", "in": "query", "required": False, "style": "form",
+                     "explode": True,
+                     "description": "a task parameter KEY=VALUE, as --param (repeatable; "
+                                    "the same key twice is refused)",
+                     "schema": {"type": "array", "items": {"type": "string",
+                                                           "pattern": "^[^=]+=.*$"}}},
+                    {"name": "at", "in": "query", "required": False,
+                     "description": "the evaluation instant, ISO-8601 with a UTC offset, as "
+                                    "--at (default: now)",
+                     "schema": {"type": "string", "format": "date-time"}},
+                ],
+                "requestBody": {
+                    "required": True,
+                    "description": "one envelope, its exact bytes (at most "
+                                   f"{limits.max_body_bytes} bytes)",
+                    "content": {media: binary for media in CHECK_MEDIA_TYPES},
+                },
+                "responses": {
+                    "200": {"description": "the check result, for every envelope (invalid "
+                                           "ones included); one line, ending in a newline",
+                            "content": {_JSON: {"schema": {
+                                "$ref": "#/components/schemas/CheckResult"}}}},
+                    "400": bad_query,
+                    "404": unknown_route,
+                    "405": _error("method not allowed"),
+                    "408": _error("the body did not arrive within the time bound "
+                                  f"({limits.timeout:g} s)"),
+                    "413": _error(f"the body is over {limits.max_body_bytes} bytes"),
+                    "415": _error("the Content-Type is not one of "
+                                  + ", ".join(CHECK_MEDIA_TYPES)
+                                  + ", or the body has a Content-Encoding"),
+                    "500": internal,
+                    "503": _error("the check did not finish within the time bound "
+                                  f"({limits.timeout:g} s); Retry-After says when to try "
+                                  "again"),
+                },
+            }},
+            "/v1/audit": {"post": {
+                "operationId": "audit",
+                "summary": "Audit registrations: the JSON Lines `ioa-check audit - --format "
+                           "json` prints, streamed",
+                "requestBody": {
+                    "required": True,
+                    "description": "JSON Lines, one registration per line (at most "
+                                   f"{limits.max_audit_bytes} bytes)",
+                    "content": {media: binary for media in AUDIT_MEDIA_TYPES},
+                },
+                "responses": {
+                    "200": {"description": (
+                        "one line per registration, one per conflict, then the summary, "
+                        "streamed (chunked) as they are judged. A fault once the answer has "
+                        "started cuts it: an answer without its summary line is incomplete"),
+                        "content": {AUDIT_ANSWER_TYPE: {"schema": {"type": "string"}}}},
+                    "400": bad_query,
+                    "404": unknown_route,
+                    "405": _error("method not allowed"),
+                    "413": _error(f"the body is over {limits.max_audit_bytes} bytes"),
+                    "415": _error("the Content-Type is not one of "
+                                  + ", ".join(AUDIT_MEDIA_TYPES)
+                                  + ", or the body has a Content-Encoding"),
+                    "500": internal,
+                    "503": _error(f"as many audits as the server runs at once ({limits.audits}) "
+                                  "are running, or the audit did not start answering within "
+                                  f"the time bound ({limits.audit_timeout:g} s)"),
+                },
+            }},
+            "/v1/profile": {"get": {
+                "operationId": "profile",
+                "summary": "The profile checks are made under, its 12.2 extension fragment "
+                           "and the offered artifacts' validity limits",
+                "responses": {"200": {"description": "the profile",
+                                      "content": {_JSON: {"schema": {
+                                          "$ref": "#/components/schemas/Profile"}}}},
+                              **no_query},
+            }},
+            "/healthz": {"get": {
+                "operationId": "health",
+                "summary": "200 while the service answers",
+                "responses": {"200": {"description": "serving", "content": {_JSON: {"schema": {
+                    "type": "object", "properties": {"status": {"const": "ok"}}}}}},
+                              **no_query},
+            }},
+            "/": {"get": {
+                "operationId": "page",
+                "summary": "A page where a person checks an envelope",
+                "responses": {"200": {"description": "the page (self-contained HTML)",
+                                      "content": {"text/html": {"schema": {"type": "string"}}}},
+                              **no_query},
+            }},
+            "/openapi.json": {"get": {
+                "operationId": "openapi",
+                "summary": "This document",
+                "responses": {"200": {"description": "the OpenAPI document",
+                                      "content": {_JSON: {"schema": {"type": "object"}}}},
+                              **no_query},
+            }},
+        },
+        "components": {"schemas": {
+            "Error": {"type": "object", "required": ["error"],
+                      "properties": {"error": {"type": "string"}}},
+            "CheckResult": _resources.read_json("", "output.schema.json"),
+            "Profile": {
+                "type": "object", "required": ["id", "revision", "accepted", "extension"],
+                "properties": {
+                    "id": {"type": "string"}, "revision": {"type": "string"},
+                    "accepted": {"type": "array", "items": {
+                        "type": "object", "required": ["ontologyId", "ontologyVersion"],
+                        "properties": {"ontologyId": {"type": "string"},
+                                       "ontologyVersion": {"type": "string"}}}},
+                    "extension": {"type": "object",
+                                  "description": "the A2A extension fragment of draft 12.2"},
+                    "artifacts": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"artifactId": {"type": ["string", "null"]},
+                                       "revision": {"type": ["string", "null"]},
+                                       "validUntil": {"type": ["string", "null"]},
+                                       "proofExpires": {"type": ["string", "null"]}}}},
+                    "version": {"type": "string", "description": "ioa-semantic's version"},
+                },
+            },
+        }},
+    }
