@@ -15,6 +15,7 @@ import pytest
 
 from browser import Browser, free_port, require_browser, served
 from support import CONFORMANCE, IOA_CHECK
+from test_browser_report import LOWEST_CONTRAST
 
 require_browser(module=True)
 
@@ -98,6 +99,10 @@ def test_the_123_envelope_reads_incompatible_with_its_reason_and_remedy(
     assert isinstance(remedies, list)
     assert [li.get_attribute("data-action") for li in driver.find_elements(
         By.CSS_SELECTOR, "#remedies li.remedy")] == [r["action"] for r in remedies]
+    # WCAG 2 AA (4.5:1), which the README promises, for every text of the page with a
+    # result on it: the banner, the reasons' table, the remedies.
+    ratio, where = driver.execute_script(LOWEST_CONTRAST)
+    assert ratio >= 4.5, where
     browser.screenshot("incompatible")
     assert browser.console_errors() == []
 
