@@ -12,10 +12,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from test_browser_report import LOWEST_CONTRAST
 
 from browser import Browser, free_port, require_browser, served
 from support import CONFORMANCE, IOA_CHECK
-from test_browser_report import LOWEST_CONTRAST
 
 require_browser(module=True)
 
