@@ -143,3 +143,26 @@ def test_malformed_input_reads_invalid_with_the_field(browser: Browser, service:
     assert rows and all(r.find_element(By.CSS_SELECTOR, ".path").text is not None for r in rows)
     browser.screenshot("invalid")
     assert browser.console_errors() == []
+
+
+def test_the_page_notes_an_offered_artifacts_validity_ending_near_the_instant(
+        browser: Browser, tmp_path: Path) -> None:
+    """cs-doc-v1 is valid until 2026-12-31: at 2026-12-15 the page says so before the check;
+    at 2026-06-01 it says nothing."""
+    port = free_port()
+    with served([IOA_CHECK, "serve", "--profile", "cs-translation", "--alignment", "cs-doc-v1",
+                 "--port", str(port)], port, tmp_path) as base:
+        driver = browser.open(base + "/")
+        note = driver.find_element(By.ID, "expiry-note")
+        at = driver.find_element(By.ID, "at")
+        for instant, shown in (("2026-06-01T00:00:00Z", False), ("2026-12-15T00:00:00Z", True)):
+            at.clear()
+            at.send_keys(instant)
+
+            def settled(_: object, wanted: bool = shown) -> bool:
+                return bool(note.is_displayed()) is wanted
+
+            WebDriverWait(driver, WAIT).until(settled)
+        assert "2026-12-31" in note.text
+        browser.screenshot("expiry-note")
+        assert browser.console_errors() == []
