@@ -47,7 +47,7 @@ from .limits import (
     EXTENSION_URI,
     ServiceLimits,
 )
-from .streams import END, Body, Output, Spilled, Stopped
+from .streams import END, Body, Output, Spilled, _Stopped
 
 if TYPE_CHECKING:
     from .._checker import Checker
@@ -194,7 +194,7 @@ class Service:
                                   jobs=1, render=self.wire.audit_line)
             self.wire.audit(run, batches, cast(IO[str], output))
             output.flush()
-        except Stopped:
+        except _Stopped:
             output.finish()
         except BaseException as exc:  # ends the answer (a bug, or a stop that woke a read)
             output.finish(exc)
@@ -300,7 +300,7 @@ async def _disconnected(receive: Receive, stopped: threading.Event,
     message = await receive()
     if message["type"] == "http.disconnect":
         stopped.set()
-        queue.put_nowait(Stopped())
+        queue.put_nowait(_Stopped())
 
 
 def _too_large(cap: int) -> Response:

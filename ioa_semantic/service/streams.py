@@ -50,7 +50,7 @@ class Spilled(NamedTuple):
     length: int
 
 
-class Stopped(Exception):
+class _Stopped(Exception):  # private: raised and caught inside the service, never a caller
     """The audit was stopped from the loop side: nothing more is read or written."""
 
 
@@ -171,7 +171,7 @@ class Output(io.TextIOBase):
 
     def write(self, text: str) -> int:
         if self._stopped.is_set():
-            raise Stopped
+            raise _Stopped
         self._parts.append(text)
         self._size += len(text)
         if self._size >= CHUNK_BYTES:
@@ -193,7 +193,7 @@ class Output(io.TextIOBase):
         # the body is still coming in (see the module's docstring).
         while not self.credit.acquire(timeout=0.1):
             if self._stopped.is_set():
-                raise Stopped
+                raise _Stopped
             if self._receiving():
                 self._to_file(data)
                 return
