@@ -18,7 +18,13 @@ from .._status import ExitStatus
 from ..pipeline import remedies
 from ..reporters.check import REPORTERS
 from ..sources.loader import ProfileUnavailable
-from .parsing import _instant, _parameter, add_limits, limits_of, unwritable_stdout
+from .parsing import (
+    _instant,
+    _parameter,
+    add_checker_arguments,
+    limits_of,
+    unwritable_stdout,
+)
 
 DESCRIPTION = ("Judge SemanticProfile envelopes (draft-zhang-dmsc-ioa-semantic-interaction-03) "
                "against a domain profile: compatible, incompatible, indeterminate or invalid.")
@@ -32,28 +38,13 @@ COMMANDS = ("audit", "lint", "trace", "sign", "keygen", "serve")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("envelopes", nargs="*", metavar="ENVELOPE",
                         help="envelope file, or - for standard input")
-    parser.add_argument("--profile", metavar="NAME|PATH",
-                        help="installed profile name or profile file (Turtle)")
-    parser.add_argument("--capability", action="append", default=[], metavar="FILE",
-                        help="the receiver's own capability registration (repeatable)")
-    parser.add_argument("--alignment", action="append", default=[], metavar="FILE|NAME",
-                        help="an offered alignment artifact, by path or shipped name (repeatable)")
+    add_checker_arguments(parser, ENGINES)
     parser.add_argument("--param", action="append", default=[], type=_parameter,
                         metavar="KEY=VALUE", help="task parameter (repeatable)")
     parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
                         help="evaluation instant, ISO-8601 with a UTC offset (default: now)")
-    parser.add_argument("--allow-remote", action="append", default=[], metavar="ORIGIN",
-                        help="allow remote retrieval from this origin, e.g. "
-                             "https://contexts.example.org (repeatable; off by default)")
-    parser.add_argument("--allow-private-addresses", action="store_true",
-                        help="let allowed origins resolve to loopback or private addresses "
-                             "(for services on your own network; weakens SSRF protection)")
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text",
                         help="text (default) or json (one line per envelope, contract 2)")
-    parser.add_argument("--engine", choices=ENGINES, default="compiled",
-                        help="compiled (default) or reference: pyld, the SHACL shapes in full and "
-                             "the named SPARQL queries on every check; both decide the same")
-    add_limits(parser)
     parser.add_argument("--list", action="store_true",
                         help="list the shipped profiles and alignment artifacts, then exit")
 

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -81,6 +82,29 @@ _LIMITS = (
     ("--max-terms", "max_terms",
      "limit of term definitions in one document's contexts (default: 1024)"),
 )
+
+
+def add_checker_arguments(parser: argparse.ArgumentParser, engines: Sequence[str], *,
+                          profile_required: bool = False) -> None:
+    """The options a Checker is built from, as every command that builds one takes them
+    (check, serve): the profile, the receiver's registrations and artifacts, retrieval, the
+    engine and the limits."""
+    parser.add_argument("--profile", required=profile_required, metavar="NAME|PATH",
+                        help="installed profile name or profile file (Turtle)")
+    parser.add_argument("--capability", action="append", default=[], metavar="FILE",
+                        help="the receiver's own capability registration (repeatable)")
+    parser.add_argument("--alignment", action="append", default=[], metavar="FILE|NAME",
+                        help="an offered alignment artifact, by path or shipped name (repeatable)")
+    parser.add_argument("--allow-remote", action="append", default=[], metavar="ORIGIN",
+                        help="allow remote retrieval from this origin, e.g. "
+                             "https://contexts.example.org (repeatable; off by default)")
+    parser.add_argument("--allow-private-addresses", action="store_true",
+                        help="let allowed origins resolve to loopback or private addresses "
+                             "(for services on your own network; weakens SSRF protection)")
+    parser.add_argument("--engine", choices=engines, default="compiled",
+                        help="compiled (default) or reference: pyld, the SHACL shapes in full and "
+                             "the named SPARQL queries on every check; both decide the same")
+    add_limits(parser)
 
 
 def add_limits(parser: argparse.ArgumentParser) -> None:

@@ -26,7 +26,7 @@ from .._runtime import paused as collector_paused
 from .._status import ExitStatus
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS
 from ..reporters.check import REPORTERS
-from .parsing import _instant, _parameter, _positive, add_limits, limits_of
+from .parsing import _instant, _parameter, _positive, add_checker_arguments, limits_of
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -66,21 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..service.limits import ServiceLimits
 
     defaults = ServiceLimits()
-    parser.add_argument("--profile", required=True, metavar="NAME|PATH",
-                        help="installed profile name or profile file (Turtle)")
-    parser.add_argument("--capability", action="append", default=[], metavar="FILE",
-                        help="the receiver's own capability registration (repeatable)")
-    parser.add_argument("--alignment", action="append", default=[], metavar="FILE|NAME",
-                        help="an offered alignment artifact, by path or shipped name (repeatable)")
-    parser.add_argument("--allow-remote", action="append", default=[], metavar="ORIGIN",
-                        help="allow remote retrieval from this origin (repeatable; off by "
-                             "default), as for a check")
-    parser.add_argument("--allow-private-addresses", action="store_true",
-                        help="let allowed origins resolve to loopback or private addresses "
-                             "(weakens SSRF protection)")
-    parser.add_argument("--engine", choices=ENGINES, default="compiled",
-                        help="compiled (default) or reference; both decide the same")
-    add_limits(parser)
+    add_checker_arguments(parser, ENGINES, profile_required=True)
     parser.add_argument("--host", default="127.0.0.1",
                         help="the address to listen on (default: 127.0.0.1, loopback only)")
     parser.add_argument("--port", type=_port, default=8080,
