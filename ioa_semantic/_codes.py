@@ -161,6 +161,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "the trace records no tool name, or conflicting ones, for a tool call"),
     ("capability.caller-unknown", INDETERMINATE, "7.1",
      "the call that made a call, or the agent a call belongs to, is not in the trace"),
+    ("capability.callee-unknown", INDETERMINATE, "7.1",
+     "an agent sent an A2A request, and the trace holds no span of the agent that served it"),
     ("capability.unbound-name", INDETERMINATE, "6.4",
      "a tool or agent name that the bindings file does not bind to a capability IRI"),
     ("capability.ambiguous-binding", INDETERMINATE, "6.4",
@@ -254,7 +256,12 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "error), so its required constraints are not known to hold"),
     # trace.: execution traces and their knowledge graph (ioa-check trace)
     ("trace.event-malformed", None, "5.4",
-     "a trace line that is JSON but neither an event nor a trace outcome record"),
+     "a trace line that is JSON but neither an event nor a trace outcome record, or an OTLP "
+     "span without valid ids"),
+    ("trace.attribute-malformed", None, "5.4",
+     "an OTLP span attribute or member of the wrong type, or given twice: it is not used"),
+    ("trace.parent-cycle", None, "5.4",
+     "calls that are each other's ancestors: their parent links are not used"),
     ("trace.incomplete", INDETERMINATE, "7.1",
      "part of the trace could not be used, so an undeclared use may be missing from the evidence"),
     ("trace.call-incomplete", None, "5.4", "a call whose start or end event the trace lacks"),

@@ -17,6 +17,7 @@ import pytest
 
 from ioa_semantic._codes import CODES, FAMILIES
 
+from otlp_requests import agent, request, span, tool, trip
 from support import IOA_CHECK
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
@@ -104,6 +105,15 @@ def test_every_trace_code_is_reached_by_some_trace_input(tmp_path: Path) -> None
         (tmp_path / "b.json").write_text(json.dumps({"tools": tools, "agents": agents}))
         reached |= run(GOLDEN, "--registrations", "regs.jsonl", "--profile", "cs-translation",
                        "--bindings", "b.json", "--no-shapes")
+
+    # OTLP spans: one without an id, an attribute of the wrong type, two spans that are each
+    # other's parents, an A2A request whose served agent is not in the trace.
+    spans = [*trip(), span(8, 2, {"a2a.method.name": "message/send"}, kind=3),
+             agent(9, 10, "intruder"), tool(10, 9, "wire_money"), tool(11, 5, "x")]
+    spans[9]["attributes"][1]["value"] = {"intValue": "x"}
+    del spans[-1]["spanId"]
+    (tmp_path / "otlp.jsonl").write_text(json.dumps(request(*spans)) + "\n")
+    reached |= run("otlp.jsonl", "--manifests", MANIFESTS, "--no-shapes")
 
     (tmp_path / "outcome.json").write_text(json.dumps(_outcome_from_schema()))
     reached |= run("outcome.json", "no-such-run", "--no-shapes")

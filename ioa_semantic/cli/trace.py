@@ -30,7 +30,8 @@ _EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
 DESCRIPTION = ("Audit execution traces (mas-lab run folders, events.jsonl files, trace outcome "
-               "records) against what agents declare: manifests (models, tools, delegates_to) "
+               "records, OpenTelemetry OTLP JSON files of GenAI spans) against what agents "
+               "declare: manifests (models, tools, delegates_to) "
                "and IoA capability registrations through a bindings file.")
 EPILOG = ("exit status: 0 compatible, 1 incompatible, 2 usage error, 3 indeterminate, 4 an "
           "input unreadable, 70 internal error")
@@ -43,7 +44,9 @@ GRAPH_SUFFIXES = (".json", ".jsonld", ".nt", ".ttl")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="a run folder, an events.jsonl file or a trace-record file")
+                        help="a run folder, an events.jsonl file, a trace-record file or an "
+                             "OTLP JSON file (one request per line, or one document); the "
+                             "format is read from the file's content")
     parser.add_argument("--manifests", metavar="DIR",
                         help="mas-lab manifests: a folder with mas.yaml (or agent manifests), "
                              "or one manifest file")
@@ -158,7 +161,8 @@ def _run(opts: argparse.Namespace) -> int:  # noqa: C901
         read_manifests,
         read_registrations,
     )
-    from ..trace.events import Fold, build, resolve, unreadable
+    from ..trace.events import Fold, resolve, unreadable
+    from ..trace.events import runs as build_runs
     from ..trace.graph import build as build_graph
     from ..trace.graph import check, emit, shapes_not_run
     from ..trace.state import Cursor, StateError, consume
@@ -191,7 +195,7 @@ def _run(opts: argparse.Namespace) -> int:  # noqa: C901
                 runs.append(unreadable(source._replace(problem=finding(
                     "json.unreadable", f"{source.given}: cannot be read: {exc.strerror}"))))
                 continue
-            runs.append(build(source, fold, disclose))
+            runs.extend(build_runs(source, fold, disclose))
     finally:
         if cursor is not None:
             cursor.close()

@@ -17,7 +17,7 @@ from typing import Any
 
 _FOLDER = os.path.dirname(os.path.abspath(__file__))
 _KINDS = frozenset({"alignments", "contexts", "profiles", "queries", "report", "shapes",
-                    "web"})
+                    "trace", "web"})
 
 
 def _plain_folder() -> bool:

@@ -117,6 +117,9 @@ class _Auditor:
             if call.cls == "mas":
                 continue
             if call.cls == "agent":
+                if call.remote:
+                    self._remote(call, uses, problems)
+                    continue
                 if call.target is None:
                     problems.append(self._unattributed(call))
                     continue
@@ -160,6 +163,14 @@ class _Auditor:
             return  # an agent resuming itself is not a delegation
         uses.setdefault(_Key(callee, "provided", caller, via), []).append(call)
         uses.setdefault(_Key(caller, "delegations", callee, via), []).append(call)
+
+    def _remote(self, call: Call, uses: dict[_Key, list[Call]], problems: list[Finding]) -> None:
+        """An A2A call out of an agent whose serving agent the trace does not hold."""
+        caller = self._agent_of(call)
+        if caller is None:
+            problems.append(self._unattributed(call))
+            return
+        uses.setdefault(_Key(caller, "delegations", None, None), []).append(call)
 
     def _unattributed(self, call: Call) -> Finding:
         return finding("capability.caller-unknown",
@@ -302,6 +313,28 @@ class _Auditor:
             f"agent {self._agent(callee)} was called by the MAS, whose workflow entry is "
             f"{self._agent(manifests.entry)} ({self._calls_text(calls)})", path))
 
+    # --- the trace's own declarations (OTLP gen_ai.tool.definitions) ------------------------
+
+    def traced_tool(self, agent: str, tool: str, calls: list[Call]) -> Answer | None:
+        """The tools an agent's spans list as available to it: a declaration source only when
+        no manifest is given (a manifest is the declaration the team wrote; the list is what
+        the runtime offered the model)."""
+        if self.manifests is not None:
+            return None
+        listed = self.run.definitions.get(agent)
+        if listed is None:
+            return None
+        if tool in listed:
+            return Answer(DECLARED, (f"{self.disclose.call_iri(self.run.ident, listed[tool])}"
+                                     "#gen_ai.tool.definitions",))
+        first = next(iter(listed.values()))
+        return Answer(NOT_DECLARED, reason=finding(
+            "capability.undeclared-tool",
+            f"agent {self._agent(agent)} called the tool {self._tool(tool)}, which the tool "
+            f"definitions of its spans (gen_ai.tool.definitions, first on span "
+            f"{self.disclose.call(first)}) do not list ({self._calls_text(calls)})",
+            self._call_path(calls[0])))
+
     # --- the registration source ------------------------------------------------------------
 
     def registered(self, agent: str, tool: str, calls: list[Call]) -> Answer | None:
@@ -386,9 +419,15 @@ class _Auditor:
                              for call in calls for child in self.children.get(call.key, ()))
             # A delegation's capability is the callee's to declare, on its provided side.
             registered = None if delegating else self.registered(key.agent, key.name, calls)
-            return [self.manifest_tool(key.agent, key.name, calls), registered]
+            return [self.manifest_tool(key.agent, key.name, calls),
+                    self.traced_tool(key.agent, key.name, calls), registered]
         if key.aspect == "delegations":
-            assert key.name is not None
+            if key.name is None:
+                return [Answer(UNKNOWN, reason=finding(
+                    "capability.callee-unknown",
+                    f"agent {self._agent(key.agent)} sent A2A requests ({self._calls_text(calls)}) "
+                    "and the trace holds no span of the agent that served them: whom it "
+                    "delegated to is unknown", path))]
             return [self.manifest_delegation(key.agent, key.name, calls)]
         # provided
         if key.name is None:

@@ -26,6 +26,7 @@ from .._codes import finding
 from .._findings import Finding, Severity
 from ..pipeline.intake import Limits
 from ..pipeline.intake import parse as parse_json
+from . import otlp
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -222,6 +223,8 @@ class Fold:
         self.records: list[dict[str, Any]] = []
         self.run_ids: dict[str, str] = {}  # "run_id" / "session_id" -> first non-empty value
         self.touched: set[str] = set()
+        self.format: str | None = None  # "events" (mas-lab events, outcome records) or "otlp"
+        self.repeats = 0  # spans received again unchanged (an exporter's retry)
         self._new_problems = 0
         self._new_records = 0
 
@@ -235,6 +238,12 @@ class Fold:
             self.value(line.seq, value)
 
     def value(self, seq: int, value: dict[str, Any]) -> None:
+        if otlp.is_request(value):
+            if self._format("otlp", seq):
+                self.request(seq, value)
+            return
+        if not self._format("events", seq):
+            return
         kind = value.get("kind")
         if isinstance(kind, str) and kind:
             self.event(seq, kind, value)
@@ -243,6 +252,56 @@ class Fold:
         else:
             self.problems.append(["trace.event-malformed", seq, "an object with neither a kind "
                                   "nor the members of a trace outcome record"])
+
+    def _format(self, found: str, seq: int) -> bool:
+        """A file holds one format; a line of the other is not read as either."""
+        if self.format is None:
+            self.format = found
+        if self.format == found:
+            return True
+        what = {"otlp": "an OTLP trace request", "events": "an event or record"}
+        self.problems.append(["trace.event-malformed", seq, f"{what[found]} in a file of "
+                              f"{'OTLP requests' if self.format == 'otlp' else 'events'}"])
+        return False
+
+    # --- OpenTelemetry spans ---------------------------------------------------------------
+
+    def request(self, seq: int, request: dict[str, Any]) -> None:
+        """The spans of one OTLP request, each a complete call; problems per span."""
+        for item in otlp.spans(request):
+            if isinstance(item, otlp.Problem):
+                self.problems.append([item.code, seq, item.detail, item.pointer])
+            else:
+                self._span(seq, item)
+
+    def _span(self, seq: int, span: otlp.Span) -> None:
+        key = f"{span.trace}/{span.span}"
+        existing = self.calls.get(key)
+        if existing is not None:
+            if existing["sha256"] != span.sha256:
+                # Two different spans under one id: what the call was is not known.
+                self.problems.append(["trace.call-conflict", seq, span.span, span.pointer])
+                existing["target"] = None
+                existing["parentAmbiguous"] = True
+                existing.setdefault("ambiguous", []).extend(["target", "parent"])
+                self.touched.add(key)
+            else:
+                self.repeats += 1
+            return
+        self.events += 1
+        operation = otlp.text(span.values.get("operation"))
+        if operation is not None and span.cls == "span" and operation not in otlp.table()[
+                "operations"]:
+            self.unknown[operation] = self.unknown.get(operation, 0) + 1
+        else:
+            name = operation or "(no gen_ai.operation.name)"
+            self.kinds[name] = self.kinds.get(name, 0) + 1
+        call = otlp.call(span, self.include_content)
+        call["first"] = call["startLine"] = call["endLine"] = seq
+        self.calls[key] = call
+        self.touched.add(key)
+
+    # --- mas-lab events --------------------------------------------------------------------
 
     def event(self, seq: int, kind: str, event: dict[str, Any]) -> None:
         self.events += 1
@@ -402,6 +461,8 @@ class Fold:
             "runIds": self.run_ids,
             "problems": self.problems[self._new_problems:],
             "records": self.records[self._new_records:],
+            "format": self.format,
+            "repeats": self.repeats,
         }
         self.touched = set()
         self._new_problems = len(self.problems)
@@ -421,6 +482,8 @@ class Fold:
         self.run_ids = dict(delta["runIds"])
         self.problems.extend(delta["problems"])
         self.records.extend(delta["records"])
+        self.format = delta.get("format", self.format)
+        self.repeats = delta.get("repeats", 0)
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
 
@@ -451,6 +514,9 @@ class Call(NamedTuple):
     output: dict[str, Any] | None
     content: dict[str, Any] | None
     ambiguous: tuple[str, ...]
+    # An A2A client span under which the trace holds no agent span: a call into an agent the
+    # trace does not name (OTLP input only).
+    remote: bool = False
 
     @property
     def success(self) -> bool | None:
@@ -477,6 +543,9 @@ class Run(NamedTuple):
     findings: tuple[Finding, ...]
     skipped: int  # lines or records that could not be used
     readable: bool
+    # Tools the trace itself declares (OTLP gen_ai.tool.definitions): agent -> tool -> the
+    # span that lists it.
+    definitions: dict[str, dict[str, str]] = {}  # noqa: RUF012 (never mutated)
 
     @property
     def ident(self) -> str:
@@ -538,6 +607,212 @@ def _read_json_file(path: str) -> dict[str, Any]:
 def unreadable(source: Source) -> Run:
     assert source.problem is not None
     return Run(source.given, None, None, None, (), 0, {}, {}, (), (source.problem,), 0, False)
+
+
+def runs(source: Source, fold: Fold, disclose: Disclosure) -> list[Run]:
+    """The runs of one input: one for mas-lab events and records, one per trace for OTLP."""
+    if fold.format != "otlp":
+        return [build(source, fold, disclose)]
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for call in fold.calls.values():
+        by_trace.setdefault(call["trace"], []).append(call)
+    problems = _worded_problems(fold.problems, disclose)
+    skipped = sum(1 for p in fold.problems if p[0] == "trace.event-malformed")
+    if not by_trace:
+        return [Run(source.given, None, None, None, (), fold.events, dict(sorted(fold.kinds.items())),
+                    dict(sorted(fold.unknown.items())), (), tuple(problems), skipped, True)]
+    out = []
+    # Problems of a request cannot be told apart by trace (a span without a valid trace id
+    # has none): every run of the input carries them.
+    for trace, raws in sorted(by_trace.items()):
+        out.append(_otlp_run(source, fold, trace, raws, disclose, problems, skipped))
+    return out
+
+
+def _otlp_run(source: Source, fold: Fold, trace: str, raws: list[dict[str, Any]],
+              disclose: Disclosure, problems: list[Finding], skipped: int) -> Run:
+    links = _SpanLinks(sorted(raws, key=lambda c: (c["first"], c["key"])))
+    ordered, by_id = links.ordered, links.by_id
+    findings = list(problems)
+    for cycle in links.cycles:
+        findings.append(finding(
+            "trace.parent-cycle",
+            f"spans {', '.join(disclose.call(c) for c in cycle[:5])}"
+            f"{f' and {len(cycle) - 5} more' if len(cycle) > 5 else ''} are each other's "
+            "ancestors; their parents are not used", f"/{by_id[cycle[0]]['first'] - 1}",
+            severity=Severity.WARNING))
+    served = links.served()
+    calls: list[Call] = []
+    for raw in ordered:
+        # An A2A client span with no agent span beneath it is the only trace of a call into
+        # another agent: it stands for that call.
+        remote = raw["cls"] == "span" and "a2a" in raw and raw.get("kindOf") == "client" and (
+            raw["id"] not in served)
+        if raw["cls"] in _LINKS_ONLY and not remote:
+            continue
+        parent_id, known = links.parent_of(raw)
+        calls.append(Call(
+            key=raw["id"], id=raw["id"], cls="agent" if remote else raw["cls"],
+            agent=raw.get("agent"), target=raw.get("target"),
+            parent=parent_id if known else None, parent_id=parent_id, start=raw.get("start"),
+            end=raw.get("end"), first_line=raw["first"], status=raw.get("status"),
+            label=f"A2A {raw['a2a']['method']}" if remote else None,
+            tokens=dict(raw.get("tokens", {})), finish=raw.get("finish"),
+            temperature=raw.get("temperature"), response_id=raw.get("responseId"),
+            input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
+            ambiguous=tuple(raw.get("ambiguous", ())), remote=remote))
+    definitions: dict[str, dict[str, str]] = {}
+    for raw in ordered:
+        if "declares" not in raw:
+            continue
+        agent = links.declaring_agent(raw)
+        if agent is None:
+            findings.append(finding(
+                "trace.attribute-malformed",
+                f"span {disclose.call(raw['id'])} lists tool definitions, but no agent span "
+                "encloses it; they declare nothing", f"/{raw['first'] - 1}",
+                severity=Severity.WARNING))
+            continue
+        listed = definitions.setdefault(agent, {})
+        for tool in raw["declares"]:
+            listed.setdefault(tool, raw["id"])
+    roots = [c for c in ordered if c["cls"] == "mas" and c.get("agent")]
+    conversation = next((c["conversation"] for c in ordered if "conversation" in c), None)
+    return Run(
+        source=source.given, run_id=trace, session_id=conversation or trace,
+        mas=roots[0]["agent"] if roots else None, calls=tuple(calls), events=len(raws),
+        kinds=dict(sorted(fold.kinds.items())), unknown=dict(sorted(fold.unknown.items())),
+        records=(), findings=tuple(findings), skipped=skipped, readable=True,
+        definitions={agent: dict(sorted(tools.items())) for agent, tools in sorted(
+            definitions.items())})
+
+
+# Spans that are links only: nesting passes through them, and no call is made of them.
+_LINKS_ONLY = ("span", "declaration")
+
+
+class _SpanLinks:
+    """The parent links of one trace's spans. Every walk up the links remembers its answer
+    for each span it passed, so a trace costs linear time however its spans nest; a walk
+    that meets a cycle or an ambiguous span answers "unknown", never a guess."""
+
+    def __init__(self, ordered: list[dict[str, Any]]) -> None:
+        self.ordered = ordered
+        self.by_id = {call["id"]: call for call in ordered}
+        self.cycles = _cycles(ordered, self.by_id)
+        self.on_cycle = {ident for cycle in self.cycles for ident in cycle}
+        self.mapped = {ident for ident, call in self.by_id.items()
+                       if call["cls"] not in _LINKS_ONLY}
+        self._parents: dict[str, tuple[str | None, bool]] = {}
+        self._owners: dict[str, str | None] = {}
+
+    def _cut(self, ident: str) -> bool:
+        """Whether a span's own parent link is not to be used."""
+        return ident in self.on_cycle or bool(self.by_id[ident].get("parentAmbiguous"))
+
+    def parent_of(self, call: dict[str, Any]) -> tuple[str | None, bool]:
+        """The nearest mapped ancestor's id; ``known`` is False when the chain leaves the
+        trace, loops or is ambiguous (the id is then the last one the chain names)."""
+        if self._cut(call["id"]):
+            return call.get("parent"), False
+        passed: list[str] = []
+        current = call.get("parent")
+        answer: tuple[str | None, bool] | None = None
+        while answer is None:
+            if current is None or current in self.mapped:
+                answer = (current, True)
+            elif current not in self.by_id:
+                answer = (current, False)
+            elif current in self._parents:
+                answer = self._parents[current]
+            elif self._cut(current):
+                answer = (current, False)
+            else:
+                passed.append(current)
+                current = self.by_id[current].get("parent")
+        for ident in passed:
+            self._parents[ident] = answer
+        return answer
+
+    def served(self) -> set[str]:
+        """A2A spans with an agent span beneath them (through unmapped spans only)."""
+        out: set[str] = set()
+        walked: set[str] = set()
+        for call in self.ordered:
+            if call["cls"] != "agent":
+                continue
+            current: str | None = call.get("parent")
+            while current in self.by_id and current not in self.mapped and current not in walked:
+                assert current is not None
+                walked.add(current)
+                if "a2a" in self.by_id[current]:
+                    out.add(current)
+                current = self.by_id[current].get("parent")
+        return out
+
+    def declaring_agent(self, raw: dict[str, Any]) -> str | None:
+        """The agent whose tools a span's definitions list: the span's own (an agent or
+        create_agent span), else that of the nearest agent span above it."""
+        if raw["cls"] in ("agent", "declaration"):
+            own: str | None = raw.get("agent")
+            return own
+        if self._cut(raw["id"]):
+            return None
+        passed: list[str] = []
+        ident, found = raw.get("parent"), None
+        while ident is not None and ident in self.by_id:
+            if ident in self._owners:
+                found = self._owners[ident]
+                break
+            if self.by_id[ident]["cls"] == "agent":
+                found = self.by_id[ident].get("target")
+                break
+            passed.append(ident)
+            if self._cut(ident):
+                break
+            ident = self.by_id[ident].get("parent")
+        for each in passed:
+            self._owners[each] = found
+        return found
+
+
+def _cycles(ordered: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """The cycles of the parent links, each once, in order of first appearance: every call
+    has at most one parent, so each walk stops at a call already settled (linear time)."""
+    state: dict[str, int] = {}  # 1 on the walk now, 2 settled
+    cycles: list[list[str]] = []
+    for call in ordered:
+        path: list[str] = []
+        current: str | None = call["id"]
+        while current is not None and current in by_id and current not in state:
+            state[current] = 1
+            path.append(current)
+            current = by_id[current].get("parent")
+        if current is not None and state.get(current) == 1:
+            cycles.append(path[path.index(current):])
+        for ident in path:
+            state[ident] = 2
+    return cycles
+
+
+def _worded_problems(problems: list[list[Any]], disclose: Disclosure) -> list[Finding]:
+    """The fold's problems of an OTLP input, each at its span's JSON Pointer."""
+    out = []
+    for code, seq, detail, *rest in problems:
+        pointer = rest[0] if rest else ""
+        path = f"/{seq - 1}{pointer}"
+        where = f"line {seq}" + (f", {pointer}" if pointer else "")
+        if code == "trace.call-conflict":
+            out.append(finding(code, f"{where}: span {disclose.call(str(detail))} is given twice "
+                                     "with different contents; what it did is not used", path,
+                               severity=Severity.WARNING))
+        elif code == "trace.attribute-malformed":
+            out.append(finding(code, f"{where}: {detail}", path, severity=Severity.WARNING))
+        else:
+            out.append(finding(code, f"{where}: {detail}; the "
+                                     f"{'span' if pointer.count('/') > 4 else 'part'} is skipped",
+                               path, severity=Severity.WARNING))
+    return out
 
 
 def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:

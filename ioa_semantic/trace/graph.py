@@ -186,6 +186,13 @@ class _Builder:
     def run(self, run: Run) -> None:
         calls = run.by_key()
         self._ancestry = Ancestry(calls)
+        # The tools the trace's own spans list for an agent (gen_ai.tool.definitions) are
+        # declared types, whether or not a manifest is given.
+        for agent, tools in run.definitions.items():
+            agent_iri = self.structural("agent", agent, self._is_declared("agent", agent))
+            for tool in tools:
+                self._declared[("tool", tool)] = True
+                self._link(agent_iri, "usesTool", self.structural("tool", tool, True))
         session = self.disclose.run_iri(run.ident)
         session_id = self.disclose.run(run.session_id or run.ident)
         mas_iri = self.structural("mas", run.mas, False) if run.mas else None

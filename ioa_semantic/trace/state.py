@@ -143,13 +143,16 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
     assert source.stream is not None
     seq, offset, hasher = cursor.restore(source, fold) if cursor else (0, 0, hashlib.sha256())
     with open(source.stream, "rb") as raw:
-        if source.stream.endswith(".json"):
-            if offset == 0:
-                _whole_document(raw, fold, max_bytes)
-                if cursor is not None:
-                    hasher.update(_read_all(source.stream))
-                    cursor.checkpoint(source, 1, os.path.getsize(source.stream),
-                                      hasher.hexdigest(), fold.delta())
+        # A .json file is one document unless its first line is a whole object: the
+        # Collector's file exporter writes one request per line whatever the file is called.
+        # Once consumed, a .json file read on only as lines appended to it.
+        if source.stream.endswith(".json") and offset == 0 and not _first_line_object(
+                raw, max_bytes):
+            _whole_document(raw, fold, max_bytes)
+            if cursor is not None:
+                hasher.update(_read_all(source.stream))
+                cursor.checkpoint(source, 1, os.path.getsize(source.stream),
+                                  hasher.hexdigest(), fold.delta())
             return
         raw.seek(offset)
         reader = _Hashing(raw, hasher)
@@ -171,6 +174,13 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
 def _advance(source: Source, fold: Fold, cursor: Cursor | None, line: Line, hasher: Any) -> None:
     if cursor is not None:
         cursor.checkpoint(source, line.seq, line.end, hasher.hexdigest(), fold.delta())
+
+
+def _first_line_object(handle: IO[bytes], max_bytes: int) -> bool:
+    first = handle.readline(max_bytes + 1)
+    handle.seek(0)
+    value, problem = parse(first, max_bytes) if first.strip() else (None, None)
+    return problem is None and isinstance(value, dict)
 
 
 def _read_all(path: str) -> bytes:

@@ -1,0 +1,420 @@
+"""OpenTelemetry traces read as calls: the OTLP JSON encoding of ``ExportTraceServiceRequest``.
+
+The second input format of ``ioa-check trace``, beside mas-lab events. A request is one JSON
+object with ``resourceSpans``; a file holds one request per line (as the Collector's file
+exporter writes it) or one request as a document. Both spellings of the JSON mapping are
+read: the OTLP specification's (ids in hexadecimal, enumerations as numbers) and protobuf's
+canonical one (ids in base64, enumerations by name), since the SDK's own encoder with
+protobuf's ``MessageToJson`` writes the latter. Unknown members are ignored, as OTLP asks of
+receivers.
+
+Which span is which call, and which attribute carries what, comes from one table,
+``ioa_semantic/data/trace/otel-genai.json``: the GenAI semantic conventions are still in
+development and their attribute names move, so a renamed attribute is one more name in a row
+of that table. Spans the table does not map (HTTP, databases, A2A transport) are kept as
+links only, so nesting passes through them. Attributes outside the table are never read: a
+span's message content reaches the fold only as a digest and a length, like mas-lab payloads.
+
+This module only reads: :func:`spans` turns one request into :class:`Span` values and
+:class:`Problem` values (a span that cannot be used, an attribute that is ignored), each with
+the JSON Pointer of its place in the request, so one bad span never stops the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from decimal import Decimal
+from functools import cache
+from typing import Any, NamedTuple
+
+from .. import data
+from .privacy import digest
+
+# Span kinds and status codes: protobuf's enumeration names and the OTLP numbers.
+_KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer",
+          5: "consumer"}
+_STATUSES = {0: None, 1: "ok", 2: "error"}
+_HEX_TRACE = re.compile(r"[0-9a-f]{32}")
+_HEX_SPAN = re.compile(r"[0-9a-f]{16}")
+_NANOS = Decimal(10) ** 9
+_INT64 = re.compile(r"-?[0-9]{1,19}")
+# A tool definition list is a declaration, not content; its names are what is read, and a
+# list this long is no agent's declaration.
+_MAX_DEFINITIONS = 4096
+
+
+class Span(NamedTuple):
+    """One span as the fold needs it; free text only as digests unless content was asked for."""
+
+    pointer: str  # its place in the request, a JSON Pointer
+    trace: str  # trace id, lowercase hex
+    span: str  # span id, lowercase hex
+    parent: str | None  # parent span id, lowercase hex
+    cls: str  # mas, agent, llm, tool, declaration (create_agent), or span (a link only)
+    kind: str  # the span kind: internal, client, server, ...
+    values: dict[str, Any]  # role -> value, for the roles of the table that are present
+    start: str | None  # Unix seconds, exact decimal
+    end: str | None
+    status: str | None  # ok, error, or None when unset
+    declares: tuple[str, ...] | None  # tool names of gen_ai.tool.definitions
+    sha256: str  # of the span's canonical JSON: an exporter's retry repeats it exactly
+
+
+class Problem(NamedTuple):
+    pointer: str
+    code: str  # trace.event-malformed (the span is not used) or trace.attribute-malformed
+    detail: str
+
+
+@cache
+def table() -> dict[str, Any]:
+    """The mapping table: operations to call classes, roles to attribute names."""
+    value: dict[str, Any] = data.read_json("trace", "otel-genai.json")
+    return value
+
+
+@cache
+def _attribute_roles() -> dict[str, list[str]]:
+    """Attribute name -> the roles it carries (one attribute may carry several)."""
+    out: dict[str, list[str]] = {}
+    for role, names in table()["attributes"].items():
+        for name in names:
+            out.setdefault(name, []).append(role)
+    return out
+
+
+def is_request(value: Any) -> bool:
+    """Whether a JSON object is an OTLP trace request (its one required member)."""
+    return isinstance(value, dict) and "resourceSpans" in value
+
+
+def spans(request: dict[str, Any]) -> Iterator[Span | Problem]:
+    """Every span of ``request``, or the problem that stops one, in document order."""
+    resource_spans = request.get("resourceSpans")
+    if not isinstance(resource_spans, list):
+        yield Problem("/resourceSpans", "trace.event-malformed", "resourceSpans is not an array")
+        return
+    for r, resource in enumerate(resource_spans):
+        at = f"/resourceSpans/{r}"
+        if not isinstance(resource, dict):
+            yield Problem(at, "trace.event-malformed", "a resourceSpans entry is not an object")
+            continue
+        scopes = resource.get("scopeSpans", [])
+        if not isinstance(scopes, list):
+            yield Problem(f"{at}/scopeSpans", "trace.event-malformed",
+                          "scopeSpans is not an array")
+            continue
+        for s, scope in enumerate(scopes):
+            where = f"{at}/scopeSpans/{s}"
+            listed = scope.get("spans", []) if isinstance(scope, dict) else None
+            if not isinstance(listed, list):
+                yield Problem(where, "trace.event-malformed",
+                              "a scopeSpans entry is not an object with a spans array")
+                continue
+            for i, span in enumerate(listed):
+                yield from _span(f"{where}/spans/{i}", span)
+
+
+def _span(pointer: str, span: Any) -> Iterator[Span | Problem]:
+    if not isinstance(span, dict):
+        yield Problem(pointer, "trace.event-malformed", "a span is not an object")
+        return
+    trace = _id(span.get("traceId"), 16)
+    ident = _id(span.get("spanId"), 8)
+    missing = [name for name, value in (("traceId", trace), ("spanId", ident)) if value is None]
+    if missing:
+        yield Problem(pointer, "trace.event-malformed",
+                      f"the span has no valid {' or '.join(missing)} (16 and 8 bytes, not all "
+                      "zero, in hexadecimal or base64)")
+        return
+    assert trace is not None and ident is not None
+    parent: str | None = None
+    raw_parent = span.get("parentSpanId")
+    if raw_parent not in (None, ""):
+        parent = _id(raw_parent, 8)
+        if parent is None:
+            # Read as a root, the span would be judged as an entry call: not a guess to make.
+            yield Problem(pointer, "trace.event-malformed",
+                          "parentSpanId is not an 8-byte id; the span's caller would be a guess")
+            return
+    attributes: dict[str, Any] = {}
+    yield from _attributes(pointer, span.get("attributes", []), attributes)
+    values = _roles(attributes)
+    read = {role: value for role, (_, value) in values.items()}
+    operation = read.get("operation")
+    cls = table()["operations"].get(operation, "span") if isinstance(operation, str) else "span"
+    kind = _enum(span.get("kind"), _KINDS, "SPAN_KIND_")
+    start = _instant(span.get("startTimeUnixNano"))
+    end = _instant(span.get("endTimeUnixNano"))
+    for name, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
+        if value is None and span.get(name) not in (None, "", "0", 0):
+            yield Problem(f"{pointer}/{name}", "trace.attribute-malformed",
+                          f"{name} is not a count of nanoseconds; the time is not used")
+    status_value = span.get("status")
+    status = _enum(status_value.get("code", 0), _STATUSES, "STATUS_CODE_") if isinstance(
+        status_value, dict) else None if status_value is None else "unknown"
+    if status == "unknown":
+        yield Problem(f"{pointer}/status", "trace.attribute-malformed",
+                      "status is not an object with a status code; the outcome is not used")
+        status = None
+    declares: tuple[str, ...] | None = None
+    if "tool.definitions" in read:
+        declares = _definitions(read.pop("tool.definitions"))
+        if declares is None:
+            yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
+                          f"{values['tool.definitions'][0]} is not a list of tool definitions "
+                          "with names; the span declares nothing")
+    canonical = json.dumps(span, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    yield Span(pointer, trace, ident, parent, cls, kind if kind != "unknown" else "unspecified",
+               read, start, end, status, declares,
+               hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest())
+
+
+def _roles(attributes: dict[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Role -> (the attribute read for it, its value); the table lists names newest first,
+    and the first one present wins."""
+    values: dict[str, tuple[str, Any]] = {}
+    for name, value in attributes.items():
+        for role in _attribute_roles().get(name, ()):
+            order = table()["attributes"][role]
+            held = values.get(role)
+            if held is None or order.index(name) < order.index(held[0]):
+                values[role] = (name, value)
+    return values
+
+
+def _id(value: Any, size: int) -> str | None:
+    """An id as lowercase hex: OTLP JSON writes hex, protobuf's JSON mapping base64."""
+    if not isinstance(value, str):
+        return None
+    pattern = _HEX_TRACE if size == 16 else _HEX_SPAN
+    lowered = value.lower()
+    if pattern.fullmatch(lowered):
+        raw = bytes.fromhex(lowered)
+    else:
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        if len(raw) != size:
+            return None
+    # The all-zero id is OTLP's "invalid".
+    return raw.hex() if any(raw) else None
+
+
+def _enum(value: Any, numbers: dict[int, Any], prefix: str) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return numbers.get(value, "unknown")
+    if isinstance(value, str) and value.startswith(prefix):
+        name = value.removeprefix(prefix).lower()
+        for number, known in numbers.items():
+            if (known or "unset") == name or (number == 0 and name in ("unset", "unspecified")):
+                return known
+    return "unknown"
+
+
+def _instant(value: Any) -> str | None:
+    """Nanoseconds since the epoch (a string of digits, or a number) as exact Unix seconds."""
+    if isinstance(value, bool):
+        return None
+    # Twenty digits reach the year 5138; Decimal divides them exactly.
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 20:
+        nanos = int(value)
+    elif isinstance(value, int) and 0 <= value < 10**20:
+        nanos = value
+    else:
+        return None
+    if nanos == 0:
+        return None  # OTLP's "not set"
+    return format(Decimal(nanos) / _NANOS, "f")
+
+
+def _attributes(pointer: str, listed: Any, out: dict[str, Any]) -> Iterator[Problem]:
+    """The span's attributes as plain values; malformed or repeated ones are left out."""
+    if not isinstance(listed, list):
+        yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
+                      "attributes is not an array; none is used")
+        return
+    repeated: set[str] = set()
+    for a, attribute in enumerate(listed):
+        at = f"{pointer}/attributes/{a}"
+        key = attribute.get("key") if isinstance(attribute, dict) else None
+        if not isinstance(key, str):
+            yield Problem(at, "trace.attribute-malformed", "an attribute without a string key")
+            continue
+        value, ok = _value(attribute.get("value"))
+        if not ok:
+            yield Problem(at, "trace.attribute-malformed",
+                          f"{_quoted(key)} has no well-formed value; it is not used")
+            repeated.add(key)  # present but unreadable: not read from another entry either
+            out.pop(key, None)
+            continue
+        if key in repeated:
+            continue
+        if key in out and out[key] != value:
+            # Two values for one key: which one the instrumentation meant is not known.
+            yield Problem(at, "trace.attribute-malformed",
+                          f"{_quoted(key)} is given twice with different values; it is not used")
+            repeated.add(key)
+            del out[key]
+            continue
+        out[key] = value
+
+
+def _quoted(key: str) -> str:
+    return json.dumps(key[:200], ensure_ascii=False)
+
+
+def _value(value: Any, depth: int = 0) -> tuple[Any, bool]:
+    """An OTLP AnyValue as a plain value; ``ok`` is False when it is not one."""
+    if not isinstance(value, dict) or depth > 32:
+        return None, False
+    if not value:
+        return None, True  # the empty value
+    if len(value) != 1:
+        return None, False
+    (member, inner), = value.items()
+    if member in ("arrayValue", "kvlistValue"):
+        return _composite(member, inner, depth)
+    return _scalar(member, inner)
+
+
+def _scalar(member: str, inner: Any) -> tuple[Any, bool]:
+    number = isinstance(inner, int | float) and not isinstance(inner, bool)
+    if member in ("stringValue", "bytesValue"):  # bytes kept encoded: none is read
+        return inner, isinstance(inner, str)
+    if member == "boolValue":
+        return inner, isinstance(inner, bool)
+    if member == "intValue":
+        if isinstance(inner, str) and _INT64.fullmatch(inner):
+            return int(inner), True
+        return inner, number and isinstance(inner, int)
+    if member == "doubleValue":
+        return (float(inner), True) if number else (None, False)
+    return None, False
+
+
+def _composite(member: str, inner: Any, depth: int) -> tuple[Any, bool]:
+    if member == "arrayValue" and isinstance(inner, dict):
+        items = inner.get("values", [])
+        if not isinstance(items, list):
+            return None, False
+        out = []
+        for item in items:
+            plain, ok = _value(item, depth + 1)
+            if not ok:
+                return None, False
+            out.append(plain)
+        return out, True
+    if member == "kvlistValue" and isinstance(inner, dict):
+        items = inner.get("values", [])
+        if not isinstance(items, list):
+            return None, False
+        pairs: dict[str, Any] = {}
+        for item in items:
+            key = item.get("key") if isinstance(item, dict) else None
+            if not isinstance(key, str) or key in pairs:
+                return None, False
+            plain, ok = _value(item.get("value"), depth + 1)
+            if not ok:
+                return None, False
+            pairs[key] = plain
+        return pairs, True
+    return None, False
+
+
+def _definitions(value: Any) -> tuple[str, ...] | None:
+    """The tool names of ``gen_ai.tool.definitions``: structured, or a JSON string of it."""
+    if isinstance(value, str):
+        from ..pipeline.intake import Limits
+        from ..pipeline.intake import parse as parse_json
+
+        parsed = parse_json(value.encode("utf-8", "surrogatepass"), Limits(len(value) * 4 + 16, 64),
+                            array=True)
+        if not parsed.ok:
+            return None
+        value = parsed.document
+    if not isinstance(value, list) or len(value) > _MAX_DEFINITIONS:
+        return None
+    names: list[str] = []
+    for definition in value:
+        name = definition.get("name") if isinstance(definition, dict) else None
+        if not isinstance(name, str) or not name:
+            return None
+        names.append(name)
+    return tuple(dict.fromkeys(names))
+
+
+# --- spans as the fold's calls -----------------------------------------------------------------
+
+
+def call(span: Span, include_content: bool) -> dict[str, Any]:
+    """The fold's plain-JSON call of a span (``first`` and the line numbers are the fold's)."""
+    read = span.values
+    out: dict[str, Any] = {"key": f"{span.trace}/{span.span}", "id": span.span,
+                           "trace": span.trace, "cls": span.cls, "sha256": span.sha256,
+                           "kindOf": span.kind}
+    for member, value in (("parent", span.parent), ("start", span.start), ("end", span.end),
+                          ("status", span.status), ("conversation", text(read.get("conversation")))):
+        if value is not None:
+            out[member] = value
+    agent = text(read.get("agent.id")) or text(read.get("agent.name"))
+    target = {"agent": agent, "llm": text(read.get("model.request")) or text(
+        read.get("model.response")), "tool": text(read.get("tool.name"))}.get(span.cls)
+    if target is not None:
+        out["target"] = target
+    owner = agent if span.cls in ("agent", "declaration") else text(
+        read.get("workflow.name")) if span.cls == "mas" else None
+    if owner:
+        out["agent"] = owner
+    if span.declares is not None:
+        out["declares"] = list(span.declares)
+    method = text(read.get("a2a.method"))
+    if method and span.cls == "span":
+        out["a2a"] = {"method": method, "task": text(read.get("a2a.task"))}
+    if span.cls == "llm":
+        out.update(_model_call(read))
+    for side in ("input", "output"):
+        payload = read.get(f"content.{side}")
+        if payload is not None:
+            out[side] = digest(payload)
+            if include_content:
+                out.setdefault("content", {})[side] = payload
+    return out
+
+
+def _model_call(read: dict[str, Any]) -> dict[str, Any]:
+    """Token counts, finish reasons, temperature and response id of a model span."""
+    out: dict[str, Any] = {}
+    tokens = {field: count(read.get(f"tokens.{field}"))
+              for field in ("prompt", "completion", "cacheRead")}
+    found = {field: value for field, value in tokens.items() if value is not None}
+    # The ontology's total is prompt plus completion, as for mas-lab usage blocks.
+    if "prompt" in found and "completion" in found:
+        found["total"] = found["prompt"] + found["completion"]
+    if found:
+        out["tokens"] = found
+    finish = read.get("finish")
+    if isinstance(finish, list) and finish and all(isinstance(f, str) and f for f in finish):
+        out["finish"] = ",".join(finish)
+    temperature = read.get("temperature")
+    if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+        out["temperature"] = float(temperature)
+    response_id = text(read.get("response.id"))
+    if response_id:
+        out["responseId"] = response_id
+    return out
+
+
+def text(value: Any) -> str | None:
+    """A role's value when it is a non-empty string."""
+    return value if isinstance(value, str) and value else None
+
+
+def count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
