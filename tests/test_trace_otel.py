@@ -1,0 +1,195 @@
+"""A run traced by the real OpenTelemetry SDK audits as its mas-lab events do.
+
+tests/otel_agents.py traces the rail-assist system with the SDK and exports it with the SDK's
+own OTLP encoder (protobuf's JSON mapping, one request a line), writes the same spans as the
+Collector's OTLP/JSON document, and the same run as mas-lab events. Each is audited by the
+installed ``ioa-check trace``: the verdicts, the uses behind them, the knowledge graph and
+what is withheld must be the same whichever form is read.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import subprocess
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is not installed")
+
+import otel_agents
+from support import IOA_CHECK
+
+LAYOUTS = ("otlp.jsonl", "otlp-collector.json", "events.jsonl")
+UNDECLARED_SPAN = "00f067aa0ba9020b"
+MODELLESS_SPAN = "00f067aa0ba9020c"
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run, traced afresh by the SDK (not the committed copy of the example)."""
+    folder = tmp_path_factory.mktemp("rail-assist")
+    otel_agents.write(str(folder))
+    return folder
+
+
+def trace(folder: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([IOA_CHECK, "trace", *args], cwd=folder, capture_output=True,
+                          timeout=120)
+
+
+def records(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]]:
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    return [json.loads(line) for line in proc.stdout.decode().splitlines()]
+
+
+def per_agent(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each agent's record without what names the input (its path, the lines of its calls)."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("source", "line")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return {line["agent"]: strip(line) for line in lines if "agent" in line}
+
+
+def test_the_three_forms_give_the_same_verdicts_and_uses(traced: Path) -> None:
+    audits = {layout: trace(traced, layout, "--manifests", "manifests", "--format", "json",
+                            "--no-shapes") for layout in LAYOUTS}
+    assert {layout: proc.returncode for layout, proc in audits.items()} == dict.fromkeys(
+        LAYOUTS, 1)
+    agents = {layout: per_agent(records(proc)) for layout, proc in audits.items()}
+    assert agents["otlp.jsonl"] == agents["events.jsonl"]
+    assert agents["otlp-collector.json"] == agents["events.jsonl"]
+    verdicts = {name: record["verdict"] for name, record in agents["otlp.jsonl"].items()}
+    assert verdicts == {"front_desk": "compatible", "booking_agent": "incompatible"}
+
+
+def test_the_undeclared_tool_names_its_span_and_the_model_less_call_is_evidence(
+        traced: Path) -> None:
+    booking = per_agent(records(trace(traced, "otlp.jsonl", "--manifests", "manifests",
+                                      "--format", "json", "--no-shapes")))["booking_agent"]
+    by_code = {r["code"]: r for r in booking["reasons"]}
+    undeclared = by_code["capability.undeclared-tool"]
+    assert "issue_refund" in undeclared["message"] and UNDECLARED_SPAN in undeclared["message"]
+    assert undeclared["path"].endswith(f":call:{UNDECLARED_SPAN}")
+    modelless = by_code["capability.model-unknown"]
+    assert MODELLESS_SPAN in modelless["message"]
+    models = {m["model"]: m["verdict"] for m in booking["consumed"]["models"]}
+    assert models == {"claude-sonnet-4-5": "compatible", None: "indeterminate"}
+    front = per_agent(records(trace(traced, "otlp.jsonl", "--manifests", "manifests",
+                                    "--format", "json", "--no-shapes")))["front_desk"]
+    delegations = {(d["agent"], d["verdict"]) for d in front["consumed"]["delegations"]}
+    assert delegations == {("booking_agent", "compatible")}
+
+
+def _graph(path: Path) -> set[tuple[str, str, str]]:
+    """The triples, decimals compared by value (``1796200200`` and ``1796200200.0`` are one)."""
+    rdflib = pytest.importorskip("rdflib")
+    graph = rdflib.Graph().parse(path)
+    decimal = "http://www.w3.org/2001/XMLSchema#decimal"
+    out = set()
+    for s, p, o in graph:
+        value = str(o)
+        if isinstance(o, rdflib.Literal) and str(o.datatype) == decimal:
+            value = str(Decimal(value).normalize())
+        out.add((str(s), str(p), value))
+    return out
+
+
+def test_the_knowledge_graph_is_the_same_from_spans_and_from_events(traced: Path) -> None:
+    for layout in ("otlp.jsonl", "events.jsonl"):
+        proc = trace(traced, layout, "--manifests", "manifests", "--no-shapes", "--emit-kg",
+                     f"{layout}.ttl")
+        assert proc.returncode == 1, proc.stderr
+    spans, events = _graph(traced / "otlp.jsonl.ttl"), _graph(traced / "events.jsonl.ttl")
+    assert spans == events
+    assert len(spans) > 200
+
+
+def test_content_is_withheld_from_report_and_graph_unless_asked_for(traced: Path) -> None:
+    secrets = ("Zürich", "München", "Z\\u00fcrich")
+    proc = trace(traced, "otlp.jsonl", "--manifests", "manifests", "--format", "json",
+                 "--no-shapes", "--emit-kg", "private.ttl")
+    shown = proc.stdout.decode() + (traced / "private.ttl").read_text(encoding="utf-8")
+    assert not any(secret in shown for secret in secrets)
+    assert '"sha256"' in proc.stdout.decode()
+    proc = trace(traced, "otlp.jsonl", "--manifests", "manifests", "--format", "json",
+                 "--no-shapes", "--include-content")
+    assert "Zürich" in json.dumps(records(proc), ensure_ascii=False)
+
+
+def test_without_manifests_the_spans_tool_definitions_declare_the_tools(traced: Path) -> None:
+    agents = per_agent(records(trace(traced, "otlp.jsonl", "--format", "json", "--no-shapes")))
+    tools = {name: {t["tool"]: t["verdict"] for t in record["consumed"]["tools"]}
+             for name, record in agents.items()}
+    assert tools["booking_agent"] == {"reserve_seat": "compatible", "issue_refund": "incompatible"}
+    assert tools["front_desk"]["search_connections"] == "compatible"
+    reserve = next(t for t in agents["booking_agent"]["consumed"]["tools"]
+                   if t["tool"] == "reserve_seat")
+    assert reserve["declaredBy"][0].endswith("#gen_ai.tool.definitions")
+
+
+def _many_traces(folder: Path, count: int) -> Path:
+    """``count`` copies of the run, each under its own trace id, as OTLP lines."""
+    lines = (folder / "otlp.jsonl").read_text().splitlines()
+    trace_id = base64.b64encode(otel_agents.TRACE_ID.to_bytes(16, "big")).decode()
+    out = []
+    for n in range(count):
+        other = base64.b64encode((otel_agents.TRACE_ID + n + 1).to_bytes(16, "big")).decode()
+        out += [line.replace(trace_id, other) for line in lines]
+    path = folder / "many.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_state_over_otlp_resumes_after_sigkill_to_the_same_result(traced: Path,
+                                                                    tmp_path: Path) -> None:
+    _many_traces(traced, 60).rename(tmp_path / "many.jsonl")
+    (tmp_path / "manifests").symlink_to(traced / "manifests")
+    base = ["many.jsonl", "--manifests", "manifests", "--format", "json", "--no-shapes",
+            "--batch-size", "2"]
+    reference = trace(tmp_path, *base)
+    assert reference.returncode == 1, reference.stderr
+    state = tmp_path / "state"
+    kills = []
+    for target in (1, 20, 50, 80, 100):  # checkpoints (of 120) before each kill
+        proc = subprocess.Popen([IOA_CHECK, "trace", *base, "--state", "state"], cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if state.exists() and state.read_bytes().count(b"\n") > target:
+                proc.send_signal(signal.SIGKILL)
+                kills.append(target)
+                break
+            time.sleep(0.001)
+        proc.wait(timeout=60)
+    finished = trace(tmp_path, *base, "--state", "state")
+    assert finished.returncode == 1
+    assert finished.stdout == reference.stdout
+    assert kills, "the run finished before it could be interrupted"
+
+
+def test_state_over_otlp_reads_appended_requests_incrementally(traced: Path,
+                                                                tmp_path: Path) -> None:
+    lines = (traced / "otlp.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "manifests").symlink_to(traced / "manifests")
+    (tmp_path / "live.jsonl").write_text("".join(lines[:2]))
+    args = ["live.jsonl", "--manifests", "manifests", "--format", "json", "--no-shapes",
+            "--state", "state"]
+    trace(tmp_path, *args)
+    with open(tmp_path / "live.jsonl", "a") as handle:
+        handle.write("".join(lines[2:]))
+    resumed = trace(tmp_path, *args)
+    (tmp_path / "whole.jsonl").write_text("".join(lines))
+    whole = trace(tmp_path, "whole.jsonl", "--manifests", "manifests", "--format", "json",
+                  "--no-shapes")
+    assert per_agent(records(resumed)) == per_agent(records(whole))
