@@ -123,7 +123,7 @@ def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
         record = summary_record(run, shapes, disclose)["summary"]
         console.print(f"[{_STYLE[run.verdict]}]{str(run.verdict).upper()}[/] "
                       f"{escape(record['source'])}  [dim]run {escape(str(record['run']))}, "
-                      f"{run.run.events} events, {len(run.agents)} agents[/]")
+                      f"{run.run.events} {run.run.unit}, {len(run.agents)} agents[/]")
         for agent in run.agents:
             console.print(f"  agent {escape(disclose.agent(agent.agent))}: {verdict(agent.verdict)}")
             for use in agent.uses:

@@ -546,6 +546,8 @@ class Run(NamedTuple):
     # Tools the trace itself declares (OTLP gen_ai.tool.definitions): agent -> tool -> the
     # span that lists it.
     definitions: dict[str, dict[str, str]] = {}  # noqa: RUF012 (never mutated)
+    # What ``events`` counts: mas-lab events, or the spans of an OTLP trace.
+    unit: str = "events"
 
     @property
     def ident(self) -> str:
@@ -620,7 +622,8 @@ def runs(source: Source, fold: Fold, disclose: Disclosure) -> list[Run]:
     skipped = sum(1 for p in fold.problems if p[0] == "trace.event-malformed")
     if not by_trace:
         return [Run(source.given, None, None, None, (), fold.events, dict(sorted(fold.kinds.items())),
-                    dict(sorted(fold.unknown.items())), (), tuple(problems), skipped, True)]
+                    dict(sorted(fold.unknown.items())), (), tuple(problems), skipped, True,
+                    unit="spans")]
     out = []
     # Problems of a request cannot be told apart by trace (a span without a valid trace id
     # has none): every run of the input carries them.
@@ -682,7 +685,7 @@ def _otlp_run(source: Source, fold: Fold, trace: str, raws: list[dict[str, Any]]
         source=source.given, run_id=trace, session_id=conversation or trace,
         mas=roots[0]["agent"] if roots else None, calls=tuple(calls), events=len(raws),
         kinds=dict(sorted(fold.kinds.items())), unknown=dict(sorted(fold.unknown.items())),
-        records=(), findings=tuple(findings), skipped=skipped, readable=True,
+        records=(), findings=tuple(findings), skipped=skipped, readable=True, unit="spans",
         definitions={agent: dict(sorted(tools.items())) for agent, tools in sorted(
             definitions.items())})
 

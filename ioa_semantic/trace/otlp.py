@@ -32,6 +32,8 @@ from decimal import Decimal
 from functools import cache
 from typing import Any, NamedTuple
 
+import orjson
+
 from .. import data
 from .privacy import digest
 
@@ -169,10 +171,18 @@ def _span(pointer: str, span: Any) -> Iterator[Span | Problem]:
             yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
                           f"{values['tool.definitions'][0]} is not a list of tool definitions "
                           "with names; the span declares nothing")
-    canonical = json.dumps(span, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     yield Span(pointer, trace, ident, parent, cls, kind if kind != "unknown" else "unspecified",
-               read, start, end, status, declares,
-               hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest())
+               read, start, end, status, declares, _fingerprint(span))
+
+
+def _fingerprint(span: dict[str, Any]) -> str:
+    """The SHA-256 of a span's canonical JSON, to tell an exporter's retry from a conflict."""
+    try:
+        canonical = orjson.dumps(span, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # a lone surrogate, which orjson refuses to encode, or a deep value
+        canonical = json.dumps(span, sort_keys=True, separators=(",", ":"),
+                               ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def _roles(attributes: dict[str, Any]) -> dict[str, tuple[str, Any]]:
