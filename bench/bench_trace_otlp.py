@@ -94,64 +94,72 @@ def _content(rng: random.Random) -> str:
                       ensure_ascii=False)
 
 
+class _Service:
+    """One sender: its agents, their tools, its tracer; traces one agent run at a time."""
+
+    def __init__(self, rng: random.Random, tracer: Any, service: int) -> None:
+        self.rng = rng
+        self.tracer = tracer
+        self.agents = [f"agent_{service}_{n}" for n in range(rng.randint(2, 5))]
+        self.tools = {a: [f"{a}_tool_{t}" for t in range(rng.randint(1, 6))] for a in self.agents}
+
+    def agent(self, depth: int, name: str, parent: Any, now: int) -> int:
+        rng, tracer = self.rng, self.tracer
+        context = set_span_in_context(parent) if parent is not None else Context()
+        span = tracer.start_span(f"invoke_agent {name}", context, SpanKind.INTERNAL, {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.id": name,
+            "gen_ai.agent.name": name, "gen_ai.tool.definitions": json.dumps(
+                [{"type": "function", "name": t} for t in self.tools[name]]),
+            "gen_ai.input.messages": _content(rng)}, start_time=now)
+        here = set_span_in_context(span)
+        for _ in range(rng.randint(1, 6)):
+            now += 1_000_000
+            if rng.random() < 0.5:
+                chat = tracer.start_span("chat", here, SpanKind.CLIENT, {
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": rng.choice(MODELS),
+                    "gen_ai.usage.input_tokens": rng.randint(10, 5000),
+                    "gen_ai.usage.output_tokens": rng.randint(1, 900),
+                    "gen_ai.response.finish_reasons": ["stop"],
+                    "gen_ai.input.messages": _content(rng),
+                    "gen_ai.output.messages": _content(rng)}, start_time=now)
+                chat.set_status(Status(StatusCode.OK))
+                chat.end(end_time=now + 500_000)
+                continue
+            under = span
+            if rng.random() < 0.3:
+                under = tracer.start_span("GET", here, SpanKind.CLIENT,
+                                          {"http.request.method": "GET"}, start_time=now)
+            tool = tracer.start_span("execute_tool", set_span_in_context(under),
+                                     SpanKind.INTERNAL, {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": rng.choice(self.tools[name]),
+                "gen_ai.tool.call.arguments": _content(rng)}, start_time=now)
+            if depth < 3 and rng.random() < 0.2:
+                now = self.agent(depth + 1, rng.choice(self.agents), tool, now + 1000)
+            tool.end(end_time=now + 400_000)
+            if under is not span:
+                under.end(end_time=now + 450_000)
+        span.set_status(Status(StatusCode.OK))
+        span.end(end_time=now + 900_000)
+        return now + 1_000_000
+
+
 def traffic(traces: int) -> list[bytes]:
     """OTLP lines of ``traces`` traces from 12 services, made by the SDK."""
     rng = random.Random(SEED)
     out: list[bytes] = []
     per_service = max(1, traces // 12)
-    for service in range(12):
-        exporter = _Lines(hex_ids=service % 3 == 0)
-        provider = TracerProvider(resource=Resource({"service.name": f"service-{service}"}),
+    for number in range(12):
+        exporter = _Lines(hex_ids=number % 3 == 0)
+        provider = TracerProvider(resource=Resource({"service.name": f"service-{number}"}),
                                   shutdown_on_exit=False)
         processor = BatchSpanProcessor(exporter, max_export_batch_size=64,
                                        schedule_delay_millis=3_600_000, max_queue_size=1 << 16)
         provider.add_span_processor(processor)
-        tracer = provider.get_tracer("bench.agents")
-        agents = [f"agent_{service}_{n}" for n in range(rng.randint(2, 5))]
-        tools = {a: [f"{a}_tool_{t}" for t in range(rng.randint(1, 6))] for a in agents}
+        service = _Service(rng, provider.get_tracer("bench.agents"), number)
         clock = 1_796_200_200 * 10**9
-
-        def agent_span(depth: int, name: str, parent: Any, now: int) -> int:
-            context = set_span_in_context(parent) if parent is not None else Context()
-            span = tracer.start_span(f"invoke_agent {name}", context, SpanKind.INTERNAL, {
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.id": name,
-                "gen_ai.agent.name": name, "gen_ai.tool.definitions": json.dumps(
-                    [{"type": "function", "name": t} for t in tools[name]]),
-                "gen_ai.input.messages": _content(rng)}, start_time=now)
-            here = set_span_in_context(span)
-            for _ in range(rng.randint(1, 6)):
-                now += 1_000_000
-                if rng.random() < 0.5:
-                    chat = tracer.start_span("chat", here, SpanKind.CLIENT, {
-                        "gen_ai.operation.name": "chat", "gen_ai.request.model": rng.choice(MODELS),
-                        "gen_ai.usage.input_tokens": rng.randint(10, 5000),
-                        "gen_ai.usage.output_tokens": rng.randint(1, 900),
-                        "gen_ai.response.finish_reasons": ["stop"],
-                        "gen_ai.input.messages": _content(rng),
-                        "gen_ai.output.messages": _content(rng)}, start_time=now)
-                    chat.set_status(Status(StatusCode.OK))
-                    chat.end(end_time=now + 500_000)
-                    continue
-                under = span
-                if rng.random() < 0.3:
-                    under = tracer.start_span("GET", here, SpanKind.CLIENT,
-                                              {"http.request.method": "GET"}, start_time=now)
-                tool = tracer.start_span("execute_tool", set_span_in_context(under),
-                                         SpanKind.INTERNAL, {
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": rng.choice(tools[name]),
-                    "gen_ai.tool.call.arguments": _content(rng)}, start_time=now)
-                if depth < 3 and rng.random() < 0.2:
-                    now = agent_span(depth + 1, rng.choice(agents), tool, now + 1000)
-                tool.end(end_time=now + 400_000)
-                if under is not span:
-                    under.end(end_time=now + 450_000)
-            span.set_status(Status(StatusCode.OK))
-            span.end(end_time=now + 900_000)
-            return now + 1_000_000
-
         for _ in range(per_service):
-            clock = agent_span(0, agents[0], None, clock)
+            clock = service.agent(0, service.agents[0], None, clock)
         processor.force_flush()
         provider.shutdown()
         out += exporter.lines
