@@ -260,6 +260,9 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "span without valid ids"),
     ("trace.attribute-malformed", None, "5.4",
      "an OTLP span attribute or member of the wrong type, or given twice: it is not used"),
+    ("trace.span-unmapped", None, "5.4",
+     "an OTLP span carrying a tool or model name under an operation the mapping does not know: "
+     "it is not used"),
     ("trace.parent-cycle", None, "5.4",
      "calls that are each other's ancestors: their parent links are not used"),
     ("trace.incomplete", INDETERMINATE, "7.1",

@@ -451,8 +451,9 @@ class _Auditor:
         if run.skipped:
             reasons.append(finding(
                 "trace.incomplete",
-                f"{run.skipped} line{'s' if run.skipped > 1 else ''} of the trace could not be "
-                "used; an undeclared use may be among them"))
+                f"{run.skipped} {'line' if run.unit == 'events' else 'span or line'}"
+                f"{'s' if run.skipped > 1 else ''} of the trace could not be used; an "
+                "undeclared use may be among them"))
         for record in run.records:
             reasons.append(finding(
                 "capability.evidence-opaque",

@@ -224,6 +224,8 @@ class Fold:
         self.run_ids: dict[str, str] = {}  # "run_id" / "session_id" -> first non-empty value
         self.touched: set[str] = set()
         self.format: str | None = None  # "events" (mas-lab events, outcome records) or "otlp"
+        # Counters and open calls changed since the last delta: a checkpoint writes only these.
+        self._changed: dict[str, set[str]] = {"kinds": set(), "unknown": set(), "open": set()}
         self.repeats = 0  # spans received again unchanged (an exporter's retry)
         self._new_problems = 0
         self._new_records = 0
@@ -270,7 +272,7 @@ class Fold:
         """The spans of one OTLP request, each a complete call; problems per span."""
         for item in otlp.spans(request):
             if isinstance(item, otlp.Problem):
-                self.problems.append([item.code, seq, item.detail, item.pointer])
+                self.problems.append([item.code, seq, item.detail, item.pointer, item.trace])
             else:
                 self._span(seq, item)
 
@@ -278,24 +280,20 @@ class Fold:
         key = f"{span.trace}/{span.span}"
         existing = self.calls.get(key)
         if existing is not None:
-            if existing["sha256"] != span.sha256:
-                # Two different spans under one id: what the call was is not known.
-                self.problems.append(["trace.call-conflict", seq, span.span, span.pointer])
-                existing["target"] = None
-                existing["parentAmbiguous"] = True
-                existing.setdefault("ambiguous", []).extend(["target", "parent"])
-                self.touched.add(key)
-            else:
+            if existing["sha256"] == span.sha256:
                 self.repeats += 1
+            elif not existing.get("conflict"):
+                # Two different spans under one id: what the call was, who made it and what
+                # it declared are not known, and either copy may have been the true one.
+                self.problems.append(["trace.call-conflict", seq, span.span, span.pointer,
+                                      span.trace])
+                existing["target"] = None
+                existing["parentAmbiguous"] = existing["conflict"] = True
+                existing.pop("declares", None)
+                existing["ambiguous"] = ["target", "parent"]
+                self.touched.add(key)
             return
         self.events += 1
-        operation = otlp.text(span.values.get("operation"))
-        if operation is not None and span.cls == "span" and operation not in otlp.table()[
-                "operations"]:
-            self.unknown[operation] = self.unknown.get(operation, 0) + 1
-        else:
-            name = operation or "(no gen_ai.operation.name)"
-            self.kinds[name] = self.kinds.get(name, 0) + 1
         call = otlp.call(span, self.include_content)
         call["first"] = call["startLine"] = call["endLine"] = seq
         self.calls[key] = call
@@ -306,6 +304,7 @@ class Fold:
     def event(self, seq: int, kind: str, event: dict[str, Any]) -> None:
         self.events += 1
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        self._changed["kinds"].add(kind)
         for member in ("run_id", "session_id"):
             value = _text(event.get(member))
             if value and member not in self.run_ids:
@@ -315,6 +314,7 @@ class Fold:
         if cls is None:
             if kind not in KNOWN_KINDS:
                 self.unknown[kind] = self.unknown.get(kind, 0) + 1
+                self._changed["unknown"].add(kind)
             return
         call = self._call_for(seq, cls, phase, event)
         self._merge(seq, call, phase, event)
@@ -330,6 +330,7 @@ class Fold:
             # Calls without an id pair by who made them, where and what: the innermost open one.
             signature = json.dumps([cls, agent, parent, self._target(cls, event)])
             stack = self.open_anonymous.setdefault(signature, [])
+            self._changed["open"].add(signature)
             if phase == "start":
                 key = f"~{seq}"
                 stack.append(key)
@@ -452,12 +453,14 @@ class Fold:
 
     def delta(self) -> dict[str, Any]:
         """What changed since the last delta, and the counters as they are now."""
+        changed = self._changed
         out = {
             "calls": [self.calls[key] for key in sorted(self.touched, key=self._order)],
-            "open": self.open_anonymous,
+            # An open stack emptied since is written empty: the restore removes it.
+            "open": {s: self.open_anonymous.get(s, []) for s in sorted(changed["open"])},
             "events": self.events,
-            "kinds": self.kinds,
-            "unknown": self.unknown,
+            "kinds": {k: self.kinds[k] for k in sorted(changed["kinds"])},
+            "unknown": {k: self.unknown[k] for k in sorted(changed["unknown"])},
             "runIds": self.run_ids,
             "problems": self.problems[self._new_problems:],
             "records": self.records[self._new_records:],
@@ -465,6 +468,7 @@ class Fold:
             "repeats": self.repeats,
         }
         self.touched = set()
+        self._changed = {"kinds": set(), "unknown": set(), "open": set()}
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
         return out
@@ -475,10 +479,14 @@ class Fold:
     def restore(self, delta: dict[str, Any]) -> None:
         for call in delta["calls"]:
             self.calls[call["key"]] = call
-        self.open_anonymous = {k: list(v) for k, v in delta["open"].items()}
+        for signature, stack in delta["open"].items():
+            if stack:
+                self.open_anonymous[signature] = list(stack)
+            else:
+                self.open_anonymous.pop(signature, None)
         self.events = delta["events"]
-        self.kinds = dict(delta["kinds"])
-        self.unknown = dict(delta["unknown"])
+        self.kinds.update(delta["kinds"])
+        self.unknown.update(delta["unknown"])
         self.run_ids = dict(delta["runIds"])
         self.problems.extend(delta["problems"])
         self.records.extend(delta["records"])
@@ -618,22 +626,35 @@ def runs(source: Source, fold: Fold, disclose: Disclosure) -> list[Run]:
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for call in fold.calls.values():
         by_trace.setdefault(call["trace"], []).append(call)
-    problems = _worded_problems(fold.problems, disclose)
-    skipped = sum(1 for p in fold.problems if p[0] == "trace.event-malformed")
+    # A problem of a span whose trace is known belongs to that trace's run. One of a line, or
+    # of a span without a readable trace id, could hide a span of any trace: every run counts
+    # it as unused evidence, and the first run reports it (each once: n traces and n problems
+    # make n findings, not n squared).
+    own: dict[str | None, list[list[Any]]] = {}
+    for problem in fold.problems:
+        trace = problem[4] if len(problem) > 4 and problem[4] in by_trace else None
+        own.setdefault(trace, []).append(problem)
+    everywhere = sum(1 for p in own.get(None, ()) if _unused(p))
     if not by_trace:
-        return [Run(source.given, None, None, None, (), fold.events, dict(sorted(fold.kinds.items())),
-                    dict(sorted(fold.unknown.items())), (), tuple(problems), skipped, True,
+        return [Run(source.given, None, None, None, (), fold.events, {}, {}, (),
+                    tuple(_worded_problems(own.get(None, []), disclose)), everywhere, True,
                     unit="spans")]
     out = []
-    # Problems of a request cannot be told apart by trace (a span without a valid trace id
-    # has none): every run of the input carries them.
-    for trace, raws in sorted(by_trace.items()):
-        out.append(_otlp_run(source, fold, trace, raws, disclose, problems, skipped))
+    for n, (trace, raws) in enumerate(sorted(by_trace.items())):
+        problems = own.get(trace, []) + (own.get(None, []) if n == 0 else [])
+        skipped = everywhere + sum(1 for p in own.get(trace, ()) if _unused(p))
+        out.append(_otlp_run(source, trace, raws, disclose,
+                             _worded_problems(problems, disclose), skipped))
     return out
 
 
-def _otlp_run(source: Source, fold: Fold, trace: str, raws: list[dict[str, Any]],
-              disclose: Disclosure, problems: list[Finding], skipped: int) -> Run:
+def _unused(problem: list[Any]) -> bool:
+    """Whether a problem of an OTLP input left a span (or a line) out of the evidence."""
+    return bool(problem[0] != "trace.attribute-malformed")
+
+
+def _otlp_run(source: Source, trace: str, raws: list[dict[str, Any]], disclose: Disclosure,
+              problems: list[Finding], skipped: int) -> Run:
     links = _SpanLinks(sorted(raws, key=lambda c: (c["first"], c["key"])))
     ordered, by_id = links.ordered, links.by_id
     findings = list(problems)
@@ -680,11 +701,19 @@ def _otlp_run(source: Source, fold: Fold, trace: str, raws: list[dict[str, Any]]
         for tool in raw["declares"]:
             listed.setdefault(tool, raw["id"])
     roots = [c for c in ordered if c["cls"] == "mas" and c.get("agent")]
+    kinds: dict[str, int] = {}
+    unknown: dict[str, int] = {}
+    for raw in ordered:
+        operation = raw.get("op")
+        counts = unknown if operation is not None and operation not in otlp.table()[
+            "operations"] else kinds
+        name = operation or "(no gen_ai.operation.name)"
+        counts[name] = counts.get(name, 0) + 1
     conversation = next((c["conversation"] for c in ordered if "conversation" in c), None)
     return Run(
         source=source.given, run_id=trace, session_id=conversation or trace,
         mas=roots[0]["agent"] if roots else None, calls=tuple(calls), events=len(raws),
-        kinds=dict(sorted(fold.kinds.items())), unknown=dict(sorted(fold.unknown.items())),
+        kinds=dict(sorted(kinds.items())), unknown=dict(sorted(unknown.items())),
         records=(), findings=tuple(findings), skipped=skipped, readable=True, unit="spans",
         definitions={agent: dict(sorted(tools.items())) for agent, tools in sorted(
             definitions.items())})
@@ -799,22 +828,22 @@ def _cycles(ordered: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]) -> 
 
 
 def _worded_problems(problems: list[list[Any]], disclose: Disclosure) -> list[Finding]:
-    """The fold's problems of an OTLP input, each at its span's JSON Pointer."""
+    """The fold's problems of an OTLP input, each at its line and its span's JSON Pointer."""
     out = []
     for code, seq, detail, *rest in problems:
         pointer = rest[0] if rest else ""
         path = f"/{seq - 1}{pointer}"
         where = f"line {seq}" + (f", {pointer}" if pointer else "")
         if code == "trace.call-conflict":
-            out.append(finding(code, f"{where}: span {disclose.call(str(detail))} is given twice "
-                                     "with different contents; what it did is not used", path,
-                               severity=Severity.WARNING))
+            message = (f"{where}: span {disclose.call(str(detail))} is given twice with "
+                       "different contents; what it did, who called it and what it declared "
+                       "are not used")
         elif code == "trace.attribute-malformed":
-            out.append(finding(code, f"{where}: {detail}", path, severity=Severity.WARNING))
+            message = f"{where}: {detail}"
         else:
-            out.append(finding(code, f"{where}: {detail}; the "
-                                     f"{'span' if pointer.count('/') > 4 else 'part'} is skipped",
-                               path, severity=Severity.WARNING))
+            what = "span" if "/spans/" in pointer else "line" if not pointer else "part"
+            message = f"{where}: {detail}; the {what} is skipped"
+        out.append(finding(code, message, path, severity=Severity.WARNING))
     return out
 
 

@@ -69,8 +69,22 @@ class Span(NamedTuple):
 
 class Problem(NamedTuple):
     pointer: str
-    code: str  # trace.event-malformed (the span is not used) or trace.attribute-malformed
+    code: str  # trace.event-malformed, trace.span-unmapped (the span is not used) or
+    # trace.attribute-malformed (a part of it is not used)
     detail: str
+    trace: str | None = None  # the span's trace, when its id could be read
+
+    @property
+    def unused(self) -> bool:
+        """Whether the span (or more) is left out, so that the evidence is incomplete."""
+        return self.code != "trace.attribute-malformed"
+
+
+# Spans whose definitions are a declaration: the agent's own, its creation, its model calls.
+_DECLARING = ("agent", "declaration", "llm")
+# Roles that make a span a call of some kind: on a span the table cannot place, a tool call
+# or a model call may be hidden.
+_CALL_ROLES = ("tool.name", "model.request", "model.response")
 
 
 @cache
@@ -132,7 +146,7 @@ def _span(pointer: str, span: Any) -> Iterator[Span | Problem]:
     if missing:
         yield Problem(pointer, "trace.event-malformed",
                       f"the span has no valid {' or '.join(missing)} (16 and 8 bytes, not all "
-                      "zero, in hexadecimal or base64)")
+                      "zero, in hexadecimal or base64)", trace)
         return
     assert trace is not None and ident is not None
     parent: str | None = None
@@ -142,37 +156,64 @@ def _span(pointer: str, span: Any) -> Iterator[Span | Problem]:
         if parent is None:
             # Read as a root, the span would be judged as an entry call: not a guess to make.
             yield Problem(pointer, "trace.event-malformed",
-                          "parentSpanId is not an 8-byte id; the span's caller would be a guess")
+                          "parentSpanId is not an 8-byte id; the span's caller would be a guess",
+                          trace)
             return
     attributes: dict[str, Any] = {}
-    yield from _attributes(pointer, span.get("attributes", []), attributes)
+    unreadable: set[str] = set()
+    for problem in _attributes(pointer, span.get("attributes", []), attributes, unreadable):
+        yield problem._replace(trace=trace)
     values = _roles(attributes)
     read = {role: value for role, (_, value) in values.items()}
     operation = read.get("operation")
+    if unreadable & set(table()["attributes"]["operation"]) or (
+            "operation" in read and not text(operation)):
+        # What the span is cannot be read: it may be any call.
+        yield Problem(pointer, "trace.event-malformed", "gen_ai.operation.name is not one "
+                      "readable string; what the span is is unknown", trace)
+        return
     cls = table()["operations"].get(operation, "span") if isinstance(operation, str) else "span"
-    kind = _enum(span.get("kind"), _KINDS, "SPAN_KIND_")
+    if cls == "span" and any(role in read for role in _CALL_ROLES):
+        named = operation if operation is not None else "no operation name"
+        yield Problem(pointer, "trace.span-unmapped",
+                      f"a span with {' and '.join(values[r][0] for r in _CALL_ROLES if r in read)}"
+                      f" but {json.dumps(named) if operation else named}: it may be a call the "
+                      "mapping does not know", trace)
+        return
+    kind = _enum(span.get("kind", 0), _KINDS, "SPAN_KIND_")
+    if kind == "unknown":
+        yield Problem(f"{pointer}/kind", "trace.attribute-malformed",
+                      "kind is not a span kind; the span is read as of any kind", trace)
     start = _instant(span.get("startTimeUnixNano"))
     end = _instant(span.get("endTimeUnixNano"))
     for name, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
         if value is None and span.get(name) not in (None, "", "0", 0):
             yield Problem(f"{pointer}/{name}", "trace.attribute-malformed",
-                          f"{name} is not a count of nanoseconds; the time is not used")
+                          f"{name} is not a count of nanoseconds; the time is not used", trace)
     status_value = span.get("status")
     status = _enum(status_value.get("code", 0), _STATUSES, "STATUS_CODE_") if isinstance(
         status_value, dict) else None if status_value is None else "unknown"
     if status == "unknown":
         yield Problem(f"{pointer}/status", "trace.attribute-malformed",
-                      "status is not an object with a status code; the outcome is not used")
+                      "status is not an object with a status code; the outcome is not used",
+                      trace)
         status = None
     declares: tuple[str, ...] | None = None
     if "tool.definitions" in read:
-        declares = _definitions(read.pop("tool.definitions"))
-        if declares is None:
+        listed = read.pop("tool.definitions")
+        name = values["tool.definitions"][0]
+        if cls not in _DECLARING:
             yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
-                          f"{values['tool.definitions'][0]} is not a list of tool definitions "
-                          "with names; the span declares nothing")
-    yield Span(pointer, trace, ident, parent, cls, kind if kind != "unknown" else "unspecified",
-               read, start, end, status, declares, _fingerprint(span))
+                          f"{name} on a span that is no agent, create_agent or model span "
+                          "declares nothing", trace)
+        else:
+            declares = _definitions(listed)
+            if declares is None:
+                yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
+                              f"{name} is not a list of tool definitions with names; the span "
+                              "declares nothing", trace)
+    yield Span(pointer, trace, ident, parent, cls, kind, read, start, end, status, declares,
+               _fingerprint(span))
 
 
 def _fingerprint(span: dict[str, Any]) -> str:
@@ -244,40 +285,41 @@ def _instant(value: Any) -> str | None:
     return format(Decimal(nanos) / _NANOS, "f")
 
 
-def _attributes(pointer: str, listed: Any, out: dict[str, Any]) -> Iterator[Problem]:
-    """The span's attributes as plain values; malformed or repeated ones are left out."""
+def _attributes(pointer: str, listed: Any, out: dict[str, Any],
+                unreadable: set[str]) -> Iterator[Problem]:
+    """The span's attributes of the table as plain values; malformed or repeated ones are
+    left out (and named in ``unreadable``). Attributes outside the table are not read at all:
+    their values are not parsed, nor their keys named."""
     if not isinstance(listed, list):
         yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
                       "attributes is not an array; none is used")
         return
-    repeated: set[str] = set()
+    roles = _attribute_roles()
     for a, attribute in enumerate(listed):
         at = f"{pointer}/attributes/{a}"
         key = attribute.get("key") if isinstance(attribute, dict) else None
         if not isinstance(key, str):
             yield Problem(at, "trace.attribute-malformed", "an attribute without a string key")
             continue
+        if key not in roles:
+            continue
         value, ok = _value(attribute.get("value"))
         if not ok:
             yield Problem(at, "trace.attribute-malformed",
-                          f"{_quoted(key)} has no well-formed value; it is not used")
-            repeated.add(key)  # present but unreadable: not read from another entry either
+                          f"{key} has no well-formed value; it is not used")
+            unreadable.add(key)  # present but unreadable: not read from another entry either
             out.pop(key, None)
             continue
-        if key in repeated:
+        if key in unreadable:
             continue
         if key in out and out[key] != value:
             # Two values for one key: which one the instrumentation meant is not known.
             yield Problem(at, "trace.attribute-malformed",
-                          f"{_quoted(key)} is given twice with different values; it is not used")
-            repeated.add(key)
+                          f"{key} is given twice with different values; it is not used")
+            unreadable.add(key)
             del out[key]
             continue
         out[key] = value
-
-
-def _quoted(key: str) -> str:
-    return json.dumps(key[:200], ensure_ascii=False)
 
 
 def _value(value: Any, depth: int = 0) -> tuple[Any, bool]:
@@ -369,6 +411,9 @@ def call(span: Span, include_content: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"key": f"{span.trace}/{span.span}", "id": span.span,
                            "trace": span.trace, "cls": span.cls, "sha256": span.sha256,
                            "kindOf": span.kind}
+    operation = text(read.get("operation"))
+    if operation is not None:
+        out["op"] = operation
     for member, value in (("parent", span.parent), ("start", span.start), ("end", span.end),
                           ("status", span.status), ("conversation", text(read.get("conversation")))):
         if value is not None:

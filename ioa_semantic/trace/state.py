@@ -24,7 +24,7 @@ from typing import IO, Any
 from .._exceptions import ConfigurationError
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: checkpoints write only the counters and open calls a batch changed
 DEFAULT_BATCH = 1000
 
 
