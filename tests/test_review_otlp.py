@@ -1,8 +1,8 @@
 """A hostile review of the OTLP input of ``ioa-check trace``: each test is a way an exporter,
 careless or hostile, makes the audit claim more than its evidence, or cost more than its input.
 
-Every test here fails on the code as reviewed and states, in its name and docstring, the
-behaviour that would make it pass. They run the installed command as a process of its own
+Every test here failed on the code as first reviewed (2026-12-02) and states, in its name
+and docstring, the behaviour it now holds. They run the installed command as a process of its own
 (the surface a user meets), on requests built with tests/otlp_requests.py. Cost is counted in
 bytes the command writes (its report or its state file), never in seconds: doubling the input
 must roughly double them, and the bound each test allows (3x for 2x, 6x for 4x) leaves room

@@ -107,11 +107,13 @@ def test_every_trace_code_is_reached_by_some_trace_input(tmp_path: Path) -> None
                        "--bindings", "b.json", "--no-shapes")
 
     # OTLP spans: one without an id, an attribute of the wrong type, two spans that are each
-    # other's parents, an A2A request whose served agent is not in the trace.
+    # other's parents, an A2A request whose served agent is not in the trace, a tool name on
+    # a span without an operation.
     spans = [*trip(), span(8, 2, {"a2a.method.name": "message/send"}, kind=3),
-             agent(9, 10, "intruder"), tool(10, 9, "wire_money"), tool(11, 5, "x")]
+             agent(9, 10, "intruder"), tool(10, 9, "wire_money"), tool(11, 5, "x"),
+             span(12, 5, {"gen_ai.tool.name": "wire_money"})]
     spans[9]["attributes"][1]["value"] = {"intValue": "x"}
-    del spans[-1]["spanId"]
+    del spans[-2]["spanId"]
     (tmp_path / "otlp.jsonl").write_text(json.dumps(request(*spans)) + "\n")
     reached |= run("otlp.jsonl", "--manifests", MANIFESTS, "--no-shapes")
 

@@ -312,3 +312,23 @@ def test_deep_nesting_through_unmapped_spans_costs_linear_work() -> None:
     (run,) = runs(Source("x", "x", None, None), fold, Disclosure())
     tools = [c for c in run.calls if c.cls == "tool"]
     assert len(tools) == 2000 and all(c.parent == f"{1:016x}" for c in tools)
+
+
+def test_tool_definitions_never_outweigh_registrations(tmp_path: Path) -> None:
+    """The list is what the audited runtime offered its model: with registrations given it is
+    no declaration source, so a tool the registrations do not establish stays unestablished."""
+    from support import registration_63
+
+    document = registration_63()
+    document["@id"] = "https://example.org/onto/travel#A"
+    (tmp_path / "regs.jsonl").write_text(json.dumps(document) + "\n")
+    (tmp_path / "b.json").write_text(json.dumps({
+        "agents": {"schedule_agent": ["https://example.org/onto/travel#A"]},
+        "tools": {"lookup_schedule": "https://example.org/onto/travel#B"}}))
+    alone_status, (alone,) = _trace(tmp_path, lines(request(*trip())))
+    assert _uses(_record(alone, "schedule_agent"))[("tools", "lookup_schedule")] == "compatible"
+    status, (report,) = _trace(tmp_path, lines(request(*trip())), "--registrations", "regs.jsonl",
+                               "--profile", "cs-translation", "--bindings", "b.json")
+    assert _uses(_record(report, "schedule_agent"))[("tools", "lookup_schedule")] == (
+        "incompatible")
+    assert status == 1

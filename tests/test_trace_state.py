@@ -33,7 +33,7 @@ def trace(args: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[byte
 
 def checkpoints(state: Path) -> list[dict[str, Any]]:
     lines = state.read_text().splitlines()
-    assert json.loads(lines[0]) == {"ioa-check-trace-state": 1, "includeContent": False}
+    assert json.loads(lines[0]) == {"ioa-check-trace-state": 2, "includeContent": False}
     return [json.loads(line) for line in lines[1:]]
 
 

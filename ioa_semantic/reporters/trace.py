@@ -133,7 +133,7 @@ def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
                 elif use.aspect == "models":
                     what = f"model {item['model'] or '(not recorded)'}"
                 elif use.aspect == "delegations":
-                    what = f"delegates to {item['agent']}" + (
+                    what = f"delegates to {item['agent'] or '(unknown)'}" + (
                         f" via {item['via']}" if item["via"] else "")
                 else:
                     what = f"called by {item['caller'] or '(unknown)'}" + (

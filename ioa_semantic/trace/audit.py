@@ -317,9 +317,10 @@ class _Auditor:
 
     def traced_tool(self, agent: str, tool: str, calls: list[Call]) -> Answer | None:
         """The tools an agent's spans list as available to it: a declaration source only when
-        no manifest is given (a manifest is the declaration the team wrote; the list is what
-        the runtime offered the model)."""
-        if self.manifests is not None:
+        no manifest and no registrations are given. A manifest is the declaration the team
+        wrote, a registration the provider's; the list is what the audited runtime itself
+        offered the model, so it never outweighs their completed "not declared"."""
+        if self.manifests is not None or self.declarations.registrations is not None:
             return None
         listed = self.run.definitions.get(agent)
         if listed is None:

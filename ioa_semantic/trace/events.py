@@ -623,28 +623,57 @@ def runs(source: Source, fold: Fold, disclose: Disclosure) -> list[Run]:
     """The runs of one input: one for mas-lab events and records, one per trace for OTLP."""
     if fold.format != "otlp":
         return [build(source, fold, disclose)]
-    by_trace: dict[str, list[dict[str, Any]]] = {}
-    for call in fold.calls.values():
-        by_trace.setdefault(call["trace"], []).append(call)
+    return otlp_runs([(source, fold)], disclose)
+
+
+def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[Run]:
+    """The runs of OTLP inputs read together, one per trace id: a trace whose spans several
+    files hold (each service's exporter its own file, or a rotated file) is one run."""
+    by_trace: dict[str, dict[str, dict[str, Any]]] = {}
+    files: dict[str, list[str]] = {}  # trace -> the inputs holding its spans, in input order
     # A problem of a span whose trace is known belongs to that trace's run. One of a line, or
     # of a span without a readable trace id, could hide a span of any trace: every run counts
     # it as unused evidence, and the first run reports it (each once: n traces and n problems
     # make n findings, not n squared).
-    own: dict[str | None, list[list[Any]]] = {}
-    for problem in fold.problems:
-        trace = problem[4] if len(problem) > 4 and problem[4] in by_trace else None
-        own.setdefault(trace, []).append(problem)
-    everywhere = sum(1 for p in own.get(None, ()) if _unused(p))
+    own: dict[str | None, list[Finding]] = {}
+    unused: dict[str | None, int] = {}
+    several = len(inputs) > 1
+    for source, fold in inputs:
+        for call in fold.calls.values():
+            spans = by_trace.setdefault(call["trace"], {})
+            known = spans.get(call["id"])
+            if source.given not in files.setdefault(call["trace"], []):
+                files[call["trace"]].append(source.given)
+            if known is None:
+                spans[call["id"]] = call
+            elif known["sha256"] != call["sha256"] and not known.get("conflict"):
+                # The same span id in two inputs, with other contents (a copy, not the fold's).
+                spans[call["id"]] = {**known, "target": None, "parentAmbiguous": True,
+                                     "conflict": True, "ambiguous": ["target", "parent"]}
+                spans[call["id"]].pop("declares", None)
+                own.setdefault(call["trace"], []).append(finding(
+                    "trace.call-conflict", f"{source.given}: span {disclose.call(call['id'])} "
+                    "is given in two inputs with different contents; what it did, who called "
+                    "it and what it declared are not used", f"/{call['first'] - 1}",
+                    severity=Severity.WARNING))
+                unused[call["trace"]] = unused.get(call["trace"], 0) + 1
+        for problem in fold.problems:
+            trace = problem[4] if len(problem) > 4 else None
+            trace = trace if trace in by_trace else None
+            own.setdefault(trace, []).append(_worded(problem, disclose,
+                                                     source.given if several else None))
+            if _unused(problem):
+                unused[trace] = unused.get(trace, 0) + 1
+    everywhere = unused.get(None, 0)
     if not by_trace:
-        return [Run(source.given, None, None, None, (), fold.events, {}, {}, (),
-                    tuple(_worded_problems(own.get(None, []), disclose)), everywhere, True,
-                    unit="spans")]
+        return [Run(", ".join(s.given for s, _ in inputs), None, None, None, (),
+                    sum(f.events for _, f in inputs), {}, {}, (), tuple(own.get(None, [])),
+                    everywhere, True, unit="spans")]
     out = []
-    for n, (trace, raws) in enumerate(sorted(by_trace.items())):
+    for n, (trace, spans) in enumerate(sorted(by_trace.items())):
         problems = own.get(trace, []) + (own.get(None, []) if n == 0 else [])
-        skipped = everywhere + sum(1 for p in own.get(trace, ()) if _unused(p))
-        out.append(_otlp_run(source, trace, raws, disclose,
-                             _worded_problems(problems, disclose), skipped))
+        out.append(_otlp_run(", ".join(files[trace]), trace, list(spans.values()), disclose,
+                             problems, everywhere + unused.get(trace, 0)))
     return out
 
 
@@ -653,7 +682,7 @@ def _unused(problem: list[Any]) -> bool:
     return bool(problem[0] != "trace.attribute-malformed")
 
 
-def _otlp_run(source: Source, trace: str, raws: list[dict[str, Any]], disclose: Disclosure,
+def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Disclosure,
               problems: list[Finding], skipped: int) -> Run:
     links = _SpanLinks(sorted(raws, key=lambda c: (c["first"], c["key"])))
     ordered, by_id = links.ordered, links.by_id
@@ -670,8 +699,9 @@ def _otlp_run(source: Source, trace: str, raws: list[dict[str, Any]], disclose: 
     for raw in ordered:
         # An A2A client span with no agent span beneath it is the only trace of a call into
         # another agent: it stands for that call.
-        remote = raw["cls"] == "span" and "a2a" in raw and raw.get("kindOf") == "client" and (
-            raw["id"] not in served)
+        # (A kind that could not be read may be CLIENT: the call is not passed over.)
+        remote = raw["cls"] == "span" and "a2a" in raw and raw.get("kindOf") in (
+            "client", "unknown") and raw["id"] not in served
         if raw["cls"] in _LINKS_ONLY and not remote:
             continue
         parent_id, known = links.parent_of(raw)
@@ -711,7 +741,7 @@ def _otlp_run(source: Source, trace: str, raws: list[dict[str, Any]], disclose: 
         counts[name] = counts.get(name, 0) + 1
     conversation = next((c["conversation"] for c in ordered if "conversation" in c), None)
     return Run(
-        source=source.given, run_id=trace, session_id=conversation or trace,
+        source=source, run_id=trace, session_id=conversation or trace,
         mas=roots[0]["agent"] if roots else None, calls=tuple(calls), events=len(raws),
         kinds=dict(sorted(kinds.items())), unknown=dict(sorted(unknown.items())),
         records=(), findings=tuple(findings), skipped=skipped, readable=True, unit="spans",
@@ -827,24 +857,22 @@ def _cycles(ordered: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]) -> 
     return cycles
 
 
-def _worded_problems(problems: list[list[Any]], disclose: Disclosure) -> list[Finding]:
-    """The fold's problems of an OTLP input, each at its line and its span's JSON Pointer."""
-    out = []
-    for code, seq, detail, *rest in problems:
-        pointer = rest[0] if rest else ""
-        path = f"/{seq - 1}{pointer}"
-        where = f"line {seq}" + (f", {pointer}" if pointer else "")
-        if code == "trace.call-conflict":
-            message = (f"{where}: span {disclose.call(str(detail))} is given twice with "
-                       "different contents; what it did, who called it and what it declared "
-                       "are not used")
-        elif code == "trace.attribute-malformed":
-            message = f"{where}: {detail}"
-        else:
-            what = "span" if "/spans/" in pointer else "line" if not pointer else "part"
-            message = f"{where}: {detail}; the {what} is skipped"
-        out.append(finding(code, message, path, severity=Severity.WARNING))
-    return out
+def _worded(problem: list[Any], disclose: Disclosure, source: str | None) -> Finding:
+    """A problem of an OTLP input at its line and its span's JSON Pointer (and its input,
+    when several are read together)."""
+    code, seq, detail, *rest = problem
+    pointer = rest[0] if rest else ""
+    path = f"/{seq - 1}{pointer}"
+    where = (f"{source}: " if source else "") + f"line {seq}" + (f", {pointer}" if pointer else "")
+    if code == "trace.call-conflict":
+        message = (f"{where}: span {disclose.call(str(detail))} is given twice with different "
+                   "contents; what it did, who called it and what it declared are not used")
+    elif code == "trace.attribute-malformed":
+        message = f"{where}: {detail}"
+    else:
+        what = "span" if "/spans/" in pointer else "line" if not pointer else "part"
+        message = f"{where}: {detail}; the {what} is skipped"
+    return finding(code, message, path, severity=Severity.WARNING)
 
 
 def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:

@@ -345,13 +345,17 @@ def _shapes() -> tuple[Graph, Graph]:
     return shapes, ontology
 
 
-def shapes_not_run(calls: int, limit: int) -> ShapeReport:
-    """The report of a run too large for the SHACL check: no results, and a reason that
-    names the limit (the check is refused before pyshacl runs, never silently left out)."""
+def shapes_not_run(calls: int, limit: int, left: int | None = None) -> ShapeReport:
+    """The report of a run past the SHACL check's bound: no results, and a reason that names
+    the limit (the check is refused before pyshacl runs, never silently left out). ``left``
+    is what earlier runs of the invocation left of ``limit``."""
+    left = limit if left is None else left
+    budget = f"the {limit}" if left == limit else (
+        f"the {left} that earlier runs left of the {limit}")
     return ShapeReport(0, dict.fromkeys(QUIRKS, 0), (finding(
         "trace.shapes-not-run",
-        f"the run has {calls} calls, more than the {limit} the SHACL check takes on within "
-        "the time bound; raise --max-shape-calls to check it anyway", ""),))
+        f"the run has {calls} calls, more than {budget} the SHACL check takes on in one "
+        "invocation within the time bound; raise --max-shape-calls to check it anyway", ""),))
 
 
 def check(graph: Graph) -> ShapeReport:

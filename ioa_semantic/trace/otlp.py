@@ -80,6 +80,7 @@ class Problem(NamedTuple):
         return self.code != "trace.attribute-malformed"
 
 
+_DEFINITIONS = "tool.definitions"
 # Spans whose definitions are a declaration: the agent's own, its creation, its model calls.
 _DECLARING = ("agent", "declaration", "llm")
 # Roles that make a span a call of some kind: on a span the table cannot place, a tool call
@@ -169,8 +170,8 @@ def _span(pointer: str, span: Any) -> Iterator[Span | Problem]:
     if unreadable & set(table()["attributes"]["operation"]) or (
             "operation" in read and not text(operation)):
         # What the span is cannot be read: it may be any call.
-        yield Problem(pointer, "trace.event-malformed", "gen_ai.operation.name is not one "
-                      "readable string; what the span is is unknown", trace)
+        yield Problem(pointer, "trace.event-malformed", f"{table()['attributes']['operation'][0]}"
+                      " is not one readable string; what the span is is unknown", trace)
         return
     cls = table()["operations"].get(operation, "span") if isinstance(operation, str) else "span"
     if cls == "span" and any(role in read for role in _CALL_ROLES):
@@ -199,9 +200,9 @@ def _span(pointer: str, span: Any) -> Iterator[Span | Problem]:
                       trace)
         status = None
     declares: tuple[str, ...] | None = None
-    if "tool.definitions" in read:
-        listed = read.pop("tool.definitions")
-        name = values["tool.definitions"][0]
+    if _DEFINITIONS in read:
+        listed = read.pop(_DEFINITIONS)
+        name = values[_DEFINITIONS][0]
         if cls not in _DECLARING:
             yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
                           f"{name} on a span that is no agent, create_agent or model span "
