@@ -325,7 +325,7 @@ def test_tool_definitions_never_outweigh_registrations(tmp_path: Path) -> None:
     (tmp_path / "b.json").write_text(json.dumps({
         "agents": {"schedule_agent": ["https://example.org/onto/travel#A"]},
         "tools": {"lookup_schedule": "https://example.org/onto/travel#B"}}))
-    alone_status, (alone,) = _trace(tmp_path, lines(request(*trip())))
+    _, (alone,) = _trace(tmp_path, lines(request(*trip())))
     assert _uses(_record(alone, "schedule_agent"))[("tools", "lookup_schedule")] == "compatible"
     status, (report,) = _trace(tmp_path, lines(request(*trip())), "--registrations", "regs.jsonl",
                                "--profile", "cs-translation", "--bindings", "b.json")
