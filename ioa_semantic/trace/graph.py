@@ -434,3 +434,75 @@ def emit(graphs: list[Graph], path: str) -> None:
     with open(temporary, "w", encoding="utf-8") as handle:
         handle.write(data)
     os.replace(temporary, path)
+
+
+# --- quads for the persistent store -------------------------------------------------------------
+
+
+class _Triples:
+    """The part of an rdflib ``Graph`` the builder uses (``add``, ``set``, membership), kept as
+    plain tuples: a run's graph goes to the persistent store as quads, and rdflib's indexed
+    graph costs about 30 µs a triple for nothing there."""
+
+    def __init__(self) -> None:
+        self.triples: dict[tuple[Any, Any, Any], None] = {}
+        self._values: dict[tuple[Any, Any], list[Any]] = {}
+
+    def bind(self, prefix: str, namespace: str) -> None:
+        """Prefixes are a serialization's concern; quads have none."""
+
+    def add(self, triple: tuple[Any, Any, Any]) -> None:
+        if triple not in self.triples:
+            self.triples[triple] = None
+            self._values.setdefault((triple[0], triple[1]), []).append(triple[2])
+
+    def set(self, triple: tuple[Any, Any, Any]) -> None:
+        subject, predicate, value = triple
+        for old in self._values.pop((subject, predicate), ()):
+            del self.triples[(subject, predicate, old)]
+        self.add(triple)
+
+    def __contains__(self, triple: tuple[Any, Any, Any]) -> bool:
+        return triple in self.triples
+
+    def __len__(self) -> int:
+        return len(self.triples)
+
+
+def quads(run: Run, declarations: Declarations, disclose: Disclosure, graph: str) -> list[Any]:
+    """The graph :func:`build` makes of ``run``, as pyoxigraph quads in the named graph
+    ``graph``: the same builder writes into a plain triple set, and each rdflib term is
+    converted once."""
+    builder = _Builder(declarations, disclose)
+    sink = _Triples()
+    builder.graph = sink  # type: ignore[assignment]
+    builder.declared_types()
+    if run.readable:
+        builder.run(run)
+    return _to_quads(sink.triples, graph)
+
+
+def _to_quads(triples: Any, graph: str) -> list[Any]:
+    import pyoxigraph
+    from rdflib import Literal as RdfLiteral
+
+    name = pyoxigraph.NamedNode(graph)
+    converted: dict[Any, Any] = {}
+
+    def term(value: Any) -> Any:
+        known = converted.get(value)
+        if known is None:
+            if isinstance(value, RdfLiteral):
+                if value.language:
+                    known = pyoxigraph.Literal(str(value), language=value.language)
+                elif value.datatype is not None:
+                    known = pyoxigraph.Literal(str(value),
+                                               datatype=pyoxigraph.NamedNode(str(value.datatype)))
+                else:
+                    known = pyoxigraph.Literal(str(value))
+            else:
+                known = pyoxigraph.NamedNode(str(value))
+            converted[value] = known
+        return known
+
+    return [pyoxigraph.Quad(term(s), term(p), term(o), name) for s, p, o in triples]
