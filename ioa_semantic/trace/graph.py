@@ -457,7 +457,7 @@ class _Triples:
             self._values.setdefault((triple[0], triple[1]), []).append(triple[2])
 
     def set(self, triple: tuple[Any, Any, Any]) -> None:
-        subject, predicate, value = triple
+        subject, predicate, _ = triple
         for old in self._values.pop((subject, predicate), ()):
             del self.triples[(subject, predicate, old)]
         self.add(triple)

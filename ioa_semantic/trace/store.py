@@ -47,7 +47,7 @@ import pyoxigraph as ox
 
 from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Severity, Verdict
-from .audit import RunAudit, Use
+from .audit import AgentAudit, RunAudit, Use
 from .declarations import Declarations
 from .events import Call, Fold, Run, Source
 from .graph import IOAT, quads
@@ -80,6 +80,11 @@ class StoreUnavailable(IoaSemanticError):
 def term(local: str) -> ox.NamedNode:
     """A term of the provisional trace vocabulary (``ioat:``)."""
     return ox.NamedNode(IOAT + local)
+
+
+def lexical(value: Any) -> str:
+    """A term's text: an IRI, a literal's lexical form."""
+    return str(value.value) if hasattr(value, "value") else str(value)
 
 
 def _text(value: str) -> ox.Literal:
@@ -121,7 +126,7 @@ class TraceStore:
         self._next_verdict: int | None = None
         marker = ox.Quad(ox.NamedNode(STORE_GRAPH), term("storeVersion"),
                          _integer(STORE_VERSION), ox.NamedNode(STORE_GRAPH))
-        versions = [q.object.value for q in self.store.quads_for_pattern(
+        versions = [lexical(q.object) for q in self.store.quads_for_pattern(
             ox.NamedNode(STORE_GRAPH), term("storeVersion"), None, ox.NamedNode(STORE_GRAPH))]
         if not versions:
             if not create or any(True for _ in self.store.quads_for_pattern(None, None, None)):
@@ -172,24 +177,35 @@ class TraceStore:
             greatest = 0
             for quad in self.store.quads_for_pattern(None, term("sequence"), None,
                                                      ox.NamedNode(VERDICTS)):
-                greatest = max(greatest, int(quad.object.value))
+                greatest = max(greatest, int(lexical(quad.object)))
             self._next_verdict = greatest + 1
         number = self._next_verdict
         self._next_verdict += 1
         return number
 
-    def has_audit(self, key: str) -> bool:
-        return any(True for _ in self.store.quads_for_pattern(
-            None, term("auditKey"), _text(key), ox.NamedNode(VERDICTS)))
+    def current_audit_key(self, run_iri: str) -> str | None:
+        """The audit key of the run's current verdict (its greatest), if it has one."""
+        graph = ox.NamedNode(VERDICTS)
+        best: tuple[int, str] | None = None
+        for quad in self.store.quads_for_pattern(None, term("auditedRun"), ox.NamedNode(run_iri),
+                                                 graph):
+            verdict = quad.subject
+            number = next(self.store.quads_for_pattern(verdict, term("sequence"), None, graph))
+            key = next(self.store.quads_for_pattern(verdict, term("auditKey"), None, graph))
+            candidate = (int(lexical(number.object)), lexical(key.object))
+            if best is None or candidate > best:
+                best = candidate
+        return best[1] if best else None
 
     def stored_runs(self) -> Iterator[tuple[str, str]]:
         """Each stored run's graph name and record (JSON), in graph-name order."""
-        found = [(q.graph_name.value, q.object.value) for q in self.store.quads_for_pattern(
+        found = [(lexical(q.graph_name), lexical(q.object)) for q in self.store.quads_for_pattern(
             None, term("runRecord"), None, None) if isinstance(q.graph_name, ox.NamedNode)]
         yield from sorted(found)
 
     def query(self, text: str, substitutions: dict[str, str] | None = None) -> Any:
-        bound = {ox.Variable(k): ox.Literal(v) for k, v in (substitutions or {}).items()}
+        bound: dict[ox.Variable, Any] = {ox.Variable(k): ox.Literal(v)
+                                         for k, v in (substitutions or {}).items()}
         return self.store.query(text, substitutions=bound or None)
 
 
@@ -232,7 +248,7 @@ def run_record(run: Run) -> dict[str, Any]:
 def run_from_record(record: dict[str, Any]) -> Run:
     fields: dict[str, Any] = {}
     for field in Run._fields:
-        value = record.get(field)
+        value: Any = record.get(field)
         if field == "calls":
             value = tuple(Call(**{**call, "ambiguous": tuple(call.get("ambiguous") or ())})
                           for call in value)
@@ -370,7 +386,7 @@ class StoreCursor(Cursor):
         graph = ox.NamedNode(self.graph)
         checkpoints: list[dict[str, Any]] = []
         for quad in self.store.store.quads_for_pattern(None, term("input"), _text(stored), graph):
-            values = {q.predicate.value.removeprefix(IOAT): q.object.value
+            values = {q.predicate.value.removeprefix(IOAT): lexical(q.object)
                       for q in self.store.store.quads_for_pattern(quad.subject, None, None, graph)}
             checkpoints.append(values)
         checkpoints.sort(key=lambda c: int(c["line"]))
@@ -482,36 +498,42 @@ def verdict_quads(number: int, audit: RunAudit, disclose: Disclosure, record_sha
     for index, reason in enumerate(audit.reasons):
         out.reason(iri, index, reason)
     for agent in audit.agents:
-        ref = disclose.agent(agent.agent)
-        node = f"{iri}:agent:{quote(ref, safe='')}"
-        out.link(iri, "agentVerdict", node)
-        out.link(node, "agent", disclose.agent_iri(agent.agent))
-        out.add(node, "agentId", ref)
-        out.add(node, "result", str(agent.verdict))
-        for index, reason in enumerate(agent.reasons):
-            out.reason(node, index, reason)
-        for index, use in enumerate(agent.uses):
-            use_node = f"{node}:use:{index}"
-            out.link(node, "use", use_node)
-            out.add(use_node, "aspect", use.aspect)
-            name = _use_name(use, disclose)
-            if name is not None:
-                out.add(use_node, "name", name)
-            if use.via is not None:
-                out.add(use_node, "via", disclose.tool(use.via))
-            out.add(use_node, "result", str(use.verdict))
-            out.add(use_node, "callCount", len(use.calls))
-            codes = sorted({r.code for r in use.reasons})
-            for code in codes:
-                out.add(use_node, "code", code)
-            # All codes in one literal too, so a query can report them without multiplying
-            # its rows by them.
-            out.add(use_node, "codes", " ".join(codes))
-            for by in use.declared_by:
-                out.add(use_node, "declaredBy", by)
-            for call in use.calls:
-                out.link(use_node, "call", disclose.call_iri(run.ident, call.ref))
+        _agent_quads(out, iri, agent, run, disclose)
     return out.quads
+
+
+def _agent_quads(out: _Writer, iri: str, agent: AgentAudit, run: Run,
+                 disclose: Disclosure) -> None:
+    """An agent's verdict within a run's: its result, reasons and judged uses."""
+    ref = disclose.agent(agent.agent)
+    node = f"{iri}:agent:{quote(ref, safe='')}"
+    out.link(iri, "agentVerdict", node)
+    out.link(node, "agent", disclose.agent_iri(agent.agent))
+    out.add(node, "agentId", ref)
+    out.add(node, "result", str(agent.verdict))
+    for index, reason in enumerate(agent.reasons):
+        out.reason(node, index, reason)
+    for index, use in enumerate(agent.uses):
+        use_node = f"{node}:use:{index}"
+        out.link(node, "use", use_node)
+        out.add(use_node, "aspect", use.aspect)
+        name = _use_name(use, disclose)
+        if name is not None:
+            out.add(use_node, "name", name)
+        if use.via is not None:
+            out.add(use_node, "via", disclose.tool(use.via))
+        out.add(use_node, "result", str(use.verdict))
+        out.add(use_node, "callCount", len(use.calls))
+        codes = sorted({r.code for r in use.reasons})
+        for code in codes:
+            out.add(use_node, "code", code)
+        # All codes in one literal too, so a query can report them without multiplying
+        # its rows by them.
+        out.add(use_node, "codes", " ".join(codes))
+        for by in use.declared_by:
+            out.add(use_node, "declaredBy", by)
+        for call in use.calls:
+            out.link(use_node, "call", disclose.call_iri(run.ident, call.ref))
 
 
 def audit_key(run_iri: str, record_sha256: str, grounds: Basis) -> str:
@@ -540,9 +562,9 @@ class Feed:
 
     def record(self, audits: list[RunAudit], declarations: Declarations, grounds: Basis,
                at: datetime | None) -> int:
-        """Each run's graph, record and verdict, one transaction a run; runs already stored
-        with the same record and judged against the same declarations are left as they are.
-        The number of verdicts written."""
+        """Each run's graph, record and verdict, one transaction a run; a run stored with the
+        same record whose current verdict was judged against the same declarations is left as
+        it is. The number of verdicts written."""
         instant = instant_literal(at)
         written = 0
         for audit in audits:
@@ -570,8 +592,8 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     digest = _sha256(record.encode())
     key = audit_key(iri, digest, grounds)
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
-    if present == [digest] and store.has_audit(key):
-        return 0
+    if present == [digest] and store.current_audit_key(iri) == key:
+        return 0  # judged so already, and that is the run's current verdict
     number = store.next_verdict()
     batch = verdict_quads(number, audit, disclose, digest, key, grounds, instant, judged_by,
                           consumer)
