@@ -99,7 +99,7 @@ def ask(store: TraceStore, text: str, given: dict[str, str],
         result = store.query(text, given)
     except SyntaxError as exc:
         raise QueryError(f"the query is not SPARQL: {str(exc).splitlines()[0]}") from None
-    except OSError as exc:  # evaluation errors come out as OSError too
+    except (OSError, RuntimeError) as exc:  # evaluation errors, a parameter not selected
         raise QueryError(f"the query cannot be evaluated: {exc}") from None
     if isinstance(result, bool):
         return Answer(("ask",), [{"ask": result}])

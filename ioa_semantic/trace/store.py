@@ -584,9 +584,9 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     iri = disclose.run_iri(run.ident)
     if stored_record is None:
         kept = opaque_run(run, disclose) if disclose.key is not None else run
-        record = json.dumps(
-            {"mode": mode_of(disclose), "run": run_record(kept)}, ensure_ascii=False,
-            sort_keys=True)
+        # Key order is kept (not sorted): reports list members in the order the fold made them.
+        record = json.dumps({"mode": mode_of(disclose), "run": run_record(kept)},
+                            ensure_ascii=False)
     else:
         record = stored_record
     digest = _sha256(record.encode())
