@@ -469,11 +469,61 @@ class _Triples:
         return len(self.triples)
 
 
+class _QuadBuilder(_Builder):
+    """The builder making pyoxigraph terms where it makes its terms (literals, nodes, the
+    triples of :meth:`_add`, :meth:`_link`, :meth:`_type`): building rdflib terms is most of
+    the rdflib path's cost. What the builder spells with rdflib itself is converted after."""
+
+    def __init__(self, declarations: Declarations, disclose: Disclosure) -> None:
+        super().__init__(declarations, disclose)
+        self._nodes: dict[str, Any] = {}
+
+    def _literal(self, value: Any, datatype: str | None = None) -> Any:
+        import pyoxigraph
+
+        xsd = "http://www.w3.org/2001/XMLSchema#"
+        if datatype == "decimal":
+            return pyoxigraph.Literal(str(Decimal(value)),
+                                      datatype=pyoxigraph.NamedNode(xsd + "decimal"))
+        if datatype == "double":
+            return pyoxigraph.Literal(repr(float(value)),
+                                      datatype=pyoxigraph.NamedNode(xsd + "double"))
+        if isinstance(value, bool):
+            return pyoxigraph.Literal("true" if value else "false",
+                                      datatype=pyoxigraph.NamedNode(xsd + "boolean"))
+        if isinstance(value, int):
+            return pyoxigraph.Literal(str(value), datatype=pyoxigraph.NamedNode(xsd + "integer"))
+        return pyoxigraph.Literal(str(value))
+
+    def _node(self, iri: str) -> Any:
+        known = self._nodes.get(iri)
+        if known is None:
+            import pyoxigraph
+
+            known = self._nodes[iri] = pyoxigraph.NamedNode(iri)
+        return known
+
+    def _predicate(self, prop: str) -> Any:
+        return self._node(IOAT + prop.removeprefix("ioat:") if prop.startswith("ioat:")
+                          else MAS + prop)
+
+    def _add(self, subject: str, prop: str, value: Any, datatype: str | None = None) -> None:
+        self.graph.add((self._node(subject), self._predicate(prop), self._literal(value, datatype)))
+
+    def _link(self, subject: str, prop: str, target: str) -> None:
+        self.graph.add((self._node(subject), self._predicate(prop), self._node(target)))
+
+    def _type(self, subject: str, cls: str) -> None:
+        self.graph.add((self._node(subject),
+                        self._node("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+                        self._node(MAS + cls)))
+
+
 def quads(run: Run, declarations: Declarations, disclose: Disclosure, graph: str) -> list[Any]:
     """The graph :func:`build` makes of ``run``, as pyoxigraph quads in the named graph
-    ``graph``: the same builder writes into a plain triple set, and each rdflib term is
-    converted once."""
-    builder = _Builder(declarations, disclose)
+    ``graph``: the same builder writes into a plain triple set, making pyoxigraph terms where
+    it can; the rest are converted once each."""
+    builder = _QuadBuilder(declarations, disclose)
     sink = _Triples()
     builder.graph = sink  # type: ignore[assignment]
     builder.declared_types()
@@ -490,6 +540,8 @@ def _to_quads(triples: Any, graph: str) -> list[Any]:
     converted: dict[Any, Any] = {}
 
     def term(value: Any) -> Any:
+        if isinstance(value, pyoxigraph.NamedNode | pyoxigraph.Literal):
+            return value
         known = converted.get(value)
         if known is None:
             if isinstance(value, RdfLiteral):

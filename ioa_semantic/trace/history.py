@@ -154,4 +154,5 @@ def reaudit(store: TraceStore, declarations: Declarations, grounds: Basis,
         written = record_run(store, result, declarations, disclose, grounds, instant,
                              "reaudit", None, stored_record=text)
         out.append(Rejudged(result, bool(written)))
+    store.flush()
     return out

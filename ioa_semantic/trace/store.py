@@ -161,6 +161,14 @@ class TraceStore:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
         self._committed()
 
+    def flush(self) -> None:
+        """Write what the transactions left in memory to the store's files, so that the next
+        opener does not replay the write-ahead log (a second or more on a large store)."""
+        try:
+            self.store.flush()
+        except OSError as exc:
+            raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
+
     def _committed(self) -> None:
         self.transactions += 1
         if self._kill_after is not None and self.transactions >= self._kill_after:
@@ -573,6 +581,7 @@ class Feed:
                 continue
             written += record_run(self.store, audit, declarations, self.disclose, grounds,
                                   instant, "trace", self.consumer)
+        self.store.flush()
         return written
 
 
