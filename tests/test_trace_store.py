@@ -107,6 +107,20 @@ def tampered(folder: Path) -> Path:
     return run
 
 
+def revised_manifests(folder: Path) -> Path:
+    """The trip-planner manifests with book_hotel, the tampered run's tool, declared by
+    schedule_agent."""
+    revised = folder / "manifests"
+    shutil.copytree(MANIFESTS, revised)
+    (revised / "tools" / "book_hotel.tool.yaml").write_text(
+        "apiVersion: mas/v1\nkind: Tool\nmetadata:\n  name: book_hotel\n")
+    schedule = revised / "agents" / "schedule.yaml"
+    schedule.write_text(schedule.read_text().replace(
+        "  - ref: ../tools/lookup_schedule.tool.yaml\n",
+        "  - ref: ../tools/lookup_schedule.tool.yaml\n  - ref: ../tools/book_hotel.tool.yaml\n"))
+    return revised
+
+
 # --- crash safety and the cursor ---------------------------------------------------------------
 
 
@@ -123,7 +137,7 @@ def test_killed_with_sigkill_at_several_points_it_resumes_to_the_store_fed_whole
         expected.append(proc.stdout)
 
     killed = tmp_path / "killed"
-    kills = iter([1, 4, 2, 9, 3, 6, 2, 1, 2])  # transactions of each process before its kill
+    kills = iter([1, 4, 2, 9, 3, 6, 2, 1, 2, 1, 2, 1])  # transactions of each before its kill
     cursor: dict[str, int] = {}
     interrupted = 0
     for group, output in zip(groups, expected, strict=True):
@@ -138,7 +152,7 @@ def test_killed_with_sigkill_at_several_points_it_resumes_to_the_store_fed_whole
                 break
             interrupted += 1
         assert proc.stdout == output  # the report of the whole input, as uninterrupted
-    assert interrupted >= 6, interrupted
+    assert interrupted >= 9, interrupted
     assert graphs(killed) == graphs(whole)
     assert feed(groups[0], killed, tmp_path, *options).stdout == expected[0]
     assert graphs(killed) == graphs(whole)  # a rerun over consumed inputs writes nothing
@@ -226,6 +240,17 @@ def test_the_store_holds_digests_not_trace_text_unless_content_was_asked(tmp_pat
     assert proc.returncode == 2 and proc.stdout == b"" and b"another mode" in proc.stderr
 
 
+def _judged(proc: subprocess.CompletedProcess[bytes]) -> set[tuple[Any, ...]]:
+    out = set()
+    for line in proc.stdout.decode().splitlines():
+        item = json.loads(line)
+        item = item.get("summary", item)
+        out.add((item["run"], item.get("agent"), item["verdict"],
+                 json.dumps(item.get("aspects"), sort_keys=True),
+                 tuple(sorted((r["code"], r["path"]) for r in item["reasons"]))))
+    return out
+
+
 def test_opaque_ids_store_keyed_references_only(tmp_path: Path) -> None:
     key = tmp_path / "key"
     key.write_bytes(b"a key that lasts")
@@ -246,8 +271,28 @@ def test_opaque_ids_store_keyed_references_only(tmp_path: Path) -> None:
     # Without a lasting key, references would never join the stored ones: refused.
     random_key = feed([GOLDEN], store, tmp_path, "--opaque-ids")
     assert random_key.returncode == 2 and b"key that lasts" in random_key.stderr
+    # Reaudit matches the declarations through the same key, or refuses.
     refused = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS], tmp_path)
-    assert refused.returncode == 2 and b"--opaque-ids" in refused.stderr
+    assert refused.returncode == 2 and b"--opaque-key" in refused.stderr
+    (tmp_path / "wrong").write_bytes(b"another key")
+    wrong = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--opaque-key", "wrong"],
+                tmp_path)
+    assert wrong.returncode == 2 and b"another key" in wrong.stderr
+    same = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--opaque-key", key,
+                "--format", "json"], tmp_path)
+    # Judged as when it was loaded: the same references, verdicts and reasons (agents come
+    # sorted by reference now, by name then, and so do lists of them).
+    assert same.returncode == 3 and _judged(same) == _judged(proc)
+    assert graphs(store) == before
+    bad = tampered(tmp_path)
+    assert feed([bad], store, tmp_path, "--manifests", MANIFESTS, "--opaque-ids",
+                "--opaque-key", key).returncode == 1
+    fixed = ioa(["trace", "reaudit", store, "--manifests", revised_manifests(tmp_path),
+                 "--opaque-key", key, "--format", "json", "--at", LATER], tmp_path)
+    verdicts = [json.loads(line)["summary"]["verdict"] for line in fixed.stdout.decode(
+        ).splitlines() if "summary" in line]
+    assert sorted(verdicts) == ["compatible", "indeterminate"]
+    assert "schedule_agent" not in _dump(store)
 
 
 def test_usage_errors(tmp_path: Path) -> None:
@@ -304,14 +349,7 @@ def test_reaudit_turns_the_tampered_run_compatible_and_keeps_the_old_verdict(
     assert [(u["agentId"], u["name"], u["runs"]) for u in uses] == [
         ("schedule_agent", "book_hotel", 1)]
 
-    revised = tmp_path / "manifests"
-    shutil.copytree(MANIFESTS, revised)
-    (revised / "tools" / "book_hotel.tool.yaml").write_text(
-        "apiVersion: mas/v1\nkind: Tool\nmetadata:\n  name: book_hotel\n")
-    schedule = revised / "agents" / "schedule.yaml"
-    schedule.write_text(schedule.read_text().replace(
-        "  - ref: ../tools/lookup_schedule.tool.yaml\n",
-        "  - ref: ../tools/lookup_schedule.tool.yaml\n  - ref: ../tools/book_hotel.tool.yaml\n"))
+    revised = revised_manifests(tmp_path)
     run = "tampered-7cc4f1e6780b4c6d2eb0"
     proc = ioa(["trace", "reaudit", store, "--manifests", revised, "--run", run, "--at", LATER,
                 "--format", "json"], tmp_path)

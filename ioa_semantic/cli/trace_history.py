@@ -66,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     reaudit.add_argument("--profile", metavar="NAME|PATH", help="as for ioa-check trace")
     reaudit.add_argument("--run", action="append", dest="runs", metavar="RUN",
                          help="only this run (its id; repeatable; default: every stored run)")
+    reaudit.add_argument("--opaque-key", metavar="FILE",
+                         help="the key runs stored with --opaque-ids were stored with "
+                              "(default: $IOA_CHECK_OPAQUE_KEY); their declarations are matched "
+                              "through it")
     reaudit.add_argument("--at", type=_instant, metavar="TIMESTAMP",
                          help="the audit instant the new verdicts record (default: now)")
     reaudit.add_argument("--format", choices=("json", "text"), default="text",
@@ -188,21 +192,48 @@ def _reaudit(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     )
     from ..trace.history import reaudit
     from ..trace.privacy import Disclosure
-    from ..trace.store import TraceStore, basis
+    from ..trace.store import Basis, TraceStore, basis
 
     if opts.registrations and not (opts.profile and opts.bindings):
         parser.error("--registrations needs --profile (to judge them) and --bindings (to relate "
                      "agent and tool names to capability IRIs)")
-    disclose = Disclosure(None)
-    declarations = Declarations(
-        manifests=read_manifests(opts.manifests, disclose) if opts.manifests else None,
-        bindings=read_bindings(opts.bindings) if opts.bindings else None,
-        registrations=read_registrations(opts.registrations, opts.profile, disclose)
-        if opts.registrations else None)
-    grounds = basis(declarations, disclose, opts.manifests, opts.registrations, opts.bindings,
-                    opts.profile)
+
+    def grounds(disclose: Disclosure) -> tuple[Declarations, Basis]:
+        """The declarations given, their findings worded through ``disclose``."""
+        declarations = Declarations(
+            manifests=read_manifests(opts.manifests, disclose) if opts.manifests else None,
+            bindings=read_bindings(opts.bindings) if opts.bindings else None,
+            registrations=read_registrations(opts.registrations, opts.profile, disclose)
+            if opts.registrations else None)
+        return declarations, basis(declarations, disclose, opts.manifests, opts.registrations,
+                                   opts.bindings, opts.profile)
+
     store = TraceStore(opts.store, create=False)
-    judged = reaudit(store, declarations, grounds, opts.at, opts.runs)
-    REPORTERS[opts.format]([(j.audit, None) for j in judged], sys.stdout, disclose)
+    judged = reaudit(store, grounds, opts.at, opts.runs, _key(opts.opaque_key))
+    start = 0
+    for index in range(1, len(judged) + 1):  # runs shown alike are reported together
+        if index == len(judged) or judged[index].disclose is not judged[start].disclose:
+            REPORTERS[opts.format]([(j.audit, None) for j in judged[start:index]], sys.stdout,
+                                   judged[start].disclose)
+            start = index
     verdicts: list[Verdict] = [j.audit.verdict for j in judged]
     return max((ExitStatus.of(v) for v in verdicts), default=ExitStatus.COMPATIBLE)
+
+
+def _key(path: str | None) -> bytes | None:
+    """The --opaque-key of a reaudit, else $IOA_CHECK_OPAQUE_KEY, else none."""
+    import os
+
+    from .._exceptions import ConfigurationError
+
+    if path is None:
+        value = os.environ.get("IOA_CHECK_OPAQUE_KEY")
+        return value.encode() if value else None
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read()
+    except OSError as exc:
+        raise ConfigurationError(f"--opaque-key {path} cannot be read: {exc.strerror}") from None
+    if not key:
+        raise ConfigurationError(f"--opaque-key {path} is empty")
+    return key

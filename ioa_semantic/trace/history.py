@@ -10,13 +10,16 @@ Revalidation (draft section 5): when a manifest or a registration changes, the s
 are judged again against the new declarations from their stored records, without reading
 their event files; each new verdict is appended beside the old ones, which stay. A run whose
 current verdict was judged against exactly these declarations (the same files, byte for
-byte) gets no second one, so an interrupted reaudit is simply run again.
+byte) gets no second one, so an interrupted reaudit is simply run again. A run stored under
+``--opaque-ids`` is judged against declarations pseudonymized with the key it was stored with
+(told by the key's fingerprint in its record), or refused.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -27,7 +30,17 @@ from .._exceptions import ConfigurationError
 from .audit import RunAudit, audit
 from .declarations import Declarations
 from .privacy import Disclosure
-from .store import Basis, StoreError, TraceStore, instant_literal, record_run, run_from_record
+from .store import (
+    Basis,
+    Pseudonymous,
+    StoreError,
+    TraceStore,
+    instant_literal,
+    key_fingerprint,
+    opaque_declarations,
+    record_run,
+    run_from_record,
+)
 
 PREFIX = "trace_history_"
 _PARAMETER = re.compile(r"^#param\s+([A-Za-z_][A-Za-z0-9_]*)\s*(.*)$", re.MULTILINE)
@@ -118,11 +131,14 @@ def ask(store: TraceStore, text: str, given: dict[str, str],
 class Rejudged(NamedTuple):
     audit: RunAudit
     recorded: bool  # False: its current verdict was judged against these declarations
+    disclose: Disclosure  # how its identities are shown
 
 
-def stored(store: TraceStore, wanted: list[str] | None = None) -> list[tuple[str, Any]]:
-    """The stored runs (``wanted``: only the runs of these ids), as (record text, Run); every
-    one is checked before any is judged again."""
+def stored(store: TraceStore, wanted: list[str] | None = None,
+           key: bytes | None = None) -> list[tuple[str, Any, bool]]:
+    """The stored runs (``wanted``: only the runs of these ids) as (record text, Run, opaque);
+    every one is checked before any is judged again. A run stored under ``--opaque-ids``
+    needs the key it was stored with."""
     missing = set(wanted or ())
     out = []
     for _, text in store.stored_runs():
@@ -131,28 +147,54 @@ def stored(store: TraceStore, wanted: list[str] | None = None) -> list[tuple[str
         if wanted is not None and run.ident not in wanted:
             continue
         missing.discard(run.ident)
-        if record["mode"].startswith("opaque:"):
-            raise StoreError(
-                f"run {run.ident} was stored with --opaque-ids: its record names agents and "
-                "calls only by keyed references, which declarations cannot be matched to; "
-                "reaudit runs stored without --opaque-ids (or load it again)")
-        out.append((text, run))
+        mode: str = record["mode"]
+        opaque = mode.startswith("opaque:")
+        if opaque:
+            fingerprint = mode.removeprefix("opaque:").partition("+")[0]
+            if key is None:
+                raise StoreError(
+                    f"run {run.ident} was stored with --opaque-ids: its record names agents "
+                    "and calls by keyed references only; give the key it was stored with "
+                    "(--opaque-key FILE or $IOA_CHECK_OPAQUE_KEY), so that the declarations "
+                    "can be matched to them")
+            if key_fingerprint(key) != fingerprint:
+                raise StoreError(f"run {run.ident} was stored with --opaque-ids under another "
+                                 "key than the one given")
+        out.append((text, run, opaque))
     if missing:
         raise StoreError(f"{store.path} holds no run {', '.join(sorted(missing))}")
     return out
 
 
-def reaudit(store: TraceStore, declarations: Declarations, grounds: Basis,
-            at: datetime | None, runs: list[str] | None = None) -> list[Rejudged]:
-    """Every stored run (or those of ``runs``) judged against ``declarations``, the new
-    verdicts appended, one transaction a run."""
-    disclose = Disclosure(None)
+Grounds = Callable[[Disclosure], tuple[Declarations, Basis]]
+
+
+def reaudit(store: TraceStore, grounds: Grounds, at: datetime | None,
+            runs: list[str] | None = None, key: bytes | None = None) -> list[Rejudged]:
+    """Every stored run (or those of ``runs``) judged against the declarations ``grounds``
+    reads (worded through the disclosure it is given), the new verdicts appended, one
+    transaction a run. A run stored under ``--opaque-ids`` is judged against the
+    declarations with their names replaced by the references of ``key``, as it was loaded."""
     instant = instant_literal(at)
+    plain: tuple[Declarations, Basis] | None = None
+    keyed: tuple[Declarations, Basis] | None = None
     out = []
-    for text, run in stored(store, runs):
+    for text, run, opaque in stored(store, runs, key):
+        if opaque:
+            assert key is not None
+            if keyed is None:
+                read, basis = grounds(Disclosure(key))
+                keyed = (opaque_declarations(read, Disclosure(key)), basis)
+            declarations, basis = keyed
+            disclose: Disclosure = Pseudonymous()
+        else:
+            if plain is None:
+                plain = grounds(Disclosure(None))
+            declarations, basis = plain
+            disclose = Disclosure(None)
         result = audit(run, declarations, disclose)
-        written = record_run(store, result, declarations, disclose, grounds, instant,
+        written = record_run(store, result, declarations, disclose, basis, instant,
                              "reaudit", None, stored_record=text)
-        out.append(Rejudged(result, bool(written)))
+        out.append(Rejudged(result, bool(written), disclose))
     store.flush()
     return out

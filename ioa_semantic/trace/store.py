@@ -28,7 +28,8 @@ With ``--opaque-ids`` (which needs a stable key here: references made with a ran
 never join across runs) everything stored carries keyed references only: the run record is
 pseudonymized with the same key the graph and the reasons are, inputs are named by ``file-…``
 references, and checkpoints hold positions without the fold (which names agents and calls),
-so an interrupted input is read again from its start.
+so an interrupted input is read again from its start. A reaudit matches such a run to
+declarations pseudonymized with the same key (:func:`opaque_declarations`).
 """
 
 from __future__ import annotations
@@ -298,6 +299,52 @@ def opaque_run(run: Run, disclose: Disclosure) -> Run:
         run_id=disclose.run(run.run_id) if run.run_id else None,
         session_id=disclose.run(run.session_id) if run.session_id else None,
         calls=calls, records=records)
+
+
+def opaque_declarations(declarations: Declarations, disclose: Disclosure) -> Declarations:
+    """``declarations`` with the names a stored opaque run is matched on (agents, delegation
+    tools, the files that declare them) replaced by the references ``disclose`` gives them,
+    so that a run stored under ``--opaque-ids`` is judged as it was when it was loaded.
+    Findings were worded through ``disclose`` when the declarations were read."""
+    manifests = declarations.manifests
+    if manifests is not None:
+        def path(value: str | None) -> str | None:
+            return disclose.path(value) if value else value
+
+        agents = {disclose.agent(name): declaration._replace(
+            agent=disclose.agent(declaration.agent), source=path(declaration.source),
+            tools={disclose.tool(t): disclose.path(p) for t, p in declaration.tools.items()},
+            tool_descriptions={disclose.tool(t): d
+                               for t, d in declaration.tool_descriptions.items()},
+            delegates_to=None if declaration.delegates_to is None else frozenset(
+                disclose.agent(a) for a in declaration.delegates_to))
+            for name, declaration in manifests.agents.items()}
+        manifests = manifests._replace(
+            mas_source=path(manifests.mas_source), agents=agents,
+            entry=disclose.agent(manifests.entry) if manifests.entry else None)
+    bindings = declarations.bindings
+    if bindings is not None:
+        bindings = bindings._replace(
+            source=disclose.path(bindings.source),
+            agents={disclose.agent(a): v for a, v in bindings.agents.items()},
+            tools={disclose.tool(t): v for t, v in bindings.tools.items()})
+    registrations = declarations.registrations
+    if registrations is not None:
+        registrations = registrations._replace(iris={
+            iri: tuple(disclose.path(s) for s in sources)
+            for iri, sources in registrations.iris.items()})
+    return Declarations(manifests, bindings, registrations)
+
+
+class Pseudonymous(Disclosure):
+    """The disclosure of data already pseudonymized: references are shown as they are (a
+    second keyed pass would make other ones), and it is opaque (descriptions stay out)."""
+
+    def __init__(self, include_content: bool = False) -> None:
+        super().__init__(b"already pseudonymized", include_content)
+
+    def _ref(self, kind: str, value: str) -> str:
+        return value
 
 
 def key_fingerprint(key: bytes) -> str:
