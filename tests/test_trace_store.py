@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ import pyoxigraph
 import trace_runs
 from test_trace import GOLDEN, MANIFESTS, MAS_LAB, TRACES
 
-from ioa_semantic.trace.store import KILL_AFTER_ENV
+from ioa_semantic.trace.store import HOLD_ENV, KILL_AFTER_ENV
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
 
@@ -197,6 +198,28 @@ def test_a_second_process_is_refused_while_the_first_holds_the_store(tmp_path: P
         gc.collect()
     assert graphs(store) == before  # nothing was written by the refused ones
     assert feed([SMOKE], store, tmp_path).returncode == 3
+
+
+def test_a_second_ioa_check_is_refused_while_a_first_one_feeds_the_store(tmp_path: Path) -> None:
+    store, flag = tmp_path / "store", tmp_path / "held"
+    first = subprocess.Popen(
+        [IOA_CHECK, "trace", str(GOLDEN), "--store", str(store), "--no-shapes", "--format",
+         "json"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, HOLD_ENV: str(flag)})
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert flag.exists(), first.communicate()
+        second = feed([SMOKE], store, tmp_path)
+        assert second.returncode == 74 and second.stdout == b""
+        assert b"held by another process" in second.stderr
+    finally:
+        flag.unlink(missing_ok=True)
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 3, err  # the first one went on, undisturbed
+    assert b'"run": "7cc4f1e6780b4c6d2eb0"' in out
+    assert [r["runId"] for r in query(store, tmp_path, "runs")] == ["7cc4f1e6780b4c6d2eb0"]
 
 
 def test_appended_events_rebuild_the_run_graph_and_add_a_verdict(tmp_path: Path) -> None:

@@ -63,6 +63,10 @@ STORE_GRAPH = f"{IRI_BASE}store"
 # A test hook: the process kills itself with SIGKILL right after committing this many
 # transactions, so the crash tests interrupt a real run at exact points between batches.
 KILL_AFTER_ENV = "IOA_CHECK_TEST_KILL_AFTER_TRANSACTIONS"
+# A test hook: once the store is open (its lock taken), the process creates this file and
+# waits until it is removed (at most a minute), so that a test can run a second process
+# against a store a first one certainly holds.
+HOLD_ENV = "IOA_CHECK_TEST_HOLD_STORE"
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
@@ -121,6 +125,7 @@ class TraceStore:
     def __init__(self, path: str, create: bool = True) -> None:
         self.path = path
         self.store = _open(path, create)
+        _hold()
         self.transactions = 0
         hook = os.environ.get(KILL_AFTER_ENV, "")
         self._kill_after = int(hook) if hook.isdigit() else None
@@ -216,6 +221,19 @@ class TraceStore:
         bound: dict[ox.Variable, Any] = {ox.Variable(k): ox.Literal(v)
                                          for k, v in (substitutions or {}).items()}
         return self.store.query(text, substitutions=bound or None)
+
+
+def _hold() -> None:
+    flag = os.environ.get(HOLD_ENV)
+    if not flag:
+        return
+    import time
+
+    with open(flag, "w", encoding="utf-8"):
+        pass
+    deadline = time.monotonic() + 60
+    while os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _open(path: str, create: bool) -> ox.Store:
