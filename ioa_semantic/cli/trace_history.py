@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", choices=FORMATS, default="json",
                        help="json (JSON Lines, one object per row; default) or table")
     query.add_argument("--list", action="store_true", help="list the shipped queries")
-    query.set_defaults(run=_query)
+    query.set_defaults(run=_query, parser=query)
     reaudit = commands.add_parser(
         "reaudit", prog="ioa-check trace reaudit",
         description="Judge the stored runs again against new declarations, without reading "
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the audit instant the new verdicts record (default: now)")
     reaudit.add_argument("--format", choices=("json", "text"), default="text",
                          help="as for ioa-check trace")
-    reaudit.set_defaults(run=_reaudit)
+    reaudit.set_defaults(run=_reaudit, parser=reaudit)
     return parser
 
 
@@ -90,7 +90,7 @@ def run(argv: Sequence[str]) -> int:
     from ..trace.store import StoreUnavailable
 
     try:
-        status: int = opts.run(opts, parser)
+        status: int = opts.run(opts, opts.parser)
         return status
     except ConfigurationError as exc:
         print(f"ioa-check trace {opts.history}: {exc}", file=sys.stderr)
