@@ -244,6 +244,19 @@ def test_appended_events_rebuild_the_run_graph_and_add_a_verdict(tmp_path: Path)
     assert [r["verdicts"] for r in verdicts] == [2]  # one verdict a record of the run
 
 
+def test_a_rewritten_input_is_refused(tmp_path: Path) -> None:
+    stream = tmp_path / "events.jsonl"
+    stream.write_bytes((GOLDEN / "events.jsonl").read_bytes())
+    assert feed(["events.jsonl"], tmp_path / "s", tmp_path).returncode == 3
+    stream.write_bytes(stream.read_bytes().replace(b'"agent_id": "moderator"',
+                                                   b'"agent_id": "moderat0r"', 1))
+    proc = feed(["events.jsonl"], tmp_path / "s", tmp_path)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"rewritten, not appended to" in proc.stderr and b"--consumer" in proc.stderr
+    assert feed(["events.jsonl"], tmp_path / "s", tmp_path, "--consumer", "fresh",
+                ).returncode == 3
+
+
 # --- what is stored ----------------------------------------------------------------------------
 
 

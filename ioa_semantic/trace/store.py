@@ -53,7 +53,7 @@ from .declarations import Declarations
 from .events import Call, Fold, Run, Source
 from .graph import IOAT, quads
 from .privacy import IRI_BASE, Disclosure
-from .state import Cursor
+from .state import Cursor, StateError
 
 STORE_VERSION = 1
 DEFAULT_CONSUMER = "ioa-check-trace"
@@ -478,7 +478,16 @@ class StoreCursor(Cursor):
             self.deltas[source.key] = [json.loads(c["delta"]) for c in checkpoints]
         # Without the fold (opaque references only), the input is read again from its start;
         # its checkpoints are then written again, the very same nodes.
-        return super().restore(source, fold)
+        try:
+            return super().restore(source, fold)
+        except StateError as exc:
+            if "no longer begins with" not in str(exc):
+                raise
+            position = self.positions[source.key]
+            raise StoreError(
+                f"{source.given} no longer begins with the {position['offset']} bytes consumer "
+                f"{self.consumer!r} consumed into {self.path} (rewritten, not appended to): "
+                "feed it under another --consumer") from None
 
     def checkpoint(self, source: Source, seq: int, offset: int, sha256: str,
                    delta: dict[str, Any]) -> None:
