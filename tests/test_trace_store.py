@@ -486,6 +486,9 @@ def test_each_shipped_query_against_an_independent_computation(tmp_path: Path) -
         assert query(store, tmp_path, "verdict_changes", "--param", f"runA={a.run_id}",
                      "--param", f"runB={b.run_id}") == expected
 
+    (tmp_path / "ask.rq").write_text("PREFIX ioat: <https://example.org/ioa/trace#>\n"
+                                     "ASK { GRAPH ?g { ?v ioat:judgedBy \"reaudit\" } }")
+    assert query(store, tmp_path, None, "--sparql", tmp_path / "ask.rq") == [{"ask": True}]
     table = ioa(["trace", "query", store, "runs", "--format", "table"], tmp_path).stdout.decode()
     assert table.splitlines()[0].split() == ["runId", "start", "result", "verdicts", "auditedAt",
                                              "judgedBy"]

@@ -114,8 +114,8 @@ def ask(store: TraceStore, text: str, given: dict[str, str],
         raise QueryError(f"the query is not SPARQL: {str(exc).splitlines()[0]}") from None
     except (OSError, RuntimeError) as exc:  # evaluation errors, a parameter not selected
         raise QueryError(f"the query cannot be evaluated: {exc}") from None
-    if isinstance(result, bool):
-        return Answer(("ask",), [{"ask": result}])
+    if isinstance(result, bool | ox.QueryBoolean):
+        return Answer(("ask",), [{"ask": bool(result)}])
     if isinstance(result, ox.QuerySolutions):
         variables = tuple(v.value for v in result.variables)
         rows = [{name: _value(row[name]) for name in variables} for row in result]
