@@ -15,10 +15,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from .._status import ExitStatus
-from .parsing import _positive
+from .parsing import _instant, _positive
 
 if TYPE_CHECKING:
+    from ..trace.audit import RunAudit
+    from ..trace.declarations import Declarations
     from ..trace.privacy import Disclosure
+    from ..trace.store import Feed
 
 # Calls of a run the SHACL check takes on: pyshacl costs 15-25 ms a call on this 2-core
 # machine (docs: README, Limits and guarantees), and a larger run would pass the 2 s bound.
@@ -34,7 +37,10 @@ DESCRIPTION = ("Audit execution traces (mas-lab run folders, events.jsonl files,
                "declare: manifests (models, tools, delegates_to) "
                "and IoA capability registrations through a bindings file.")
 EPILOG = ("exit status: 0 compatible, 1 incompatible, 2 usage error, 3 indeterminate, 4 an "
-          "input unreadable, 70 internal error")
+          "input unreadable, 70 internal error, 74 the --store cannot be opened or written "
+          "(another process holds it). The history of a --store: ioa-check trace query DIR "
+          "NAME, ioa-check trace reaudit DIR (each with --help); a trace in a folder named "
+          "query or reaudit is given as ./query")
 # The choices of --format and --emit-kg, spelled here so that building the command line's
 # parser imports nothing of the trace audit (tests/test_cli.py holds them to the reporters'
 # and the graph writer's own).
@@ -87,6 +93,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", metavar="FILE",
                         help="a durable consumer cursor: checkpoints appended after each batch; "
                              "a rerun resumes where the last completed batch ended")
+    parser.add_argument("--store", metavar="DIR",
+                        help="a durable trace knowledge graph (an Oxigraph store, created if "
+                             "absent): each run's graph, record and verdict are added to it, "
+                             "and the consumer cursor lives in it (not with --state)")
+    parser.add_argument("--consumer", metavar="KEY",
+                        help="the --store cursor's consumer key (default: ioa-check-trace)")
+    parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
+                        help="the audit instant the --store's verdicts record (ISO-8601 with "
+                             "a UTC offset; default: now)")
     parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N",
                         help="events per batch, and so per checkpoint (default: 1000)")
     parser.add_argument("--max-line-bytes", type=_positive, default=16 << 20, metavar="N",
@@ -123,11 +138,20 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                      "agent and tool names to capability IRIs)")
     if opts.opaque_key and not opts.opaque_ids:
         parser.error("--opaque-key goes with --opaque-ids")
+    if opts.store and opts.state:
+        parser.error("--store keeps the cursor in the store: --state is for runs without one")
+    if (opts.consumer is not None or opts.at is not None) and not opts.store:
+        parser.error("--consumer and --at go with --store")
+    from ..trace.store import StoreUnavailable
+
     try:
         return _run(opts)
     except ConfigurationError as exc:
         print(f"ioa-check trace: {exc}", file=sys.stderr)
         return 2
+    except StoreUnavailable as exc:  # the environment's: another process holds the store
+        print(f"ioa-check trace: {exc}", file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
 
 
 def _disclosure(opts: argparse.Namespace) -> Disclosure:
@@ -177,6 +201,9 @@ def _run(opts: argparse.Namespace) -> int:  # noqa: C901
     if len(keys) != len(set(keys)):
         raise StateError("the same trace is given twice")
     cursor = Cursor(opts.state, opts.include_content) if opts.state else None
+    feed = _feed(opts, disclose) if opts.store else None
+    if feed is not None:
+        cursor = feed.cursor
     runs = []
     # OTLP inputs are read together: one trace's spans may be in several files.
     spans: list[tuple[Source, Fold]] = []
@@ -253,6 +280,26 @@ def _run(opts: argparse.Namespace) -> int:  # noqa: C901
             print(f"ioa-check trace: {opts.emit_kg} cannot be written: {exc.strerror}",
                   file=sys.stderr)
             return 2
+    if feed is not None:
+        _record(feed, opts, declarations, disclose, [r for r, _ in results])
     REPORTERS[opts.format](results, sys.stdout, disclose)
     verdicts: list[Verdict] = [r.verdict for r, _ in results]
     return max(ExitStatus.of(v) for v in verdicts)
+
+
+def _feed(opts: argparse.Namespace, disclose: Disclosure) -> Feed:
+    """The ``--store`` being fed (its lock taken), with the cursor of ``--consumer``."""
+    from ..trace.store import DEFAULT_CONSUMER, Feed
+
+    stable = bool(opts.opaque_key or os.environ.get("IOA_CHECK_OPAQUE_KEY"))
+    return Feed(opts.store, opts.consumer if opts.consumer is not None else DEFAULT_CONSUMER,
+                disclose, stable)
+
+
+def _record(feed: Feed, opts: argparse.Namespace, declarations: Declarations,
+            disclose: Disclosure, audits: list[RunAudit]) -> None:
+    from ..trace.store import basis
+
+    grounds = basis(declarations, disclose, opts.manifests, opts.registrations, opts.bindings,
+                    opts.profile)
+    feed.record(audits, declarations, grounds, opts.at)

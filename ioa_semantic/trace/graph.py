@@ -445,3 +445,127 @@ def emit(graphs: list[Graph], path: str) -> None:
     with open(temporary, "w", encoding="utf-8") as handle:
         handle.write(data)
     os.replace(temporary, path)
+
+
+# --- quads for the persistent store -------------------------------------------------------------
+
+
+class _Triples:
+    """The part of an rdflib ``Graph`` the builder uses (``add``, ``set``, membership), kept as
+    plain tuples: a run's graph goes to the persistent store as quads, and rdflib's indexed
+    graph costs about 30 µs a triple for nothing there."""
+
+    def __init__(self) -> None:
+        self.triples: dict[tuple[Any, Any, Any], None] = {}
+        self._values: dict[tuple[Any, Any], list[Any]] = {}
+
+    def bind(self, prefix: str, namespace: str) -> None:
+        """Prefixes are a serialization's concern; quads have none."""
+
+    def add(self, triple: tuple[Any, Any, Any]) -> None:
+        if triple not in self.triples:
+            self.triples[triple] = None
+            self._values.setdefault((triple[0], triple[1]), []).append(triple[2])
+
+    def set(self, triple: tuple[Any, Any, Any]) -> None:
+        subject, predicate, _ = triple
+        for old in self._values.pop((subject, predicate), ()):
+            del self.triples[(subject, predicate, old)]
+        self.add(triple)
+
+    def __contains__(self, triple: tuple[Any, Any, Any]) -> bool:
+        return triple in self.triples
+
+    def __len__(self) -> int:
+        return len(self.triples)
+
+
+class _QuadBuilder(_Builder):
+    """The builder making pyoxigraph terms where it makes its terms (literals, nodes, the
+    triples of :meth:`_add`, :meth:`_link`, :meth:`_type`): building rdflib terms is most of
+    the rdflib path's cost. What the builder spells with rdflib itself is converted after."""
+
+    def __init__(self, declarations: Declarations, disclose: Disclosure) -> None:
+        super().__init__(declarations, disclose)
+        self._nodes: dict[str, Any] = {}
+
+    def _literal(self, value: Any, datatype: str | None = None) -> Any:
+        import pyoxigraph
+
+        xsd = "http://www.w3.org/2001/XMLSchema#"
+        if datatype == "decimal":
+            return pyoxigraph.Literal(str(Decimal(value)),
+                                      datatype=pyoxigraph.NamedNode(xsd + "decimal"))
+        if datatype == "double":
+            return pyoxigraph.Literal(repr(float(value)),
+                                      datatype=pyoxigraph.NamedNode(xsd + "double"))
+        if isinstance(value, bool):
+            return pyoxigraph.Literal("true" if value else "false",
+                                      datatype=pyoxigraph.NamedNode(xsd + "boolean"))
+        if isinstance(value, int):
+            return pyoxigraph.Literal(str(value), datatype=pyoxigraph.NamedNode(xsd + "integer"))
+        return pyoxigraph.Literal(str(value))
+
+    def _node(self, iri: str) -> Any:
+        known = self._nodes.get(iri)
+        if known is None:
+            import pyoxigraph
+
+            known = self._nodes[iri] = pyoxigraph.NamedNode(iri)
+        return known
+
+    def _predicate(self, prop: str) -> Any:
+        return self._node(IOAT + prop.removeprefix("ioat:") if prop.startswith("ioat:")
+                          else MAS + prop)
+
+    def _add(self, subject: str, prop: str, value: Any, datatype: str | None = None) -> None:
+        self.graph.add((self._node(subject), self._predicate(prop), self._literal(value, datatype)))
+
+    def _link(self, subject: str, prop: str, target: str) -> None:
+        self.graph.add((self._node(subject), self._predicate(prop), self._node(target)))
+
+    def _type(self, subject: str, cls: str) -> None:
+        self.graph.add((self._node(subject),
+                        self._node("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+                        self._node(MAS + cls)))
+
+
+def quads(run: Run, declarations: Declarations, disclose: Disclosure, graph: str) -> list[Any]:
+    """The graph :func:`build` makes of ``run``, as pyoxigraph quads in the named graph
+    ``graph``: the same builder writes into a plain triple set, making pyoxigraph terms where
+    it can; the rest are converted once each."""
+    builder = _QuadBuilder(declarations, disclose)
+    sink = _Triples()
+    builder.graph = sink  # type: ignore[assignment]
+    builder.declared_types()
+    if run.readable:
+        builder.run(run)
+    return _to_quads(sink.triples, graph)
+
+
+def _to_quads(triples: Any, graph: str) -> list[Any]:
+    import pyoxigraph
+    from rdflib import Literal as RdfLiteral
+
+    name = pyoxigraph.NamedNode(graph)
+    converted: dict[Any, Any] = {}
+
+    def term(value: Any) -> Any:
+        if isinstance(value, pyoxigraph.NamedNode | pyoxigraph.Literal):
+            return value
+        known = converted.get(value)
+        if known is None:
+            if isinstance(value, RdfLiteral):
+                if value.language:
+                    known = pyoxigraph.Literal(str(value), language=value.language)
+                elif value.datatype is not None:
+                    known = pyoxigraph.Literal(str(value),
+                                               datatype=pyoxigraph.NamedNode(str(value.datatype)))
+                else:
+                    known = pyoxigraph.Literal(str(value))
+            else:
+                known = pyoxigraph.NamedNode(str(value))
+            converted[value] = known
+        return known
+
+    return [pyoxigraph.Quad(term(s), term(p), term(o), name) for s, p, o in triples]

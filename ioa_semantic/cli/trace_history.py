@@ -1,0 +1,239 @@
+"""``ioa-check trace query`` and ``ioa-check trace reaudit``: the history of a trace store.
+
+``ioa-check trace PATH...`` audits traces; these two read what ``--store DIR`` accumulated.
+``query DIR NAME`` runs a shipped history query (``--list`` names them) or ``--sparql FILE``
+one of the user's own, printing JSON Lines (one object per row) or a table. ``reaudit DIR``
+judges the stored runs again against the declarations given, from their stored records, and
+appends the new verdicts. The main command line hands a ``trace`` command line whose first
+word is ``query`` or ``reaudit`` here; a trace in a folder of that name is given as
+``./query``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import IO, Any
+
+from .._status import ExitStatus
+from .parsing import _instant, _parameter, _Parser
+
+SUBCOMMANDS = ("query", "reaudit")
+FORMATS = ("json", "table")
+_EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
+
+
+def wants(argv: Sequence[str]) -> bool:
+    """Whether a ``trace`` command line (after the word ``trace``) is one of these."""
+    return bool(argv) and argv[0] in SUBCOMMANDS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ioa-check trace",
+                     description="The history of a trace store (ioa-check trace ... --store DIR).")
+    commands = parser.add_subparsers(dest="history", metavar="query|reaudit", required=True)
+    query = commands.add_parser(
+        "query", prog="ioa-check trace query",
+        description="Run a named history query (or --sparql FILE) on a trace store.",
+        epilog="exit status: 0 the query ran, 2 usage error (an unknown query, a missing "
+               "parameter, malformed SPARQL), 74 the store cannot be opened (another process "
+               "holds it)")
+    query.add_argument("store", metavar="DIR", nargs="?", help="the trace store")
+    query.add_argument("name", metavar="NAME", nargs="?",
+                       help="a shipped query (--list names them)")
+    query.add_argument("--sparql", metavar="FILE", help="a SPARQL query of your own")
+    query.add_argument("--param", action="append", type=_parameter, default=[],
+                       metavar="NAME=VALUE", help="bind a query variable to a literal "
+                                                  "(repeatable)")
+    query.add_argument("--format", choices=FORMATS, default="json",
+                       help="json (JSON Lines, one object per row; default) or table")
+    query.add_argument("--list", action="store_true", help="list the shipped queries")
+    query.set_defaults(run=_query, parser=query)
+    reaudit = commands.add_parser(
+        "reaudit", prog="ioa-check trace reaudit",
+        description="Judge the stored runs again against new declarations, without reading "
+                    "their event files; the new verdicts are recorded beside the old.",
+        epilog="exit status: as ioa-check trace (0 compatible, 1 incompatible, 3 "
+               "indeterminate, 2 usage error, 74 the store cannot be opened or written)")
+    reaudit.add_argument("store", metavar="DIR", help="the trace store")
+    reaudit.add_argument("--manifests", metavar="DIR", help="as for ioa-check trace")
+    reaudit.add_argument("--registrations", action="append", default=[], metavar="PATH",
+                         help="as for ioa-check trace (repeatable; needs --profile and "
+                              "--bindings)")
+    reaudit.add_argument("--bindings", metavar="FILE", help="as for ioa-check trace")
+    reaudit.add_argument("--profile", metavar="NAME|PATH", help="as for ioa-check trace")
+    reaudit.add_argument("--run", action="append", dest="runs", metavar="RUN",
+                         help="only this run (its id; repeatable; default: every stored run)")
+    reaudit.add_argument("--opaque-key", metavar="FILE",
+                         help="the key runs stored with --opaque-ids were stored with "
+                              "(default: $IOA_CHECK_OPAQUE_KEY); their declarations are matched "
+                              "through it")
+    reaudit.add_argument("--at", type=_instant, metavar="TIMESTAMP",
+                         help="the audit instant the new verdicts record (default: now)")
+    reaudit.add_argument("--format", choices=("json", "text"), default="text",
+                         help="as for ioa-check trace")
+    reaudit.set_defaults(run=_reaudit, parser=reaudit)
+    return parser
+
+
+def run(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    opts = parser.parse_args(list(argv))
+    missing = _missing_extra()
+    if missing is not None:
+        print(f"ioa-check trace: needs the trace extra ({missing} is not installed): "
+              "pip install 'ioa-semantic[trace]'", file=sys.stderr)
+        return ExitStatus.USAGE
+    from .._exceptions import ConfigurationError
+    from ..trace.store import StoreUnavailable
+
+    try:
+        status: int = opts.run(opts, opts.parser)
+        return status
+    except ConfigurationError as exc:
+        print(f"ioa-check trace {opts.history}: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    except StoreUnavailable as exc:
+        print(f"ioa-check trace {opts.history}: {exc}", file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
+
+
+def _missing_extra() -> str | None:
+    import importlib
+
+    for module in _EXTRA:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return module
+    return None
+
+
+# --- query --------------------------------------------------------------------------------------
+
+
+def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .._exceptions import ConfigurationError
+    from ..trace.history import QueryError, ask, named_queries, parameters
+    from ..trace.store import TraceStore
+
+    shipped = named_queries()
+    if opts.list:
+        for query in shipped.values():
+            needs = "".join(f" --param {p}=..." for p in query.parameters)
+            print(f"{query.name}{needs}: {query.summary}")
+        return ExitStatus.COMPATIBLE
+    if opts.store is None or (opts.name is None) == (opts.sparql is None):
+        parser.error("trace query needs DIR and either NAME or --sparql FILE (--list names "
+                     "the shipped queries)")
+    if opts.sparql is not None:
+        try:
+            with open(opts.sparql, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(f"--sparql {opts.sparql} cannot be read: {exc}") from None
+        required = parameters(text)
+    elif opts.name in shipped:
+        text, required = shipped[opts.name].text, shipped[opts.name].parameters
+    else:
+        raise QueryError(f"no shipped query {opts.name!r}; the shipped ones: "
+                         + ", ".join(shipped))
+    given = dict(opts.param)
+    if len(given) != len(opts.param):
+        parser.error("--param names one variable twice")
+    answer = ask(TraceStore(opts.store, create=False), text, given, required)
+    if opts.format == "json":
+        for row in answer.rows:
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        _table(answer.variables, answer.rows, sys.stdout)
+    return ExitStatus.COMPATIBLE
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).replace("\n", " ")
+
+
+def _table(variables: Sequence[str], rows: list[dict[str, Any]], stream: IO[str]) -> None:
+    """Columns as wide as their widest cell; numbers right-aligned."""
+    cells = [[_cell(row[v]) for v in variables] for row in rows]
+    widths = [max([len(v)] + [len(r[i]) for r in cells]) for i, v in enumerate(variables)]
+    numeric = [bool(rows) and all(isinstance(row[v], int | float) and not isinstance(
+        row[v], bool) for row in rows if row[v] is not None) for v in variables]
+
+    def line(values: Sequence[str], header: bool = False) -> str:
+        return "  ".join(value.rjust(w) if n and not header else value.ljust(w)
+                         for value, w, n in zip(values, widths, numeric, strict=True)).rstrip()
+
+    stream.write(line(variables, True) + "\n")
+    stream.write("  ".join("-" * w for w in widths) + "\n")
+    for row in cells:
+        stream.write(line(row) + "\n")
+    stream.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+
+
+# --- reaudit ------------------------------------------------------------------------------------
+
+
+def _reaudit(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .._findings import Verdict
+    from ..reporters.trace import REPORTERS
+    from ..trace.declarations import (
+        Declarations,
+        read_bindings,
+        read_manifests,
+        read_registrations,
+    )
+    from ..trace.history import reaudit
+    from ..trace.privacy import Disclosure
+    from ..trace.store import Basis, TraceStore, basis
+
+    if opts.registrations and not (opts.profile and opts.bindings):
+        parser.error("--registrations needs --profile (to judge them) and --bindings (to relate "
+                     "agent and tool names to capability IRIs)")
+
+    def grounds(disclose: Disclosure) -> tuple[Declarations, Basis]:
+        """The declarations given, their findings worded through ``disclose``."""
+        declarations = Declarations(
+            manifests=read_manifests(opts.manifests, disclose) if opts.manifests else None,
+            bindings=read_bindings(opts.bindings) if opts.bindings else None,
+            registrations=read_registrations(opts.registrations, opts.profile, disclose)
+            if opts.registrations else None)
+        return declarations, basis(declarations, disclose, opts.manifests, opts.registrations,
+                                   opts.bindings, opts.profile)
+
+    store = TraceStore(opts.store, create=False)
+    judged = reaudit(store, grounds, opts.at, opts.runs, _key(opts.opaque_key))
+    start = 0
+    for index in range(1, len(judged) + 1):  # runs shown alike are reported together
+        if index == len(judged) or judged[index].disclose is not judged[start].disclose:
+            REPORTERS[opts.format]([(j.audit, None) for j in judged[start:index]], sys.stdout,
+                                   judged[start].disclose)
+            start = index
+    verdicts: list[Verdict] = [j.audit.verdict for j in judged]
+    return max((ExitStatus.of(v) for v in verdicts), default=ExitStatus.COMPATIBLE)
+
+
+def _key(path: str | None) -> bytes | None:
+    """The --opaque-key of a reaudit, else $IOA_CHECK_OPAQUE_KEY, else none."""
+    import os
+
+    from .._exceptions import ConfigurationError
+
+    if path is None:
+        value = os.environ.get("IOA_CHECK_OPAQUE_KEY")
+        return value.encode() if value else None
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read()
+    except OSError as exc:
+        raise ConfigurationError(f"--opaque-key {path} cannot be read: {exc.strerror}") from None
+    if not key:
+        raise ConfigurationError(f"--opaque-key {path} is empty")
+    return key

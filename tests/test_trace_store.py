@@ -1,0 +1,495 @@
+"""``ioa-check trace --store``: a durable trace knowledge graph, its cursor, history, reaudit.
+
+Everything runs through the installed command in real subprocesses: a store fed the
+trip-planner samples and a tampered copy is killed with SIGKILL at exact points (the
+process kills itself after its Nth transaction, through the test hook of
+``ioa_semantic.trace.store``) and resumed, and must equal a store fed without interruption,
+graph for graph; a second process must be refused while this one holds the store; the
+shipped history queries are checked on a store of generated runs against what the test
+computes from the runs' specifications alone; reaudit turns a tampered run compatible once a
+manifest declares its renamed tool, keeping the older verdict.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import IOA_CHECK
+
+pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+
+import pyoxigraph
+import trace_runs
+from test_trace import GOLDEN, MANIFESTS, MAS_LAB, TRACES
+
+from ioa_semantic.trace.store import HOLD_ENV, KILL_AFTER_ENV
+
+pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
+
+AT = "2026-12-02T00:00:00Z"
+LATER = "2026-12-03T00:00:00Z"
+SMOKE = MAS_LAB / "golden-lab-smoke"
+TUTORIALS = [MAS_LAB / "tutorials" / "tutorial-01-traces-events.jsonl",
+             MAS_LAB / "tutorials" / "tutorial-02-fixture-events.jsonl"]
+IOAT = "https://example.org/ioa/trace#"
+
+
+def ioa(args: list[Any], cwd: Path, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run([IOA_CHECK, *map(str, args)], cwd=cwd, capture_output=True,
+                          timeout=300, env={**os.environ, **(env or {})})
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+    return proc
+
+
+def feed(paths: list[Any], store: Path, cwd: Path, *more: Any,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return ioa(["trace", *paths, "--store", store, "--no-shapes", "--format", "json", "--at",
+                AT, *more], cwd, env)
+
+
+def rows(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]]:
+    assert proc.returncode == 0, proc.stderr.decode()
+    return [json.loads(line) for line in proc.stdout.decode().splitlines()]
+
+
+def query(store: Path, cwd: Path, name: str | None, *more: Any) -> list[dict[str, Any]]:
+    return rows(ioa(["trace", "query", store, *([name] if name else []), *more], cwd))
+
+
+def graphs(store: Path) -> dict[str, set[tuple[str, str, str]]]:
+    """Every named graph of the store, as sets of triples in N-Triples terms."""
+    opened = pyoxigraph.Store(str(store))
+    out: dict[str, set[tuple[str, str, str]]] = {}
+    for quad in opened:
+        out.setdefault(str(quad.graph_name), set()).add(
+            (str(quad.subject), str(quad.predicate), str(quad.object)))
+    del opened  # the lock goes with the store object
+    gc.collect()
+    return out
+
+
+def positions(store: Path, consumer: str = "ioa-check-trace") -> dict[str, int]:
+    """The cursor: each input's greatest checkpoint."""
+    out: dict[str, int] = {}
+    graph = graphs(store).get(f"<urn:ioa-trace:consumer:{consumer}>", set())
+    inputs = {s: o for s, p, o in graph if p == f"<{IOAT}input>"}
+    for s, p, o in graph:
+        if p == f"<{IOAT}line>":
+            line = int(o.split('"')[1])
+            out[inputs[s]] = max(out.get(inputs[s], 0), line)
+    return out
+
+
+def tampered(folder: Path) -> Path:
+    """golden-extensions with schedule_agent's lookup_schedule renamed book_hotel, and the
+    model every LLM call used recorded (the sample records none, which alone keeps a run
+    indeterminate)."""
+    run = folder / "tampered-run"
+    (run / "traces").mkdir(parents=True)
+    shutil.copy(GOLDEN / "run_info.json", run / "run_info.json")
+    info = json.loads((GOLDEN / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**info, "run_hash": "tampered-" + info["run_hash"]}))
+    text = (GOLDEN / "events.jsonl").read_text()
+    assert text.count('"tool_name": "lookup_schedule"') == 2
+    text = text.replace('"tool_name": "lookup_schedule"', '"tool_name": "book_hotel"')
+    text = text.replace('"kind": "llm_call_start",', '"kind": "llm_call_start", "model": '
+                                                     '"azure/gpt-4o",')
+    (run / "traces" / "events.jsonl").write_text(text)
+    return run
+
+
+def revised_manifests(folder: Path) -> Path:
+    """The trip-planner manifests with book_hotel, the tampered run's tool, declared by
+    schedule_agent."""
+    revised = folder / "manifests"
+    shutil.copytree(MANIFESTS, revised)
+    (revised / "tools" / "book_hotel.tool.yaml").write_text(
+        "apiVersion: mas/v1\nkind: Tool\nmetadata:\n  name: book_hotel\n")
+    schedule = revised / "agents" / "schedule.yaml"
+    schedule.write_text(schedule.read_text().replace(
+        "  - ref: ../tools/lookup_schedule.tool.yaml\n",
+        "  - ref: ../tools/lookup_schedule.tool.yaml\n  - ref: ../tools/book_hotel.tool.yaml\n"))
+    return revised
+
+
+# --- crash safety and the cursor ---------------------------------------------------------------
+
+
+def test_killed_with_sigkill_at_several_points_it_resumes_to_the_store_fed_whole(
+        tmp_path: Path) -> None:
+    bad = tampered(tmp_path)
+    groups = [[GOLDEN, SMOKE, bad], TUTORIALS]
+    options = ["--manifests", MANIFESTS, "--batch-size", "20"]
+    whole = tmp_path / "whole"
+    expected = []
+    for group in groups:
+        proc = feed(group, whole, tmp_path, *options)
+        assert proc.returncode in (1, 3), proc.stderr
+        expected.append(proc.stdout)
+
+    killed = tmp_path / "killed"
+    kills = iter([1, 4, 2, 9, 3, 6, 2, 1, 2, 1, 2, 1])  # transactions of each before its kill
+    cursor: dict[str, int] = {}
+    interrupted = 0
+    for group, output in zip(groups, expected, strict=True):
+        while True:
+            after = next(kills, None)
+            env = {KILL_AFTER_ENV: str(after)} if after is not None else {}
+            proc = feed(group, killed, tmp_path, *options, env=env)
+            now = positions(killed)
+            assert all(now.get(key, 0) >= line for key, line in cursor.items()), (cursor, now)
+            cursor = now
+            if proc.returncode != -9:
+                break
+            interrupted += 1
+        assert proc.stdout == output  # the report of the whole input, as uninterrupted
+    assert interrupted >= 9, interrupted
+    assert graphs(killed) == graphs(whole)
+    assert feed(groups[0], killed, tmp_path, *options).stdout == expected[0]
+    assert graphs(killed) == graphs(whole)  # a rerun over consumed inputs writes nothing
+
+
+def test_the_cursor_is_sequence_addressed_checkpoints_in_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    plain = ioa(["trace", GOLDEN, "--manifests", MANIFESTS, "--no-shapes", "--format", "json"],
+                tmp_path)
+    first = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--batch-size", "50")
+    assert first.returncode == plain.returncode == 3 and first.stdout == plain.stdout
+    stored = graphs(store)
+    checkpoints = stored["<urn:ioa-trace:consumer:ioa-check-trace>"]
+    lines = sorted(int(o.split('"')[1]) for _, p, o in checkpoints if p == f"<{IOAT}line>")
+    assert lines == [50, 100, 150, 193]
+    key = str(GOLDEN / "events.jsonl")
+    assert positions(store) == {f'"{key}"': 193}
+    # Another consumer has a cursor of its own; the run is not judged again by it.
+    other = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--consumer", "team b")
+    assert other.stdout == plain.stdout
+    after = graphs(store)
+    assert after["<urn:ioa-trace:verdicts>"] == stored["<urn:ioa-trace:verdicts>"]
+    assert positions(store, "team%20b") == {f'"{key}"': 193}
+
+
+def test_a_second_process_is_refused_while_the_first_holds_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert feed([GOLDEN], store, tmp_path).returncode == 3
+    before = graphs(store)
+    holder = pyoxigraph.Store(str(store))  # this process holds it now
+    try:
+        for args in (["trace", SMOKE, "--store", store, "--no-shapes"],
+                     ["trace", "query", store, "runs"], ["trace", "reaudit", store]):
+            proc = ioa(args, tmp_path)
+            assert proc.returncode == 74, proc.stderr
+            assert proc.stdout == b""
+            message = proc.stderr.decode()
+            assert str(store) in message and "held by another process" in message
+            assert message.count("\n") == 1
+    finally:
+        del holder
+        gc.collect()
+    assert graphs(store) == before  # nothing was written by the refused ones
+    assert feed([SMOKE], store, tmp_path).returncode == 3
+
+
+def test_a_second_ioa_check_is_refused_while_a_first_one_feeds_the_store(tmp_path: Path) -> None:
+    store, flag = tmp_path / "store", tmp_path / "held"
+    first = subprocess.Popen(
+        [IOA_CHECK, "trace", str(GOLDEN), "--store", str(store), "--no-shapes", "--format",
+         "json"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, HOLD_ENV: str(flag)})
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert flag.exists(), first.communicate()
+        second = feed([SMOKE], store, tmp_path)
+        assert second.returncode == 74 and second.stdout == b""
+        assert b"held by another process" in second.stderr
+    finally:
+        flag.unlink(missing_ok=True)
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 3, err  # the first one went on, undisturbed
+    assert b'"run": "7cc4f1e6780b4c6d2eb0"' in out
+    assert [r["runId"] for r in query(store, tmp_path, "runs")] == ["7cc4f1e6780b4c6d2eb0"]
+
+
+def test_appended_events_rebuild_the_run_graph_and_add_a_verdict(tmp_path: Path) -> None:
+    lines = (GOLDEN / "events.jsonl").read_text().splitlines(keepends=True)
+    grown, whole = tmp_path / "grown", tmp_path / "whole"
+    grown.mkdir()
+    whole.mkdir()
+    (grown / "events.jsonl").write_text("".join(lines[:120]))
+    (whole / "events.jsonl").write_text("".join(lines))
+    feed(["events.jsonl"], grown / "s", grown, "--batch-size", "32")
+    with (grown / "events.jsonl").open("a") as handle:
+        handle.write("".join(lines[120:]))
+    resumed = feed(["events.jsonl"], grown / "s", grown, "--batch-size", "32")
+    reference = feed(["events.jsonl"], whole / "s", whole, "--batch-size", "32")
+    assert resumed.stdout == reference.stdout
+    runs = {name: graph for name, graph in graphs(grown / "s").items()
+            if name.startswith("<urn:ioa-trace:run:")}
+    assert len(runs) == 1
+    [(name, graph)] = runs.items()
+    assert graph == graphs(whole / "s")[name]
+    verdicts = query(grown / "s", tmp_path, "runs")
+    assert [r["verdicts"] for r in verdicts] == [2]  # one verdict a record of the run
+
+
+def test_a_rewritten_input_is_refused(tmp_path: Path) -> None:
+    stream = tmp_path / "events.jsonl"
+    stream.write_bytes((GOLDEN / "events.jsonl").read_bytes())
+    assert feed(["events.jsonl"], tmp_path / "s", tmp_path).returncode == 3
+    stream.write_bytes(stream.read_bytes().replace(b'"agent_id": "moderator"',
+                                                   b'"agent_id": "moderat0r"', 1))
+    proc = feed(["events.jsonl"], tmp_path / "s", tmp_path)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"rewritten, not appended to" in proc.stderr and b"--consumer" in proc.stderr
+    assert feed(["events.jsonl"], tmp_path / "s", tmp_path, "--consumer", "fresh",
+                ).returncode == 3
+
+
+# --- what is stored ----------------------------------------------------------------------------
+
+
+def _dump(store: Path) -> str:
+    return "\n".join(" ".join(t) for g in graphs(store).values() for t in g)
+
+
+def test_the_store_holds_digests_not_trace_text_unless_content_was_asked(tmp_path: Path) -> None:
+    feed([GOLDEN], tmp_path / "plain", tmp_path, "--batch-size", "40")
+    plain = _dump(tmp_path / "plain")
+    assert "What is 2+2" not in plain and "Celestia" not in plain
+    assert "sha256" in plain
+    feed([GOLDEN], tmp_path / "content", tmp_path, "--include-content")
+    assert "What is 2+2" in _dump(tmp_path / "content")
+    # A consumer's inputs are consumed in one mode: the other one is refused.
+    proc = feed([GOLDEN], tmp_path / "plain", tmp_path, "--include-content")
+    assert proc.returncode == 2 and proc.stdout == b"" and b"another mode" in proc.stderr
+
+
+def _judged(proc: subprocess.CompletedProcess[bytes]) -> set[tuple[Any, ...]]:
+    out = set()
+    for line in proc.stdout.decode().splitlines():
+        item = json.loads(line)
+        item = item.get("summary", item)
+        out.add((item["run"], item.get("agent"), item["verdict"],
+                 json.dumps(item.get("aspects"), sort_keys=True),
+                 tuple(sorted((r["code"], r["path"]) for r in item["reasons"]))))
+    return out
+
+
+def test_opaque_ids_store_keyed_references_only(tmp_path: Path) -> None:
+    key = tmp_path / "key"
+    key.write_bytes(b"a key that lasts")
+    store = tmp_path / "store"
+    proc = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--opaque-ids",
+                "--opaque-key", key, "--batch-size", "40")
+    assert proc.returncode == 3, proc.stderr
+    dump = _dump(store)
+    for name in ("moderator", "schedule_agent", "7cc4f1e6780b4c6d2eb0",
+                 "9b6c8503-4d2b-4e8f-a7d2-29e6884d283c", "golden-extensions", "trip-planner-"):
+        assert name not in dump, name
+    assert "lookup_schedule" in dump  # tool names stay, as in the graph
+    # The same key again: the same references, so the run is recognised as stored.
+    before = graphs(store)
+    again = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--opaque-ids",
+                 "--opaque-key", key, "--batch-size", "40")
+    assert again.stdout == proc.stdout and graphs(store) == before
+    # Without a lasting key, references would never join the stored ones: refused.
+    random_key = feed([GOLDEN], store, tmp_path, "--opaque-ids")
+    assert random_key.returncode == 2 and b"key that lasts" in random_key.stderr
+    # Reaudit matches the declarations through the same key, or refuses.
+    refused = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS], tmp_path)
+    assert refused.returncode == 2 and b"--opaque-key" in refused.stderr
+    (tmp_path / "wrong").write_bytes(b"another key")
+    wrong = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--opaque-key", "wrong"],
+                tmp_path)
+    assert wrong.returncode == 2 and b"another key" in wrong.stderr
+    same = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--opaque-key", key,
+                "--format", "json"], tmp_path)
+    # Judged as when it was loaded: the same references, verdicts and reasons (agents come
+    # sorted by reference now, by name then, and so do lists of them).
+    assert same.returncode == 3 and _judged(same) == _judged(proc)
+    assert graphs(store) == before
+    bad = tampered(tmp_path)
+    assert feed([bad], store, tmp_path, "--manifests", MANIFESTS, "--opaque-ids",
+                "--opaque-key", key).returncode == 1
+    fixed = ioa(["trace", "reaudit", store, "--manifests", revised_manifests(tmp_path),
+                 "--opaque-key", key, "--format", "json", "--at", LATER], tmp_path)
+    verdicts = [json.loads(line)["summary"]["verdict"] for line in fixed.stdout.decode(
+        ).splitlines() if "summary" in line]
+    assert sorted(verdicts) == ["compatible", "indeterminate"]
+    assert "schedule_agent" not in _dump(store)
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text("")
+    both = ioa(["trace", GOLDEN, "--store", "st", "--state", "s.json"], tmp_path)
+    assert both.returncode == 2 and b"--state" in both.stderr
+    assert ioa(["trace", GOLDEN, "--at", AT], tmp_path).returncode == 2
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    crowded = feed([GOLDEN], tmp_path / "other", tmp_path)
+    assert crowded.returncode == 2 and b"holds other files" in crowded.stderr
+    assert ioa(["trace", "query", "nowhere", "runs"], tmp_path).returncode == 2
+    feed([GOLDEN], tmp_path / "st", tmp_path)
+    (tmp_path / "unselected.rq").write_text("SELECT ?s WHERE { ?s ?p ?run }")
+    for args in (["nope"], ["verdict_changes"], ["--sparql", "missing.rq"],
+                 ["--sparql", "unselected.rq", "--param", "run=x"]):
+        proc = ioa(["trace", "query", "st", *args], tmp_path)
+        assert proc.returncode == 2 and proc.stdout == b"", (args, proc.stderr)
+    (tmp_path / "bad.rq").write_text("SELECT * WHERE {")
+    bad = ioa(["trace", "query", "st", "--sparql", "bad.rq"], tmp_path)
+    assert bad.returncode == 2 and b"not SPARQL" in bad.stderr
+
+
+def test_a_trace_in_a_folder_named_query_is_given_as_dot_slash(tmp_path: Path) -> None:
+    shutil.copytree(GOLDEN, tmp_path / "query")
+    proc = ioa(["trace", "./query", "--no-shapes", "--format", "json"], tmp_path)
+    assert proc.returncode == 3 and b'"run": "7cc4f1e6780b4c6d2eb0"' in proc.stdout
+
+
+def test_the_stored_graph_is_the_emitted_graph(tmp_path: Path) -> None:
+    """A run's named graph holds exactly what --emit-kg writes of it, and its record."""
+    store = tmp_path / "store"
+    feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--emit-kg", "kg.nt")
+    emitted = pyoxigraph.Store()
+    emitted.load((tmp_path / "kg.nt").read_bytes(), pyoxigraph.RdfFormat.N_TRIPLES)
+    expected = {(str(q.subject), str(q.predicate), str(q.object)) for q in emitted}
+    graph = graphs(store)["<urn:ioa-trace:run:7cc4f1e6780b4c6d2eb0>"]
+    extra = {t for t in graph if t[1] in (f"<{IOAT}runRecord>", f"<{IOAT}recordSha256>")}
+    assert len(extra) == 2 and graph - extra == expected
+
+
+# --- reaudit -----------------------------------------------------------------------------------
+
+
+def test_reaudit_turns_the_tampered_run_compatible_and_keeps_the_old_verdict(
+        tmp_path: Path) -> None:
+    bad = tampered(tmp_path)
+    store = tmp_path / "store"
+    fed = feed([GOLDEN, bad], store, tmp_path, "--manifests", MANIFESTS)
+    summaries = [json.loads(line)["summary"] for line in fed.stdout.decode().splitlines()
+                 if "summary" in line]
+    assert [s["verdict"] for s in summaries] == ["indeterminate", "incompatible"]
+    uses = query(store, tmp_path, "undeclared_uses")
+    assert [(u["agentId"], u["name"], u["runs"]) for u in uses] == [
+        ("schedule_agent", "book_hotel", 1)]
+
+    revised = revised_manifests(tmp_path)
+    run = "tampered-7cc4f1e6780b4c6d2eb0"
+    proc = ioa(["trace", "reaudit", store, "--manifests", revised, "--run", run, "--at", LATER,
+                "--format", "json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [summary] = [json.loads(line)["summary"] for line in proc.stdout.decode().splitlines()
+                 if "summary" in line]
+    assert summary["run"] == run and summary["verdict"] == "compatible"
+    assert summary["agents"] == {"moderator": "compatible", "schedule_agent": "compatible"}
+
+    assert query(store, tmp_path, "undeclared_uses") == []
+    history = tmp_path / "history.rq"
+    history.write_text(
+        "PREFIX ioat: <https://example.org/ioa/trace#>\n"
+        "SELECT ?run ?n ?result ?judgedBy ?at WHERE { GRAPH <urn:ioa-trace:verdicts> {\n"
+        "  ?v ioat:runId ?run ; ioat:sequence ?n ; ioat:result ?result ;\n"
+        "     ioat:judgedBy ?judgedBy ; ioat:auditedAt ?at } } ORDER BY ?n")
+    verdicts = query(store, tmp_path, None, "--sparql", history, "--param", f"run={run}")
+    assert [(v["result"], v["judgedBy"], v["at"]) for v in verdicts] == [
+        ("incompatible", "trace", AT), ("compatible", "reaudit", LATER)]
+    current = {r["runId"]: (r["result"], r["verdicts"]) for r in query(store, tmp_path, "runs")}
+    assert current == {run: ("compatible", 2), "7cc4f1e6780b4c6d2eb0": ("indeterminate", 1)}
+
+
+def test_reaudit_against_the_same_declarations_says_what_the_load_said(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    fed = feed([GOLDEN, SMOKE], store, tmp_path, "--manifests", MANIFESTS)
+    before = graphs(store)
+    again = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--format", "json"],
+                tmp_path)
+    assert again.returncode == fed.returncode == 3
+    # Stored runs come back in run-IRI order; the load's report is in input order.
+    by_run = sorted(fed.stdout.decode().splitlines(keepends=True),
+                    key=lambda line: 0 if "4d9a5f525c7f0e823615" in line else 1)
+    assert again.stdout.decode().splitlines(keepends=True) == by_run
+    assert graphs(store) == before  # the current verdicts were judged so already
+
+
+# --- the history queries ----------------------------------------------------------------------
+
+
+def test_each_shipped_query_against_an_independent_computation(tmp_path: Path) -> None:
+    specs = trace_runs.generate(40)
+    runs = [trace_runs.write_run(tmp_path / "runs", spec) for spec in specs]
+    first = trace_runs.write_manifests(tmp_path / "rev1")
+    declared2 = {**trace_runs.DECLARED, "booker": ("reserve", "cancel", "pay")}
+    second = trace_runs.write_manifests(tmp_path / "rev2", declared2)
+    store = tmp_path / "store"
+    fed = feed(runs, store, tmp_path, "--manifests", first)
+    assert fed.returncode == 1, fed.stderr
+    assert ioa(["trace", "reaudit", store, "--manifests", second, "--at", LATER],
+               tmp_path).returncode == 1
+    by_time = sorted(specs, key=lambda s: s.start)
+
+    listed = ioa(["trace", "query", "--list"], tmp_path).stdout.decode()
+    assert {line.split(":")[0].split()[0] for line in listed.splitlines()} == {
+        "runs", "undeclared_uses", "violation_span", "manifest_revisions", "verdict_changes"}
+
+    assert [(r["runId"], r["result"], r["verdicts"], r["judgedBy"])
+            for r in query(store, tmp_path, "runs")] == [
+        (s.run_id, trace_runs.run_result(s, declared2), 2, "reaudit") for s in by_time]
+
+    undeclared: dict[tuple[str, str], list[trace_runs.Spec]] = {}
+    for spec in specs:
+        for agent, tools in spec.uses.items():
+            for tool in sorted(set(tools) - set(declared2[agent])):
+                undeclared.setdefault((agent, tool), []).append(spec)
+    assert len(undeclared) >= 4
+    assert query(store, tmp_path, "undeclared_uses") == [
+        {"agentId": agent, "aspect": "tools", "name": tool, "runs": len(found),
+         "calls": sum(s.uses[agent].count(tool) for s in found),
+         "reasonCodes": "capability.undeclared-tool"}
+        for (agent, tool), found in sorted(undeclared.items())]
+
+    spans = query(store, tmp_path, "violation_span")
+    assert [(r["agentId"], r["name"], r["runs"], r["firstRun"], r["lastRun"]) for r in spans] == [
+        (agent, tool, len(found), min(found, key=lambda s: s.start).run_id,
+         max(found, key=lambda s: s.start).run_id)
+        for (agent, tool), found in sorted(undeclared.items())]
+
+    def counts(declared: dict[str, tuple[str, ...]]) -> dict[str, int]:
+        results = [trace_runs.run_result(s, declared) for s in specs]
+        return {v: results.count(v) for v in ("compatible", "incompatible", "indeterminate")}
+
+    assert [(r["manifests"], r["runs"], r["compatible"], r["incompatible"], r["indeterminate"],
+             r["firstAudit"]) for r in query(store, tmp_path, "manifest_revisions")] == [
+        (str(folder), 40, *counts(declared).values(), at)
+        for folder, declared, at in ((first, trace_runs.DECLARED, AT), (second, declared2, LATER))]
+
+    for a, b in ((by_time[0], by_time[1]), (by_time[3], by_time[17]), (by_time[5], by_time[5]),
+                 (by_time[8], by_time[39])):
+        results_a = trace_runs.agent_results(a, declared2)
+        results_b = trace_runs.agent_results(b, declared2)
+        expected = [{"runA": a.run_id, "runB": b.run_id, "agentId": agent,
+                     "resultA": results_a.get(agent, "absent"),
+                     "resultB": results_b.get(agent, "absent")}
+                    for agent in sorted(set(results_a) | set(results_b))
+                    if results_a.get(agent, "absent") != results_b.get(agent, "absent")]
+        assert query(store, tmp_path, "verdict_changes", "--param", f"runA={a.run_id}",
+                     "--param", f"runB={b.run_id}") == expected
+
+    (tmp_path / "ask.rq").write_text("PREFIX ioat: <https://example.org/ioa/trace#>\n"
+                                     "ASK { GRAPH ?g { ?v ioat:judgedBy \"reaudit\" } }")
+    assert query(store, tmp_path, None, "--sparql", tmp_path / "ask.rq") == [{"ask": True}]
+    table = ioa(["trace", "query", store, "runs", "--format", "table"], tmp_path).stdout.decode()
+    assert table.splitlines()[0].split() == ["runId", "start", "result", "verdicts", "auditedAt",
+                                             "judgedBy"]
+    assert table.splitlines()[-1] == "(40 rows)"
