@@ -271,9 +271,9 @@ def test_the_store_holds_digests_not_trace_text_unless_content_was_asked(tmp_pat
     assert "sha256" in plain
     feed([GOLDEN], tmp_path / "content", tmp_path, "--include-content")
     assert "What is 2+2" in _dump(tmp_path / "content")
-    # A consumer's inputs are consumed in one mode: the other one is refused.
+    # A store keeps the disclosure it was made with: another one is refused.
     proc = feed([GOLDEN], tmp_path / "plain", tmp_path, "--include-content")
-    assert proc.returncode == 2 and proc.stdout == b"" and b"another mode" in proc.stderr
+    assert proc.returncode == 2 and proc.stdout == b"" and b"disclosed as plain" in proc.stderr
 
 
 def _judged(proc: subprocess.CompletedProcess[bytes]) -> set[tuple[Any, ...]]:

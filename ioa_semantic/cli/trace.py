@@ -138,6 +138,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                      "agent and tool names to capability IRIs)")
     if opts.opaque_key and not opts.opaque_ids:
         parser.error("--opaque-key goes with --opaque-ids")
+    if opts.store == "":
+        parser.error("--store: the store's path is empty")
     if opts.store and opts.state:
         parser.error("--store keeps the cursor in the store: --state is for runs without one")
     if (opts.consumer is not None or opts.at is not None) and not opts.store:

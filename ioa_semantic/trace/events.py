@@ -473,8 +473,9 @@ class Fold:
         self._new_records = len(self.records)
         return out
 
-    def _order(self, key: str) -> int:
-        return int(self.calls[key]["first"])
+    def _order(self, key: str) -> tuple[int, str]:
+        # The spans of one OTLP request share their line: the key orders them.
+        return int(self.calls[key]["first"]), key
 
     def restore(self, delta: dict[str, Any]) -> None:
         for call in delta["calls"]:

@@ -142,7 +142,8 @@ class _Builder:
             iri, shown, cls = self.disclose.agent_iri(name), self.disclose.agent(name), "Agent"
         else:
             iri = self.disclose.type_iri(kind, name)
-            shown = self.disclose.tool(name) if kind == "tool" else name
+            shown = self.disclose.tool(name) if kind == "tool" else self.disclose.mas(
+                name) if kind == "mas" else name
             cls = {"mas": "MAS", "llm": "LLM", "tool": "Tool", "processing": "Processing"}[kind]
         node = self._node(iri)
         self._type(iri, cls)
@@ -263,7 +264,9 @@ class _Builder:
                 self._add(iri, "finishReason", call.finish)
             if call.temperature is not None:
                 self._add(iri, "temperature", call.temperature, "double")
-            if call.response_id:
+            # A provider's response id leads to the conversation at the provider: withheld
+            # with the identities.
+            if call.response_id and not self.disclose.is_opaque:
                 self._add(iri, "responseId", call.response_id)
         for side in ("input", "output"):
             digest = getattr(call, side)

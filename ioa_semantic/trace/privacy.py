@@ -86,6 +86,10 @@ class Disclosure:
         head, sep, fragment = path.partition("#")
         return self._ref("file", head) + sep + fragment
 
+    def mas(self, name: str) -> str:
+        """A MAS's name: often the id of the agent that runs it (mas-lab's root call)."""
+        return self._ref("mas", name)
+
     def tool(self, name: str) -> str:
         """A tool name as written, except a delegation tool names its agent through :meth:`agent`."""
         if self.key is not None and name.startswith(DELEGATION_PREFIX):
@@ -105,5 +109,5 @@ class Disclosure:
 
     def type_iri(self, kind: str, name: str) -> str:
         """A structural type that is not an agent: ``tool``, ``llm``, ``processing`` or ``mas``."""
-        shown = self.tool(name) if kind == "tool" else name
+        shown = self.tool(name) if kind == "tool" else self.mas(name) if kind == "mas" else name
         return f"{IRI_BASE}{kind}:{quote(shown, safe='')}"

@@ -151,8 +151,10 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
         # Once consumed, a .json file read on only as lines appended to it.
         if source.stream.endswith(".json") and offset == 0 and not _first_line_object(
                 raw, max_bytes):
-            _whole_document(raw, fold, max_bytes)
-            if cursor is not None:
+            whole = _whole_document(raw, fold, max_bytes)
+            # A document that does not parse may be one an exporter is still writing: it is
+            # read for this report, never consumed, so the next run reads it whole.
+            if cursor is not None and whole:
                 hasher.update(_read_all(source.stream))
                 cursor.checkpoint(source, 1, os.path.getsize(source.stream),
                                   hasher.hexdigest(), fold.delta())
@@ -201,14 +203,18 @@ def _read_all(path: str) -> bytes:
         return handle.read()
 
 
-def _whole_document(handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
-    """A ``.json`` input: one trace record, or an array of records or events, as one document."""
+def _whole_document(handle: IO[bytes], fold: Fold, max_bytes: int) -> bool:
+    """A ``.json`` input: one trace record, or an array of records or events, as one
+    document; whether it was one (a blank or unparsable file is not)."""
     value, problem = parse(handle.read(max_bytes + 1), max_bytes)
     if problem is not None:
         fold.problems.append([problem[0], 1, problem[1]])
-        return
+        return False
+    if value is None:
+        return False
     for item in value if isinstance(value, list) else [value]:
         if isinstance(item, dict):
             fold.value(1, item)
         else:
             fold.problems.append(["json.not-object", 1, "not an object (a record or an event)"])
+    return True

@@ -48,6 +48,7 @@ import pyoxigraph as ox
 
 from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Severity, Verdict
+from .._version import __version__
 from .audit import AgentAudit, RunAudit, Use
 from .declarations import Declarations
 from .events import Call, Fold, Run, Source
@@ -57,6 +58,8 @@ from .state import Cursor, StateError
 
 STORE_VERSION = 1
 DEFAULT_CONSUMER = "ioa-check-trace"
+# The calls a verdict's use links to (the run's graph holds them all).
+LINKED_CALLS = 5
 
 VERDICTS = f"{IRI_BASE}verdicts"
 STORE_GRAPH = f"{IRI_BASE}store"
@@ -142,6 +145,24 @@ class TraceStore:
         elif versions != [str(STORE_VERSION)]:
             raise StoreError(f"{path} is a trace store of version {', '.join(versions)}; this "
                              f"ioa-check reads version {STORE_VERSION}")
+
+    def keep_mode(self, mode: str) -> None:
+        """One disclosure per store: the first feed's (plain or under one opaque key, with or
+        without trace text). References under two keys never join, raw identities beside
+        keyed ones undo the keying, and two content settings would rewrite each other's
+        records on every feed."""
+        graph = ox.NamedNode(STORE_GRAPH)
+        held = [lexical(q.object) for q in self.store.quads_for_pattern(
+            graph, term("mode"), None, graph)]
+        if not held:
+            if any(True for _ in self.store.quads_for_pattern(None, term("runRecord"), None)):
+                return  # a store of before the mode was kept: its records say theirs
+            self.commit([ox.Quad(graph, term("mode"), _text(mode), graph)])
+        elif held != [mode]:
+            raise StoreError(
+                f"{self.path} holds runs disclosed as {held[0]}; this feed is {mode}: give the "
+                "same --include-content, --opaque-ids and key as the store was made with, or "
+                "use another store")
 
     def commit(self, quads: Iterable[ox.Quad]) -> None:
         """Add ``quads`` in one transaction: all of them are written, or none."""
@@ -247,6 +268,9 @@ def _open(path: str, create: bool) -> ox.Store:
         raise StoreError(f"{path} is a folder that holds other files, not a trace store")
     try:
         return ox.Store(path)
+    except RuntimeError as exc:  # RocksDB's "Corruption: ...": a damaged store
+        raise StoreUnavailable(f"the trace store {path} cannot be opened, it is damaged: "
+                               f"{str(exc).splitlines()[0][:200]}") from None
     except OSError as exc:
         if "lock" in str(exc).lower():
             raise StoreUnavailable(
@@ -309,14 +333,15 @@ def opaque_run(run: Run, disclose: Disclosure) -> Run:
         agent=disclose.agent(call.agent) if call.agent else call.agent,
         target=(disclose.agent(call.target) if call.cls == "agent" else disclose.tool(
             call.target) if call.cls == "tool" else call.target) if call.target else call.target,
-        parent=call_ref(call.parent), parent_id=call_ref(call.parent_id)) for call in run.calls)
+        parent=call_ref(call.parent), parent_id=call_ref(call.parent_id),
+        response_id=None) for call in run.calls)
     records = tuple({**r, "outcome": disclose.call(r["outcome"]), "trace": disclose.run(
         r["trace"])} for r in run.records)
     return run._replace(
         source=disclose.path(run.source),
         run_id=disclose.run(run.run_id) if run.run_id else None,
         session_id=disclose.run(run.session_id) if run.session_id else None,
-        calls=calls, records=records,
+        calls=calls, records=records, mas=disclose.mas(run.mas) if run.mas else None,
         definitions={disclose.agent(agent): {disclose.tool(tool): disclose.call(span)
                                              for tool, span in tools.items()}
                      for agent, tools in run.definitions.items()})
@@ -412,6 +437,7 @@ def basis(declarations: Declarations, disclose: Disclosure, manifests: str | Non
           registrations: list[str], bindings: str | None, profile: str | None) -> Basis:
     files: list[tuple[str, str, str | None]] = []
     read = declarations.manifests
+    paths: set[str] = set()
     if read is not None:
         paths = {p for p in [read.mas_source] if p}
         for declaration in read.agents.values():
@@ -423,11 +449,26 @@ def basis(declarations: Declarations, disclose: Disclosure, manifests: str | Non
         files.extend(("registrations", disclose.path(p), _file_digest(p)) for p in _walk(given))
     if bindings:
         files.append(("bindings", disclose.path(bindings), _file_digest(bindings)))
+    if profile and os.path.isfile(profile):
+        # A profile file is judged by its bytes, as the other files are (a shipped profile's
+        # name stands for the bytes of this ioa-check, which the audit key names).
+        files.append(("profile", disclose.path(profile), _file_digest(profile)))
     files.sort()
-    manifest_files = [f for f in files if f[0] == "manifest"]
-    revision = _sha256(json.dumps(manifest_files).encode()) if read is not None else None
+    revision = None
+    if read is not None and manifests:
+        # The revision is the manifests' bytes, each file named from the folder given, so
+        # that ``man`` and ``./man/`` (or another working folder) are one revision.
+        root = os.path.realpath(manifests)
+        root = root if os.path.isdir(root) else os.path.dirname(root)
+        named = sorted((os.path.relpath(os.path.realpath(p), root), _file_digest(p))
+                       for p in paths)
+        revision = _sha256(json.dumps(named).encode())
+    # What the verdict is judged against, by content: the files' digests under their roles,
+    # not the spelling of their paths.
+    contents = sorted((role, digest or shown) for role, shown, digest in files)
     return Basis(tuple(files), profile, disclose.path(manifests) if manifests else None,
-                 revision, _sha256(json.dumps([files, profile]).encode()))
+                 revision, _sha256(json.dumps([contents, profile if not (
+                     profile and os.path.isfile(profile)) else "file"]).encode()))
 
 
 # --- the cursor ---------------------------------------------------------------------------------
@@ -479,6 +520,11 @@ class StoreCursor(Cursor):
             self.positions[source.key] = {"seq": int(last["line"]), "offset": int(last["offset"]),
                                           "sha256": last["prefixSha256"]}
             self.deltas[source.key] = [json.loads(c["delta"]) for c in checkpoints]
+        elif checkpoints:
+            # Without the fold the input is read again from its start; it must still begin
+            # with what was consumed, or its checkpoints would be written over.
+            self._same_prefix(source, int(checkpoints[-1]["offset"]),
+                              checkpoints[-1]["prefixSha256"])
         # Without the fold (opaque references only), the input is read again from its start;
         # its checkpoints are then written again, the very same nodes.
         try:
@@ -491,6 +537,26 @@ class StoreCursor(Cursor):
                 f"{source.given} no longer begins with the {position['offset']} bytes consumer "
                 f"{self.consumer!r} consumed into {self.path} (rewritten, not appended to): "
                 "feed it under another --consumer") from None
+
+    def _same_prefix(self, source: Source, offset: int, sha256: str) -> None:
+        assert source.stream is not None
+        hasher = hashlib.sha256()
+        remaining = offset
+        try:
+            with open(source.stream, "rb") as handle:
+                while remaining:
+                    chunk = handle.read(min(remaining, 1 << 20))
+                    if not chunk:
+                        break
+                    hasher.update(chunk)
+                    remaining -= len(chunk)
+        except OSError as exc:
+            raise StateError(f"{source.given}: cannot be read again: {exc.strerror}") from None
+        if remaining or hasher.hexdigest() != sha256:
+            raise StoreError(
+                f"{source.given} no longer begins with the {offset} bytes consumer "
+                f"{self.consumer!r} consumed into {self.path} (rewritten, not appended to): "
+                "feed it under another --consumer")
 
     def checkpoint(self, source: Source, seq: int, offset: int, sha256: str,
                    delta: dict[str, Any]) -> None:
@@ -563,6 +629,7 @@ def verdict_quads(number: int, audit: RunAudit, disclose: Disclosure, record_sha
     out.add(iri, "auditKey", audit_key)
     out.add(iri, "auditedAt", at)
     out.add(iri, "judgedBy", judged_by)
+    out.add(iri, "ioaCheckVersion", __version__)
     if consumer is not None:
         out.add(iri, "consumer", consumer)
     out.add(iri, "result", str(audit.verdict))
@@ -617,13 +684,16 @@ def _agent_quads(out: _Writer, iri: str, agent: AgentAudit, run: Run,
         out.add(use_node, "codes", " ".join(codes))
         for by in use.declared_by:
             out.add(use_node, "declaredBy", by)
-        for call in use.calls:
+        # The first calls only (the count is above): a verdict's size is then its uses', not
+        # its run's, so a run fed again as it grows adds a verdict of constant size each time.
+        for call in use.calls[:LINKED_CALLS]:
             out.link(use_node, "call", disclose.call_iri(run.ident, call.ref))
 
 
 def audit_key(run_iri: str, record_sha256: str, grounds: Basis) -> str:
-    """What makes two verdicts the same judgment: the run's record and the declarations."""
-    return _sha256("\0".join((run_iri, record_sha256, grounds.sha256)).encode())
+    """What makes two verdicts the same judgment: the run's record, the declarations and the
+    ioa-check that judged (another version may judge otherwise)."""
+    return _sha256("\0".join((run_iri, record_sha256, grounds.sha256, __version__)).encode())
 
 
 # --- feeding ----------------------------------------------------------------------------------
@@ -643,6 +713,7 @@ class Feed:
         self.store = TraceStore(path)
         self.disclose = disclose
         self.consumer = consumer
+        self.store.keep_mode(mode_of(disclose))
         self.cursor = StoreCursor(self.store, consumer, disclose)
 
     def record(self, audits: list[RunAudit], declarations: Declarations, grounds: Basis,
@@ -652,14 +723,52 @@ class Feed:
         it is. The number of verdicts written."""
         instant = instant_literal(at)
         written = 0
+        narrowed: list[str] = []
         for audit in audits:
             run = audit.run
             if not run.readable or not (run.calls or run.records):
                 continue
-            written += record_run(self.store, audit, declarations, self.disclose, grounds,
-                                  instant, "trace", self.consumer)
+            try:
+                written += record_run(self.store, audit, declarations, self.disclose, grounds,
+                                      instant, "trace", self.consumer)
+            except _Narrowed:
+                narrowed.append(self.disclose.run(run.ident))
         self.store.flush()
+        if narrowed:
+            raise StoreError(
+                f"{self.store.path} already holds run{'s' if len(narrowed) > 1 else ''} "
+                f"{', '.join(narrowed)} with calls these inputs do not have (a trace whose "
+                "spans are in several files, fed one file at a time, or another run under the "
+                "same id): not recorded, so that nothing stored is lost; feed every input of "
+                "the run in one invocation (the other runs were recorded)")
         return written
+
+
+class _Narrowed(Exception):
+    """A run would replace a stored one and lose some of its calls."""
+
+
+def _identity(record: str) -> str:
+    """A run record without the spelling of its inputs' paths: what makes two records of one
+    run the same (``run``, ``./run`` and an absolute path name one input)."""
+    value = json.loads(record)
+    value["run"] = {k: v for k, v in value["run"].items() if k != "source"}
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _keeps_every_call(store: TraceStore, iri: str, record: str) -> None:
+    """A stored run is replaced only by one that holds every call it held (events appended
+    to its input): never by part of it."""
+    held = store.objects(iri, "runRecord", iri)
+    if not held:
+        return
+    try:
+        before = {c["key"] for c in json.loads(held[0].value)["run"]["calls"]}
+    except (ValueError, KeyError, TypeError):
+        return  # a damaged record: the new one replaces it
+    after = {c["key"] for c in json.loads(record)["run"]["calls"]}
+    if not before <= after:
+        raise _Narrowed
 
 
 def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
@@ -675,9 +784,11 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
                             ensure_ascii=False)
     else:
         record = stored_record
-    digest = _sha256(record.encode())
+    digest = _sha256(_identity(record).encode())
     key = audit_key(iri, digest, grounds)
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
+    if present and present != [digest] and stored_record is None:
+        _keeps_every_call(store, iri, record)
     if present == [digest] and store.current_audit_key(iri) == key:
         return 0  # judged so already, and that is the run's current verdict
     number = store.next_verdict()
