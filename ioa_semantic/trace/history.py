@@ -31,6 +31,7 @@ from .audit import RunAudit, audit
 from .declarations import Declarations
 from .privacy import Disclosure
 from .store import (
+    VERDICTS,
     Basis,
     Pseudonymous,
     StoreError,
@@ -40,6 +41,7 @@ from .store import (
     opaque_declarations,
     record_run,
     run_from_record,
+    term,
 )
 
 PREFIX = "trace_history_"
@@ -141,13 +143,23 @@ def stored(store: TraceStore, wanted: list[str] | None = None,
     needs the key it was stored with."""
     missing = set(wanted or ())
     out = []
-    for _, text in store.stored_runs():
-        record = json.loads(text)
-        run = run_from_record(record["run"])
+    recorded: set[str] = set()
+    for graph, text in store.stored_runs():
+        recorded.add(graph)
+        try:
+            record = json.loads(text)
+            run = run_from_record(record["run"])
+            mode: str = record["mode"]
+            if not isinstance(mode, str):
+                raise TypeError(mode)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise StoreError(
+                f"the record of run {graph.rpartition(':')[2]} in {store.path} is damaged (not "
+                "a run record of this ioa-check): no run was judged again; feed its input "
+                "again to rewrite it, or reaudit the others with --run") from None
         if wanted is not None and run.ident not in wanted:
             continue
         missing.discard(run.ident)
-        mode: str = record["mode"]
         opaque = mode.startswith("opaque:")
         if opaque:
             fingerprint = mode.removeprefix("opaque:").partition("+")[0]
@@ -163,6 +175,19 @@ def stored(store: TraceStore, wanted: list[str] | None = None,
         out.append((text, run, opaque))
     if missing:
         raise StoreError(f"{store.path} holds no run {', '.join(sorted(missing))}")
+    if wanted is None:
+        judged = {q.object.value for q in store.store.quads_for_pattern(
+            None, term("auditedRun"), None, ox.NamedNode(VERDICTS))
+            if isinstance(q.object, ox.NamedNode)}
+        lost = sorted(judged - recorded)
+        if lost:
+            # A run with verdicts but no record cannot be judged again; left out silently,
+            # its old verdict would pass for a judgment against these declarations.
+            raise StoreError(
+                f"{store.path} holds verdicts of run{'s' if len(lost) > 1 else ''} "
+                f"{', '.join(g.rpartition(':')[2] for g in lost)} but no record of "
+                f"{'them' if len(lost) > 1 else 'it'}: no run was judged again; feed "
+                "its input again, or reaudit the others with --run")
     return out
 
 
