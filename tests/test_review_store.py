@@ -301,17 +301,32 @@ def test_a_user_query_is_bounded(tmp_path: Path) -> None:
     or rows (and collects every row in memory before printing): a three-way cross product of
     a one-run store (about 10^8.8 solutions to count) runs for hours, holding the store's
     lock, so every feeder is refused meanwhile. Expected: a bound (of solutions, rows or time)
-    that stops such a query with a clear message (exit 2). The 60 s timeout is a guard, not a
+    that stops such a query with a clear message (exit 2), and releases the lock. The query
+    is given a small bound (``--timeout 1``) so that the test stays fast; the default bound
+    is checked to exist (and to agree with the library's). The 60 s timeout is a guard, not a
     measurement: the bounded query must end by itself."""
+    from ioa_semantic.cli import trace_history
+    from ioa_semantic.trace import history
+
+    assert (trace_history.TIMEOUT, trace_history.MAX_ROWS) == (history.TIMEOUT,
+                                                              history.MAX_ROWS)
+    shown = " ".join(raw(["trace", "query", "--help"], tmp_path).stdout.decode().split())
+    assert f"(default: {history.TIMEOUT:g})" in shown and f"(default: {history.MAX_ROWS})" in shown
     feed([SMOKE], tmp_path / "s", tmp_path)
     (tmp_path / "q.rq").write_text(
         "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?a ?b ?c } GRAPH ?h { ?d ?e ?f } "
         "GRAPH ?i { ?x ?y ?z } GRAPH ?j { ?k ?l ?m } }")
     try:
-        proc = raw(["trace", "query", "s", "--sparql", "q.rq"], tmp_path, timeout=60)
+        proc = raw(["trace", "query", "s", "--sparql", "q.rq", "--timeout", "1"], tmp_path,
+                   timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("trace query ran a cross product for a minute without a bound")
     assert proc.returncode == 2 and b"Traceback" not in proc.stderr
+    assert b"--timeout" in proc.stderr and proc.stdout == b""
+    assert feed([SMOKE], tmp_path / "s", tmp_path).returncode == 3  # the lock is released
+    (tmp_path / "all.rq").write_text("SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }")
+    rows = raw(["trace", "query", "s", "--sparql", "all.rq", "--max-rows", "3"], tmp_path)
+    assert rows.returncode == 2 and b"--max-rows" in rows.stderr and rows.stdout == b""
 
 
 # --- (d) privacy -------------------------------------------------------------------------------

@@ -18,7 +18,13 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from .._status import ExitStatus
-from .parsing import _instant, _parameter, _Parser
+from .parsing import _instant, _parameter, _Parser, _positive
+
+# The bounds of a --sparql query (those of ioa_semantic.trace.history, which this module does
+# not import before the trace extra is known to be installed; tests/test_review_store.py
+# checks that the two agree).
+TIMEOUT = 30.0
+MAX_ROWS = 100_000
 
 SUBCOMMANDS = ("query", "reaudit")
 FORMATS = ("json", "table")
@@ -38,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         "query", prog="ioa-check trace query",
         description="Run a named history query (or --sparql FILE) on a trace store.",
         epilog="exit status: 0 the query ran, 2 usage error (an unknown query, a missing "
-               "parameter, malformed SPARQL), 74 the store cannot be opened (another process "
+               "parameter, malformed SPARQL, a --sparql query that names SERVICE or exceeds "
+               "--timeout or --max-rows), 74 the store cannot be opened (another process "
                "holds it)")
     query.add_argument("store", metavar="DIR", nargs="?", help="the trace store")
     query.add_argument("name", metavar="NAME", nargs="?",
@@ -50,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", choices=FORMATS, default="json",
                        help="json (JSON Lines, one object per row; default) or table")
     query.add_argument("--list", action="store_true", help="list the shipped queries")
+    query.add_argument("--timeout", type=_seconds, default=TIMEOUT, metavar="SECONDS",
+                       help="end a --sparql query still running after this long (default: "
+                            f"{TIMEOUT:g})")
+    query.add_argument("--max-rows", type=_positive, default=MAX_ROWS, metavar="N",
+                       help="end a --sparql query with more rows than this (default: "
+                            f"{MAX_ROWS})")
     query.set_defaults(run=_query, parser=query)
     reaudit = commands.add_parser(
         "reaudit", prog="ioa-check trace reaudit",
@@ -76,6 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="as for ioa-check trace")
     reaudit.set_defaults(run=_reaudit, parser=reaudit)
     return parser
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < 1e9:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    return seconds
 
 
 def run(argv: Sequence[str]) -> int:
@@ -116,7 +139,7 @@ def _missing_extra() -> str | None:
 
 def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .._exceptions import ConfigurationError
-    from ..trace.history import QueryError, ask, named_queries, parameters
+    from ..trace.history import QueryError, ask, ask_bounded, named_queries, parameters
     from ..trace.store import TraceStore
 
     shipped = named_queries()
@@ -143,7 +166,11 @@ def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     given = dict(opts.param)
     if len(given) != len(opts.param):
         parser.error("--param names one variable twice")
-    answer = ask(TraceStore(opts.store, create=False), text, given, required)
+    if opts.sparql is not None:  # the user's own: bounded, and run where it can be stopped
+        answer = ask_bounded(opts.store, text, given, required, opts.timeout,
+                             opts.max_rows)
+    else:
+        answer = ask(TraceStore(opts.store, create=False), text, given, required)
     if opts.format == "json":
         for row in answer.rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")

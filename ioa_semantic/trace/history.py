@@ -83,17 +83,21 @@ def named_queries() -> dict[str, NamedQuery]:
 
 
 def _value(value: Any) -> Any:
-    """A result term as plain JSON: numbers and booleans as such, everything else its text."""
+    """A result term as plain JSON: numbers and booleans as such, everything else its text
+    (an ill-typed number, ``"abc"^^xsd:integer``, its lexical form)."""
     if value is None:
         return None
     if isinstance(value, ox.Literal):
         datatype = value.datatype.value.rpartition("#")[2]
-        if datatype in ("integer", "long", "int", "nonNegativeInteger"):
-            return int(value.value)
+        try:
+            if datatype in ("integer", "long", "int", "nonNegativeInteger"):
+                return int(value.value)
+            if datatype in ("double", "float"):
+                return float(value.value)
+        except ValueError:
+            return value.value
         if datatype == "boolean":
             return value.value == "true"
-        if datatype in ("double", "float"):
-            return float(value.value)
         return value.value
     return value.value if hasattr(value, "value") else str(value)
 
@@ -103,28 +107,183 @@ class Answer(NamedTuple):
     rows: list[dict[str, Any]]
 
 
-def ask(store: TraceStore, text: str, given: dict[str, str],
-        required: dict[str, str] | None = None) -> Answer:
-    """Run ``text`` on ``store`` with the parameters ``given``; every ``required`` one must be."""
+# The bounds of a user's query (``--sparql``), the defaults of ``trace query --timeout`` and
+# ``--max-rows``: a query of one's own can ask for a cross product of the whole store.
+TIMEOUT = 30.0
+MAX_ROWS = 100_000
+
+_SERVICE = re.compile("service", re.IGNORECASE)
+_NAME_CHARS = 200  # a longer word before "service" is not taken for a variable's name
+
+
+def _checked(given: dict[str, str], required: dict[str, str] | None) -> None:
     missing = sorted(set(required or {}) - set(given))
     if missing:
         raise QueryError("the query needs " + ", ".join(
             f"--param {name}=VALUE ({(required or {})[name]})" for name in missing))
+    for name in given:
+        try:
+            ox.Variable(name)
+        except ValueError:
+            raise QueryError(f"--param {name!r}: {name!r} is not a SPARQL variable name "
+                             "(letters, digits and _)") from None
+
+
+def refuse_service(text: str) -> None:
+    """Refuse a query that can reach another endpoint (SPARQL ``SERVICE``), before it runs.
+
+    Oxigraph follows ``SERVICE <IRI>`` to any host, and it offers neither a way to turn that
+    off nor the query's algebra. So every occurrence of the word, in any case, that is not
+    the tail of a variable's name (``?service``) is replaced by ``%25%25%25``, which is a
+    syntax error wherever a keyword can stand (``%`` is code only inside a prefixed name's
+    local part, which no keyword can begin) and harmless in a string, a comment or an IRI
+    (``~``, for one, would not do: SPARQL 1.2 reifiers), and Oxigraph parses the result (an
+    empty in-memory store, nothing read): if it still parses, each occurrence was text,
+    never the keyword. The parser decides, not a lexer of
+    ours, so no spelling can slip through (``1SERVICE``, a ``<`` that is an operator, not an
+    IRI); a query whose strings mention the word parses as before."""
+    spans = [m.span() for m in _SERVICE.finditer(text) if not _in_variable(text, m.start())]
+    if not spans:
+        return
+    probe, at = [], 0
+    for start, end in spans:
+        probe.append(text[at:start] + "%25%25%25")
+        at = end
+    probe.append(text[at:])
+    try:
+        ox.Store().query("".join(probe))
+    except SyntaxError:
+        raise QueryError(
+            "the query is refused: it names SERVICE (a request to another SPARQL endpoint), "
+            "or it is not SPARQL; trace query reads the store only and makes no request",
+        ) from None
+    except (OSError, RuntimeError, ValueError):
+        pass  # it parsed: evaluating it on the empty store is no concern of this check
+
+
+def _in_variable(text: str, start: int) -> bool:
+    """Whether the word at ``start`` continues a variable's name (``?service``, ``$my_service``);
+    a variable's name is one token, so no keyword can begin inside it."""
+    index = start
+    while index > 0 and start - index < _NAME_CHARS and (
+            text[index - 1].isalnum() or text[index - 1] in "_\u00b7"):
+        index -= 1
+    return index > 0 and start - index < _NAME_CHARS and text[index - 1] in "?$"
+
+
+def ask(store: TraceStore, text: str, given: dict[str, str],
+        required: dict[str, str] | None = None, max_rows: int | None = None) -> Answer:
+    """Run ``text`` on ``store`` with the parameters ``given``; every ``required`` one must be.
+    More than ``max_rows`` rows is a :class:`QueryError`."""
+    _checked(given, required)
     try:
         result = store.query(text, given)
     except SyntaxError as exc:
         raise QueryError(f"the query is not SPARQL: {str(exc).splitlines()[0]}") from None
-    except (OSError, RuntimeError) as exc:  # evaluation errors, a parameter not selected
-        raise QueryError(f"the query cannot be evaluated: {exc}") from None
+    except (OSError, RuntimeError, ValueError) as exc:  # evaluation errors, a parameter
+        raise QueryError(f"the query cannot be evaluated: {exc}") from None  # not selected
     if isinstance(result, bool | ox.QueryBoolean):
         return Answer(("ask",), [{"ask": bool(result)}])
     if isinstance(result, ox.QuerySolutions):
         variables = tuple(v.value for v in result.variables)
-        rows = [{name: _value(row[name]) for name in variables} for row in result]
-        return Answer(variables, rows)
-    names = ("subject", "predicate", "object")  # CONSTRUCT and DESCRIBE: triples
-    return Answer(names, [dict(zip(names, (_value(t.subject), _value(t.predicate),
-                                           _value(t.object)), strict=True)) for t in result])
+    else:
+        variables = ("subject", "predicate", "object")  # CONSTRUCT and DESCRIBE: triples
+    rows: list[dict[str, Any]] = []
+    try:  # the rows are evaluated as they are read: their errors come here
+        for item in result:
+            if max_rows is not None and len(rows) == max_rows:
+                raise QueryError(f"the query has more than {max_rows} rows (--max-rows); "
+                                 "nothing was printed")
+            if isinstance(result, ox.QuerySolutions):
+                rows.append({name: _value(item[name]) for name in variables})
+            else:
+                rows.append(dict(zip(variables, (_value(item.subject), _value(item.predicate),
+                                                 _value(item.object)), strict=True)))
+    except (OSError, RuntimeError, ValueError, SyntaxError) as exc:
+        raise QueryError(f"the query cannot be evaluated: {exc}") from None
+    return Answer(variables, rows)
+
+
+def ask_bounded(path: str, text: str, given: dict[str, str],
+                required: dict[str, str] | None = None, timeout: float = TIMEOUT,
+                max_rows: int = MAX_ROWS) -> Answer:
+    """A user's query on the store at ``path``: refused if it names ``SERVICE``, else run in
+    a child process that opens the store, so that a query still running after ``timeout``
+    seconds is ended (SIGKILL: Oxigraph cannot interrupt a query in-process), and with it
+    the store's lock; more than ``max_rows`` rows ends it too. Either is a
+    :class:`QueryError` and nothing is printed."""
+    import os
+    import selectors
+    import subprocess
+    import sys
+    import time
+
+    _checked(given, required)
+    refuse_service(text)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    request = json.dumps({"store": path, "text": text, "given": given, "max_rows": max_rows})
+    child = subprocess.Popen(
+        [sys.executable, "-c", "from ioa_semantic.trace.history import _child; _child()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        child.stdin.write(request.encode())
+        child.stdin.close()
+        deadline = time.monotonic() + timeout
+        chunks = []
+        with selectors.DefaultSelector() as selector:
+            selector.register(child.stdout, selectors.EVENT_READ)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    raise QueryError(f"the query did not finish within {timeout:g} s "
+                                     "(--timeout); it was stopped and nothing was printed")
+                chunk = os.read(child.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        child.stdout.close()
+    try:
+        reply = json.loads(b"".join(chunks))
+    except ValueError:
+        raise QueryError(f"the query ended without an answer (its process exited with status "
+                         f"{child.returncode})") from None
+    if "error" in reply:
+        if reply.get("kind") == "unavailable":
+            from .store import StoreUnavailable
+
+            raise StoreUnavailable(reply["error"])
+        raise QueryError(reply["error"])
+    return Answer(tuple(reply["variables"]), reply["rows"])
+
+
+def _child() -> None:
+    """The child process of :func:`ask_bounded`: a request on stdin, one JSON reply on
+    stdout (the answer, or the error a usage error or an unavailable store is told by)."""
+    import sys
+
+    from .store import StoreUnavailable
+
+    request = json.loads(sys.stdin.read())
+    reply: dict[str, Any]
+    try:
+        answer = ask(TraceStore(request["store"], create=False), request["text"],
+                     request["given"], None, request["max_rows"])
+        reply = {"variables": answer.variables, "rows": answer.rows}
+    except StoreUnavailable as exc:
+        reply = {"error": str(exc), "kind": "unavailable"}
+    except ConfigurationError as exc:
+        reply = {"error": str(exc), "kind": "usage"}
+    except Exception as exc:  # told to the parent: never a traceback
+        reply = {"error": f"the query cannot be evaluated: {exc}", "kind": "usage"}
+    sys.stdout.write(json.dumps(reply, ensure_ascii=False))
+    sys.stdout.flush()
 
 
 # --- reaudit ------------------------------------------------------------------------------------
