@@ -685,7 +685,9 @@ def _unused(problem: list[Any]) -> bool:
 
 def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Disclosure,
               problems: list[Finding], skipped: int) -> Run:
-    links = _SpanLinks(sorted(raws, key=lambda c: (c["first"], c["key"])))
+    # In the order the calls started (then by span id), not as the exporter batched them: the
+    # same trace reads the same however its spans were cut into requests.
+    links = _SpanLinks(sorted(raws, key=_started))
     ordered, by_id = links.ordered, links.by_id
     findings = list(problems)
     for cycle in links.cycles:
@@ -748,6 +750,11 @@ def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Dis
         records=(), findings=tuple(findings), skipped=skipped, readable=True, unit="spans",
         definitions={agent: dict(sorted(tools.items())) for agent, tools in sorted(
             definitions.items())})
+
+
+def _started(call: dict[str, Any]) -> tuple[int, Decimal, str]:
+    start = call.get("start")
+    return (0, Decimal(start), call["key"]) if start is not None else (1, Decimal(0), call["key"])
 
 
 # Spans that are links only: nesting passes through them, and no call is made of them.
