@@ -271,7 +271,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("trace.call-conflict", None, "5.4",
      "a call started, ended or attributed more than once, inconsistently"),
     ("trace.shapes-not-run", None, "5.4",
-     "the run has more calls than the SHACL check takes on within the time bound"),
+     "the run's calls exceed what earlier runs left of the invocation's --max-shape-calls "
+     "bound"),
     ("trace.shape", None, "5.4",
      "the trace's knowledge graph breaks a rule of the oxp-ontology SHACL shapes"),
 )

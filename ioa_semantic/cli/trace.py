@@ -66,8 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--emit-kg", metavar="FILE",
                         help="write the knowledge graph: " + ", ".join(GRAPH_SUFFIXES))
     parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text (default) or json (JSON Lines: one line per run, then a "
-                             "summary)")
+                        help="text (default) or json (JSON Lines: one line per agent, then "
+                             "the run's summary)")
     parser.add_argument("--include-content", action="store_true",
                         help="copy prompts, inputs and outputs into the report "
                              "(default: digests and character counts only)")
@@ -172,8 +172,9 @@ def _disclosure(opts: argparse.Namespace) -> Disclosure:
                                      f"{exc.strerror}") from None
         if not key:
             raise ConfigurationError(f"--opaque-key {opts.opaque_key} is empty")
-    elif os.environ.get("IOA_CHECK_OPAQUE_KEY"):
-        key = os.environ["IOA_CHECK_OPAQUE_KEY"].encode()
+    elif os.environb.get(b"IOA_CHECK_OPAQUE_KEY"):
+        # The key's bytes as the environment holds them (random bytes are no UTF-8).
+        key = os.environb[b"IOA_CHECK_OPAQUE_KEY"]
     return Disclosure.opaque(key, opts.include_content)
 
 
@@ -293,7 +294,7 @@ def _feed(opts: argparse.Namespace, disclose: Disclosure) -> Feed:
     """The ``--store`` being fed (its lock taken), with the cursor of ``--consumer``."""
     from ..trace.store import DEFAULT_CONSUMER, Feed
 
-    stable = bool(opts.opaque_key or os.environ.get("IOA_CHECK_OPAQUE_KEY"))
+    stable = bool(opts.opaque_key or os.environb.get(b"IOA_CHECK_OPAQUE_KEY"))
     return Feed(opts.store, opts.consumer if opts.consumer is not None else DEFAULT_CONSUMER,
                 disclose, stable)
 

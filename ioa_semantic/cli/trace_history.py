@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Judge the stored runs again against new declarations, without reading "
                     "their event files; the new verdicts are recorded beside the old.",
         epilog="exit status: as ioa-check trace (0 compatible, 1 incompatible, 3 "
-               "indeterminate, 2 usage error, 74 the store cannot be opened or written)")
+               "indeterminate, 2 usage error, 70 internal error, 74 the store cannot be "
+               "opened or written)")
     reaudit.add_argument("store", metavar="DIR", help="the trace store")
     reaudit.add_argument("--manifests", metavar="DIR", help="as for ioa-check trace")
     reaudit.add_argument("--registrations", action="append", default=[], metavar="PATH",
@@ -254,8 +255,8 @@ def _key(path: str | None) -> bytes | None:
     from .._exceptions import ConfigurationError
 
     if path is None:
-        value = os.environ.get("IOA_CHECK_OPAQUE_KEY")
-        return value.encode() if value else None
+        # The key's bytes as the environment holds them (random bytes are no UTF-8).
+        return os.environb.get(b"IOA_CHECK_OPAQUE_KEY") or None
     try:
         with open(path, "rb") as handle:
             key = handle.read()

@@ -64,6 +64,16 @@ def parameters(text: str) -> dict[str, str]:
     return {m.group(1): m.group(2).strip() for m in _PARAMETER.finditer(text)}
 
 
+def _first_clause(text: str) -> str:
+    """A comment's first clause: up to its first ": " or ". " outside parentheses."""
+    depth = 0
+    for at, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and char in ":." and text[at + 1:at + 2] in (" ", ""):
+            return text[:at]
+    return text
+
+
 def named_queries() -> dict[str, NamedQuery]:
     """The shipped history queries, by name (``runs``, ``undeclared_uses``, ...)."""
     out = {}
@@ -76,7 +86,7 @@ def named_queries() -> dict[str, NamedQuery]:
             if not line.startswith("#") or line.startswith("#param"):
                 break
             comments.append(line.lstrip("# ").strip())
-        summary = " ".join(comments).split(": ")[0].split(". ")[0]
+        summary = _first_clause(" ".join(comments))
         name = stem.removeprefix(PREFIX)
         out[name] = NamedQuery(name, summary, parameters(text), text)
     return out

@@ -454,18 +454,27 @@ def basis(declarations: Declarations, disclose: Disclosure, manifests: str | Non
         # name stands for the bytes of this ioa-check, which the audit key names).
         files.append(("profile", disclose.path(profile), _file_digest(profile)))
     files.sort()
+    # Files are named from the --manifests folder (others by their real path), so that ``man``
+    # and ``./man/``, or another working folder, name the same files.
+    root = os.path.realpath(manifests) if manifests else None
+    if root is not None and not os.path.isdir(root):
+        root = os.path.dirname(root)
+
+    def named(path: str) -> str:
+        real = os.path.realpath(path)
+        return os.path.relpath(real, root) if root is not None and path in paths else real
+
     revision = None
     if read is not None and manifests:
-        # The revision is the manifests' bytes, each file named from the folder given, so
-        # that ``man`` and ``./man/`` (or another working folder) are one revision.
-        root = os.path.realpath(manifests)
-        root = root if os.path.isdir(root) else os.path.dirname(root)
-        named = sorted((os.path.relpath(os.path.realpath(p), root), _file_digest(p))
-                       for p in paths)
-        revision = _sha256(json.dumps(named).encode())
-    # What the verdict is judged against, by content: the files' digests under their roles,
-    # not the spelling of their paths.
-    contents = sorted((role, digest or shown) for role, shown, digest in files)
+        # The revision is the manifests' bytes (a file that cannot be read, by its name).
+        revision = _sha256(json.dumps(sorted((named(p), _file_digest(p)) for p in paths)).encode())
+    # What the verdict is judged against, by content: the files' digests under their roles
+    # (a file that cannot be read by its name from the folder given), never the spelling of
+    # their paths.
+    contents = sorted(
+        [("manifest", _file_digest(p) or f"unreadable:{named(p)}") for p in paths]
+        + [(role, digest or f"unreadable:{shown}") for role, shown, digest in files
+           if role != "manifest"])
     return Basis(tuple(files), profile, disclose.path(manifests) if manifests else None,
                  revision, _sha256(json.dumps([contents, profile if not (
                      profile and os.path.isfile(profile)) else "file"]).encode()))
