@@ -108,24 +108,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="longest event line read (default: 16 MiB)")
 
 
-def _missing_extra() -> str | None:
-    """The first module of the trace extra that cannot be imported, if any."""
+def extra_missing() -> bool:
+    """Whether a module of the trace extra cannot be imported; if so, it is said on stderr
+    (``ioa-check trace`` and its history commands exit 2 then)."""
     import importlib
 
     for module in _EXTRA:
         try:
             importlib.import_module(module)
         except ImportError:
-            return module
-    return None
+            print(f"ioa-check trace: needs the trace extra ({module} is not installed): "
+                  "pip install 'ioa-semantic[trace]'", file=sys.stderr)
+            return True
+    return False
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``ioa-check trace PATH...``; the contract's exit status."""
-    missing = _missing_extra()
-    if missing is not None:
-        print(f"ioa-check trace: needs the trace extra ({missing} is not installed): "
-              "pip install 'ioa-semantic[trace]'", file=sys.stderr)
+    if extra_missing():
         return 2
 
     from .._exceptions import ConfigurationError

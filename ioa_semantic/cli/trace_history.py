@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from .._status import ExitStatus
 from .parsing import _instant, _parameter, _Parser, _positive
+from .trace import extra_missing
 
 # The bounds of a --sparql query (those of ioa_semantic.trace.history, which this module does
 # not import before the trace extra is known to be installed; tests/test_review_store.py
@@ -28,7 +29,6 @@ MAX_ROWS = 100_000
 
 SUBCOMMANDS = ("query", "reaudit")
 FORMATS = ("json", "table")
-_EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
 def wants(argv: Sequence[str]) -> bool:
@@ -105,10 +105,7 @@ def _seconds(value: str) -> float:
 def run(argv: Sequence[str]) -> int:
     parser = build_parser()
     opts = parser.parse_args(list(argv))
-    missing = _missing_extra()
-    if missing is not None:
-        print(f"ioa-check trace: needs the trace extra ({missing} is not installed): "
-              "pip install 'ioa-semantic[trace]'", file=sys.stderr)
+    if extra_missing():
         return ExitStatus.USAGE
     from .._exceptions import ConfigurationError
     from ..trace.store import StoreUnavailable
@@ -122,17 +119,6 @@ def run(argv: Sequence[str]) -> int:
     except StoreUnavailable as exc:
         print(f"ioa-check trace {opts.history}: {exc}", file=sys.stderr)
         return ExitStatus.ENVIRONMENT
-
-
-def _missing_extra() -> str | None:
-    import importlib
-
-    for module in _EXTRA:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            return module
-    return None
 
 
 # --- query --------------------------------------------------------------------------------------
