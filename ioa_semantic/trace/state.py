@@ -95,16 +95,22 @@ class Cursor:
 
     def restore(self, source: Source, fold: Fold) -> tuple[int, int, Any]:
         """Fold the checkpoints of ``source`` back; the line number, offset and prefix hasher."""
-        hasher = hashlib.sha256()
         position = self.positions.get(source.key)
         if position is None:
-            return 0, 0, hasher
+            return 0, 0, hashlib.sha256()
         for delta in self.deltas[source.key]:
             fold.restore(delta)
+        hasher = self.same_prefix(source, position["offset"], position["sha256"])
+        return position["seq"], position["offset"], hasher
+
+    def same_prefix(self, source: Source, offset: int, sha256: str) -> Any:
+        """The SHA-256 of the first ``offset`` bytes of ``source``'s stream, which must be
+        ``sha256`` (the input was appended to, not rewritten), as a hasher to go on with."""
         assert source.stream is not None
+        hasher = hashlib.sha256()
+        remaining = offset
         try:
             with open(source.stream, "rb") as handle:
-                remaining = position["offset"]
                 while remaining:
                     chunk = handle.read(min(remaining, 1 << 20))
                     if not chunk:
@@ -113,11 +119,15 @@ class Cursor:
                     remaining -= len(chunk)
         except OSError as exc:
             raise StateError(f"{source.given}: cannot be read again: {exc.strerror}") from None
-        if remaining or hasher.hexdigest() != position["sha256"]:
-            raise StateError(
-                f"{source.given} no longer begins with the {position['offset']} bytes the state "
-                f"{self.path} consumed (rewritten, not appended to); remove the state to start over")
-        return position["seq"], position["offset"], hasher
+        if remaining or hasher.hexdigest() != sha256:
+            raise self.rewritten(source, offset)
+        return hasher
+
+    def rewritten(self, source: Source, offset: int) -> ConfigurationError:
+        """The error for an input that no longer begins with what was consumed of it."""
+        return StateError(
+            f"{source.given} no longer begins with the {offset} bytes the state "
+            f"{self.path} consumed (rewritten, not appended to); remove the state to start over")
 
     def checkpoint(self, source: Source, seq: int, offset: int, sha256: str,
                    delta: dict[str, Any]) -> None:

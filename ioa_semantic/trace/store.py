@@ -54,7 +54,7 @@ from .declarations import Declarations
 from .events import Call, Fold, Run, Source
 from .graph import IOAT, quads
 from .privacy import IRI_BASE, Disclosure
-from .state import Cursor, StateError
+from .state import Cursor
 
 STORE_VERSION = 1
 DEFAULT_CONSUMER = "ioa-check-trace"
@@ -530,42 +530,18 @@ class StoreCursor(Cursor):
                                           "sha256": last["prefixSha256"]}
             self.deltas[source.key] = [json.loads(c["delta"]) for c in checkpoints]
         elif checkpoints:
-            # Without the fold the input is read again from its start; it must still begin
-            # with what was consumed, or its checkpoints would be written over.
-            self._same_prefix(source, int(checkpoints[-1]["offset"]),
-                              checkpoints[-1]["prefixSha256"])
-        # Without the fold (opaque references only), the input is read again from its start;
-        # its checkpoints are then written again, the very same nodes.
-        try:
-            return super().restore(source, fold)
-        except StateError as exc:
-            if "no longer begins with" not in str(exc):
-                raise
-            position = self.positions[source.key]
-            raise StoreError(
-                f"{source.given} no longer begins with the {position['offset']} bytes consumer "
-                f"{self.consumer!r} consumed into {self.path} (rewritten, not appended to): "
-                "feed it under another --consumer") from None
+            # Without the fold (opaque references only) the input is read again from its
+            # start, its checkpoints written again, the very same nodes: it must still begin
+            # with what was consumed, or they would be written over.
+            self.same_prefix(source, int(checkpoints[-1]["offset"]),
+                             checkpoints[-1]["prefixSha256"])
+        return super().restore(source, fold)
 
-    def _same_prefix(self, source: Source, offset: int, sha256: str) -> None:
-        assert source.stream is not None
-        hasher = hashlib.sha256()
-        remaining = offset
-        try:
-            with open(source.stream, "rb") as handle:
-                while remaining:
-                    chunk = handle.read(min(remaining, 1 << 20))
-                    if not chunk:
-                        break
-                    hasher.update(chunk)
-                    remaining -= len(chunk)
-        except OSError as exc:
-            raise StateError(f"{source.given}: cannot be read again: {exc.strerror}") from None
-        if remaining or hasher.hexdigest() != sha256:
-            raise StoreError(
-                f"{source.given} no longer begins with the {offset} bytes consumer "
-                f"{self.consumer!r} consumed into {self.path} (rewritten, not appended to): "
-                "feed it under another --consumer")
+    def rewritten(self, source: Source, offset: int) -> ConfigurationError:
+        return StoreError(
+            f"{source.given} no longer begins with the {offset} bytes consumer "
+            f"{self.consumer!r} consumed into {self.path} (rewritten, not appended to): "
+            "feed it under another --consumer")
 
     def checkpoint(self, source: Source, seq: int, offset: int, sha256: str,
                    delta: dict[str, Any]) -> None:
