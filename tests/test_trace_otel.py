@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-import signal
 import subprocess
-import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is not in
 
 import otel_agents
 from support import IOA_CHECK
+from test_trace_state import kill_at_checkpoints
 
 LAYOUTS = ("otlp.jsonl", "otlp-collector.json", "events.jsonl")
 UNDECLARED_SPAN = "00f067aa0ba9020b"
@@ -160,18 +159,9 @@ def test_state_over_otlp_resumes_after_sigkill_to_the_same_result(traced: Path,
     reference = trace(tmp_path, *base)
     assert reference.returncode == 1, reference.stderr
     state = tmp_path / "state"
-    kills = []
-    for target in (1, 20, 50, 80, 100):  # checkpoints (of 120) before each kill
-        proc = subprocess.Popen([IOA_CHECK, "trace", *base, "--state", "state"], cwd=tmp_path,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
-            if state.exists() and state.read_bytes().count(b"\n") > target:
-                proc.send_signal(signal.SIGKILL)
-                kills.append(target)
-                break
-            time.sleep(0.001)
-        proc.wait(timeout=60)
+    # Checkpoints (of 120) before each kill.
+    kills = kill_at_checkpoints([IOA_CHECK, "trace", *base, "--state", "state"], tmp_path,
+                                state, (1, 20, 50, 80, 100))
     finished = trace(tmp_path, *base, "--state", "state")
     assert finished.returncode == 1
     assert finished.stdout == reference.stdout

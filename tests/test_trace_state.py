@@ -128,6 +128,26 @@ def _triples(path: Path) -> set[tuple[str, str, str]]:
     return {(str(s), str(p), str(o)) for s, p, o in graph}
 
 
+def kill_at_checkpoints(command: list[str], cwd: Path, state: Path,
+                        targets: tuple[int, ...]) -> list[int]:
+    """Run ``command`` once per target and SIGKILL it once ``state`` holds more than that
+    many lines (checkpoints); the targets at which it was killed (a run that finished first
+    is not)."""
+    kills = []
+    for target in targets:
+        proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if state.exists() and state.read_bytes().count(b"\n") > target:
+                proc.send_signal(signal.SIGKILL)
+                kills.append(target)
+                break
+            time.sleep(0.002)
+        proc.wait(timeout=60)
+    return kills
+
+
 def test_killed_with_sigkill_at_several_points_it_resumes_to_the_same_result(
         tmp_path: Path) -> None:
     _long_stream(tmp_path / "events.jsonl", 10)
@@ -138,18 +158,8 @@ def test_killed_with_sigkill_at_several_points_it_resumes_to_the_same_result(
     state = tmp_path / "state"
     resumable = [IOA_CHECK, "trace", *map(str, base), "--state", "state", "--emit-kg", "kg.ttl",
                  "--no-shapes"]
-    kills = []
-    for target in (1, 40, 90, 170, 260, 330):  # checkpoints (of 386) before each kill
-        proc = subprocess.Popen(resumable, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
-            if state.exists() and state.read_bytes().count(b"\n") > target:
-                proc.send_signal(signal.SIGKILL)
-                kills.append(target)
-                break
-            time.sleep(0.002)
-        proc.wait(timeout=60)
+    # Checkpoints (of 386) before each kill.
+    kills = kill_at_checkpoints(resumable, tmp_path, state, (1, 40, 90, 170, 260, 330))
     assert len(kills) >= 4, f"the run finished before it could be interrupted: {kills}"
     assert not (tmp_path / "kg.ttl").exists()  # nothing is written before the end
     finished = trace([*base, "--state", "state", "--emit-kg", "kg.ttl"], tmp_path)
