@@ -444,7 +444,8 @@ def basis(declarations: Declarations, disclose: Disclosure, manifests: str | Non
             if declaration.source:
                 paths.add(declaration.source)
             paths.update(declaration.tools.values())
-        files.extend(("manifest", disclose.path(p), _file_digest(p)) for p in sorted(paths))
+    digests = {p: _file_digest(p) for p in paths}  # each manifest file read once
+    files.extend(("manifest", disclose.path(p), digests[p]) for p in sorted(paths))
     for given in registrations:
         files.extend(("registrations", disclose.path(p), _file_digest(p)) for p in _walk(given))
     if bindings:
@@ -467,12 +468,12 @@ def basis(declarations: Declarations, disclose: Disclosure, manifests: str | Non
     revision = None
     if read is not None and manifests:
         # The revision is the manifests' bytes (a file that cannot be read, by its name).
-        revision = _sha256(json.dumps(sorted((named(p), _file_digest(p)) for p in paths)).encode())
+        revision = _sha256(json.dumps(sorted((named(p), digests[p]) for p in paths)).encode())
     # What the verdict is judged against, by content: the files' digests under their roles
     # (a file that cannot be read by its name from the folder given), never the spelling of
     # their paths.
     contents = sorted(
-        [("manifest", _file_digest(p) or f"unreadable:{named(p)}") for p in paths]
+        [("manifest", digests[p] or f"unreadable:{named(p)}") for p in paths]
         + [(role, digest or f"unreadable:{shown}") for role, shown, digest in files
            if role != "manifest"])
     return Basis(tuple(files), profile, disclose.path(manifests) if manifests else None,
@@ -733,15 +734,14 @@ class _Narrowed(Exception):
     """A run would replace a stored one and lose some of its calls."""
 
 
-def _identity(record: str) -> str:
+def _identity(record: dict[str, Any]) -> str:
     """A run record without the spelling of its inputs' paths: what makes two records of one
     run the same (``run``, ``./run`` and an absolute path name one input)."""
-    value = json.loads(record)
-    value["run"] = {k: v for k, v in value["run"].items() if k != "source"}
-    return json.dumps(value, ensure_ascii=False)
+    run = {k: v for k, v in record["run"].items() if k != "source"}
+    return json.dumps({**record, "run": run}, ensure_ascii=False)
 
 
-def _keeps_every_call(store: TraceStore, iri: str, record: str) -> None:
+def _keeps_every_call(store: TraceStore, iri: str, calls: list[dict[str, Any]]) -> None:
     """A stored run is replaced only by one that holds every call it held (events appended
     to its input): never by part of it."""
     held = store.objects(iri, "runRecord", iri)
@@ -751,7 +751,7 @@ def _keeps_every_call(store: TraceStore, iri: str, record: str) -> None:
         before = {c["key"] for c in json.loads(held[0].value)["run"]["calls"]}
     except (ValueError, KeyError, TypeError):
         return  # a damaged record: the new one replaces it
-    after = {c["key"] for c in json.loads(record)["run"]["calls"]}
+    after = {c["key"] for c in calls}
     if not before <= after:
         raise _Narrowed
 
@@ -764,16 +764,17 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     iri = disclose.run_iri(run.ident)
     if stored_record is None:
         kept = opaque_run(run, disclose) if disclose.key is not None else run
+        value: dict[str, Any] = {"mode": mode_of(disclose), "run": run_record(kept)}
         # Key order is kept (not sorted): reports list members in the order the fold made them.
-        record = json.dumps({"mode": mode_of(disclose), "run": run_record(kept)},
-                            ensure_ascii=False)
+        record = json.dumps(value, ensure_ascii=False)
     else:
         record = stored_record
-    digest = _sha256(_identity(record).encode())
+        value = json.loads(record)
+    digest = _sha256(_identity(value).encode())
     key = audit_key(iri, digest, grounds)
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
     if present and present != [digest] and stored_record is None:
-        _keeps_every_call(store, iri, record)
+        _keeps_every_call(store, iri, value["run"]["calls"])
     if present == [digest] and store.current_audit_key(iri) == key:
         return 0  # judged so already, and that is the run's current verdict
     number = store.next_verdict()
