@@ -148,11 +148,10 @@ class Checker:
         # The part of each artifact's dependency entry that no check changes.
         self._artifact_entries = tuple(
             {"artifactId": a.id or None, "revision": a.revision or None, "sha256": a.digest,
-             "validUntil": _instant(a.valid_until),
+             **a.limits(),
              # Who signed it, as its proof says (None: unsigned); whether that was accepted
              # is in the evidence or the exclusions.
-             "verificationMethod": a.proof.method or None if a.proof else None,
-             "proofExpires": _instant(a.proof.expires) if a.proof else None}
+             "verificationMethod": a.proof.method or None if a.proof else None}
             for a in self.artifacts)
         # What every decision of this Checker depends on, whatever the envelope (rule 15).
         self._fixed_dependencies = {
@@ -283,8 +282,7 @@ class Checker:
         if self._cache_size <= 0 or isinstance(envelope, dict) or self.retrieval_enabled:
             return None
         data = envelope.encode("utf-8", "surrogatepass") if isinstance(envelope, str) else envelope
-        validity = tuple((a.valid_until is not None and at >= a.valid_until,
-                          _proof_expired(a, at)) for a in self.artifacts)
+        validity = tuple(a.validity_at(at) for a in self.artifacts)
         return (hashlib.sha256(data).digest(), tuple(sorted(params.items())), validity)
 
     def _decide(self, envelope: EnvelopeInput, params: dict[str, str], at: datetime,
@@ -381,8 +379,7 @@ class Checker:
             "profile": self._fixed_dependencies["profile"],
             "ontology": dict(ontology),
             "artifacts": [
-                {**entry, "expiredAtEvaluation": bool(a.valid_until and at >= a.valid_until),
-                 "proofExpiredAtEvaluation": _proof_expired(a, at)}
+                {**entry, **dict(zip(_POSITIONS, a.validity_at(at), strict=True))}
                 for a, entry in zip(self.artifacts, self._artifact_entries, strict=True)
             ],
             "capabilities": self._fixed_dependencies["capabilities"],
@@ -390,14 +387,14 @@ class Checker:
         }
 
 
+# The evaluation instant's position against each validity limit, as Artifact.validity_at
+# orders them.
+_POSITIONS = ("notYetValidAtEvaluation", "expiredAtEvaluation", "proofNotYetValidAtEvaluation",
+              "proofExpiredAtEvaluation")
+
+
 def _instant(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
-def _proof_expired(artifact: Artifact, at: datetime) -> bool:
-    """Whether the artifact's proof expires at or before ``at`` (a validity limit, rule 15)."""
-    expires = artifact.proof.expires if artifact.proof is not None else None
-    return expires is not None and at >= expires
 
 
 def _weight(decision: Decision) -> int:

@@ -185,6 +185,10 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("alignment.not-offered", INDETERMINATE, "7.2", "alignmentRef names an artifact not offered"),
     ("alignment.untrusted", None, "7.2", "an artifact excluded: issuer not trusted by the profile"),
     ("alignment.expired", None, "7.2", "an artifact excluded: expired at the evaluation instant"),
+    ("alignment.not-yet-valid", None, "7.2",
+     "an artifact excluded: its validFrom lies after the evaluation instant"),
+    ("alignment.unknown-member", None, "7.2",
+     "an artifact carries a member this checker does not define: reported, never used"),
     ("alignment.inapplicable", None, "7.3",
      "an artifact excluded: versions, capabilities, direction or conditions do not cover the task"),
     ("alignment.malformed", None, "7.2", "an artifact excluded: malformed"),
@@ -212,6 +216,9 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "signing)"),
     ("alignment.proof-expired", None, "7.2",
      "an artifact excluded: its proof expires at or before the evaluation instant"),
+    ("alignment.proof-not-yet-valid", None, "7.2",
+     "an artifact excluded: its proof was created after the evaluation instant, so it is no "
+     "evidence at that instant"),
     ("alignment.local-selection", None, "7.3",
      "the profile's selection rule chose one mapping; the peer's agreement is not established"),
     # retrieval.: remote resources

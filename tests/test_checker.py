@@ -75,6 +75,31 @@ def test_cache_is_missed_when_the_instant_passes_a_validity_limit() -> None:
     assert checker.check(envelope, params=params, at=later).verdict is Verdict.INDETERMINATE
 
 
+NOT_YET_VALID = Path(__file__).parent / "cases" / "compatibility" / "valid-from-at-the-instant"
+
+
+def test_every_validity_limit_is_a_dependency_and_keys_the_cache() -> None:
+    """Rule 15 and 7.2: validFrom is evaluated before use, recorded among the dependencies
+    with the instant's side of it, and a cached decision from before it is never reused
+    after it (nor the other way round)."""
+    checker = Checker("cs-translation", capabilities=[NOT_YET_VALID / "provider.jsonld"],
+                      alignments=[NOT_YET_VALID / "align0.json"])
+    envelope = (NOT_YET_VALID / "envelope.jsonld").read_bytes()
+    params = {"sourceLang": "zh", "targetLang": "en"}
+    valid_from = datetime(2026, 9, 1, tzinfo=UTC)
+    before = checker.check(envelope, params=params, at=AT)
+    at_start = checker.check(envelope, params=params, at=valid_from)
+    again = checker.check(envelope, params=params, at=AT)
+    assert (before.verdict, at_start.verdict, again.verdict) == (
+        Verdict.INDETERMINATE, Verdict.COMPATIBLE, Verdict.INDETERMINATE)
+    [entry] = before.dependencies["artifacts"]
+    assert entry["validFrom"] == "2026-09-01T00:00:00Z"
+    assert entry["validUntil"] == "2026-12-31T00:00:00Z"
+    assert (entry["proofCreated"], entry["proofExpires"]) == (None, None)
+    assert entry["notYetValidAtEvaluation"] and not entry["expiredAtEvaluation"]
+    assert not at_start.dependencies["artifacts"][0]["notYetValidAtEvaluation"]
+
+
 @needs_shared
 def test_cache_is_missed_when_a_task_parameter_changes() -> None:
     checker = Checker("cs-translation", capabilities=[CASE_121 / "provider.jsonld"],

@@ -576,7 +576,7 @@ def test_a_reason_names_the_shape_focus_path_and_value() -> None:
 def test_the_envelope_is_named_as_such() -> None:
     envelope = pyoxigraph.BlankNode("e0")
     store = pyoxigraph.Store()
-    store.extend(task_quads({}, envelope))
+    store.extend(task_quads((), envelope))
     shapes = shapes_of("ex:S a sh:NodeShape ; sh:targetNode <urn:ioa-semantic:check> ; "
                        "sh:property [ sh:path <https://ioa-semantic.org/ns/profile#envelope> ; "
                        "sh:nodeKind sh:IRI ] .")
@@ -590,7 +590,7 @@ def _text(term: Any) -> str:
 
 
 def test_task_quads_give_the_parameters_one_node() -> None:
-    quads = task_quads({"targetLang": "en", "a b": "x"}, pyoxigraph.NamedNode(EX + "e"))
+    quads = task_quads([("a b", "x"), ("targetLang", "en")], pyoxigraph.NamedNode(EX + "e"))
     param = "https://ioa-semantic.org/ns/parameter#"
     assert {q.graph_name for q in quads} == {pyoxigraph.NamedNode("urn:ioa-semantic:graph:task")}
     assert {(_text(q.subject), _text(q.predicate), _text(q.object)) for q in quads} == {
@@ -606,7 +606,7 @@ def test_task_quads_give_the_parameters_one_node() -> None:
     store.extend(quads)
     assert shapes.results(store) == []
     store = pyoxigraph.Store()
-    store.extend(task_quads({"targetLang": "en\n"}, pyoxigraph.NamedNode(EX + "e")))
+    store.extend(task_quads([("targetLang", "en\n")], pyoxigraph.NamedNode(EX + "e")))
     assert [r.value for r in shapes.results(store)] == ['"en\\n"']
 
 

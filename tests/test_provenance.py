@@ -681,6 +681,10 @@ def test_sign_writes_to_stdout_and_replaces_a_proof(tmp_path: Path) -> None:
     (["sign", "align0.json", "--key", "align0.json"], 2, "not an Ed25519 key"),
     (["sign", "align0.json"], 2, "--key"),
     (["sign", "align0.json", "--key", "issuer.pem", "--created", "2026-05-01"], 2, "UTC offset"),
+    (["sign", "align0.json", "--key", "issuer.pem", "--created", SIGNED_AT, "--expires",
+      "2026-04-30T00:00:00Z"], 2, "evidence at no instant"),
+    (["sign", "align0.json", "--key", "issuer.pem", "--created", SIGNED_AT, "--expires",
+      "2026-05-01T00:00:00.900Z"], 2, "evidence at no instant"),
     (["sign", "broken.json", "--key", "issuer.pem"], 1, "not a well-formed artifact"),
     (["sign", "foreign.json", "--key", "issuer.pem"], 1, "receivers would reject"),
     (["sign", "huge.json", "--key", "issuer.pem"], 1, "cannot be canonicalized"),
@@ -864,6 +868,13 @@ def signed_cases() -> dict[str, dict[str, str]]:
             "validity limit evaluated before use (7.2): excluded, indeterminate.",
             "indeterminate", ["alignment.proof-expired", *excluded],
             signed_artifact(expires="2026-05-15T00:00:00Z"), bound, ["R-7.2-3"]),
+        "signed-proof-not-yet-created": _case(
+            "signed-proof-not-yet-created",
+            "Rule 9 and contract 6: the required proof was created after the evaluation "
+            "instant, so at that instant it is no evidence (7.2, validity limits evaluated "
+            "before use): excluded, indeterminate.",
+            "indeterminate", ["alignment.proof-not-yet-valid", *excluded],
+            signed_artifact(created="2026-06-02T00:00:00Z"), bound, ["R-7.2-3"]),
         "signed-did-key-issuer-trusted": _case(
             "signed-did-key-issuer-trusted",
             "Contract 6: a did:key issuer the profile trusts, with a proof by that key: "

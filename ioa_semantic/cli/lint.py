@@ -8,15 +8,24 @@ it and why."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
+from collections.abc import Iterable
 
 from .._exceptions import ConfigurationError, ProfileError
 from .._status import ExitStatus
 from ..data import SHAPES_SUFFIX
 from ..pipeline.decision import provenance_problem
 from ..pipeline.provenance import INVALID
-from ..sources.loader import Profile, load_profile, read_artifact, read_profile, unknown_profile_terms
+from ..sources.loader import (
+    Profile,
+    artifact_members,
+    load_profile,
+    read_artifact,
+    read_profile,
+    unknown_profile_terms,
+)
 
 DESCRIPTION = ("Validate profile (.ttl) and alignment artifact (.json) files, and a profile's "
                "shape files.")
@@ -106,6 +115,11 @@ def _explain(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return ExitStatus.COMPATIBLE
 
 
+def _did_you_mean(word: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
     """The file's problems, and what an ok line adds (how an artifact's issuer stands)."""
     try:
@@ -124,6 +138,12 @@ def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
     artifact = read_artifact(data, str(path), 0)
     if artifact.malformed:
         return list(artifact.problems), ""
+    if artifact.unknown_members:
+        # A check reports these as warnings and goes on; an author wants to hear of a
+        # misspelt limit (validUntill) before a receiver silently ignores it.
+        return [f"alignment.unknown-member: {member!r} is not a member this checker defines; "
+                f"checks ignore it{_did_you_mean(member, artifact_members())}"
+                for member in artifact.unknown_members], ""
     proof = artifact.proof
     if profile is None:
         # The structure alone: whether it verifies is asked with a profile.

@@ -51,6 +51,10 @@ def _read(path: str) -> bytes:
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """The signed artifact written; the exit status."""
+    created = opts.created or datetime.now(UTC)
+    window = provenance.window_problem(created, opts.expires)
+    if window is not None:
+        parser.error(f"--expires: {window}")
     try:
         origin, data = resolve_artifact(opts.artifact)
         key = provenance.read_key(_read(opts.key), opts.key)
@@ -72,7 +76,6 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return ExitStatus.INCOMPATIBLE
     if artifact.proof is not None:
         print(f"ioa-check sign: {opts.artifact}: its proof is replaced", file=sys.stderr)
-    created = opts.created or datetime.now(UTC)
     try:
         signed = provenance.sign(artifact.document, key, created=created, expires=opts.expires)
     except ValueError as exc:  # a document RFC 8785 cannot canonicalize

@@ -973,14 +973,14 @@ def _value_text(value: Any, focus: Any = None, path: Any = None,
 # --- the check's graph ----------------------------------------------------------------------
 
 
-def task_quads(parameters: Mapping[str, str], envelope: Any) -> list[pyoxigraph.Quad]:
+def task_quads(parameters: Iterable[tuple[str, str]], envelope: Any) -> list[pyoxigraph.Quad]:
     """The task parameters as one node the shapes can target (``iop:TaskParameters``), and
     the check's links to it and to the envelope (its top node's term in the store)."""
     quads = [pyoxigraph.Quad(TASK, _RDF_TYPE, pyoxigraph.NamedNode(TASK_PARAMETERS), TASK_GRAPH),
              pyoxigraph.Quad(CHECK, pyoxigraph.NamedNode(IOP + "task"), TASK, TASK_GRAPH),
              pyoxigraph.Quad(CHECK, pyoxigraph.NamedNode(IOP + "envelope"), envelope,
                              TASK_GRAPH)]
-    for name, value in sorted(parameters.items()):
+    for name, value in parameters:
         try:
             quads.append(pyoxigraph.Quad(
                 TASK, pyoxigraph.NamedNode(IOPARAM + quote(name, safe="")),

@@ -70,24 +70,43 @@ def same_value(parameter: str, a: str, b: str) -> bool:
 class Task(NamedTuple):
     """Task parameters by name, each with where it came from.
 
-    Every parameter has one value: the shapes allow one language, domain and (for use as a
-    parameter) media type on a profileContext, and ``--param`` names a key once.
+    ``parameters`` are those with one value; ``several`` those the envelope's
+    profileContext gives more than one value (contract 3.1: a language or a media type may
+    be several), each with its values in order. ``--param`` names a key once, and
+    overrides the envelope. A condition on a parameter with several values cannot be
+    evaluated (rule 10); a provider or the profile must accept each of them.
     """
 
     parameters: Mapping[str, str]
     origin: Mapping[str, str] = MappingProxyType({})
+    several: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+
+    def supplies(self, name: str) -> bool:
+        return name in self.parameters or name in self.several
+
+    def values(self, name: str) -> tuple[str, ...]:
+        """Every value of the parameter (none when the task does not supply it)."""
+        value = self.parameters.get(name)
+        return (value,) if value is not None else self.several.get(name, ())
+
+    def items(self) -> list[tuple[str, str]]:
+        """Every (name, value) of the task, by name and then in the order given."""
+        return sorted(self.parameters.items()) + [
+            (name, value) for name in sorted(self.several) for value in self.several[name]]
 
     def for_capability(self, declared: Mapping[str, tuple[str, ...]]) -> "Task":
         """Add the media type the vocabulary declares for one requested capability, if single."""
         merged: dict[str, str] | None = None
         origin: dict[str, str] = {}
         for name, values in declared.items():
-            if len(values) == 1 and name not in self.parameters:
+            if len(values) == 1 and not self.supplies(name):
                 if merged is None:
                     merged, origin = dict(self.parameters), dict(self.origin)
                 merged[name] = values[0]
                 origin[name] = "profile vocabulary"
-        return self if merged is None else Task(merged, origin)  # self: read as it is
+        if merged is None:
+            return self  # read as it is
+        return Task(merged, origin, self.several)
 
     def single(self, name: str) -> str | None:
         return self.parameters.get(name)
@@ -100,22 +119,32 @@ _TASK_PARAMETERS = (("sourceLang", IOA + "sourceLang"), ("targetLang", IOA + "ta
                     ("outputMediaType", IOA + "outputs"))
 
 
+# Media types become task parameters only when profileContext gives one (the contract's
+# table); several are the task's inputs or outputs, not a parameter, and the vocabulary's
+# single declared type may stand in.
+_SINGLE_VALUED_ONLY = frozenset({"inputMediaType", "outputMediaType"})
+
+
 def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
     """The contract's table: --param first, then the envelope's profileContext."""
     params: dict[str, str] = {}
     origin: dict[str, str] = {}
+    several: dict[str, tuple[str, ...]] = {}
     contexts = node.get(PROFILE_CONTEXT, ())
     context = contexts[0] if contexts and isinstance(contexts[0], dict) else {}
     for name, prop in _TASK_PARAMETERS:
         values = context.get(prop)
         if not values:
             continue
-        found = {str(v.get("@value", v.get("@id"))) for v in values}
+        found = tuple(dict.fromkeys(str(v.get("@value", v.get("@id"))) for v in values))
         if len(found) == 1:
-            params[name], origin[name] = found.pop(), "envelope"
+            params[name], origin[name] = found[0], "envelope"
+        elif name not in _SINGLE_VALUED_ONLY:
+            several[name], origin[name] = found, "envelope"
     for name, value in overrides.items():
         params[name], origin[name] = value, "--param"
-    return Task(params, origin)
+        several.pop(name, None)
+    return Task(params, origin, several)
 
 
 # --- the outcome ----------------------------------------------------------------------------
@@ -310,16 +339,16 @@ def _intent(dataset: Dataset, profile: Profile, remedies: list[Remedy]) -> Itera
 
 def parameter_findings(profile: Profile, task: Task) -> Iterator[Finding]:
     for name in sorted(profile.required_parameters):
-        if name not in task.parameters:
+        if not task.supplies(name):
             yield finding("constraint.missing-parameter",
                           f"the profile requires the task parameter {name!r}, which neither "
                           "--param nor the envelope supplies", "/profileContext")
     for name, allowed in sorted(profile.parameter_values.items()):
-        value = task.single(name)
-        if value is not None and not any(same_value(name, value, a) for a in allowed):
-            yield finding("constraint.parameter-conflict",
-                          f"the task parameter {name}={value!r} is not among the values the "
-                          f"profile allows ({', '.join(sorted(allowed))})", "/profileContext")
+        for value in task.values(name):
+            if not any(same_value(name, value, a) for a in allowed):
+                yield finding("constraint.parameter-conflict",
+                              f"the task parameter {name}={value!r} is not among the values the "
+                              f"profile allows ({', '.join(sorted(allowed))})", "/profileContext")
 
 
 def _step_remedies(findings: Sequence[Finding], profile: Profile) -> Iterator[Remedy]:
@@ -343,13 +372,13 @@ def parameter_remedies(profile: Profile, task: Task) -> Iterator[Remedy]:
     """What answers :func:`parameter_findings`: each missing parameter supplied, each
     conflicting one renegotiated, with the values the profile allows where it fixes them."""
     for name in sorted(profile.required_parameters):
-        if name not in task.parameters:
+        if not task.supplies(name):
             allowed = profile.parameter_values.get(name)
             yield remedy("supply-parameter", SENDER, ("constraint.missing-parameter",), name=name,
                          **({"values": sorted(allowed)} if allowed else {}))
     for name, allowed in sorted(profile.parameter_values.items()):
-        value = task.single(name)
-        if value is not None and not any(same_value(name, value, a) for a in allowed):
+        if any(not any(same_value(name, value, a) for a in allowed)
+               for value in task.values(name)):
             yield remedy("renegotiate", SENDER, ("constraint.parameter-conflict",), field=name,
                          permitted=sorted(allowed))
 
@@ -370,24 +399,23 @@ _PROVIDER_CHECKS = (
 def _provider_conflicts(capability: str, registration: Registration, task: Task,
                         remedies: list[Remedy]) -> list[Finding]:
     conflicts = []
-    parameters = task.parameters
     for name, read, code, member, same in _PROVIDER_CHECKS:
         declared = read(registration)
-        value = parameters.get(name)
-        if not declared or value is None:
+        if not declared:
             continue
-        for candidate in declared:
-            if same(value, candidate):
-                break
-        else:
-            remedies.append(remedy("renegotiate", SENDER, (code,), field=name,
-                                   permitted=sorted(declared)))
-            conflicts.append(finding(
-                code,
-                f"the provider capability {registration.iri} ({registration.origin}) declares "
-                f"{member} {', '.join(sorted(declared))}, but the task's {name} is {value!r} "
-                f"(from {task.origin.get(name, 'the task')}); no conversion is attempted",
-                registration.iri))
+        outside = [value for value in task.values(name)
+                   if not any(same(value, candidate) for candidate in declared)]
+        if not outside:
+            continue
+        remedies.append(remedy("renegotiate", SENDER, (code,), field=name,
+                               permitted=sorted(declared)))
+        conflicts.append(finding(
+            code,
+            f"the provider capability {registration.iri} ({registration.origin}) declares "
+            f"{member} {', '.join(sorted(declared))}, but the task's {name} is "
+            f"{', '.join(map(repr, outside))} (from {task.origin.get(name, 'the task')}); "
+            "no conversion is attempted",
+            registration.iri))
     return conflicts
 
 
@@ -406,11 +434,18 @@ def judge_direct(capability: str, providers: list[Registration], task: Task, out
 
 def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_ref: str | None,
             at: datetime, out: Outcome) -> dict[str, Artifact]:
-    """Exclude untrusted, expired, malformed, unpinned and unreferenced artifacts, and those
-    whose provenance does not hold (7.2, 7.3)."""
+    """Exclude untrusted, not yet valid, expired, malformed, unpinned and unreferenced
+    artifacts, and those whose provenance does not hold at ``at`` (7.2, 7.3); report the
+    members of each that this checker does not define."""
     usable: dict[str, Artifact] = {}
     pinned_ids = {ident for ident, _ in profile.pins}
     for artifact in artifacts:
+        for member in artifact.unknown_members:
+            out.findings.append(finding(
+                "alignment.unknown-member",
+                f"artifact {artifact.id or artifact.origin} carries the member {member!r}, "
+                "which this checker does not define; it is not used", artifact.id or artifact.origin,
+                severity=Severity.WARNING))
         if artifact.confidence is not None:
             out.candidates.append({**artifact.label(), "confidence": artifact.confidence,
                                    "note": "descriptive only; confidence never decides (7.4)"})
@@ -429,6 +464,10 @@ def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_
                       f"issuer {artifact.asserted_by} is not trusted by profile {profile.id}")
         elif (unproven := provenance_problem(artifact, profile, at)) is not None:
             reason = unproven
+        elif artifact.valid_from is not None and at < artifact.valid_from:
+            reason = ("alignment.not-yet-valid",
+                      f"validFrom {artifact.valid_from.isoformat()} is after the evaluation "
+                      f"instant {at.isoformat()}")
         elif artifact.valid_until is not None and at >= artifact.valid_until:
             reason = ("alignment.expired",
                       f"validUntil {artifact.valid_until.isoformat()} is not after the "
@@ -468,6 +507,10 @@ def provenance_problem(artifact: Artifact, profile: Profile,
                 f"{issuer} (accepted: {_keys(accepted)})")
     if proof.code:
         return proof.code, proof.problem
+    if at is not None and proof.created is not None and at < proof.created:
+        return ("alignment.proof-not-yet-valid",
+                f"its proof was created at {proof.created.isoformat()}, after the evaluation "
+                f"instant {at.isoformat()}: no evidence at that instant")
     if at is not None and proof.expires is not None and at >= proof.expires:
         return ("alignment.proof-expired",
                 f"its proof expires at {proof.expires.isoformat()}, not after the evaluation "
@@ -514,6 +557,11 @@ def _evaluate_conditions(conditions: list[tuple[str, str]], known: frozenset[str
     for name, required in sorted(conditions):
         if name not in known:
             return "unevaluable", f"the condition {name!r} has no defined evaluation"
+        several = task.several.get(name)
+        if several is not None:
+            return "unevaluable", (f"the task's {name} has several values "
+                                   f"({', '.join(map(repr, several))}), so the condition "
+                                   f"{name}={required!r} cannot be evaluated")
         value = task.single(name)
         if value is None:
             return "unevaluable", f"the task supplies no {name!r} for the condition {name}={required!r}"
@@ -530,7 +578,7 @@ def _to_supply(conditions: list[tuple[str, str]], known: frozenset[str],
     the rule apply)."""
     missing = []
     for name, required in conditions:
-        if name not in known:
+        if name not in known or name in task.several:
             return []
         value = task.single(name)
         if value is None:
@@ -547,8 +595,9 @@ def _offers(capability: str, registrations: Iterable[Registration], profile: Pro
     the offered registrations are under, issued by an issuer the profile trusts, whose
     conditions cover the task's parameters."""
     source = (out.ontology.get("id", ""), out.ontology.get("readAs", out.ontology.get("version", "")))
-    parameters = [{"name": name, "values": [task.parameters[name]]}
-                  for name in sorted(task.parameters) if name in profile.known_parameters]
+    parameters = [{"name": name, "values": list(task.values(name))}
+                  for name in sorted({*task.parameters, *task.several})
+                  if name in profile.known_parameters]
     for target in sorted({r.ontology for r in registrations} - {source}):
         yield remedy("offer-alignment", SENDER, ("alignment.no-accepted-mapping",
                                                  "alignment.not-offered"),

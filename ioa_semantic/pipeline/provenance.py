@@ -251,6 +251,9 @@ def _verified(document: Mapping[str, Any], proof: Any) -> Proof:
                                     f"artifact's issuer asserts it ({PROOF_PURPOSE})")
     created = _instant(proof["created"], "created") if "created" in proof else None
     expires = _instant(proof["expires"], "expires") if "expires" in proof else None
+    if created is not None and expires is not None and expires <= created:
+        raise _Problem(MALFORMED, f"the proof expires ({proof['expires']}) no later than it was "
+                                  f"created ({proof['created']}): it is evidence at no instant")
     method = proof["verificationMethod"]
     public_key = _public_key(method)
     if "#" not in method:
@@ -289,9 +292,24 @@ def timestamp(instant: datetime) -> str:
     return instant.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def window_problem(created: datetime, expires: datetime | None) -> str | None:
+    """Why a proof created at ``created`` and expiring at ``expires`` would be valid at no
+    instant (its ``expires`` not after its ``created``, to the second), or None."""
+    if expires is None or timestamp(expires) > timestamp(created):
+        return None
+    return (f"the proof would expire ({timestamp(expires)}) no later than it is created "
+            f"({timestamp(created)}): it would be evidence at no instant")
+
+
 def sign(document: Mapping[str, Any], key: "Ed25519PrivateKey", *, created: datetime,
          expires: datetime | None = None) -> dict[str, Any]:
-    """The document with a proof by ``key`` (3.3.1, Create Proof); a proof it had is replaced."""
+    """The document with a proof by ``key`` (3.3.1, Create Proof); a proof it had is replaced.
+
+    ValueError when ``expires`` is not after ``created`` as the proof writes them (to the
+    second): such a proof would be evidence at no instant."""
+    empty = window_problem(created, expires)
+    if empty is not None:
+        raise ValueError(empty)
     unsecured = {k: v for k, v in document.items() if k != "proof"}
     method = method_of(did_of(key))
     proof: dict[str, Any] = {"type": PROOF_TYPE, "cryptosuite": CRYPTOSUITE,

@@ -460,15 +460,9 @@ def profile_document(checker: Checker) -> dict[str, Any]:
                        "ontologyVersions": [v for _, v in pairs]}}]}},
         # What the page warns of: the offered artifacts' validity limits.
         "artifacts": [{"artifactId": a.id or None, "revision": a.revision or None,
-                       "validUntil": _instant(a.valid_until),
-                       "proofExpires": _instant(a.proof.expires) if a.proof else None}
-                      for a in checker.artifacts],
+                       **a.limits()} for a in checker.artifacts],
         "version": __version__,
     }
-
-
-def _instant(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)

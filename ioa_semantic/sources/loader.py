@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from datetime import datetime
+from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -500,16 +501,40 @@ class Artifact(NamedTuple):
     target_ontology: tuple[str, str] = ("", "")
     direction: str = ""
     asserted_by: str = ""
+    # The validity limits it states (7.2): not yet valid before valid_from, expired at or
+    # after valid_until.
+    valid_from: datetime | None = None
     valid_until: datetime | None = None
     rules: tuple[MappingRule, ...] = ()
     confidence: float | None = None
     # Its Data Integrity proof as read and verified (None: it carries none); whether the
     # receiver accepts it is the trust policy's, at check time.
     proof: Proof | None = None
+    # Members the project does not define, in document order: reported, never used.
+    unknown_members: tuple[str, ...] = ()
 
     @property
     def malformed(self) -> bool:
         return bool(self.problems)
+
+    def limits(self) -> dict[str, str | None]:
+        """Its validity limits as written in a decision's dependencies (rule 15): the
+        artifact's ``validFrom`` and ``validUntil``, its proof's ``created`` and ``expires``
+        (None where absent), each an instant in UTC."""
+        proof = self.proof
+        return {"validFrom": _utc(self.valid_from), "validUntil": _utc(self.valid_until),
+                "proofCreated": _utc(proof.created) if proof else None,
+                "proofExpires": _utc(proof.expires) if proof else None}
+
+    def validity_at(self, at: datetime) -> tuple[bool, bool, bool, bool]:
+        """Where ``at`` stands against each validity limit (rule 15): before ``validFrom``,
+        at or after ``validUntil``, before the proof's ``created``, at or after its
+        ``expires``."""
+        proof = self.proof
+        return (self.valid_from is not None and at < self.valid_from,
+                self.valid_until is not None and at >= self.valid_until,
+                proof is not None and proof.created is not None and at < proof.created,
+                proof is not None and proof.expires is not None and at >= proof.expires)
 
     @property
     def graph_name(self) -> str:
@@ -539,6 +564,26 @@ def _artifact_schema() -> Any:
         _ARTIFACT_SCHEMA = Draft202012Validator(
             _resources.read_json("shapes", "artifact.schema.json"), format_checker=formats)
     return _ARTIFACT_SCHEMA
+
+
+@cache
+def artifact_members() -> frozenset[str]:
+    """The members an artifact may carry: those its schema defines (contract rule 9)."""
+    return frozenset(_resources.read_json("shapes", "artifact.schema.json")["properties"])
+
+
+def _utc(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _limit(doc: Any, member: str) -> datetime | None:
+    """A validity limit of the artifact (the schema has held it to ISO-8601 with an offset)."""
+    if member not in doc:
+        return None
+    try:
+        return datetime.fromisoformat(doc[member].replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"/{member}: {doc[member]!r} is not a date-time") from None
 
 
 def resolve_artifact(name_or_path: str) -> tuple[str, bytes]:
@@ -572,12 +617,16 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
     )
     ident = doc.get("artifactId") if isinstance(doc.get("artifactId"), str) else ""
     revision = doc.get("revision") if isinstance(doc.get("revision"), str) else ""
-    valid_until = None
-    if not problems and "validUntil" in doc:
+    valid_from = valid_until = None
+    if not problems:
         try:
-            valid_until = datetime.fromisoformat(doc["validUntil"].replace("Z", "+00:00"))
-        except ValueError:
-            problems = (f"/validUntil: {doc['validUntil']!r} is not a date-time",)
+            valid_from, valid_until = _limit(doc, "validFrom"), _limit(doc, "validUntil")
+        except ValueError as exc:
+            problems = (str(exc),)
+    if not problems and valid_from is not None and valid_until is not None \
+            and valid_from >= valid_until:
+        problems = (f"/validFrom: {doc['validFrom']!r} is not before validUntil "
+                    f"{doc['validUntil']!r}: the artifact is valid at no instant",)
     if problems:
         return Artifact(origin, index, digest, doc, problems, id=ident, revision=revision)
     rules = tuple(
@@ -592,10 +641,12 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
         target_ontology=(doc["targetOntologyId"], doc["targetOntologyVersion"]),
         direction=doc["direction"],
         asserted_by=doc["assertedBy"],
+        valid_from=valid_from,
         valid_until=valid_until,
         rules=rules,
         confidence=float(confidence) if confidence is not None else None,
         proof=read_proof(doc),
+        unknown_members=tuple(k for k in doc if k not in artifact_members()),
     )
     try:
         artifact_quads(artifact)
@@ -607,7 +658,10 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
 def artifact_quads(artifact: Artifact) -> list[pyoxigraph.Quad]:
     """The artifact in RDF, read through the project's artifact context."""
     # The proof says who signed the artifact, not what it maps: it is no part of its RDF.
-    doc = {k: v for k, v in artifact.document.items() if k not in ("@context", "proof")}
+    # A member the project does not define is reported, never read (a keyword such as
+    # @graph there would otherwise add statements of the sender's choosing).
+    members = artifact_members() - {"@context", "proof"}
+    doc = {k: v for k, v in artifact.document.items() if k in members}
     doc["mappingRules"] = [
         {"from": r.source, "to": r.target,
          "conditions": [{"parameter": k, "value": v} for k, v in r.conditions]}
