@@ -17,7 +17,12 @@ class ConfigurationError(IoaSemanticError):
 
 
 class ProfileError(ConfigurationError):
-    """A profile is unknown or its file is broken."""
+    """A profile is unknown or its file is broken. ``problems`` lists each problem on its
+    own (a profile read strictly may have several); the message names them all."""
+
+    def __init__(self, message: str, problems: "tuple[str, ...]" = ()) -> None:
+        super().__init__(message)
+        self.problems = problems or (message,)
 
 
 class ArtifactError(ConfigurationError):

@@ -182,14 +182,49 @@ def test_lint_reports_every_iop_term_it_does_not_know(folder: Path) -> None:
     proc = run(["lint", "p.ttl"], folder)
     out = proc.stdout.decode().splitlines()
     assert proc.returncode == 1
-    assert [line.split(" is ")[0] for line in out] == [
-        "p.ttl: iop:allowVocabulary", "p.ttl: iop:trustedIsuer"]
+    lines = text.splitlines()
+    where = {term: next(n for n, line in enumerate(lines, 1) if term in line)
+             for term in ("iop:allowVocabulary", "iop:trustedIsuer")}
+    assert out == [
+        f"p.ttl: line {where['iop:allowVocabulary']}: iop:allowVocabulary is not a term of the "
+        "profile vocabulary (did you mean iop:allowVocab?)",
+        f"p.ttl: line {where['iop:trustedIsuer']}: iop:trustedIsuer is not a term of the "
+        "profile vocabulary (did you mean iop:trustedIssuer?)"]
+
+
+def test_a_misspelt_profile_is_a_configuration_error_naming_term_line_and_nearest(
+        folder: Path) -> None:
+    """Contract 3, "Profiles are read strictly": a check under a profile with a misspelt
+    setting, a setting on the wrong node or a value of the wrong kind is refused (exit 2),
+    never read as if the setting were absent."""
+    profile = _resources.read_bytes("profiles", _resources.shipped_profiles()["cs-translation"])
+    text = profile.decode()
+    for change, expected in (
+            (("iop:permittedDomain", "iop:permitedDomain"),
+             "iop:permitedDomain is not a term of the profile vocabulary (did you mean "
+             "iop:permittedDomain?)"),
+            (("iop:trustedIssuer <https://example.org/mapping-authority>",
+              'iop:trustedIssuer "https://example.org/mapping-authority"'),
+             "iop:trustedIssuer must be an IRI"),
+            (('iop:revision "1"', 'iop:revision "1" ; iop:rank 2'),
+             "iop:rank is not a setting of the profile (it belongs to iop:preferIssuer)")):
+        changed = text.replace(*change)
+        assert changed != text
+        (folder / "p.ttl").write_text(changed)
+        line = next(n for n, row in enumerate(changed.splitlines(), 1)
+                    if change[1].split(" ; ")[-1] in row)
+        proc = run([str(Path(__file__).parent / "cases" / "compatibility" / "draft-6.2-envelope"
+                        / "envelope.jsonld"), "--profile", "p.ttl", "--format", "json"], folder)
+        assert proc.returncode == 2 and proc.stdout == b""
+        assert f"line {line}: {expected}" in proc.stderr.decode()
 
 
 def test_every_iop_term_the_loader_reads_is_one_lint_knows() -> None:
     import re
 
-    from ioa_semantic.sources.loader import PROFILE_TERMS
+    from ioa_semantic.sources.vocabulary import known_terms
+
+    PROFILE_TERMS = known_terms()
 
     source = Path(__file__).resolve().parents[1] / "ioa_semantic"
     read = set(re.findall(r'IOP \+ "([A-Za-z0-9]+)"', (source / "sources" / "loader.py").read_text()))

@@ -489,7 +489,7 @@ def test_the_compiled_decision_applies_the_references_provenance_rule(
      "not a did:key"),
     ("[ iop:issuer <{issuer}> ]", "", "names no iop:verificationMethod"),
     ("[ iop:issuer <{issuer}> ; iop:verificationMethod <{did}> ; iop:requireProof \"yes\" ]",
-     "", "one boolean"),
+     "", "iop:requireProof must be true or false"),
     ("[ iop:issuer <{issuer}> ; iop:verificationMethod <{did}> ]\n"
      "[ iop:issuer <{issuer}> ; iop:verificationMethod <{did}> ]", "", "more than one"),
 ])

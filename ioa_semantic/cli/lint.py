@@ -24,7 +24,6 @@ from ..sources.loader import (
     load_profile,
     read_artifact,
     read_profile,
-    unknown_profile_terms,
 )
 
 DESCRIPTION = ("Validate profile (.ttl) and alignment artifact (.json) files, and a profile's "
@@ -128,13 +127,11 @@ def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
     except OSError as exc:
         return [f"cannot be read: {exc.strerror}"], ""
     if path.endswith(".ttl"):
-        problems = [f"iop:{term} is not a profile setting any reader knows (misspelt?); it "
-                    "would be ignored" for term in unknown_profile_terms(data)]
         try:
             read_profile(data, str(path))
         except ProfileError as exc:
-            problems.append(str(exc).removeprefix(f"{path}: "))
-        return problems, ""
+            return [p.removeprefix(f"{path}: ") for p in exc.problems], ""
+        return [], ""
     artifact = read_artifact(data, str(path), 0)
     if artifact.malformed:
         return list(artifact.problems), ""

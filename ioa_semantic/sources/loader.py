@@ -29,12 +29,13 @@ from .._iri import is_absolute_iri
 from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 from ..pipeline.intake import parse
 from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
+from . import vocabulary
+from .parameters import BUILT_IN, COMPARISONS, DATATYPES, Parameter, key
 
 PROFILE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:profile")
 DEFAULT_SCHEMES = frozenset({"https", "http", "urn"})
 # The task parameters of the contract's table; a profile may declare more.
-TASK_PARAMETERS = ("sourceLang", "targetLang", "domain", "inputMediaType", "outputMediaType")
-_TASK_PARAMETER_NAMES = frozenset(TASK_PARAMETERS)
+TASK_PARAMETERS = tuple(BUILT_IN)
 
 
 class VersionRelationship(NamedTuple):
@@ -76,36 +77,6 @@ RETRIEVAL_BUDGETS = {
 }
 
 
-# Every iop: term a profile may use: what read_profile reads (a test holds this to its
-# source) and what the named queries read; ``ioa-check lint`` reports any other as unknown,
-# where reading would ignore it (a misspelt setting would otherwise be silently absent).
-PROFILE_TERMS = frozenset({
-    "Profile", "acceptsOntology", "allowBase", "allowOrigin", "allowPrivateAddresses",
-    "allowVocab", "allowedScheme", "allowedValue", "appliesToIntent", "artifact",
-    "artifactPin", "crossDomainBindings", "ignorableTerm", "issuer", "issuerBinding",
-    "ontologyId", "ontologyVersion", "parameter", "parameterConstraint",
-    "permittedBindingDomain", "permittedDomain", "permittedType", "pin", "preferIssuer", "rank",
-    "readAs", "requireProof", "requiresParameter", "retrieval", "revision", "sha256", "shapes",
-    "trustedIssuer", "url", "verificationMethod", "version", "versionRelationship",
-    *RETRIEVAL_BUDGETS,
-})
-
-
-def unknown_profile_terms(data: bytes) -> list[str]:
-    """The iop: terms a profile's Turtle uses that no reader knows (for ``lint``), sorted;
-    a text that is not Turtle has none here (read_profile reports it)."""
-    try:
-        quads = list(pyoxigraph.parse(data, pyoxigraph.RdfFormat.TURTLE))
-    except (SyntaxError, ValueError):
-        return []
-    used = set()
-    for quad in quads:
-        for term in (quad.subject, quad.predicate, quad.object):
-            if isinstance(term, pyoxigraph.NamedNode) and term.value.startswith(IOP):
-                used.add(term.value[len(IOP):])
-    return sorted(used - PROFILE_TERMS)
-
-
 class Profile(NamedTuple):
     """A receiver's accepted domain profile."""
 
@@ -129,6 +100,9 @@ class Profile(NamedTuple):
     preferred_issuers: Mapping[str, int] = MappingProxyType({})
     required_parameters: frozenset[str] = frozenset()
     parameter_values: Mapping[str, frozenset[str]] = MappingProxyType({})
+    # Every task parameter it speaks of, by name: the built-in five and its own
+    # (iop:taskParameter; a name only required or constrained is a string compared equal).
+    parameters: Mapping[str, Parameter] = MappingProxyType(BUILT_IN)
     retrieval: RetrievalSettings = RetrievalSettings()
     quads: tuple[pyoxigraph.Quad, ...] = ()
     digest: str = ""
@@ -138,10 +112,18 @@ class Profile(NamedTuple):
 
     @property
     def known_parameters(self) -> frozenset[str]:
-        if not self.required_parameters and not self.parameter_values:
-            return _TASK_PARAMETER_NAMES  # most profiles: no set to build on every rule
-        return _TASK_PARAMETER_NAMES | self.required_parameters | frozenset(
-            self.parameter_values)
+        """The parameters with a defined evaluation: a condition on any other cannot be
+        evaluated (rule 10)."""
+        return frozenset(self.parameters)
+
+    def parameter(self, name: str) -> Parameter:
+        """The declaration of a parameter (an undeclared one is a string compared equal: no
+        condition on it is evaluated, see :attr:`known_parameters`)."""
+        return self.parameters.get(name) or Parameter(name, "string")
+
+    def parameter_terms(self) -> dict[str, Parameter]:
+        """The declared parameters by the property that carries them."""
+        return {p.term: p for p in self.parameters.values() if p.term is not None}
 
     def single_ontology(self) -> tuple[str, str] | None:
         return next(iter(self.accepted)) if len(self.accepted) == 1 else None
@@ -245,7 +227,8 @@ def load_profile(name_or_path: str, retriever: "Retriever | None" = None) -> Pro
 
 
 def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
-    """Read a Turtle profile; every structural problem is a :class:`ProfileError`."""
+    """Read a Turtle profile strictly; every structural problem is a :class:`ProfileError`
+    (one naming every problem of the profile's vocabulary, each with its line)."""
     try:
         quads = list(pyoxigraph.parse(data, pyoxigraph.RdfFormat.TURTLE,
                                       without_named_graphs=True))
@@ -259,6 +242,9 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
     node = profiles[0]
     if not isinstance(node, pyoxigraph.NamedNode):
         raise ProfileError(f"{source}: the iop:Profile must be named by an IRI")
+    strict = vocabulary.problems(quads, data.decode("utf-8", "replace"), node)
+    if strict:
+        raise ProfileError(f"{source}: " + "; ".join(strict), tuple(strict))
     revision = graph.one(node, IOP + "revision", "the profile", source)
     accepted = set()
     for entry in graph.objects(node, IOP + "acceptsOntology"):
@@ -291,13 +277,7 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
         if not rank.isdigit():
             raise ProfileError(f"{source}: preferIssuer rank {rank!r} is not a whole number")
         preferred[graph.one(entry, IOP + "issuer", "preferIssuer", source)] = int(rank)
-    parameter_values: dict[str, set[str]] = {}
-    for entry in graph.objects(node, IOP + "parameterConstraint"):
-        name = graph.one(entry, IOP + "parameter", "parameterConstraint", source)
-        allowed = graph.values(entry, IOP + "allowedValue")
-        if not allowed:
-            raise ProfileError(f"{source}: parameterConstraint on {name!r} has no allowedValue")
-        parameter_values.setdefault(name, set()).update(allowed)
+    parameters, required, parameter_values = _task_parameters(graph, node, source)
     trusted = graph.values(node, IOP + "trustedIssuer")
     bindings = _issuer_bindings(graph, node, trusted, source)
     schemes = graph.values(node, IOP + "allowedScheme")
@@ -331,8 +311,9 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
         issuer_bindings=bindings,
         pins=pins,
         preferred_issuers=preferred,
-        required_parameters=graph.values(node, IOP + "requiresParameter"),
-        parameter_values={k: frozenset(v) for k, v in parameter_values.items()},
+        required_parameters=required,
+        parameter_values=parameter_values,
+        parameters=parameters,
         retrieval=retrieval,
         quads=tuple(pyoxigraph.Quad(q.subject, q.predicate, q.object, PROFILE_GRAPH)
                     for q in quads),
@@ -413,6 +394,86 @@ def _shape_location(profile: Profile, reference: str) -> str:
                                f"file by its name, not {reference!r}")
         return _SHIPPED + reference
     return os.path.join(os.path.dirname(os.path.abspath(profile.source)), reference)
+
+
+def _task_parameters(graph: _Graph, node: Any, source: str) -> tuple[
+        Mapping[str, Parameter], frozenset[str], Mapping[str, frozenset[str]]]:
+    """The profile's task parameters (the built-in five and its iop:taskParameter
+    declarations), the required ones and each one's allowed values, every value checked
+    against its datatype."""
+    parameters = dict(BUILT_IN)
+    required = set(graph.values(node, IOP + "requiresParameter"))
+    allowed: dict[str, set[str]] = {}
+    for entry in graph.objects(node, IOP + "taskParameter"):
+        declared = _declaration(graph, entry, source)
+        built_in = BUILT_IN.get(declared.name)
+        if built_in is not None and declared != built_in:
+            raise ProfileError(f"{source}: taskParameter {declared.name!r} restates a built-in "
+                               f"parameter otherwise than the contract's table "
+                               f"({declared} instead of {built_in})")
+        if declared.name in parameters and built_in is None:
+            raise ProfileError(f"{source}: taskParameter {declared.name!r} is declared twice")
+        parameters[declared.name] = declared
+        flag = graph.values(entry, IOP + "required")
+        if flag == {"true"}:
+            required.add(declared.name)
+        values = graph.values(entry, IOP + "allowedValue")
+        if values:
+            allowed.setdefault(declared.name, set()).update(values)
+    terms: dict[str, str] = {}
+    for declared in parameters.values():
+        if declared.term is not None and terms.setdefault(declared.term, declared.name) != (
+                declared.name):
+            raise ProfileError(f"{source}: taskParameters {terms[declared.term]!r} and "
+                               f"{declared.name!r} are carried by the same term {declared.term}")
+    for entry in graph.objects(node, IOP + "parameterConstraint"):
+        name = graph.one(entry, IOP + "parameter", "parameterConstraint", source)
+        values = graph.values(entry, IOP + "allowedValue")
+        if not values:
+            raise ProfileError(f"{source}: parameterConstraint on {name!r} has no allowedValue")
+        allowed.setdefault(name, set()).update(values)
+    for name in sorted(required | set(allowed)):
+        # Named only as required or constrained: a string compared equal (the form
+        # profiles had before parameters were declared; docs/parameters.md).
+        parameters.setdefault(name, Parameter(name, "string"))
+    for name, values in allowed.items():
+        for value in sorted(values):
+            try:
+                key(parameters[name], value)
+            except ValueError as exc:
+                raise ProfileError(f"{source}: an allowedValue of {name}: {exc}") from None
+    return (MappingProxyType(parameters), frozenset(required),
+            MappingProxyType({k: frozenset(v) for k, v in allowed.items()}))
+
+
+def _declaration(graph: _Graph, entry: Any, source: str) -> Parameter:
+    """One iop:taskParameter: its name, datatype and comparison (one each), term and unit
+    (at most one each), each consistent with the others."""
+    name = graph.one(entry, IOP + "name", "taskParameter", source)
+    where = f"taskParameter {name!r}"
+    datatype = DATATYPES[graph.one(entry, IOP + "datatype", where, source)]
+    comparisons = graph.values(entry, IOP + "comparison")
+    if len(comparisons) > 1:
+        raise ProfileError(f"{source}: {where} has more than one comparison")
+    comparison = COMPARISONS[next(iter(comparisons))] if comparisons else "equal"
+    terms, units = graph.values(entry, IOP + "term"), graph.values(entry, IOP + "unit")
+    if len(terms) > 1 or len(units) > 1:
+        raise ProfileError(f"{source}: {where} has more than one term or unit")
+    term = next(iter(terms)) if terms else None
+    unit = next(iter(units)) if units else None
+    if not name.strip() or any(c in name for c in "=&#\n\r"):
+        raise ProfileError(f"{source}: {where}: a name is a word a --param can spell "
+                           "(no '=', '&', '#' or line break)")
+    if comparison in ("atMost", "atLeast") and datatype not in ("integer", "decimal", "dateTime"):
+        raise ProfileError(f"{source}: {where} compares {comparison} a {datatype}, which has "
+                           "no order (integer, decimal and dateTime do)")
+    if unit is not None and datatype not in ("integer", "decimal"):
+        raise ProfileError(f"{source}: {where} has a unit, but a {datatype} is no quantity "
+                           "(integer and decimal are)")
+    if term is not None and term.startswith(IOA) and BUILT_IN.get(name, Parameter("", "")).term != term:
+        raise ProfileError(f"{source}: {where} is carried by {term}, a term of the baseline "
+                           "vocabulary, which means something else (6.1)")
+    return Parameter(name, datatype, comparison, term, unit)
 
 
 def _issuer_bindings(graph: _Graph, node: Any, trusted: frozenset[str],

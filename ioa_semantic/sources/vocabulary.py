@@ -1,0 +1,189 @@
+"""The profile vocabulary, read strictly (contract 3, "Profiles are read strictly").
+
+A profile that misspells a setting (``iop:permitedDomain``) must not be loaded as if the
+setting were absent: the check would then report a conflict that misleads. Every term of the
+profile namespace a profile file uses is therefore held to the vocabulary the project defines
+(``ioa_semantic/data/shapes/profile-vocabulary.json``): a term it does not define, a setting
+on a node it does not belong to (a ``iop:rank`` on the profile itself), a setting no path
+from the profile reaches, and a value of another kind (a string where an IRI belongs) are
+each a problem naming the term, the line it first stands on and, for an unknown term, the
+nearest known one. :func:`problems` lists them; the loader refuses a profile that has any,
+and ``ioa-check lint`` prints them.
+"""
+
+# Annotations are evaluated at import (no __future__ import): see _findings.
+
+import difflib
+import re
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+import pyoxigraph
+
+from .. import data as _resources
+from .._iri import is_absolute_iri
+from .._vocab import IOP, RDF_TYPE
+from .parameters import COMPARISONS, DATATYPES
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_NUMBERS = frozenset({_XSD + "integer", _XSD + "decimal", _XSD + "double", _XSD + "float"})
+
+
+@cache
+def _vocabulary() -> dict[str, Any]:
+    return dict(_resources.read_json("shapes", "profile-vocabulary.json"))
+
+
+def sections() -> dict[str, dict[str, str]]:
+    """Each kind of node a profile holds, with its settings and the kind of their values."""
+    return dict(_vocabulary()["sections"])
+
+
+@cache
+def known_terms() -> frozenset[str]:
+    """Every local name of the profile namespace the project defines."""
+    vocabulary = _vocabulary()
+    terms = {setting for section in vocabulary["sections"].values() for setting in section}
+    terms.update(vocabulary["classes"], vocabulary["shapeTerms"])
+    for values in vocabulary["values"].values():
+        terms.update(values)
+    return frozenset(terms)
+
+
+def _nearest(local: str) -> str:
+    close = difflib.get_close_matches(local, sorted(known_terms()), n=1, cutoff=0.6)
+    return f" (did you mean iop:{close[0]}?)" if close else ""
+
+
+class _Lines:
+    """Where a term of the profile namespace first stands in the Turtle text: by any prefix
+    bound to the namespace, or as a full IRI."""
+
+    _PREFIX = re.compile(r"(?:@prefix|PREFIX)\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", re.IGNORECASE)
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.prefixes = [name or "" for name, iri in self._PREFIX.findall(text) if iri == IOP]
+
+    def of(self, local: str) -> str:
+        spellings = [f"{prefix}:{local}" for prefix in self.prefixes] + [f"<{IOP}{local}>"]
+        pattern = re.compile("|".join(
+            rf"(?<![\w:.-]){re.escape(s)}(?![\w.-])" if not s.startswith("<") else re.escape(s)
+            for s in spellings))
+        for number, line in enumerate(self.lines, 1):
+            if not line.lstrip().startswith("#") and pattern.search(line):
+                return f"line {number}: "
+        return ""
+
+
+def _kind_problem(kind: str, value: Any) -> str | None:  # noqa: C901 (one branch a kind)
+    """Why ``value`` is not of ``kind``, or None."""
+    literal = isinstance(value, pyoxigraph.Literal)
+    datatype = value.datatype.value if literal else None
+    if kind.startswith("node:"):
+        ok = isinstance(value, pyoxigraph.BlankNode | pyoxigraph.NamedNode)
+        return None if ok else "a nested node ([ ... ])"
+    if kind == "iri":
+        return None if isinstance(value, pyoxigraph.NamedNode) else "an IRI (<...>)"
+    if kind == "text":
+        return None if literal and datatype == _XSD + "string" and not value.language else (
+            "a plain string (\"...\")")
+    if kind == "boolean":
+        return None if literal and datatype == _XSD + "boolean" else "true or false"
+    if kind == "number":
+        return None if literal and datatype in _NUMBERS else "a number"
+    if kind == "whole":
+        return None if literal and datatype == _XSD + "integer" else "a whole number"
+    if kind == "literal":
+        return None if literal else "a literal value"
+    if kind == "iri-or-text":
+        ok = isinstance(value, pyoxigraph.NamedNode) or (
+            literal and datatype == _XSD + "string" and is_absolute_iri(value.value))
+        return None if ok else "an IRI"
+    if kind == "datatype":
+        ok = isinstance(value, pyoxigraph.NamedNode) and value.value in DATATYPES
+        return None if ok else "one of the datatypes " + ", ".join(sorted(
+            _short(d) for d in DATATYPES))
+    if kind == "comparison":
+        ok = isinstance(value, pyoxigraph.NamedNode) and value.value in COMPARISONS
+        return None if ok else "one of " + ", ".join(_short(c) for c in COMPARISONS)
+    raise ValueError(f"no kind {kind!r}")
+
+
+def _short(iri: str) -> str:
+    if iri.startswith(IOP):
+        return "iop:" + iri[len(IOP):]
+    return "xsd:" + iri[len(_XSD):] if iri.startswith(_XSD) else iri
+
+
+def _shown(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 80 else text[:60] + "..."
+
+
+def problems(quads: Iterable[pyoxigraph.Quad], text: str, profile: Any) -> list[str]:
+    """Every problem of the profile's use of its namespace: the profile node ``profile``
+    and what it reaches, and every other use of a profile term in the file."""
+    by_subject: dict[Any, list[tuple[str, Any]]] = {}
+    terms_used: set[str] = set()
+    for quad in quads:
+        by_subject.setdefault(quad.subject, []).append((quad.predicate.value, quad.object))
+        for term in (quad.subject, quad.predicate, quad.object):
+            if isinstance(term, pyoxigraph.NamedNode) and term.value.startswith(IOP):
+                terms_used.add(term.value[len(IOP):])
+    lines = _Lines(text)
+    found: list[str] = []
+    for local in sorted(terms_used - known_terms()):
+        found.append(f"{lines.of(local)}iop:{local} is not a term of the profile vocabulary"
+                     f"{_nearest(local)}")
+    reached = _walk(by_subject, profile, lines, found)
+    for subject, pairs in by_subject.items():
+        if subject in reached:
+            continue
+        for predicate, _ in pairs:
+            local = predicate[len(IOP):] if predicate.startswith(IOP) else None
+            if local is not None and local in known_terms():
+                found.append(f"{lines.of(local)}iop:{local} stands on {_shown(subject)}, which "
+                             "no setting of the profile reaches; it would be ignored")
+    return list(dict.fromkeys(found))
+
+
+def _walk(by_subject: dict[Any, list[tuple[str, Any]]], profile: Any, lines: _Lines,
+          found: list[str]) -> set[Any]:
+    """Check the settings of the profile node and of every node they reach; the nodes
+    reached."""
+    settings = sections()
+    owners: dict[str, list[str]] = {}
+    for name, section in settings.items():
+        for setting in section:
+            owners.setdefault(setting, []).append(name)
+    reached: set[Any] = set()
+    pending: list[tuple[Any, str]] = [(profile, "Profile")]
+    while pending:
+        node, section = pending.pop()
+        if (node, section) in reached:
+            continue
+        reached.add((node, section))
+        allowed = settings[section]
+        for predicate, value in by_subject.get(node, ()):
+            if predicate == RDF_TYPE or not predicate.startswith(IOP):
+                continue
+            local = predicate[len(IOP):]
+            if local not in known_terms():
+                continue  # reported as unknown
+            kind = allowed.get(local)
+            if kind is None:
+                where = " or ".join("iop:" + o if o != "Profile" else "the profile"
+                                    for o in owners.get(local, ())) or "no node"
+                found.append(f"{lines.of(local)}iop:{local} is not a setting of "
+                             f"{'the profile' if section == 'Profile' else 'iop:' + section}"
+                             f" (it belongs to {where})")
+                continue
+            problem = _kind_problem(kind, value)
+            if problem is not None:
+                found.append(f"{lines.of(local)}iop:{local} must be {problem}, not "
+                             f"{_shown(value)}")
+            elif kind.startswith("node:"):
+                pending.append((value, kind[len("node:"):]))
+    return {node for node, _ in reached}
