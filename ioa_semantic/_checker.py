@@ -48,6 +48,7 @@ from .sources.loader import (
     registration_from_node,
     resolve_artifact,
 )
+from .sources.parameters import BUILT_IN
 
 # The engines by name; the Checker builds one, and that is the one place the compiled engine
 # is chosen (it asks its compiled forms first and falls back to the reference stages).
@@ -129,6 +130,9 @@ class Checker:
             allow_base=self.profile.allow_base,
             allowed_schemes=self.profile.allowed_schemes,
             ignorable_terms=self.profile.ignorable_terms,
+            parameter_terms=frozenset(term for term, parameter in
+                                      self.profile.parameter_terms().items()
+                                      if parameter.name not in BUILT_IN),
         )
         self._shapes = shapes()
         self.registrations = tuple(
@@ -141,6 +145,7 @@ class Checker:
         fixed = list(self.profile.quads)
         for registration in self.registrations:
             fixed.extend(registration.quads())
+            fixed.extend(registration.constraint_quads(self.profile.parameters))
         for artifact in self.artifacts:
             if not artifact.malformed:
                 fixed.extend(artifact_quads(artifact))
@@ -224,7 +229,8 @@ class Checker:
             details = "; ".join(f"{f.code} at {f.path or '/'}: {f.message}" for f in errors)
             raise RegistrationError(f"{origin}: not a valid capability registration: {details}")
         registration = registration_from_node(result.node, origin, index,
-                                              self.profile.single_ontology())
+                                              self.profile.single_ontology(),
+                                              self.profile.parameters)
         if isinstance(registration, str):
             raise RegistrationError(f"{origin}: {registration}")
         return registration
@@ -297,7 +303,7 @@ class Checker:
         proposed: list[Remedy] = []
         if not baseline.rejected and baseline.node is not None:
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
-            task = task_from(baseline.node, params)
+            task = task_from(baseline.node, params, self.profile.parameters)
             try:
                 outcome = self.stages.outcome(baseline.node, task, at,
                                               clean=not baseline.findings, fetched=fetched,

@@ -144,6 +144,12 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "the provider's declared outputs exclude the task's output media type"),
     ("capability.language-conflict", INCOMPATIBLE, "7.1",
      "the provider's declared languages exclude the task's language"),
+    ("capability.parameter-conflict", INCOMPATIBLE, "7.1",
+     "the provider's constraint on a parameter the profile declares excludes the task's "
+     "value, compared by the declaration's datatype and comparison"),
+    ("capability.unit-conflict", INCOMPATIBLE, "6.4",
+     "the provider states a parameter in another unit than the profile declares (12.5 S3: "
+     "never converted)"),
     # capability.: an agent's observed uses against its declarations (ioa-check trace)
     ("capability.undeclared-tool", INCOMPATIBLE, "7.1",
      "an agent called a tool that its declarations do not list"),
@@ -253,6 +259,11 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "a task parameter the profile requires is not supplied"),
     ("constraint.parameter-conflict", INCOMPATIBLE, "5.4",
      "a task parameter conflicts with the profile's constraint"),
+    ("constraint.parameter-type", INVALID, "6.4",
+     "a task parameter's value is not of the datatype the profile declares for it"),
+    ("constraint.unit-conflict", INCOMPATIBLE, "6.4",
+     "a task parameter is stated in another unit than the profile declares (12.5 S3: never "
+     "converted)"),
     ("constraint.shape-violated", INCOMPATIBLE, "5.4",
      "the envelope, its task parameters or a registration violate a SHACL shape of the "
      "profile (sh:Violation)"),

@@ -20,7 +20,7 @@ class ProfileError(ConfigurationError):
     """A profile is unknown or its file is broken. ``problems`` lists each problem on its
     own (a profile read strictly may have several); the message names them all."""
 
-    def __init__(self, message: str, problems: "tuple[str, ...]" = ()) -> None:
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.problems = problems or (message,)
 

@@ -143,7 +143,8 @@ class CompiledDecision:
                 continue
             cap_task = task.for_capability(self.declared.get(capability, UNDECLARED_MEDIA))
             if direct_providers:
-                judge_direct(capability, [self.by_graph[g] for g in direct_providers], cap_task, out)
+                judge_direct(capability, [self.by_graph[g] for g in direct_providers], cap_task,
+                             profile, out)
                 continue
             judge_mapped(capability, self.candidates.get((capability, ontology_id, read_as), []),
                     self.conditions, screened, self.by_graph, profile, cap_task, alignment_ref,

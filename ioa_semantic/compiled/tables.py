@@ -93,6 +93,11 @@ def _term(term: Any) -> Term | None:
     return str(term)
 
 
+def _or_unbound(terms: "list[Term]") -> "list[Term | None]":
+    """An OPTIONAL's bindings: its terms, or one unbound row when it matches none."""
+    return [*terms] if terms else [None]
+
+
 def plain(term: Term | None) -> Any:
     """The value ``Dataset.select`` gives for a term (``_store._plain``)."""
     if term is None or isinstance(term, str):
@@ -238,10 +243,10 @@ class CompiledTables(NamedTuple):
             trusted_issuers=trusted,
             readings=_group((r.requested, r) for r in _readings(rules, registrations, trusted)),
             conditions=tuple(
-                ((order(graph), order(rule), order(parameter)),
+                ((order(graph), order(rule), order(parameter), order(value), order(unit)),
                  {"artifactGraph": plain(graph), "rule": plain(rule),
-                  "parameter": plain(parameter), "value": plain(value)})
-                for graph, rule, parameter, value in select("compile_rule_conditions")),
+                  "parameter": plain(parameter), "value": plain(value), "unit": plain(unit)})
+                for graph, rule, parameter, value, unit in select("compile_rule_conditions")),
         )
 
 
@@ -454,13 +459,14 @@ class TableDataset:
             (r.requested, r) for r in _readings(found, self._tables.registrations,
                                                 self._tables.trusted_issuers))
         self._own_conditions = tuple(
-            ((order(_ENVELOPE), order(rule), order(parameter)),
+            ((order(_ENVELOPE), order(rule), order(parameter), order(value), order(unit)),
              {"artifactGraph": _ENVELOPE, "rule": plain(rule), "parameter": plain(parameter),
-              "value": plain(value)})
+              "value": plain(value), "unit": plain(unit)})
             for _, rule in rules
             for condition in values(rule, IOAA + "condition")
             for parameter in values(condition, IOAA + "parameter")
-            for value in values(condition, IOAA + "value"))
+            for value in values(condition, IOAA + "value")
+            for unit in _or_unbound(values(condition, IOAA + "unit")))
 
     def read_as(self, ontology: tuple[str, str]) -> None:
         """Record the ontology id and version the envelope is read under."""

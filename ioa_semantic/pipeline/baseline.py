@@ -10,7 +10,7 @@ compatibility engine.
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple
 
 from .._codes import finding
@@ -40,7 +40,7 @@ from .intake import (
     parse,
     value_findings,
 )
-from .shapes import Located, ShapeSet, iri_findings, located_nodes, shared_ids
+from .shapes import Located, ShapeSet, Violation, iri_findings, located_nodes, shared_ids
 
 Kind = Literal["envelope", "registration"]
 # Another expansion of a document (its pyld result, or None to leave it to pyld).
@@ -143,7 +143,16 @@ def read_document(
                  for ident, first, here in shared_ids(located))
     found.extend(iri_findings(located, review.terms, policy.allowed_schemes))
     root_shape = shapes.envelope if kind == "envelope" else shapes.registration
-    violations = shapes.validate(root_shape, located, review.terms)
+    found.extend(_shape_findings(shapes.validate(root_shape, located, review.terms), policy))
+    found.extend(extra_types(located, kind, permitted_types))
+    if kind == "envelope":
+        found.extend(ambiguous_bindings(located, review.terms))
+    return Baseline(_dedupe(found), document, node, tuple(located))
+
+
+def _shape_findings(violations: list[Violation], policy: ContextPolicy) -> Iterator[Finding]:
+    """The baseline shapes' violations as reasons: a missing @type once, a profile's
+    declared parameter term where it may stand not at all, an ignorable term a warning."""
     # SHACL reports a missing @type twice (minCount and hasValue); people need it once.
     missing_types = {(v.shape, v.pointer) for v in violations
                      if v.component == "MinCountConstraintComponent" and v.path == RDF_TYPE}
@@ -151,20 +160,23 @@ def read_document(
         if violation.component == "HasValueConstraintComponent" and (
                 violation.shape, violation.pointer) in missing_types:
             continue
-        if violation.code.endswith(".unknown-property") and violation.path and (
-                term_for(violation.path) in policy.ignorable_terms
-                or violation.path in policy.ignorable_terms):
-            found.append(finding("jsonld.ignored-term",
-                                 f"{term_for(violation.path)} is not a baseline property; the "
-                                 "profile lets it be ignored as a descriptive term",
-                                 violation.pointer, severity=Severity.WARNING))
+        path = violation.path if violation.code.endswith(".unknown-property") else None
+        if path and path in policy.parameter_terms and violation.shape in _CARRIERS:
+            continue  # a task parameter the profile declares, where it may stand
+        if path and (term_for(path) in policy.ignorable_terms or path in policy.ignorable_terms):
+            yield finding("jsonld.ignored-term",
+                          f"{term_for(path)} is not a baseline property; the "
+                          "profile lets it be ignored as a descriptive term",
+                          violation.pointer, severity=Severity.WARNING)
             continue
-        found.append(finding(violation.code, violation.message, violation.pointer,
-                             section=violation.section))
-    found.extend(extra_types(located, kind, permitted_types))
-    if kind == "envelope":
-        found.extend(ambiguous_bindings(located, review.terms))
-    return Baseline(_dedupe(found), document, node, tuple(located))
+        yield finding(violation.code, violation.message, violation.pointer,
+                      section=violation.section)
+
+
+# The nodes that carry a profile's declared task parameters: the task context and a
+# capability registration (docs/parameters.md).
+_CARRIERS = frozenset({"https://ioa-semantic.org/ns/shapes#ContextShape",
+                       "https://ioa-semantic.org/ns/shapes#RegistrationShape"})
 
 
 # Reviews of whole documents' contexts by (policy, context), for documents whose one context

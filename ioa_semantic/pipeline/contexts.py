@@ -151,6 +151,9 @@ class ContextPolicy(NamedTuple):
     allow_base: bool = False
     allowed_schemes: frozenset[str] = frozenset({"https", "http", "urn"})
     ignorable_terms: frozenset[str] = frozenset()
+    # The properties that carry the profile's own declared task parameters: a
+    # profileContext and a capability registration may hold them (docs/parameters.md).
+    parameter_terms: frozenset[str] = frozenset()
 
 
 class SenderTerms:

@@ -10,7 +10,6 @@ unambiguously leaves the result indeterminate (contract section 3).
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
@@ -18,7 +17,9 @@ from typing import Any, NamedTuple, Protocol
 from .._codes import finding
 from .._findings import Finding, Remedy, Severity
 from .._vocab import IOA
+from ..sources import parameters
 from ..sources.loader import Artifact, Profile, Registration
+from ..sources.parameters import BUILT_IN, Parameter, Value, key, unit_problem, value_of
 from .remedies import SENDER, remedy
 from .store import group
 
@@ -35,51 +36,38 @@ class Dataset(Protocol):
     def read_as(self, ontology: tuple[str, str]) -> None: ...
 
 
-# --- comparison rules of the contract's "Task parameters" table ----------------------------
-
-
-# Senders and providers repeat a handful of media types; parsing each once keeps the
-# comparisons of every check off the profile.
-@lru_cache(maxsize=1024)
-def _media_parts(value: str) -> tuple[str, tuple[str, ...]]:
-    head, *params = value.split(";")
-    return head.strip().lower(), tuple(p.strip() for p in params)
-
-
-def same_media_type(a: str, b: str) -> bool:
-    """Type and subtype compare case-insensitively; parameters compare exactly."""
-    return _media_parts(a) == _media_parts(b)
-
-
-def same_language(a: str, b: str) -> bool:
-    """Language tags compare case-insensitively and exactly: no fallback from en-GB to en."""
-    return a.lower() == b.lower()
+# --- comparison rules: the profile's declarations (sources/parameters.py) -----------------
 
 
 def same_value(parameter: str, a: str, b: str) -> bool:
-    if parameter in ("inputMediaType", "outputMediaType"):
-        return same_media_type(a, b)
-    if parameter in ("sourceLang", "targetLang"):
-        return same_language(a, b)
-    return a == b
+    """Whether two values of a parameter of the contract's table (any other name: a string)
+    are the same value: media types and language tags as the table compares them."""
+    return parameters.same_value(BUILT_IN.get(parameter) or Parameter(parameter, "string"), a, b)
 
 
 # --- the task -------------------------------------------------------------------------------
 
 
 class Task(NamedTuple):
-    """Task parameters by name, each with where it came from.
+    """Task parameters by name, each with where it came from, as lexical forms in the unit
+    the profile declares for them.
 
     ``parameters`` are those with one value; ``several`` those the envelope's
     profileContext gives more than one value (contract 3.1: a language or a media type may
     be several), each with its values in order. ``--param`` names a key once, and
     overrides the envelope. A condition on a parameter with several values cannot be
-    evaluated (rule 10); a provider or the profile must accept each of them.
+    evaluated (rule 10); a provider or the profile must accept each of them. ``problems``
+    are the values that could not be read: not of the declared datatype (invalid, 6.4), or
+    stated in another unit (a conflict, S3); such a value is not part of the task.
     """
 
     parameters: Mapping[str, str]
     origin: Mapping[str, str] = MappingProxyType({})
     several: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+    problems: tuple[Finding, ...] = ()
+    # The parameters one of whose values is among the problems: supplied, but not usable
+    # (so never also reported missing).
+    rejected: frozenset[str] = frozenset()
 
     def supplies(self, name: str) -> bool:
         return name in self.parameters or name in self.several
@@ -106,17 +94,13 @@ class Task(NamedTuple):
                 origin[name] = "profile vocabulary"
         if merged is None:
             return self  # read as it is
-        return Task(merged, origin, self.several)
+        return self._replace(parameters=merged, origin=origin)
 
     def single(self, name: str) -> str | None:
         return self.parameters.get(name)
 
 
 PROFILE_CONTEXT = IOA + "profileContext"
-# Task parameter names and the profileContext properties that give them.
-_TASK_PARAMETERS = (("sourceLang", IOA + "sourceLang"), ("targetLang", IOA + "targetLang"),
-                    ("domain", IOA + "domain"), ("inputMediaType", IOA + "inputs"),
-                    ("outputMediaType", IOA + "outputs"))
 
 
 # Media types become task parameters only when profileContext gives one (the contract's
@@ -125,26 +109,72 @@ _TASK_PARAMETERS = (("sourceLang", IOA + "sourceLang"), ("targetLang", IOA + "ta
 _SINGLE_VALUED_ONLY = frozenset({"inputMediaType", "outputMediaType"})
 
 
-def task_from(node: dict[str, Any], overrides: Mapping[str, str]) -> Task:
-    """The contract's table: --param first, then the envelope's profileContext."""
+def task_from(node: dict[str, Any], overrides: Mapping[str, str],
+              declared: Mapping[str, Parameter] = BUILT_IN) -> Task:
+    """The contract's table: --param first, then the envelope's profileContext, which
+    carries each declared parameter by its term; every value read by its declaration."""
     params: dict[str, str] = {}
     origin: dict[str, str] = {}
     several: dict[str, tuple[str, ...]] = {}
+    problems: list[Finding] = []
+    rejected: set[str] = set()
     contexts = node.get(PROFILE_CONTEXT, ())
     context = contexts[0] if contexts and isinstance(contexts[0], dict) else {}
-    for name, prop in _TASK_PARAMETERS:
-        values = context.get(prop)
+    for parameter in declared.values():
+        values = context.get(parameter.term) if parameter.term is not None else None
         if not values:
             continue
-        found = tuple(dict.fromkeys(str(v.get("@value", v.get("@id"))) for v in values))
+        before = len(problems)
+        found = tuple(dict.fromkeys(
+            lexical for item in values
+            if (lexical := _read_value(parameter, item, problems)) is not None))
+        if len(problems) > before:
+            rejected.add(parameter.name)
         if len(found) == 1:
-            params[name], origin[name] = found[0], "envelope"
-        elif name not in _SINGLE_VALUED_ONLY:
-            several[name], origin[name] = found, "envelope"
+            params[parameter.name], origin[parameter.name] = found[0], "envelope"
+        elif len(found) > 1 and parameter.name not in _SINGLE_VALUED_ONLY:
+            several[parameter.name], origin[parameter.name] = found, "envelope"
     for name, value in overrides.items():
-        params[name], origin[name] = value, "--param"
         several.pop(name, None)
-    return Task(params, origin, several)
+        params.pop(name, None)
+        rejected.discard(name)
+        override = declared.get(name)
+        if override is not None and not _typed(override, value, "--param", problems):
+            rejected.add(name)
+            continue
+        params[name], origin[name] = value, "--param"
+    return Task(params, origin, several, tuple(problems), frozenset(rejected))
+
+
+def _read_value(parameter: Parameter, item: Any, problems: list[Finding]) -> str | None:
+    """One value of a declared parameter in profileContext, or None (its problem added)."""
+    value = value_of(item)
+    if value is None:
+        problems.append(finding(
+            "constraint.parameter-type",
+            f"the task parameter {parameter.name} in profileContext is not a value of "
+            f"{parameters.describe(parameter)}", "/profileContext"))
+        return None
+    conflict = unit_problem(parameter, value.unit)
+    if conflict is not None:
+        problems.append(finding(
+            "constraint.unit-conflict",
+            f"the task parameter {parameter.name}={value.lexical!r} in profileContext: "
+            f"{conflict}", "/profileContext"))
+        return None
+    return value.lexical if _typed(parameter, value.lexical, "profileContext", problems) else None
+
+
+def _typed(parameter: Parameter, lexical: str, where: str, problems: list[Finding]) -> bool:
+    try:
+        key(parameter, lexical)
+    except ValueError as exc:
+        problems.append(finding(
+            "constraint.parameter-type",
+            f"the task parameter {parameter.name} ({where}): {exc}, which "
+            f"{parameters.describe(parameter)} must be", "/profileContext"))
+        return False
+    return True
 
 
 # --- the outcome ----------------------------------------------------------------------------
@@ -212,7 +242,7 @@ def evaluate(
         if not registrations:
             continue
         if direct:
-            judge_direct(capability, [by_graph[g] for g in direct], cap_task, out)
+            judge_direct(capability, [by_graph[g] for g in direct], cap_task, profile, out)
             continue
         judge_mapped(capability, candidates.get(capability, []), conditions, screened, by_graph,
                      profile, cap_task, alignment_ref, out, in_vocabulary=known)
@@ -338,14 +368,15 @@ def _intent(dataset: Dataset, profile: Profile, remedies: list[Remedy]) -> Itera
 
 
 def parameter_findings(profile: Profile, task: Task) -> Iterator[Finding]:
+    yield from task.problems
     for name in sorted(profile.required_parameters):
-        if not task.supplies(name):
+        if not task.supplies(name) and name not in task.rejected:
             yield finding("constraint.missing-parameter",
                           f"the profile requires the task parameter {name!r}, which neither "
                           "--param nor the envelope supplies", "/profileContext")
     for name, allowed in sorted(profile.parameter_values.items()):
         for value in task.values(name):
-            if not any(same_value(name, value, a) for a in allowed):
+            if not _allowed(profile, name, value, allowed):
                 yield finding("constraint.parameter-conflict",
                               f"the task parameter {name}={value!r} is not among the values the "
                               f"profile allows ({', '.join(sorted(allowed))})", "/profileContext")
@@ -368,60 +399,99 @@ def _step_remedies(findings: Sequence[Finding], profile: Profile) -> Iterator[Re
                                       | profile.permitted_binding_domains))
 
 
+def _allowed(profile: Profile, name: str, value: str, allowed: Iterable[str]) -> bool:
+    """Whether the task's value is one of the values the profile allows (by its datatype)."""
+    parameter = profile.parameter(name)
+    return any(parameters.same_value(parameter, value, a) for a in allowed)
+
+
 def parameter_remedies(profile: Profile, task: Task) -> Iterator[Remedy]:
     """What answers :func:`parameter_findings`: each missing parameter supplied, each
     conflicting one renegotiated, with the values the profile allows where it fixes them."""
     for name in sorted(profile.required_parameters):
-        if not task.supplies(name):
+        if not task.supplies(name) and name not in task.rejected:
             allowed = profile.parameter_values.get(name)
             yield remedy("supply-parameter", SENDER, ("constraint.missing-parameter",), name=name,
                          **({"values": sorted(allowed)} if allowed else {}))
     for name, allowed in sorted(profile.parameter_values.items()):
-        if any(not any(same_value(name, value, a) for a in allowed)
-               for value in task.values(name)):
+        if any(not _allowed(profile, name, value, allowed) for value in task.values(name)):
             yield remedy("renegotiate", SENDER, ("constraint.parameter-conflict",), field=name,
                          permitted=sorted(allowed))
 
 
-# Task parameter, the registration's declared values, code, member, comparison rule.
-_PROVIDER_CHECKS = (
-    ("inputMediaType", attrgetter("inputs"), "capability.input-conflict", "inputs",
-     same_media_type),
-    ("outputMediaType", attrgetter("outputs"), "capability.output-conflict", "outputs",
-     same_media_type),
-    ("sourceLang", attrgetter("source_langs"), "capability.language-conflict", "sourceLang",
-     same_language),
-    ("targetLang", attrgetter("target_langs"), "capability.language-conflict", "targetLang",
-     same_language),
+# The parameters of the contract's table a registration declares in members of its own,
+# with the code of a conflict and the member's name.
+_PROVIDER_MEMBERS = (
+    ("inputMediaType", attrgetter("inputs"), "capability.input-conflict", "inputs"),
+    ("outputMediaType", attrgetter("outputs"), "capability.output-conflict", "outputs"),
+    ("sourceLang", attrgetter("source_langs"), "capability.language-conflict", "sourceLang"),
+    ("targetLang", attrgetter("target_langs"), "capability.language-conflict", "targetLang"),
 )
 
 
 def _provider_conflicts(capability: str, registration: Registration, task: Task,
-                        remedies: list[Remedy]) -> list[Finding]:
+                        profile: Profile, remedies: list[Remedy]) -> list[Finding]:
+    """Each constraint the provider capability declares that the task's values do not
+    meet, by the profile's declaration of the parameter (rule 11; S3: no conversion)."""
     conflicts = []
-    for name, read, code, member, same in _PROVIDER_CHECKS:
-        declared = read(registration)
-        if not declared:
+    for name, code, member, stated in _stated(registration):
+        parameter = profile.parameter(name)
+        if not stated or not task.supplies(name):
             continue
+        other = next((v for v in stated if unit_problem(parameter, v.unit) is not None), None)
+        if other is not None:
+            conflicts.append(finding(
+                "capability.unit-conflict",
+                f"the provider capability {registration.iri} ({registration.origin}) states "
+                f"{name} {other.lexical}: {unit_problem(parameter, other.unit)}",
+                registration.iri))
+            continue
+        declared = [v.lexical for v in stated]
         outside = [value for value in task.values(name)
-                   if not any(same(value, candidate) for candidate in declared)]
+                   if not parameters.holds_any(parameter, value, declared)]
         if not outside:
             continue
         remedies.append(remedy("renegotiate", SENDER, (code,), field=name,
-                               permitted=sorted(declared)))
+                               permitted=list(declared), **_how(parameter)))
         conflicts.append(finding(
             code,
             f"the provider capability {registration.iri} ({registration.origin}) declares "
-            f"{member} {', '.join(sorted(declared))}, but the task's {name} is "
+            f"{member} {_bounds(parameter, declared)}, but the task's {name} is "
             f"{', '.join(map(repr, outside))} (from {task.origin.get(name, 'the task')}); "
             "no conversion is attempted",
             registration.iri))
     return conflicts
 
 
-def judge_direct(capability: str, providers: list[Registration], task: Task, out: Outcome) -> None:
+def _stated(registration: Registration) -> Iterator[tuple[str, str, str, tuple[Value, ...]]]:
+    """What the registration states of each parameter: (name, the code of a conflict, the
+    member that states it, the values as stated)."""
+    for name, read, code, member in _PROVIDER_MEMBERS:
+        yield name, code, member, tuple(Value(v) for v in sorted(read(registration)))
+    for name, values in sorted(registration.constraints.items()):
+        yield name, "capability.parameter-conflict", name, values
+
+
+def _bounds(parameter: Parameter, stated: Sequence[str]) -> str:
+    """Stated values in words, as the parameter's comparison reads them: "at most 1024
+    (in unit:KiloBYTE)", "text/plain, text/html"."""
+    how = {"atMost": "at most ", "atLeast": "at least "}.get(parameter.comparison, "")
+    unit = f" (in {parameter.unit})" if parameter.unit else ""
+    return f"{how}{' or '.join(stated) if how else ', '.join(stated)}{unit}"
+
+
+def _how(parameter: Parameter) -> dict[str, str]:
+    """A remedy's members that say how its listed values compare, where not equality."""
+    out = {"comparison": parameter.comparison} if parameter.ordered and (
+        parameter.comparison in ("atMost", "atLeast")) else {}
+    return {**out, **({"unit": parameter.unit} if parameter.unit else {})}
+
+
+def judge_direct(capability: str, providers: list[Registration], task: Task, profile: Profile,
+                 out: Outcome) -> None:
     proposed: list[Remedy] = []
-    results = [(r, _provider_conflicts(capability, r, task, proposed)) for r in providers]
+    results = [(r, _provider_conflicts(capability, r, task, profile, proposed))
+               for r in providers]
     clean = [r for r, conflicts in results if not conflicts]
     if clean:
         out.evidence.append({"capability": capability, "via": "same ontology",
@@ -540,51 +610,114 @@ def _exclude(out: Outcome, artifact: Artifact, code: str, why: str) -> None:
                                 artifact.id or artifact.origin, severity=Severity.INFO))
 
 
-def conditions_by_rule(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+class Condition(NamedTuple):
+    """One stated value of a mapping rule's condition: a condition listing several values
+    is several of these, alternatives of one another."""
+
+    parameter: str
+    value: str
+    unit: str | None = None
+
+
+def conditions_by_rule(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[Condition]]:
+    out: dict[tuple[str, str], list[Condition]] = {}
     for row in rows:
         out.setdefault((row["artifactGraph"], row["rule"]), []).append(
-            (row["parameter"], row["value"]))
+            Condition(row["parameter"], row["value"], row.get("unit")))
     return out
 
 
-def _evaluate_conditions(conditions: list[tuple[str, str]], known: frozenset[str],
+def _by_parameter(conditions: Iterable[Condition]) -> dict[str, list[Condition]]:
+    grouped: dict[str, list[Condition]] = {}
+    for condition in conditions:
+        grouped.setdefault(condition.parameter, []).append(condition)
+    return dict(sorted(grouped.items()))
+
+
+def _shown(stated: list[Condition]) -> str:
+    return " or ".join(repr(c.value) + (f" ({c.unit})" if c.unit else "") for c in stated)
+
+
+def _evaluate_conditions(conditions: list[Condition], profile: Profile,
                          task: Task) -> tuple[str, str]:
     """("satisfied" | "false" | "unevaluable", why) for one mapping rule (contract rule 10).
 
-    ``known`` are the parameters with a defined evaluation (``Profile.known_parameters``).
-    """
-    for name, required in sorted(conditions):
-        if name not in known:
-            return "unevaluable", f"the condition {name!r} has no defined evaluation"
-        several = task.several.get(name)
-        if several is not None:
-            return "unevaluable", (f"the task's {name} has several values "
-                                   f"({', '.join(map(repr, several))}), so the condition "
-                                   f"{name}={required!r} cannot be evaluated")
-        value = task.single(name)
-        if value is None:
-            return "unevaluable", f"the task supplies no {name!r} for the condition {name}={required!r}"
-        if not same_value(name, value, required):
-            return "false", f"the condition {name}={required!r} does not hold ({name}={value!r})"
+    Each condition compares the task's value with the stated one(s) by the profile's
+    declaration of the parameter (several stated values are alternatives). A condition that
+    does not hold makes the rule inapplicable even where another cannot be evaluated: no
+    value of the missing parameter would make it apply. A condition stated in another unit
+    than the declaration's does not hold (S3: never converted)."""
+    false: list[str] = []
+    unevaluable: list[str] = []
+    known = profile.known_parameters
+    for name, stated in _by_parameter(conditions).items():
+        state, why = _condition(name, stated, name in known, profile, task)
+        (false if state == "false" else unevaluable if state == "unevaluable" else []).append(why)
+    if false:
+        return "false", "; ".join(false)
+    if unevaluable:
+        return "unevaluable", "; ".join(unevaluable)
     return "satisfied", ""
 
 
-def _to_supply(conditions: list[tuple[str, str]], known: frozenset[str],
+def _condition(name: str, stated: list[Condition], known: bool, profile: Profile,
+               task: Task) -> tuple[str, str]:
+    """One parameter's condition, as :func:`_evaluate_conditions` words it."""
+    if not known:
+        return "unevaluable", f"the condition {name!r} has no defined evaluation"
+    parameter = profile.parameter(name)
+    for condition in stated:
+        conflict = unit_problem(parameter, condition.unit)
+        if conflict is not None:
+            return "false", f"the condition {name}={condition.value!r} does not hold: {conflict}"
+        try:
+            key(parameter, condition.value)
+        except ValueError as exc:
+            return "unevaluable", f"the condition on {name} cannot be evaluated: {exc}"
+    several = task.several.get(name)
+    if several is not None:
+        return "unevaluable", (f"the task's {name} has several values "
+                               f"({', '.join(map(repr, several))}), so the condition "
+                               f"{name}={_shown(stated)} cannot be evaluated")
+    value = task.single(name)
+    if value is None:
+        return "unevaluable", (f"the task supplies no {name!r} for the condition "
+                               f"{name}={_shown(stated)}")
+    if not parameters.holds_any(parameter, value, [c.value for c in stated]):
+        return "false", (f"the condition {name} {_bounds(parameter, [c.value for c in stated])}"
+                         f" does not hold ({name}={value!r})")
+    return "satisfied", ""
+
+
+def _unusable(parameter: Parameter, condition: Condition) -> bool:
+    """Whether a stated value is in another unit or no value of the datatype."""
+    if unit_problem(parameter, condition.unit) is not None:
+        return True
+    try:
+        key(parameter, condition.value)
+    except ValueError:
+        return True
+    return False
+
+
+def _to_supply(conditions: list[Condition], profile: Profile,
                task: Task) -> list[tuple[str, str]]:
     """The conditions of a rule the task does not supply, when supplying them with the values
-    the rule requires would satisfy it: every condition's parameter has a defined evaluation,
+    the rule states would satisfy it: every condition's parameter has a defined evaluation,
     and every one the task supplies holds. Otherwise none (no value of the sender's makes
     the rule apply)."""
-    missing = []
-    for name, required in conditions:
-        if name not in known or name in task.several:
+    missing: list[tuple[str, str]] = []
+    for name, stated in _by_parameter(conditions).items():
+        if name not in profile.known_parameters or name in task.several:
             return []
-        value = task.single(name)
-        if value is None:
-            missing.append((name, required))
-        elif not same_value(name, value, required):
-            return []
+        if task.supplies(name):
+            if _condition(name, stated, True, profile, task)[0] != "satisfied":
+                return []
+            continue
+        parameter = profile.parameter(name)
+        if any(_unusable(parameter, c) for c in stated):
+            return []  # no value the sender could send meets it
+        missing.extend((name, c.value) for c in stated)
     return missing
 
 
@@ -608,7 +741,7 @@ def _offers(capability: str, registrations: Iterable[Registration], profile: Pro
 
 
 def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C901
-            conditions: dict[tuple[str, str], list[tuple[str, str]]],
+            conditions: dict[tuple[str, str], list[Condition]],
             usable: dict[str, Artifact], by_graph: dict[str, Registration], profile: Profile,
             task: Task, alignment_ref: str | None, out: Outcome, *,
                  in_vocabulary: bool = True) -> None:
@@ -619,7 +752,6 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C9
     applicable: dict[tuple[str, str], tuple[Artifact, Registration, Mapping[str, Any]]] = {}
     unevaluable: list[str] = []
     supply: list[tuple[str, str]] = []  # (parameter, value) conditions the task does not supply
-    known = profile.known_parameters
     for graph, artifact in usable.items():
         artifact_rows = [r for r in rows if r["artifactGraph"] == graph]
         verdicts = []
@@ -633,9 +765,9 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C9
                                  "artifact's exact target ontology version"))
                 continue
             rule_conditions = conditions.get((graph, row["rule"]), [])
-            state, why = _evaluate_conditions(rule_conditions, known, task)
+            state, why = _evaluate_conditions(rule_conditions, profile, task)
             if state == "unevaluable":
-                supply.extend(_to_supply(rule_conditions, known, task))
+                supply.extend(_to_supply(rule_conditions, profile, task))
             if state == "satisfied":
                 registration = by_graph[row["registration"]]
                 applicable.setdefault((artifact.id, artifact.revision),
@@ -681,7 +813,7 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C9
         return
     if applicable:
         (artifact, registration, row), = applicable.values()
-        conflicts = _provider_conflicts(capability, registration, task, out.remedies)
+        conflicts = _provider_conflicts(capability, registration, task, profile, out.remedies)
         if conflicts:
             out.findings.extend(conflicts)
             return
@@ -703,7 +835,8 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C9
         for name in sorted({n for n, _ in supply}):
             out.remedies.append(remedy(
                 "supply-parameter", SENDER, ("alignment.condition-unevaluable",), name=name,
-                values=sorted({v for n, v in supply if n == name})))
+                values=sorted({v for n, v in supply if n == name}),
+                **_how(profile.parameter(name))))
         out.findings.append(finding(
             "alignment.condition-unevaluable",
             f"a mapping for {capability} cannot be established: {'; '.join(unevaluable)}",

@@ -55,8 +55,9 @@ ANSWERS: dict[str, frozenset[str]] = {
         "domain.binding-not-permitted", "domain.context-not-permitted",
         "domain.intent-not-permitted", "intent.not-applicable", "intent.domain-mismatch",
         "capability.input-conflict", "capability.output-conflict",
-        "capability.language-conflict", "constraint.parameter-conflict",
-        "constraint.shape-violated"}),
+        "capability.language-conflict", "capability.parameter-conflict",
+        "capability.unit-conflict", "constraint.parameter-conflict",
+        "constraint.unit-conflict", "constraint.shape-violated"}),
 }
 
 

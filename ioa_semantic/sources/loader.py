@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from datetime import datetime
+from decimal import Decimal
 from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -30,7 +31,7 @@ from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 from ..pipeline.intake import parse
 from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
 from . import vocabulary
-from .parameters import BUILT_IN, COMPARISONS, DATATYPES, Parameter, key
+from .parameters import BUILT_IN, COMPARISONS, DATATYPES, Parameter, Value, describe, key, value_of
 
 PROFILE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:profile")
 DEFAULT_SCHEMES = frozenset({"https", "http", "urn"})
@@ -402,7 +403,7 @@ def _task_parameters(graph: _Graph, node: Any, source: str) -> tuple[
     declarations), the required ones and each one's allowed values, every value checked
     against its datatype."""
     parameters = dict(BUILT_IN)
-    required = set(graph.values(node, IOP + "requiresParameter"))
+    required: set[str] = set(graph.values(node, IOP + "requiresParameter"))
     allowed: dict[str, set[str]] = {}
     for entry in graph.objects(node, IOP + "taskParameter"):
         declared = _declaration(graph, entry, source)
@@ -428,16 +429,16 @@ def _task_parameters(graph: _Graph, node: Any, source: str) -> tuple[
                                f"{declared.name!r} are carried by the same term {declared.term}")
     for entry in graph.objects(node, IOP + "parameterConstraint"):
         name = graph.one(entry, IOP + "parameter", "parameterConstraint", source)
-        values = graph.values(entry, IOP + "allowedValue")
-        if not values:
+        listed = graph.values(entry, IOP + "allowedValue")
+        if not listed:
             raise ProfileError(f"{source}: parameterConstraint on {name!r} has no allowedValue")
-        allowed.setdefault(name, set()).update(values)
+        allowed.setdefault(name, set()).update(listed)
     for name in sorted(required | set(allowed)):
         # Named only as required or constrained: a string compared equal (the form
         # profiles had before parameters were declared; docs/parameters.md).
         parameters.setdefault(name, Parameter(name, "string"))
-    for name, values in allowed.items():
-        for value in sorted(values):
+    for name, stated in allowed.items():
+        for value in sorted(stated):
             try:
                 key(parameters[name], value)
             except ValueError as exc:
@@ -545,7 +546,9 @@ def _retrieval_settings(graph: _Graph, section: Any, source: str) -> RetrievalSe
 class MappingRule(NamedTuple):
     source: str  # "from" in the artifact
     target: str  # "to" in the artifact
-    conditions: tuple[tuple[str, str], ...]
+    # (parameter, lexical value, unit or None), by parameter; a condition listing several
+    # values (alternatives) gives one entry each.
+    conditions: tuple[tuple[str, str, str | None], ...]
 
 
 class Artifact(NamedTuple):
@@ -691,7 +694,7 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
     if problems:
         return Artifact(origin, index, digest, doc, problems, id=ident, revision=revision)
     rules = tuple(
-        MappingRule(rule["from"], rule["to"], tuple(sorted(rule["conditions"].items())))
+        MappingRule(rule["from"], rule["to"], _conditions(rule["conditions"]))
         for rule in doc["mappingRules"]
     )
     confidence = doc.get("confidence")
@@ -716,6 +719,25 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
     return artifact
 
 
+def _conditions(stated: Mapping[str, Any]) -> tuple[tuple[str, str, str | None], ...]:
+    """A rule's conditions as (parameter, lexical value, unit) entries (the schema has held
+    each to a string, a number, a {value, unit} object or a list of those)."""
+    out = []
+    for name, value in sorted(stated.items()):
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict):
+                out.append((name, _condition_lexical(item["value"]), item.get("unit")))
+            else:
+                out.append((name, _condition_lexical(item), None))
+    return tuple(dict.fromkeys(out))
+
+
+def _condition_lexical(value: str | int | float) -> str:
+    if isinstance(value, float):
+        return format(Decimal(repr(value)), "f")  # the JSON number's text, not a rounding
+    return str(value)
+
+
 def artifact_quads(artifact: Artifact) -> list[pyoxigraph.Quad]:
     """The artifact in RDF, read through the project's artifact context."""
     # The proof says who signed the artifact, not what it maps: it is no part of its RDF.
@@ -725,7 +747,8 @@ def artifact_quads(artifact: Artifact) -> list[pyoxigraph.Quad]:
     doc = {k: v for k, v in artifact.document.items() if k in members}
     doc["mappingRules"] = [
         {"from": r.source, "to": r.target,
-         "conditions": [{"parameter": k, "value": v} for k, v in r.conditions]}
+         "conditions": [{"parameter": k, "value": v, **({"unit": u} if u else {})}
+                        for k, v, u in r.conditions]}
         for r in artifact.rules
     ]
     doc["@context"] = _resources.read_json("contexts", "alignment-artifact.jsonld")["@context"]
@@ -748,6 +771,9 @@ class Registration(NamedTuple):
     outputs: frozenset[str] = frozenset()
     source_langs: frozenset[str] = frozenset()
     target_langs: frozenset[str] = frozenset()
+    # Its constraints on the profile's own declared parameters, by name: each value as
+    # stated (lexical form and unit); compared with the task by the declaration (rule 11).
+    constraints: Mapping[str, tuple[Value, ...]] = MappingProxyType({})
 
     @property
     def graph_name(self) -> str:
@@ -779,10 +805,21 @@ class Registration(NamedTuple):
                        for v in sorted(values))
         return out
 
+    def constraint_quads(self, declared: Mapping[str, Parameter]) -> list[pyoxigraph.Quad]:
+        """Its constraints on declared parameters, each by the parameter's term (the lexical
+        form; a unit is the decision's to compare, not the shapes')."""
+        return [pyoxigraph.Quad(pyoxigraph.NamedNode(self.iri), pyoxigraph.NamedNode(term),
+                                pyoxigraph.Literal(value.lexical), self.graph)
+                for name, values in sorted(self.constraints.items())
+                if (term := declared[name].term) is not None
+                for value in values]
+
 
 def registration_from_node(node: dict[str, Any], origin: str, index: int,
-                           default_ontology: tuple[str, str] | None) -> Registration | str:
-    """A registration from its expanded node, or why it names no ontology."""
+                           default_ontology: tuple[str, str] | None,
+                           declared: Mapping[str, Parameter] = BUILT_IN) -> Registration | str:
+    """A registration from its expanded node, or why it cannot be read: it names no
+    ontology, or a constraint on a declared parameter is not a value of its datatype."""
 
     def values(prop: str) -> "list[str]":
         return [v.get("@value", v.get("@id")) for v in node.get(IOA + prop, [])]
@@ -796,6 +833,9 @@ def registration_from_node(node: dict[str, Any], origin: str, index: int,
     else:
         return ("the registration names no ontologyId and ontologyVersion pair, and the profile "
                 "does not accept exactly one ontology to read it under")
+    constraints = _constraints(node, declared)
+    if isinstance(constraints, str):
+        return constraints
     return Registration(
         iri=node["@id"],
         ontology=ontology,
@@ -805,4 +845,31 @@ def registration_from_node(node: dict[str, Any], origin: str, index: int,
         outputs=frozenset(values("outputs")),
         source_langs=frozenset(values("sourceLang")),
         target_langs=frozenset(values("targetLang")),
+        constraints=constraints,
     )
+
+
+def _constraints(node: dict[str, Any],
+                 declared: Mapping[str, Parameter]) -> Mapping[str, tuple[Value, ...]] | str:
+    """The node's values of the profile's own declared parameters (the contract's five are
+    members of their own), or why one is not a value of its parameter's datatype."""
+    found: dict[str, tuple[Value, ...]] = {}
+    for parameter in declared.values():
+        if parameter.name in BUILT_IN or parameter.term is None or parameter.term not in node:
+            continue
+        read = []
+        for item in node[parameter.term]:
+            value = value_of(item)
+            problem = None if value is not None else "not a literal, an IRI or a quantity value"
+            if value is not None:
+                try:
+                    key(parameter, value.lexical)
+                except ValueError as exc:
+                    problem = str(exc)
+            if problem is not None:
+                return (f"its {parameter.name} ({parameter.term}) is not a value of "
+                        f"{describe(parameter)}: {problem}")
+            assert value is not None
+            read.append(value)
+        found[parameter.name] = tuple(dict.fromkeys(read))
+    return MappingProxyType(found)

@@ -77,7 +77,7 @@ class _Lines:
         return ""
 
 
-def _kind_problem(kind: str, value: Any) -> str | None:  # noqa: C901 (one branch a kind)
+def _kind_problem(kind: str, value: Any) -> str | None:
     """Why ``value`` is not of ``kind``, or None."""
     literal = isinstance(value, pyoxigraph.Literal)
     datatype = value.datatype.value if literal else None
@@ -142,9 +142,9 @@ def problems(quads: Iterable[pyoxigraph.Quad], text: str, profile: Any) -> list[
         if subject in reached:
             continue
         for predicate, _ in pairs:
-            local = predicate[len(IOP):] if predicate.startswith(IOP) else None
-            if local is not None and local in known_terms():
-                found.append(f"{lines.of(local)}iop:{local} stands on {_shown(subject)}, which "
+            name = predicate[len(IOP):] if predicate.startswith(IOP) else None
+            if name is not None and name in known_terms():
+                found.append(f"{lines.of(name)}iop:{name} stands on {_shown(subject)}, which "
                              "no setting of the profile reaches; it would be ignored")
     return list(dict.fromkeys(found))
 
@@ -155,9 +155,9 @@ def _walk(by_subject: dict[Any, list[tuple[str, Any]]], profile: Any, lines: _Li
     reached."""
     settings = sections()
     owners: dict[str, list[str]] = {}
-    for name, section in settings.items():
-        for setting in section:
-            owners.setdefault(setting, []).append(name)
+    for owner, owned in settings.items():
+        for setting in owned:
+            owners.setdefault(setting, []).append(owner)
     reached: set[Any] = set()
     pending: list[tuple[Any, str]] = [(profile, "Profile")]
     while pending:
