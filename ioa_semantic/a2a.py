@@ -112,11 +112,14 @@ def read_profile_extension(card: pb.AgentCard, *,
 
 
 def attach_envelope(message: pb.Message, envelope: bytes | str, *,
-                    uri: str = DEFAULT_EXTENSION_URI) -> pb.Message:
-    """Add the envelope's exact JSON text to ``message`` and activate the extension on it."""
+                    uri: str = DEFAULT_EXTENSION_URI,
+                    parameters: Mapping[str, str] | None = None) -> pb.Message:
+    """Add the envelope's exact JSON text to ``message`` and activate the extension on it;
+    ``parameters`` are the task's parameters (as ``--param`` gives them), carried in the
+    part's metadata."""
     text = envelope.decode("utf-8") if isinstance(envelope, bytes) else envelope
     metadata = struct_pb2.Struct()
-    metadata.update({"extension": uri})
+    metadata.update({"extension": uri, **({"parameters": dict(parameters)} if parameters else {})})
     message.parts.append(pb.Part(text=text, media_type=ENVELOPE_MEDIA_TYPE, metadata=metadata))
     if uri not in message.extensions:
         message.extensions.append(uri)
@@ -166,6 +169,24 @@ def _content(part: pb.Part) -> bytes | str | dict[str, Any] | None:
         return bytes(part.raw)
     data = json_format.MessageToDict(part.data)
     return data if isinstance(data, dict) else None
+
+
+# The task parameters one envelope part may carry, and the longest name and value.
+MAX_PARAMETERS = 64
+_MAX_PARAMETER_CHARS = 4096
+
+
+def task_parameters(part: pb.Part) -> dict[str, str] | str:
+    """The task parameters an envelope part carries in its metadata (``parameters``, an
+    object of strings, as ``--param`` gives them), or why they cannot be read."""
+    carried = json_format.MessageToDict(part.metadata).get("parameters", {})
+    if not isinstance(carried, dict) or len(carried) > MAX_PARAMETERS or not all(
+            isinstance(k, str) and isinstance(v, str) and 0 < len(k) <= _MAX_PARAMETER_CHARS
+            and len(v) <= _MAX_PARAMETER_CHARS for k, v in carried.items()):
+        return (f"the envelope part's metadata 'parameters' must be an object of at most "
+                f"{MAX_PARAMETERS} task parameters, each a name and a value that are strings of "
+                f"at most {_MAX_PARAMETER_CHARS} characters")
+    return dict(carried)
 
 
 def _one_part_only(uri: str, found: int) -> str:
@@ -255,7 +276,10 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
             if self.required:
                 raise ExtensionSupportRequiredError(message=self._requirement(activated, parts))
             return None
-        decision = await self._judged(envelope, self.clock())
+        parameters = task_parameters(parts[0])
+        if isinstance(parameters, str):
+            raise InvalidParamsError(message=parameters + "; the task was not accepted")
+        decision = await self._judged(envelope, parameters, self.clock())
         if decision.verdict is Verdict.COMPATIBLE:
             return decision
         raise InvalidParamsError(
@@ -264,9 +288,10 @@ class SemanticGateHandler(DefaultRequestHandlerV2):
                      else f"the task's semantic envelope is {decision.verdict.value}")
             + "; the task was not accepted", data=self._disclosed(decision))
 
-    async def _judged(self, envelope: bytes | str | dict[str, Any], at: datetime) -> Decision:
+    async def _judged(self, envelope: bytes | str | dict[str, Any], parameters: dict[str, str],
+                      at: datetime) -> Decision:
         """The checker's decision, from a worker thread within the time limit."""
-        running = self._checks.submit(self.checker.check, envelope, at=at)
+        running = self._checks.submit(self.checker.check, envelope, params=parameters, at=at)
         try:
             # wait_for cancels the wrapper on time-out, and so does a request that is itself
             # cancelled (the client went away); either cancels a check that has not started.

@@ -6,7 +6,9 @@ A refusal lists remedies (contract 2, "Remedies"). :func:`changes_for` reads the
 gives the envelope to send again with the changes it may make:
 
 * ``supply-parameter``: the task's own value for the parameter, written into the
-  ``profileContext``, when the sender's task has one and it is among the listed values;
+  ``profileContext`` (a profile's own parameter by the ``term`` the remedy names), when the
+  sender's task has one and it is among the listed values (where the remedy lists values
+  to equal, not bounds: whether a value meets a bound is the receiver's to judge);
 * ``select-alignment``: one listed candidate in ``alignmentRef``, as the sender's own
   selection policy chooses (none: no choice is made for it);
 * ``use-accepted-version``: an accepted ontology version, only one the sender declares it
@@ -78,14 +80,20 @@ def _supply(envelope: dict[str, Any], item: Mapping[str, Any],
             policy: SenderPolicy) -> Change | None:
     name = str(item.get("name"))
     value = policy.parameters.get(name)
-    member = _CONTEXT_MEMBER.get(name)
+    term = item.get("term")
+    # The contract's five by their baseline members; a profile's own parameter by the
+    # property the remedy names, under the parameter's name as the term.
+    member = _CONTEXT_MEMBER.get(name) or (name if isinstance(term, str) else None)
     allowed = item.get("values")
     context = envelope.get("profileContext")
     if value is None or member is None or not isinstance(context, dict):
         return None
-    if allowed and not any(same_value(name, value, str(a)) for a in allowed):
+    if allowed and item.get("comparison") is None and not any(
+            same_value(name, value, str(a)) for a in allowed):
         return None  # the task's own value is not one the receiver accepts: nothing to send
-    if member in context or not _define(envelope, member):
+    defined = _define(envelope, member) if name in _CONTEXT_MEMBER else _define_as(
+        envelope, member, str(term))
+    if member in context or not defined:
         return None  # the envelope already says something else: not the sender's to change
     context[member] = value
     return Change("supply-parameter", f"profileContext/{member}", value)
@@ -115,6 +123,17 @@ def _version(envelope: dict[str, Any], item: Mapping[str, Any],
         return None
     envelope["ontologyId"], envelope["ontologyVersion"] = both[0]
     return Change("use-accepted-version", "ontologyVersion", list(both[0]))
+
+
+def _define_as(envelope: dict[str, Any], term: str, iri: str) -> bool:
+    """Whether ``term`` means ``iri`` in the envelope's own inline context, defining it so
+    when it is not defined; False when it means something else there."""
+    context = envelope.get("@context")
+    if not isinstance(context, dict) or term.startswith("@"):
+        return False
+    if term not in context:
+        context[term] = iri
+    return bool(context[term] == iri or context[term] == {"@id": iri})
 
 
 def _define(envelope: dict[str, Any], term: str) -> bool:

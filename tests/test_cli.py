@@ -152,7 +152,7 @@ def test_public_conformance_outputs_match_the_published_schema(tmp_path: Path, c
 def test_lint_lists_every_problem_with_its_place(folder: Path) -> None:
     (folder / "art.json").write_text(json.dumps({
         "artifactId": "https://a.example/x", "revision": "", "direction": "sideways",
-        "mappingRules": [{"from": "x", "to": "https://b.example/y", "conditions": {"k": 1}}]}))
+        "mappingRules": [{"from": "x", "to": "https://b.example/y", "conditions": {"k": True}}]}))
     (folder / "p.ttl").write_text("@prefix iop: <https://ioa-semantic.org/ns/profile#> .\n"
                                   "<https://p.example/> a iop:Profile .\n")
     proc = run(["lint", "art.json", "p.ttl"], folder)

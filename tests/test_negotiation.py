@@ -66,6 +66,74 @@ def test_a_task_without_its_language_pair_is_sent_again_with_it_and_accepted() -
     assert "sourceLang" not in _envelope(CASE_121)["profileContext"]  # the caller's is kept
 
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_legal_translation_behind_the_gate_supplies_its_jurisdiction_and_is_accepted() -> None:
+    """Issue 34: the gate passes no --param, so a profile-required parameter must travel in
+    the envelope: the refusal names the property that carries it (the profile's
+    iop:taskParameter term), the sender writes its own value there, and the next round is
+    accepted. Before, the jurisdiction could not be carried at all and every task was
+    refused."""
+    envelope = _envelope_of(EXAMPLES / "legal-contract.jsonld")
+    policy = SenderPolicy(parameters={"jurisdiction": "DE"})
+    with Agent("codes", checker=Checker("legal-translation")) as agent:
+        result = _negotiated(agent, envelope, policy)
+        assert agent.executor.runs == 1
+    assert result.accepted, result
+    first, second = result.rounds
+    assert first.refusal is not None and first.refusal["codes"] == ["constraint.missing-parameter"]
+    [supply] = first.refusal["remedies"]
+    assert (supply["action"], supply["name"], supply["term"]) == (
+        "supply-parameter", "jurisdiction", "https://example.org/onto/law#jurisdiction")
+    assert second.envelope["profileContext"]["jurisdiction"] == "DE"
+    assert second.envelope["@context"]["jurisdiction"] == "https://example.org/onto/law#jurisdiction"
+
+
+def test_task_parameters_in_the_envelope_part_reach_the_check() -> None:
+    """The A2A part's metadata carries the task's parameters as --param gives them."""
+    envelope = json.dumps(_envelope_of(EXAMPLES / "legal-contract.jsonld"))
+    with Agent("codes", checker=Checker("legal-translation")) as agent:
+        accepted = asyncio.run(_send(agent, envelope, {"jurisdiction": "DE"}))
+        refused = asyncio.run(_send(agent, envelope, {"jurisdiction": "Germany"}))
+        malformed = asyncio.run(_send(agent, envelope, {"jurisdiction": ["DE"]}))
+    assert accepted == "accepted"
+    assert "constraint.shape-violated" in refused
+    assert "'parameters' must be an object" in malformed
+
+
+async def _send(agent: Agent, envelope: str, parameters: dict[str, Any]) -> str:
+    from a2a.client.client import ClientCallContext
+    from a2a.client.service_parameters import ServiceParametersFactory
+    from a2a.types import a2a_pb2 as pb
+    from a2a.utils.errors import A2AError
+    from google.protobuf import struct_pb2
+
+    from ioa_semantic.a2a import activation, attach_envelope
+
+    client = await create_client(agent.url)
+    message = pb.Message(role=pb.Role.ROLE_USER, message_id="m1", parts=[pb.Part(text="hi")])
+    attach_envelope(message, envelope)
+    metadata = struct_pb2.Struct()
+    metadata.update({"extension": "https://example.org/extensions/semantic-profile/v1",
+                     "parameters": parameters})
+    message.parts[-1].metadata.CopyFrom(metadata)
+    context = ClientCallContext(service_parameters=ServiceParametersFactory.create([activation()]))
+    try:
+        [_ async for _ in client.send_message(pb.SendMessageRequest(message=message),
+                                              context=context)]
+        return "accepted"
+    except A2AError as refused:
+        return f"{refused}: {refused.data}"
+    finally:
+        await client.close()
+
+
+def _envelope_of(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(path.read_text())
+    return document
+
+
 def test_a_sender_whose_task_is_another_language_pair_does_not_pretend() -> None:
     checker = Checker("cs-translation", capabilities=[CASE_121 / "provider.jsonld"],
                       alignments=[CASE_121 / "align0.json"])

@@ -412,7 +412,8 @@ def parameter_remedies(profile: Profile, task: Task) -> Iterator[Remedy]:
         if not task.supplies(name) and name not in task.rejected:
             allowed = profile.parameter_values.get(name)
             yield remedy("supply-parameter", SENDER, ("constraint.missing-parameter",), name=name,
-                         **({"values": sorted(allowed)} if allowed else {}))
+                         **({"values": sorted(allowed)} if allowed else {}),
+                         **_supplied_by(profile.parameter(name)))
     for name, allowed in sorted(profile.parameter_values.items()):
         if any(not _allowed(profile, name, value, allowed) for value in task.values(name)):
             yield remedy("renegotiate", SENDER, ("constraint.parameter-conflict",), field=name,
@@ -485,6 +486,15 @@ def _how(parameter: Parameter) -> dict[str, str]:
     out = {"comparison": parameter.comparison} if parameter.ordered and (
         parameter.comparison in ("atMost", "atLeast")) else {}
     return {**out, **({"unit": parameter.unit} if parameter.unit else {})}
+
+
+def _supplied_by(parameter: Parameter) -> dict[str, str]:
+    """A supply-parameter remedy's members: how its values compare, and, for a profile's own
+    parameter, the property by which an envelope's profileContext carries it (a sender can
+    then put the value in the envelope itself; the contract's five are members of the
+    baseline context)."""
+    term = parameter.term if parameter.name not in BUILT_IN else None
+    return {**_how(parameter), **({"term": term} if term is not None else {})}
 
 
 def judge_direct(capability: str, providers: list[Registration], task: Task, profile: Profile,
@@ -836,7 +846,7 @@ def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C9
             out.remedies.append(remedy(
                 "supply-parameter", SENDER, ("alignment.condition-unevaluable",), name=name,
                 values=sorted({v for n, v in supply if n == name}),
-                **_how(profile.parameter(name))))
+                **_supplied_by(profile.parameter(name))))
         out.findings.append(finding(
             "alignment.condition-unevaluable",
             f"a mapping for {capability} cannot be established: {'; '.join(unevaluable)}",
