@@ -103,6 +103,11 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("envelope.ambiguous-binding", INVALID, "6.4", "one term bound to several senses"),
     # registration.: capability registrations
     ("registration.missing", INVALID, "6.3", "a required field is missing"),
+    ("registration.parameter-type", INVALID, "6.4",
+     "a value of a parameter the profile declares is not of its datatype (an audit)"),
+    ("registration.unit-conflict", INVALID, "6.4",
+     "a value of a parameter the profile declares is stated in another unit than the "
+     "profile's (an audit; 12.5 S3: never converted)"),
     ("registration.cardinality", INVALID, "6.3", "a field has more values than allowed"),
     ("registration.type", INVALID, "6.3", "a field has the wrong type"),
     ("registration.empty", INVALID, "6.3", "a string field is empty or blank"),

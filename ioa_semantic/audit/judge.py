@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from .._checker import Checker
 
+from .._codes import finding
 from .._findings import Finding, Remedy, Severity, Verdict, sort_key
 from .._vocab import IOA
 from ..pipeline import remedies
+from ..sources.loader import registration_parameter_problems
 from .kinds import Kinds, Unknown
 
 
@@ -183,13 +185,18 @@ def judge_node(checker: Checker, data: bytes | str | dict[str, Any], source: str
     ident = node.get("@id") if node is not None else None
     if not isinstance(ident, str):
         ident = None
-    if not baseline.findings:  # the common case, answered without sorting anything
+    findings = baseline.findings
+    if node is not None and checker.policy.parameter_terms.intersection(node):
+        findings = (*findings, *(
+            finding(code, message, "") for code, message in
+            registration_parameter_problems(node, checker.profile.parameters)))
+    if not findings:  # the common case, answered without sorting anything
         declaration = None if node is None or ident is None else _declaration(
             node, checker.profile.single_ontology())
         if unknown is not None and declaration is not None:
             unknown.remember(declaration)
         return Result(source, index, ident, "valid", ()), declaration, node
-    errors = [f for f in baseline.findings if f.severity is Severity.ERROR]
+    errors = [f for f in findings if f.severity is Severity.ERROR]
     if any(f.effect is Verdict.INVALID for f in errors):
         status = "invalid"
     elif errors:
@@ -200,7 +207,7 @@ def judge_node(checker: Checker, data: bytes | str | dict[str, Any], source: str
     if status == "valid" and node is not None and ident is not None:
         declaration = _declaration(node, checker.profile.single_ontology())
     return (Result(source, index, ident, status,
-                   tuple(sorted(baseline.findings, key=sort_key))), declaration, node)
+                   tuple(sorted(findings, key=sort_key))), declaration, node)
 
 
 _INPUTS, _OUTPUTS = IOA + "inputs", IOA + "outputs"

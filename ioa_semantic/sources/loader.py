@@ -12,7 +12,7 @@ error; a malformed artifact is excluded with a reason, never fatal (contract rul
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
@@ -31,7 +31,17 @@ from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 from ..pipeline.intake import parse
 from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
 from . import vocabulary
-from .parameters import BUILT_IN, COMPARISONS, DATATYPES, Parameter, Value, describe, key, value_of
+from .parameters import (
+    BUILT_IN,
+    COMPARISONS,
+    DATATYPES,
+    Parameter,
+    Value,
+    describe,
+    key,
+    unit_problem,
+    value_of,
+)
 
 PROFILE_GRAPH = pyoxigraph.NamedNode("urn:ioa-semantic:graph:profile")
 DEFAULT_SCHEMES = frozenset({"https", "http", "urn"})
@@ -854,22 +864,50 @@ def _constraints(node: dict[str, Any],
     """The node's values of the profile's own declared parameters (the contract's five are
     members of their own), or why one is not a value of its parameter's datatype."""
     found: dict[str, tuple[Value, ...]] = {}
+    for parameter, values, problem in _declared_values(node, declared):
+        if problem is not None:
+            return problem
+        found[parameter.name] = tuple(dict.fromkeys(values))
+    return MappingProxyType(found)
+
+
+def _declared_values(node: dict[str, Any], declared: Mapping[str, Parameter]) -> Iterator[
+        tuple[Parameter, list[Value], str | None]]:
+    """Each of the profile's own declared parameters the node states: its values, or why
+    one of them is not a value of the parameter's datatype."""
     for parameter in declared.values():
         if parameter.name in BUILT_IN or parameter.term is None or parameter.term not in node:
             continue
-        read = []
+        read, problem = [], None
         for item in node[parameter.term]:
             value = value_of(item)
-            problem = None if value is not None else "not a literal, an IRI or a quantity value"
-            if value is not None:
-                try:
-                    key(parameter, value.lexical)
-                except ValueError as exc:
-                    problem = str(exc)
-            if problem is not None:
-                return (f"its {parameter.name} ({parameter.term}) is not a value of "
-                        f"{describe(parameter)}: {problem}")
-            assert value is not None
+            if value is None:
+                problem = "not a literal, an IRI or a quantity value"
+                break
+            try:
+                key(parameter, value.lexical)
+            except ValueError as exc:
+                problem = str(exc)
+                break
             read.append(value)
-        found[parameter.name] = tuple(dict.fromkeys(read))
-    return MappingProxyType(found)
+        yield parameter, read, None if problem is None else (
+            f"its {parameter.name} ({parameter.term}) is not a value of "
+            f"{describe(parameter)}: {problem}")
+
+
+def registration_parameter_problems(node: dict[str, Any], declared: Mapping[str, Parameter]
+                                    ) -> list[tuple[str, str]]:
+    """What an audit reports of a registration's values of the profile's own parameters, as
+    (code, message): a value not of the declared datatype, or stated in another unit than
+    the declaration's (6.4: values use the profile's types and units; never converted)."""
+    found = []
+    for parameter, values, problem in _declared_values(node, declared):
+        if problem is not None:
+            found.append(("registration.parameter-type", f"the registration: {problem}"))
+            continue
+        for value in values:
+            other = unit_problem(parameter, value.unit)
+            if other is not None:
+                found.append(("registration.unit-conflict",
+                              f"the registration's {parameter.name} {value.lexical}: {other}"))
+    return found
