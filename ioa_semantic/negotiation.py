@@ -9,8 +9,9 @@ gives the envelope to send again with the changes it may make:
   ``profileContext`` (a profile's own parameter by the ``term`` the remedy names), when the
   sender's task has one and it is among the listed values (where the remedy lists values
   to equal, not bounds: whether a value meets a bound is the receiver's to judge);
-* ``select-alignment``: one listed candidate in ``alignmentRef``, as the sender's own
-  selection policy chooses (none: no choice is made for it);
+* ``select-alignment``: one listed candidate in ``alignmentRef`` (and its revision in
+  ``alignmentRevision`` when two revisions of one artifact are candidates), as the sender's
+  own selection policy chooses (none: no choice is made for it);
 * ``use-accepted-version``: an accepted ontology version, only one the sender declares it
   speaks too.
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import data
-from .pipeline.decision import same_value
+from .pipeline.decision import ALIGNMENT_REVISION, same_value
 
 # A task parameter and the profileContext member that carries it in an envelope.
 _CONTEXT_MEMBER = {"sourceLang": "sourceLang", "targetLang": "targetLang", "domain": "domain",
@@ -43,7 +44,10 @@ class SenderPolicy:
 
     parameters: Mapping[str, str] = field(default_factory=dict)
     speaks: frozenset[tuple[str, str]] = frozenset()
-    choose_alignment: Callable[[Sequence[Mapping[str, Any]]], str | None] | None = None
+    # Given the candidates (each {artifactId, revision}): the one chosen, or its artifactId
+    # (enough where no two revisions of it are candidates), or None.
+    choose_alignment: Callable[[Sequence[Mapping[str, Any]]],
+                               str | Mapping[str, Any] | None] | None = None
 
 
 class Change(NamedTuple):
@@ -105,12 +109,24 @@ def _select(envelope: dict[str, Any], item: Mapping[str, Any],
     if policy.choose_alignment is None or "alignmentRef" in envelope:
         return None
     chosen = policy.choose_alignment(candidates)
-    if chosen is None or chosen not in {c.get("artifactId") for c in candidates}:
+    if isinstance(chosen, str):
+        # An artifact id: it names one candidate only if no two revisions of it remain.
+        named = [c for c in candidates if c.get("artifactId") == chosen]
+        chosen = named[0] if len(named) == 1 else None
+    if not isinstance(chosen, Mapping) or chosen not in candidates:
         return None
     if not _define(envelope, "alignmentRef"):
         return None
-    envelope["alignmentRef"] = chosen
-    return Change("select-alignment", "alignmentRef", chosen)
+    revised = sum(c.get("artifactId") == chosen.get("artifactId") for c in candidates) > 1
+    if revised and ("alignmentRevision" in envelope or not _define_as(
+            envelope, "alignmentRevision", ALIGNMENT_REVISION)):
+        return None
+    envelope["alignmentRef"] = chosen["artifactId"]
+    if revised:
+        # Two revisions of one artifact share its IRI: the revision names the one chosen.
+        envelope["alignmentRevision"] = chosen["revision"]
+    return Change("select-alignment", "alignmentRef",
+                  [chosen["artifactId"], chosen["revision"]] if revised else chosen["artifactId"])
 
 
 def _version(envelope: dict[str, Any], item: Mapping[str, Any],

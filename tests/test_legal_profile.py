@@ -165,7 +165,27 @@ def test_a_target_outside_them_is_renegotiated_towards_exactly_them() -> None:
     assert decision.verdict is Verdict.INCOMPATIBLE
     (renegotiate,) = [r for r in decision.remedies if r.action == "renegotiate"]
     assert renegotiate.codes == ("constraint.shape-violated",)
-    assert dict(renegotiate.details) == {"field": "targetLang", "permitted": tuple(EU_LANGUAGES)}
+    assert dict(renegotiate.details) == {
+        "field": "targetLang", "permitted": tuple(EU_LANGUAGES),
+        "shape": "https://example.org/profiles/legal-translation/shapes#TargetLanguageShape"}
+
+
+def test_a_sparql_constraint_is_renegotiated_by_its_shape_not_a_field() -> None:
+    """Issue 34: a SHACL-SPARQL constraint has no path; its remedy named the shape's IRI as
+    the "field" to change, and said "the profile permits none" although any two distinct
+    languages pass. It now names the shape to meet and lists nothing."""
+    folder = Path(__file__).parent / "cases" / "compatibility" / "legal-same-source-and-target-language"
+    decision = Checker("legal-translation").check(
+        (folder / "envelope.jsonld").read_bytes(), params={"jurisdiction": "DE"}, at=AT_INSTANT)
+    (renegotiate,) = [r for r in decision.remedies if r.action == "renegotiate"]
+    assert dict(renegotiate.details) == {
+        "shape": "https://example.org/profiles/legal-translation/shapes#DistinctLanguagesShape",
+        "permitted": ()}
+    from ioa_semantic.reporters.check import describe
+
+    assert describe(renegotiate) == ("renegotiate to meet the profile's shape "
+                                     "https://example.org/profiles/legal-translation/shapes"
+                                     "#DistinctLanguagesShape")
 
 
 # --- what a profile author is told ---------------------------------------------------------

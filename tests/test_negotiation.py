@@ -181,6 +181,32 @@ def test_two_applicable_artifacts_are_resolved_by_the_senders_own_choice() -> No
     assert result.rounds[-1].envelope["alignmentRef"] == chosen[0][-1]
 
 
+REVISIONS = CASES / "two-revisions-ambiguous"
+
+
+def test_two_revisions_of_one_artifact_are_told_apart_by_the_revision_and_accepted() -> None:
+    """Issue 34: alignmentRef (an id) cannot tell two revisions of one artifact apart, so a
+    sender that named the id re-sent the same refusal; the client now names the revision
+    too (alignmentRevision), and the next round is accepted."""
+    checker = Checker("cs-translation", capabilities=[REVISIONS / "provider.jsonld"],
+                      alignments=[REVISIONS / "align0.json", REVISIONS / "align1.json"])
+    newest = SenderPolicy(parameters={"sourceLang": "zh", "targetLang": "en"},
+                          choose_alignment=lambda candidates: max(
+                              candidates, key=lambda c: int(c["revision"])))
+    by_id = SenderPolicy(parameters={"sourceLang": "zh", "targetLang": "en"},
+                         choose_alignment=lambda candidates: candidates[0]["artifactId"])
+    with Agent("codes", checker=checker) as agent:
+        chosen = _negotiated(agent, _envelope(REVISIONS), newest)
+        undecided = _negotiated(agent, _envelope(REVISIONS), by_id)
+    assert chosen.accepted, chosen
+    sent = chosen.rounds[-1].envelope
+    assert (sent["alignmentRef"], sent["alignmentRevision"]) == (
+        "https://example.org/align/cs-doc-v1", "2")
+    # An id alone names neither revision: nothing is chosen for the sender.
+    assert not undecided.accepted
+    assert undecided.ended == "refused; no remedy is one the sender can apply"
+
+
 def test_without_a_selection_policy_no_artifact_is_chosen_for_the_sender() -> None:
     profile = str(TWO / "profile.ttl")
     checker = Checker(profile, capabilities=[TWO / "provider.jsonld"],

@@ -909,6 +909,26 @@ def _write_cases(root: Path) -> None:
             (folder / file).write_text(text)
 
 
+def test_under_a_key_binding_the_offer_of_an_alignment_names_the_key() -> None:
+    """Issue 34: an artifact of a bound issuer counts only with a proof by its key; the
+    remedy that asks for an artifact says so (proofRequired), so that the sender does not
+    offer an unsigned one and meet the same refusal."""
+    folder = CASES / "signed-proof-missing"
+    checker = Checker(str(folder / "profile.ttl"), capabilities=[folder / "provider.jsonld"],
+                      alignments=[folder / "align0.json"])
+    decision = checker.check((folder / "envelope.jsonld").read_bytes(),
+                             params={"sourceLang": "zh", "targetLang": "en"},
+                             at=datetime.fromisoformat(AT.replace("Z", "+00:00")))
+    [offer] = [r.as_dict() for r in decision.remedies if r.action == "offer-alignment"]
+    assert offer["proofRequired"] == [{"issuer": MAPPING_AUTHORITY, "verificationMethods": [
+        provenance.method_of(did_of_seed())]}]
+    # A profile that trusts by claim asks for no proof.
+    plain = Checker("cs-translation", capabilities=[folder / "provider.jsonld"])
+    decided = plain.check((folder / "envelope.jsonld").read_bytes(),
+                          params={"sourceLang": "zh", "targetLang": "en"})
+    assert all("proofRequired" not in r.as_dict() for r in decided.remedies)
+
+
 def test_the_signed_cases_are_what_the_test_keys_make(tmp_path: Path) -> None:
     _write_cases(tmp_path)
     for name in signed_cases():

@@ -173,3 +173,46 @@ def test_an_audit_line_carries_its_remedies(tmp_path: Path) -> None:
     assert results[1]["status"] == "invalid"
     assert results[1]["remedies"] == [
         {"action": "correct-input", "by": "sender", "codes": ["registration.missing"], "path": ""}]
+
+
+def _literal_policy(remedies: list[dict[str, Any]]) -> Any:
+    """A sender that applies every remedy literally, with the first value each lists."""
+    from ioa_semantic.negotiation import SenderPolicy
+
+    parameters = {r["name"]: r["values"][0] for r in remedies
+                  if r["action"] == "supply-parameter" and r.get("values")}
+    speaks = frozenset((a["ontologyId"], a["ontologyVersion"]) for r in remedies
+                       if r["action"] == "use-accepted-version" for a in r["accepted"])
+    return SenderPolicy(parameters=parameters, speaks=speaks,
+                        choose_alignment=lambda candidates: candidates[0])
+
+
+@pytest.mark.parametrize("case", [c for c in ALL_CASES if c.verdict in (
+    "indeterminate", "incompatible")], ids=lambda c: c.id)
+def test_a_remedy_applied_literally_never_meets_the_same_refusal(case: Any) -> None:
+    """Issue 34, "remedies that work": the project's own negotiating client, applying every
+    remedy it can with the values the remedy lists, sends an envelope that is compatible or
+    refused for another reason; never the same refusal again (a sender re-sending what was
+    refused, forever)."""
+    from ioa_semantic.negotiation import changes_for
+
+    args = arguments(case)
+    checker = Checker(args.profile, capabilities=args.capabilities, alignments=args.alignments,
+                      limits=args.limits, allow_remote=args.allow_remote,
+                      allow_private_addresses=args.allow_private_addresses)
+    text = case.envelope.read_bytes()
+    try:
+        envelope = json.loads(text)
+    except ValueError:
+        pytest.skip("not JSON: nothing a sender would negotiate")
+    if not isinstance(envelope, dict):
+        pytest.skip("not one object")
+    before = checker.check(text, params=args.params, at=args.at)
+    remedies = [r.as_dict() for r in before.remedies]
+    sent, changes = changes_for(envelope, remedies, _literal_policy(remedies))
+    if not changes:
+        return  # nothing the sender could change: the refusal says so by its actions
+    after = checker.check(json.dumps(sent).encode(), params=args.params, at=args.at)
+    refusal = (before.verdict, sorted({f.code for f in before.findings if f.severity == "error"}))
+    again = (after.verdict, sorted({f.code for f in after.findings if f.severity == "error"}))
+    assert after.verdict is Verdict.COMPATIBLE or again != refusal, (changes, again)

@@ -21,6 +21,7 @@ from ..pipeline.decision import (
     judge_direct,
     judge_mapped,
     parameter_findings,
+    referenced,
     screen_artifacts,
 )
 from ..sources.loader import Artifact, Profile, Registration
@@ -132,8 +133,11 @@ class CompiledDecision:
         out = Outcome()
         out.ontology = {"id": ontology_id, "version": version, "readAs": read_as}
         version_term = (read_as, XSD_STRING, None)
-        alignment_ref = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
-        screened = screen_artifacts(self.artifacts, profile, alignment_ref, at, out) if registrations else {}
+        alignment_ref, revision = referenced(node)
+        if revision is not None and alignment_ref is None:
+            return None  # envelope.missing: evaluate words it
+        screened = screen_artifacts(self.artifacts, profile, alignment_ref, at, out,
+                                    revision=revision) if registrations else {}
         for capability in sorted(set(refs)):
             direct_providers = sorted({g for _, g in tables.registrations.get(
                 (capability, ontology_id, version_term), ())})

@@ -1024,19 +1024,20 @@ def constraint_outcome(shapes: ProfileShapes, store: pyoxigraph.Store, envelope:
         results, missing = list(exc.results), [unevaluable(exc)]
     findings = [as_finding(r, top, places) for r in results]
     proposed = [remedy("renegotiate", SENDER, ("constraint.shape-violated",),
-                       field=_field(r), permitted=shapes.permitted(r))
+                       **_field(r), shape=r.shape, permitted=shapes.permitted(r))
                 for r in results if r.severity is Severity.ERROR]
     return findings + missing, proposed
 
 
-def _field(result: Result) -> str:
-    """The task parameter's name for a path in the parameter namespace; else the path, or
-    the shape for a constraint on the node itself."""
+def _field(result: Result) -> dict[str, str]:
+    """The remedy's ``field``: the task parameter's name for a path in the parameter
+    namespace, else the path; none for a constraint on the node itself (a SHACL-SPARQL
+    constraint, a count of the node's own): the ``shape`` member names what to meet."""
     if result.path is None:
-        return result.shape
+        return {}
     if result.path.startswith(IOPARAM):
-        return unquote(result.path[len(IOPARAM):])
-    return result.path
+        return {"field": unquote(result.path[len(IOPARAM):])}
+    return {"field": result.path}
 
 
 def unevaluable(exc: Unevaluable) -> Finding:

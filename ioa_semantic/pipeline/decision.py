@@ -224,11 +224,16 @@ def evaluate(
     out.remedies.extend(_step_remedies(out.findings, profile))
     out.remedies.extend(parameter_remedies(profile, task))
 
-    alignment_ref = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
+    alignment_ref, revision = referenced(node)
+    if revision is not None and alignment_ref is None:
+        out.findings.append(finding(
+            "envelope.missing", "alignmentRevision names the revision of the artifact "
+            "alignmentRef names, and the envelope has no alignmentRef", ""))
     capabilities = group(dataset.select("requested_capabilities"), "capability")
     candidates = group(dataset.select("mapping_candidates"), "capability") if registrations else {}
     conditions = conditions_by_rule(dataset.select("rule_conditions")) if registrations else {}
-    screened = screen_artifacts(artifacts, profile, alignment_ref, at, out) if registrations else {}
+    screened = screen_artifacts(artifacts, profile, alignment_ref, at, out,
+                                revision=revision) if registrations else {}
     by_graph = {r.graph_name: r for r in registrations}
     for capability, rows in sorted(capabilities.items()):
         known = any(r["known"] for r in rows)
@@ -512,8 +517,21 @@ def judge_direct(capability: str, providers: list[Registration], task: Task, pro
     out.remedies.extend(proposed)
 
 
+# The envelope member that names the revision of the artifact alignmentRef names: the
+# project's (the draft's alignmentRef is an IRI alone, and two revisions of one artifact
+# share it); docs/parameters.md, "Naming one artifact".
+ALIGNMENT_REVISION = "https://ioa-semantic.org/ns/alignment#alignmentRevision"
+
+
+def referenced(node: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The artifact the envelope names (alignmentRef) and the revision it names of it."""
+    ident = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
+    revision = node.get(ALIGNMENT_REVISION, [{}])[0].get("@value")
+    return ident, revision if isinstance(revision, str) else None
+
+
 def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_ref: str | None,
-            at: datetime, out: Outcome) -> dict[str, Artifact]:
+            at: datetime, out: Outcome, *, revision: str | None = None) -> dict[str, Artifact]:
     """Exclude untrusted, not yet valid, expired, malformed, unpinned and unreferenced
     artifacts, and those whose provenance does not hold at ``at`` (7.2, 7.3); report the
     members of each that this checker does not define."""
@@ -535,6 +553,9 @@ def screen_artifacts(artifacts: Sequence[Artifact], profile: Profile, alignment_
         elif alignment_ref is not None and artifact.id != alignment_ref:
             reason = ("alignment.not-referenced",
                       f"the envelope's alignmentRef names {alignment_ref}")
+        elif alignment_ref is not None and revision is not None and artifact.revision != revision:
+            reason = ("alignment.not-referenced",
+                      f"the envelope's alignmentRevision names revision {revision}")
         elif artifact.id in pinned_ids and profile.pins.get(
                 (artifact.id, artifact.revision)) != artifact.digest:
             reason = ("alignment.pin-mismatch",
@@ -741,13 +762,19 @@ def _offers(capability: str, registrations: Iterable[Registration], profile: Pro
     parameters = [{"name": name, "values": list(task.values(name))}
                   for name in sorted({*task.parameters, *task.several})
                   if name in profile.known_parameters]
+    # An issuer whose artifacts count only with a proof by one of its keys (a did:key
+    # issuer, a binding that requires one): the artifact offered must carry that proof.
+    proofs = [{"issuer": issuer, "verificationMethods": sorted(
+                  profile.accepted_methods(issuer) or ())}
+              for issuer in sorted(profile.trusted_issuers) if profile.requires_proof(issuer)]
     for target in sorted({r.ontology for r in registrations} - {source}):
         yield remedy("offer-alignment", SENDER, ("alignment.no-accepted-mapping",
                                                  "alignment.not-offered"),
                      capability=capability,
                      source={"ontologyId": source[0], "ontologyVersion": source[1]},
                      target={"ontologyId": target[0], "ontologyVersion": target[1]},
-                     trustedIssuers=sorted(profile.trusted_issuers), conditions=parameters)
+                     trustedIssuers=sorted(profile.trusted_issuers), conditions=parameters,
+                     **({"proofRequired": proofs} if proofs else {}))
 
 
 def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C901

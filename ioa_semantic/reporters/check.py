@@ -118,19 +118,29 @@ def describe(remedy: Remedy) -> str:
         return "use an accepted ontology version: " + listed(
             f"{a['ontologyId']} {a['ontologyVersion']}" for a in d["accepted"])
     if remedy.action == "offer-alignment":
+        proofs = "".join(
+            f"; from {p['issuer']}, signed by {listed(p['verificationMethods'])}"
+            for p in d.get("proofRequired", ()))
         return (f"offer an alignment artifact for {d['capability']} from "
                 f"{d['source']['ontologyId']} {d['source']['ontologyVersion']} to "
                 f"{d['target']['ontologyId']} {d['target']['ontologyVersion']}, asserted by "
-                f"{listed(d['trustedIssuers'])}")
+                f"{listed(d['trustedIssuers'])}{proofs}")
     if remedy.action == "select-alignment":
-        return "name one artifact in alignmentRef: " + listed(
-            f"{c['artifactId']} revision {c['revision']}" for c in d["candidates"])
+        return ("name one artifact in alignmentRef (and its revision in alignmentRevision "
+                "where two revisions of it are listed): " + listed(
+                    f"{c['artifactId']} revision {c['revision']}" for c in d["candidates"]))
     if remedy.action == "allow-retrieval":
         return f"allow the retrieval of {d['url']} (the receiver's policy)"
     if remedy.action == "retry":
         return f"retry: {d['url']} could not be fetched"
     field = f" for {d['field']}" if d.get("field") else ""
-    return f"renegotiate{field}: the profile permits {listed(d['permitted'])}"
+    shape = f" to meet the profile's shape {d['shape']}" if d.get("shape") else ""
+    if not d["permitted"]:
+        # A pattern, a count or a SPARQL constraint admits values no list names.
+        return f"renegotiate{field}{shape}"
+    how = {"atMost": "at most ", "atLeast": "at least "}.get(d.get("comparison", ""), "")
+    unit = f" (in {d['unit']})" if d.get("unit") else ""
+    return f"renegotiate{field}{shape}: the profile permits {how}{listed(d['permitted'])}{unit}"
 
 
 REPORTERS: dict[str, Callable[[Iterable[Decision], IO[str]], None]] = {
