@@ -117,7 +117,7 @@ def test_the_compiled_engine_keeps_its_decision_only_when_every_shape_is_compile
     deferring = Checker(profile(tmp_path, PYSHACL))
     assert deferring.stages._shapes_store is None  # type: ignore[attr-defined]
     # The shapes decide something on this input set: the comparison above is not vacuous.
-    verdicts = {compiled.check(more_capabilities(d, 4), params={"targetLang": "e n"},
+    verdicts = {compiled.check(more_capabilities(d, 4), params={"targetLang": "EN"},
                                at=AT).verdict.value for d in ENVELOPES[:5]}
     assert verdicts == {"incompatible"}
 

@@ -166,6 +166,40 @@ def test_a_shape_routed_unsupported_is_an_error(
     assert "constraint.shape-unevaluable" in problem["message"]
 
 
+@pytest.mark.parametrize(("query", "problem"), [
+    ("SELECT $this WHERE { VALUES ?v { 1 } $this ex:p ?v }", "it uses VALUES"),
+    ("SELECT $this WHERE { $this ex:p ?v MINUS { $this ex:q ?v } }", "it uses MINUS"),
+    ("SELECT $this WHERE { SERVICE <https://elsewhere.example/sparql> { $this ex:p ?v } }",
+     "it uses SERVICE"),
+    ("SELECT $this WHERE { BIND (ex:x AS ?this) }", "binds the pre-bound variable ?this"),
+    ("SELECT $this WHERE { { SELECT ?v WHERE { $this ex:p ?v } } }",
+     "does not project the pre-bound variable $this"),
+    ("SELECT $this WHERE { $this ex:p }", "is not SPARQL 1.1"),
+])
+def test_a_sparql_constraint_shacl_does_not_allow_is_named_by_lint_and_by_every_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        query: str, problem: str) -> None:
+    """Issue 34: lint ran a SHACL-SPARQL query through nothing; one with VALUES (which
+    SHACL forbids) passed, and every check under the profile was then indeterminate without
+    naming the shape. Now lint names it and why, and so does every check's reason."""
+    body = PREFIXES + (f'ex:Bad a sh:NodeShape ; sh:targetClass iop:TaskParameters ;\n'
+                       f'    sh:prefixes ex: ;\n    sh:sparql [ sh:select """{query}""" ] .\n'
+                       'ex: sh:declare [ sh:prefix "ex" ; sh:namespace "https://ex.org/" ] .\n')
+    profile = write_profile(tmp_path, {"bad.shapes.ttl": body})
+    status, files = lint_json(tmp_path, monkeypatch, capsys, "--profile", "p.ttl")
+    (found,) = files["bad.shapes.ttl"]["problems"]
+    assert status == 1 and found["shape"] == "https://ex.org/Bad"
+    assert problem in found["message"]
+    from ioa_semantic import Checker, Verdict
+
+    decision = Checker(str(profile)).check(
+        (Path(__file__).parent / "cases" / "compatibility" / "draft-6.2-envelope"
+         / "envelope.jsonld").read_bytes())
+    assert decision.verdict is Verdict.INDETERMINATE
+    (reason,) = [f for f in decision.findings if f.code == "constraint.shape-unevaluable"]
+    assert "https://ex.org/Bad" in reason.message and problem in reason.message
+
+
 def test_a_file_in_which_no_shape_has_a_target_is_a_warning(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     write_profile(tmp_path, {"loose.shapes.ttl": PREFIXES + (

@@ -17,8 +17,10 @@ routed once, when the Checker is built:
   them together, never once per shape. pySHACL reads the shapes once (its ``ShapesGraph``,
   reused by every check's ``Validator``);
 * **unsupported**: SHACL Advanced Features and SHACL-JS, recursive shapes (SHACL leaves
-  them undefined) and an ``sh:datatype`` the check's store does not keep (below) are not
-  evaluated; every check under such a shape is indeterminate.
+  them undefined), a SPARQL query SHACL-SPARQL cannot evaluate (``MINUS``, ``VALUES``,
+  ``SERVICE``, a pre-bound variable bound again, or no SPARQL at all: ``pipeline/sparql.py``)
+  and an ``sh:datatype`` the check's store does not keep (below) are not evaluated; every
+  check under such a shape is indeterminate, its reason naming the shape and why.
 
 ``tests/test_constraints.py`` holds the compiled route to the pySHACL route on drawn shapes
 and data; ``tests/test_shacl_suite.py`` runs the W3C SHACL suite through both, with what
@@ -63,6 +65,7 @@ from .._codes import finding
 from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Remedy, Severity
 from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
+from . import sparql
 from .remedies import SENDER, remedy
 from .shapes import PatternNotTranslated, xpath_pattern
 
@@ -465,8 +468,11 @@ class ProfileShapes:
             datatypes = sorted(f[len("datatype:"):] for f in features
                                if f.startswith("datatype:"))
             patterns = sorted(f[len("pattern:"):] for f in features if f.startswith("pattern:"))
+            queries = sorted(f[len("sparql:"):] for f in features if f.startswith("sparql:"))
             why = ("uses " + ", ".join(f"sh:{k}" for k in sorted(used))
                    + " (SHACL Advanced Features or SHACL-JS)") if used else (
+                "has a SPARQL query that SHACL-SPARQL cannot evaluate: "
+                + "; ".join(queries)) if queries else (
                 "has an sh:pattern that Python's re cannot read as XPath does: "
                 + "; ".join(patterns)) if patterns else (
                 "uses sh:datatype " + ", ".join(datatypes) + ", which the check's store "
@@ -745,6 +751,11 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
             if predicate == SH + "datatype":
                 used.update(f"datatype:{v.value}" for v in values
                             if isinstance(v, pyoxigraph.NamedNode) and v.value in _STORED_AS)
+            if predicate in (SH + "select", SH + "ask"):
+                for value in values:
+                    text = value.value if isinstance(value, pyoxigraph.Literal) else ""
+                    problem = sparql.problems(text) or [sparql.parse_problem(text, {})]
+                    used.update(f"sparql:{p}" for p in problem if p)
             if predicate == SH + "pattern":
                 for value in values:
                     try:

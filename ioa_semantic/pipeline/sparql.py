@@ -1,0 +1,107 @@
+"""The SHACL rules for SPARQL-based constraints, held before a query is ever run.
+
+SHACL 1.0 (section 5 and Appendix A, "Pre-binding of Variables") pre-binds ``$this`` (and
+``$currentShape``, ``$shapesGraph``, ``$value`` where they apply) and therefore allows only
+queries that pre-binding can mean: no ``MINUS``, no ``VALUES``, no ``SERVICE`` (a federated
+call from a validator is also a request to anywhere), no pre-bound variable bound again by
+``AS``, and a sub-select that projects every pre-bound variable the query uses. A query that
+breaks one of them is no constraint SHACL defines; a processor that ran it anyway would
+answer something the shape's author did not write, and a profile would quietly make every
+check under it indeterminate. :func:`problems` says what is wrong with one query's text, and
+:func:`parse_problem` whether SPARQL can read it at all; ``ioa-check lint`` and the routing of a
+profile's shapes (``pipeline/constraints.py``) use both, so such a shape is named, never run.
+"""
+
+# Annotations are evaluated at import (no __future__ import): see _findings.
+
+import re
+from collections.abc import Iterator
+
+# Pre-bound variables of SHACL-SPARQL, by name (``?this`` and ``$this`` are one variable).
+PRE_BOUND = ("this", "currentShape", "shapesGraph", "value")
+_FORBIDDEN = ("MINUS", "VALUES", "SERVICE")
+
+_TOKENS = re.compile(r'''
+    (?P<comment>\#[^\n]*)
+  | (?P<string>"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^'\\]|\\.|'(?!''))*\'\'\'
+              |"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<iri><[^<>"{}|^`\\\s]*>)
+  | (?P<var>[?$][A-Za-z0-9_\u00b7\u00c0-\ufffd]+)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_-]*(?::[A-Za-z0-9_.-]*)?)
+  | (?P<open>\{) | (?P<close>\}) | (?P<star>\*) | (?P<space>\s+) | (?P<other>.)
+''', re.VERBOSE | re.DOTALL)
+
+
+def _tokens(query: str) -> Iterator[tuple[str, str]]:
+    """(kind, text) of each token outside comments, strings and IRIs (whose contents are
+    no keywords)."""
+    for match in _TOKENS.finditer(query):
+        kind = match.lastgroup or "other"
+        if kind not in ("comment", "space"):
+            yield kind, match.group()
+
+
+def problems(query: str) -> list[str]:
+    """What the SHACL rules forbid in ``query`` (a SELECT or ASK of a SPARQL-based
+    constraint), each in words; none when it keeps them."""
+    tokens = list(_tokens(query))
+    found: list[str] = []
+    for keyword in _FORBIDDEN:
+        if any(kind == "word" and text.upper() == keyword for kind, text in tokens):
+            found.append(f"it uses {keyword}, which SHACL-SPARQL does not allow")
+    used = {text[1:] for kind, text in tokens if kind == "var" and text[1:] in PRE_BOUND}
+    for at, (kind, text) in enumerate(tokens[:-1]):
+        after = tokens[at + 1]
+        if kind == "word" and text.upper() == "AS" and after[0] == "var" and (
+                after[1][1:] in PRE_BOUND):
+            found.append(f"it binds the pre-bound variable {after[1]} again (AS {after[1]})")
+    depth = 0
+    for at, (kind, text) in enumerate(tokens):
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+        elif kind == "word" and text.upper() == "SELECT" and depth > 0:
+            projected = _projection(tokens[at + 1:])
+            if projected is not None:
+                missing = sorted(used - projected)
+                if missing:
+                    found.append("a sub-select does not project the pre-bound variable"
+                                 f"{'s' if len(missing) > 1 else ''} "
+                                 + ", ".join(f"${name}" for name in missing))
+    return list(dict.fromkeys(found))
+
+
+def _projection(tokens: list[tuple[str, str]]) -> set[str] | None:
+    """The variables a SELECT projects (None for ``SELECT *``), read up to its WHERE or
+    its group; an expression's own variables are not projected, its ``AS`` target is."""
+    projected: set[str] = set()
+    depth = 0
+    for at, (kind, text) in enumerate(tokens):
+        if kind == "star" and depth == 0 and not projected:
+            return None
+        if kind == "open" or (kind == "word" and text.upper() == "WHERE"):
+            break
+        if text == "(":
+            depth += 1
+        elif text == ")":
+            depth -= 1
+        elif kind == "var" and depth == 0:
+            projected.add(text[1:])
+        elif kind == "word" and text.upper() == "AS" and at + 1 < len(tokens):
+            projected.add(tokens[at + 1][1][1:])
+    return projected
+
+
+def parse_problem(query: str, prefixes: dict[str, str]) -> str | None:
+    """Why SPARQL cannot read ``query`` with the shape's declared ``prefixes`` (rdflib's
+    parser, which reads and never runs it), or None."""
+    from rdflib.plugins.sparql.parser import parseQuery
+
+    head = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in sorted(prefixes.items()))
+    try:
+        parseQuery(head + query)
+    except Exception as exc:  # pyparsing's and rdflib's own; a query is only text here
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"it is not SPARQL 1.1: {first[:200]}"
+    return None
