@@ -754,8 +754,9 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
             if predicate in (SH + "select", SH + "ask"):
                 for value in values:
                     text = value.value if isinstance(value, pyoxigraph.Literal) else ""
-                    problem = sparql.problems(text) or [sparql.parse_problem(text, {})]
-                    used.update(f"sparql:{p}" for p in problem if p)
+                    unparsed = sparql.parse_problem(text, {})
+                    problems = sparql.problems(text) or ([unparsed] if unparsed else [])
+                    used.update(f"sparql:{p}" for p in problems)
             if predicate == SH + "pattern":
                 for value in values:
                     try:
