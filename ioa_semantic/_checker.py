@@ -10,11 +10,14 @@ threads.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from cachetools import LRUCache
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -180,6 +183,11 @@ class Checker:
         self._cache: BoundedCache[tuple[Any, ...], Decision] = BoundedCache(
             cache_bytes, max_entries=cache_size)
         self._cache_size = cache_size
+        # The first content seen of each envelope instance (its @id and profileVersion, 5.3),
+        # by the digest of its expanded graph: another content under the same pair is no
+        # unambiguous revision. The most recent INSTANCES pairs are remembered.
+        self._instances: LRUCache[tuple[str, str | None], bytes] = LRUCache(INSTANCES)
+        self._instances_lock = threading.Lock()
 
     def _policy_from(self, profile: Profile | None) -> RetrievalPolicy | None:
         settings = profile.retrieval if profile is not None else None
@@ -301,7 +309,10 @@ class Checker:
         candidates: list[dict[str, Any]] = []
         ontology: dict[str, str] = {}
         proposed: list[Remedy] = []
+        instance: dict[str, str | None] = {"id": None, "profileVersion": None}
         if not baseline.rejected and baseline.node is not None:
+            instance = _instance(baseline.node)
+            findings.extend(self._revision_findings(baseline.node, instance))
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
             task = task_from(baseline.node, params, self.profile.parameters)
             try:
@@ -312,7 +323,8 @@ class Checker:
                 findings.append(finding(
                     "jsonld.expansion-error",
                     f"the expanded envelope holds a value no RDF store accepts: {exc}"))
-                return self._decision_of(findings, source, params, at, retriever)
+                return self._decision_of(findings, source, params, at, retriever,
+                                         instance=instance)
             findings.extend(outcome.findings)
             # An artifact that could not be fetched matters where a mapping was needed and
             # not established (S4: unavailable, not absent); elsewhere it is a warning.
@@ -324,14 +336,36 @@ class Checker:
             ontology, proposed = outcome.ontology, outcome.remedies
         return self._decision_of(findings, source, params, at, retriever, ontology=ontology,
                                  evidence=evidence, excluded=excluded, candidates=candidates,
-                                 proposed=proposed)
+                                 proposed=proposed, instance=instance)
+
+    def _revision_findings(self, node: dict[str, Any],
+                           instance: Mapping[str, str | None]) -> list[Finding]:
+        """Draft 5.3: a reused profile instance is an unambiguous revision only if its
+        instance identifier and profileVersion name one content. The first content this
+        Checker saw under the pair is that revision; another under the same pair is not."""
+        ident = instance["id"]
+        if ident is None:
+            return []
+        version = instance["profileVersion"]
+        digest = _content_digest(node)
+        with self._instances_lock:
+            first = self._instances.setdefault((ident, version), digest)
+        if first == digest:
+            return []
+        named = f"profileVersion {version!r}" if version is not None else "no profileVersion"
+        return [finding(
+            "profile.revision-ambiguous",
+            f"the envelope {ident} with {named} was seen before with another content: which "
+            "revision of the instance is meant is not unambiguous (5.3); give the changed "
+            "instance a new profileVersion or identifier", "/@id")]
 
     def _decision_of(self, findings: list[Finding], source: str, params: dict[str, str],
                      at: datetime, retriever: Retriever | None, *, ontology: Mapping[str, str] | None = None,
                      evidence: list[dict[str, Any]] | None = None,
                      excluded: list[dict[str, Any]] | None = None,
                      candidates: list[dict[str, Any]] | None = None,
-                     proposed: Iterable[Remedy] = ()) -> Decision:
+                     proposed: Iterable[Remedy] = (),
+                     instance: Mapping[str, str | None] | None = None) -> Decision:
         """The verdict of ``findings`` (rule 14) with everything the decision records."""
         if findings:
             verdict = combine(f.effect for f in findings
@@ -346,7 +380,7 @@ class Checker:
             evidence=evidence or (),
             excluded=excluded or (),
             candidates=candidates or (),
-            dependencies=self._dependencies(ontology or {}, params, at, retriever),
+            dependencies=self._dependencies(ontology or {}, params, at, retriever, instance),
             at=at.isoformat().replace("+00:00", "Z"),
             remedies=remedies.for_decision(verdict, reasons, proposed),
         )
@@ -378,8 +412,11 @@ class Checker:
         return fetched, unavailable
 
     def _dependencies(self, ontology: Mapping[str, str], params: Mapping[str, str],
-                      at: datetime, retriever: Retriever | None = None) -> dict[str, Any]:
+                      at: datetime, retriever: Retriever | None = None,
+                      instance: Mapping[str, str | None] | None = None) -> dict[str, Any]:
         return {
+            # Which instance revision was judged (5.3): its identifier and profileVersion.
+            "instance": dict(instance or {"id": None, "profileVersion": None}),
             "retrieved": [{"url": url, "finalUrl": final, "sha256": digest}
                           for url, final, digest in (retriever.retrieved if retriever else ())],
             "profile": self._fixed_dependencies["profile"],
@@ -391,6 +428,39 @@ class Checker:
             "capabilities": self._fixed_dependencies["capabilities"],
             "parameters": dict(sorted(params.items())),
         }
+
+
+# Envelope instances (@id, profileVersion) whose first content a Checker remembers.
+INSTANCES = 65536
+_PROFILE_VERSION = "https://example.org/ioa/semantic#profileVersion"
+
+
+def _instance(node: dict[str, Any]) -> dict[str, str | None]:
+    """The envelope's instance identifier and profileVersion, as the decision records them."""
+    ident = node.get("@id")
+    version = node.get(_PROFILE_VERSION, [{}])[0].get("@value")
+    return {"id": ident if isinstance(ident, str) else None,
+            "profileVersion": version if isinstance(version, str) else None}
+
+
+def _content_digest(node: Any) -> bytes:
+    """The digest of an expanded envelope's meaning: the same graph written in another order
+    or spelling (members, set values, compact IRIs) gives the same digest."""
+    return hashlib.sha256(json.dumps(_canonical(node), sort_keys=True, ensure_ascii=False,
+                                     separators=(",", ":")).encode("utf-8", "surrogatepass")
+                          ).digest()
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        # A list (@list) keeps its order; every other array is a set.
+        return {k: [_canonical(x) for x in v] if k == "@list" and isinstance(v, list)
+                else _canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        # Values of a property are a set in JSON-LD: their order means nothing.
+        return sorted((_canonical(x) for x in value), key=lambda x: json.dumps(
+            x, sort_keys=True, ensure_ascii=False))
+    return value
 
 
 # The evaluation instant's position against each validity limit, as Artifact.validity_at

@@ -127,6 +127,9 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("profile.relationship-scope", INDETERMINATE, "5.3",
      "a declared version relationship does not cover this intent"),
     ("profile.version-relationship", None, "5.3", "the version was read through a declared relationship"),
+    ("profile.revision-ambiguous", INDETERMINATE, "5.3",
+     "an envelope instance (@id and profileVersion) seen before with another content: its "
+     "revision is not unambiguous"),
     # domain.: domains and senses
     ("domain.binding-not-permitted", INCOMPATIBLE, "5.4",
      "a term binding's sense lies outside the profile's permitted domains"),

@@ -10,6 +10,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -180,3 +181,54 @@ def test_many_values_of_one_property_cost_linear_time() -> None:
     assert time.monotonic() - start < 10
     assert decision.verdict is Verdict.INDETERMINATE  # 49,999 capabilities nobody knows
     assert len([f for f in decision.findings if f.code == "capability.unknown"]) == 49_999
+
+
+def _instance(version: str | None, **changes: Any) -> dict[str, Any]:
+    document = envelope_62()
+    document["@context"]["profileVersion"] = "ioa:profileVersion"
+    document["@id"] = "https://sender.example/profiles/task-7"
+    if version is not None:
+        document["profileVersion"] = version
+    document.update(changes)
+    return document
+
+
+def test_an_instance_reused_with_another_content_is_no_unambiguous_revision() -> None:
+    """Draft 5.3: a reused profile is associated with an unambiguous accepted revision by
+    "a profileVersion combined with an instance identifier". The decision records both; the
+    same pair seen again with another content (here another intent) is indeterminate, while
+    the same content written otherwise, or a new profileVersion, is not."""
+    checker = Checker("cs-translation")
+    first = checker.check(dumps(_instance("1")), at=AT)
+    assert first.verdict is Verdict.COMPATIBLE
+    assert first.dependencies["instance"] == {
+        "id": "https://sender.example/profiles/task-7", "profileVersion": "1"}
+    changed = checker.check(dumps(_instance("1", intentRef="cs:OtherIntent")), at=AT)
+    assert changed.verdict is Verdict.INDETERMINATE
+    assert "profile.revision-ambiguous" in [f.code for f in changed.findings]
+    # The same content, its members in another order: the same revision.
+    reordered = dict(reversed(list(_instance("1").items())))
+    assert checker.check(json.dumps(reordered).encode(), at=AT).verdict is Verdict.COMPATIBLE
+    # A new revision says so.
+    assert checker.check(dumps(_instance("2", intentRef="cs:OtherIntent")),
+                         at=AT).findings[0].code != "profile.revision-ambiguous"
+    # Another Checker has seen nothing.
+    assert "profile.revision-ambiguous" not in [
+        f.code for f in Checker("cs-translation").check(
+            dumps(_instance("1", intentRef="cs:OtherIntent")), at=AT).findings]
+
+
+def test_the_command_line_judges_its_envelopes_as_one_checkers_life(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "a.jsonld").write_bytes(dumps(_instance("1")))
+    (tmp_path / "b.jsonld").write_bytes(dumps(_instance("1", intentRef="cs:OtherIntent")))
+    run = subprocess.run([str(Path(sys.executable).parent / "ioa-check"), "a.jsonld", "b.jsonld",
+                          "--profile", "cs-translation", "--at", "2026-06-01T00:00:00Z",
+                          "--format", "json"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120, check=False)
+    a, b = (json.loads(line) for line in run.stdout.splitlines())
+    assert a["verdict"] == "compatible" and b["verdict"] == "indeterminate"
+    assert "profile.revision-ambiguous" in [r["code"] for r in b["reasons"]]
+    assert run.returncode == 3

@@ -57,6 +57,7 @@ REACHED_ELSEWHERE = {
     **{code: "tests/test_trace_codes.py" for code in _codes_only_in("trace/*.py")},
     "json.unreadable": "a file the CLI cannot read (tests/test_cli.py)",
     "registration.conflict": "two registrations of one IRI in an audit (tests/test_audit.py)",
+    "profile.revision-ambiguous": "two checks of one Checker (tests/test_checker.py)",
     # Each needs a live server: tests/test_retrieval.py asserts every one of them against
     # real loopback servers, and checks its list equals the registry's retrieval family.
     **{code: "tests/test_retrieval.py" for code in CODES
