@@ -58,6 +58,10 @@ REACHED_ELSEWHERE = {
     "json.unreadable": "a file the CLI cannot read (tests/test_cli.py)",
     "registration.conflict": "two registrations of one IRI in an audit (tests/test_audit.py)",
     "profile.revision-ambiguous": "two checks of one Checker (tests/test_checker.py)",
+    # An audit's reading of a profile's own parameters (a check offered such a registration
+    # refuses its file): tests/test_parameters.py audits each.
+    "registration.parameter-type": "an audit under cs-translation-sized (tests/test_parameters.py)",
+    "registration.unit-conflict": "an audit under cs-translation-sized (tests/test_parameters.py)",
     # Each needs a live server: tests/test_retrieval.py asserts every one of them against
     # real loopback servers, and checks its list equals the registry's retrieval family.
     **{code: "tests/test_retrieval.py" for code in CODES
