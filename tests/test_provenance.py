@@ -940,3 +940,82 @@ def test_the_signed_cases_are_what_the_test_keys_make(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     _write_cases(CASES)
+
+
+# --- keys checked as keys (issue 35) ---------------------------------------------------------
+
+# Encodings of small-order points (the identity, and points of order 2, 4 and 8) and
+# non-canonical encodings (y at or above p): none is a key a signature can be checked with.
+WEAK_KEYS = {
+    "identity": "01" + "00" * 31,
+    "order 4 (y = 0)": "00" * 32,
+    "order 8": "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+    "order 2 (y = p - 1)": "ec" + "ff" * 30 + "7f",
+    "non-canonical (y = p)": "ed" + "ff" * 30 + "7f",
+    "non-canonical (y = p + 1)": "ee" + "ff" * 30 + "7f",
+}
+
+
+def _forged(key: str) -> tuple[str, dict[str, Any]]:
+    """A did:key of ``key`` and the 12.4 artifact, changed, with a 'proof' made without any
+    private key: R the identity point, S zero, which a small-order key 'verifies'."""
+    did = provenance.did_key(bytes.fromhex(key))
+    artifact = {**artifact_124(), "assertedBy": did}
+    artifact["mappingRules"][0]["to"] = "https://example.net/onto/doc#SomethingElse"
+    proof = {"type": "DataIntegrityProof", "cryptosuite": "eddsa-jcs-2022",
+             "created": "2026-05-01T00:00:00Z", "verificationMethod": provenance.method_of(did),
+             "proofPurpose": "assertionMethod"}
+    signature = bytes.fromhex("01" + "00" * 31) + bytes(32)
+    proof["proofValue"] = "z" + __import__("base58").b58encode(signature).decode()
+    artifact["proof"] = proof
+    return did, artifact
+
+
+@pytest.mark.parametrize("kind", WEAK_KEYS)
+def test_a_small_order_or_non_canonical_key_is_refused_where_a_profile_is_read(kind: str) -> None:
+    """Issue 35: a profile could trust a did:key whose Ed25519 key is a small-order point, and
+    lint called it ok; a signature made with no private key then verified for any content."""
+    did = provenance.did_key(bytes.fromhex(WEAK_KEYS[kind]))
+    text = profile_binding(binding=f"[ iop:issuer <{MAPPING_AUTHORITY}> ; "
+                                   f"iop:verificationMethod <{did}> ]")
+    with pytest.raises(ConfigurationError, match="is no Ed25519 public key"):
+        read_profile(text.encode(), "p.ttl")
+    # Trusted as an issuer of its own (a did:key issuer is trusted by its key).
+    with pytest.raises(ConfigurationError, match="is no Ed25519 public key"):
+        read_profile(profile_binding(trust=did).encode(), "p.ttl")
+
+
+@pytest.mark.parametrize("kind", WEAK_KEYS)
+def test_a_proof_by_a_small_order_key_is_no_proof(kind: str, tmp_path: Path) -> None:
+    """At verification: the forged proof over an edited artifact is malformed, never
+    "signed", whatever the profile trusts."""
+    did, artifact = _forged(WEAK_KEYS[kind])
+    read = read_artifact(json.dumps(artifact).encode(), "a.json", 0)
+    assert read.proof is not None and read.proof.code == "alignment.proof-malformed", read.proof
+    assert "is no Ed25519 public key" in read.proof.problem
+    (tmp_path / "a.json").write_text(json.dumps(artifact))
+    lint = subprocess.run([str(Path(sys.executable).parent / "ioa-check"), "lint", "a.json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert lint.returncode == 1 and "alignment.proof-malformed" in lint.stdout
+    # A check under a profile that trusts the mapping authority by claim: the forged proof
+    # excludes the artifact; it never comes out "signed".
+    decision = Checker("cs-translation", capabilities=[CASES / "signed-proof-missing" /
+                                                        "provider.jsonld"],
+                       alignments=[json.dumps({**artifact, "assertedBy": MAPPING_AUTHORITY,
+                                               "mappingRules": artifact_124()["mappingRules"]}
+                                              ).encode()]).check(
+        (CASES / "signed-proof-missing" / "envelope.jsonld").read_bytes(),
+        params={"sourceLang": "zh", "targetLang": "en"},
+        at=datetime.fromisoformat(AT.replace("Z", "+00:00")))
+    assert decision.verdict is not Verdict.COMPATIBLE
+    assert "alignment.proof-malformed" in [f.code for f in decision.findings]
+
+
+def test_the_forged_proof_verifies_under_the_bare_library() -> None:
+    """The attack is real: OpenSSL's Ed25519 accepts the forgery under the identity key,
+    so only the point check above keeps it out."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(WEAK_KEYS["identity"]))
+    forged = bytes.fromhex("01" + "00" * 31) + bytes(32)
+    key.verify(forged, b"any content at all")  # raises InvalidSignature if it refused

@@ -169,7 +169,59 @@ def _public_key(reference: str) -> bytes:
                                     f"prefix 0x{raw[:2].hex()}, not 0xed01)")
     if len(raw) != 34:
         raise _Problem(MALFORMED, f"the did:key {_shown(did)} holds {len(raw) - 2} key bytes, not 32")
+    problem = _point_problem(raw[2:])
+    if problem is not None:
+        raise _Problem(MALFORMED, f"the did:key {_shown(did)} is no Ed25519 public key: {problem}")
     return raw[2:]
+
+
+# --- the public key as a point (RFC 8032 5.1.3) ---------------------------------------------
+
+_P = 2 ** 255 - 19
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
+
+
+def _point_problem(key: bytes) -> str | None:
+    """Why 32 bytes are not a key a signature can be checked with, or None.
+
+    A key must be the canonical encoding of a point of the curve (RFC 8032 5.1.3: y below p,
+    no negative zero), and the point must not be of small order: a small-order key (the
+    identity, or a point of order 2, 4 or 8) "verifies" a signature made without any private
+    key over any content, so an edited artifact would pass as signed. The point's order is
+    tested as [8]P, the cofactor times P, which is the identity exactly for those points."""
+    y = int.from_bytes(key, "little") & ((1 << 255) - 1)
+    sign = key[31] >> 7
+    if y >= _P:
+        return "its y coordinate is not below p (a non-canonical encoding)"
+    u, v = (y * y - 1) % _P, (_D * y * y + 1) % _P
+    x = u * pow(v, 3, _P) * pow(u * pow(v, 7, _P), (_P - 5) // 8, _P) % _P
+    if (v * x * x - u) % _P != 0:
+        x = x * _SQRT_M1 % _P
+        if (v * x * x - u) % _P != 0:
+            return "it is not the encoding of a point of the curve"
+    if x == 0 and sign:
+        return "it encodes x = 0 with the sign bit set (a non-canonical encoding)"
+    if x & 1 != sign:
+        x = _P - x
+    # [8]P in extended coordinates (X, Y, Z, T), three doublings; identity is (0, Y, Y, 0).
+    point = (x, y, 1, x * y % _P)
+    for _ in range(3):
+        point = _double(point)
+    if point[0] % _P == 0 and (point[1] - point[2]) % _P == 0:
+        return "it is a point of small order, which verifies forged signatures"
+    return None
+
+
+def _double(point: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    """Point doubling on the twisted Edwards curve (RFC 8032 5.1.4, a = -1)."""
+    x1, y1, z1, _ = point
+    a, b, c = x1 * x1 % _P, y1 * y1 % _P, 2 * z1 * z1 % _P
+    h = (a + b) % _P
+    e = (h - (x1 + y1) ** 2) % _P
+    g = (a - b) % _P
+    f = (c + g) % _P
+    return e * f % _P, g * h % _P, f * g % _P, e * h % _P
 
 
 # --- the cryptosuite's algorithms (EdDSA Cryptosuites v1.0, 3.3) ---------------------------

@@ -290,6 +290,13 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
         preferred[graph.one(entry, IOP + "issuer", "preferIssuer", source)] = int(rank)
     parameters, required, parameter_values = _task_parameters(graph, node, source)
     trusted = graph.values(node, IOP + "trustedIssuer")
+    for issuer in sorted(filter(is_did_key, trusted)):
+        # A did:key issuer is trusted by its key: one that is no key (a small-order point,
+        # a non-canonical encoding) would "verify" proofs nobody made.
+        try:
+            public_key_of(issuer)
+        except ValueError as exc:
+            raise ProfileError(f"{source}: trustedIssuer {issuer}: {exc}") from None
     bindings = _issuer_bindings(graph, node, trusted, source)
     schemes = graph.values(node, IOP + "allowedScheme")
     flags = {}
