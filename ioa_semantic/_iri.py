@@ -5,7 +5,9 @@ a context, a registration's or an artifact's IRI) is held to the ``IRI`` product
 RFC 3987 here, by both engines, the audit and the loader (contract, rule 1): a scheme, a
 hierarchical part, an optional query and an optional fragment, with nothing outside the
 characters each part admits. A space, ``<>"{}|\\^`` and the backquote, a control character,
-a percent sign not followed by two hexadecimal digits, or a second ``#`` make a string no IRI.
+a bidirectional formatting character (RFC 3987 4.1: U+200E, U+200F, U+202A-U+202E, and the
+isolates U+2066-U+2069 and U+061C, their kin), a percent sign not followed by two hexadecimal
+digits, or a second ``#`` make a string no IRI.
 "A space" is read as any white space, Unicode's included (U+00A0, U+2028, U+3000 and the
 rest of Unicode's White_Space): RFC 3987's ``ucschar`` admits those, but the contract refuses
 a space in an IRI, RFC 3987 (section 4.1) says white space is to be avoided, and pyld, which
@@ -61,6 +63,11 @@ def _run(part: str) -> "re.Pattern[str]":
     return re.compile(f"(?:[{_CLASSES[part]}]++|{_PCT})*+")
 
 
+# RFC 3987 section 4.1: "IRIs MUST NOT contain bidirectional formatting characters (LRM,
+# RLM, LRE, RLE, LRO, RLO, and PDF)"; the isolates Unicode added since (LRI, RLI, FSI, PDI)
+# and the Arabic letter mark are their kin and are refused alike. Each would make an IRI read
+# otherwise than it compares.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*")
 _PORT = re.compile("[0-9]*")
 _WHITE_SPACE = re.compile(r"\s")
@@ -105,6 +112,10 @@ def _defect(value: str) -> IriDefect | None:
     white = _WHITE_SPACE.search(value)
     if white is not None:
         return IriDefect(f"white space ({_name(white.group())})", white.start())
+    bidi = _BIDI.search(value)
+    if bidi is not None:
+        return IriDefect(f"a bidirectional formatting character ({_name(bidi.group())}), which "
+                         "RFC 3987 (4.1) excludes", bidi.start())
     colon = value.find(":")
     if colon <= 0 or not _SCHEME.fullmatch(value, 0, colon):
         return IriDefect("no scheme (a relative reference, a blank node or an undefined prefix)",

@@ -92,10 +92,16 @@ IRI = re.compile(f"{SCHEME}:{IHIER_PART}(?:\\?{IQUERY})?(?:#{IFRAGMENT})?")
 IPVFUTURE = re.compile(r"[vV][0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+")
 
 
+# RFC 3987 4.1: "IRIs MUST NOT contain bidirectional formatting characters (LRM, RLM, LRE,
+# RLE, LRO, RLO, and PDF)", with the isolates and the Arabic letter mark, their kin.
+BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def is_iri(value: Any) -> bool:
     """True when ``value`` matches the ``IRI`` production of RFC 3987 and holds no white
-    space (the contract's "a space", read as any: see ioa_semantic._iri)."""
-    if not isinstance(value, str) or any(char.isspace() for char in value):
+    space (the contract's "a space", read as any: see ioa_semantic._iri) and no
+    bidirectional formatting character (RFC 3987 4.1)."""
+    if not isinstance(value, str) or any(char.isspace() or char in BIDI for char in value):
         return False
     match = IRI.fullmatch(value)
     if match is None:
