@@ -989,7 +989,7 @@ def test_a_small_order_or_non_canonical_key_is_refused_where_a_profile_is_read(k
 def test_a_proof_by_a_small_order_key_is_no_proof(kind: str, tmp_path: Path) -> None:
     """At verification: the forged proof over an edited artifact is malformed, never
     "signed", whatever the profile trusts."""
-    did, artifact = _forged(WEAK_KEYS[kind])
+    _, artifact = _forged(WEAK_KEYS[kind])
     read = read_artifact(json.dumps(artifact).encode(), "a.json", 0)
     assert read.proof is not None and read.proof.code == "alignment.proof-malformed", read.proof
     assert "is no Ed25519 public key" in read.proof.problem
