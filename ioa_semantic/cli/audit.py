@@ -103,7 +103,9 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
     try:
         # A resumable run keeps what the last run wrote; the checkpoint truncates it.
         mode = "a+" if opts.state else "w"
-        opened = open(opts.output, mode, encoding="utf-8") if opts.output else None  # noqa: SIM115
+        # backslashreplace: a file name that is not UTF-8 is named in escapes, never as bytes.
+        opened = open(opts.output, mode, encoding="utf-8",  # noqa: SIM115
+                      errors="backslashreplace") if opts.output else None
     except OSError as exc:  # the environment's (a folder missing, read-only), not a usage error
         print(f"ioa-check: cannot write {opts.output}: {exc.strerror}", file=sys.stderr)
         return ExitStatus.ENVIRONMENT

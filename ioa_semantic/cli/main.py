@@ -70,6 +70,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _undecodable_as_escapes()
     try:
         return run(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt:
@@ -87,6 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         traceback.print_exc(file=sys.stderr)
         return ExitStatus.INTERNAL
+
+
+def _undecodable_as_escapes() -> None:
+    """What the command writes is UTF-8: a byte of a file name that is not UTF-8 (a lone
+    surrogate, PEP 383) is written as the text ``\\udcXX``, never as that byte, on standard
+    output and standard error (the JSON reporters escape it the same way in their own
+    text)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
 
 
 def entry() -> None:

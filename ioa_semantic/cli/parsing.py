@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -60,7 +61,15 @@ def _parameter(value: str) -> tuple[str, str]:
     key, sep, val = value.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    if _LONE_SURROGATE.search(value):
+        # Bytes that are not UTF-8 (PEP 383 hands them over as lone surrogates): no task
+        # parameter is such bytes, and no output could carry them as text.
+        shown = value.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise argparse.ArgumentTypeError(f"{shown!r} is not text: its bytes are not UTF-8")
     return key, val
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _positive(value: str) -> int:

@@ -16,13 +16,14 @@ if TYPE_CHECKING:
     from ..audit.run import Audit
 
 from .._findings import Severity
+from . import json_text
 from .check import text_console
 
 
 def result_line(result: Result) -> str:
     """A registration's result as its JSON line (what ``json.dumps`` of its dict writes)."""
     if result.reasons:
-        return json.dumps(result.as_dict(), ensure_ascii=False) + "\n"
+        return json_text(result.as_dict()) + "\n"
     # Nearly every line of a large audit is a registration without reasons; spelling it
     # directly, with json's own string encoder, costs the writer a fifth of building a dict
     # and encoding it (the tests hold the two to the same text).
@@ -46,8 +47,8 @@ def audit_json_lines(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -
         stream.write(batch.lines)
     conflicts = audit.conflicts()
     for conflict in conflicts:
-        stream.write(json.dumps(conflict.as_dict(), ensure_ascii=False) + "\n")
-    stream.write(json.dumps(audit.summary(len(conflicts)), ensure_ascii=False) + "\n")
+        stream.write(json_text(conflict.as_dict()) + "\n")
+    stream.write(json_text(audit.summary(len(conflicts))) + "\n")
 
 
 def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
@@ -126,7 +127,7 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> Non
 
     def emit(item: dict[str, Any]) -> None:
         nonlocal first
-        stream.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False))
+        stream.write(("" if first else ",\n") + json_text(item))
         first = False
 
     def location(source: str, position: int | None, pointer: str) -> dict[str, Any]:

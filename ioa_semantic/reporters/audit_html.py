@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -40,6 +39,7 @@ from .. import data
 from .._codes import CODES
 from .._findings import Severity
 from .._version import __version__
+from . import json_text
 
 # The registrations listed per code: enough to see what goes wrong and where, few enough that
 # a page of every code the registry has stays readable (and within some megabytes).
@@ -95,7 +95,7 @@ def _value(key: str, value: Any) -> str:
         return _pointer(value)
     if isinstance(value, str):
         return f"<code>{text(value)}</code>"
-    return f"<code>{text(json.dumps(value, ensure_ascii=False, separators=(', ', ': ')))}</code>"
+    return f"<code>{text(json_text(value, separators=(', ', ': ')))}</code>"
 
 
 def _reason_items(result: Result) -> str:
@@ -237,7 +237,7 @@ def _policy() -> str:
 def _script_json(value: Any) -> str:
     # Inside a script element, "</script>" (or "<!--") would end it: JSON's own escapes keep
     # every "<", ">" and "&" out of the text.
-    return (json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
+    return (json_text(value).replace("<", "\\u003c")
             .replace(">", "\\u003e").replace("&", "\\u0026"))
 
 

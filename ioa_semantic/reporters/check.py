@@ -6,7 +6,6 @@ The ``--format`` choices of the command line are the keys of :data:`REPORTERS`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
@@ -15,6 +14,7 @@ if TYPE_CHECKING:
 
 from .._codes import fix_for
 from .._findings import Decision, Remedy, Severity, Verdict
+from . import json_text
 
 _STYLE = {
     Verdict.COMPATIBLE: "bold green",
@@ -34,7 +34,7 @@ _HINT = {
 
 def json_lines(decisions: Iterable[Decision], stream: IO[str]) -> None:
     for decision in decisions:
-        stream.write(json.dumps(decision.as_dict(), ensure_ascii=False) + "\n")
+        stream.write(json_text(decision.as_dict()) + "\n")
 
 
 def text_console(stream: IO[str]) -> Console:

@@ -10,12 +10,12 @@ are the keys of :data:`REPORTERS`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import IO, Any, NamedTuple
 
 from .._findings import Severity
 from ..pipeline.constraints import ShapeRoute
+from . import json_text
 
 
 class Problem(NamedTuple):
@@ -72,7 +72,7 @@ def lint_json(files: Iterable[Linted], stream: IO[str]) -> None:
                                   "problems": [p.as_dict() for p in linted.problems]}
         if linted.note:
             record["note"] = linted.note.strip().removeprefix("(").removesuffix(")")
-        stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+        stream.write(json_text(record) + "\n")
 
 
 NO_TOP_LEVEL = "no shape in it has a target, so nothing in it is checked by itself"
@@ -91,7 +91,7 @@ def explain_json(files: Iterable[Explained], stream: IO[str]) -> None:
         record = {"file": explained.file, "reference": explained.reference,
                   "shapes": [{"shape": r.shape, "engine": r.engine, "why": r.why}
                              for r in explained.routes]}
-        stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+        stream.write(json_text(record) + "\n")
 
 
 class Reporter(NamedTuple):

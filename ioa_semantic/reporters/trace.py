@@ -8,7 +8,6 @@ The ``--format`` choices of ``ioa-check trace`` are the keys of :data:`REPORTERS
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
@@ -17,6 +16,7 @@ from ..trace.audit import AgentAudit, RunAudit, Use
 from ..trace.events import Call
 from ..trace.graph import ShapeReport
 from ..trace.privacy import Disclosure
+from . import json_text
 
 
 def _call(call: Call, disclose: Disclosure) -> dict[str, Any]:
@@ -98,8 +98,8 @@ def json_lines(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO
                disclose: Disclosure) -> None:
     for run, shapes in audits:
         for agent in run.agents:
-            stream.write(json.dumps(agent_record(run, agent, disclose), ensure_ascii=False) + "\n")
-        stream.write(json.dumps(summary_record(run, shapes, disclose), ensure_ascii=False) + "\n")
+            stream.write(json_text(agent_record(run, agent, disclose)) + "\n")
+        stream.write(json_text(summary_record(run, shapes, disclose)) + "\n")
 
 
 _STYLE = {Verdict.COMPATIBLE: "bold green", Verdict.INCOMPATIBLE: "bold red",
