@@ -296,6 +296,21 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("trace.call-incomplete", None, "5.4", "a call whose start or end event the trace lacks"),
     ("trace.call-conflict", None, "5.4",
      "a call started, ended or attributed more than once, inconsistently"),
+    ("trace.nesting-ambiguous", INDETERMINATE, "7.1",
+     "an agent call whose events name no parent and whose caller the order of events does "
+     "not single out (several open calls could have made it, other agents were busy and none "
+     "delegated to it, its start is missing, or it rests on interleaved events): who called "
+     "it, and each candidate's delegation to it, are not established"),
+    ("trace.nesting-interleaved", None, "5.4",
+     "events without parents that do not nest as the schema's interval tree: an event of one "
+     "agent while another's call is the innermost open one, an end while a call started "
+     "inside it is still open, a delegation tool call its agent never started inside"),
+    ("trace.run-malformed", None, "5.4",
+     "a run folder's run.json that is not one JSON object, or a member of the wrong type: "
+     "what is wrong is not used"),
+    ("trace.run-mismatch", None, "5.4",
+     "a run folder's run.json whose run_id is not the events' run_id: it describes another "
+     "run and is not used"),
     ("trace.shapes-not-run", None, "5.4",
      "the run's calls exceed what earlier runs left of the invocation's --max-shape-calls "
      "bound"),

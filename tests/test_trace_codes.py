@@ -22,6 +22,7 @@ from support import IOA_CHECK
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
+import mas_lab_run
 from test_trace import (
     GOLDEN,
     MANIFESTS,
@@ -30,6 +31,7 @@ from test_trace import (
     _registration,
     renamed_copy,
 )
+from test_trace_nesting import run_folder
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
 
@@ -116,6 +118,15 @@ def test_every_trace_code_is_reached_by_some_trace_input(tmp_path: Path) -> None
     del spans[-2]["spanId"]
     (tmp_path / "otlp.jsonl").write_text(json.dumps(request(*spans)) + "\n")
     reached |= run("otlp.jsonl", "--manifests", MANIFESTS, "--no-shapes")
+
+    # The trajectory schema's run without call ids: moderator's last LLM call moved into
+    # schedule_agent's run (interleaved, so nesting is ambiguous); run.json with a status the
+    # schema does not know, then another run's run.json.
+    events = mas_lab_run.events()
+    stream = events[:9] + events[16:19] + events[9:16] + events[19:]
+    for name, run_json in (("tangled", {**mas_lab_run.RUN_JSON, "status": "done"}),
+                           ("other", {**mas_lab_run.RUN_JSON, "run_id": "0badc0de"})):
+        reached |= run(run_folder(tmp_path / name, stream, run_json), "--no-shapes")
 
     (tmp_path / "outcome.json").write_text(json.dumps(_outcome_from_schema()))
     reached |= run("outcome.json", "no-such-run", "--no-shapes")

@@ -33,7 +33,7 @@ def trace(args: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[byte
 
 def checkpoints(state: Path) -> list[dict[str, Any]]:
     lines = state.read_text().splitlines()
-    assert json.loads(lines[0]) == {"ioa-check-trace-state": 2, "includeContent": False}
+    assert json.loads(lines[0]) == {"ioa-check-trace-state": 3, "includeContent": False}
     return [json.loads(line) for line in lines[1:]]
 
 
@@ -169,3 +169,45 @@ def test_killed_with_sigkill_at_several_points_it_resumes_to_the_same_result(
     seqs = [c["seq"] for c in checkpoints(state)]
     assert seqs == sorted(set(seqs)) and seqs[-1] == 1930
 
+
+
+def _long_idless_run(folder: Path, turns: int) -> Path:
+    """The trajectory schema's example run (tests/mas_lab_run.py) as one long run of
+    ``turns`` turns, its events without call ids: the fold nests them by their order."""
+    import mas_lab_run
+
+    lines = []
+    for turn in range(turns):
+        for event in mas_lab_run.events():
+            lines.append(json.dumps({**event, "timestamp": event["timestamp"] + 100 * turn}))
+    (folder / "traces").mkdir(parents=True)
+    (folder / "traces" / "events.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "run.json").write_text(json.dumps(mas_lab_run.RUN_JSON))
+    return folder
+
+
+def test_a_run_without_call_ids_killed_with_sigkill_resumes_to_the_same_result(
+        tmp_path: Path) -> None:
+    """Open calls, the interval tree and what it found are checkpointed with the calls: a
+    batch that ends inside a delegation resumes inside it."""
+    from test_trace_nesting import EXAMPLE
+
+    _long_idless_run(tmp_path / "run", 12)
+    base: list[str | Path] = ["run", "--manifests", EXAMPLE / "manifests", "--format", "json",
+                              "--batch-size", "4"]
+    reference = trace([*base, "--emit-kg", "whole.ttl"], tmp_path)
+    assert reference.returncode == 0, reference.stderr
+    assert b'"verdict": "compatible"' in reference.stdout
+    state = tmp_path / "state"
+    resumable = [IOA_CHECK, "trace", *map(str, base), "--state", "state", "--emit-kg", "kg.ttl",
+                 "--no-shapes"]
+    # Checkpoints (of 63) before each kill: batches of 4 end inside every level of the tree.
+    kills = kill_at_checkpoints(resumable, tmp_path, state, (1, 6, 13, 22, 37, 50))
+    assert len(kills) >= 4, f"the run finished before it could be interrupted: {kills}"
+    finished = trace([*base, "--state", "state", "--emit-kg", "kg.ttl"], tmp_path)
+    assert finished.returncode == 0
+    assert finished.stdout == reference.stdout
+    assert _triples(tmp_path / "kg.ttl") == _triples(tmp_path / "whole.ttl")
+    seqs = [c["seq"] for c in checkpoints(state)]
+    assert seqs == sorted(set(seqs)) and seqs[-1] == 12 * 21
+    assert any("tree" in c["delta"] for c in checkpoints(state))

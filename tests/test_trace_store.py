@@ -331,6 +331,37 @@ def test_opaque_ids_store_keyed_references_only(tmp_path: Path) -> None:
     assert "schedule_agent" not in _dump(store)
 
 
+@pytest.mark.parametrize("opaque", [False, True])
+def test_a_stored_run_whose_nesting_is_ambiguous_is_reaudited_alike(tmp_path: Path,
+                                                                    opaque: bool) -> None:
+    """An id-less run whose nesting the order of events leaves open keeps, in the store, the
+    calls that may have made each unplaced call (pseudonymized with the other calls under
+    --opaque-ids): reaudit judges their delegations as the load did."""
+    import mas_lab_run
+    from test_trace_nesting import EXAMPLE, run_folder
+
+    events = mas_lab_run.events()
+    at = mas_lab_run.LOOKUP_LINE - 1
+    intruder = [{**events[mas_lab_run.SCHEDULE_START_LINE - 1], "agent_id": "intruder"},
+                {**events[at + 4], "agent_id": "intruder", "kind": "execution_end"}]
+    run = run_folder(tmp_path / "run", events[:at] + intruder + events[at:])
+    (tmp_path / "key").write_bytes(b"a key that lasts")
+    keyed = ["--opaque-ids", "--opaque-key", tmp_path / "key"] if opaque else []
+    store = tmp_path / "store"
+    fed = feed([run], store, tmp_path, "--manifests", EXAMPLE / "manifests", *keyed)
+    assert fed.returncode == 1, fed.stderr
+    again = ioa(["trace", "reaudit", store, "--manifests", EXAMPLE / "manifests",
+                 "--format", "json", *keyed[1:]], tmp_path)
+    assert again.returncode == 1 and _judged(again) == _judged(fed)
+    ambiguous = [r for line in again.stdout.decode().splitlines()
+                 for r in json.loads(line).get("reasons", [])
+                 if r["code"] == "trace.nesting-ambiguous"]
+    # Who called the intruder, and its candidates' delegations to it; who called
+    # schedule_agent, whose events the intruder's interleave, and moderator's delegation.
+    assert len(ambiguous) == 5
+    assert ("intruder" in _dump(store)) is not opaque
+
+
 def test_usage_errors(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text("")
     both = ioa(["trace", GOLDEN, "--store", "st", "--state", "s.json"], tmp_path)

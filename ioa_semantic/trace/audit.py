@@ -95,8 +95,9 @@ class _Auditor:
         self.ancestry = Ancestry(self.calls)
         self.children: dict[str, list[Call]] = {}
         for call in run.calls:
-            if call.parent is not None:
-                self.children.setdefault(call.parent, []).append(call)
+            # A call whose caller the order of events leaves open may be each candidate's.
+            for parent in call.candidates or ((call.parent,) if call.parent else ()):
+                self.children.setdefault(parent, []).append(call)
 
     # --- gathering uses --------------------------------------------------------------------
 
@@ -142,6 +143,9 @@ class _Auditor:
         """Who called an agent: the MAS (a top-level call), another agent, or unknown."""
         callee = call.target
         assert callee is not None
+        if call.candidates is not None:
+            self._unplaced(call, callee, uses)
+            return
         if call.parent_id is None:
             uses.setdefault(_Key(callee, "provided", MAS_CALLER, None), []).append(call)
             return
@@ -163,6 +167,19 @@ class _Auditor:
             return  # an agent resuming itself is not a delegation
         uses.setdefault(_Key(callee, "provided", caller, via), []).append(call)
         uses.setdefault(_Key(caller, "delegations", callee, via), []).append(call)
+
+    def _unplaced(self, call: Call, callee: str, uses: dict[_Key, list[Call]]) -> None:
+        """An agent call whose caller the order of events does not single out: its caller is
+        unknown, and each candidate may have delegated to it (never established)."""
+        uses.setdefault(_Key(callee, "provided", None, None), []).append(call)
+        for key in call.candidates or ():
+            origin = self.calls.get(key)
+            if origin is None:
+                continue
+            caller = self._agent_of(origin) if origin.cls == "tool" else origin.target
+            if caller is not None and caller != callee:
+                via = origin.target if origin.cls == "tool" else None
+                uses.setdefault(_Key(caller, "delegations", callee, via), []).append(call)
 
     def _remote(self, call: Call, uses: dict[_Key, list[Call]], problems: list[Finding]) -> None:
         """An A2A call out of an agent whose serving agent the trace does not hold."""
@@ -429,17 +446,38 @@ class _Auditor:
                     f"agent {self._agent(key.agent)} sent A2A requests ({self._calls_text(calls)}) "
                     "and the trace holds no span of the agent that served them: whom it "
                     "delegated to is unknown", path))]
+            if all(c.candidates is not None for c in calls):
+                return [Answer(UNKNOWN, reason=finding(
+                    "trace.nesting-ambiguous",
+                    f"agent {self._agent(key.agent)} may have delegated to "
+                    f"{self._agent(key.name)} ({self._calls_text(calls)}), but the order of "
+                    "events does not establish who made that call", path))]
             return [self.manifest_delegation(key.agent, key.name, calls)]
         # provided
         if key.name is None:
-            return [Answer(UNKNOWN, reason=finding(
-                "capability.caller-unknown",
-                f"agent {self._agent(key.agent)} was called from a call the trace does not hold "
-                f"({self._calls_text(calls)})", path))]
+            return self._caller_unknown(key.agent, calls)
         if key.name == MAS_CALLER:
             return [self.manifest_entry(key.agent, calls)]
         registered = self.registered(key.agent, key.via, calls) if key.via else None
         return [self.manifest_delegation(key.name, key.agent, calls), registered]
+
+    def _caller_unknown(self, agent: str, calls: list[Call]) -> list[Answer | None]:
+        unplaced = [c for c in calls if c.candidates is not None]
+        unheld = [c for c in calls if c.candidates is None]
+        answers: list[Answer | None] = []
+        if unplaced:
+            lines = "that line" if len(unplaced) == 1 else "those lines"
+            answers.append(Answer(UNKNOWN, reason=finding(
+                "trace.nesting-ambiguous",
+                f"agent {self._agent(agent)}: the order of events does not establish who made "
+                f"{self._calls_text(unplaced)} (the run's reasons at {lines} say why)",
+                self._call_path(unplaced[0]))))
+        if unheld:
+            answers.append(Answer(UNKNOWN, reason=finding(
+                "capability.caller-unknown",
+                f"agent {self._agent(agent)} was called from a call the trace does not hold "
+                f"({self._calls_text(unheld)})", self._call_path(unheld[0]))))
+        return answers
 
     def run_audit(self) -> RunAudit:
         run = self.run

@@ -7,9 +7,11 @@ privacy-gated trace outcome records (one JSON object, an array of them, or JSON 
 Events are read one line at a time. A line that is not one JSON object is a finding with its
 line number, and reading goes on; an event kind this stage does not know is counted, never
 fatal. The ``*_start``/``*_end`` events of MAS, agent, LLM, tool and processing calls fold
-into one call per call id (:class:`Fold`); at the end the fold becomes an immutable
-:class:`Run` whose calls know their parents. Free text (prompts, arguments, outputs) never
-enters the fold: only its digest and length, unless content was asked for.
+into calls (:class:`Fold`): one per call id, and, for events without ids (as mas-lab's
+trajectory schema documents them), by the order they nest in (``nesting.py``). At the end the
+fold becomes an immutable :class:`Run` whose calls know their parents, with what a run
+folder's ``run.json`` says of the session (``runfile.py``). Free text (prompts, arguments,
+outputs) never enters the fold: only its digest and length, unless content was asked for.
 
 The fold is plain JSON so that ``--state`` can checkpoint it (``_trace_state``).
 """
@@ -26,7 +28,7 @@ from .._codes import finding
 from .._findings import Finding, Severity
 from ..pipeline.intake import Limits
 from ..pipeline.intake import parse as parse_json
-from . import otlp
+from . import nesting, otlp, runfile
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -223,6 +225,8 @@ class Fold:
         self.records: list[dict[str, Any]] = []
         self.run_ids: dict[str, str] = {}  # "run_id" / "session_id" -> first non-empty value
         self.touched: set[str] = set()
+        # The interval tree of the events: where calls whose start names no parent nest.
+        self.tree = nesting.Tree(self.calls, self.touched)
         self.format: str | None = None  # "events" (mas-lab events, outcome records) or "otlp"
         # Counters and open calls changed since the last delta: a checkpoint writes only these.
         self._changed: dict[str, set[str]] = {"kinds": set(), "unknown": set(), "open": set()}
@@ -317,7 +321,13 @@ class Fold:
                 self._changed["unknown"].add(kind)
             return
         call = self._call_for(seq, cls, phase, event)
+        started = call.get("startLine") is not None
         self._merge(seq, call, phase, event)
+        if phase == "start":
+            parent = _text(event.get("parent_call_id"))
+            self.tree.opened(call, seq, by_order=not parent or parent == call["id"])
+        else:
+            self.tree.closed(call, seq, started)
         self.touched.add(call["key"])
 
     def _call_for(self, seq: int, cls: str, phase: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -327,8 +337,11 @@ class Fold:
         agent = _text(event.get("agent_id"))
         parent = _text(event.get("parent_call_id"))
         if not call_id:
-            # Calls without an id pair by who made them, where and what: the innermost open one.
-            signature = json.dumps([cls, agent, parent, self._target(cls, event)])
+            # A call without an id ends where its agent's innermost open call of its class
+            # (under the same parent, when the events name one) ends: the schema's events
+            # are emitted in order and nest. Its end need not repeat what it executes (an
+            # llm_call_end names no model); where it does, it must agree (see _agree).
+            signature = json.dumps([cls, agent, parent])
             stack = self.open_anonymous.setdefault(signature, [])
             self._changed["open"].add(signature)
             if phase == "start":
@@ -340,6 +353,7 @@ class Fold:
                 if not stack:
                     del self.open_anonymous[signature]
                 return self.calls[key]
+            del self.open_anonymous[signature]
             return self._new(f"~{seq}", "", cls, seq)
         existing = self.calls.get(call_id)
         if existing is None:
@@ -467,7 +481,10 @@ class Fold:
             "format": self.format,
             "repeats": self.repeats,
         }
-        self.touched = set()
+        tree = self.tree.state()
+        if tree is not None:
+            out["tree"] = tree
+        self.touched.clear()  # the tree holds this set too
         self._changed = {"kinds": set(), "unknown": set(), "open": set()}
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
@@ -493,6 +510,8 @@ class Fold:
         self.records.extend(delta["records"])
         self.format = delta.get("format", self.format)
         self.repeats = delta.get("repeats", 0)
+        if "tree" in delta:
+            self.tree.load(delta["tree"])
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
 
@@ -526,6 +545,10 @@ class Call(NamedTuple):
     # An A2A client span under which the trace holds no agent span: a call into an agent the
     # trace does not name (OTLP input only).
     remote: bool = False
+    # An agent call whose caller the order of events does not establish (mas-lab events
+    # without parents): the calls that may have made it (none, when nothing points to any).
+    # None for every call whose caller is known or unknown for another reason.
+    candidates: tuple[str, ...] | None = None
 
     @property
     def success(self) -> bool | None:
@@ -557,6 +580,11 @@ class Run(NamedTuple):
     definitions: dict[str, dict[str, str]] = {}  # noqa: RUF012 (never mutated)
     # What ``events`` counts: mas-lab events, or the spans of an OTLP trace.
     unit: str = "events"
+    # The session as a mas-lab run folder's run.json describes it (see runfile.py).
+    scenario: str | None = None
+    status: str | None = None  # "success", "error" or "timeout"
+    created_at: str | None = None  # Unix seconds, in plain decimal notation
+    duration_secs: str | None = None
 
     @property
     def ident(self) -> str:
@@ -887,48 +915,46 @@ def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:
     """The fold of one input as a :class:`Run`: parents resolved, findings worded."""
     run_info = _read_json_file(os.path.join(source.run_folder, "run_info.json")) if (
         source.run_folder) else {}
-    run_json = _read_json_file(os.path.join(source.run_folder, "run.json")) if (
-        source.run_folder) else {}
+    run_file = runfile.read(source.run_folder, disclose) if source.run_folder else (
+        runfile.RunFile())
+    events_run_id = fold.run_ids.get("run_id")
+    if run_file.run_id and events_run_id and run_file.run_id != events_run_id:
+        run_file = runfile.mismatch(run_file, events_run_id, source.run_folder or "", disclose)
     ordered = sorted(fold.calls.values(), key=lambda c: (c["first"], c["key"]))
     by_id: dict[str, str] = {}
     for call in ordered:
         if call["id"]:
             by_id.setdefault(call["id"], call["key"])
     roots = [c for c in ordered if c["cls"] == "mas"]
-    run_id = (_text(run_json.get("run_hash")) or fold.run_ids.get("run_id")
+    run_id = (run_file.run_id or run_file.run_hash or events_run_id
               or fold.run_ids.get("session_id") or fold.run_ids.get("trace_id")
               or (roots[0]["id"] if roots and roots[0]["id"] else None))
     session_id = fold.run_ids.get("session_id") or run_id
     mas_info = run_info.get("mas")
-    mas = (_text(mas_info.get("app")) if isinstance(mas_info, dict) else None) or (
+    mas = run_file.mas_id or (
+        _text(mas_info.get("app")) if isinstance(mas_info, dict) else None) or (
         roots[0].get("agent") if roots else None)
-    findings: list[Finding] = []
+    settled = nesting.settle(fold.calls, fold.tree, disclose)
+    findings: list[Finding] = [*run_file.findings, *settled.findings]
     calls = []
     for raw in ordered:
-        parent_id = raw.get("parent")
-        parent = by_id.get(parent_id) if parent_id else None
-        calls.append(Call(
-            key=raw["key"], id=raw["id"], cls=raw["cls"], agent=raw.get("agent"),
-            target=raw.get("target"), parent=parent if parent != raw["key"] else None,
-            parent_id=parent_id, start=raw.get("start"), end=raw.get("end"),
-            first_line=raw["first"], status=raw.get("status"), label=raw.get("label"),
-            tokens=dict(raw.get("tokens", {})), finish=raw.get("finish"),
-            temperature=raw.get("temperature"), response_id=raw.get("responseId"),
-            input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
-            ambiguous=tuple(raw.get("ambiguous", ()))))
+        calls.append(_call(raw, fold.calls, by_id, settled.candidates.get(raw["key"])))
         missing = [p for p in ("start", "end") if raw.get(f"{p}Line") is None]
         if missing:
-            name = disclose.call(raw["id"]) if raw["id"] else f"without an id at line {raw['first']}"
             findings.append(finding(
                 "trace.call-incomplete",
-                f"{raw['cls']} call {name}: the trace has no {' and no '.join(missing)} event",
-                f"/{raw['first'] - 1}", severity=Severity.WARNING))
+                f"{raw['cls']} call {_call_name(raw, disclose)}: the trace has no "
+                f"{' and no '.join(missing)} event", f"/{raw['first'] - 1}",
+                severity=Severity.WARNING))
     skipped = 0
     for code, seq, detail in fold.problems:
         if code == "trace.call-conflict":
+            conflicted = fold.calls.get(str(detail))
+            name = _call_name(conflicted, disclose) if conflicted is not None and not (
+                conflicted["id"]) else disclose.call(str(detail))
             findings.append(finding(
-                code, f"line {seq}: call {disclose.call(str(detail))} is started, ended or "
-                      "attributed twice inconsistently; the ambiguous part is not used",
+                code, f"line {seq}: call {name} is started, ended or attributed twice "
+                      "inconsistently; the ambiguous part is not used",
                 f"/{seq - 1}", severity=Severity.WARNING))
             continue
         skipped += 1
@@ -938,4 +964,30 @@ def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:
         source=source.given, run_id=run_id, session_id=session_id, mas=mas, calls=tuple(calls),
         events=fold.events, kinds=dict(sorted(fold.kinds.items())),
         unknown=dict(sorted(fold.unknown.items())), records=tuple(fold.records),
-        findings=tuple(findings), skipped=skipped, readable=True)
+        findings=tuple(findings), skipped=skipped, readable=True, scenario=run_file.scenario,
+        status=run_file.status, created_at=run_file.created_at,
+        duration_secs=run_file.duration_secs)
+
+
+def _call_name(raw: dict[str, Any], disclose: Disclosure) -> str:
+    return disclose.call(raw["id"]) if raw["id"] else f"without an id at line {raw['first']}"
+
+
+def _call(raw: dict[str, Any], calls: dict[str, dict[str, Any]], by_id: dict[str, str],
+          candidates: tuple[str, ...] | None) -> Call:
+    """One call of the fold, its parent resolved: the parent its events name, else the call
+    the order of events placed it in, else none (``candidates``: the order cannot tell)."""
+    parent_id = raw.get("parent")
+    parent = by_id.get(parent_id) if parent_id else None
+    if not parent_id and raw.get("placed") is not None and candidates is None:
+        parent = raw["placed"]
+        parent_id = calls[parent]["id"] or parent
+    return Call(
+        key=raw["key"], id=raw["id"], cls=raw["cls"], agent=raw.get("agent"),
+        target=raw.get("target"), parent=parent if parent != raw["key"] else None,
+        parent_id=parent_id, start=raw.get("start"), end=raw.get("end"),
+        first_line=raw["first"], status=raw.get("status"), label=raw.get("label"),
+        tokens=dict(raw.get("tokens", {})), finish=raw.get("finish"),
+        temperature=raw.get("temperature"), response_id=raw.get("responseId"),
+        input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
+        ambiguous=tuple(raw.get("ambiguous", ())), candidates=candidates)

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from rdflib import Graph
 
 MAS = "https://outshift-open.github.io/oxp-ontology/mas#"
-# Terms the oxp-ontology lacks: digests of withheld content and the parent link of a call.
+# Terms the oxp-ontology lacks: digests of withheld content, the parent link of a call, a
+# session's scenario and run status.
 # A provisional namespace, like the draft's own example.org vocabulary.
 IOAT = "https://example.org/ioa/trace#"
 
@@ -211,8 +212,28 @@ class _Builder:
                 self._add(session, "startTime", str(min(starts)), "decimal")
                 self._add(session, "endTime", str(max(ends)), "decimal")
                 self._add(session, "duration", (max(ends) - min(starts)) * 1000, "double")
+            self.run_file(run, session, bool(starts and ends))
         for call in run.calls:
             self.call(run, call, calls, session, session_id, mas_iri)
+
+    def run_file(self, run: Run, session: str, timed: bool) -> None:
+        """What a mas-lab run.json says of the session: its scenario, its status, and its
+        start and duration where no event gives them (the events time the calls; run.json
+        times the run, start-up included)."""
+        if run.status is not None:
+            self._add(session, "success", run.status == "success")
+            self._add(session, "ioat:status", run.status)
+            # The run's status is its MAS call's too, when the run made one and it says
+            # nothing of its own (several MAS calls, retries, may each have ended otherwise).
+            roots = [c for c in run.calls if c.cls == "mas"]
+            if len(roots) == 1 and roots[0].success is None:
+                self._add(self._iri(run, roots[0]), "success", run.status == "success")
+        if run.scenario is not None:
+            self._add(session, "ioat:scenario", run.scenario)
+        if not timed and run.created_at is not None:
+            self._add(session, "startTime", run.created_at, "decimal")
+        if not timed and run.duration_secs is not None:
+            self._add(session, "duration", Decimal(run.duration_secs) * 1000, "double")
 
     def _iri(self, run: Run, call: Call) -> str:
         return self.disclose.call_iri(run.ident, call.ref)

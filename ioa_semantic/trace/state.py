@@ -24,7 +24,8 @@ from typing import IO, Any
 from .._exceptions import ConfigurationError
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
 
-STATE_VERSION = 2  # 2: checkpoints write only the counters and open calls a batch changed
+STATE_VERSION = 3  # 2: checkpoints write only the counters and open calls a batch changed;
+# 3: calls without ids pair per agent and class, and the interval tree of the events is kept
 DEFAULT_BATCH = 1000
 
 

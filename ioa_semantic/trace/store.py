@@ -301,7 +301,8 @@ def run_from_record(record: dict[str, Any]) -> Run:
     for field in Run._fields:
         value: Any = record.get(field)
         if field == "calls":
-            value = tuple(Call(**{**call, "ambiguous": tuple(call.get("ambiguous") or ())})
+            value = tuple(Call(**{**call, "ambiguous": tuple(call.get("ambiguous") or ()),
+                                  "candidates": _keys(call.get("candidates"))})
                           for call in value)
         elif field == "findings":
             value = tuple(_finding_of(f) for f in value)
@@ -309,6 +310,10 @@ def run_from_record(record: dict[str, Any]) -> Run:
             value = tuple(value)
         fields[field] = value
     return Run(**fields)
+
+
+def _keys(value: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(value) if value is not None else None
 
 
 def _finding_json(finding: Finding) -> dict[str, Any]:
@@ -334,6 +339,8 @@ def opaque_run(run: Run, disclose: Disclosure) -> Run:
         target=(disclose.agent(call.target) if call.cls == "agent" else disclose.tool(
             call.target) if call.cls == "tool" else call.target) if call.target else call.target,
         parent=call_ref(call.parent), parent_id=call_ref(call.parent_id),
+        candidates=tuple(disclose.call(k) for k in call.candidates) if (
+            call.candidates is not None) else None,
         response_id=None) for call in run.calls)
     records = tuple({**r, "outcome": disclose.call(r["outcome"]), "trace": disclose.run(
         r["trace"])} for r in run.records)
