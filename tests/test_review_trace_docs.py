@@ -105,6 +105,6 @@ def test_query_list_names_each_query_in_a_whole_sentence(tmp_path: Path) -> None
     proc = ioa(["trace", "query", "--list"], tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     lines = proc.stdout.decode().splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
     for line in lines:
         assert line.count("(") == line.count(")"), line

@@ -472,7 +472,8 @@ def test_each_shipped_query_against_an_independent_computation(tmp_path: Path) -
 
     listed = ioa(["trace", "query", "--list"], tmp_path).stdout.decode()
     assert {line.split(":")[0].split()[0] for line in listed.splitlines()} == {
-        "runs", "undeclared_uses", "violation_span", "manifest_revisions", "verdict_changes"}
+        "runs", "undeclared_uses", "violation_span", "manifest_revisions", "verdict_changes",
+        "undeclared_flow"}
 
     assert [(r["runId"], r["result"], r["verdicts"], r["judgedBy"])
             for r in query(store, tmp_path, "runs")] == [

@@ -29,6 +29,9 @@ DEFAULT_MAX_SHAPE_CALLS = 48
 # Calls --emit-kg builds a graph of: rdflib costs about 30 µs a triple, 7 s and 310 MiB for
 # 10,000 events (about 5,000 calls), so a graph of more would pass those bounds.
 DEFAULT_MAX_KG_CALLS = 1000
+# What a call weighs against --max-kg-calls with its trajectory: 2.8 times the triples of a
+# call without it on generated runs of 50 to 1,000 calls (tests/test_trace_trajectory.py).
+TRAJECTORY_WEIGHT = 3
 _EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
@@ -65,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the profile the registrations are judged under")
     parser.add_argument("--emit-kg", metavar="FILE",
                         help="write the knowledge graph: " + ", ".join(GRAPH_SUFFIXES))
+    parser.add_argument("--trajectory", action="store_true",
+                        help="build the trajectory into the knowledge graph (the SHACL check's, "
+                             "--emit-kg's and --store's): a Transition and an input and an "
+                             "output State for each call and the session, and how data flowed "
+                             "between them (digests and counts; text only with "
+                             "--include-content)")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text (default) or json (JSON Lines: one line per agent, then "
                              "the run's summary)")
@@ -88,8 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-kg-calls", type=_positive, default=DEFAULT_MAX_KG_CALLS,
                         metavar="N",
                         help="--emit-kg builds the graph of at most N calls (default: "
-                             f"{DEFAULT_MAX_KG_CALLS}); rdflib's cost per triple would take a "
-                             "larger one past the 2 s and 300 MiB bounds")
+                             f"{DEFAULT_MAX_KG_CALLS}; with --trajectory a call counts "
+                             f"{TRAJECTORY_WEIGHT} times); rdflib's cost per triple would take "
+                             "a larger one past the 2 s and 300 MiB bounds")
     parser.add_argument("--state", metavar="FILE",
                         help="a durable consumer cursor: checkpoints appended after each batch; "
                              "a rerun resumes where the last completed batch ended")
@@ -144,6 +154,9 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--store keeps the cursor in the store: --state is for runs without one")
     if (opts.consumer is not None or opts.at is not None) and not opts.store:
         parser.error("--consumer and --at go with --store")
+    if opts.trajectory and opts.no_shapes and not (opts.emit_kg or opts.store):
+        parser.error("--trajectory builds the trajectory into the knowledge graph: it goes "
+                     "with the SHACL check (without --no-shapes), --emit-kg or --store")
     from ..trace.store import StoreUnavailable
 
     try:
@@ -247,11 +260,16 @@ def _run(opts: argparse.Namespace) -> int:  # noqa: C901
                              f"({run.ident}); audit them separately")
         seen[run.ident] = run.source
     calls = sum(len(run.calls) for run in runs)
-    if opts.emit_kg and calls > opts.max_kg_calls:
+    # A call's trajectory (three nodes, about thirty triples) nearly triples its part of the
+    # graph: with it, a call weighs as three against the bound.
+    weight = TRAJECTORY_WEIGHT if opts.trajectory else 1
+    if opts.emit_kg and calls * weight > opts.max_kg_calls:
         # Refused before rdflib builds anything: its graph costs about 30 µs a triple, and a
         # larger one would pass the 2 s and 300 MiB bounds of a run.
-        print(f"ioa-check trace: --emit-kg would build a graph of {calls} calls, more than "
-              f"--max-kg-calls {opts.max_kg_calls}; raise it to build the graph anyway",
+        counted = f" (with their trajectory, as large as {calls * weight} calls' without)" if (
+            opts.trajectory) else ""
+        print(f"ioa-check trace: --emit-kg would build a graph of {calls} calls{counted}, more "
+              f"than --max-kg-calls {opts.max_kg_calls}; raise it to build the graph anyway",
               file=sys.stderr)
         return 2
     results = []
@@ -266,13 +284,13 @@ def _run(opts: argparse.Namespace) -> int:  # noqa: C901
         # trace ids, and each would pass its own bound.
         if shaped and len(run.calls) > shape_budget:
             shaped, shapes = False, shapes_not_run(len(run.calls), opts.max_shape_calls,
-                                                   shape_budget)
+                                                   shape_budget, opts.trajectory)
         elif shaped:
             shape_budget -= len(run.calls)
         if opts.emit_kg or shaped:
-            graph = build_graph(run, declarations, disclose)
+            graph = build_graph(run, declarations, disclose, opts.trajectory)
             if shaped:
-                shapes = check(graph)
+                shapes = check(graph, opts.trajectory)
             if opts.emit_kg:
                 graphs.append(graph)
         results.append((audit(run, declarations, disclose), shapes))
@@ -296,7 +314,7 @@ def _feed(opts: argparse.Namespace, disclose: Disclosure) -> Feed:
 
     stable = bool(opts.opaque_key or os.environb.get(b"IOA_CHECK_OPAQUE_KEY"))
     return Feed(opts.store, opts.consumer if opts.consumer is not None else DEFAULT_CONSUMER,
-                disclose, stable)
+                disclose, stable, opts.trajectory)
 
 
 def _record(feed: Feed, opts: argparse.Namespace, declarations: Declarations,

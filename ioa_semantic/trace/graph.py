@@ -9,12 +9,15 @@ counts and finish reason; nesting is ``mas:spanId``/``mas:parentSpanId`` plus an
 ``ioat:parentCall`` link, and each run is a ``mas:Session``. Declared types (from manifests,
 or capabilities from registrations) carry ``mas:declared true``; types only discovered in the
 trace carry ``false``. Free text never enters the graph: an input or output is an
-``ioat:…Sha256`` digest and an ``ioat:…Chars`` count.
+``ioat:…Sha256`` digest and an ``ioat:…Chars`` count. On request the run's trajectory is
+built too (:mod:`.trajectory`: States and Transitions, and how data flowed between calls),
+whose States hold the text only when content was asked for.
 
 The shapes are run as the package itself runs them (``oxp_ontology.verification``: shapes and
 ontology files in one shapes graph, no inference). Results of rules that no run-built graph
-can meet (:data:`QUIRKS`) are filtered and counted, never dropped silently; the rest become
-``trace.shape`` findings, grouped by rule.
+can meet (:data:`QUIRKS`; with the trajectory, :data:`SESSION_END_QUIRK` in place of its
+rules) are filtered and counted, never dropped silently; the rest become ``trace.shape``
+findings, grouped by rule.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from .._findings import Finding, Severity
 from .declarations import Declarations
 from .events import Ancestry, Call, Run
 from .privacy import Disclosure
+from .trajectory import SESSION_END_PATH, Sink, Trajectory
 
 if TYPE_CHECKING:
     from rdflib import Graph
@@ -50,8 +54,9 @@ _TYPE_KIND = {"mas": "mas", "llm": "llm", "tool": "tool", "processing": "process
 QUIRKS: dict[str, tuple[frozenset[str], str]] = {
     "trajectory": (
         frozenset({"hasState", "hasInitialState", "hasFinalState", "correspondsToTransition"}),
-        "every execution element must link to State/Transition trajectory nodes, whose "
-        "mas:content is the raw text the privacy rule withholds; the trajectory layer is not built",
+        "every execution element must link to State/Transition trajectory nodes, which are "
+        "built only with --trajectory (three more nodes and about thirty more triples a call, "
+        "and the SHACL check's time with them)",
     ),
     "semantic-groups": (
         frozenset({"containsSemanticGroup"}),
@@ -64,6 +69,25 @@ QUIRKS: dict[str, tuple[frozenset[str], str]] = {
         "consumers not to emit in normalized output (a call without tools breaks it anyway)",
     ),
 }
+
+# With --trajectory the "trajectory" rules are met, and this one alone is filtered in their
+# place: mas:inputTo (at least one) on the State that is a session's final State, and on no
+# other State.
+SESSION_END_QUIRK = (
+    "session-end",
+    "a session's final State must be mas:inputTo some Transition, and nothing in a run comes "
+    "after the session's end",
+)
+
+
+def quirks(trajectory: bool = False) -> dict[str, str]:
+    """The names of the quirks filtered from a graph's report, and why."""
+    named = {name: why for name, (_, why) in QUIRKS.items()}
+    if not trajectory:
+        return named
+    del named["trajectory"]
+    return {SESSION_END_QUIRK[0]: SESSION_END_QUIRK[1], **named}
+
 
 _ONTOLOGY_FILES = ("mas", "semantic", "metrics", "analysis", "insight")
 _SHAPE_FILES = ("mas-shapes", "mas-shapes-custom")
@@ -79,7 +103,8 @@ class ShapeReport(NamedTuple):
 
 
 class _Builder:
-    def __init__(self, declarations: Declarations, disclose: Disclosure) -> None:
+    def __init__(self, declarations: Declarations, disclose: Disclosure,
+                 trajectory: bool = False) -> None:
         from rdflib import Graph, Namespace
 
         self.graph = Graph()
@@ -89,6 +114,7 @@ class _Builder:
         self.ioat = Namespace(IOAT)
         self.declarations = declarations
         self.disclose = disclose
+        self.trajectory = trajectory
         self._ancestry = Ancestry({})
         # Every call names its type again: each type is written once, and whether a name is
         # declared is looked up once (it is a search of every declared agent).
@@ -215,6 +241,9 @@ class _Builder:
             self.run_file(run, session, bool(starts and ends))
         for call in run.calls:
             self.call(run, call, calls, session, session_id, mas_iri)
+        if self.trajectory and run.calls:
+            Trajectory(Sink(self._add, self._link, self._type), self.disclose, run, session,
+                       session_id).build()
 
     def run_file(self, run: Run, session: str, timed: bool) -> None:
         """What a mas-lab run.json says of the session: its scenario, its status, and its
@@ -340,9 +369,11 @@ class _Builder:
         return self._ancestry.nearest(call, (cls,))
 
 
-def build(run: Run, declarations: Declarations, disclose: Disclosure) -> Graph:
-    """The knowledge graph of one run, with the declared types beside it."""
-    builder = _Builder(declarations, disclose)
+def build(run: Run, declarations: Declarations, disclose: Disclosure,
+          trajectory: bool = False) -> Graph:
+    """The knowledge graph of one run, with the declared types beside it (and its
+    trajectory, :mod:`.trajectory`, when asked)."""
+    builder = _Builder(declarations, disclose, trajectory)
     builder.declared_types()
     if run.readable:
         builder.run(run)
@@ -369,21 +400,24 @@ def _shapes() -> tuple[Graph, Graph]:
     return shapes, ontology
 
 
-def shapes_not_run(calls: int, limit: int, left: int | None = None) -> ShapeReport:
+def shapes_not_run(calls: int, limit: int, left: int | None = None,
+                   trajectory: bool = False) -> ShapeReport:
     """The report of a run past the SHACL check's bound: no results, and a reason that names
     the limit (the check is refused before pyshacl runs, never silently left out). ``left``
     is what earlier runs of the invocation left of ``limit``."""
     left = limit if left is None else left
     budget = f"the {limit}" if left == limit else (
         f"the {left} that earlier runs left of the {limit}")
-    return ShapeReport(0, dict.fromkeys(QUIRKS, 0), (finding(
+    return ShapeReport(0, dict.fromkeys(quirks(trajectory), 0), (finding(
         "trace.shapes-not-run",
         f"the run has {calls} calls, more than {budget} the SHACL check takes on in one "
         "invocation within the time bound; raise --max-shape-calls to check it anyway", ""),))
 
 
-def check(graph: Graph) -> ShapeReport:
-    """The shapes' results on ``graph``: quirks counted, the rest grouped into findings."""
+def check(graph: Graph, trajectory: bool = False) -> ShapeReport:
+    """The shapes' results on ``graph``: quirks counted, the rest grouped into findings. A
+    graph built with its trajectory is held to the trajectory's rules, but for the one no
+    run can meet (:data:`SESSION_END_QUIRK`)."""
     import pyshacl
     from rdflib import Namespace
     from rdflib.namespace import RDF
@@ -402,11 +436,16 @@ def check(graph: Graph) -> ShapeReport:
         severity = str(results.value(result, sh.resultSeverity) or sh.Violation).rpartition("#")[2]
         component = str(results.value(result, sh.sourceConstraintComponent) or "").rpartition("#")[2]
         distinct.add((focus, path, severity, component))
-    filtered = dict.fromkeys(QUIRKS, 0)
+    filtered = dict.fromkeys(quirks(trajectory), 0)
+    session_ends = _session_ends(graph) if trajectory else set()
     groups: dict[tuple[str, str, str, str], list[str]] = {}
     for focus, path, severity, component in sorted(distinct):
         local = path.removeprefix(MAS)
-        quirk = next((name for name, (paths, _) in QUIRKS.items() if local in paths), None)
+        quirk = next((name for name, (paths, _) in QUIRKS.items() if local in paths and (
+            name in filtered)), None)
+        if (local == SESSION_END_PATH and focus in session_ends
+                and component == "MinCountConstraintComponent"):
+            quirk = SESSION_END_QUIRK[0]
         if quirk is not None:
             filtered[quirk] += 1
             continue
@@ -428,6 +467,16 @@ def check(graph: Graph) -> ShapeReport:
 
 
 _RANK = {"Violation": 0, "Warning": 1, "Info": 2}
+
+
+def _session_ends(graph: Graph) -> set[str]:
+    """The final States of the graph's sessions."""
+    from rdflib import Namespace
+    from rdflib.namespace import RDF
+
+    mas = Namespace(MAS)
+    return {str(state) for session in graph.subjects(RDF.type, mas.Session)
+            for state in graph.objects(session, mas.hasFinalState)}
 
 
 def _verb(phrase: str, count: int) -> str:
@@ -509,8 +558,9 @@ class _QuadBuilder(_Builder):
     triples of :meth:`_add`, :meth:`_link`, :meth:`_type`): building rdflib terms is most of
     the rdflib path's cost. What the builder spells with rdflib itself is converted after."""
 
-    def __init__(self, declarations: Declarations, disclose: Disclosure) -> None:
-        super().__init__(declarations, disclose)
+    def __init__(self, declarations: Declarations, disclose: Disclosure,
+                 trajectory: bool = False) -> None:
+        super().__init__(declarations, disclose, trajectory)
         self._nodes: dict[str, Any] = {}
 
     def _literal(self, value: Any, datatype: str | None = None) -> Any:
@@ -554,11 +604,12 @@ class _QuadBuilder(_Builder):
                         self._node(MAS + cls)))
 
 
-def quads(run: Run, declarations: Declarations, disclose: Disclosure, graph: str) -> list[Any]:
+def quads(run: Run, declarations: Declarations, disclose: Disclosure, graph: str,
+          trajectory: bool = False) -> list[Any]:
     """The graph :func:`build` makes of ``run``, as pyoxigraph quads in the named graph
     ``graph``: the same builder writes into a plain triple set, making pyoxigraph terms where
     it can; the rest are converted once each."""
-    builder = _QuadBuilder(declarations, disclose)
+    builder = _QuadBuilder(declarations, disclose, trajectory)
     sink = _Triples()
     builder.graph = sink  # type: ignore[assignment]
     builder.declared_types()

@@ -52,7 +52,7 @@ from .._version import __version__
 from .audit import AgentAudit, RunAudit, Use
 from .declarations import Declarations
 from .events import Call, Fold, Run, Source
-from .graph import IOAT, quads
+from .graph import IOAT, MAS, quads
 from .privacy import IRI_BASE, Disclosure
 from .state import Cursor
 
@@ -696,7 +696,7 @@ class Feed:
     """``ioa-check trace ... --store DIR``: the store, its cursor, and recording the runs."""
 
     def __init__(self, path: str, consumer: str, disclose: Disclosure,
-                 stable_key: bool = True) -> None:
+                 stable_key: bool = True, trajectory: bool = False) -> None:
         if disclose.key is not None and not stable_key:
             raise StoreError("--store with --opaque-ids needs a key that lasts (--opaque-key "
                              "FILE or $IOA_CHECK_OPAQUE_KEY): references made with a random key "
@@ -706,6 +706,7 @@ class Feed:
         self.store = TraceStore(path)
         self.disclose = disclose
         self.consumer = consumer
+        self.trajectory = trajectory
         self.store.keep_mode(mode_of(disclose))
         self.cursor = StoreCursor(self.store, consumer, disclose)
 
@@ -723,7 +724,8 @@ class Feed:
                 continue
             try:
                 written += record_run(self.store, audit, declarations, self.disclose, grounds,
-                                      instant, "trace", self.consumer)
+                                      instant, "trace", self.consumer,
+                                      trajectory=self.trajectory)
             except _Narrowed:
                 narrowed.append(self.disclose.run(run.ident))
         self.store.flush()
@@ -765,8 +767,11 @@ def _keeps_every_call(store: TraceStore, iri: str, calls: list[dict[str, Any]]) 
 
 def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
                disclose: Disclosure, grounds: Basis, instant: ox.Literal, judged_by: str,
-               consumer: str | None, stored_record: str | None = None) -> int:
-    """Record ``audit`` (and, unless it is already there, its run's graph and record)."""
+               consumer: str | None, stored_record: str | None = None,
+               trajectory: bool = False) -> int:
+    """Record ``audit`` (and, unless it is already there, its run's graph and record). A
+    run's graph, once stored with its trajectory, keeps it; asked for, the trajectory is
+    added to a stored run's graph that lacks it."""
     run = audit.run
     iri = disclose.run_iri(run.ident)
     if stored_record is None:
@@ -782,20 +787,31 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
     if present and present != [digest] and stored_record is None:
         _keeps_every_call(store, iri, value["run"]["calls"])
-    if present == [digest] and store.current_audit_key(iri) == key:
-        return 0  # judged so already, and that is the run's current verdict
-    number = store.next_verdict()
-    batch = verdict_quads(number, audit, disclose, digest, key, grounds, instant, judged_by,
-                          consumer)
-    if present == [digest]:
-        store.commit(batch)
-        return 1
+    traced = bool(present) and _has_trajectory(store, iri)
+    rebuild = present != [digest] or (trajectory and not traced)
+    batch = []
+    written = 0
+    if present != [digest] or store.current_audit_key(iri) != key:
+        batch = verdict_quads(store.next_verdict(), audit, disclose, digest, key, grounds,
+                              instant, judged_by, consumer)
+        written = 1
+    if not rebuild:
+        if batch:
+            store.commit(batch)
+        return written  # judged so already, and that is the run's current verdict
     graph = ox.NamedNode(iri)
-    batch.extend(quads(run, declarations, disclose, iri))
+    batch.extend(quads(run, declarations, disclose, iri, trajectory or traced))
     batch.append(ox.Quad(graph, term("runRecord"), _text(record), graph))
     batch.append(ox.Quad(graph, term("recordSha256"), _text(digest), graph))
     if present:
-        store.replace(iri, batch)  # the run grew (events appended): its graph is rebuilt
+        store.replace(iri, batch)  # the run grew, or gains its trajectory: graph rebuilt
     else:
         store.commit(batch)
-    return 1
+    return written
+
+
+def _has_trajectory(store: TraceStore, iri: str) -> bool:
+    """Whether the run's stored graph holds its trajectory (its session's Transition)."""
+    session = ox.NamedNode(iri)
+    return any(True for _ in store.store.quads_for_pattern(
+        session, ox.NamedNode(MAS + "correspondsToTransition"), None, session))
