@@ -282,13 +282,21 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "error), so its required constraints are not known to hold"),
     # trace.: execution traces and their knowledge graph (ioa-check trace)
     ("trace.event-malformed", None, "5.4",
-     "a trace line that is JSON but neither an event nor a trace outcome record, or an OTLP "
-     "span without valid ids"),
+     "a trace line that is JSON but neither an event nor a trace outcome record, an OTLP "
+     "span without valid ids, or a mas-lab span without ids that has no start or end time"),
     ("trace.attribute-malformed", None, "5.4",
      "an OTLP span attribute or member of the wrong type, or given twice: it is not used"),
     ("trace.span-unmapped", None, "5.4",
-     "an OTLP span carrying a tool or model name under an operation the mapping does not know: "
+     "an OTLP span carrying a tool or model name under an operation the mapping does not know, "
+     "or named as a mas-lab call without any mas.* attribute: it is not used"),
+    ("trace.span-name-unknown", None, "5.4",
+     "a span with mas.* attributes whose name is missing, not a string, no mas-lab span name "
+     "the table knows, or contradicted by its mas.boundary: it is not used"),
+    ("trace.convention-mixed", None, "5.4",
+     "a GenAI call span in a trace of mas-lab spans: both conventions may write one call, so "
      "it is not used"),
+    ("trace.all-spans-unmapped", None, "5.4",
+     "none of a trace's spans is a call the GenAI or the mas-lab mapping reads"),
     ("trace.parent-cycle", None, "5.4",
      "calls that are each other's ancestors: their parent links are not used"),
     ("trace.incomplete", INDETERMINATE, "7.1",

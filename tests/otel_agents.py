@@ -1,7 +1,7 @@
 """One multi-agent run traced with the real OpenTelemetry SDK, for the OTLP trace audit's tests.
 
 ``python tests/otel_agents.py OUTDIR`` (or :func:`write`) writes, from the one
-:data:`SCENARIO` below, the same run three ways and the system's manifests:
+:data:`SCENARIO` below, the same run four ways and the system's manifests:
 
 * ``otlp.jsonl``: the spans exported by the SDK through a ``BatchSpanProcessor`` (batches of
   four, so children reach the exporter before their parents, as with any real exporter), each
@@ -26,6 +26,24 @@
   ``gen_ai.workflow.name`` says), ``timestamp`` the span's start or end in Unix seconds (every
   instant is a whole millisecond, and the float is the one nearest the exact decimal, so the
   number written is that decimal: ``1796200200005000000`` ns is ``1796200200.005``).
+* ``maslab-spans.jsonl``: the run as mas-lab's OTel export writes it (``instrumentation:
+  otel_file``; mas-lab's trajectory schema, "OTel export alternative"), traced with the real
+  SDK the way mas-lab's plugin drives it (``MasOtelConverter`` in mas-lab's library-standard):
+  span names ``TaskCall`` (mas-lab's converter names the MAS call so), ``AgentCall``,
+  ``LLMCall``, ``ToolCall``; its ``mas.*`` attributes (``mas.boundary``, ``mas.agent.id``,
+  ``mas.run.id``, ``mas.input``/``mas.output``, ``mas.llm.model``, written ``unknown`` for the
+  call that records no model, ``mas.llm.messages``, ``mas.llm.response``,
+  ``mas.llm.temperature``, ``mas.llm.finish_reason``, ``metrics.token.*``, ``mas.tool.name``,
+  ``mas.tool.input``/``mas.tool.output``, ``mas.status``, ``mas.call.id``) and its overlay
+  (``application_id``, ``session.name``, ``session.id``); its resource and scope; span kind
+  INTERNAL; status OK, or ERROR for ``mas.status: error``. Its ``SimpleSpanProcessor`` exports
+  each span as it ends, so each request holds one span, children before their callers, each
+  on a line of its own as the Collector's file exporter writes OTLP/JSON (hex ids, integer
+  enums). mas-lab has no span for the HTTP request: ``reserve_seat``'s caller is
+  ``booking_agent``'s call, and the span ids are the other forms' (the HTTP span's is unused).
+  Two things differ from a real export, on purpose: content attributes hold the canonical JSON
+  below (mas-lab writes ``json.dumps`` of the value, cut at 1,000 to 4,000 characters), so that
+  digests compare across the forms, and the converter's random session uuid is fixed.
 * ``manifests/``: mas-lab manifests of the system (``mas.yaml``, ``agents/*.yaml``,
   ``tools/*.tool.yaml``).
 
@@ -70,7 +88,9 @@ The expected audit, with ``manifests/``:
 * the run: **incompatible** (exit status 1).
 
 ``ioa-check trace events.jsonl --manifests manifests`` says exactly this of the events today;
-the OTLP files must give the same verdicts.
+the OTLP files and mas-lab's spans must give the same verdicts. Every form can be written of
+another scenario too (``write(outdir, scenario)``; :func:`with_every_model` records the model
+of every model call, so that a fully declared system can be audited compatible).
 
 Content (messages, arguments, results) is the canonical JSON of one value in both forms: the
 spans' string attributes are ``json.dumps(value, sort_keys=True, separators=(",", ":"),
@@ -85,7 +105,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import yaml
@@ -95,7 +115,12 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, set_span_in_context
@@ -119,7 +144,7 @@ HTTP_SCOPE = ("rail_assist.http", "1.4.0")
 # Four spans a request: the 13 spans arrive in four requests, the last holding only the root.
 BATCH = 4
 
-OUTPUT_FILES = ("otlp.jsonl", "otlp-collector.json", "events.jsonl")
+OUTPUT_FILES = ("otlp.jsonl", "otlp-collector.json", "events.jsonl", "maslab-spans.jsonl")
 
 
 # --- the system --------------------------------------------------------------------------------
@@ -439,25 +464,33 @@ def _emit(tracers: dict[str, Tracer], step: Step, parent: Span | None,
     span.end(end_time=step.end_ns)
 
 
-def record() -> list[ExportTraceServiceRequest]:
-    """Run the scenario through the SDK; the OTLP requests it exported, in order."""
-    recorder = RequestRecorder()
+def _provider(exporter: SpanExporter, ids: IdGenerator, resource: dict[str, Any],
+              batch: bool) -> tuple[TracerProvider, Any]:
+    """A tracer provider set up for byte-identical output, and its span processor."""
     # Every setting the SDK would otherwise take from the environment (OTEL_*) is given.
     provider = TracerProvider(
-        sampler=ALWAYS_ON, resource=Resource(RESOURCE), shutdown_on_exit=False,
-        id_generator=SequentialIds(),
+        sampler=ALWAYS_ON, resource=Resource(resource), shutdown_on_exit=False, id_generator=ids,
         span_limits=SpanLimits(max_attributes=128, max_events=128, max_links=128,
                                max_span_attributes=128, max_event_attributes=128,
                                max_link_attributes=128, max_attribute_length=SpanLimits.UNSET))
     # A batch leaves when four spans wait (never on the timer: the delay is an hour), always
     # the four oldest, so the batches are the same however the worker thread is scheduled.
-    processor = BatchSpanProcessor(recorder, max_queue_size=2048, schedule_delay_millis=3_600_000,
-                                   max_export_batch_size=BATCH, export_timeout_millis=30_000)
+    processor: Any = BatchSpanProcessor(
+        exporter, max_queue_size=2048, schedule_delay_millis=3_600_000,
+        max_export_batch_size=BATCH, export_timeout_millis=30_000) if batch else (
+        SimpleSpanProcessor(exporter))
     provider.add_span_processor(processor)
+    return provider, processor
+
+
+def record(scenario: Sequence[Step] = SCENARIO) -> list[ExportTraceServiceRequest]:
+    """Run the scenario through the SDK; the OTLP requests it exported, in order."""
+    recorder = RequestRecorder()
+    provider, processor = _provider(recorder, SequentialIds(), RESOURCE, batch=True)
     tracers = {"agents": provider.get_tracer(*AGENTS_SCOPE, schema_url=SCHEMA_URL),
                "http": provider.get_tracer(*HTTP_SCOPE, schema_url=SCHEMA_URL)}
     children: dict[str | None, list[Step]] = {}
-    for step in SCENARIO:
+    for step in scenario:
         children.setdefault(step.parent, []).append(step)
     try:
         for root in children[None]:
@@ -549,10 +582,10 @@ def _event_pair(step: Step) -> tuple[dict[str, Any], dict[str, Any]]:
     return start, end
 
 
-def events() -> list[dict[str, Any]]:
+def events(scenario: Sequence[Step] = SCENARIO) -> list[dict[str, Any]]:
     """The run as mas-lab events, in the order of their instants."""
     out: list[tuple[int, dict[str, Any]]] = []
-    for step in SCENARIO:
+    for step in scenario:
         if step.op == "http":
             continue  # no call: mas-lab has no event for it
         start, end = _event_pair(step)
@@ -560,8 +593,134 @@ def events() -> list[dict[str, Any]]:
     return [event for _, event in sorted(out, key=lambda pair: pair[0])]
 
 
-def events_lines() -> str:
-    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events())
+def events_lines(scenario: Sequence[Step] = SCENARIO) -> str:
+    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events(scenario))
+
+
+# --- mas-lab's OTel export ---------------------------------------------------------------------
+
+
+# The span name mas-lab's converter gives each step's call (mas_call_* -> TaskCall, execution_*
+# -> AgentCall, llm_call_* -> LLMCall, tool_call_* -> ToolCall); it has no span for the HTTP
+# request, which no mas-lab event records.
+MASLAB_NAMES = {"invoke_workflow": "TaskCall", "invoke_agent": "AgentCall", "chat": "LLMCall",
+                "execute_tool": "ToolCall"}
+# The resource and scope mas-lab's plugin gives its tracer provider (build_otel_converter).
+MASLAB_RESOURCE = {"service.name": MAS, "mas.instrumentation.version": "1.0.0",
+                   "mas.plugin": "OtelObservabilityPlugin"}
+MASLAB_SCOPE = "mas-otel"
+# The converter's session uuid (random in mas-lab; fixed here), written as session.id.
+MASLAB_SESSION = "7d1f3b2a-5c4e-4f60-9a8b-0c1d2e3f4a5b"
+
+
+class StepIds(IdGenerator):
+    """The scenario's span ids, in the order the SDK asks for them (the steps' order)."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self._ids = iter(ids)
+
+    def generate_span_id(self) -> int:
+        return int(next(self._ids), 16)
+
+    def generate_trace_id(self) -> int:
+        return TRACE_ID
+
+
+def _maslab_opened(step: Step) -> dict[str, Any]:
+    """The attributes mas-lab's converter opens a step's span with (its ``_h_*_start``
+    handler, then its overlay and ``mas.call.id``). Content is the scenario's canonical JSON
+    where mas-lab writes ``json.dumps(value)`` cut at 1,000 to 4,000 characters, so that its
+    digest is the events' (a real export's digest is of what the span holds)."""
+    name = MASLAB_NAMES[step.op]
+    out: dict[str, Any] = {"mas.boundary": name, "mas.agent.id": step.agent}
+    if step.op == "invoke_workflow":
+        out["mas.run.id"] = TRACE_HEX
+        out["mas.session.id"] = ""  # the events carry no session_id
+    elif step.op == "invoke_agent":
+        out["mas.run.id"] = TRACE_HEX
+        out["mas.input"] = _canonical(step.inputs)
+    elif step.op == "chat":
+        # The converter writes "unknown" for a call whose event records no model.
+        out["mas.llm.model"] = step.model or "unknown"
+        out["mas.llm.messages"] = _canonical(step.inputs)
+        out["mas.llm.temperature"] = AGENTS[step.agent].temperature
+    else:
+        assert step.tool is not None
+        out["mas.tool.name"] = step.tool
+        out["mas.tool.input"] = _canonical(step.inputs)
+        out["mas.tool.category"] = "data"
+    out.update({"application_id": MAS, "session.name": MAS, "session.id": MASLAB_SESSION,
+                "mas.call.id": SPAN_IDS[step.key]})
+    return out
+
+
+def _maslab_closed(step: Step) -> tuple[dict[str, Any], str]:
+    """The attributes the converter adds when a step's span closes, and its ``mas.status``."""
+    if step.op == "invoke_workflow":
+        return {"mas.output": ""}, "success"
+    if step.op == "invoke_agent":
+        return {"mas.output": _canonical(step.outputs)}, "ok"
+    if step.op == "chat":
+        assert step.tokens is not None and step.finish is not None
+        prompt, completion = step.tokens
+        return {"mas.llm.finish_reason": step.finish, "mas.llm.response": _canonical(step.outputs),
+                "metrics.token.input": prompt, "metrics.token.output": completion,
+                "metrics.token.total": prompt + completion}, "success"
+    if step.error is not None:
+        return {"mas.tool.output": ""}, "error"
+    return {"mas.tool.output": step.outputs}, "ok"
+
+
+def _maslab_emit(tracer: Tracer, step: Step, parent: Span | None,
+                 children: dict[str | None, list[Step]]) -> None:
+    if step.op == "http":  # no span: its children belong to the call above it
+        for child in children.get(step.key, []):
+            _maslab_emit(tracer, child, parent, children)
+        return
+    context = set_span_in_context(parent) if parent is not None else Context()
+    span = tracer.start_span(MASLAB_NAMES[step.op], context, attributes=_maslab_opened(step),
+                             start_time=step.start_ns)
+    if not span.is_recording():
+        raise RuntimeError("the OpenTelemetry SDK is disabled (OTEL_SDK_DISABLED)")
+    for child in children.get(step.key, []):
+        _maslab_emit(tracer, child, span, children)
+    closed, status = _maslab_closed(step)
+    span.set_attributes(closed)
+    span.set_attribute("mas.status", status)
+    span.set_status(Status(StatusCode.ERROR, status) if status == "error"
+                    else Status(StatusCode.OK))
+    span.end(end_time=step.end_ns)
+
+
+def maslab_record(scenario: Sequence[Step] = SCENARIO) -> list[ExportTraceServiceRequest]:
+    """The scenario as mas-lab's OTel plugin writes it: its span names and ``mas.*``
+    attributes, one request per span as its ``SimpleSpanProcessor`` exports them (a span when
+    it ends: children before their callers)."""
+    recorder = RequestRecorder()
+    ids = [SPAN_IDS[step.key] for step in scenario if step.op != "http"]
+    provider, _ = _provider(recorder, StepIds(ids), MASLAB_RESOURCE, batch=False)
+    tracer = provider.get_tracer(MASLAB_SCOPE)
+    children: dict[str | None, list[Step]] = {}
+    for step in scenario:
+        children.setdefault(step.parent, []).append(step)
+    try:
+        for root in children[None]:
+            _maslab_emit(tracer, root, None, children)
+    finally:
+        provider.shutdown()
+    return recorder.requests
+
+
+def collector_lines(requests: Sequence[ExportTraceServiceRequest]) -> str:
+    """Each request on a line of its own, as the Collector's file exporter appends them."""
+    return "".join(json.dumps(collector_document([r]), ensure_ascii=False,
+                              separators=(",", ":")) + "\n" for r in requests)
+
+
+def with_every_model(scenario: Sequence[Step] = SCENARIO) -> tuple[Step, ...]:
+    """The scenario with the model recorded on every model call (its agent's)."""
+    return tuple(replace(step, model=AGENTS[step.agent].model)
+                 if step.op == "chat" and step.model is None else step for step in scenario)
 
 
 # --- manifests ---------------------------------------------------------------------------------
@@ -620,21 +779,22 @@ def _yaml(document: dict[str, Any]) -> str:
 # --- writing -----------------------------------------------------------------------------------
 
 
-def outputs() -> Iterator[tuple[str, str]]:
+def outputs(scenario: Sequence[Step] = SCENARIO) -> Iterator[tuple[str, str]]:
     """Every file the program writes, as (path relative to the output folder, text)."""
-    requests = record()
+    requests = record(scenario)
     yield "otlp.jsonl", otlp_lines(requests)
     yield "otlp-collector.json", json.dumps(collector_document(requests), indent=2,
                                             ensure_ascii=False) + "\n"
-    yield "events.jsonl", events_lines()
+    yield "events.jsonl", events_lines(scenario)
+    yield "maslab-spans.jsonl", collector_lines(maslab_record(scenario))
     for path, document in manifests().items():
         yield f"manifests/{path}", _yaml(document)
 
 
-def write(outdir: str) -> list[str]:
+def write(outdir: str, scenario: Sequence[Step] = SCENARIO) -> list[str]:
     """Write every output under ``outdir``; the paths written."""
     written = []
-    for relative, text in outputs():
+    for relative, text in outputs(scenario):
         path = os.path.join(outdir, *relative.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8", newline="\n") as handle:

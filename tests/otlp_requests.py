@@ -86,3 +86,60 @@ def trip() -> list[dict[str, Any]]:
 
 def lines(*requests: dict[str, Any]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests)
+
+
+# --- mas-lab's OTel export -------------------------------------------------------------------
+
+
+def maslab(name: Any, attributes: dict[str, Any], ident: int | None = None,
+           parent: int | None = None, *, start: int = 0, end: int = 1, trace: str = TRACE,
+           status: int | None = None) -> dict[str, Any]:
+    """A span as mas-lab's OTel export writes it: a span name and ``mas.*`` attributes, times
+    in whole seconds after START (as the schema's example). With ``ident``, hex ids (as
+    mas-lab's SDK writes them); without, none at all (as the schema's example). ``name`` None
+    leaves the name out."""
+    out: dict[str, Any] = {
+        "name": name, "startTimeUnixNano": str(START + start * 10**9),
+        "endTimeUnixNano": str(START + end * 10**9),
+        "attributes": [attribute(k, v) for k, v in attributes.items()]}
+    if name is None:
+        del out["name"]
+    if ident is not None:
+        out.update(traceId=trace, spanId=f"{ident:016x}")
+        if parent is not None:
+            out["parentSpanId"] = f"{parent:016x}"
+    if status is not None:
+        out["status"] = {"code": status}
+    return out
+
+
+def maslab_trip(ids: bool = True, trace: str = TRACE) -> list[dict[str, Any]]:
+    """The trip planner's delegation as mas-lab spans, in the order mas-lab's exporter writes
+    them (a span when it ends: children first): the MAS call (TaskCall), moderator's call, its
+    model call, its delegation tool, schedule_agent's call under it, its model call and its
+    lookup_schedule tool; whole seconds, so the delegation tool and the call it runs share
+    their interval."""
+    def span(name: str, attributes: dict[str, Any], ident: int, parent: int | None,
+             start: int, end: int) -> dict[str, Any]:
+        return maslab(name, {"mas.boundary": name, **attributes}, ident if ids else None,
+                      parent, start=start, end=end, trace=trace, status=1)
+
+    return [
+        span("LLMCall", {"mas.agent.id": "moderator", "mas.llm.model": "azure/gpt-4o",
+                         "mas.llm.messages": "a prompt the audit must not copy",
+                         "metrics.token.input": 1149, "metrics.token.output": 157,
+                         "metrics.token.total": 1306}, 3, 2, 1, 2),
+        span("LLMCall", {"mas.agent.id": "schedule_agent", "mas.llm.model": "azure/gpt-4o"},
+             6, 5, 3, 4),
+        span("ToolCall", {"mas.agent.id": "schedule_agent", "mas.tool.name": "lookup_schedule",
+                          "mas.tool.input": '{"from": "Celestia"}', "mas.status": "ok"},
+             7, 5, 4, 6),
+        span("AgentCall", {"mas.agent.id": "schedule_agent", "mas.status": "ok"}, 5, 4, 2, 8),
+        span("ToolCall", {"mas.agent.id": "moderator",
+                          "mas.tool.name": "delegate_to_schedule_agent", "mas.status": "ok"},
+             4, 2, 2, 8),
+        span("AgentCall", {"mas.agent.id": "moderator", "mas.run.id": "f52df92b",
+                           "mas.status": "ok"}, 2, 1, 0, 10),
+        span("TaskCall", {"mas.agent.id": "trip-planner", "mas.run.id": "f52df92b",
+                          "mas.status": "success"}, 1, None, 0, 10),
+    ]

@@ -89,7 +89,8 @@ def test_two_runs_write_the_same_bytes_as_the_committed_example(tmp_path: Path) 
     assert sorted(outputs[0]) == sorted([
         "events.jsonl", "manifests/agents/booking_agent.yaml", "manifests/agents/front_desk.yaml",
         "manifests/mas.yaml", "manifests/tools/reserve_seat.tool.yaml",
-        "manifests/tools/search_connections.tool.yaml", "otlp-collector.json", "otlp.jsonl"])
+        "manifests/tools/search_connections.tool.yaml", "maslab-spans.jsonl",
+        "otlp-collector.json", "otlp.jsonl"])
     example = _files(EXAMPLE)
     del example["README.md"]
     assert example == outputs[0], "examples/trace/otel is stale: rerun tests/otel_agents.py"
@@ -305,3 +306,67 @@ def test_the_manifests_declare_what_the_expected_audit_says(written: Path) -> No
     assert booking.models == frozenset({"claude-sonnet-4-5"})
     # The tool booking_agent uses undeclared is in no manifest at all.
     assert not any("issue_refund" in p.read_text("utf-8") for p in folder.rglob("*.yaml"))
+
+
+def _maslab_lines(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in
+            (folder / "maslab-spans.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _plain(value: dict[str, Any]) -> Any:
+    """An OTLP/JSON AnyValue as a plain value (the types the generator writes)."""
+    (member, inner), = value.items()
+    return int(inner) if member == "intValue" else inner
+
+
+def test_the_mas_lab_spans_are_what_mas_lab_s_otel_plugin_writes(written: Path) -> None:
+    """Span names and mas.* attributes as mas-lab's converter writes them, one span a request
+    (its SimpleSpanProcessor), each exported as it ends: children before their callers."""
+    requests = _maslab_lines(written)
+    assert len(requests) == 12  # every step but the HTTP request, which mas-lab does not record
+    spans = []
+    for request in requests:
+        (resource,) = request["resourceSpans"]
+        assert {a["key"]: _plain(a["value"]) for a in resource["resource"]["attributes"]} == (
+            otel_agents.MASLAB_RESOURCE)
+        (scope,) = resource["scopeSpans"]
+        assert scope["scope"] == {"name": "mas-otel"}
+        (span,) = scope["spans"]
+        spans.append(span)
+    by_id = {s["spanId"]: s for s in spans}
+    assert set(by_id) == set(otel_agents.SPAN_IDS.values()) - {HTTP_SPAN}
+    assert {s["traceId"] for s in spans} == {otel_agents.TRACE_HEX}
+    written_at = {s["spanId"]: n for n, s in enumerate(spans)}
+    for span in spans:
+        assert span["kind"] == 1  # INTERNAL: the converter gives no kind
+        if "parentSpanId" in span:
+            assert written_at[span["parentSpanId"]] > written_at[span["spanId"]]
+    names = {key: by_id[ident]["name"] for key, ident in otel_agents.SPAN_IDS.items()
+             if ident in by_id}
+    assert names["run"] == "TaskCall" and names["front_desk"] == "AgentCall"
+    assert names["fd.chat.1"] == "LLMCall" and names["ba.refund"] == "ToolCall"
+    attrs = {key: {a["key"]: _plain(a["value"]) for a in by_id[ident]["attributes"]}
+             for key, ident in otel_agents.SPAN_IDS.items() if ident in by_id}
+    for key, got in attrs.items():
+        assert got["mas.boundary"] == names[key] and got["mas.call.id"] == otel_agents.SPAN_IDS[key]
+        assert got["mas.agent.id"] == otel_agents.STEPS[key].agent
+        assert not any(name.startswith("gen_ai.") for name in got)
+    # The model-less call: the converter's stand-in for "not recorded".
+    assert attrs["ba.chat.2"]["mas.llm.model"] == "unknown"
+    assert attrs["fd.chat.1"]["mas.llm.model"] == "gpt-4o"
+    assert attrs["fd.chat.1"]["metrics.token.total"] == 412 + 38
+    assert attrs["ba.refund"]["mas.tool.name"] == "issue_refund"
+    assert attrs["ba.refund"]["mas.status"] == "error"
+    assert by_id[UNDECLARED_CALL]["status"] == {"code": 2, "message": "error"}
+    assert json.loads(attrs["fd.search"]["mas.tool.input"]) == otel_agents.SEARCH_ARGS
+    # reserve_seat ran under the HTTP span, which mas-lab has not: its caller is the agent.
+    assert by_id[otel_agents.SPAN_IDS["ba.reserve"]]["parentSpanId"] == (
+        otel_agents.SPAN_IDS["booking_agent"])
+    assert "parentSpanId" not in by_id[otel_agents.SPAN_IDS["run"]]
+
+
+def test_with_every_model_records_the_model_of_the_model_less_call() -> None:
+    scenario = otel_agents.with_every_model()
+    models = {step.key: step.model for step in scenario if step.op == "chat"}
+    assert models["ba.chat.2"] == "claude-sonnet-4-5" and None not in models.values()
+    assert [s.key for s in scenario] == [s.key for s in otel_agents.SCENARIO]

@@ -17,7 +17,7 @@ import pytest
 
 from ioa_semantic._codes import CODES, FAMILIES
 
-from otlp_requests import agent, request, span, tool, trip
+from otlp_requests import agent, maslab, maslab_trip, request, span, tool, trip
 from support import IOA_CHECK
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
@@ -127,6 +127,16 @@ def test_every_trace_code_is_reached_by_some_trace_input(tmp_path: Path) -> None
     for name, run_json in (("tangled", {**mas_lab_run.RUN_JSON, "status": "done"}),
                            ("other", {**mas_lab_run.RUN_JSON, "run_id": "0badc0de"})):
         reached |= run(run_folder(tmp_path / name, stream, run_json), "--no-shapes")
+    # mas-lab's OTel export: a span of a name the table does not know, a GenAI call in a
+    # trace of mas-lab spans, and a trace of links only.
+    links = "0123456789abcdef0123456789abcdef"
+    maslab_spans = [*maslab_trip(),
+                    maslab("SkillExecution", {"mas.agent.id": "schedule_agent"}, 8, 5),
+                    span(9, 3, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}),
+                    maslab("CallAnnotation", {"mas.agent.id": "moderator"}, 10, None,
+                           trace=links)]
+    (tmp_path / "maslab.jsonl").write_text(json.dumps(request(*maslab_spans)) + "\n")
+    reached |= run("maslab.jsonl", "--manifests", MANIFESTS, "--no-shapes")
 
     (tmp_path / "outcome.json").write_text(json.dumps(_outcome_from_schema()))
     reached |= run("outcome.json", "no-such-run", "--no-shapes")

@@ -2,9 +2,10 @@
 
 tests/otel_agents.py traces the rail-assist system with the SDK and exports it with the SDK's
 own OTLP encoder (protobuf's JSON mapping, one request a line), writes the same spans as the
-Collector's OTLP/JSON document, and the same run as mas-lab events. Each is audited by the
-installed ``ioa-check trace``: the verdicts, the uses behind them, the knowledge graph and
-what is withheld must be the same whichever form is read.
+Collector's OTLP/JSON document, the same run as mas-lab events, and as mas-lab's own OTel
+export writes it (its span names and mas.* attributes). Each is audited by the installed
+``ioa-check trace``: the verdicts, the uses behind them, the knowledge graph and what is
+withheld must be the same whichever form is read.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import otel_agents
 from support import IOA_CHECK
 from test_trace_state import kill_at_checkpoints
 
-LAYOUTS = ("otlp.jsonl", "otlp-collector.json", "events.jsonl")
+LAYOUTS = ("otlp.jsonl", "otlp-collector.json", "events.jsonl", "maslab-spans.jsonl")
 UNDECLARED_SPAN = "00f067aa0ba9020b"
 MODELLESS_SPAN = "00f067aa0ba9020c"
 
@@ -68,6 +69,7 @@ def test_the_three_forms_give_the_same_verdicts_and_uses(traced: Path) -> None:
     agents = {layout: per_agent(records(proc)) for layout, proc in audits.items()}
     assert agents["otlp.jsonl"] == agents["events.jsonl"]
     assert agents["otlp-collector.json"] == agents["events.jsonl"]
+    assert agents["maslab-spans.jsonl"] == agents["events.jsonl"]
     verdicts = {name: record["verdict"] for name, record in agents["otlp.jsonl"].items()}
     assert verdicts == {"front_desk": "compatible", "booking_agent": "incompatible"}
 
@@ -135,6 +137,94 @@ def test_without_manifests_the_spans_tool_definitions_declare_the_tools(traced: 
     reserve = next(t for t in agents["booking_agent"]["consumed"]["tools"]
                    if t["tool"] == "reserve_seat")
     assert reserve["declaredBy"][0].endswith("#gen_ai.tool.definitions")
+
+
+def _declaring(manifests: Path, folder: Path, add: str | None = None,
+               remove: str | None = None) -> Path:
+    """A copy of ``manifests`` in ``folder`` where booking_agent also declares ``add`` (a tool
+    manifest of its own) and front_desk no longer declares ``remove``."""
+    import shutil
+
+    import yaml
+
+    shutil.copytree(manifests, folder)
+    for agent, tool, adding in (("booking_agent", add, True), ("front_desk", remove, False)):
+        if tool is None:
+            continue
+        path = folder / "agents" / f"{agent}.yaml"
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        ref = {"ref": f"../tools/{tool}.tool.yaml"}
+        tools = document["spec"]["tools"]
+        document["spec"]["tools"] = [*tools, ref] if adding else [t for t in tools if t != ref]
+        path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+        if adding:
+            (folder / "tools" / f"{tool}.tool.yaml").write_text(yaml.safe_dump(
+                {"apiVersion": "mas/v1", "kind": "Tool", "metadata": {"name": tool}}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def every_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run with every model call's model recorded, in every form."""
+    folder = tmp_path_factory.mktemp("every-model")
+    otel_agents.write(str(folder), otel_agents.with_every_model())
+    return folder
+
+
+def test_the_four_forms_agree_when_everything_is_declared_and_when_one_tool_is_not(
+        every_model: Path) -> None:
+    """With booking_agent's refund tool declared too, every agent is compatible whichever
+    form is read; with search_connections then taken out of front_desk's manifest, exactly
+    front_desk is incompatible, naming the tool and its span, in every form."""
+    _declaring(every_model / "manifests", every_model / "declared", add="issue_refund")
+    _declaring(every_model / "manifests", every_model / "undeclared", add="issue_refund",
+               remove="search_connections")
+    search = otel_agents.SPAN_IDS["fd.search"]
+    for manifests, status in (("declared", 0), ("undeclared", 1)):
+        audits = {layout: trace(every_model, layout, "--manifests", manifests, "--format",
+                                "json", "--no-shapes") for layout in LAYOUTS}
+        assert {layout: proc.returncode for layout, proc in audits.items()} == dict.fromkeys(
+            LAYOUTS, status), {layout: proc.stdout[-600:] for layout, proc in audits.items()}
+        agents = {layout: per_agent(records(proc)) for layout, proc in audits.items()}
+        for layout in LAYOUTS:
+            assert agents[layout] == agents["events.jsonl"], layout
+        verdicts = {name: record["verdict"] for name, record in agents["events.jsonl"].items()}
+        if status == 0:
+            assert verdicts == {"front_desk": "compatible", "booking_agent": "compatible"}
+            continue
+        assert verdicts == {"front_desk": "incompatible", "booking_agent": "compatible"}
+        for layout in LAYOUTS:
+            front = agents[layout]["front_desk"]
+            (reason,) = [r for r in front["reasons"] if r["code"] == "capability.undeclared-tool"]
+            assert "search_connections" in reason["message"] and search in reason["message"]
+            assert reason["path"].endswith(f":call:{search}")
+
+
+def test_the_knowledge_graph_from_mas_lab_spans_is_the_events_one_but_response_ids(
+        traced: Path) -> None:
+    """mas-lab's converter writes no attribute for the provider's response id; everything
+    else of the graph is the same as from the events."""
+    for layout in ("maslab-spans.jsonl", "events.jsonl"):
+        proc = trace(traced, layout, "--manifests", "manifests", "--no-shapes", "--emit-kg",
+                     f"{layout}.kg.ttl")
+        assert proc.returncode == 1, proc.stderr
+    spans = _graph(traced / "maslab-spans.jsonl.kg.ttl")
+    events = _graph(traced / "events.jsonl.kg.ttl")
+    response = "https://outshift-open.github.io/oxp-ontology/mas#responseId"
+    assert spans == {t for t in events if t[1] != response}
+    assert len(events - spans) == 5
+
+
+def test_mas_lab_span_content_is_withheld_unless_asked_for(traced: Path) -> None:
+    secrets = ("Zürich", "München", "Z\\u00fcrich")
+    proc = trace(traced, "maslab-spans.jsonl", "--manifests", "manifests", "--format", "json",
+                 "--no-shapes", "--emit-kg", "maslab-private.ttl")
+    shown = proc.stdout.decode() + (traced / "maslab-private.ttl").read_text(encoding="utf-8")
+    assert not any(secret in shown for secret in secrets)
+    assert '"sha256"' in proc.stdout.decode()
+    proc = trace(traced, "maslab-spans.jsonl", "--manifests", "manifests", "--format", "json",
+                 "--no-shapes", "--include-content")
+    assert "Zürich" in json.dumps(records(proc), ensure_ascii=False)
 
 
 def _many_traces(folder: Path, count: int) -> Path:

@@ -1,13 +1,15 @@
-"""One run, two encodings: random multi-agent runs written as OTLP spans and as mas-lab
-events are judged alike.
+"""One run, three encodings: random multi-agent runs written as OTLP spans (GenAI), as mas-lab
+events and as mas-lab's own OTel spans are judged alike.
 
 Hypothesis draws a run (agents delegating through ``delegate_to_*`` tools, tool calls some
 of which run under HTTP spans the mapping passes through, model calls with or without a
 model) and declarations (manifests declaring some of the tools, models and delegations).
-The run is written once as mas-lab events and once as OTLP requests (hex ids; the spans
-shuffled and cut into requests at random, as exporters batch them), and both are read by the
-trace stage and audited in-process: every agent's verdict and every use's verdict must be
-the same.
+The run is written once as mas-lab events, once as OTLP requests of GenAI spans and once as
+OTLP requests of mas-lab spans (``TaskCall``, ``AgentCall``, ``LLMCall``, ``ToolCall`` with
+``mas.*`` attributes, the HTTP spans as mas-lab's ``NetworkCall``, a call without a model as
+its ``unknown``; hex ids; the spans shuffled and cut into requests at random, as exporters
+batch them), and each is read by the trace stage and audited in-process: every agent's
+verdict and every use's verdict, with the calls behind it, must be the same.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ioa_semantic.trace.declarations import AgentDeclaration, Declarations, Mani
 from ioa_semantic.trace.events import Fold, Source, build, runs
 from ioa_semantic.trace.privacy import Disclosure
 
-from otlp_requests import TRACE, agent, chat, request, span, tool
+from otlp_requests import TRACE, agent, chat, maslab, request, span, tool
 
 TOOLS = ("search", "reserve", "refund", "notify")
 MODELS = ("gpt-4o", "claude-sonnet-4-5")
@@ -119,6 +121,37 @@ def _spans(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+_MASLAB = {"mas": "TaskCall", "agent": "AgentCall", "llm": "LLMCall", "tool": "ToolCall",
+           "http": "NetworkCall"}
+
+
+def _maslab_spans(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for step in steps:
+        name = _MASLAB[step["kind"]]
+        attributes: dict[str, Any] = {"mas.boundary": name,
+                                      "mas.agent.id": step.get("agent", "mas")}
+        if step["kind"] == "tool":
+            attributes["mas.tool.name"] = step["name"]
+        if step["kind"] == "llm":
+            attributes["mas.llm.model"] = step["name"] or "unknown"
+        out.append(maslab(name, attributes, step["id"], step["parent"], start=step["id"],
+                          end=step["id"], status=1))
+    return out
+
+
+def _requests(spans: list[dict[str, Any]], seed: int) -> Fold:
+    """The spans shuffled and cut into up to four requests, as a fold."""
+    shuffled = list(spans)
+    random.Random(seed).shuffle(shuffled)
+    cuts = sorted(random.Random(seed + 1).sample(range(1, len(shuffled)),
+                                                 k=min(3, len(shuffled) - 1)))
+    fold = Fold()
+    for seq, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(shuffled)], strict=True), 1):
+        fold.value(seq, request(*shuffled[start:end]))
+    return fold
+
+
 def _judged(run: Any, declarations: Declarations) -> dict[str, Any]:
     result = audit(run, declarations, Disclosure())
     return {a.agent: (str(a.verdict), sorted((u.aspect, u.name or "", u.via or "",
@@ -137,14 +170,11 @@ def test_a_run_as_spans_is_judged_as_the_same_run_as_events(
         events.value(seq, event)
     from_events = build(Source("events", "events", None, None), events, Disclosure())
 
-    shuffled = _spans(steps)
-    random.Random(seed).shuffle(shuffled)
-    cuts = sorted(random.Random(seed + 1).sample(range(1, len(shuffled)),
-                                                 k=min(3, len(shuffled) - 1)))
-    spans = Fold()
-    for seq, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(shuffled)], strict=True), 1):
-        spans.value(seq, request(*shuffled[start:end]))
+    spans = _requests(_spans(steps), seed)
     (from_spans,) = runs(Source("spans", "spans", None, None), spans, Disclosure())
+    maslab_spans = _requests(_maslab_spans(steps), seed)
+    (from_maslab,) = runs(Source("maslab", "maslab", None, None), maslab_spans, Disclosure())
 
-    assert from_spans.run_id == TRACE
+    assert from_spans.run_id == from_maslab.run_id == TRACE
     assert _judged(from_spans, declarations) == _judged(from_events, declarations)
+    assert _judged(from_maslab, declarations) == _judged(from_events, declarations)

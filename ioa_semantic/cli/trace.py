@@ -36,8 +36,8 @@ _EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
 DESCRIPTION = ("Audit execution traces (mas-lab run folders, events.jsonl files, trace outcome "
-               "records, OpenTelemetry OTLP JSON files of GenAI spans) against what agents "
-               "declare: manifests (models, tools, delegates_to) "
+               "records, OpenTelemetry OTLP JSON files of GenAI or mas-lab spans) against "
+               "what agents declare: manifests (models, tools, delegates_to) "
                "and IoA capability registrations through a bindings file.")
 EPILOG = ("exit status: 0 compatible, 1 incompatible, 2 usage error, 3 indeterminate, 4 an "
           "input unreadable, 70 internal error, 74 the --store cannot be opened or written "

@@ -28,7 +28,7 @@ from .._codes import finding
 from .._findings import Finding, Severity
 from ..pipeline.intake import Limits
 from ..pipeline.intake import parse as parse_json
-from . import nesting, otlp, runfile
+from . import maslab_otel, nesting, otlp, runfile
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -228,8 +228,12 @@ class Fold:
         # The interval tree of the events: where calls whose start names no parent nest.
         self.tree = nesting.Tree(self.calls, self.touched)
         self.format: str | None = None  # "events" (mas-lab events, outcome records) or "otlp"
+        # mas-lab spans of OTLP input, by trace/span id (or line and place, without ids):
+        # expanded to events when their runs are built (maslab_otel.Plan).
+        self.maslab: dict[str, dict[str, Any]] = {}
         # Counters and open calls changed since the last delta: a checkpoint writes only these.
-        self._changed: dict[str, set[str]] = {"kinds": set(), "unknown": set(), "open": set()}
+        self._changed: dict[str, set[str]] = {"kinds": set(), "unknown": set(), "open": set(),
+                                              "maslab": set()}
         self.repeats = 0  # spans received again unchanged (an exporter's retry)
         self._new_problems = 0
         self._new_records = 0
@@ -274,11 +278,27 @@ class Fold:
 
     def request(self, seq: int, request: dict[str, Any]) -> None:
         """The spans of one OTLP request, each a complete call; problems per span."""
-        for item in otlp.spans(request):
+        for item in maslab_otel.spans(request, self.include_content):
             if isinstance(item, otlp.Problem):
                 self.problems.append([item.code, seq, item.detail, item.pointer, item.trace])
-            else:
+            elif isinstance(item, otlp.Span):
                 self._span(seq, item)
+            else:
+                self._maslab_span(seq, item)
+
+    def _maslab_span(self, seq: int, record: dict[str, Any]) -> None:
+        """A mas-lab span, kept as read until its run is built; a retry is counted once."""
+        record["line"] = seq
+        record["key"] = record["key"] or f"{seq}{record['pointer']}"
+        merged = maslab_otel.merge(self.maslab, record)
+        if merged == "new":
+            self.events += 1
+        elif merged == "repeat":
+            self.repeats += 1
+        elif merged == "conflict":
+            self.problems.append(["trace.call-conflict", seq, record["span"], record["pointer"],
+                                  record["trace"]])
+        self._changed["maslab"].add(record["key"])
 
     def _span(self, seq: int, span: otlp.Span) -> None:
         key = f"{span.trace}/{span.span}"
@@ -480,12 +500,13 @@ class Fold:
             "records": self.records[self._new_records:],
             "format": self.format,
             "repeats": self.repeats,
+            "maslab": [self.maslab[key] for key in sorted(changed["maslab"])],
         }
         tree = self.tree.state()
         if tree is not None:
             out["tree"] = tree
         self.touched.clear()  # the tree holds this set too
-        self._changed = {"kinds": set(), "unknown": set(), "open": set()}
+        self._changed = {"kinds": set(), "unknown": set(), "open": set(), "maslab": set()}
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
         return out
@@ -512,6 +533,8 @@ class Fold:
         self.repeats = delta.get("repeats", 0)
         if "tree" in delta:
             self.tree.load(delta["tree"])
+        for record in delta.get("maslab", ()):
+            self.maslab[record["key"]] = record
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
 
@@ -667,6 +690,8 @@ def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[R
     own: dict[str | None, list[Finding]] = {}
     unused: dict[str | None, int] = {}
     several = len(inputs) > 1
+    # mas-lab spans, by run (maslab_otel.group): copies, as reading several inputs marks them.
+    maslab: dict[str, dict[str, dict[str, Any]]] = {}
     for source, fold in inputs:
         for call in fold.calls.values():
             spans = by_trace.setdefault(call["trace"], {})
@@ -686,24 +711,63 @@ def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[R
                     "it and what it declared are not used", f"/{call['first'] - 1}",
                     severity=Severity.WARNING))
                 unused[call["trace"]] = unused.get(call["trace"], 0) + 1
+        for record in fold.maslab.values():
+            group = maslab_otel.group(source.given, record)
+            if source.given not in files.setdefault(group, []):
+                files[group].append(source.given)
+            if maslab_otel.merge(maslab.setdefault(group, {}), dict(record)) == "conflict":
+                own.setdefault(group, []).append(finding(
+                    "trace.call-conflict", f"{source.given}: span {disclose.call(record['span'])}"
+                    " is given in two inputs with different contents; what it did and who "
+                    "called it are not used", f"/{record['line'] - 1}{record['pointer']}",
+                    severity=Severity.WARNING))
+                unused[group] = unused.get(group, 0) + 1
         for problem in fold.problems:
             trace = problem[4] if len(problem) > 4 else None
-            trace = trace if trace in by_trace else None
+            trace = trace if trace in by_trace or trace in maslab else None
             own.setdefault(trace, []).append(_worded(problem, disclose,
                                                      source.given if several else None))
             if _unused(problem):
                 unused[trace] = unused.get(trace, 0) + 1
     everywhere = unused.get(None, 0)
-    if not by_trace:
+    if not by_trace and not maslab:
         return [Run(", ".join(s.given for s, _ in inputs), None, None, None, (),
                     sum(f.events for _, f in inputs), {}, {}, (), tuple(own.get(None, [])),
                     everywhere, True, unit="spans")]
+    for trace in [t for t in maslab if t in by_trace and not maslab_otel.has_calls(maslab[t])]:
+        # A GenAI trace holding mas-lab spans of no call is the GenAI reading's.
+        by_trace[trace].update(maslab_otel.as_links(maslab.pop(trace)))
     out = []
-    for n, (trace, spans) in enumerate(sorted(by_trace.items())):
+    for n, trace in enumerate(sorted(set(by_trace) | set(maslab))):
         problems = own.get(trace, []) + (own.get(None, []) if n == 0 else [])
-        out.append(_otlp_run(", ".join(files[trace]), trace, list(spans.values()), disclose,
-                             problems, everywhere + unused.get(trace, 0)))
+        skipped = everywhere + unused.get(trace, 0)
+        if trace in maslab:
+            out.append(_maslab_run(", ".join(files[trace]), maslab[trace], by_trace.get(trace, {}),
+                                   disclose, problems, skipped))
+        else:
+            out.append(_otlp_run(", ".join(files[trace]), trace, list(by_trace[trace].values()),
+                                 disclose, problems, skipped))
     return out
+
+
+def _maslab_run(source: str, records: dict[str, dict[str, Any]], genai: dict[str, dict[str, Any]],
+                disclose: Disclosure, problems: list[Finding], skipped: int) -> Run:
+    """The run of a trace's mas-lab spans: each expanded to its pair of mas-lab events, fed to
+    a fold of events as an events file would be, and built as one (``genai``: the trace's
+    GenAI spans, which nesting passes through)."""
+    plan = maslab_otel.Plan(records, genai)
+    fed = plan.events()
+    fold = Fold()
+    for ordinal, (_, event) in enumerate(fed, 1):
+        fold.event(ordinal, event["kind"], event)
+    run = build(Source(source, None, None, None), fold, disclose)
+    patches = plan.patches(fed)
+    calls = tuple(call._replace(**patches[call.first_line]) if call.first_line in patches
+                  else call for call in run.calls)
+    return run._replace(calls=calls, events=plan.spans, kinds=dict(sorted(plan.kinds.items())),
+                        unknown=dict(sorted(plan.unknown.items())), unit="spans",
+                        findings=(*problems, *plan.findings(disclose), *run.findings),
+                        skipped=skipped + plan.unused)
 
 
 def _unused(problem: list[Any]) -> bool:
@@ -770,6 +834,12 @@ def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Dis
             "operations"] else kinds
         name = operation or "(no gen_ai.operation.name)"
         counts[name] = counts.get(name, 0) + 1
+    if not calls and ordered:
+        findings.append(finding(
+            "trace.all-spans-unmapped",
+            f"none of the trace's {len(ordered)} spans is a call either convention maps: no "
+            f"{otlp.table()['attributes']['operation'][0]} of the GenAI table, no mas-lab span "
+            f"name with {maslab_otel.table()['prefix']}* attributes", severity=Severity.WARNING))
     conversation = next((c["conversation"] for c in ordered if "conversation" in c), None)
     return Run(
         source=source, run_id=trace, session_id=conversation or trace,

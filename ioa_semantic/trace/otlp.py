@@ -27,7 +27,7 @@ import binascii
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from decimal import Decimal
 from functools import cache
 from typing import Any, NamedTuple
@@ -112,6 +112,16 @@ def is_request(value: Any) -> bool:
 
 def spans(request: dict[str, Any]) -> Iterator[Span | Problem]:
     """Every span of ``request``, or the problem that stops one, in document order."""
+    for item in walk(request):
+        if isinstance(item, Problem):
+            yield item
+        else:
+            yield from read(*item)
+
+
+def walk(request: dict[str, Any]) -> Iterator[tuple[str, Any] | Problem]:
+    """Each span of ``request`` as (its JSON Pointer, the span as written), or the problem of
+    a part that holds no readable spans, in document order."""
     resource_spans = request.get("resourceSpans")
     if not isinstance(resource_spans, list):
         yield Problem("/resourceSpans", "trace.event-malformed", "resourceSpans is not an array")
@@ -134,10 +144,11 @@ def spans(request: dict[str, Any]) -> Iterator[Span | Problem]:
                               "a scopeSpans entry is not an object with a spans array")
                 continue
             for i, span in enumerate(listed):
-                yield from _span(f"{where}/spans/{i}", span)
+                yield f"{where}/spans/{i}", span
 
 
-def _span(pointer: str, span: Any) -> Iterator[Span | Problem]:
+def read(pointer: str, span: Any) -> Iterator[Span | Problem]:
+    """One span read through the GenAI table, or the problems that stop it or a part of it."""
     if not isinstance(span, dict):
         yield Problem(pointer, "trace.event-malformed", "a span is not an object")
         return
@@ -286,16 +297,19 @@ def _instant(value: Any) -> str | None:
     return format(Decimal(nanos) / _NANOS, "f")
 
 
-def _attributes(pointer: str, listed: Any, out: dict[str, Any],
-                unreadable: set[str]) -> Iterator[Problem]:
-    """The span's attributes of the table as plain values; malformed or repeated ones are
-    left out (and named in ``unreadable``). Attributes outside the table are not read at all:
-    their values are not parsed, nor their keys named."""
+def _attributes(pointer: str, listed: Any, out: dict[str, Any], unreadable: set[str],
+                roles: Container[str] | None = None,
+                where: dict[str, int] | None = None) -> Iterator[Problem]:
+    """The span's attributes named in ``roles`` (default: the GenAI table's) as plain values;
+    malformed or repeated ones are left out (and named in ``unreadable``). Attributes outside
+    the table are not read at all: their values are not parsed, nor their keys named.
+    ``where`` gets each value's index in the list, for the reasons of a later stage."""
     if not isinstance(listed, list):
         yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
                       "attributes is not an array; none is used")
         return
-    roles = _attribute_roles()
+    if roles is None:
+        roles = _attribute_roles()
     for a, attribute in enumerate(listed):
         at = f"{pointer}/attributes/{a}"
         key = attribute.get("key") if isinstance(attribute, dict) else None
@@ -321,6 +335,8 @@ def _attributes(pointer: str, listed: Any, out: dict[str, Any],
             del out[key]
             continue
         out[key] = value
+        if where is not None:
+            where.setdefault(key, a)
 
 
 def _value(value: Any, depth: int = 0) -> tuple[Any, bool]:
