@@ -50,9 +50,10 @@ def hostile_registrations() -> list[dict[str, Any]]:
         _variant(**{"<script>window.pwned=4</script>": "x", "\u0000\u0007bell": "y"}),
         _variant(**{"@id": "cs:\u0645\u0631\u062d\u0628\u0627\u200f\u2066x", "outputs": []}),
         _variant(**{"@id": "https://e.org/" + "a" * 5000 + "<"}),
-        # Two valid registrations of one IRI (with an override in it) that differ: a conflict.
-        _variant(**{"@id": "https://e.org/\u202ecap", "inputs": ["text/html"]}),
-        _variant(**{"@id": "https://e.org/\u202ecap", "inputs": ["text/csv"]}),
+        # Two valid registrations of one IRI (with a hidden character in it: a zero-width
+        # joiner; an override would make it no IRI, RFC 3987 4.1) that differ: a conflict.
+        _variant(**{"@id": "https://e.org/\u200dcap", "inputs": ["text/html"]}),
+        _variant(**{"@id": "https://e.org/\u200dcap", "inputs": ["text/csv"]}),
     ]
 
 
@@ -224,8 +225,8 @@ def test_what_comes_from_the_input_is_escaped_and_shown_as_it_is(report: str) ->
     assert "found the string '<img src=x onerror=window.pwned=2>'" in reasons
     assert "'<script>window.pwned=4</script>' is not mapped by the context" in reasons
     assert "<U+0000><U+0007>bell" in reasons
-    # The conflict between the two registrations of the overridden IRI, named as it is.
-    assert "https://e.org/<U+202E>cap" in page.text("conflicts-table")
+    # The conflict between the two registrations of the hidden-character IRI, named as it is.
+    assert "https://e.org/<U+200D>cap" in page.text("conflicts-table")
     assert f"./{HOSTILE_FILE} line 7" in page.text("conflicts-table")
 
 

@@ -51,10 +51,18 @@ def _strings(value: Any) -> list[str]:
 
 
 def _defined(checker: Checker) -> set[str]:
-    """Every IRI and literal the receiver's profile, registrations and artifacts hold."""
-    return {term.value for quad in checker.stages.fixed
+    """Every IRI and literal the receiver's profile, registrations and artifacts hold, the
+    verification methods its key bindings accept (a did:key as the proof must name it,
+    did:key:X#X), and the names of its own shapes."""
+    from ioa_semantic.pipeline.provenance import is_did_key, method_of
+
+    held = {term.value for quad in checker.stages.fixed
             for term in (quad.subject, quad.predicate, quad.object)
             if not isinstance(term, pyoxigraph.Triple)}
+    held |= {method_of(v) for v in held if is_did_key(v)}
+    if checker.constraints is not None:
+        held |= {route.shape for route in checker.constraints.routes}
+    return held
 
 
 def _iris_of(remedy: dict[str, Any]) -> list[str]:
