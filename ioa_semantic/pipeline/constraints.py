@@ -754,8 +754,10 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
             if predicate in (SH + "select", SH + "ask"):
                 for value in values:
                     text = value.value if isinstance(value, pyoxigraph.Literal) else ""
+                    # Both the text's rules and the parsed query's forms: the parse is
+                    # the authority on what SPARQL would run.
                     unparsed = sparql.parse_problem(text, {})
-                    problems = sparql.problems(text) or ([unparsed] if unparsed else [])
+                    problems = [*sparql.problems(text), *([unparsed] if unparsed else [])]
                     used.update(f"sparql:{p}" for p in problems)
             if predicate == SH + "pattern":
                 for value in values:

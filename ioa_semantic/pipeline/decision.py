@@ -103,10 +103,10 @@ class Task(NamedTuple):
 PROFILE_CONTEXT = IOA + "profileContext"
 
 
-# Media types become task parameters only when profileContext gives one (the contract's
-# table); several are the task's inputs or outputs, not a parameter, and the vocabulary's
-# single declared type may stand in.
-_SINGLE_VALUED_ONLY = frozenset({"inputMediaType", "outputMediaType"})
+# Several media types in profileContext are several values of the task's media type, as
+# several languages are: a condition on them cannot be evaluated (rule 10), a provider must
+# accept each, and the vocabulary's single declared type never stands in for them (it
+# stands in only where the envelope says nothing of inputs or outputs).
 
 
 def task_from(node: dict[str, Any], overrides: Mapping[str, str],
@@ -132,7 +132,7 @@ def task_from(node: dict[str, Any], overrides: Mapping[str, str],
             rejected.add(parameter.name)
         if len(found) == 1:
             params[parameter.name], origin[parameter.name] = found[0], "envelope"
-        elif len(found) > 1 and parameter.name not in _SINGLE_VALUED_ONLY:
+        elif len(found) > 1:
             several[parameter.name], origin[parameter.name] = found, "envelope"
     for name, value in overrides.items():
         several.pop(name, None)
@@ -442,6 +442,19 @@ def _provider_conflicts(capability: str, registration: Registration, task: Task,
     conflicts = []
     for name, code, member, stated in _stated(registration):
         parameter = profile.parameter(name)
+        if stated and not task.supplies(name) and name not in BUILT_IN:
+            # A constraint of the provider's on the profile's own parameter that the task
+            # says nothing of: whether the task meets it is not established (never met by
+            # silence); the contract's five keep their table's reading.
+            remedies.append(remedy("supply-parameter", SENDER, ("constraint.missing-parameter",),
+                                   name=name, **_supplied_by(parameter)))
+            conflicts.append(finding(
+                "constraint.missing-parameter",
+                f"the provider capability {registration.iri} ({registration.origin}) constrains "
+                f"{name} ({_bounds(parameter, [v.lexical for v in stated])}), which the task "
+                "does not supply: whether it meets the constraint is not established",
+                registration.iri))
+            continue
         if not stated or not task.supplies(name):
             continue
         other = next((v for v in stated if unit_problem(parameter, v.unit) is not None), None)

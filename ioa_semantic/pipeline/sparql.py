@@ -25,17 +25,30 @@ _TOKENS = re.compile(r'''
     (?P<comment>\#[^\n]*)
   | (?P<string>"""(?:[^"\\]|\\.|"(?!""))*"""|\'\'\'(?:[^'\\]|\\.|'(?!''))*\'\'\'
               |"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<iri><[^<>"{}|^`\\\s]*>)
+  | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
   | (?P<var>[?$][A-Za-z0-9_\u00b7\u00c0-\ufffd]+)
   | (?P<word>[A-Za-z_][A-Za-z0-9_-]*(?::[A-Za-z0-9_.-]*)?)
   | (?P<open>\{) | (?P<close>\}) | (?P<star>\*) | (?P<space>\s+) | (?P<other>.)
 ''', re.VERBOSE | re.DOTALL)
 
 
+# SPARQL 1.1 (19.2): codepoint escapes are processed before the query is parsed, so an
+# escaped keyword is the keyword.
+_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+
+
+def _unescaped(query: str) -> str:
+    def char(match: "re.Match[str]") -> str:
+        point = int(match.group(1) or match.group(2), 16)
+        return chr(point) if point <= 0x10FFFF else match.group()
+    return _ESCAPE.sub(char, query)
+
+
 def _tokens(query: str) -> Iterator[tuple[str, str]]:
     """(kind, text) of each token outside comments, strings and IRIs (whose contents are
-    no keywords)."""
-    for match in _TOKENS.finditer(query):
+    no keywords), codepoint escapes expanded first (an IRI ends where SPARQL's IRIREF does:
+    at a character up to U+0020, never at U+00A0)."""
+    for match in _TOKENS.finditer(_unescaped(query)):
         kind = match.lastgroup or "other"
         if kind not in ("comment", "space"):
             yield kind, match.group()
@@ -62,7 +75,7 @@ def problems(query: str) -> list[str]:
         elif kind == "close":
             depth -= 1
         elif kind == "word" and text.upper() == "SELECT" and depth > 0:
-            projected = _projection(tokens[at + 1:])
+            projected = _projection(tokens, at + 1)
             if projected is not None:
                 missing = sorted(used - projected)
                 if missing:
@@ -72,12 +85,14 @@ def problems(query: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _projection(tokens: list[tuple[str, str]]) -> set[str] | None:
-    """The variables a SELECT projects (None for ``SELECT *``), read up to its WHERE or
-    its group; an expression's own variables are not projected, its ``AS`` target is."""
+def _projection(tokens: list[tuple[str, str]], start: int) -> set[str] | None:
+    """The variables the SELECT before ``tokens[start]`` projects (None for ``SELECT *``),
+    read up to its WHERE or its group; an expression's own variables are not projected, its
+    ``AS`` target is. Reads only the projection, never a copy of the rest."""
     projected: set[str] = set()
     depth = 0
-    for at, (kind, text) in enumerate(tokens):
+    for at in range(start, len(tokens)):
+        kind, text = tokens[at]
         if kind == "star" and depth == 0 and not projected:
             return None
         if kind == "open" or (kind == "word" and text.upper() == "WHERE"):
@@ -93,15 +108,42 @@ def _projection(tokens: list[tuple[str, str]]) -> set[str] | None:
     return projected
 
 
+# The parsed forms of what SHACL-SPARQL forbids (rdflib's parser's names for them).
+_FORBIDDEN_FORMS = {"ServiceGraphPattern": "SERVICE", "MinusGraphPattern": "MINUS",
+                    "InlineData": "VALUES", "ValuesClause": "VALUES"}
+
+
 def parse_problem(query: str, prefixes: dict[str, str]) -> str | None:
     """Why SPARQL cannot read ``query`` with the shape's declared ``prefixes`` (rdflib's
-    parser, which reads and never runs it), or None."""
+    parser, which reads and never runs it), or uses, as SPARQL reads it, a form SHACL-SPARQL
+    forbids; or None. The parsed query is the authority: a text scan can be fooled by what
+    SPARQL reads otherwise (an IRI holding U+00A0, a ``\\u`` escape in a keyword)."""
     from rdflib.plugins.sparql.parser import parseQuery
 
     head = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in sorted(prefixes.items()))
     try:
-        parseQuery(head + query)
+        parsed = parseQuery(head + query)
     except Exception as exc:  # pyparsing's and rdflib's own; a query is only text here
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"it is not SPARQL 1.1: {first[:200]}"
+    found = sorted({_FORBIDDEN_FORMS[name] for name in _forms(parsed) if name in _FORBIDDEN_FORMS})
+    if found:
+        return f"it uses {', '.join(found)}, which SHACL-SPARQL does not allow"
     return None
+
+
+def _forms(tree: object) -> set[str]:
+    """The names of every parsed form in rdflib's parse tree (walked without recursion)."""
+    from rdflib.plugins.sparql.parserutils import CompValue
+
+    names: set[str] = set()
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, CompValue):
+            names.add(node.name)
+        if isinstance(node, dict):
+            pending.extend(node.values())
+        elif isinstance(node, list | tuple) or type(node).__name__ == "ParseResults":
+            pending.extend(node)  # type: ignore[arg-type]
+    return names

@@ -432,8 +432,11 @@ def _task_parameters(graph: _Graph, node: Any, source: str) -> tuple[
         if declared.name in parameters and built_in is None:
             raise ProfileError(f"{source}: taskParameter {declared.name!r} is declared twice")
         parameters[declared.name] = declared
-        flag = graph.values(entry, IOP + "required")
-        if flag == {"true"}:
+        flag = [o.value for o in graph.objects(entry, IOP + "required")]
+        if flag and (len(flag) > 1 or flag[0] not in ("true", "false")):
+            raise ProfileError(f"{source}: taskParameter {declared.name!r}: iop:required must "
+                               f"be one boolean, true or false (found {sorted(flag)})")
+        if flag == ["true"]:
             required.add(declared.name)
         values = graph.values(entry, IOP + "allowedValue")
         if values:
