@@ -221,7 +221,7 @@ class TraceStore:
                 raise StoreKeyError(
                     f"{key_path(self.path)} is not the key the store {self.path} was made with "
                     "(it was replaced): its references cannot be made with another key; put "
-                    "the store's own key file back (nothing was read or written)")
+                    "the store's own key file back (nothing was written)")
             self._key = key
         return self._key
 
@@ -453,13 +453,13 @@ def read_key(path: str) -> bytes:
     except FileNotFoundError:
         raise StoreKeyError(
             f"{where}, the key of the private store {path}, is missing: its references cannot "
-            "be made without it; put the store's own key file back (nothing was read or "
-            "written)") from None
+            "be made without it; put the store's own key file back (nothing was written)"
+        ) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise StoreKeyError(
                 f"{where} is a symbolic link: a store's key is a file of its own in the store's "
-                "folder; put the key file itself there (nothing was read or written)") from None
+                "folder; put the key file itself there (nothing was written)") from None
         raise StoreUnavailable(f"{where} cannot be read: {exc.strerror}") from None
     try:
         info = os.fstat(handle)
@@ -467,7 +467,7 @@ def read_key(path: str) -> bytes:
             raise StoreKeyError(f"{where} is not a regular file, so it is not the store's key")
         if info.st_uid != os.geteuid():
             raise StoreKeyError(f"{where} belongs to another user: a store's key is its "
-                                "owner's (nothing was read or written)")
+                                "owner's (nothing was written)")
         if info.st_mode & 0o077:
             raise StoreKeyError(
                 f"{where} can be read or written by others (mode "
@@ -482,7 +482,7 @@ def read_key(path: str) -> bytes:
         raise StoreKeyError(
             f"{where} holds {len(data) if len(data) <= KEY_BYTES else 'more than ' + str(KEY_BYTES)}"
             f" bytes, not the {KEY_BYTES} of a store's key (truncated or replaced): put the "
-            "store's own key file back (nothing was read or written)")
+            "store's own key file back (nothing was written)")
     return data
 
 
