@@ -9,8 +9,10 @@ delegating to specialists that call tools, some undeclared; about 40 events a ru
 manifests to a temporary folder, then times, as wall time of the installed command:
 
 * ``ioa-check trace RUN... --manifests M --no-shapes`` without a store (the audit alone),
-* the same with ``--store DIR`` into a new store (the load), and again into the same store
-  (every run already stored: the cursor and the record check only),
+* the same with ``--store DIR`` into a new store (the load; a private store, the default),
+  and again into the same store (every run already stored: the cursor and the record check
+  only), and both into a plain store (``--store-plain-ids``: no second reading of the
+  declarations and the runs through the store's key, and checkpoints that hold the fold),
 * ``ioa-check trace reaudit DIR`` against revised manifests (every run judged again),
 
 and then each shipped history query in-process on the store of all the runs (the median of
@@ -74,6 +76,9 @@ def main() -> None:
         audit, _ = timed(base, folder)
         load, _ = timed([*base, "--store", str(store), "--at", AT], folder)
         again, _ = timed([*base, "--store", str(store), "--at", AT], folder)
+        plain_store = [*base, "--store", str(folder / "plain"), "--store-plain-ids", "--at", AT]
+        plain, _ = timed(plain_store, folder)
+        plain_again, _ = timed(plain_store, folder)
         reaudit, _ = timed(["trace", "reaudit", str(store), "--manifests", str(revised),
                             "--format", "json"], folder)
         print(f"{opts.runs} runs, {events} events ({events / opts.runs:.0f} a run)")
@@ -82,17 +87,20 @@ def main() -> None:
               f"(the store's share: {load - audit:.2f} s, "
               f"{1000 * (load - audit) / opts.runs:.1f} ms a run)")
         print(f"same runs again        {again:7.2f} s  (every run already stored)")
+        print(f"load, plain store      {plain:7.2f} s  {events / plain:8.0f} events/s "
+              f"(--store-plain-ids)")
+        print(f"same runs again, plain {plain_again:7.2f} s")
         print(f"reaudit every run      {reaudit:7.2f} s  {opts.runs / reaudit:8.0f} runs/s")
         print(f"store on disk          {size(store) / 2**20:7.1f} MiB")
 
-        opened = TraceStore(str(store), create=False)
+        opened = TraceStore(str(store))
         pair = {"runA": specs[0].run_id, "runB": specs[1].run_id}
         for query in named_queries().values():
             given = {k: pair[k] for k in query.parameters}
             times = []
             for _ in range(opts.repeat):
                 start = time.perf_counter()
-                answer = ask(opened, query.text, given, query.parameters)
+                answer = ask(opened, query.text, given, query.parameters, runs=query.runs)
                 times.append(time.perf_counter() - start)
             print(f"query {query.name:20s} {1000 * statistics.median(times):8.1f} ms "
                   f"({len(answer.rows)} rows)")

@@ -28,7 +28,18 @@ pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 import pyoxigraph
 import trace_runs
 from test_trace import GOLDEN, MANIFESTS, MAS_LAB, TRACES
-from test_trace_store import LATER, SMOKE, feed, graphs, ioa, query
+from test_trace_store import (
+    LATER,
+    PLAIN,
+    SMOKE,
+    consumer_graph,
+    feed,
+    graphs,
+    ioa,
+    keyed,
+    query,
+    ref,
+)
 
 import otlp_requests
 
@@ -88,6 +99,8 @@ def test_an_otlp_trace_split_across_files_fed_one_file_at_a_time_keeps_every_spa
     spans = otlp_requests.trip()
     (tmp_path / "a.jsonl").write_text(otlp_requests.lines(otlp_requests.request(*spans[:4])))
     (tmp_path / "b.jsonl").write_text(otlp_requests.lines(otlp_requests.request(*spans[4:])))
+    keyed(tmp_path / "whole")  # the two stores compared share a key
+    keyed(tmp_path / "parts")
     assert feed(["a.jsonl", "b.jsonl"], tmp_path / "whole", tmp_path).returncode == 3
     assert feed(["a.jsonl"], tmp_path / "parts", tmp_path).returncode == 3
     before = graphs(tmp_path / "parts")
@@ -111,8 +124,8 @@ def test_a_torn_otlp_json_document_is_not_consumed_until_it_is_whole(tmp_path: P
     that does not parse is not checkpointed, so the store ends as one fed the whole file."""
     whole_text = (EXAMPLES / "trace" / "otel" / "otlp-collector.json").read_bytes()
     torn, whole = tmp_path / "torn", tmp_path / "whole"
-    torn.mkdir()
-    whole.mkdir()
+    keyed(torn / "s")  # the two stores compared share a key
+    keyed(whole / "s")
     (torn / "t.json").write_bytes(whole_text[:2000])
     feed(["t.json"], torn / "s", torn)
     (torn / "t.json").write_bytes(whole_text)
@@ -124,22 +137,22 @@ def test_a_torn_otlp_json_document_is_not_consumed_until_it_is_whole(tmp_path: P
     assert run_graphs(torn / "s") == run_graphs(whole / "s")
 
 
-def test_a_rewritten_input_under_opaque_ids_is_refused_and_checkpoints_stay_immutable(
+def test_a_rewritten_input_of_a_private_store_is_refused_and_checkpoints_stay_immutable(
         tmp_path: Path) -> None:
-    """HIGH. Under ``--opaque-ids`` the checkpoints hold no fold, so a rerun reads the input
-    from its start and never checks that it still begins with what was consumed: an input
-    rewritten in place is silently accepted (its run replaced), and every "immutable"
-    checkpoint node of it gets a second ``ioat:prefixSha256``. Expected: refused as without
-    ``--opaque-ids`` (exit 2, "rewritten"), each checkpoint keeping one value of each."""
-    (tmp_path / "key").write_bytes(b"a key that lasts")
+    """HIGH. Where the checkpoints hold no fold (under ``--opaque-ids`` when this was found;
+    in a private store now), a rerun reads the input from its start and never checks that it
+    still begins with what was consumed: an input rewritten in place is silently accepted
+    (its run replaced), and every "immutable" checkpoint node of it gets a second
+    ``ioat:prefixSha256``. Expected: refused as in a plain store (exit 2, "rewritten"), each
+    checkpoint keeping one value of each."""
     stream = tmp_path / "events.jsonl"
     stream.write_bytes((GOLDEN / "events.jsonl").read_bytes())
-    args = ["--opaque-ids", "--opaque-key", "key", "--batch-size", "50"]
+    args = ["--batch-size", "50"]
     assert feed(["events.jsonl"], tmp_path / "s", tmp_path, *args).returncode == 3
     stream.write_bytes(stream.read_bytes().replace(b'"agent_id": "moderator"',
                                                    b'"agent_id": "moderat0r"', 1))
     second = feed(["events.jsonl"], tmp_path / "s", tmp_path, *args)
-    cursor = graphs(tmp_path / "s")["<urn:ioa-trace:consumer:ioa-check-trace>"]
+    cursor = graphs(tmp_path / "s")[consumer_graph(tmp_path / "s")]
     digests: dict[str, int] = {}
     for subject, predicate, _ in cursor:
         if predicate == f"<{IOAT}prefixSha256>":
@@ -181,37 +194,47 @@ def test_checkpoints_of_an_otlp_input_do_not_depend_on_the_hash_seed(tmp_path: P
     the same input makes the same store."""
     (tmp_path / "t.jsonl").write_text(otlp_requests.lines(otlp_requests.request(
         *otlp_requests.trip())))
-    for seed in ("1", "2"):
-        feed(["t.jsonl"], tmp_path / f"s{seed}", tmp_path, env={"PYTHONHASHSEED": seed})
+    for seed in ("1", "2"):  # plain stores: their checkpoints hold the fold
+        assert feed(["t.jsonl"], tmp_path / f"s{seed}", tmp_path, PLAIN,
+                    env={"PYTHONHASHSEED": seed}).returncode == 3
     assert graphs(tmp_path / "s1") == graphs(tmp_path / "s2")
 
 
 # --- (b) one store, one disclosure ------------------------------------------------------------
 
 
-def test_a_store_fed_under_one_opaque_key_refuses_another_key(tmp_path: Path) -> None:
-    """HIGH. A store fed with ``--opaque-ids`` under key K1 accepts another input under key K2
-    (the consumer's mode is checked per input only): its references never join the K1 ones
-    (one agent becomes two), and the store can no longer be reaudited at all (every reaudit
-    refuses one key or the other). Expected: exit 2, the store unchanged."""
+def test_feeds_under_two_opaque_keys_make_one_set_of_store_references(tmp_path: Path) -> None:
+    """HIGH (the finding, when a store's references were the report's): a store fed with
+    ``--opaque-ids`` under key K1 accepted another input under key K2, whose references never
+    joined the K1 ones (one agent became two) and which no reaudit could match. Now the store
+    references everything under its own key, whatever key words the report: the two feeds
+    join, and neither report key's references are stored."""
+    from ioa_semantic.trace.privacy import Disclosure
+
     (tmp_path / "k1").write_bytes(b"first key")
     (tmp_path / "k2").write_bytes(b"second key")
-    feed([GOLDEN], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "k1")
+    assert feed([GOLDEN], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "k1"
+                ).returncode == 3
+    assert feed([SMOKE], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "k2"
+                ).returncode == 3
+    stored = dump(tmp_path / "s")
+    for key in (b"first key", b"second key"):
+        for agent in ("moderator", "qa-agent"):
+            assert Disclosure(key).agent(agent) not in stored
+    assert ref(tmp_path / "s", "agent", "qa-agent") in stored
+    assert ref(tmp_path / "s", "run", "7cc4f1e6780b4c6d2eb0") in stored
+
+
+def test_a_private_store_refuses_raw_identities(tmp_path: Path) -> None:
+    """MEDIUM. A store kept pseudonymous takes a later feed that stores its agents, runs,
+    calls and paths raw, beside the keyed references (under ``--opaque-ids`` when this was
+    found; ``--store-plain-ids`` into a private store now). Expected: the store keeps the
+    mode it was created in; another one is refused (exit 2) and nothing is written."""
+    feed([GOLDEN], tmp_path / "s", tmp_path)
     before = graphs(tmp_path / "s")
-    other = feed([SMOKE], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "k2")
-    assert other.returncode == 2 and other.stdout == b""
-    assert graphs(tmp_path / "s") == before
-
-
-def test_a_store_fed_with_opaque_ids_refuses_raw_identities(tmp_path: Path) -> None:
-    """MEDIUM. A store kept pseudonymous (``--opaque-ids``) takes a later feed without it and
-    stores its agents, runs, calls and paths raw, beside the keyed references. Expected: the
-    store keeps the disclosure it was created with; another one is refused (exit 2)."""
-    (tmp_path / "key").write_bytes(b"a key that lasts")
-    feed([GOLDEN], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "key")
-    plain = feed([SMOKE], tmp_path / "s", tmp_path)
+    plain = feed([SMOKE], tmp_path / "s", tmp_path, PLAIN)
     assert "qa-agent" not in dump(tmp_path / "s")
-    assert plain.returncode == 2
+    assert plain.returncode == 2 and plain.stdout == b"" and graphs(tmp_path / "s") == before
 
 
 # --- (c) no traceback, no silent no-op ---------------------------------------------------------
@@ -348,28 +371,27 @@ def _secret_run(folder: Path) -> Path:
     return run
 
 
-def test_opaque_ids_store_no_raw_agent_id_of_the_mas_root_call(tmp_path: Path) -> None:
-    """MEDIUM. Under ``--opaque-ids`` the run's MAS is named by the agent id of its root call
-    when the run has no run_info.json, and that name is stored raw: in the run record
-    (``"mas": ...``) and as ``urn:ioa-trace:mas:<agent id>`` with its mas:id and mas:name in
-    the run's graph, although the report never shows it. Expected: no raw agent id of the
-    trace anywhere in the store."""
-    (tmp_path / "key").write_bytes(b"a key that lasts")
+def test_a_private_store_holds_no_raw_agent_id_of_the_mas_root_call(tmp_path: Path) -> None:
+    """MEDIUM. Under ``--opaque-ids`` (when this was found; in a private store, the default,
+    now) the run's MAS is named by the agent id of its root call when the run has no
+    run_info.json, and that name is stored raw: in the run record (``"mas": ...``) and as
+    ``urn:ioa-trace:mas:<agent id>`` with its mas:id and mas:name in the run's graph,
+    although the report never shows it. Expected: no raw agent id of the trace (none is
+    declared) anywhere in the store."""
     run = _secret_run(tmp_path)
-    assert feed([run], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "key"
-                ).returncode == 3
+    assert feed([run], tmp_path / "s", tmp_path).returncode == 3
     stored = dump(tmp_path / "s")
     assert "finder" not in stored and "secret-run" not in stored  # the others are keyed
     assert "acme-orchestrator-7" not in stored
 
 
-def test_opaque_ids_store_no_raw_response_id(tmp_path: Path) -> None:
-    """LOW. Under ``--opaque-ids`` a model call's response id (the provider's identifier of
-    that call, which joins it to the provider's logs) is stored raw as mas:responseId.
-    Expected: withheld or keyed like the other call identifiers."""
-    (tmp_path / "key").write_bytes(b"a key that lasts")
+def test_a_private_store_holds_no_raw_response_id(tmp_path: Path) -> None:
+    """LOW. Under ``--opaque-ids`` (when this was found; in a private store now) a model
+    call's response id (the provider's identifier of that call, which joins it to the
+    provider's logs) is stored raw as mas:responseId. Expected: withheld or keyed like the
+    other call identifiers."""
     run = _secret_run(tmp_path)
-    feed([run], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "key")
+    feed([run], tmp_path / "s", tmp_path)
     assert "resp-secret-42" not in dump(tmp_path / "s")
 
 
@@ -391,7 +413,10 @@ def test_violation_span_last_run_breaks_a_tie_by_the_greatest_run_id(tmp_path: P
              trace_runs.Spec("early", start - 60, {"finder": ["search"]})]
     runs = _violating_runs(tmp_path / "runs", specs)
     manifests = trace_runs.write_manifests(tmp_path / "m")
-    assert feed(runs, tmp_path / "s", tmp_path, "--manifests", manifests).returncode == 1
+    # A plain store: the ties are broken by the run ids themselves, which a private store
+    # holds only as references.
+    assert feed(runs, tmp_path / "s", tmp_path, "--manifests", manifests, PLAIN
+                ).returncode == 1
     ordered = [r["runId"] for r in query(tmp_path / "s", tmp_path, "runs")]
     assert ordered == ["early", "tie-a", "tie-b"]
     [span] = query(tmp_path / "s", tmp_path, "violation_span")
@@ -414,7 +439,8 @@ def test_violation_span_counts_a_run_whose_calls_never_ended(tmp_path: Path) -> 
     assert feed([run], tmp_path / "s", tmp_path, "--manifests", manifests).returncode == 1
     assert [u["runs"] for u in query(tmp_path / "s", tmp_path, "undeclared_uses")] == [1]
     spans = query(tmp_path / "s", tmp_path, "violation_span")
-    assert [(s["name"], s["runs"], s["firstRun"]) for s in spans] == [("pay", 1, "cut-short")]
+    assert [(s["name"], s["runs"], s["firstRun"]) for s in spans] == [
+        ("pay", 1, ref(tmp_path / "s", "run", "cut-short"))]
 
 
 def test_the_same_manifests_under_another_spelling_are_one_manifest_revision(

@@ -31,7 +31,8 @@ import pyoxigraph
 import trace_runs
 from test_trace import GOLDEN, MANIFESTS, MAS_LAB, TRACES
 
-from ioa_semantic.trace.store import HOLD_ENV, KILL_AFTER_ENV
+from ioa_semantic.trace.privacy import Private
+from ioa_semantic.trace.store import HOLD_ENV, KEY_FILE, KILL_AFTER_ENV
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
 
@@ -41,6 +42,10 @@ SMOKE = MAS_LAB / "golden-lab-smoke"
 TUTORIALS = [MAS_LAB / "tutorials" / "tutorial-01-traces-events.jsonl",
              MAS_LAB / "tutorials" / "tutorial-02-fixture-events.jsonl"]
 IOAT = "https://example.org/ioa/trace#"
+# A store key the tests give two stores they compare graph for graph (each new store makes a
+# random one of its own).
+KEY = bytes(range(32))
+PLAIN = "--store-plain-ids"
 
 
 def ioa(args: list[Any], cwd: Path, env: dict[str, str] | None = None,
@@ -78,10 +83,32 @@ def graphs(store: Path) -> dict[str, set[tuple[str, str, str]]]:
     return out
 
 
-def positions(store: Path, consumer: str = "ioa-check-trace") -> dict[str, int]:
-    """The cursor: each input's greatest checkpoint."""
+def keyed(folder: Path, key: bytes = KEY) -> Path:
+    """A folder holding a store key only, as a creation cut short after writing its key
+    leaves one: the store made there uses that key."""
+    folder.mkdir(parents=True)
+    (folder / KEY_FILE).write_bytes(key)
+    (folder / KEY_FILE).chmod(0o600)
+    return folder
+
+
+def ref(store: Path, kind: str, value: str) -> str:
+    """``value``'s reference of ``kind`` in the private store at ``store``, from its key file."""
+    return Private((store / KEY_FILE).read_bytes()).keyed(kind, value)
+
+
+def consumer_graph(store: Path) -> str:
+    """The name of the store's one consumer graph (keyed in a private store), or ""."""
+    names = [g for g in graphs(store) if g.startswith("<urn:ioa-trace:consumer:")]
+    assert len(names) <= 1, names
+    return names[0] if names else ""
+
+
+def positions(store: Path, consumer: str | None = "ioa-check-trace") -> dict[str, int]:
+    """The cursor: each input's greatest checkpoint (of the one consumer, for None)."""
     out: dict[str, int] = {}
-    graph = graphs(store).get(f"<urn:ioa-trace:consumer:{consumer}>", set())
+    name = consumer_graph(store) if consumer is None else f"<urn:ioa-trace:consumer:{consumer}>"
+    graph = graphs(store).get(name, set())
     inputs = {s: o for s, p, o in graph if p == f"<{IOAT}input>"}
     for s, p, o in graph:
         if p == f"<{IOAT}line>":
@@ -125,19 +152,25 @@ def revised_manifests(folder: Path) -> Path:
 # --- crash safety and the cursor ---------------------------------------------------------------
 
 
+@pytest.mark.parametrize("mode", ["private", "plain"])
 def test_killed_with_sigkill_at_several_points_it_resumes_to_the_store_fed_whole(
-        tmp_path: Path) -> None:
+        tmp_path: Path, mode: str) -> None:
+    """A private store's checkpoints hold no fold (an input is read again from its start);
+    a plain one's do (it is read on from its checkpoint): both resume to the store fed
+    whole. The private stores share a key, so that their graphs can be compared."""
     bad = tampered(tmp_path)
     groups = [[GOLDEN, SMOKE, bad], TUTORIALS]
     options = ["--manifests", MANIFESTS, "--batch-size", "20"]
-    whole = tmp_path / "whole"
+    if mode == "plain":
+        options.append(PLAIN)
+    whole = keyed(tmp_path / "whole") if mode == "private" else tmp_path / "whole"
     expected = []
     for group in groups:
         proc = feed(group, whole, tmp_path, *options)
         assert proc.returncode in (1, 3), proc.stderr
         expected.append(proc.stdout)
 
-    killed = tmp_path / "killed"
+    killed = keyed(tmp_path / "killed") if mode == "private" else tmp_path / "killed"
     kills = iter([1, 4, 2, 9, 3, 6, 2, 1, 2, 1, 2, 1])  # transactions of each before its kill
     cursor: dict[str, int] = {}
     interrupted = 0
@@ -146,7 +179,7 @@ def test_killed_with_sigkill_at_several_points_it_resumes_to_the_store_fed_whole
             after = next(kills, None)
             env = {KILL_AFTER_ENV: str(after)} if after is not None else {}
             proc = feed(group, killed, tmp_path, *options, env=env)
-            now = positions(killed)
+            now = positions(killed, None)
             assert all(now.get(key, 0) >= line for key, line in cursor.items()), (cursor, now)
             cursor = now
             if proc.returncode != -9:
@@ -160,10 +193,12 @@ def test_killed_with_sigkill_at_several_points_it_resumes_to_the_store_fed_whole
 
 
 def test_the_cursor_is_sequence_addressed_checkpoints_in_the_store(tmp_path: Path) -> None:
+    """In a plain store, where the checkpoints name the input and carry the fold."""
     store = tmp_path / "store"
     plain = ioa(["trace", GOLDEN, "--manifests", MANIFESTS, "--no-shapes", "--format", "json"],
                 tmp_path)
-    first = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--batch-size", "50")
+    first = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--batch-size", "50",
+                 PLAIN)
     assert first.returncode == plain.returncode == 3 and first.stdout == plain.stdout
     stored = graphs(store)
     checkpoints = stored["<urn:ioa-trace:consumer:ioa-check-trace>"]
@@ -172,7 +207,8 @@ def test_the_cursor_is_sequence_addressed_checkpoints_in_the_store(tmp_path: Pat
     key = str(GOLDEN / "events.jsonl")
     assert positions(store) == {f'"{key}"': 193}
     # Another consumer has a cursor of its own; the run is not judged again by it.
-    other = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--consumer", "team b")
+    other = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--consumer", "team b",
+                 PLAIN)
     assert other.stdout == plain.stdout
     after = graphs(store)
     assert after["<urn:ioa-trace:verdicts>"] == stored["<urn:ioa-trace:verdicts>"]
@@ -219,14 +255,15 @@ def test_a_second_ioa_check_is_refused_while_a_first_one_feeds_the_store(tmp_pat
         out, err = first.communicate(timeout=120)
     assert first.returncode == 3, err  # the first one went on, undisturbed
     assert b'"run": "7cc4f1e6780b4c6d2eb0"' in out
-    assert [r["runId"] for r in query(store, tmp_path, "runs")] == ["7cc4f1e6780b4c6d2eb0"]
+    assert [r["runId"] for r in query(store, tmp_path, "runs")] == [
+        ref(store, "run", "7cc4f1e6780b4c6d2eb0")]
 
 
 def test_appended_events_rebuild_the_run_graph_and_add_a_verdict(tmp_path: Path) -> None:
     lines = (GOLDEN / "events.jsonl").read_text().splitlines(keepends=True)
     grown, whole = tmp_path / "grown", tmp_path / "whole"
-    grown.mkdir()
-    whole.mkdir()
+    keyed(grown / "s")
+    keyed(whole / "s")
     (grown / "events.jsonl").write_text("".join(lines[:120]))
     (whole / "events.jsonl").write_text("".join(lines))
     feed(["events.jsonl"], grown / "s", grown, "--batch-size", "32")
@@ -265,15 +302,19 @@ def _dump(store: Path) -> str:
 
 
 def test_the_store_holds_digests_not_trace_text_unless_content_was_asked(tmp_path: Path) -> None:
-    feed([GOLDEN], tmp_path / "plain", tmp_path, "--batch-size", "40")
+    feed([GOLDEN], tmp_path / "plain", tmp_path, "--batch-size", "40", PLAIN)
     plain = _dump(tmp_path / "plain")
     assert "What is 2+2" not in plain and "Celestia" not in plain
     assert "sha256" in plain
-    feed([GOLDEN], tmp_path / "content", tmp_path, "--include-content")
+    feed([GOLDEN], tmp_path / "content", tmp_path, "--include-content", PLAIN)
     assert "What is 2+2" in _dump(tmp_path / "content")
     # A store keeps the disclosure it was made with: another one is refused.
-    proc = feed([GOLDEN], tmp_path / "plain", tmp_path, "--include-content")
+    proc = feed([GOLDEN], tmp_path / "plain", tmp_path, "--include-content", PLAIN)
     assert proc.returncode == 2 and proc.stdout == b"" and b"disclosed as plain" in proc.stderr
+    # A private store never holds the text: --include-content is the report's only.
+    private = feed([GOLDEN], tmp_path / "private", tmp_path, "--include-content")
+    assert private.returncode == 3 and b"What is 2+2" in private.stdout
+    assert "What is 2+2" not in _dump(tmp_path / "private")
 
 
 def _judged(proc: subprocess.CompletedProcess[bytes]) -> set[tuple[Any, ...]]:
@@ -287,56 +328,49 @@ def _judged(proc: subprocess.CompletedProcess[bytes]) -> set[tuple[Any, ...]]:
     return out
 
 
-def test_opaque_ids_store_keyed_references_only(tmp_path: Path) -> None:
+def test_opaque_ids_word_the_report_and_the_store_keeps_its_own_key(tmp_path: Path) -> None:
+    """``--opaque-ids`` words the report through the user's key; the store is private under
+    its own key whatever the report's: the same run fed with or without --opaque-ids is the
+    same stored run, and reaudit needs no key."""
     key = tmp_path / "key"
     key.write_bytes(b"a key that lasts")
     store = tmp_path / "store"
     proc = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--opaque-ids",
                 "--opaque-key", key, "--batch-size", "40")
     assert proc.returncode == 3, proc.stderr
+    assert b"7cc4f1e6780b4c6d2eb0" not in proc.stdout and b"schedule_agent" not in proc.stdout
     dump = _dump(store)
-    for name in ("moderator", "schedule_agent", "7cc4f1e6780b4c6d2eb0",
-                 "9b6c8503-4d2b-4e8f-a7d2-29e6884d283c", "golden-extensions", "trip-planner-"):
+    for name in ("7cc4f1e6780b4c6d2eb0", "9b6c8503-4d2b-4e8f-a7d2-29e6884d283c",
+                 "golden-extensions", "trip-planner-", "moderator-u1-exec"):
         assert name not in dump, name
-    assert "lookup_schedule" in dump  # tool names stay, as in the graph
-    # The same key again: the same references, so the run is recognised as stored.
+    # Tool names stay, and agents the manifests declare (they publish them).
+    assert "lookup_schedule" in dump and "<urn:ioa-trace:agent:schedule_agent>" in dump
     before = graphs(store)
-    again = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--opaque-ids",
-                 "--opaque-key", key, "--batch-size", "40")
-    assert again.stdout == proc.stdout and graphs(store) == before
-    # Without a lasting key, references would never join the stored ones: refused.
-    random_key = feed([GOLDEN], store, tmp_path, "--opaque-ids")
-    assert random_key.returncode == 2 and b"key that lasts" in random_key.stderr
-    # Reaudit matches the declarations through the same key, or refuses.
-    refused = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS], tmp_path)
-    assert refused.returncode == 2 and b"--opaque-key" in refused.stderr
-    (tmp_path / "wrong").write_bytes(b"another key")
-    wrong = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--opaque-key", "wrong"],
-                tmp_path)
-    assert wrong.returncode == 2 and b"another key" in wrong.stderr
-    same = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--opaque-key", key,
-                "--format", "json"], tmp_path)
-    # Judged as when it was loaded: the same references, verdicts and reasons (agents come
-    # sorted by reference now, by name then, and so do lists of them).
-    assert same.returncode == 3 and _judged(same) == _judged(proc)
-    assert graphs(store) == before
+    for more in (["--opaque-ids"], []):  # another report key (a random one), or none
+        again = feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--batch-size", "40",
+                     *more)
+        assert again.returncode == 3 and graphs(store) == before
+    same = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--format", "json"],
+               tmp_path)
+    assert same.returncode == 3 and graphs(store) == before
     bad = tampered(tmp_path)
     assert feed([bad], store, tmp_path, "--manifests", MANIFESTS, "--opaque-ids",
                 "--opaque-key", key).returncode == 1
     fixed = ioa(["trace", "reaudit", store, "--manifests", revised_manifests(tmp_path),
-                 "--opaque-key", key, "--format", "json", "--at", LATER], tmp_path)
+                 "--format", "json", "--at", LATER], tmp_path)
     verdicts = [json.loads(line)["summary"]["verdict"] for line in fixed.stdout.decode(
         ).splitlines() if "summary" in line]
     assert sorted(verdicts) == ["compatible", "indeterminate"]
-    assert "schedule_agent" not in _dump(store)
+    assert "tampered-" not in _dump(store)
 
 
 @pytest.mark.parametrize("opaque", [False, True])
 def test_a_stored_run_whose_nesting_is_ambiguous_is_reaudited_alike(tmp_path: Path,
                                                                     opaque: bool) -> None:
     """An id-less run whose nesting the order of events leaves open keeps, in the store, the
-    calls that may have made each unplaced call (pseudonymized with the other calls under
-    --opaque-ids): reaudit judges their delegations as the load did."""
+    calls that may have made each unplaced call (keyed with the other calls in a private
+    store, ``opaque``; as they are in a plain one): reaudit judges their delegations as the
+    load did."""
     import mas_lab_run
     from test_trace_nesting import EXAMPLE, run_folder
 
@@ -345,14 +379,24 @@ def test_a_stored_run_whose_nesting_is_ambiguous_is_reaudited_alike(tmp_path: Pa
     intruder = [{**events[mas_lab_run.SCHEDULE_START_LINE - 1], "agent_id": "intruder"},
                 {**events[at + 4], "agent_id": "intruder", "kind": "execution_end"}]
     run = run_folder(tmp_path / "run", events[:at] + intruder + events[at:])
-    (tmp_path / "key").write_bytes(b"a key that lasts")
-    keyed = ["--opaque-ids", "--opaque-key", tmp_path / "key"] if opaque else []
+    mode = [] if opaque else ["--store-plain-ids"]
     store = tmp_path / "store"
-    fed = feed([run], store, tmp_path, "--manifests", EXAMPLE / "manifests", *keyed)
+    fed = ioa(["trace", run, "--store", store, *mode, "--no-shapes", "--format", "json",
+               "--at", "2026-06-01T00:00:00Z", "--manifests", EXAMPLE / "manifests"], tmp_path)
     assert fed.returncode == 1, fed.stderr
     again = ioa(["trace", "reaudit", store, "--manifests", EXAMPLE / "manifests",
-                 "--format", "json", *keyed[1:]], tmp_path)
-    assert again.returncode == 1 and _judged(again) == _judged(fed)
+                 "--format", "json"], tmp_path)
+    assert again.returncode == 1
+
+    def judged(proc: subprocess.CompletedProcess[bytes]) -> list[Any]:
+        # A private store names runs, calls and undeclared agents by references the feed's
+        # own report does not use: compared by what was judged, not by how it is named.
+        found = _judged(proc)
+        return found if not opaque else sorted(
+            (verdict, aspects, tuple(code for code, _ in reasons))
+            for _, _, verdict, aspects, reasons in found)
+
+    assert judged(again) == judged(fed)
     ambiguous = [r for line in again.stdout.decode().splitlines()
                  for r in json.loads(line).get("reasons", [])
                  if r["code"] == "trace.nesting-ambiguous"]
@@ -367,6 +411,8 @@ def test_usage_errors(tmp_path: Path) -> None:
     both = ioa(["trace", GOLDEN, "--store", "st", "--state", "s.json"], tmp_path)
     assert both.returncode == 2 and b"--state" in both.stderr
     assert ioa(["trace", GOLDEN, "--at", AT], tmp_path).returncode == 2
+    alone = ioa(["trace", GOLDEN, PLAIN], tmp_path)
+    assert alone.returncode == 2 and PLAIN.encode() in alone.stderr
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     crowded = feed([GOLDEN], tmp_path / "other", tmp_path)
@@ -390,9 +436,10 @@ def test_a_trace_in_a_folder_named_query_is_given_as_dot_slash(tmp_path: Path) -
 
 
 def test_the_stored_graph_is_the_emitted_graph(tmp_path: Path) -> None:
-    """A run's named graph holds exactly what --emit-kg writes of it, and its record."""
+    """A run's named graph in a plain store holds exactly what --emit-kg writes of it, and
+    its record (a private store's names what the emitted graph names by its references)."""
     store = tmp_path / "store"
-    feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--emit-kg", "kg.nt")
+    feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, "--emit-kg", "kg.nt", PLAIN)
     emitted = pyoxigraph.Store()
     emitted.load((tmp_path / "kg.nt").read_bytes(), pyoxigraph.RdfFormat.N_TRIPLES)
     expected = {(str(q.subject), str(q.predicate), str(q.object)) for q in emitted}
@@ -417,9 +464,10 @@ def test_reaudit_turns_the_tampered_run_compatible_and_keeps_the_old_verdict(
         ("schedule_agent", "book_hotel", 1)]
 
     revised = revised_manifests(tmp_path)
-    run = "tampered-7cc4f1e6780b4c6d2eb0"
-    proc = ioa(["trace", "reaudit", store, "--manifests", revised, "--run", run, "--at", LATER,
-                "--format", "json"], tmp_path)
+    # The run named by its id, as the trace has it: the store keys it with its own key.
+    run = ref(store, "run", "tampered-7cc4f1e6780b4c6d2eb0")
+    proc = ioa(["trace", "reaudit", store, "--manifests", revised, "--run",
+                "tampered-7cc4f1e6780b4c6d2eb0", "--at", LATER, "--format", "json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     [summary] = [json.loads(line)["summary"] for line in proc.stdout.decode().splitlines()
                  if "summary" in line]
@@ -437,12 +485,14 @@ def test_reaudit_turns_the_tampered_run_compatible_and_keeps_the_old_verdict(
     assert [(v["result"], v["judgedBy"], v["at"]) for v in verdicts] == [
         ("incompatible", "trace", AT), ("compatible", "reaudit", LATER)]
     current = {r["runId"]: (r["result"], r["verdicts"]) for r in query(store, tmp_path, "runs")}
-    assert current == {run: ("compatible", 2), "7cc4f1e6780b4c6d2eb0": ("indeterminate", 1)}
+    assert current == {run: ("compatible", 2),
+                       ref(store, "run", "7cc4f1e6780b4c6d2eb0"): ("indeterminate", 1)}
 
 
 def test_reaudit_against_the_same_declarations_says_what_the_load_said(tmp_path: Path) -> None:
+    """Line for line in a plain store; in a private one, with its references (below)."""
     store = tmp_path / "store"
-    fed = feed([GOLDEN, SMOKE], store, tmp_path, "--manifests", MANIFESTS)
+    fed = feed([GOLDEN, SMOKE], store, tmp_path, "--manifests", MANIFESTS, PLAIN)
     before = graphs(store)
     again = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--format", "json"],
                 tmp_path)
@@ -454,21 +504,55 @@ def test_reaudit_against_the_same_declarations_says_what_the_load_said(tmp_path:
     assert graphs(store) == before  # the current verdicts were judged so already
 
 
+def _judgments(proc: subprocess.CompletedProcess[bytes]) -> list[tuple[Any, ...]]:
+    """A report's verdicts, agents, aspects and reason codes, without what it names."""
+    out = []
+    for line in proc.stdout.decode().splitlines():
+        item = json.loads(line)
+        item = item.get("summary", item)
+        out.append(("agent" in item, item["verdict"], json.dumps(item.get("aspects"),
+                                                                   sort_keys=True),
+                    tuple(sorted(r["code"] for r in item["reasons"]))))
+    return sorted(out, key=str)
+
+
+def test_a_private_reaudit_against_the_same_declarations_judges_as_the_load(
+        tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    fed = feed([GOLDEN, SMOKE], store, tmp_path, "--manifests", MANIFESTS)
+    before = graphs(store)
+    again = ioa(["trace", "reaudit", store, "--manifests", MANIFESTS, "--format", "json"],
+                tmp_path)
+    assert again.returncode == fed.returncode == 3
+    assert _judgments(again) == _judgments(fed)
+    assert graphs(store) == before
+
+
 # --- the history queries ----------------------------------------------------------------------
 
 
-def test_each_shipped_query_against_an_independent_computation(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["private", "plain"])
+def test_each_shipped_query_against_an_independent_computation(tmp_path: Path,
+                                                               mode: str) -> None:
+    """On a private store the runs and the manifests' folders are named by their references
+    (every agent is declared, so named), and verdict_changes takes the runs' own ids."""
     specs = trace_runs.generate(40)
     runs = [trace_runs.write_run(tmp_path / "runs", spec) for spec in specs]
     first = trace_runs.write_manifests(tmp_path / "rev1")
     declared2 = {**trace_runs.DECLARED, "booker": ("reserve", "cancel", "pay")}
     second = trace_runs.write_manifests(tmp_path / "rev2", declared2)
     store = tmp_path / "store"
-    fed = feed(runs, store, tmp_path, "--manifests", first)
+    fed = feed(runs, store, tmp_path, "--manifests", first, *([PLAIN] if mode == "plain" else []))
     assert fed.returncode == 1, fed.stderr
     assert ioa(["trace", "reaudit", store, "--manifests", second, "--at", LATER],
                tmp_path).returncode == 1
     by_time = sorted(specs, key=lambda s: s.start)
+
+    def named(kind: str, value: str) -> str:
+        return ref(store, kind, value) if mode == "private" else value
+
+    def run_id(spec: trace_runs.Spec) -> str:
+        return named("run", spec.run_id)
 
     listed = ioa(["trace", "query", "--list"], tmp_path).stdout.decode()
     assert {line.split(":")[0].split()[0] for line in listed.splitlines()} == {
@@ -477,7 +561,7 @@ def test_each_shipped_query_against_an_independent_computation(tmp_path: Path) -
 
     assert [(r["runId"], r["result"], r["verdicts"], r["judgedBy"])
             for r in query(store, tmp_path, "runs")] == [
-        (s.run_id, trace_runs.run_result(s, declared2), 2, "reaudit") for s in by_time]
+        (run_id(s), trace_runs.run_result(s, declared2), 2, "reaudit") for s in by_time]
 
     undeclared: dict[tuple[str, str], list[trace_runs.Spec]] = {}
     for spec in specs:
@@ -493,8 +577,8 @@ def test_each_shipped_query_against_an_independent_computation(tmp_path: Path) -
 
     spans = query(store, tmp_path, "violation_span")
     assert [(r["agentId"], r["name"], r["runs"], r["firstRun"], r["lastRun"]) for r in spans] == [
-        (agent, tool, len(found), min(found, key=lambda s: s.start).run_id,
-         max(found, key=lambda s: s.start).run_id)
+        (agent, tool, len(found), run_id(min(found, key=lambda s: s.start)),
+         run_id(max(found, key=lambda s: s.start)))
         for (agent, tool), found in sorted(undeclared.items())]
 
     def counts(declared: dict[str, tuple[str, ...]]) -> dict[str, int]:
@@ -503,14 +587,15 @@ def test_each_shipped_query_against_an_independent_computation(tmp_path: Path) -
 
     assert [(r["manifests"], r["runs"], r["compatible"], r["incompatible"], r["indeterminate"],
              r["firstAudit"]) for r in query(store, tmp_path, "manifest_revisions")] == [
-        (str(folder), 40, *counts(declared).values(), at)
+        (named("file", str(folder)), 40,
+         *counts(declared).values(), at)
         for folder, declared, at in ((first, trace_runs.DECLARED, AT), (second, declared2, LATER))]
 
     for a, b in ((by_time[0], by_time[1]), (by_time[3], by_time[17]), (by_time[5], by_time[5]),
                  (by_time[8], by_time[39])):
         results_a = trace_runs.agent_results(a, declared2)
         results_b = trace_runs.agent_results(b, declared2)
-        expected = [{"runA": a.run_id, "runB": b.run_id, "agentId": agent,
+        expected = [{"runA": run_id(a), "runB": run_id(b), "agentId": agent,
                      "resultA": results_a.get(agent, "absent"),
                      "resultB": results_b.get(agent, "absent")}
                     for agent in sorted(set(results_a) | set(results_b))

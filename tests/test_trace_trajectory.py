@@ -326,8 +326,10 @@ def test_a_call_with_its_trajectory_weighs_three_against_max_kg_calls(tmp_path: 
 
 
 def feed(paths: list[Any], store: Path, cwd: Path, *more: Any) -> subprocess.CompletedProcess[bytes]:
-    return ioa(["trace", *paths, "--store", store, "--no-shapes", "--format", "json", "--at", AT,
-                *more], cwd)
+    """A plain store (its rows name calls and runs as the traces do, which these tests
+    compare); the private default keys them (tests/test_trace_store_private.py)."""
+    return ioa(["trace", *paths, "--store", store, "--store-plain-ids", "--no-shapes",
+                "--format", "json", "--at", AT, *more], cwd)
 
 
 def query(store: Path, cwd: Path, name: str = "undeclared_flow") -> list[dict[str, Any]]:

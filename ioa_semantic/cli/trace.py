@@ -18,10 +18,19 @@ from .._status import ExitStatus
 from .parsing import _instant, _positive
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..trace.audit import RunAudit
     from ..trace.declarations import Declarations
+    from ..trace.events import Fold, Run, Source
     from ..trace.privacy import Disclosure
+    from ..trace.state import Cursor
     from ..trace.store import Feed
+
+    # What consuming the inputs leaves: a run already (an input that cannot be read), or an
+    # input and its fold, of which runs are built through a disclosure (the report's, and a
+    # private store's own).
+    Consumed = list[Run | tuple[Source, Fold]]
 
 # Calls of a run the SHACL check takes on: pyshacl costs 15-25 ms a call on this 2-core
 # machine (docs: README, Limits and guarantees), and a larger run would pass the 2 s bound.
@@ -81,7 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="copy prompts, inputs and outputs into the report "
                              "(default: digests and character counts only)")
     parser.add_argument("--opaque-ids", action="store_true",
-                        help="replace agent, run and call identifiers by keyed opaque references")
+                        help="replace agent, run and call identifiers in the report and the "
+                             "emitted graph by keyed opaque references (a --store is private "
+                             "whatever this says)")
     parser.add_argument("--opaque-key", metavar="FILE",
                         help="the key for --opaque-ids (default: $IOA_CHECK_OPAQUE_KEY, else a "
                              "random key, so references hold within one invocation only)")
@@ -106,7 +117,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", metavar="DIR",
                         help="a durable trace knowledge graph (an Oxigraph store, created if "
                              "absent): each run's graph, record and verdict are added to it, "
-                             "and the consumer cursor lives in it (not with --state)")
+                             "and the consumer cursor lives in it (not with --state); private: "
+                             "run ids, call ids, paths and undeclared agents are stored as "
+                             "references keyed with the store's own key (DIR/"
+                             "ioa-check-trace-store.key, made with the store)")
+    parser.add_argument("--store-plain-ids", action="store_true",
+                        help="make (or feed) a --store that keeps run ids, call ids, paths and "
+                             "agent names as the traces have them; a store keeps the mode it "
+                             "was made in")
     parser.add_argument("--consumer", metavar="KEY",
                         help="the --store cursor's consumer key (default: ioa-check-trace)")
     parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
@@ -152,8 +170,9 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--store: the store's path is empty")
     if opts.store and opts.state:
         parser.error("--store keeps the cursor in the store: --state is for runs without one")
-    if (opts.consumer is not None or opts.at is not None) and not opts.store:
-        parser.error("--consumer and --at go with --store")
+    if (opts.consumer is not None or opts.at is not None or opts.store_plain_ids) and (
+            not opts.store):
+        parser.error("--consumer, --at and --store-plain-ids go with --store")
     if opts.trajectory and opts.no_shapes and not (opts.emit_kg or opts.store):
         parser.error("--trajectory builds the trajectory into the knowledge graph: it goes "
                      "with the SHACL check (without --no-shapes), --emit-kg or --store")
@@ -191,65 +210,96 @@ def _disclosure(opts: argparse.Namespace) -> Disclosure:
     return Disclosure.opaque(key, opts.include_content)
 
 
-def _run(opts: argparse.Namespace) -> int:  # noqa: C901
-    from .._findings import Verdict
-    from ..reporters.trace import REPORTERS
-    from ..trace.audit import audit
+def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declarations:
+    """The declarations given, their findings worded through ``disclose``."""
     from ..trace.declarations import (
         Declarations,
         read_bindings,
         read_manifests,
         read_registrations,
     )
-    from ..trace.events import Fold, Source, build, otlp_runs, resolve, unreadable
-    from ..trace.graph import build as build_graph
-    from ..trace.graph import check, emit, shapes_not_run
-    from ..trace.state import Cursor, StateError, consume
 
-    disclose = _disclosure(opts)
-    declarations = Declarations(
+    return Declarations(
         manifests=read_manifests(opts.manifests, disclose) if opts.manifests else None,
         bindings=read_bindings(opts.bindings) if opts.bindings else None,
         registrations=read_registrations(opts.registrations, opts.profile, disclose)
         if opts.registrations else None)
+
+
+def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
+    from .._codes import finding
+    from ..trace.events import Fold, resolve, unreadable
+    from ..trace.state import StateError, consume
+
     sources = [resolve(path) for path in opts.paths]
     keys = [s.key for s in sources if s.problem is None]
     if len(keys) != len(set(keys)):
         raise StateError("the same trace is given twice")
-    cursor = Cursor(opts.state, opts.include_content) if opts.state else None
-    feed = _feed(opts, disclose) if opts.store else None
-    if feed is not None:
-        cursor = feed.cursor
-    runs = []
-    # OTLP inputs are read together: one trace's spans may be in several files.
-    spans: list[tuple[Source, Fold]] = []
-    spans_at = 0  # their runs take the place of the first OTLP input
+    consumed: Consumed = []
     try:
         if cursor is not None:
             cursor.open()
         for source in sources:
             if source.problem is not None:
-                runs.append(unreadable(source))
+                consumed.append(unreadable(source))
                 continue
             fold = Fold(opts.include_content)
             try:
                 consume(source, fold, cursor, opts.batch_size, opts.max_line_bytes)
             except OSError as exc:
-                from .._codes import finding
-
-                runs.append(unreadable(source._replace(problem=finding(
+                consumed.append(unreadable(source._replace(problem=finding(
                     "json.unreadable", f"{source.given}: cannot be read: {exc.strerror}"))))
                 continue
-            if fold.format == "otlp":
-                if not spans:
-                    spans_at = len(runs)
-                spans.append((source, fold))
-            else:
-                runs.append(build(source, fold, disclose))
+            consumed.append((source, fold))
     finally:
         if cursor is not None:
             cursor.close()
+    return consumed
+
+
+def _runs(consumed: Consumed, disclose: Disclosure,
+          named: Callable[[Source, Disclosure], Source] | None = None) -> list[Run]:
+    """The runs of what was consumed, worded through ``disclose``, each input named by
+    ``named`` (a private store names it by its reference)."""
+    from ..trace.events import Run, build, otlp_runs
+
+    runs: list[Run] = []
+    # OTLP inputs are read together: one trace's spans may be in several files.
+    spans: list[tuple[Source, Fold]] = []
+    spans_at = 0  # their runs take the place of the first OTLP input
+    for item in consumed:
+        if isinstance(item, Run):  # a NamedTuple: told from a pair by its class
+            runs.append(item)
+            continue
+        source, fold = item
+        if named is not None:
+            source = named(source, disclose)
+        if fold.format == "otlp":
+            if not spans:
+                spans_at = len(runs)
+            spans.append((source, fold))
+        else:
+            runs.append(build(source, fold, disclose))
     runs[spans_at:spans_at] = otlp_runs(spans, disclose) if spans else []
+    return runs
+
+
+def _run(opts: argparse.Namespace) -> int:
+    from .._findings import Verdict
+    from ..reporters.trace import REPORTERS
+    from ..trace.audit import audit
+    from ..trace.graph import build as build_graph
+    from ..trace.graph import check, emit, shapes_not_run
+    from ..trace.state import Cursor, StateError
+
+    disclose = _disclosure(opts)
+    declarations = _declarations(opts, disclose)
+    cursor = Cursor(opts.state, opts.include_content) if opts.state else None
+    feed = _feed(opts) if opts.store else None
+    if feed is not None:
+        cursor = feed.cursor
+    consumed = _consume(opts, cursor)
+    runs = _runs(consumed, disclose)
     seen: dict[str, str] = {}
     for run in runs:
         if not run.calls:
@@ -302,25 +352,35 @@ def _run(opts: argparse.Namespace) -> int:  # noqa: C901
                   file=sys.stderr)
             return 2
     if feed is not None:
-        _record(feed, opts, declarations, disclose, [r for r, _ in results])
+        _record(feed, opts, consumed, declarations, disclose, [r for r, _ in results])
     REPORTERS[opts.format](results, sys.stdout, disclose)
     verdicts: list[Verdict] = [r.verdict for r, _ in results]
     return max(ExitStatus.of(v) for v in verdicts)
 
 
-def _feed(opts: argparse.Namespace, disclose: Disclosure) -> Feed:
+def _feed(opts: argparse.Namespace) -> Feed:
     """The ``--store`` being fed (its lock taken), with the cursor of ``--consumer``."""
     from ..trace.store import DEFAULT_CONSUMER, Feed
 
-    stable = bool(opts.opaque_key or os.environb.get(b"IOA_CHECK_OPAQUE_KEY"))
     return Feed(opts.store, opts.consumer if opts.consumer is not None else DEFAULT_CONSUMER,
-                disclose, stable, opts.trajectory)
+                opts.store_plain_ids, opts.include_content, opts.trajectory)
 
 
-def _record(feed: Feed, opts: argparse.Namespace, declarations: Declarations,
-            disclose: Disclosure, audits: list[RunAudit]) -> None:
-    from ..trace.store import basis
+def _record(feed: Feed, opts: argparse.Namespace, consumed: Consumed,
+            declarations: Declarations, disclose: Disclosure, audits: list[RunAudit]) -> None:
+    """The runs recorded as the store keeps them. A store that shows identities as the
+    report does takes the report's audits; otherwise the declarations are read and the runs
+    built again through the store's disclosure, so that nothing the report names and the
+    store does not (a path in a finding, an agent in a reason) reaches the store."""
+    from ..trace.store import Judged, basis
 
-    grounds = basis(declarations, disclose, opts.manifests, opts.registrations, opts.bindings,
+    kept = feed.disclosure(declarations)
+    if not feed.private and disclose.key is None:
+        judged = Judged(audits, [a.run for a in audits], declarations, kept)
+        read = declarations
+    else:
+        read = _declarations(opts, kept)
+        judged = feed.judged(_runs(consumed, feed.keys, feed.source), read, kept)
+    grounds = basis(read, kept, opts.manifests, opts.registrations, opts.bindings,
                     opts.profile)
-    feed.record(audits, declarations, grounds, opts.at)
+    feed.record(judged, grounds, opts.at, [a.run.ident for a in audits])

@@ -79,11 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     reaudit.add_argument("--bindings", metavar="FILE", help="as for ioa-check trace")
     reaudit.add_argument("--profile", metavar="NAME|PATH", help="as for ioa-check trace")
     reaudit.add_argument("--run", action="append", dest="runs", metavar="RUN",
-                         help="only this run (its id; repeatable; default: every stored run)")
+                         help="only this run (its id as the trace has it, or its reference "
+                              "in a private store; repeatable; default: every stored run)")
     reaudit.add_argument("--opaque-key", metavar="FILE",
-                         help="the key runs stored with --opaque-ids were stored with "
-                              "(default: $IOA_CHECK_OPAQUE_KEY); their declarations are matched "
-                              "through it")
+                         help="for a store made with --opaque-ids before stores were private "
+                              "(version 1): the key its runs were stored with (default: "
+                              "$IOA_CHECK_OPAQUE_KEY); their declarations are matched through "
+                              "it. A private store uses its own key")
     reaudit.add_argument("--at", type=_instant, metavar="TIMESTAMP",
                          help="the audit instant the new verdicts record (default: now)")
     reaudit.add_argument("--format", choices=("json", "text"), default="text",
@@ -126,7 +128,14 @@ def run(argv: Sequence[str]) -> int:
 
 def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .._exceptions import ConfigurationError
-    from ..trace.history import QueryError, ask, ask_bounded, named_queries, parameters
+    from ..trace.history import (
+        QueryError,
+        ask,
+        ask_bounded,
+        named_queries,
+        parameters,
+        run_parameters,
+    )
     from ..trace.store import TraceStore
 
     shipped = named_queries()
@@ -144,9 +153,10 @@ def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 text = handle.read()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigurationError(f"--sparql {opts.sparql} cannot be read: {exc}") from None
-        required = parameters(text)
+        required, runs = parameters(text), run_parameters(text)
     elif opts.name in shipped:
-        text, required = shipped[opts.name].text, shipped[opts.name].parameters
+        query = shipped[opts.name]
+        text, required, runs = query.text, query.parameters, query.runs
     else:
         raise QueryError(f"no shipped query {opts.name!r}; the shipped ones: "
                          + ", ".join(shipped))
@@ -155,9 +165,9 @@ def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--param names one variable twice")
     if opts.sparql is not None:  # the user's own: bounded, and run where it can be stopped
         answer = ask_bounded(opts.store, text, given, required, opts.timeout,
-                             opts.max_rows)
+                             opts.max_rows, runs)
     else:
-        answer = ask(TraceStore(opts.store, create=False), text, given, required)
+        answer = ask(TraceStore(opts.store), text, given, required, runs=runs)
     if opts.format == "json":
         for row in answer.rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -222,7 +232,7 @@ def _reaudit(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return declarations, basis(declarations, disclose, opts.manifests, opts.registrations,
                                    opts.bindings, opts.profile)
 
-    store = TraceStore(opts.store, create=False)
+    store = TraceStore(opts.store)
     judged = reaudit(store, grounds, opts.at, opts.runs, _key(opts.opaque_key))
     start = 0
     for index in range(1, len(judged) + 1):  # runs shown alike are reported together

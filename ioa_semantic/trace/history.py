@@ -10,9 +10,16 @@ Revalidation (draft section 5): when a manifest or a registration changes, the s
 are judged again against the new declarations from their stored records, without reading
 their event files; each new verdict is appended beside the old ones, which stay. A run whose
 current verdict was judged against exactly these declarations (the same files, byte for
-byte) gets no second one, so an interrupted reaudit is simply run again. A run stored under
-``--opaque-ids`` is judged against declarations pseudonymized with the key it was stored with
-(told by the key's fingerprint in its record), or refused.
+byte) gets no second one, so an interrupted reaudit is simply run again. A run of a private
+store is judged under the store's own key: the declarations' paths keyed, the references of
+the agent names they publish turned back into the names (:func:`~.store.revealed`), so that
+an agent declared since it was stored is matched. A run stored under ``--opaque-ids`` (a
+store of version 1) is judged against declarations pseudonymized with the key it was stored
+with (told by the key's fingerprint in its record), or refused.
+
+A parameter declared ``#param NAME:run`` is a run id: on a private store the id given is
+keyed with the store's key (a reference ``run-…`` is taken as it is), so that a user names
+runs by the ids their traces have.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from .. import data
 from .._exceptions import ConfigurationError
 from .audit import RunAudit, audit
 from .declarations import Declarations
-from .privacy import Disclosure
+from .events import Run
+from .privacy import Disclosure, Private
 from .store import (
     VERDICTS,
     Basis,
@@ -39,13 +47,20 @@ from .store import (
     instant_literal,
     key_fingerprint,
     opaque_declarations,
+    published,
     record_run,
+    revealed,
     run_from_record,
     term,
 )
 
 PREFIX = "trace_history_"
-_PARAMETER = re.compile(r"^#param\s+([A-Za-z_][A-Za-z0-9_]*)\s*(.*)$", re.MULTILINE)
+# "#param NAME description", or "#param NAME:run description" for a run id.
+_PARAMETER = re.compile(r"^#param\s+([A-Za-z_][A-Za-z0-9_]*)(?::([a-z]+))?\s*(.*)$",
+                        re.MULTILINE)
+KINDS = ("run",)
+# A run's reference in a private store (Disclosure's "run-" and 20 hex digits).
+_RUN_REFERENCE = re.compile(r"run-[0-9a-f]{20}")
 
 
 class QueryError(ConfigurationError):
@@ -58,10 +73,37 @@ class NamedQuery(NamedTuple):
     summary: str
     parameters: dict[str, str]  # name -> what it is
     text: str
+    runs: frozenset[str]  # the parameters that are run ids
 
 
 def parameters(text: str) -> dict[str, str]:
-    return {m.group(1): m.group(2).strip() for m in _PARAMETER.finditer(text)}
+    return {m.group(1): m.group(3).strip() for m in _PARAMETER.finditer(text)}
+
+
+def run_parameters(text: str) -> frozenset[str]:
+    """The parameters ``text`` declares as run ids (``#param NAME:run``); another kind is a
+    :class:`QueryError`."""
+    out = set()
+    for match in _PARAMETER.finditer(text):
+        kind = match.group(2)
+        if kind is not None and kind not in KINDS:
+            raise QueryError(f"#param {match.group(1)}:{kind}: the kinds of a parameter are "
+                             + ", ".join(KINDS))
+        if kind == "run":
+            out.add(match.group(1))
+    return frozenset(out)
+
+
+def stored_ids(store: TraceStore, given: dict[str, str], runs: frozenset[str]) -> dict[str, str]:
+    """``given`` with each run id among ``runs`` as the store names it: keyed with a private
+    store's key, unless it is a reference already."""
+    ids = {name for name, value in given.items()
+           if name in runs and not _RUN_REFERENCE.fullmatch(value)}
+    if not store.private or not ids:
+        return given
+    keyed = Private(store.key())
+    return {name: keyed.keyed("run", value) if name in ids else value
+            for name, value in given.items()}
 
 
 def _first_clause(text: str) -> str:
@@ -88,7 +130,7 @@ def named_queries() -> dict[str, NamedQuery]:
             comments.append(line.lstrip("# ").strip())
         summary = _first_clause(" ".join(comments))
         name = stem.removeprefix(PREFIX)
-        out[name] = NamedQuery(name, summary, parameters(text), text)
+        out[name] = NamedQuery(name, summary, parameters(text), text, run_parameters(text))
     return out
 
 
@@ -182,10 +224,13 @@ def _in_variable(text: str, start: int) -> bool:
 
 
 def ask(store: TraceStore, text: str, given: dict[str, str],
-        required: dict[str, str] | None = None, max_rows: int | None = None) -> Answer:
-    """Run ``text`` on ``store`` with the parameters ``given``; every ``required`` one must be.
-    More than ``max_rows`` rows is a :class:`QueryError`."""
+        required: dict[str, str] | None = None, max_rows: int | None = None,
+        runs: frozenset[str] = frozenset()) -> Answer:
+    """Run ``text`` on ``store`` with the parameters ``given``; every ``required`` one must be,
+    and those named in ``runs`` are run ids (:func:`stored_ids`). More than ``max_rows`` rows
+    is a :class:`QueryError`."""
     _checked(given, required)
+    given = stored_ids(store, given, runs)
     try:
         result = store.query(text, given)
     except SyntaxError as exc:
@@ -216,7 +261,7 @@ def ask(store: TraceStore, text: str, given: dict[str, str],
 
 def ask_bounded(path: str, text: str, given: dict[str, str],
                 required: dict[str, str] | None = None, timeout: float = TIMEOUT,
-                max_rows: int = MAX_ROWS) -> Answer:
+                max_rows: int = MAX_ROWS, runs: frozenset[str] = frozenset()) -> Answer:
     """A user's query on the store at ``path``: refused if it names ``SERVICE``, else run in
     a child process that opens the store, so that a query still running after ``timeout``
     seconds is ended (SIGKILL: Oxigraph cannot interrupt a query in-process), and with it
@@ -233,7 +278,8 @@ def ask_bounded(path: str, text: str, given: dict[str, str],
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [root, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    request = json.dumps({"store": path, "text": text, "given": given, "max_rows": max_rows})
+    request = json.dumps({"store": path, "text": text, "given": given, "max_rows": max_rows,
+                          "runs": sorted(runs)})
     child = subprocess.Popen(
         [sys.executable, "-c", "from ioa_semantic.trace.history import _child; _child()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
@@ -283,8 +329,8 @@ def _child() -> None:
     request = json.loads(sys.stdin.read())
     reply: dict[str, Any]
     try:
-        answer = ask(TraceStore(request["store"], create=False), request["text"],
-                     request["given"], None, request["max_rows"])
+        answer = ask(TraceStore(request["store"]), request["text"], request["given"], None,
+                     request["max_rows"], frozenset(request["runs"]))
         reply = {"variables": answer.variables, "rows": answer.rows}
     except StoreUnavailable as exc:
         reply = {"error": str(exc), "kind": "unavailable"}
@@ -305,11 +351,52 @@ class Rejudged(NamedTuple):
     disclose: Disclosure  # how its identities are shown
 
 
+class Stored(NamedTuple):
+    """A stored run as a reaudit reads it."""
+
+    record: str  # the record's text
+    run: Run
+    mode: str  # "plain", "opaque" (version 1, a key of the user's) or "private"
+
+
+def _modes(store: TraceStore, graph: str, record: dict[str, Any], key: bytes | None) -> str:
+    """How a stored record was disclosed, held to what the store and the key given say."""
+    mode = record["mode"]
+    if not isinstance(mode, str):
+        raise TypeError(mode)
+    name = graph.rpartition(":")[2]
+    if mode.startswith("private:"):
+        if mode != store.mode:
+            raise StoreError(f"the record of run {name} in {store.path} was stored under another "
+                             "key than the store's: no run was judged again")
+        return "private"
+    if store.private:
+        raise StoreError(f"the record of run {name} in {store.path} is not a private one, in a "
+                         "private store: no run was judged again")
+    if not mode.startswith("opaque:"):
+        return "plain"
+    fingerprint = mode.removeprefix("opaque:").partition("+")[0]
+    if key is None:
+        raise StoreError(
+            f"run {name} was stored with --opaque-ids: its record names agents and calls by "
+            "keyed references only; give the key it was stored with (--opaque-key FILE or "
+            "$IOA_CHECK_OPAQUE_KEY), so that the declarations can be matched to them")
+    if key_fingerprint(key) != fingerprint:
+        raise StoreError(f"run {name} was stored with --opaque-ids under another key than the "
+                         "one given")
+    return "opaque"
+
+
 def stored(store: TraceStore, wanted: list[str] | None = None,
-           key: bytes | None = None) -> list[tuple[str, Any, bool]]:
-    """The stored runs (``wanted``: only the runs of these ids) as (record text, Run, opaque);
-    every one is checked before any is judged again. A run stored under ``--opaque-ids``
-    needs the key it was stored with."""
+           key: bytes | None = None) -> list[Stored]:
+    """The stored runs (``wanted``: only the runs of these ids, or, in a private store,
+    their references); every one is checked before any is judged again. A run stored under
+    ``--opaque-ids`` needs the key it was stored with; a private store's runs, the store's."""
+    names = {value: value for value in wanted or ()}
+    if wanted and store.private:
+        keyed = Private(store.key())
+        names.update({keyed.keyed("run", value): value for value in wanted
+                      if not _RUN_REFERENCE.fullmatch(value)})
     missing = set(wanted or ())
     out = []
     recorded: set[str] = set()
@@ -318,30 +405,16 @@ def stored(store: TraceStore, wanted: list[str] | None = None,
         try:
             record = json.loads(text)
             run = run_from_record(record["run"])
-            mode: str = record["mode"]
-            if not isinstance(mode, str):
-                raise TypeError(mode)
+            mode = _modes(store, graph, record, key)
         except (ValueError, KeyError, TypeError, AttributeError):
             raise StoreError(
                 f"the record of run {graph.rpartition(':')[2]} in {store.path} is damaged (not "
                 "a run record of this ioa-check): no run was judged again; feed its input "
                 "again to rewrite it, or reaudit the others with --run") from None
-        if wanted is not None and run.ident not in wanted:
+        if wanted is not None and run.ident not in names:
             continue
-        missing.discard(run.ident)
-        opaque = mode.startswith("opaque:")
-        if opaque:
-            fingerprint = mode.removeprefix("opaque:").partition("+")[0]
-            if key is None:
-                raise StoreError(
-                    f"run {run.ident} was stored with --opaque-ids: its record names agents "
-                    "and calls by keyed references only; give the key it was stored with "
-                    "(--opaque-key FILE or $IOA_CHECK_OPAQUE_KEY), so that the declarations "
-                    "can be matched to them")
-            if key_fingerprint(key) != fingerprint:
-                raise StoreError(f"run {run.ident} was stored with --opaque-ids under another "
-                                 "key than the one given")
-        out.append((text, run, opaque))
+        missing.discard(names.get(run.ident, run.ident))
+        out.append(Stored(text, run, mode))
     if missing:
         raise StoreError(f"{store.path} holds no run {', '.join(sorted(missing))}")
     if wanted is None:
@@ -363,32 +436,65 @@ def stored(store: TraceStore, wanted: list[str] | None = None,
 Grounds = Callable[[Disclosure], tuple[Declarations, Basis]]
 
 
+class _Judging:
+    """The declarations of a reaudit, read once for each way runs were stored."""
+
+    def __init__(self, store: TraceStore, grounds: Grounds, key: bytes | None) -> None:
+        self.store = store
+        self.grounds = grounds
+        self.key = key
+        self._plain: tuple[Declarations, Basis] | None = None
+        self._opaque: tuple[Declarations, Basis] | None = None
+        self._private: tuple[Declarations, Basis, Private] | None = None
+
+    def plain(self) -> tuple[Declarations, Basis]:
+        if self._plain is None:
+            self._plain = self.grounds(Disclosure(None))
+        return self._plain
+
+    def opaque(self) -> tuple[Declarations, Basis]:
+        if self._opaque is None:
+            assert self.key is not None
+            read, basis = self.grounds(Disclosure(self.key))
+            self._opaque = (opaque_declarations(read, Disclosure(self.key)), basis)
+        return self._opaque
+
+    def private(self) -> tuple[Declarations, Basis, Private]:
+        """Under the store's key, the names the declarations publish readable: the plain
+        reading tells which those are."""
+        if self._private is None:
+            agents, systems = published(self.plain()[0])
+            keyed = Private(self.store.key(), agents, systems)
+            read, basis = self.grounds(keyed)
+            self._private = (opaque_declarations(read, keyed), basis, keyed)
+        return self._private
+
+
 def reaudit(store: TraceStore, grounds: Grounds, at: datetime | None,
             runs: list[str] | None = None, key: bytes | None = None) -> list[Rejudged]:
     """Every stored run (or those of ``runs``) judged against the declarations ``grounds``
     reads (worded through the disclosure it is given), the new verdicts appended, one
-    transaction a run. A run stored under ``--opaque-ids`` is judged against the
-    declarations with their names replaced by the references of ``key``, as it was loaded."""
+    transaction a run. A run of a private store is judged under the store's key
+    (:meth:`_Judging.private`); one stored under ``--opaque-ids`` against the declarations
+    with their names replaced by the references of ``key``, as it was loaded."""
     instant = instant_literal(at)
-    plain: tuple[Declarations, Basis] | None = None
-    keyed: tuple[Declarations, Basis] | None = None
+    reading = _Judging(store, grounds, key)
     out = []
-    for text, run, opaque in stored(store, runs, key):
-        if opaque:
-            assert key is not None
-            if keyed is None:
-                read, basis = grounds(Disclosure(key))
-                keyed = (opaque_declarations(read, Disclosure(key)), basis)
-            declarations, basis = keyed
-            disclose: Disclosure = Pseudonymous()
+    for text, run, mode in stored(store, runs, key):
+        disclose: Disclosure
+        if mode == "private":
+            declarations, basis, keyed = reading.private()
+            run = revealed(run, keyed)
+            disclose = Pseudonymous()
+        elif mode == "opaque":
+            declarations, basis = reading.opaque()
+            disclose = Pseudonymous()
         else:
-            if plain is None:
-                plain = grounds(Disclosure(None))
-            declarations, basis = plain
+            declarations, basis = reading.plain()
             disclose = Disclosure(None)
         result = audit(run, declarations, disclose)
         written = record_run(store, result, declarations, disclose, basis, instant,
-                             "reaudit", None, stored_record=text)
+                             "reaudit", None, mode, stored_record=text)
         out.append(Rejudged(result, bool(written), disclose))
     store.flush()
     return out

@@ -8,7 +8,9 @@ call identifiers appear in reports and in the emitted graph through a :class:`Di
 which either shows them or replaces them by keyed opaque references (HMAC-SHA256): the same
 identifier under the same key always gives the same reference, so reports stay joinable
 without naming anyone. Call identifiers are covered too, because runtimes build them from
-agent names (``moderator-u1-exec``).
+agent names (``moderator-u1-exec``). A private trace store writes through :class:`Private`,
+under a key of its own: everything that identifies a run, a person or a machine keyed, the
+names the declarations publish as they are.
 """
 
 from __future__ import annotations
@@ -111,3 +113,50 @@ class Disclosure:
         """A structural type that is not an agent: ``tool``, ``llm``, ``processing`` or ``mas``."""
         shown = self.tool(name) if kind == "tool" else self.mas(name) if kind == "mas" else name
         return f"{IRI_BASE}{kind}:{quote(shown, safe='')}"
+
+
+class Private(Disclosure):
+    """The disclosure of a private trace store: a keyed reference, under the store's own key,
+    for everything that identifies a run, a person or a machine; the names the declarations
+    publish as they are.
+
+    Keyed: run, session and trace ids, call and span ids, file paths (:meth:`path`), response
+    ids (:meth:`response`), digests of free text (:meth:`text`), consumer keys
+    (:meth:`consumer`), and every agent or MAS name that ``agents`` and ``systems`` (the
+    names the declarations given publish) do not hold: an agent only the trace names may be
+    named after a person or an instance. Tool and model names stay, declared or not: they
+    are what the audit judges (the canonical trace ontology keeps a durable tool call's
+    ``tool_name`` too), except the agent a ``delegate_to_<agent>`` tool names.
+    """
+
+    def __init__(self, key: bytes, agents: frozenset[str] = frozenset(),
+                 systems: frozenset[str] = frozenset()) -> None:
+        super().__init__(key)
+        self.agents = agents
+        self.systems = systems
+
+    def keyed(self, kind: str, value: str) -> str:
+        """``value``'s reference of ``kind`` whatever the declarations publish (a reaudit
+        maps the references of names published since back to the names)."""
+        return self._ref(kind, value)
+
+    def agent(self, agent_id: str) -> str:
+        return agent_id if agent_id in self.agents else self._ref("agent", agent_id)
+
+    def mas(self, name: str) -> str:
+        # mas-lab names a MAS after its root agent when run_info.json is absent.
+        return name if name in self.systems or name in self.agents else self._ref("mas", name)
+
+    def response(self, response_id: str) -> str:
+        """A provider's response id: it joins the call to the provider's logs."""
+        return self._ref("response", response_id)
+
+    def text(self, sha256: str) -> str:
+        """A digest of free text, keyed: a plain SHA-256 of a short prompt can be confirmed
+        by anyone who guesses the prompt."""
+        return self._ref("text", sha256)
+
+    def consumer(self, name: str) -> str:
+        """A cursor's consumer key (the canonical trace ontology: "the consumer key is an
+        opaque reference"); a team or a host often names it."""
+        return self._ref("consumer", name)

@@ -6,7 +6,7 @@ reads (the canonical trace ontology's "one durable graph"):
 * **one named graph per run**, named by the run's IRI (``urn:ioa-trace:run:<run>``, which is
   also its ``mas:Session`` node): the run's knowledge graph exactly as ``--emit-kg`` builds it,
   and the run record, what the audit needs of the run (its calls after privacy: digests and
-  counts, text only when the run was loaded with ``--include-content``), so that the run can
+  counts, text only in a plain store loaded with ``--include-content``), so that the run can
   be judged again without reading its events (``trace reaudit``);
 * **verdict nodes** in the graph ``urn:ioa-trace:verdicts``, append-only: which run (and which
   record of it, by digest) was judged, against which manifests, registrations and bindings
@@ -24,21 +24,36 @@ graph, record and verdict are derived from the checkpoints and written in one tr
 a rerun rebuilds whatever the crash left unwritten. RocksDB's lock file makes a second writer
 fail at once; that is :class:`StoreUnavailable` (exit status 74), never a wait.
 
-With ``--opaque-ids`` (which needs a stable key here: references made with a random key would
-never join across runs) everything stored carries keyed references only: the run record is
-pseudonymized with the same key the graph and the reasons are, inputs are named by ``file-…``
-references, and checkpoints hold positions without the fold (which names agents and calls),
-so an interrupted input is read again from its start. A reaudit matches such a run to
-declarations pseudonymized with the same key (:func:`opaque_declarations`).
+**Private by default** (the canonical trace ontology's "Identity and privacy"): a new store
+gets a key of its own, 32 random bytes in ``DIR/ioa-check-trace-store.key`` (mode 0600,
+outside the graph), and everything stored that identifies a run, a person or a machine is a
+reference keyed with it (:class:`~.privacy.Private`): run, session and call ids, input and
+declaration file paths, response ids, digests of free text, consumer keys, and agent and MAS
+names that the declarations do not publish. The store's mode (``private:<fingerprint of the
+key>``) and version are in the graph ``urn:ioa-trace:store``, so a replaced key is told and
+refused. Runs are judged for the store as it keeps them (:meth:`Feed.judged`): the run with
+its references (:func:`private_run`), the declarations with their paths keyed
+(:func:`opaque_declarations`), so that the verdict's reasons name nothing the graph does not.
+Checkpoints of a private store hold positions and keyed prefix digests without the fold
+(which names agents and calls), so an interrupted input is read again from its start.
+
+``--store-plain-ids`` makes a store that keeps identities as the trace has them (mode
+``plain``); the two modes never mix. Stores of version 1 (before stores were private) are
+read as they were; a plain one is fed only with ``--store-plain-ids``, one made with
+``--opaque-ids`` (references under a key of the user's) is no longer fed, and its runs are
+judged again under that key (:func:`opaque_declarations`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import hmac
 import json
 import os
 import signal
+import stat
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -50,13 +65,24 @@ from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Severity, Verdict
 from .._version import __version__
 from .audit import AgentAudit, RunAudit, Use
+from .audit import audit as judge
 from .declarations import Declarations
 from .events import Call, Fold, Run, Source
 from .graph import IOAT, MAS, quads
-from .privacy import IRI_BASE, Disclosure
+from .privacy import DELEGATION_PREFIX, IRI_BASE, Disclosure, Private
 from .state import Cursor
 
-STORE_VERSION = 1
+# 2: private by default, the mode recorded when the store is made. 1: plain, or references
+# under a key of the user's (--opaque-ids), the mode recorded by the first feed.
+STORE_VERSION = 2
+READ_VERSIONS = (1, 2)
+PRIVATE, PLAIN = "private", "plain"
+# The store's key: in the store's folder, outside the graph, readable by its owner only.
+KEY_FILE = "ioa-check-trace-store.key"
+KEY_BYTES = 32
+# The key is written here first, then linked to its name: a creation cut short never leaves
+# a key file of fewer bytes.
+_PARTIAL_KEY = f".{KEY_FILE}.partial"
 DEFAULT_CONSUMER = "ioa-check-trace"
 # The calls a verdict's use links to (the run's graph holds them all).
 LINKED_CALLS = 5
@@ -83,6 +109,11 @@ class StoreError(ConfigurationError):
 class StoreUnavailable(IoaSemanticError):
     """The store cannot be opened or written: another process holds it, the folder is not
     writable, the disk is full (exit status 74, the environment's)."""
+
+
+class StoreKeyError(StoreError):
+    """A private store's key file is missing, replaced, truncated, a link, or readable by
+    others (exit status 2: the store cannot be used until its own key is back)."""
 
 
 def term(local: str) -> ox.NamedNode:
@@ -123,46 +154,136 @@ def instant_literal(at: datetime | None) -> ox.Literal:
 
 
 class TraceStore:
-    """An opened store: every write goes through :meth:`commit`, one transaction each."""
+    """An opened store: every write goes through :meth:`commit`, one transaction each.
 
-    def __init__(self, path: str, create: bool = True) -> None:
+    ``create`` is the mode a store made here is made in (:data:`PRIVATE`, ``plain`` or
+    ``plain+content``); None opens an existing store only. A store's mode is ``private:<key
+    fingerprint>`` or ``plain[+content]`` (version 2); a store of version 1 holds ``plain``,
+    ``opaque:<fingerprint>`` (with ``+content``), or no mode at all when it is older than the
+    mode (its records say theirs)."""
+
+    def __init__(self, path: str, create: str | None = None) -> None:
         self.path = path
+        self._key: bytes | None = None
         self.store = _open(path, create)
         _hold()
         self.transactions = 0
         hook = os.environ.get(KILL_AFTER_ENV, "")
         self._kill_after = int(hook) if hook.isdigit() else None
         self._next_verdict: int | None = None
-        marker = ox.Quad(ox.NamedNode(STORE_GRAPH), term("storeVersion"),
-                         _integer(STORE_VERSION), ox.NamedNode(STORE_GRAPH))
+        graph = ox.NamedNode(STORE_GRAPH)
         versions = [lexical(q.object) for q in self.store.quads_for_pattern(
-            ox.NamedNode(STORE_GRAPH), term("storeVersion"), None, ox.NamedNode(STORE_GRAPH))]
+            graph, term("storeVersion"), None, graph)]
         if not versions:
-            if not create or any(True for _ in self.store.quads_for_pattern(None, None, None)):
+            if create is None or any(True for _ in self.store.quads_for_pattern(None, None, None)):
                 raise StoreError(f"{path} is not a trace store of ioa-check (it has no "
                                  "store version)")
-            self.commit([marker])
-        elif versions != [str(STORE_VERSION)]:
+            self._make(create)
+        elif len(versions) != 1 or versions[0] not in map(str, READ_VERSIONS):
             raise StoreError(f"{path} is a trace store of version {', '.join(versions)}; this "
-                             f"ioa-check reads version {STORE_VERSION}")
-
-    def keep_mode(self, mode: str) -> None:
-        """One disclosure per store: the first feed's (plain or under one opaque key, with or
-        without trace text). References under two keys never join, raw identities beside
-        keyed ones undo the keying, and two content settings would rewrite each other's
-        records on every feed."""
-        graph = ox.NamedNode(STORE_GRAPH)
-        held = [lexical(q.object) for q in self.store.quads_for_pattern(
+                             f"ioa-check reads versions {', '.join(map(str, READ_VERSIONS))}")
+        self.version = int(lexical(next(self.store.quads_for_pattern(
+            graph, term("storeVersion"), None, graph)).object))
+        modes = [lexical(q.object) for q in self.store.quads_for_pattern(
             graph, term("mode"), None, graph)]
-        if not held:
-            if any(True for _ in self.store.quads_for_pattern(None, term("runRecord"), None)):
-                return  # a store of before the mode was kept: its records say theirs
-            self.commit([ox.Quad(graph, term("mode"), _text(mode), graph)])
-        elif held != [mode]:
+        if len(modes) > 1 or (self.version > 1 and not modes):
+            raise StoreError(f"{path} is damaged: it records {len(modes)} modes, not one")
+        self.mode: str | None = modes[0] if modes else None
+
+    def _make(self, mode: str) -> None:
+        """A new store: its key (a private one), then its version and mode in one transaction,
+        under the lock. A key file already there (a creation cut short after writing it, or
+        put there for the store to use) is used if it is a key this store can keep."""
+        if mode == PRIVATE:
+            key = read_key(self.path) if os.path.lexists(key_path(self.path)) else _create_key(
+                self.path)
+            with contextlib.suppress(FileNotFoundError):  # a creation cut short left it
+                os.unlink(os.path.join(self.path, _PARTIAL_KEY))
+            mode = f"{PRIVATE}:{key_fingerprint(key)}"
+            self._key = key
+        elif os.path.lexists(key_path(self.path)):
+            raise StoreError(_KEY_WITHOUT_STORE.format(path=self.path))
+        graph = ox.NamedNode(STORE_GRAPH)
+        self.commit([ox.Quad(graph, term("storeVersion"), _integer(STORE_VERSION), graph),
+                     ox.Quad(graph, term("mode"), _text(mode), graph)])
+
+    @property
+    def private(self) -> bool:
+        return self.mode is not None and self.mode.startswith(f"{PRIVATE}:")
+
+    def key(self) -> bytes:
+        """A private store's key, read from its file and held to the fingerprint its mode
+        records (a replaced key is refused, never used: its references would join nothing)."""
+        if self._key is None:
+            assert self.mode is not None and self.private
+            key = read_key(self.path)
+            if key_fingerprint(key) != self.mode.partition(":")[2]:
+                raise StoreKeyError(
+                    f"{key_path(self.path)} is not the key the store {self.path} was made with "
+                    "(it was replaced): its references cannot be made with another key; put "
+                    "the store's own key file back (nothing was written)")
+            self._key = key
+        return self._key
+
+    def admit(self, wanted: str) -> None:
+        """Refuse a feed in another mode than the store's (:data:`PRIVATE` or
+        ``plain[+content]``), before anything is read or written: references beside raw
+        identities undo the keying, and two content settings would rewrite each other's
+        records on every feed. A private store's key is checked here."""
+        if self.version == 1:
+            self._admit_legacy(wanted)
+        elif self.private:
+            if wanted != PRIVATE:
+                raise StoreError(
+                    f"{self.path} is a private store (its identities are references keyed with "
+                    f"its own key, {KEY_FILE}): feed it without --store-plain-ids, or feed "
+                    "another store")
+            self.key()
+        elif wanted == PRIVATE:
             raise StoreError(
-                f"{self.path} holds runs disclosed as {held[0]}; this feed is {mode}: give the "
-                "same --include-content, --opaque-ids and key as the store was made with, or "
-                "use another store")
+                f"{self.path} keeps identities as the traces have them (it was made with "
+                "--store-plain-ids): give --store-plain-ids to feed it, or feed another store "
+                "(private by default)")
+        elif wanted != self.mode:
+            raise StoreError(
+                f"{self.path} holds runs disclosed as {self.mode}; this feed is {wanted}: give "
+                "the same --include-content as the store was made with, or use another store")
+
+    def _admit_legacy(self, wanted: str) -> None:
+        """A store of version 1: a plain one is fed as before, with --store-plain-ids only;
+        one made with --opaque-ids (references under a key of the user's) no longer."""
+        held = [self.mode] if self.mode is not None else self._record_modes()
+        if any(m.startswith("opaque:") for m in held):
+            raise StoreError(
+                f"{self.path} was made with --opaque-ids by an ioa-check of before stores were "
+                "private by default (store version 1): it is no longer fed; `trace query` "
+                "reads it and `trace reaudit --opaque-key FILE` judges its runs again; feed a "
+                "new store, private by default, with a key of its own")
+        if wanted == PRIVATE:
+            raise StoreError(
+                f"{self.path} keeps identities as the traces have them (a store of version 1, "
+                "made before stores were private by default): give --store-plain-ids to go on "
+                "feeding it as it is, or feed a new store (private by default)")
+        graph = ox.NamedNode(STORE_GRAPH)
+        if self.mode is None:
+            if held:
+                return  # a store of before the mode was kept: its records say theirs
+            self.commit([ox.Quad(graph, term("mode"), _text(wanted), graph)])
+            self.mode = wanted
+        elif self.mode != wanted:
+            raise StoreError(
+                f"{self.path} holds runs disclosed as {self.mode}; this feed is {wanted}: give "
+                "the same --include-content as the store was made with, or use another store")
+
+    def _record_modes(self) -> list[str]:
+        """The modes the run records of a version 1 store without a mode name."""
+        modes = []
+        for _, text in self.stored_runs():
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                mode = json.loads(text).get("mode")
+                if isinstance(mode, str):
+                    modes.append(mode)
+        return modes
 
     def commit(self, quads: Iterable[ox.Quad]) -> None:
         """Add ``quads`` in one transaction: all of them are written, or none."""
@@ -195,6 +316,7 @@ class TraceStore:
             self.store.flush()
         except OSError as exc:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
+        forget_info_log(self.path)  # a log RocksDB rolled over since it was opened
 
     def _committed(self) -> None:
         self.transactions += 1
@@ -257,17 +379,16 @@ def _hold() -> None:
         time.sleep(0.01)
 
 
-def _open(path: str, create: bool) -> ox.Store:
-    if os.path.exists(path) and not os.path.isdir(path):
+def _open(path: str, create: str | None) -> ox.Store:
+    if os.path.lexists(path) and not os.path.isdir(path):
         raise StoreError(f"{path} is not a folder, so it cannot be a trace store")
-    if not create and not os.path.isfile(os.path.join(path, "CURRENT")):
+    current = os.path.isfile(os.path.join(path, "CURRENT"))
+    if create is None and not current:
         raise StoreError(f"{path} is not a trace store (no store there)")
-    if create and os.path.isdir(path) and os.listdir(path) and not os.path.isfile(
-            os.path.join(path, "CURRENT")):
-        # A store writes a dozen files into its folder: never into one that holds others.
-        raise StoreError(f"{path} is a folder that holds other files, not a trace store")
+    if not current:
+        _new_folder(path, create == PRIVATE)
     try:
-        return ox.Store(path)
+        store = ox.Store(path)
     except RuntimeError as exc:  # RocksDB's "Corruption: ...": a damaged store
         raise StoreUnavailable(f"the trace store {path} cannot be opened, it is damaged: "
                                f"{str(exc).splitlines()[0][:200]}") from None
@@ -278,6 +399,122 @@ def _open(path: str, create: bool) -> ox.Store:
                 "taken); nothing was read or written: run again when that process is done"
             ) from None
         raise StoreUnavailable(f"the trace store {path} cannot be opened: {exc}") from None
+    forget_info_log(path)
+    return store
+
+
+def forget_info_log(path: str) -> None:
+    """Remove RocksDB's info log from the store's folder (``LOG``, ``LOG.old.*``): each open
+    writes one (about 140 KiB, up to a thousand kept) naming the folder's path and the
+    machine's host name, which a private store must not hold, and RocksDB never reads them.
+    The one this process writes goes on into the unlinked file, so nothing of it stays."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(path):
+            if name == "LOG" or name.startswith("LOG.old."):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(path, name))
+
+
+_KEY_WITHOUT_STORE = (
+    "{path} holds a store key but no store (a private store's creation was cut short): "
+    "feed it without --store-plain-ids, or remove the folder to make a plain store there")
+
+
+def _new_folder(path: str, private: bool) -> None:
+    """The folder a new store is made in: created readable by its owner only, or an empty one
+    (a store writes a dozen files into its folder: never into one that holds others). A
+    store's own key file may be there already (a creation cut short after writing it)."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        held = set(os.listdir(path))
+    except OSError as exc:
+        raise StoreUnavailable(f"the trace store {path} cannot be made: {exc.strerror}") from None
+    if held - {KEY_FILE, _PARTIAL_KEY}:
+        raise StoreError(f"{path} is a folder that holds other files, not a trace store")
+    if KEY_FILE in held and not private:
+        raise StoreError(_KEY_WITHOUT_STORE.format(path=path))
+    if KEY_FILE in held:
+        read_key(path)  # held to the rules before the store writes anything beside it
+
+
+def key_path(path: str) -> str:
+    """The key file of the store at ``path``."""
+    return os.path.join(path, KEY_FILE)
+
+
+def read_key(path: str) -> bytes:
+    """The key of the store at ``path``: a regular file of its own (not a link), owned by
+    this user and readable by its owner only, of :data:`KEY_BYTES` bytes; anything else is
+    a :class:`StoreKeyError` naming what to do."""
+    where = key_path(path)
+    try:
+        # O_NONBLOCK: a FIFO put in its place is refused below, not waited on.
+        handle = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise StoreKeyError(
+            f"{where}, the key of the private store {path}, is missing: its references cannot "
+            "be made without it; put the store's own key file back (nothing was written)"
+        ) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StoreKeyError(
+                f"{where} is a symbolic link: a store's key is a file of its own in the store's "
+                "folder; put the key file itself there (nothing was written)") from None
+        raise StoreUnavailable(f"{where} cannot be read: {exc.strerror}") from None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreKeyError(f"{where} is not a regular file, so it is not the store's key")
+        if info.st_uid != os.geteuid():
+            raise StoreKeyError(f"{where} belongs to another user: a store's key is its "
+                                "owner's (nothing was written)")
+        if info.st_mode & 0o077:
+            raise StoreKeyError(
+                f"{where} can be read or written by others (mode "
+                f"{stat.S_IMODE(info.st_mode):04o}): the key is what keeps the store's "
+                f"references private; make it its owner's only (chmod 600 {where})")
+        data = os.read(handle, KEY_BYTES + 1)
+    except OSError as exc:
+        raise StoreUnavailable(f"{where} cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(handle)
+    if len(data) != KEY_BYTES:
+        raise StoreKeyError(
+            f"{where} holds {len(data) if len(data) <= KEY_BYTES else 'more than ' + str(KEY_BYTES)}"
+            f" bytes, not the {KEY_BYTES} of a store's key (truncated or replaced): put the "
+            "store's own key file back (nothing was written)")
+    return data
+
+
+def _create_key(path: str) -> bytes:
+    """A new store's key: 32 random bytes, written and synced under another name, linked to
+    its own (never over a file there) and the folder synced, so that the store never records
+    the fingerprint of a key its folder could lose in a crash."""
+    partial = os.path.join(path, _PARTIAL_KEY)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)  # a creation cut short left it; it was never used
+        handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(handle, os.urandom(KEY_BYTES))
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+        try:
+            os.link(partial, key_path(path))
+        except FileExistsError:
+            pass  # read and held to the rules below, whoever wrote it
+        finally:
+            os.unlink(partial)
+        folder = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    except OSError as exc:
+        raise StoreUnavailable(f"the key of the trace store {path} cannot be written: "
+                               f"{exc.strerror}") from None
+    return read_key(path)
 
 
 # --- what the audit needs of a run ------------------------------------------------------------
@@ -326,26 +563,36 @@ def _finding_of(value: dict[str, Any]) -> Finding:
                        "effect") else None)
 
 
-def opaque_run(run: Run, disclose: Disclosure) -> Run:
-    """``run`` with every identity replaced by the reference ``disclose`` gives it (what the
-    store keeps under ``--opaque-ids``); tool and model names stay, as in the graph."""
+def private_run(run: Run, disclose: Private) -> Run:
+    """``run`` as a private store keeps it: every identity the reference ``disclose`` gives
+    it (agents the declarations publish, tools and models stay), digests of free text keyed,
+    no text. ``run`` was built from inputs named by their references (:meth:`Feed.source`),
+    so that its source and its findings name none of their paths."""
 
-    def call_ref(value: str | None) -> str | None:
+    def ref(value: str | None) -> str | None:
         return disclose.call(value) if value else value
+
+    def text(value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else {**value, "sha256": disclose.text(value["sha256"])}
+
+    def target(call: Call) -> str | None:
+        if not call.target:
+            return call.target
+        if call.cls == "agent":
+            return disclose.agent(call.target)
+        return disclose.tool(call.target) if call.cls == "tool" else call.target
 
     calls = tuple(call._replace(
         key=disclose.call(call.key), id=disclose.call(call.id) if call.id else "",
-        agent=disclose.agent(call.agent) if call.agent else call.agent,
-        target=(disclose.agent(call.target) if call.cls == "agent" else disclose.tool(
-            call.target) if call.cls == "tool" else call.target) if call.target else call.target,
-        parent=call_ref(call.parent), parent_id=call_ref(call.parent_id),
+        agent=disclose.agent(call.agent) if call.agent else call.agent, target=target(call),
+        parent=ref(call.parent), parent_id=ref(call.parent_id),
         candidates=tuple(disclose.call(k) for k in call.candidates) if (
             call.candidates is not None) else None,
-        response_id=None) for call in run.calls)
+        response_id=disclose.response(call.response_id) if call.response_id else None,
+        input=text(call.input), output=text(call.output), content=None) for call in run.calls)
     records = tuple({**r, "outcome": disclose.call(r["outcome"]), "trace": disclose.run(
         r["trace"])} for r in run.records)
     return run._replace(
-        source=disclose.path(run.source),
         run_id=disclose.run(run.run_id) if run.run_id else None,
         session_id=disclose.run(run.session_id) if run.session_id else None,
         calls=calls, records=records, mas=disclose.mas(run.mas) if run.mas else None,
@@ -354,11 +601,60 @@ def opaque_run(run: Run, disclose: Disclosure) -> Run:
                      for agent, tools in run.definitions.items()})
 
 
+def revealed(run: Run, disclose: Private) -> Run:
+    """A run a private store holds, with the references of the agent and MAS names that
+    ``disclose``'s declarations publish turned back into those names: a reaudit judges it
+    against them as a feed under them would have (an agent undeclared when the run was
+    stored, declared now, is matched to its declaration)."""
+    agents = {disclose.keyed("agent", name): name for name in disclose.agents}
+    systems = {disclose.keyed("mas", name): name for name in disclose.systems | disclose.agents}
+
+    def agent(value: str | None) -> str | None:
+        return agents.get(value, value) if value else value
+
+    def tool(value: str | None) -> str | None:
+        if value and value.startswith(DELEGATION_PREFIX):
+            return DELEGATION_PREFIX + (agent(value[len(DELEGATION_PREFIX):]) or "")
+        return value
+
+    calls = tuple(call._replace(
+        agent=agent(call.agent),
+        target=agent(call.target) if call.cls == "agent" else tool(call.target)
+        if call.cls == "tool" else call.target) for call in run.calls)
+    return run._replace(
+        calls=calls, mas=systems.get(run.mas, run.mas) if run.mas else run.mas,
+        definitions={agent(name) or name: {tool(t) or t: span for t, span in tools.items()}
+                     for name, tools in run.definitions.items()})
+
+
+def published(declarations: Declarations) -> tuple[frozenset[str], frozenset[str]]:
+    """The agent names and the MAS names ``declarations`` publish: manifests' agents, their
+    workflow's entry and delegates, the bindings' agents; the MAS of mas.yaml. An agent known
+    only by its manifest's path (a manifest with no name) publishes no name."""
+    agents: set[str] = set()
+    systems: set[str] = set()
+    manifests = declarations.manifests
+    if manifests is not None:
+        for name, declaration in manifests.agents.items():
+            if name != declaration.source:
+                agents.add(name)
+            agents.update(declaration.delegates_to or ())
+        if manifests.entry:
+            agents.add(manifests.entry)
+        if manifests.mas:
+            systems.add(manifests.mas)
+    if declarations.bindings is not None:
+        agents.update(declarations.bindings.agents)
+    return frozenset(agents), frozenset(systems)
+
+
 def opaque_declarations(declarations: Declarations, disclose: Disclosure) -> Declarations:
-    """``declarations`` with the names a stored opaque run is matched on (agents, delegation
-    tools, the files that declare them) replaced by the references ``disclose`` gives them,
-    so that a run stored under ``--opaque-ids`` is judged as it was when it was loaded.
-    Findings were worded through ``disclose`` when the declarations were read."""
+    """``declarations`` with the names a stored run is matched on (agents, delegation tools,
+    the files that declare them) replaced by the references ``disclose`` gives them: a
+    private store's (:class:`~.privacy.Private`: the names the declarations publish stay,
+    the files are keyed), or, for a store of version 1 made with ``--opaque-ids``, the user's
+    key's (every name keyed), so that a run is judged as it was when it was loaded. Findings
+    were worded through ``disclose`` when the declarations were read."""
     manifests = declarations.manifests
     if manifests is not None:
         def path(value: str | None) -> str | None:
@@ -403,13 +699,6 @@ class Pseudonymous(Disclosure):
 def key_fingerprint(key: bytes) -> str:
     """Which key made a store's references, without the key: a keyed digest of a constant."""
     return hmac.new(key, b"ioa-check trace store key", hashlib.sha256).hexdigest()[:16]
-
-
-def mode_of(disclose: Disclosure) -> str:
-    """How what is stored was disclosed: ``plain`` or ``opaque:<key fingerprint>``, with
-    ``+content`` when trace text was kept."""
-    mode = f"opaque:{key_fingerprint(disclose.key)}" if disclose.key is not None else "plain"
-    return mode + ("+content" if disclose.include_content else "")
 
 
 # --- what a verdict was judged against --------------------------------------------------------
@@ -483,7 +772,9 @@ def basis(declarations: Declarations, disclose: Disclosure, manifests: str | Non
         [("manifest", digests[p] or f"unreadable:{named(p)}") for p in paths]
         + [(role, digest or f"unreadable:{shown}") for role, shown, digest in files
            if role != "manifest"])
-    return Basis(tuple(files), profile, disclose.path(manifests) if manifests else None,
+    # A profile given as a file is named as the other files are (its path names a user).
+    shown = disclose.path(profile) if profile and os.path.isfile(profile) else profile
+    return Basis(tuple(files), shown, disclose.path(manifests) if manifests else None,
                  revision, _sha256(json.dumps([contents, profile if not (
                      profile and os.path.isfile(profile)) else "file"]).encode()))
 
@@ -493,15 +784,24 @@ def basis(declarations: Declarations, disclose: Disclosure, manifests: str | Non
 
 class StoreCursor(Cursor):
     """The consumer cursor of ``--store``: :class:`~.state.Cursor`'s interface (so
-    :func:`~.state.consume` drives it unchanged), its checkpoints nodes of the store."""
+    :func:`~.state.consume` drives it unchanged), its checkpoints nodes of the store.
 
-    def __init__(self, store: TraceStore, consumer: str, disclose: Disclosure) -> None:
+    Under a :class:`~.privacy.Private` disclosure the consumer key, the inputs' paths and the
+    prefix digests are keyed references, and no checkpoint holds the fold (it names agents
+    and calls as the trace does): an input is then read again from its start, after its
+    prefix is checked."""
+
+    def __init__(self, store: TraceStore, consumer: str, disclose: Disclosure,
+                 mode: str) -> None:
         super().__init__(store.path, disclose.include_content)
         self.store = store
         self.consumer = consumer
         self.disclose = disclose
-        self.mode = mode_of(disclose)
-        self.graph = consumer_graph(consumer)
+        self.private = isinstance(disclose, Private)
+        self.mode = mode
+        # The consumer as the store names it (a team or a host often names a consumer).
+        self.shown = disclose.consumer(consumer) if isinstance(disclose, Private) else consumer
+        self.graph = consumer_graph(self.shown)
 
     def open(self) -> None:
         """Nothing to read ahead: each input's checkpoints are read when it is restored."""
@@ -511,6 +811,12 @@ class StoreCursor(Cursor):
 
     def _input(self, source: Source) -> str:
         return self.disclose.path(source.key)
+
+    def _prefix(self, sha256: str) -> str:
+        """A prefix digest as stored: keyed in a private store (the digest of a small input
+        confirms a guess of its text)."""
+        return self.disclose.keyed("prefix", sha256) if isinstance(
+            self.disclose, Private) else sha256
 
     def _node(self, stored: str, seq: int) -> str:
         return f"{self.graph}:input:{_sha256(stored.encode())[:16]}:line:{seq}"
@@ -529,7 +835,7 @@ class StoreCursor(Cursor):
             raise StoreError(
                 f"{source.given} was consumed into {self.path} by consumer {self.consumer!r} "
                 f"in another mode ({', '.join(other)}; this run is {self.mode}): use another "
-                "--consumer, or the same --include-content, --opaque-ids and key")
+                "--consumer, or the same --include-content as before")
         self.positions.pop(source.key, None)
         self.deltas.pop(source.key, None)
         if checkpoints and all("delta" in c for c in checkpoints):
@@ -538,12 +844,33 @@ class StoreCursor(Cursor):
                                           "sha256": last["prefixSha256"]}
             self.deltas[source.key] = [json.loads(c["delta"]) for c in checkpoints]
         elif checkpoints:
-            # Without the fold (opaque references only) the input is read again from its
-            # start, its checkpoints written again, the very same nodes: it must still begin
-            # with what was consumed, or they would be written over.
+            # Without the fold the input is read again from its start, its checkpoints
+            # written again, the very same nodes: it must still begin with what was
+            # consumed, or they would be written over.
             self.same_prefix(source, int(checkpoints[-1]["offset"]),
                              checkpoints[-1]["prefixSha256"])
         return super().restore(source, fold)
+
+    def same_prefix(self, source: Source, offset: int, sha256: str) -> Any:
+        if not self.private:
+            return super().same_prefix(source, offset, sha256)
+        # The stored digest is keyed: the input's prefix is hashed here and keyed to compare.
+        assert source.stream is not None
+        hasher = hashlib.sha256()
+        remaining = offset
+        try:
+            with open(source.stream, "rb") as handle:
+                while remaining:
+                    chunk = handle.read(min(remaining, 1 << 20))
+                    if not chunk:
+                        break
+                    hasher.update(chunk)
+                    remaining -= len(chunk)
+        except OSError as exc:
+            raise StoreError(f"{source.given}: cannot be read again: {exc.strerror}") from None
+        if remaining or self._prefix(hasher.hexdigest()) != sha256:
+            raise self.rewritten(source, offset)
+        return hasher
 
     def rewritten(self, source: Source, offset: int) -> ConfigurationError:
         return StoreError(
@@ -557,9 +884,9 @@ class StoreCursor(Cursor):
         node = ox.NamedNode(self._node(stored, seq))
         graph = ox.NamedNode(self.graph)
         values: list[tuple[str, ox.Literal]] = [
-            ("consumer", _text(self.consumer)), ("input", _text(stored)),
+            ("consumer", _text(self.shown)), ("input", _text(stored)),
             ("line", _integer(seq)), ("offset", _integer(offset)),
-            ("prefixSha256", _text(sha256)), ("mode", _text(self.mode))]
+            ("prefixSha256", _text(self._prefix(sha256))), ("mode", _text(self.mode))]
         if self.disclose.key is None:
             # Key order is kept: reports list members in the order the fold made them.
             values.append(("delta", _text(json.dumps(delta, ensure_ascii=False))))
@@ -692,42 +1019,94 @@ def audit_key(run_iri: str, record_sha256: str, grounds: Basis) -> str:
 # --- feeding ----------------------------------------------------------------------------------
 
 
-class Feed:
-    """``ioa-check trace ... --store DIR``: the store, its cursor, and recording the runs."""
+class Judged(NamedTuple):
+    """Runs judged as a store keeps them: the audits (of each run as the store shows it), the
+    runs as their records hold them, the declarations as the store matches them, and the
+    disclosure the store's graph and verdicts are written through."""
 
-    def __init__(self, path: str, consumer: str, disclose: Disclosure,
-                 stable_key: bool = True, trajectory: bool = False) -> None:
-        if disclose.key is not None and not stable_key:
-            raise StoreError("--store with --opaque-ids needs a key that lasts (--opaque-key "
-                             "FILE or $IOA_CHECK_OPAQUE_KEY): references made with a random key "
-                             "would never join the runs already stored")
+    audits: list[RunAudit]
+    records: list[Run]
+    declarations: Declarations
+    disclose: Disclosure
+
+
+class Feed:
+    """``ioa-check trace ... --store DIR``: the store, its cursor, and recording the runs.
+
+    ``plain`` (``--store-plain-ids``) makes or feeds a store that keeps identities as the
+    traces have them; otherwise the store is private (made with a key of its own, or fed under
+    the key it was made with). Any other mode is refused before anything is read."""
+
+    def __init__(self, path: str, consumer: str, plain: bool = False,
+                 include_content: bool = False, trajectory: bool = False) -> None:
         if not consumer:
             raise StoreError("--consumer must not be empty")
-        self.store = TraceStore(path)
-        self.disclose = disclose
+        wanted = (PLAIN + ("+content" if include_content else "")) if plain else PRIVATE
+        self.store = TraceStore(path, create=wanted)
+        self.store.admit(wanted)
         self.consumer = consumer
         self.trajectory = trajectory
-        self.store.keep_mode(mode_of(disclose))
-        self.cursor = StoreCursor(self.store, consumer, disclose)
+        self.include_content = include_content
+        self.private = self.store.private
+        self.mode = self.store.mode if self.private and self.store.mode else wanted
+        # How runs are read for the store: in a private one, every identity keyed, whatever
+        # the declarations publish, so that a run's record does not change with them.
+        self.keys: Disclosure = Private(self.store.key()) if self.private else Disclosure(
+            None, include_content)
+        self.cursor = StoreCursor(self.store, consumer, self.keys, self.mode)
 
-    def record(self, audits: list[RunAudit], declarations: Declarations, grounds: Basis,
-               at: datetime | None) -> int:
+    def disclosure(self, declarations: Declarations) -> Disclosure:
+        """How the declarations are read for the store, and runs judged against them shown:
+        under the store's key with the names ``declarations`` publish readable (a private
+        store), or as they are."""
+        if not self.private:
+            return self.keys
+        agents, systems = published(declarations)
+        return Private(self.store.key(), agents, systems)
+
+    def source(self, source: Source, disclose: Disclosure) -> Source:
+        """``source`` named as the store names it: a run built from it then names no path in
+        its source or its findings."""
+        return source._replace(given=disclose.path(source.given)) if self.private else source
+
+    def judged(self, runs: list[Run], declarations: Declarations,
+               disclose: Disclosure) -> Judged:
+        """``runs`` (built through :attr:`keys`, from inputs named by :meth:`source`) judged
+        against ``declarations`` (read through ``disclose``, :meth:`disclosure`'s) as the
+        store keeps them. In a private store a run's record holds references only
+        (:func:`private_run`); it is shown, and judged, with the names ``disclose`` publishes
+        (:func:`revealed`), against the declarations with their paths keyed, so that every
+        reason of a stored verdict names what the store may hold, nothing else."""
+        if not isinstance(disclose, Private):
+            return Judged([judge(run, declarations, disclose) for run in runs], runs,
+                          declarations, disclose)
+        assert isinstance(self.keys, Private)
+        kept = opaque_declarations(declarations, disclose)
+        records = [private_run(run, self.keys) for run in runs]
+        shown = Pseudonymous()
+        return Judged([judge(revealed(run, disclose), kept, shown) for run in records],
+                      records, kept, shown)
+
+    def record(self, judged: Judged, grounds: Basis, at: datetime | None,
+               names: list[str] | None = None) -> int:
         """Each run's graph, record and verdict, one transaction a run; a run stored with the
         same record whose current verdict was judged against the same declarations is left as
-        it is. The number of verdicts written."""
+        it is. The number of verdicts written. ``names`` name the runs to the user (their
+        ids as the traces have them) where one cannot be recorded."""
         instant = instant_literal(at)
         written = 0
         narrowed: list[str] = []
-        for audit in audits:
+        for index, (audit, recorded) in enumerate(zip(judged.audits, judged.records,
+                                                      strict=True)):
             run = audit.run
             if not run.readable or not (run.calls or run.records):
                 continue
             try:
-                written += record_run(self.store, audit, declarations, self.disclose, grounds,
-                                      instant, "trace", self.consumer,
-                                      trajectory=self.trajectory)
+                written += record_run(self.store, audit, judged.declarations, judged.disclose,
+                                      grounds, instant, "trace", self.cursor.shown, self.mode,
+                                      recorded=recorded, trajectory=self.trajectory)
             except _Narrowed:
-                narrowed.append(self.disclose.run(run.ident))
+                narrowed.append(names[index] if names else run.ident)
         self.store.flush()
         if narrowed:
             raise StoreError(
@@ -767,16 +1146,17 @@ def _keeps_every_call(store: TraceStore, iri: str, calls: list[dict[str, Any]]) 
 
 def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
                disclose: Disclosure, grounds: Basis, instant: ox.Literal, judged_by: str,
-               consumer: str | None, stored_record: str | None = None,
-               trajectory: bool = False) -> int:
-    """Record ``audit`` (and, unless it is already there, its run's graph and record). A
-    run's graph, once stored with its trajectory, keeps it; asked for, the trajectory is
-    added to a stored run's graph that lacks it."""
+               consumer: str | None, mode: str, stored_record: str | None = None,
+               recorded: Run | None = None, trajectory: bool = False) -> int:
+    """Record ``audit`` (and, unless it is already there, its run's graph and record). The
+    run is as the store shows it (:meth:`Feed.judged`), ``disclose`` shows it as it is, and
+    ``recorded`` is the run as its record holds it (by default the run judged). A run's
+    graph, once stored with its trajectory, keeps it; asked for, the trajectory is added to
+    a stored run's graph that lacks it."""
     run = audit.run
     iri = disclose.run_iri(run.ident)
     if stored_record is None:
-        kept = opaque_run(run, disclose) if disclose.key is not None else run
-        value: dict[str, Any] = {"mode": mode_of(disclose), "run": run_record(kept)}
+        value: dict[str, Any] = {"mode": mode, "run": run_record(recorded or run)}
         # Key order is kept (not sorted): reports list members in the order the fold made them.
         record = json.dumps(value, ensure_ascii=False)
     else:
