@@ -392,7 +392,7 @@ def test_a_stored_run_whose_nesting_is_ambiguous_is_reaudited_alike(tmp_path: Pa
         # A private store names runs, calls and undeclared agents by references the feed's
         # own report does not use: compared by what was judged, not by how it is named.
         found = _judged(proc)
-        return sorted(found) if not opaque else sorted(
+        return sorted(found, key=repr) if not opaque else sorted(
             (verdict, aspects, tuple(code for code, _ in reasons))
             for _, _, verdict, aspects, reasons in found)
 
