@@ -538,8 +538,9 @@ ALIGNMENT_REVISION = "https://ioa-semantic.org/ns/alignment#alignmentRevision"
 
 def referenced(node: dict[str, Any]) -> tuple[str | None, str | None]:
     """The artifact the envelope names (alignmentRef) and the revision it names of it."""
-    ident = node.get(IOA + "alignmentRef", [{}])[0].get("@id")
-    revision = node.get(ALIGNMENT_REVISION, [{}])[0].get("@value")
+    # An empty array is no value (expansion may keep one): neither names anything.
+    ident = (node.get(IOA + "alignmentRef") or [{}])[0].get("@id")
+    revision = (node.get(ALIGNMENT_REVISION) or [{}])[0].get("@value")
     return ident, revision if isinstance(revision, str) else None
 
 
