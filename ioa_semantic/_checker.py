@@ -180,13 +180,15 @@ class Checker:
         # Decisions by envelope digest, parameters and validity side: at most cache_size of
         # them and cache_bytes as _weight counts them (a decision with thousands of reasons
         # weighs what they say).
-        self._cache: BoundedCache[tuple[Any, ...], Decision] = BoundedCache(
+        # Each decision with its instance's (pair, content) digests, when it has an @id.
+        self._cache: BoundedCache[tuple[Any, ...],
+                                  tuple[Decision, tuple[bytes, bytes] | None]] = BoundedCache(
             cache_bytes, max_entries=cache_size)
         self._cache_size = cache_size
         # The first content seen of each envelope instance (its @id and profileVersion, 5.3),
         # by the digest of its expanded graph: another content under the same pair is no
         # unambiguous revision. The most recent INSTANCES pairs are remembered.
-        self._instances: LRUCache[tuple[str, str | None], bytes] = LRUCache(INSTANCES)
+        self._instances: LRUCache[bytes, bytes] = LRUCache(INSTANCES)
         self._instances_lock = threading.Lock()
 
     def _policy_from(self, profile: Profile | None) -> RetrievalPolicy | None:
@@ -281,12 +283,27 @@ class Checker:
         key = self._cache_key(envelope, params, at)
         if key is not None:
             cached = self._cache.get(key)
-            if cached is not None:
-                return _as_asked(cached, source, _instant(at))
-        decision = self._decide(envelope, params, at, source)
+            if cached is not None and self._still_first(cached):
+                return _as_asked(cached[0], source, _instant(at))
+        contents: list[tuple[bytes, bytes]] = []
+        decision = self._decide(envelope, params, at, source, contents)
         if key is not None:
-            self._cache.put(key, decision, _weight(decision))
+            self._cache.put(key, (decision, contents[0] if contents else None),
+                            _weight(decision))
         return decision
+
+    def _still_first(self, cached: tuple[Decision, tuple[bytes, bytes] | None]) -> bool:
+        """Whether a cached decision may be served: its instance's content is (again) the
+        first one the revision memory holds for the pair (5.3). A hit refreshes the pair in
+        the memory, so a served instance is never the one forgotten; and a decision whose
+        pair was forgotten and since taken by another content is judged afresh (it is now
+        the ambiguous one)."""
+        _, content = cached
+        if content is None:
+            return True
+        pair, digest = content
+        with self._instances_lock:
+            return self._instances.setdefault(pair, digest) == digest
 
     def _cache_key(self, envelope: EnvelopeInput, params: Mapping[str, str],
                    at: datetime) -> tuple[Any, ...] | None:
@@ -300,7 +317,7 @@ class Checker:
         return (hashlib.sha256(data).digest(), tuple(sorted(params.items())), validity)
 
     def _decide(self, envelope: EnvelopeInput, params: dict[str, str], at: datetime,
-                source: str) -> Decision:
+                source: str, contents: list[tuple[bytes, bytes]] | None = None) -> Decision:
         retriever = self._retriever()
         baseline = self.baseline(envelope, "envelope", retriever)
         findings: list[Finding] = list(baseline.findings)
@@ -312,7 +329,7 @@ class Checker:
         instance: dict[str, str | None] = {"id": None, "profileVersion": None}
         if not baseline.rejected and baseline.node is not None:
             instance = _instance(baseline.node)
-            findings.extend(self._revision_findings(baseline.node, instance))
+            findings.extend(self._revision_findings(baseline.node, instance, contents))
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
             task = task_from(baseline.node, params, self.profile.parameters)
             try:
@@ -338,18 +355,25 @@ class Checker:
                                  evidence=evidence, excluded=excluded, candidates=candidates,
                                  proposed=proposed, instance=instance)
 
-    def _revision_findings(self, node: dict[str, Any],
-                           instance: Mapping[str, str | None]) -> list[Finding]:
+    def _revision_findings(self, node: dict[str, Any], instance: Mapping[str, str | None],
+                           contents: list[tuple[bytes, bytes]] | None = None) -> list[Finding]:
         """Draft 5.3: a reused profile instance is an unambiguous revision only if its
         instance identifier and profileVersion name one content. The first content this
-        Checker saw under the pair is that revision; another under the same pair is not."""
+        Checker saw under the pair is that revision; another under the same pair is not.
+        ``contents`` receives the pair's and the content's digests."""
         ident = instance["id"]
         if ident is None:
             return []
         version = instance["profileVersion"]
         digest = _content_digest(node)
+        # The pair by its digest: the memory holds 32 bytes a pair whatever the sender wrote
+        # (an @id and a profileVersion may be hundreds of kB within the intake limit).
+        pair = hashlib.sha256(json.dumps([ident, version], ensure_ascii=False).encode(
+            "utf-8", "surrogatepass")).digest()
         with self._instances_lock:
-            first = self._instances.setdefault((ident, version), digest)
+            first = self._instances.setdefault(pair, digest)
+        if contents is not None:
+            contents.append((pair, digest))
         if first == digest:
             return []
         named = f"profileVersion {version!r}" if version is not None else "no profileVersion"
@@ -445,21 +469,49 @@ def _instance(node: dict[str, Any]) -> dict[str, str | None]:
 
 def _content_digest(node: Any) -> bytes:
     """The digest of an expanded envelope's meaning: the same graph written in another order
-    or spelling (members, set values, compact IRIs) gives the same digest."""
-    return hashlib.sha256(json.dumps(_canonical(node), sort_keys=True, ensure_ascii=False,
-                                     separators=(",", ":")).encode("utf-8", "surrogatepass")
-                          ).digest()
+    or spelling (members, set values, compact IRIs), with a value written twice (one triple)
+    or a blank node given a label of its own, gives the same digest.
+
+    Not RDF dataset canonicalization (RDFC-1.0): its blank node hashing can be made
+    exponential by the sender. A blank node label used once names nothing another part of
+    the graph refers to and is dropped; a label used more than once is kept as written, so
+    the same graph relabelled there is taken as another content (the cautious side: the
+    instance is then ambiguous, never two contents taken as one)."""
+    shared = {label for label, uses in _blank_labels(node).items() if uses > 1}
+    return hashlib.sha256(json.dumps(_canonical(node, shared), sort_keys=True,
+                                     ensure_ascii=False, separators=(",", ":")
+                                     ).encode("utf-8", "surrogatepass")).digest()
 
 
-def _canonical(value: Any) -> Any:
+def _blank_labels(value: Any) -> dict[str, int]:
+    """How many times each blank node label stands as an ``@id`` in an expanded document."""
+    uses: dict[str, int] = {}
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            ident = item.get("@id")
+            if isinstance(ident, str) and ident.startswith("_:"):
+                uses[ident] = uses.get(ident, 0) + 1
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return uses
+
+
+def _canonical(value: Any, shared: set[str]) -> Any:
     if isinstance(value, dict):
         # A list (@list) keeps its order; every other array is a set.
-        return {k: [_canonical(x) for x in v] if k == "@list" and isinstance(v, list)
-                else _canonical(v) for k, v in value.items()}
+        return {k: [_canonical(x, shared) for x in v] if k == "@list" and isinstance(v, list)
+                else _canonical(v, shared) for k, v in value.items()
+                if not (k == "@id" and isinstance(v, str) and v.startswith("_:")
+                        and v not in shared)}
     if isinstance(value, list):
-        # Values of a property are a set in JSON-LD: their order means nothing.
-        return sorted((_canonical(x) for x in value), key=lambda x: json.dumps(
-            x, sort_keys=True, ensure_ascii=False))
+        # Values of a property are a set in JSON-LD: their order means nothing, and a value
+        # written twice is one triple.
+        keyed = {json.dumps(x, sort_keys=True, ensure_ascii=False): x
+                 for x in (_canonical(item, shared) for item in value)}
+        return [keyed[k] for k in sorted(keyed)]
     return value
 
 
@@ -476,8 +528,14 @@ def _instant(value: datetime | None) -> str | None:
 def _weight(decision: Decision) -> int:
     """What a cached decision is counted as weighing, in bytes (an estimate from what it
     holds: its reasons' text and a fixed share for everything else)."""
-    return 1024 + sum(len(f.message) + len(f.path) + 128 for f in decision.findings) + 512 * (
+    dependencies = decision.dependencies
+    # The task parameters are held twice (the cache key and the dependencies), the instance's
+    # @id and profileVersion once: a sender chooses their length.
+    parameters = sum(len(k) + len(v) + 112 for k, v in dependencies["parameters"].items())
+    instance = sum(len(v) + 56 for v in dependencies["instance"].values() if v is not None)
+    return (1024 + sum(len(f.message) + len(f.path) + 128 for f in decision.findings) + 512 * (
         len(decision.evidence) + len(decision.excluded) + len(decision.candidates))
+        + 2 * parameters + instance)
 
 
 def _demote(f: Finding, verdict: Verdict) -> Finding:

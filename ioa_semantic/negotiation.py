@@ -92,7 +92,10 @@ def _supply(envelope: dict[str, Any], item: Mapping[str, Any],
     context = envelope.get("profileContext")
     if value is None or member is None or not isinstance(context, dict):
         return None
-    if allowed and item.get("comparison") is None and not any(
+    # The contract's five compare by rules this client knows (same_value); a profile's own
+    # parameter compares by its declared datatype, which the remedy does not carry: the
+    # receiver judges the sent value (as for bounds), never a string comparison here.
+    if allowed and item.get("comparison") is None and name in _CONTEXT_MEMBER and not any(
             same_value(name, value, str(a)) for a in allowed):
         return None  # the task's own value is not one the receiver accepts: nothing to send
     defined = _define(envelope, member) if name in _CONTEXT_MEMBER else _define_as(

@@ -174,6 +174,21 @@ def test_lint_accepts_the_shipped_files(folder: Path) -> None:
     assert proc.stdout.decode().splitlines() == ["p.ttl: ok", "a.json: ok"]
 
 
+def test_lint_names_a_mapping_rules_unknown_member_and_its_nearest(folder: Path) -> None:
+    """Contract rule 9: a member the project does not define is reported, never silently
+    ignored, in a mapping rule as at the top (a misspelt ``condition`` would leave the rule
+    unconditional); lint fails on it and names the rule member it resembles."""
+    artifact = json.loads(_resources.read_bytes(
+        "alignments", _resources.shipped_alignments()["cs-doc-v1"]))
+    artifact["mappingRules"][0]["condition"] = {"sourceLang": "zh"}
+    (folder / "a.json").write_text(json.dumps(artifact))
+    proc = run(["lint", "a.json"], folder)
+    assert proc.returncode == 1
+    assert proc.stdout.decode().splitlines() == [
+        "a.json: alignment.unknown-member: 'mappingRules/0/condition' is not a member this "
+        "checker defines; checks ignore it (did you mean 'conditions'?)"]
+
+
 def test_lint_reports_every_iop_term_it_does_not_know(folder: Path) -> None:
     profile = _resources.read_bytes("profiles", _resources.shipped_profiles()["cs-translation"])
     text = profile.decode().replace("iop:trustedIssuer", "iop:trustedIsuer")

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from ioa_semantic import Checker, ProfileError, Verdict
+from ioa_semantic.pipeline.intake import number_text, parse
 from ioa_semantic.sources import parameters
 from ioa_semantic.sources.loader import read_profile
 from ioa_semantic.sources.parameters import Parameter
@@ -85,6 +86,53 @@ def test_a_unit_is_never_converted() -> None:
 def test_a_json_number_keeps_its_exact_decimal_text() -> None:
     value = parameters.value_of({"@value": 0.1})
     assert value is not None and Decimal(value.lexical) == Decimal("0.1")
+
+
+def test_a_json_number_past_double_precision_is_read_by_its_text() -> None:
+    """docs/parameters.md: a JSON number is read by its exact decimal text; one whose binary
+    float is another value keeps its text from the parser on (1e-400 is not 0), and one
+    whose text would be absurdly long written out is kept as written (no lexical form of a
+    decimal, so refused as one rather than expanded to a billion digits)."""
+    parsed = parse(b'{"a": 1024.0000000000000001, "b": 1e-400, "c": 0.1, "d": 1e999999999}')
+    document = parsed.document
+    assert document is not None
+    texts = {k: number_text(v) for k, v in document.items()}
+    assert Decimal(texts["a"]) == Decimal("1024.0000000000000001")
+    assert Decimal(texts["b"]) == Decimal("1e-400") and texts["c"] == "0.1"
+    assert texts["d"] == "1e999999999"
+    size = Parameter("documentSize", "decimal", "atMost", unit=KB)
+    with pytest.raises(ValueError):
+        parameters.key(size, texts["d"])
+
+
+def test_a_typed_literal_states_its_datatype_or_its_unit() -> None:
+    """Draft 6.4 (values use the profile's types and units) and S3 (no implicit
+    conversion): a literal's @type is never dropped. An XML Schema datatype must be the
+    declaration's (an integer is a decimal); any other datatype names the value's unit, as
+    UCUM and CDT literals do; a language-tagged literal is no decimal."""
+    size = Parameter("documentSize", "decimal", "atMost", unit=KB)
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    typed = parameters.value_of({"@value": "2", "@type": MB})
+    assert typed == parameters.Value("2", MB) and parameters.unit_problem(size, MB)
+    for datatype, problem in ((xsd + "decimal", False), (xsd + "integer", False),
+                              (xsd + "string", True), (xsd + "double", True)):
+        value = parameters.value_of({"@value": "2", "@type": datatype})
+        assert value is not None
+        assert bool(parameters.datatype_problem(size, value)) is problem, datatype
+    tagged = parameters.value_of({"@value": "2", "@language": "en"})
+    assert tagged is not None and parameters.datatype_problem(size, tagged)
+
+
+def test_an_audit_reports_a_registration_value_typed_otherwise(tmp_path: Path) -> None:
+    """The same reading for a registration: "1024"^^xsd:string is no decimal of kB."""
+    provider = json.loads((SIZED / "provider.jsonld").read_text())
+    provider["documentSize"] = {"@value": "1024",
+                                "@type": "http://www.w3.org/2001/XMLSchema#string"}
+    (tmp_path / "directory.jsonl").write_text(json.dumps(provider) + "\n")
+    run = _run(["audit", "directory.jsonl", "--profile", "cs-translation-sized", "--format",
+                "json"], tmp_path)
+    result = json.loads(run.stdout.splitlines()[0])
+    assert [x["code"] for x in result["reasons"]] == ["registration.parameter-type"], result
 
 
 # --- declarations in a profile ---------------------------------------------------------------

@@ -123,7 +123,6 @@ def test_several_inputs_are_not_replaced_by_the_vocabularys_single_type(tmp_path
     assert result["verdict"] != "compatible", result
 
 
-@OPEN
 def test_a_typed_literal_in_another_unit_is_not_read_as_the_declared_unit(
         tmp_path: Path) -> None:
     """``"documentSize": {"@value": "2", "@type": "http://qudt.org/vocab/unit/MegaBYTE"}`` (a
@@ -145,7 +144,6 @@ def test_a_typed_literal_in_another_unit_is_not_read_as_the_declared_unit(
     assert _codes(result) & {"constraint.parameter-type", "constraint.unit-conflict"}, result
 
 
-@OPEN
 def test_a_json_number_beyond_double_precision_is_compared_by_its_text(tmp_path: Path) -> None:
     """``"documentSize": 1024.0000000000000001`` against a provider of at most 1024 kB is
     COMPATIBLE: intake parses JSON numbers as binary floats, so the value is 1024.0 before
@@ -204,7 +202,6 @@ def test_a_provider_constraint_on_a_parameter_the_task_does_not_supply_is_not_me
     assert decision.verdict is not Verdict.COMPATIBLE, decision.as_dict()
 
 
-@OPEN
 def test_a_mapping_rule_member_the_project_does_not_define_is_reported() -> None:
     """A mapping rule carrying a member of its own (here ``"validUntil":
     "2020-01-01T00:00:00Z"``, an author's per-rule limit long past, and ``"exceptWhen"``) is
@@ -242,7 +239,6 @@ def _instance(ident: str, size: int = 300) -> bytes:
     return _dumps(envelope)
 
 
-@OPEN
 def test_an_instance_answered_from_the_cache_is_not_forgotten_by_the_revision_memory(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The Checker answers instance X (profileVersion "1") from its decision cache again and
@@ -269,7 +265,6 @@ def test_an_instance_answered_from_the_cache_is_not_forgotten_by_the_revision_me
     assert "profile.revision-ambiguous" in {f.code for f in second.findings}, second.as_dict()
 
 
-@OPEN
 def test_the_instance_memory_is_bounded_in_bytes_not_only_in_count() -> None:
     """``Checker._instances`` remembers up to 65536 (``@id``, profileVersion) pairs as the
     sender wrote them: an envelope within the 1 MiB intake limit may carry a 200 kB ``@id``
@@ -296,7 +291,6 @@ def test_the_instance_memory_is_bounded_in_bytes_not_only_in_count() -> None:
     assert retained < 1 << 20, f"{retained} bytes retained by 16 checks"
 
 
-@OPEN
 def test_the_decision_cache_counts_what_a_decision_holds() -> None:
     """The decision cache is bounded by ``cache_bytes`` as ``_checker._weight`` estimates a
     decision: 1 kB plus its reasons. It does not count the key (the task parameters) nor the
@@ -322,7 +316,6 @@ def test_the_decision_cache_counts_what_a_decision_holds() -> None:
     assert retained < (256 << 10) + (1 << 20), f"{retained} bytes retained past cache_bytes"
 
 
-@OPEN
 def test_the_comparison_memo_does_not_keep_every_long_value() -> None:
     """``parameters._key`` is an ``lru_cache(maxsize=4096)`` keyed by the lexical form of every
     value a check reads (a string, IRI, language or media-type parameter has no length bound
@@ -374,7 +367,6 @@ def test_iop_required_is_one_boolean_read_by_its_value(tmp_path: Path, flag: str
         f"iop:required {flag} loaded as not required")
 
 
-@OPEN
 def test_a_foreign_predicate_on_a_profile_setting_node_is_not_silently_ignored(
         tmp_path: Path) -> None:
     """A task parameter written ``[ iop:name "pages" ; iop:datatype xsd:integer ;
@@ -398,7 +390,6 @@ def test_a_foreign_predicate_on_a_profile_setting_node_is_not_silently_ignored(
         read_profile(path.read_bytes(), str(path))
 
 
-@OPEN
 def test_alignment_revision_without_alignment_ref_is_invalid_whatever_the_version() -> None:
     """An envelope with ``alignmentRevision`` and no ``alignmentRef`` is ``invalid``
     (``envelope.missing``) under an accepted version, but ``indeterminate``
@@ -421,7 +412,6 @@ def test_alignment_revision_without_alignment_ref_is_invalid_whatever_the_versio
     assert "envelope.missing" in {f.code for f in decision.findings}
 
 
-@OPEN
 def test_a_validity_limit_finer_than_a_microsecond_is_not_rounded_into_validity() -> None:
     """An artifact valid from ``2026-09-01T00:00:00.0000009Z`` is used at
     ``2026-09-01T00:00:00Z``, 0.9 microseconds before it is valid: ``datetime.fromisoformat``
@@ -463,7 +453,6 @@ def _searches(run: Any) -> int:
     return count
 
 
-@OPEN
 def test_the_profile_line_finder_is_linear_in_the_profile() -> None:
     """A profile of n lines, each with a term the vocabulary does not define, makes
     ``vocabulary.problems`` search about n*n/2 lines: ``_Lines.of`` compiles a pattern and
@@ -527,7 +516,6 @@ def test_the_sparql_scanner_is_linear_in_the_query(monkeypatch: pytest.MonkeyPat
 # --- the docs, command by command -----------------------------------------------------------
 
 
-@OPEN
 def test_the_readme_does_not_call_every_condition_an_equality() -> None:
     """README, "Alignment artifacts": "Each condition is an equality constraint on the task
     parameter of the same name". Since declared parameters, a condition compares by the
@@ -545,7 +533,6 @@ def test_the_readme_does_not_call_every_condition_an_equality() -> None:
     assert "Each condition is an equality constraint" not in readme
 
 
-@OPEN
 def test_the_constraints_doc_says_which_task_parameters_the_shapes_see() -> None:
     """docs/constraints.md, "The graph the shapes see": the task parameters are "``sourceLang``,
     ``targetLang``, ``domain`` when single-valued; ``inputMediaType``, ``outputMediaType`` ...".
@@ -638,7 +625,6 @@ def test_a_service_query_hidden_from_the_scanner_is_never_run(tmp_path: Path) ->
 # --- instance revisions, the other way ------------------------------------------------------
 
 
-@OPEN
 @pytest.mark.parametrize(("member", "value"), [
     ("sourceLang", ["zh", "zh"]),  # one value, written twice: one RDF triple
     ("termBindings", [{"@type": "ioa:TermBinding", "@id": "_:b7", "term": "LLM",
@@ -674,7 +660,6 @@ def test_the_same_instance_graph_written_otherwise_is_the_same_revision(
 # --- remedies -------------------------------------------------------------------------------
 
 
-@OPEN
 def test_a_supply_parameter_remedy_in_text_keeps_its_comparison_and_unit(
         tmp_path: Path) -> None:
     """With no documentSize, ``ioa-check`` in text prints "supply the task parameter
@@ -701,7 +686,6 @@ def test_a_supply_parameter_remedy_in_text_keeps_its_comparison_and_unit(
     assert all("at most" in line and KB in line for line in lines), lines
 
 
-@OPEN
 def test_the_negotiating_client_compares_a_declared_value_by_its_datatype(
         tmp_path: Path) -> None:
     """A profile declares ``pages`` (xsd:decimal, equal); an artifact's condition is

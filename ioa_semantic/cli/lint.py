@@ -24,6 +24,7 @@ from ..sources.loader import (
     load_profile,
     read_artifact,
     read_profile,
+    rule_members,
 )
 
 DESCRIPTION = ("Validate profile (.ttl) and alignment artifact (.json) files, and a profile's "
@@ -119,6 +120,14 @@ def _did_you_mean(word: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _did_you_mean_member(member: str) -> str:
+    """The defined member an unknown one resembles, among the members of its place (the
+    artifact's top level, or a mapping rule's for ``mappingRules/N/name``)."""
+    if member.startswith("mappingRules/"):
+        return _did_you_mean(member.rsplit("/", 1)[-1], rule_members())
+    return _did_you_mean(member, artifact_members())
+
+
 def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
     """The file's problems, and what an ok line adds (how an artifact's issuer stands)."""
     try:
@@ -139,7 +148,7 @@ def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
         # A check reports these as warnings and goes on; an author wants to hear of a
         # misspelt limit (validUntill) before a receiver silently ignores it.
         return [f"alignment.unknown-member: {member!r} is not a member this checker defines; "
-                f"checks ignore it{_did_you_mean(member, artifact_members())}"
+                f"checks ignore it{_did_you_mean_member(member)}"
                 for member in artifact.unknown_members], ""
     proof = artifact.proof
     if profile is None:

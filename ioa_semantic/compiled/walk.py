@@ -330,6 +330,10 @@ class _RestrictedWalk:
                     else:
                         expanded.append({"@value": item})
                 elif self.dropped is not None and kind in _NATIVE and not coerced:
+                    if kind is float:
+                        # orjson keeps no number's text, and a declared parameter compares
+                        # by it (intake.ExactNumber): the reference path reads such a one.
+                        return None
                     expanded.append({"@value": item})
                 else:
                     child = self.child(item, coerced, key, pointer, index if is_list else None,

@@ -19,7 +19,15 @@ from .._findings import Finding, Remedy, Severity
 from .._vocab import IOA
 from ..sources import parameters
 from ..sources.loader import Artifact, Profile, Registration
-from ..sources.parameters import BUILT_IN, Parameter, Value, key, unit_problem, value_of
+from ..sources.parameters import (
+    BUILT_IN,
+    Parameter,
+    Value,
+    datatype_problem,
+    key,
+    unit_problem,
+    value_of,
+)
 from .remedies import SENDER, remedy
 from .store import group
 
@@ -155,6 +163,13 @@ def _read_value(parameter: Parameter, item: Any, problems: list[Finding]) -> str
             f"the task parameter {parameter.name} in profileContext is not a value of "
             f"{parameters.describe(parameter)}", "/profileContext"))
         return None
+    mistyped = datatype_problem(parameter, value)
+    if mistyped is not None:
+        problems.append(finding(
+            "constraint.parameter-type",
+            f"the task parameter {parameter.name}={value.lexical!r} in profileContext: "
+            f"{mistyped}", "/profileContext"))
+        return None
     conflict = unit_problem(parameter, value.unit)
     if conflict is not None:
         problems.append(finding(
@@ -210,6 +225,13 @@ def evaluate(
     version = node[IOA + "ontologyVersion"][0]["@value"]
     intent = node[IOA + "intentRef"][0]["@id"]
     out.ontology = {"id": ontology_id, "version": version}
+    # A malformed envelope is invalid before any compatibility step (7.1), whatever version
+    # it names: checked ahead of the acceptance, which stops early under another version.
+    alignment_ref, revision = referenced(node)
+    if revision is not None and alignment_ref is None:
+        out.findings.append(finding(
+            "envelope.missing", "alignmentRevision names the revision of the artifact "
+            "alignmentRef names, and the envelope has no alignmentRef", ""))
 
     read_as = _acceptance(dataset, profile, ontology_id, version, intent, out)
     if read_as is None:
@@ -224,11 +246,6 @@ def evaluate(
     out.remedies.extend(_step_remedies(out.findings, profile))
     out.remedies.extend(parameter_remedies(profile, task))
 
-    alignment_ref, revision = referenced(node)
-    if revision is not None and alignment_ref is None:
-        out.findings.append(finding(
-            "envelope.missing", "alignmentRevision names the revision of the artifact "
-            "alignmentRef names, and the envelope has no alignmentRef", ""))
     capabilities = group(dataset.select("requested_capabilities"), "capability")
     candidates = group(dataset.select("mapping_candidates"), "capability") if registrations else {}
     conditions = conditions_by_rule(dataset.select("rule_conditions")) if registrations else {}

@@ -9,9 +9,11 @@ last), NaN and Infinity, and a top level that is not an object. It never raises 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import json
+import math
 import re
 import threading
 from collections.abc import Callable
+from decimal import Decimal
 from itertools import accumulate
 from typing import Any, NamedTuple
 
@@ -79,7 +81,8 @@ def _parser() -> tuple[json.JSONDecoder, dict[int, tuple[dict[str, Any], list[st
     if found is None:
         hook, seen = _duplicate_keys()
         found = _PARSERS.parser = (
-            json.JSONDecoder(object_pairs_hook=hook, parse_constant=_reject_constant), seen)
+            json.JSONDecoder(object_pairs_hook=hook, parse_constant=_reject_constant,
+                             parse_float=_number), seen)
     return found
 
 
@@ -111,6 +114,41 @@ def _has_lone_surrogate(document: Any) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+class ExactNumber(float):
+    """A JSON number with a fraction or an exponent whose binary float is not its value
+    (``1024.0000000000000001``, ``1e-400``): the float, with its text kept. Values compare
+    by their declared datatype (xsd:decimal is exact), so :func:`number_text` reads the
+    number by its text, never by the float's rounding."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, text: str) -> "ExactNumber":
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+def _number(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number) or Decimal(repr(number)) != Decimal(text):
+        return ExactNumber(text)
+    return number  # the float's shortest text is the number's value: nothing to keep
+
+
+def number_text(number: float) -> str:
+    """A JSON number's exact decimal text (``0.1`` is one tenth, not a binary rounding)."""
+    if isinstance(number, ExactNumber):
+        exact = Decimal(number.text)
+        # Written out in full only when that stays short: 1e999999999 would be a billion
+        # digits. Kept as written, it is then no lexical form of a decimal (refused as such).
+        return format(exact, "f") if abs(exact.adjusted()) <= _MAX_EXPONENT else number.text
+    return format(Decimal(repr(number)), "f")
+
+
+_MAX_EXPONENT = 400
 
 
 def _reject_constant(name: str) -> Any:

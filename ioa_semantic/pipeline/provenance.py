@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._exceptions import SigningKeyError
+from .._instants import instant
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -259,7 +260,8 @@ def _instant(value: Any, member: str) -> datetime:
         raise _Problem(MALFORMED, f"the proof's {member} {_shown(value)} is not a date-time with a "
                                   "time zone offset (XML Schema dateTimeStamp)")
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        # created is a lower limit of the proof's use, expires an upper one.
+        return instant(value, lower=member == "created")
     except ValueError:
         raise _Problem(MALFORMED, f"the proof's {member} {_shown(value)} is not a date-time") from None
 

@@ -112,7 +112,10 @@ def describe(remedy: Remedy) -> str:
     if remedy.action == "correct-input":
         return f"correct the input at {d['path'] or '/'}"
     if remedy.action == "supply-parameter":
-        values = f" (accepted: {listed(d['values'])})" if d.get("values") else ""
+        # The values as the profile compares them: "at most 2048 (in kB's IRI)", never a
+        # bare 2048 a person would read as the one value accepted (draft 6.4).
+        values = (f" (accepted: {_compared(d)}{listed(d['values'])}{_in_unit(d)})"
+                  if d.get("values") else "")
         return f"supply the task parameter {d['name']}{values}"
     if remedy.action == "use-accepted-version":
         return "use an accepted ontology version: " + listed(
@@ -138,9 +141,17 @@ def describe(remedy: Remedy) -> str:
     if not d["permitted"]:
         # A pattern, a count or a SPARQL constraint admits values no list names.
         return f"renegotiate{field}{shape}"
-    how = {"atMost": "at most ", "atLeast": "at least "}.get(d.get("comparison", ""), "")
-    unit = f" (in {d['unit']})" if d.get("unit") else ""
-    return f"renegotiate{field}{shape}: the profile permits {how}{listed(d['permitted'])}{unit}"
+    return (f"renegotiate{field}{shape}: the profile permits "
+            f"{_compared(d)}{listed(d['permitted'])}{_in_unit(d)}")
+
+
+def _compared(details: dict[str, Any]) -> str:
+    """How a remedy's values compare, as words before them ("at most "), or nothing."""
+    return {"atMost": "at most ", "atLeast": "at least "}.get(details.get("comparison", ""), "")
+
+
+def _in_unit(details: dict[str, Any]) -> str:
+    return f" (in {details['unit']})" if details.get("unit") else ""
 
 
 REPORTERS: dict[str, Callable[[Iterable[Decision], IO[str]], None]] = {

@@ -14,7 +14,6 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from decimal import Decimal
 from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -26,9 +25,10 @@ if TYPE_CHECKING:
 
 from .. import data as _resources
 from .._exceptions import ArtifactError, ProfileError, RetrievalError
+from .._instants import instant
 from .._iri import is_absolute_iri
 from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
-from ..pipeline.intake import parse
+from ..pipeline.intake import number_text, parse
 from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
 from . import vocabulary
 from .parameters import (
@@ -37,6 +37,7 @@ from .parameters import (
     DATATYPES,
     Parameter,
     Value,
+    datatype_problem,
     describe,
     key,
     unit_problem,
@@ -656,6 +657,25 @@ def artifact_members() -> frozenset[str]:
     return frozenset(_resources.read_json("shapes", "artifact.schema.json")["properties"])
 
 
+@cache
+def rule_members() -> frozenset[str]:
+    """The members a mapping rule may carry: those the schema defines for one."""
+    schema = _resources.read_json("shapes", "artifact.schema.json")
+    return frozenset(schema["properties"]["mappingRules"]["items"]["properties"])
+
+
+def _unknown_members(doc: dict[str, Any]) -> tuple[str, ...]:
+    """The members the project does not define, as paths: ``validUntill`` at the top,
+    ``mappingRules/0/validUntil`` in a rule (contract rule 9: reported, never silently
+    ignored; a rule's own limit would otherwise pass unread, 7.2)."""
+    top = [k for k in doc if k not in artifact_members()]
+    rules = doc.get("mappingRules")
+    inner = [f"mappingRules/{i}/{k}" for i, rule in enumerate(rules if isinstance(rules, list)
+                                                               else ())
+             if isinstance(rule, dict) for k in rule if k not in rule_members()]
+    return (*top, *inner)
+
+
 def _utc(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
@@ -665,7 +685,7 @@ def _limit(doc: Any, member: str) -> datetime | None:
     if member not in doc:
         return None
     try:
-        return datetime.fromisoformat(doc[member].replace("Z", "+00:00"))
+        return instant(doc[member], lower=member == "validFrom")
     except ValueError:
         raise ValueError(f"/{member}: {doc[member]!r} is not a date-time") from None
 
@@ -730,7 +750,7 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
         rules=rules,
         confidence=float(confidence) if confidence is not None else None,
         proof=read_proof(doc),
-        unknown_members=tuple(k for k in doc if k not in artifact_members()),
+        unknown_members=_unknown_members(doc),
     )
     try:
         artifact_quads(artifact)
@@ -754,7 +774,7 @@ def _conditions(stated: Mapping[str, Any]) -> tuple[tuple[str, str, str | None],
 
 def _condition_lexical(value: str | int | float) -> str:
     if isinstance(value, float):
-        return format(Decimal(repr(value)), "f")  # the JSON number's text, not a rounding
+        return number_text(value)  # the JSON number's text, not a rounding
     return str(value)
 
 
@@ -898,6 +918,9 @@ def _declared_values(node: dict[str, Any], declared: Mapping[str, Parameter]) ->
                 key(parameter, value.lexical)
             except ValueError as exc:
                 problem = str(exc)
+                break
+            problem = datatype_problem(parameter, value)
+            if problem is not None:
                 break
             read.append(value)
         yield parameter, read, None if problem is None else (

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from .._iri import is_absolute_iri
 from .._vocab import IOA, IOP
+from ..pipeline.intake import number_text
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 # QUDT's quantity values: a value with its unit, as a sender writes one (docs/parameters.md).
@@ -44,6 +45,9 @@ DATATYPES = {
     XSD + "language": "language",
     IOP + "MediaType": "mediaType",
 }
+_IRI_OF = {kind: iri for iri, kind in DATATYPES.items()}
+_RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+RDF_LANG_STRING = _RDF + "langString"
 # The comparisons: how the task's value V stands to a stated bound B.
 COMPARISONS = {
     IOP + "equal": "equal",  # V equals B (several stated values: any of them)
@@ -96,12 +100,22 @@ class Value(NamedTuple):
 
     lexical: str
     unit: str | None = None
+    # The datatype a typed literal states (its @type), rdf:langString for a literal with a
+    # language; None for a plain JSON value, an IRI or a quantity value.
+    datatype: str | None = None
 
 
 def key(parameter: Parameter, lexical: str) -> Any:
     """The value of ``lexical`` under the parameter's datatype, as compared; ValueError (its
     message a sentence for people) when it is not a lexical form of that datatype."""
+    if len(lexical) > _MEMO_LENGTH:
+        # Remembered only when short: the memo outlives every check, and a sender chooses
+        # how long a string, IRI or language value is.
+        return _key.__wrapped__(parameter.datatype, lexical)
     return _key(parameter.datatype, lexical)
+
+
+_MEMO_LENGTH = 128
 
 
 @lru_cache(maxsize=4096)
@@ -162,6 +176,19 @@ def holds_any(parameter: Parameter, value: str, bounds: "tuple[str, ...] | list[
     return any(holds(parameter, value, bound) for bound in bounds)
 
 
+def datatype_problem(parameter: Parameter, value: Value) -> str | None:
+    """Why a typed literal's datatype is not the declaration's, or None (6.4: values use the
+    profile's types; a literal typed otherwise is not read as if it were untyped). An
+    integer is a decimal (XML Schema derives one from the other)."""
+    if value.datatype is None:
+        return None
+    declared = _IRI_OF[parameter.datatype]
+    if value.datatype == declared or (
+            parameter.datatype == "decimal" and value.datatype == XSD + "integer"):
+        return None
+    return f"it is typed {value.datatype}, but {parameter.name} is {declared}"
+
+
 def unit_problem(parameter: Parameter, stated: str | None) -> str | None:
     """Why a value stated in unit ``stated`` (None: no unit stated) conflicts with the
     declaration (S3: never converted), or None. A value without a unit is in the
@@ -199,7 +226,14 @@ def value_of(item: Any) -> Value | None:
         raw = item["@value"]
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
             return None
-        return Value(_lexical(raw))
+        stated = item.get("@type")
+        if "@language" in item:
+            return Value(_lexical(raw), datatype=RDF_LANG_STRING)
+        if isinstance(stated, str) and not stated.startswith((XSD, _RDF)):
+            # A datatype outside XML Schema names the value's unit, as UCUM and CDT
+            # literals do ("2"^^unit:MegaBYTE): held to the declaration's unit, never dropped.
+            return Value(_lexical(raw), unit=stated)
+        return Value(_lexical(raw), datatype=stated if isinstance(stated, str) else None)
     if set(item) == {"@id"}:
         return Value(str(item["@id"]))
     numbers = item.get(QUDT_NUMERIC_VALUE)
@@ -217,6 +251,5 @@ def _lexical(raw: str | int | float) -> str:
     if isinstance(raw, float):
         # JSON numbers with a fraction or an exponent: their exact decimal text, never a
         # binary rounding of it.
-        text = format(Decimal(repr(raw)), "f")
-        return text
+        return number_text(raw)
     return str(raw)

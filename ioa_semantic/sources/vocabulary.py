@@ -23,10 +23,12 @@ import pyoxigraph
 
 from .. import data as _resources
 from .._iri import is_absolute_iri
-from .._vocab import IOP, RDF_TYPE
+from .._vocab import IOP, RDF_TYPE, RDFS
 from .parameters import COMPARISONS, DATATYPES
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
+# What any node may carry besides settings: its type and words for people.
+_DESCRIPTIVE = frozenset({RDF_TYPE, RDFS + "label", RDFS + "comment"})
 _NUMBERS = frozenset({_XSD + "integer", _XSD + "decimal", _XSD + "double", _XSD + "float"})
 
 
@@ -57,24 +59,46 @@ def _nearest(local: str) -> str:
 
 
 class _Lines:
-    """Where a term of the profile namespace first stands in the Turtle text: by any prefix
-    bound to the namespace, or as a full IRI."""
+    """Where a term first stands in the Turtle text, written as a full IRI (``<...>``) or by
+    any prefix bound to its namespace. The text is indexed in one pass when a line is first
+    asked for (a profile of n problem lines must not cost n scans of it: remote profiles are
+    read within a byte budget, not a time one)."""
 
     _PREFIX = re.compile(r"(?:@prefix|PREFIX)\s+([A-Za-z][\w.-]*)?:\s*<([^>]*)>", re.IGNORECASE)
+    # A full IRI, or a prefixed name: a prefix (possibly empty) not glued to a word before
+    # it, then a local name that does not end with a dot (Turtle's PN_LOCAL, simplified).
+    _TERM = re.compile(r"<([^<>\s]*)>|(?<![\w:.-])([A-Za-z][\w.-]*)?:([\w-]+(?:\.[\w-]+)*)")
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
-        self.prefixes = [name or "" for name, iri in self._PREFIX.findall(text) if iri == IOP]
+        self.text = text
+        self.first: dict[str, int] | None = None
+
+    def _index(self) -> dict[str, int]:
+        prefixes = {name or "": iri for name, iri in self._PREFIX.findall(self.text)}
+        first: dict[str, int] = {}
+        for number, line in enumerate(self.text.splitlines(), 1):
+            if line.lstrip().startswith("#"):
+                continue
+            for match in self._TERM.finditer(line):
+                full, prefix, local = match.groups()
+                if full is None:
+                    namespace = prefixes.get(prefix or "")
+                    if namespace is None:
+                        continue
+                    full = namespace + local
+                first.setdefault(full, number)
+        return first
+
+    def of_iri(self, iri: str) -> str:
+        """``line N: `` where ``iri`` first stands, or nothing."""
+        if self.first is None:
+            self.first = self._index()
+        number = self.first.get(iri)
+        return f"line {number}: " if number is not None else ""
 
     def of(self, local: str) -> str:
-        spellings = [f"{prefix}:{local}" for prefix in self.prefixes] + [f"<{IOP}{local}>"]
-        pattern = re.compile("|".join(
-            rf"(?<![\w:.-]){re.escape(s)}(?![\w.-])" if not s.startswith("<") else re.escape(s)
-            for s in spellings))
-        for number, line in enumerate(self.lines, 1):
-            if not line.lstrip().startswith("#") and pattern.search(line):
-                return f"line {number}: "
-        return ""
+        """``line N: `` where the profile term ``iop:local`` first stands, or nothing."""
+        return self.of_iri(IOP + local)
 
 
 def _kind_problem(kind: str, value: Any) -> str | None:
@@ -167,7 +191,15 @@ def _walk(by_subject: dict[Any, list[tuple[str, Any]]], profile: Any, lines: _Li
         reached.add((node, section))
         allowed = settings[section]
         for predicate, value in by_subject.get(node, ()):
-            if predicate == RDF_TYPE or not predicate.startswith(IOP):
+            if predicate in _DESCRIPTIVE:
+                continue
+            if not predicate.startswith(IOP):
+                if section != "Profile":
+                    # A setting node holds settings only: qudt:unit where iop:unit belongs,
+                    # or sh:minCount meant as iop:required, would be dropped unread.
+                    found.append(f"{lines.of_iri(predicate)}<{predicate}> is not a setting of "
+                                 f"iop:{section}; only terms of the profile vocabulary (and "
+                                 "rdf:type, rdfs:label, rdfs:comment) are read there")
                 continue
             local = predicate[len(IOP):]
             if local not in known_terms():
