@@ -184,3 +184,28 @@ def test_a_reason_about_a_span_without_ids_names_the_span_not_its_fed_event(
     span = "/resourceSpans/0/scopeSpans/0/spans/0"
     assert reason["path"] == "/0" + span
     assert reason["message"].startswith(f"line 1, {span}: ") and "line 2" not in reason["message"]
+
+
+def test_the_text_report_shows_what_a_name_would_hide_from_a_terminal(tmp_path: Path) -> None:
+    """``agent_id`` is the "Emitting agent identifier" (mas-lab-trajectory-schema), text the
+    trace's writer chooses. The text report is for people at a terminal: an escape sequence
+    in a name cleared the screen or moved the cursor (a forged verdict line), a right-to-left
+    override reversed the rest of the line, a line feed forged a line. Each is shown as its
+    code point; JSON output keeps the name as it is."""
+    hostile = "sched\x1b[2J\u202eule\n  agent x: compatible"
+    events = []
+    for event in mas_lab_run.events():
+        if event["agent_id"] == "schedule_agent":
+            event["agent_id"] = hostile
+        if event.get("tool_name") == "delegate_to_schedule_agent":
+            event["tool_name"] = "delegate_to_" + hostile
+        events.append(event)
+    path = _events_file(tmp_path / "events.jsonl", events)
+    proc = trace([path, "--manifests", MANIFESTS], tmp_path)
+    assert proc.returncode == 1, _text(proc)
+    out = proc.stdout.decode()
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "agent sched<U+001B>[2J<U+202E>ule<U+000A>  agent x: compatible: incompatible" in out
+    as_json = trace([path, "--manifests", MANIFESTS, "--format", "json"], tmp_path)
+    agents, _ = records(as_json)
+    assert hostile in agents
