@@ -209,3 +209,25 @@ def test_the_text_report_shows_what_a_name_would_hide_from_a_terminal(tmp_path: 
     as_json = trace([path, "--manifests", MANIFESTS, "--format", "json"], tmp_path)
     agents, _ = records(as_json)
     assert hostile in agents
+
+
+def test_another_runs_events_in_the_stream_are_reported(tmp_path: Path) -> None:
+    """Every event carries ``run_id``, "Same run_id as in run.json" (mas-lab-trajectory-
+    schema). Two runs' ``events.jsonl`` concatenated were read as one run named after the
+    first, silently: the second run's calls became the first's in the report, the graph and
+    the store. They are still judged (they are what the agents did), and the run says so at
+    the first line of each other run, with how many events carry it."""
+    events = mas_lab_run.events()
+    both = events + [dict(e, run_id="a1b2c3d4") for e in events]
+    path = _events_file(tmp_path / "events.jsonl", both)
+    proc = trace([path, "--manifests", MANIFESTS, "--format", "json"], tmp_path)
+    assert proc.returncode == 0, _text(proc)
+    agents, [summary] = records(proc)
+    assert {a["verdict"] for a in agents.values()} == {"compatible"}
+    assert summary["run"] == mas_lab_run.RUN_ID
+    [reason] = [r for r in summary["reasons"] if r["code"] == "trace.run-mismatch"]
+    first = len(events) + 1
+    assert reason["path"] == f"/{first - 1}" and reason["severity"] == "warning"
+    assert reason["message"].startswith(f"line {first}: {len(events)} events carry run_id a1b2c3d4")
+    alone = trace([_events_file(tmp_path / "one.jsonl", events), "--format", "json"], tmp_path)
+    assert not [r for r in records(alone)[1][0]["reasons"] if r["code"] == "trace.run-mismatch"]

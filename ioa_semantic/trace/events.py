@@ -226,6 +226,8 @@ class Fold:
         self.problems: list[list[Any]] = []  # [code, line, detail]
         self.records: list[dict[str, Any]] = []
         self.run_ids: dict[str, str] = {}  # "run_id" / "session_id" -> first non-empty value
+        # Other runs' ids on events of this stream: [first line, events], by run id.
+        self.other_runs: dict[str, list[int]] = {}
         self.touched: set[str] = set()
         # The interval tree of the events: where calls whose start names no parent nest.
         self.tree = nesting.Tree(self.calls, self.touched)
@@ -335,6 +337,11 @@ class Fold:
             value = _text(event.get(member))
             if value and member not in self.run_ids:
                 self.run_ids[member] = value
+        # Every event carries "Same run_id as in run.json" (the schema): another id is another
+        # run's event (two runs' files concatenated), reported, and judged as this run's.
+        other = _text(event.get("run_id"))
+        if other and other != self.run_ids["run_id"]:
+            self.other_runs.setdefault(other, [seq, 0])[1] += 1
         prefix, _, phase = kind.rpartition("_")
         cls = CALL_CLASSES.get(prefix) if phase in ("start", "end") else None
         if cls is None:
@@ -503,6 +510,7 @@ class Fold:
             "format": self.format,
             "repeats": self.repeats,
             "maslab": [self.maslab[key] for key in sorted(changed["maslab"])],
+            "otherRuns": self.other_runs,
         }
         tree = self.tree.state()
         if tree is not None:
@@ -529,6 +537,7 @@ class Fold:
         self.kinds.update(delta["kinds"])
         self.unknown.update(delta["unknown"])
         self.run_ids = dict(delta["runIds"])
+        self.other_runs = {k: list(v) for k, v in delta.get("otherRuns", {}).items()}
         self.problems.extend(delta["problems"])
         self.records.extend(delta["records"])
         self.format = delta.get("format", self.format)
@@ -1043,6 +1052,13 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
         where, path = place(seq)
         findings.append(finding(code, f"{where}: {detail}; the line is skipped",
                                 path, severity=Severity.WARNING))
+    for other, (seq, count) in sorted(fold.other_runs.items(), key=lambda item: item[1]):
+        where, path = place(seq)
+        findings.append(finding(
+            "trace.run-mismatch", f"{where}: {count} event{'s' if count > 1 else ''} carry "
+            f"run_id {disclose.run(other)}, not the run's {disclose.run(str(events_run_id))}: "
+            "another run's events in this one's stream, judged as this run's", path,
+            severity=Severity.WARNING))
     return Run(
         source=source.given, run_id=run_id, session_id=session_id, mas=mas, calls=tuple(calls),
         events=fold.events, kinds=dict(sorted(fold.kinds.items())),
