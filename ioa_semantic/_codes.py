@@ -318,7 +318,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "what is wrong is not used"),
     ("trace.run-mismatch", None, "5.4",
      "a run folder's run.json whose run_id is not the events' run_id: it describes another "
-     "run and is not used"),
+     "run and is not used; or events whose run_id is not the first event's: another run's "
+     "events in the stream, judged as this run's"),
     ("trace.shapes-not-run", None, "5.4",
      "the run's calls exceed what earlier runs left of the invocation's --max-shape-calls "
      "bound"),

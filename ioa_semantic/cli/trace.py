@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from ..trace.state import Cursor
     from ..trace.store import Feed
 
-    # What consuming the inputs leaves: a run already (an input that cannot be read), or an
-    # input and its fold, of which runs are built through a disclosure (the report's, and a
-    # private store's own).
-    Consumed = list[Run | tuple[Source, Fold]]
+    # What consuming the inputs leaves: an input that cannot be read (its problem), or an
+    # input and its fold; runs are built of either through a disclosure (the report's, and a
+    # private store's own), so that no path reaches a report the disclosure withholds it from.
+    Consumed = list[Source | tuple[Source, Fold]]
 
 # Calls of a run the SHACL check takes on: pyshacl costs 15-25 ms a call on this 2-core
 # machine (docs: README, Limits and guarantees), and a larger run would pass the 2 s bound.
@@ -228,7 +228,7 @@ def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declaration
 
 def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
     from .._codes import finding
-    from ..trace.events import Fold, resolve, unreadable
+    from ..trace.events import Fold, resolve
     from ..trace.state import StateError, consume
 
     sources = [resolve(path) for path in opts.paths]
@@ -241,14 +241,14 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
             cursor.open()
         for source in sources:
             if source.problem is not None:
-                consumed.append(unreadable(source))
+                consumed.append(source)
                 continue
             fold = Fold(opts.include_content)
             try:
                 consume(source, fold, cursor, opts.batch_size, opts.max_line_bytes)
             except OSError as exc:
-                consumed.append(unreadable(source._replace(problem=finding(
-                    "json.unreadable", f"{source.given}: cannot be read: {exc.strerror}"))))
+                consumed.append(source._replace(problem=finding(
+                    "json.unreadable", f"cannot be read: {exc.strerror}")))
                 continue
             consumed.append((source, fold))
     finally:
@@ -261,15 +261,15 @@ def _runs(consumed: Consumed, disclose: Disclosure,
           named: Callable[[Source, Disclosure], Source] | None = None) -> list[Run]:
     """The runs of what was consumed, worded through ``disclose``, each input named by
     ``named`` (a private store names it by its reference)."""
-    from ..trace.events import Run, build, otlp_runs
+    from ..trace.events import Source, build, otlp_runs, unreadable
 
     runs: list[Run] = []
     # OTLP inputs are read together: one trace's spans may be in several files.
     spans: list[tuple[Source, Fold]] = []
     spans_at = 0  # their runs take the place of the first OTLP input
     for item in consumed:
-        if isinstance(item, Run):  # a NamedTuple: told from a pair by its class
-            runs.append(item)
+        if isinstance(item, Source):  # a NamedTuple: told from a pair by its class
+            runs.append(unreadable(item, disclose))
             continue
         source, fold = item
         if named is not None:

@@ -81,7 +81,7 @@ class Source(NamedTuple):
     given: str
     stream: str | None  # the file to read; None when the input is unusable
     run_folder: str | None
-    problem: Finding | None
+    problem: Finding | None  # why it cannot be read, naming no path (see unreadable)
 
     @property
     def key(self) -> str:
@@ -96,10 +96,12 @@ def resolve(path: str) -> Source:
             if os.path.isfile(candidate):
                 return Source(path, candidate, path, None)
         return Source(path, None, path, finding(
-            "json.unreadable", f"{path}: a folder without traces/events.jsonl or events.jsonl"))
+            "json.unreadable", "a folder without traces/events.jsonl or events.jsonl"))
     if os.path.isfile(path):
         return Source(path, path, None, None)
-    return Source(path, None, None, finding("json.unreadable", f"{path}: no such file or folder"))
+    # A named pipe or a device is never read: it could block the audit or never end.
+    problem = "not a regular file or folder" if os.path.exists(path) else "no such file or folder"
+    return Source(path, None, None, finding("json.unreadable", problem))
 
 
 class Line(NamedTuple):
@@ -224,6 +226,8 @@ class Fold:
         self.problems: list[list[Any]] = []  # [code, line, detail]
         self.records: list[dict[str, Any]] = []
         self.run_ids: dict[str, str] = {}  # "run_id" / "session_id" -> first non-empty value
+        # Other runs' ids on events of this stream: [first line, events], by run id.
+        self.other_runs: dict[str, list[int]] = {}
         self.touched: set[str] = set()
         # The interval tree of the events: where calls whose start names no parent nest.
         self.tree = nesting.Tree(self.calls, self.touched)
@@ -333,6 +337,11 @@ class Fold:
             value = _text(event.get(member))
             if value and member not in self.run_ids:
                 self.run_ids[member] = value
+        # Every event carries "Same run_id as in run.json" (the schema): another id is another
+        # run's event (two runs' files concatenated), reported, and judged as this run's.
+        other = _text(event.get("run_id"))
+        if other and other != self.run_ids["run_id"]:
+            self.other_runs.setdefault(other, [seq, 0])[1] += 1
         prefix, _, phase = kind.rpartition("_")
         cls = CALL_CLASSES.get(prefix) if phase in ("start", "end") else None
         if cls is None:
@@ -501,6 +510,7 @@ class Fold:
             "format": self.format,
             "repeats": self.repeats,
             "maslab": [self.maslab[key] for key in sorted(changed["maslab"])],
+            "otherRuns": self.other_runs,
         }
         tree = self.tree.state()
         if tree is not None:
@@ -527,6 +537,7 @@ class Fold:
         self.kinds.update(delta["kinds"])
         self.unknown.update(delta["unknown"])
         self.run_ids = dict(delta["runIds"])
+        self.other_runs = {k: list(v) for k, v in delta.get("otherRuns", {}).items()}
         self.problems.extend(delta["problems"])
         self.records.extend(delta["records"])
         self.format = delta.get("format", self.format)
@@ -657,18 +668,14 @@ class Ancestry:
 _UNKNOWN: Any = object()
 
 
-def _read_json_file(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def unreadable(source: Source) -> Run:
+def unreadable(source: Source, disclose: Disclosure) -> Run:
+    """The run of an input that cannot be read; its problem (a message naming no path) is
+    prefixed with the input's path as ``disclose`` shows it: under ``--opaque-ids`` a path
+    names a person or a run as often as a run id does."""
     assert source.problem is not None
-    return Run(source.given, None, None, None, (), 0, {}, {}, (), (source.problem,), 0, False)
+    problem = source.problem
+    worded = problem._replace(message=f"{disclose.path(source.given)}: {problem.message}")
+    return Run(source.given, None, None, None, (), 0, {}, {}, (), (worded,), 0, False)
 
 
 def runs(source: Source, fold: Fold, disclose: Disclosure) -> list[Run]:
@@ -693,6 +700,8 @@ def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[R
     # mas-lab spans, by run (maslab_otel.group): copies, as reading several inputs marks them.
     maslab: dict[str, dict[str, dict[str, Any]]] = {}
     for source, fold in inputs:
+        # The input as the reasons name it: under --opaque-ids a path is withheld like an id.
+        shown = disclose.path(source.given)
         for call in fold.calls.values():
             spans = by_trace.setdefault(call["trace"], {})
             known = spans.get(call["id"])
@@ -706,7 +715,7 @@ def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[R
                                      "conflict": True, "ambiguous": ["target", "parent"]}
                 spans[call["id"]].pop("declares", None)
                 own.setdefault(call["trace"], []).append(finding(
-                    "trace.call-conflict", f"{source.given}: span {disclose.call(call['id'])} "
+                    "trace.call-conflict", f"{shown}: span {disclose.call(call['id'])} "
                     "is given in two inputs with different contents; what it did, who called "
                     "it and what it declared are not used", f"/{call['first'] - 1}",
                     severity=Severity.WARNING))
@@ -717,7 +726,7 @@ def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[R
                 files[group].append(source.given)
             if maslab_otel.merge(maslab.setdefault(group, {}), dict(record)) == "conflict":
                 own.setdefault(group, []).append(finding(
-                    "trace.call-conflict", f"{source.given}: span {disclose.call(record['span'])}"
+                    "trace.call-conflict", f"{shown}: span {disclose.call(record['span'])}"
                     " is given in two inputs with different contents; what it did and who "
                     "called it are not used", f"/{record['line'] - 1}{record['pointer']}",
                     severity=Severity.WARNING))
@@ -726,7 +735,7 @@ def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[R
             trace = problem[4] if len(problem) > 4 else None
             trace = trace if trace in by_trace or trace in maslab else None
             own.setdefault(trace, []).append(_worded(problem, disclose,
-                                                     source.given if several else None))
+                                                     shown if several else None))
             if _unused(problem):
                 unused[trace] = unused.get(trace, 0) + 1
     everywhere = unused.get(None, 0)
@@ -760,7 +769,16 @@ def _maslab_run(source: str, records: dict[str, dict[str, Any]], genai: dict[str
     fold = Fold()
     for ordinal, (_, event) in enumerate(fed, 1):
         fold.event(ordinal, event["kind"], event)
-    run = build(Source(source, None, None, None), fold, disclose)
+
+    def place(ordinal: int) -> tuple[str, str]:
+        # An event's fed position is no place in the input: its span's line and pointer are.
+        record = fed[ordinal - 1][0] if 0 < ordinal <= len(fed) else None
+        if record is None:
+            return nesting.by_line(ordinal)
+        line, pointer = record["line"], record.get("pointer", "")
+        return (f"line {line}" + (f", {pointer}" if pointer else ""), f"/{line - 1}{pointer}")
+
+    run = build(Source(source, None, None, None), fold, disclose, place)
     patches = plan.patches(fed)
     calls = tuple(call._replace(**patches[call.first_line]) if call.first_line in patches
                   else call for call in run.calls)
@@ -981,9 +999,11 @@ def _worded(problem: list[Any], disclose: Disclosure, source: str | None) -> Fin
     return finding(code, message, path, severity=Severity.WARNING)
 
 
-def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:
-    """The fold of one input as a :class:`Run`: parents resolved, findings worded."""
-    run_info = _read_json_file(os.path.join(source.run_folder, "run_info.json")) if (
+def build(source: Source, fold: Fold, disclose: Disclosure,
+          place: nesting.Place = nesting.by_line) -> Run:
+    """The fold of one input as a :class:`Run`: parents resolved, findings worded, each at
+    the ``place`` of the event it is about."""
+    run_info = runfile.read_object(os.path.join(source.run_folder, "run_info.json")) if (
         source.run_folder) else {}
     run_file = runfile.read(source.run_folder, disclose) if source.run_folder else (
         runfile.RunFile())
@@ -1004,7 +1024,7 @@ def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:
     mas = run_file.mas_id or (
         _text(mas_info.get("app")) if isinstance(mas_info, dict) else None) or (
         roots[0].get("agent") if roots else None)
-    settled = nesting.settle(fold.calls, fold.tree, disclose)
+    settled = nesting.settle(fold.calls, fold.tree, disclose, place)
     findings: list[Finding] = [*run_file.findings, *settled.findings]
     calls = []
     for raw in ordered:
@@ -1013,23 +1033,32 @@ def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:
         if missing:
             findings.append(finding(
                 "trace.call-incomplete",
-                f"{raw['cls']} call {_call_name(raw, disclose)}: the trace has no "
-                f"{' and no '.join(missing)} event", f"/{raw['first'] - 1}",
+                f"{raw['cls']} call {_call_name(raw, disclose, place)}: the trace has no "
+                f"{' and no '.join(missing)} event", place(raw["first"])[1],
                 severity=Severity.WARNING))
     skipped = 0
     for code, seq, detail in fold.problems:
         if code == "trace.call-conflict":
             conflicted = fold.calls.get(str(detail))
-            name = _call_name(conflicted, disclose) if conflicted is not None and not (
+            name = _call_name(conflicted, disclose, place) if conflicted is not None and not (
                 conflicted["id"]) else disclose.call(str(detail))
+            where, path = place(seq)
             findings.append(finding(
-                code, f"line {seq}: call {name} is started, ended or attributed twice "
+                code, f"{where}: call {name} is started, ended or attributed twice "
                       "inconsistently; the ambiguous part is not used",
-                f"/{seq - 1}", severity=Severity.WARNING))
+                path, severity=Severity.WARNING))
             continue
         skipped += 1
-        findings.append(finding(code, f"line {seq}: {detail}; the line is skipped",
-                                f"/{seq - 1}", severity=Severity.WARNING))
+        where, path = place(seq)
+        findings.append(finding(code, f"{where}: {detail}; the line is skipped",
+                                path, severity=Severity.WARNING))
+    for other, (seq, count) in sorted(fold.other_runs.items(), key=lambda item: item[1]):
+        where, path = place(seq)
+        findings.append(finding(
+            "trace.run-mismatch", f"{where}: {count} event{'s' if count > 1 else ''} carry "
+            f"run_id {disclose.run(other)}, not the run's {disclose.run(str(events_run_id))}: "
+            "another run's events in this one's stream, judged as this run's", path,
+            severity=Severity.WARNING))
     return Run(
         source=source.given, run_id=run_id, session_id=session_id, mas=mas, calls=tuple(calls),
         events=fold.events, kinds=dict(sorted(fold.kinds.items())),
@@ -1039,8 +1068,9 @@ def build(source: Source, fold: Fold, disclose: Disclosure) -> Run:
         duration_secs=run_file.duration_secs)
 
 
-def _call_name(raw: dict[str, Any], disclose: Disclosure) -> str:
-    return disclose.call(raw["id"]) if raw["id"] else f"without an id at line {raw['first']}"
+def _call_name(raw: dict[str, Any], disclose: Disclosure,
+               place: nesting.Place = nesting.by_line) -> str:
+    return disclose.call(raw["id"]) if raw["id"] else f"without an id at {place(raw['first'])[0]}"
 
 
 def _call(raw: dict[str, Any], calls: dict[str, dict[str, Any]], by_id: dict[str, str],

@@ -32,6 +32,7 @@ Everything here is plain JSON (``state``/``load``), so that ``--state`` can chec
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .._codes import finding
@@ -40,6 +41,17 @@ from .privacy import DELEGATION_PREFIX, Disclosure
 
 _KINDS = {"agent": "execution", "llm": "llm_call", "tool": "tool_call",
           "processing": "processing_call", "mas": "mas_call"}
+
+
+# Where an event is, as a reason words it and as its path: the fed position of an event is
+# its line in an events file, but a span's pair of events is fed in time order, and its place
+# is the span's line and JSON Pointer in its input.
+Place = Callable[[int], tuple[str, str]]
+
+
+def by_line(seq: int) -> tuple[str, str]:
+    """An event of an events file: its line, and the 0-based JSON Pointer of the line."""
+    return f"line {seq}", f"/{seq - 1}"
 
 
 def kind_name(call: dict[str, Any], phase: str) -> str:
@@ -293,7 +305,8 @@ class Settled(NamedTuple):
     findings: tuple[Finding, ...]
 
 
-def settle(calls: dict[str, dict[str, Any]], tree: Tree, disclose: Disclosure) -> Settled:
+def settle(calls: dict[str, dict[str, Any]], tree: Tree, disclose: Disclosure,
+           place: Place = by_line) -> Settled:
     """The agent calls whose caller the order of events does not establish, and why.
 
     An agent call is unsettled when its placement found several candidates (or busy agents
@@ -301,13 +314,13 @@ def settle(calls: dict[str, dict[str, Any]], tree: Tree, disclose: Disclosure) -
     placement rests on the order of events of an agent whose events interleave with another
     agent's (each pair of such agents is one ``trace.nesting-interleaved`` reason).
     """
-    words = _Words(calls, disclose)
+    words = _Words(calls, disclose, place)
     tangles = _tangles(calls, tree, words)
     tangled = {agent for pair in tangles for agent in pair if agent}
-    findings = [finding("trace.nesting-interleaved", f"line {seq}: the events of "
+    findings = [finding("trace.nesting-interleaved", f"{place(seq)[0]}: the events of "
                         f"{words.agents(pair)} do not nest ({count} line"
                         f"{'s' if count > 1 else ''}; the first: {what}); the order of their "
-                        "events is not used to tell who called whom", f"/{seq - 1}",
+                        "events is not used to tell who called whom", place(seq)[1],
                         severity=Severity.WARNING)
                 for pair, (seq, count, what) in sorted(tangles.items(), key=lambda t: t[1][0])]
     candidates: dict[str, tuple[str, ...]] = {}
@@ -321,9 +334,9 @@ def settle(calls: dict[str, dict[str, Any]], tree: Tree, disclose: Disclosure) -
         seq, phase = (call["startLine"], "start") if call.get("startLine") else (
             call["endLine"], "end")
         findings.append(finding(
-            "trace.nesting-ambiguous", f"line {seq}: execution_{phase} of "
+            "trace.nesting-ambiguous", f"{place(seq)[0]}: execution_{phase} of "
             f"{words.agent(call.get('target'))}: {why}; who called it is not used",
-            f"/{seq - 1}", severity=Severity.WARNING))
+            place(seq)[1], severity=Severity.WARNING))
     return Settled(candidates, tuple(findings))
 
 
@@ -403,9 +416,11 @@ def _tangles(calls: dict[str, dict[str, Any]], tree: Tree,
 class _Words:
     """Agents and calls as a reason names them, through the run's disclosure."""
 
-    def __init__(self, calls: dict[str, dict[str, Any]], disclose: Disclosure) -> None:
+    def __init__(self, calls: dict[str, dict[str, Any]], disclose: Disclosure,
+                 place: Place = by_line) -> None:
         self.by_key = calls
         self.disclose = disclose
+        self.place = place
 
     def agent(self, agent: str | None) -> str:
         return f"agent {self.disclose.agent(agent)}" if agent else "an unnamed agent"
@@ -426,7 +441,7 @@ class _Words:
             what += f" {self.disclose.tool(call['target'])}"
         if call["cls"] != "mas":
             what += f" of {self.agent(call.get('agent'))}"
-        return f"{what} (line {call['first']})"
+        return f"{what} ({self.place(call['first'])[0]})"
 
     def calls(self, keys: tuple[str, ...]) -> str:
         listed = [self.call(k) for k in keys[:5]]

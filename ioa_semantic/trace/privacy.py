@@ -30,11 +30,24 @@ DELEGATION_PREFIX = "delegate_to_"
 IRI_BASE = "urn:ioa-trace:"
 
 
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8, a lone surrogate included: a file name that is not UTF-8 reaches
+    Python as one (``surrogateescape``), and a run named after its input's path must still
+    have a node and a reference. ``surrogatepass`` is one-to-one, so distinct names stay
+    distinct."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def iri_part(name: str) -> str:
+    """``name`` percent-encoded as one part of a node's IRI (lone surrogates included)."""
+    return quote(_utf8(name), safe="")
+
+
 def digest(value: Any) -> dict[str, Any]:
     """``{"sha256", "chars"}`` of a piece of content: text as UTF-8, anything else as canonical JSON."""
     text = value if isinstance(value, str) else json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return {"sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
+    return {"sha256": hashlib.sha256(_utf8(text)).hexdigest(),
             "chars": len(text)}
 
 
@@ -64,7 +77,7 @@ class Disclosure:
             return value
         cached = self._cache.get((kind, value))
         if cached is None:
-            mac = hmac.new(self.key, f"{kind}\0{value}".encode(), hashlib.sha256).hexdigest()
+            mac = hmac.new(self.key, _utf8(f"{kind}\0{value}"), hashlib.sha256).hexdigest()
             cached = self._cache[(kind, value)] = f"{kind}-{mac[:20]}"
         return cached
 
@@ -101,18 +114,18 @@ class Disclosure:
     # --- names in the graph and in reasons -------------------------------------------------
 
     def run_iri(self, run: str) -> str:
-        return f"{IRI_BASE}run:{quote(self.run(run), safe='')}"
+        return f"{IRI_BASE}run:{iri_part(self.run(run))}"
 
     def call_iri(self, run: str, call: str) -> str:
-        return f"{self.run_iri(run)}:call:{quote(self.call(call), safe='')}"
+        return f"{self.run_iri(run)}:call:{iri_part(self.call(call))}"
 
     def agent_iri(self, agent: str) -> str:
-        return f"{IRI_BASE}agent:{quote(self.agent(agent), safe='')}"
+        return f"{IRI_BASE}agent:{iri_part(self.agent(agent))}"
 
     def type_iri(self, kind: str, name: str) -> str:
         """A structural type that is not an agent: ``tool``, ``llm``, ``processing`` or ``mas``."""
         shown = self.tool(name) if kind == "tool" else self.mas(name) if kind == "mas" else name
-        return f"{IRI_BASE}{kind}:{quote(shown, safe='')}"
+        return f"{IRI_BASE}{kind}:{iri_part(shown)}"
 
 
 class Private(Disclosure):

@@ -20,7 +20,9 @@ events' is for the caller to check (``trace.run-mismatch``).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple
@@ -53,8 +55,7 @@ def read(folder: str, disclose: Disclosure) -> RunFile:
     path = os.path.join(folder, NAME)
     shown = disclose.path(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
+        data = read_bytes(path)
     except FileNotFoundError:
         return RunFile()
     except OSError as exc:
@@ -76,6 +77,32 @@ def read(folder: str, disclose: Disclosure) -> RunFile:
             problems.append(_malformed(shown, member, f"{member} is {wrong}; it is not used"))
         fields[member] = value
     return RunFile(**fields, findings=tuple(problems))
+
+
+def read_bytes(path: str) -> bytes:
+    """A run folder's small file, at most ``_MAX_BYTES + 1`` bytes of it.
+
+    Opened without blocking and read only if it is a regular file: a run folder is the
+    user's (or a downloaded archive's), and a named pipe in it would block the audit forever
+    (``OSError`` "not a regular file", as one that cannot be read).
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return handle.read(_MAX_BYTES + 1)
+
+
+def read_object(path: str) -> dict[str, Any]:
+    """A run folder's JSON object beside its events (``run_info.json``), or ``{}`` when there
+    is none, it cannot be read or it is no strict JSON object: it only names the MAS, after
+    ``run.json``, which the schema documents."""
+    try:
+        data = read_bytes(path)
+    except OSError:
+        return {}
+    intake = parse_json(data, Limits(_MAX_BYTES, 1 << 62))
+    return intake.document if intake.ok and isinstance(intake.document, dict) else {}
 
 
 def mismatch(run_file: RunFile, events_run_id: str, folder: str,

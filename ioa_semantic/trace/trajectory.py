@@ -20,7 +20,7 @@ be told from text by its digest: a State's text hashes to its ``ioat:contentSha2
 marker does not.
 
 Data flow between calls is more ``mas:inputTo`` links, from what the fold gives (parents,
-start instants, classes), with calls ordered by start and ties by key:
+start instants, classes), with calls in the order they started (:func:`_order`):
 
 * **in an agent's execution** (the calls whose parent is an agent call), taken in order:
   the agent's input flows to its first call; a model call's output flows to every other
@@ -60,10 +60,9 @@ import json
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NamedTuple
-from urllib.parse import quote
 
 from .events import Ancestry, Call, Run
-from .privacy import Disclosure
+from .privacy import Disclosure, iri_part
 
 # mas:content of a State whose side the trace records, when the text is withheld, and of one
 # whose side it does not record. The shapes require a content on every State.
@@ -93,11 +92,24 @@ class _Ends(NamedTuple):
     final: str
 
 
-def _order(call: Call) -> tuple[int, Decimal, str]:
-    """Calls by start, ties by key; a call without a start after every other."""
-    if call.start is None:
-        return (1, Decimal(0), call.key)
-    return (0, Decimal(call.start), call.key)
+def _order(unit: str) -> Callable[[Call], tuple[int, Decimal, int, str]]:
+    """Calls in the order they started, a call without a start after every other.
+
+    An events file is in the order its events were emitted (the mas-lab schema: "Events are
+    emitted in chronological order"), so its calls are taken by line: a clock of whole
+    seconds gives many calls one instant, and keys (``~10`` before ``~9``) or a skewed
+    timestamp would reverse what flowed into what. Spans come in any order: by their start
+    instant, ties by line, then key.
+    """
+    def by_line(call: Call) -> tuple[int, Decimal, int, str]:
+        return (call.start is None, Decimal(0), call.first_line, call.key)
+
+    def by_start(call: Call) -> tuple[int, Decimal, int, str]:
+        if call.start is None:
+            return (1, Decimal(0), call.first_line, call.key)
+        return (0, Decimal(call.start), call.first_line, call.key)
+
+    return by_line if unit == "events" else by_start
 
 
 def text_of(value: Any) -> str:
@@ -129,8 +141,9 @@ class Trajectory:
             self._ends[call.key] = self._call(call, ancestry)
             parent = call.parent if call.parent in calls and call.parent != call.key else None
             inside.setdefault(parent, []).append(call)
+        order = _order(self.run.unit)
         for parent, members in inside.items():
-            members.sort(key=_order)
+            members.sort(key=order)
             if parent is None:
                 continue
             owner = calls[parent]
@@ -140,7 +153,7 @@ class Trajectory:
                 self._enclosed(self._ends[parent], members)
         # Calls whose parents loop have no top-level call above them; then the session's
         # boundary is read among all calls.
-        top = inside.get(None) or sorted(self.run.calls, key=_order)
+        top = inside.get(None) or sorted(self.run.calls, key=order)
         self._session(top)
 
     # --- nodes ---------------------------------------------------------------------------
@@ -152,7 +165,7 @@ class Trajectory:
         # The call's reference last: serializers split an IRI at its last ":" into a
         # namespace and a name, and one namespace a call would make rdflib's Turtle writer
         # quadratic in the calls.
-        run, named = self.session, quote(ref, safe="")
+        run, named = self.session, iri_part(ref)
         ends = _Ends(f"{run}:transition:{named}", f"{run}:input:{named}",
                      f"{run}:output:{named}")
         self._transition(ends.transition, f"{ref}:transition", what, iri)
