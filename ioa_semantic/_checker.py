@@ -32,6 +32,7 @@ from ._memo import BoundedCache
 from .compiled.engine import CompiledEngine
 from .pipeline import remedies
 from .pipeline.baseline import Baseline, Kind, read_document
+from .pipeline.bounded import SHAPE_TIMEOUT
 from .pipeline.contexts import ContextPolicy
 from .pipeline.decision import task_from
 from .pipeline.engine import ReferenceEngine
@@ -83,7 +84,10 @@ class Checker:
     ``capabilities`` are the receiver's own registrations (paths, or bytes), ``alignments``
     the offered artifacts (paths, shipped names, or bytes). A broken profile or registration
     raises :class:`~ioa_semantic.ConfigurationError`; a malformed artifact is excluded with a
-    reason at check time.
+    reason at check time. ``shape_timeout`` (seconds) bounds each evaluation of the
+    profile's shapes that pySHACL makes (SHACL-SPARQL, the Core constraints the compiled
+    checks do not hold): past it the evaluation is stopped and the check is indeterminate
+    (``constraint.shape-unevaluable``).
     """
 
     def __init__(
@@ -99,7 +103,11 @@ class Checker:
         allow_private_addresses: bool = False,
         retrieval: RetrievalPolicy | None = None,
         engine: str = "compiled",
+        shape_timeout: float = SHAPE_TIMEOUT,
     ) -> None:
+        if not 0 < shape_timeout < float("inf"):
+            raise ConfigurationError(f"shape_timeout must be a positive number of seconds, not "
+                                     f"{shape_timeout!r}")
         if engine not in ENGINES:
             raise ConfigurationError(f"unknown engine {engine!r} (engines: {', '.join(ENGINES)})")
         # "compiled" answers the common case from compiled shapes and tables and hands
@@ -126,7 +134,9 @@ class Checker:
         if shape_files:
             from .pipeline.constraints import ProfileShapes
 
-            self.constraints = ProfileShapes(shape_files)
+            # pySHACL's evaluations (SHACL-SPARQL, the Core constraints the compiled checks
+            # do not hold) run in a worker process, killed past ``shape_timeout`` seconds.
+            self.constraints = ProfileShapes(shape_files, shape_timeout)
         self.limits = limits or Limits()
         self.policy = ContextPolicy(
             allow_vocab=self.profile.allow_vocab,

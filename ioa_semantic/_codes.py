@@ -279,7 +279,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "a SHACL shape of the profile of severity sh:Warning or sh:Info is not met"),
     ("constraint.shape-unevaluable", INDETERMINATE, "5.4",
      "the profile's SHACL shapes could not be evaluated (an unsupported feature, a SPARQL "
-     "error), so its required constraints are not known to hold"),
+     "error, an evaluation stopped at the time bound), so its required constraints are not "
+     "known to hold"),
     # trace.: execution traces and their knowledge graph (ioa-check trace)
     ("trace.event-malformed", None, "5.4",
      "a trace line that is JSON but neither an event nor a trace outcome record, an OTLP "

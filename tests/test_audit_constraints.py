@@ -34,13 +34,14 @@ PREFIXES = """@prefix sh: <http://www.w3.org/ns/shacl#> .
 @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix ex: <https://example.org/house-rules#> .
 """
-# A compiled shape (a label), a pySHACL one (sh:in) and one with two parameters.
+# A compiled shape (a label), a pySHACL one (sh:in with sh:severity, which the compiled
+# subset does not take) and one with two parameters.
 HOUSE_RULES = PREFIXES + """
 ex:Labelled a sh:NodeShape ; sh:targetClass ioa:Capability ;
     sh:property [ sh:path rdfs:label ; sh:minCount 1 ; sh:message "a registration needs a label" ] .
 ex:PlainTextIn a sh:NodeShape ; sh:targetClass ioa:Capability ;
     sh:property [ sh:path ioa:inputs ; sh:in ("text/plain" "text/markdown") ;
-                  sh:message "inputs are plain text or Markdown" ] .
+                  sh:severity sh:Violation ; sh:message "inputs are plain text or Markdown" ] .
 ex:ShortLabel a sh:NodeShape ; sh:targetClass ioa:Capability ;
     sh:property [ sh:path rdfs:label ; sh:maxLength 20 ; sh:severity sh:Warning ;
                   sh:message "a label of at most 20 characters reads best" ] .

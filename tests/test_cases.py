@@ -33,6 +33,7 @@ import pytest
 
 from ioa_semantic import Checker, ConfigurationError, Limits, Verdict
 from ioa_semantic._codes import CODES
+from ioa_semantic.pipeline.bounded import SHAPE_TIMEOUT
 
 CASES = Path(__file__).parent / "cases"
 STAGES = ("intake", "expansion", "shapes", "compatibility", "fuzz")
@@ -112,6 +113,7 @@ class Arguments:
     limits: Limits
     allow_remote: list[str]
     allow_private_addresses: bool
+    shape_timeout: float = SHAPE_TIMEOUT
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -123,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--at", required=True)
     parser.add_argument("--allow-remote", action="append", default=[])
     parser.add_argument("--allow-private-addresses", action="store_true")
+    parser.add_argument("--shape-timeout", type=float, default=SHAPE_TIMEOUT)
     for field in Limits._fields:
         parser.add_argument("--" + field.replace("_", "-"), type=int, dest=field,
                             default=getattr(Limits(), field))
@@ -154,6 +157,7 @@ def arguments(case: Case) -> Arguments:
         limits=Limits(**{field: getattr(opts, field) for field in Limits._fields}),
         allow_remote=list(opts.allow_remote),
         allow_private_addresses=opts.allow_private_addresses,
+        shape_timeout=opts.shape_timeout,
     )
 
 
@@ -290,7 +294,8 @@ def test_case(case: Case, cli_runs: dict[str, Future[Run]]) -> None:
     args = arguments(case)
     checker = Checker(args.profile, capabilities=args.capabilities, alignments=args.alignments,
                       limits=args.limits, allow_remote=args.allow_remote,
-                      allow_private_addresses=args.allow_private_addresses)
+                      allow_private_addresses=args.allow_private_addresses,
+                      shape_timeout=args.shape_timeout)
     decision = checker.check(case.envelope.read_bytes(), params=args.params, at=args.at,
                              source=case.spec["envelope"])
     assert decision.verdict.value == case.verdict, (

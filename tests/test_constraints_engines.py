@@ -51,7 +51,8 @@ ex:VocabularyLabelled a sh:NodeShape ; sh:targetClass ioa:Capability ;
 """
 PYSHACL = COMPILED + """
 ex:EuropeanTarget a sh:NodeShape ; sh:targetClass iop:TaskParameters ;
-    sh:property [ sh:path param:targetLang ; sh:in ("en" "de" "fr") ] .
+    sh:property [ sh:path param:targetLang ; sh:in ("en" "de" "fr") ;
+                  sh:severity sh:Violation ] .  # sh:severity: pySHACL's
 """
 
 

@@ -30,7 +30,7 @@ CORE = {"_codes", "_findings", "_exceptions", "_vocab", "_iri", "_memo", "_statu
 STAGES = ("pipeline.intake", "pipeline.provenance", "sources", "pipeline.contexts",
           "pipeline.expansion",
           "pipeline.shapes", "pipeline.baseline", "pipeline.store", "pipeline.remedies",
-          "pipeline.sparql", "pipeline.constraints",
+          "pipeline.sparql", "pipeline.bounded", "pipeline.constraints",
           "pipeline.decision",
           "pipeline.engine")
 ABOVE = ("compiled", "_checker", "products", "reporters", "cli", "face")

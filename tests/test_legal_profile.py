@@ -36,7 +36,7 @@ ROUTES = {
     "EnvelopeContextShape": "compiled",
     "TermBindingLimitShape": "compiled",
     "JurisdictionShape": "compiled",
-    "TargetLanguageShape": "pyshacl",
+    "TargetLanguageShape": "compiled",
     "DistinctLanguagesShape": "pyshacl",
     "TermBindingAdviceShape": "pyshacl",
 }

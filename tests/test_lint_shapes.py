@@ -54,7 +54,7 @@ ex:Rule a sh:NodeShape ; sh:targetClass ex:C ;
     sh:rule [ a sh:TripleRule ; sh:subject sh:this ; sh:predicate ex:r ; sh:object ex:o ] .
 [] a sh:NodeShape ; sh:targetClass ex:D ; sh:property [ sh:path ex:p ; sh:minCount 1 ] .
 """
-MIXED_ENGINES = {"https://ex.org/Compiled": "compiled", "https://ex.org/In": "pyshacl",
+MIXED_ENGINES = {"https://ex.org/Compiled": "compiled", "https://ex.org/In": "compiled",
                  "https://ex.org/Or": "pyshacl", "https://ex.org/Sparql": "pyshacl",
                  "https://ex.org/Rule": "unsupported", "mixed.shapes.ttl#blank-11": "compiled"}
 

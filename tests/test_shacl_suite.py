@@ -141,16 +141,22 @@ READINGS: dict[str, str] = {
     "has three severities, and one it does not know is not advisory",
 }
 
+# The suite is about what the shapes say, not how long they take: shacl-shacl validating
+# itself takes pySHACL seconds, more than the default bound on a loaded machine
+# (tests/test_hostile_shapes.py holds the bound).
+SUITE_BOUND = 300.0
+
 FIGURES_VERSION = "0.40.1"
 # The figures for pySHACL 0.40.1's copy of the suite: how many tests, and how each ends.
 # "compiled": every shape of the test is compiled; "pyshacl": every shape goes to pySHACL;
 # "both": some of each. Update deliberately.
 EXPECTED_FIGURES = {
     "tests": 121, "core": 98, "sparql": 23,
-    "passed compiled": 10, "passed pyshacl": 90, "passed both": 3,
+    # sh:in (core/property/in-001) is compiled since issue 35
+    "passed compiled": 11, "passed pyshacl": 89, "passed both": 3,
     "passed sht:Failure (unevaluable)": 7,
     f"deviation {UNEVALUABLE}": 7, f"deviation {DIFFERS}": 4,
-    "passed again with the compiled shapes on pySHACL": 13,
+    "passed again with the compiled shapes on pySHACL": 14,
 }
 
 
@@ -279,7 +285,7 @@ def _outcome(test: suite.SuiteTest, shapes: ProfileShapes) -> Outcome:
 def run(name: str) -> Outcome:
     test = BY_NAME[name]
     try:
-        shapes = ProfileShapes((_shape_file(test),))
+        shapes = ProfileShapes((_shape_file(test),), SUITE_BOUND)
     except ShapesUnreadable as exc:
         return Outcome(test.failure, "pass" if test.failure else UNEVALUABLE, "none", str(exc))
     return _outcome(test, shapes)
@@ -289,7 +295,7 @@ def run(name: str) -> Outcome:
 def run_on_pyshacl(name: str) -> Outcome | None:
     """The test again, with its compiled shapes made non-compilable (None when none is)."""
     test = BY_NAME[name]
-    shapes = ProfileShapes((_shape_file(test),))
+    shapes = ProfileShapes((_shape_file(test),), SUITE_BOUND)
     compiled = {c.name for c in shapes.compiled}
     if not compiled:
         return None
@@ -301,7 +307,7 @@ def run_on_pyshacl(name: str) -> Outcome | None:
                               pyoxigraph.Literal(False), pyoxigraph.DefaultGraph())
               for s in subjects]
     forced = ProfileShapes((_shape_file(test, pyoxigraph.serialize(
-        quads, format=pyoxigraph.RdfFormat.N_QUADS)),))
+        quads, format=pyoxigraph.RdfFormat.N_QUADS)),), SUITE_BOUND)
     assert {r.engine for r in forced.routes} == {ROUTE_PYSHACL}
     return _outcome(test, forced)
 

@@ -12,7 +12,14 @@ from .._checker import ENGINES, Checker
 from .._exceptions import ConfigurationError
 from .._status import ExitStatus
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
-from .parsing import _instant, _positive, add_limits, limits_of, unwritable_stdout
+from .parsing import (
+    _instant,
+    _positive,
+    add_limits,
+    add_shape_timeout,
+    limits_of,
+    unwritable_stdout,
+)
 
 DESCRIPTION = ("Audit capability registrations (draft 6.3): files, folders (*.json, *.jsonld, "
                "*.jsonl) and - for JSON Lines on stdin.")
@@ -37,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "with a UTC offset; default: now); no registration's judgement "
                              "depends on it")
     add_limits(parser)
+    add_shape_timeout(parser)
     parser.add_argument("--engine", choices=ENGINES, default="compiled",
                         help="compiled (default) or reference; both judge the same")
     parser.add_argument("--jobs", type=_positive, default=os.cpu_count() or 1, metavar="N",
@@ -72,7 +80,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
         parser.error("--partition-bytes needs --scheduler")
     try:
         checker = Checker(opts.profile, limits=limits_of(opts),
-                          engine=opts.engine)
+                          engine=opts.engine, shape_timeout=opts.shape_timeout)
     except ConfigurationError as exc:
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE

@@ -95,7 +95,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                               alignments=opts.alignment,
                               limits=limits_of(opts),
                               allow_remote=opts.allow_remote, engine=opts.engine,
-                              allow_private_addresses=opts.allow_private_addresses)
+                              allow_private_addresses=opts.allow_private_addresses,
+                              shape_timeout=opts.shape_timeout)
     except ProfileUnavailable as exc:
         # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.
         reasons = (finding(exc.code, str(exc), exc.url, subject=exc.url),)

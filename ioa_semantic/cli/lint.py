@@ -26,6 +26,7 @@ from ..sources.loader import (
     read_profile,
     rule_members,
 )
+from .parsing import add_shape_timeout
 
 DESCRIPTION = ("Validate profile (.ttl) and alignment artifact (.json) files, and a profile's "
                "shape files.")
@@ -57,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text (one line a problem) or json (JSON Lines, one object a "
                              "file); default text")
+    add_shape_timeout(parser)
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -80,13 +82,14 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if name.endswith(SHAPES_SUFFIX):
             # A shape file on its own (named as shipped ones are): linted as a profile's.
             reports.extend(lint_shape_files(Profile(id="", revision="", source=name,
-                                                    shapes=(os.path.abspath(name),))))
+                                                    shapes=(os.path.abspath(name),)),
+                                            opts.shape_timeout))
             continue
         problems, note = _lint_problems(name, profile)
         reports.append(Linted(name, tuple(Problem(p) for p in problems), note))
     if profile is not None:
         if profile.shapes:
-            reports.extend(lint_shape_files(profile))
+            reports.extend(lint_shape_files(profile, opts.shape_timeout))
         elif not opts.files:
             reports.append(Linted(opts.profile, (), " (it names no shape files)"))
     REPORTERS[opts.format].lint(reports, sys.stdout)

@@ -23,9 +23,11 @@ from typing import Any
 
 import pyoxigraph
 
-from .._exceptions import ProfileError
+from .._exceptions import IoaSemanticError, ProfileError
 from .._findings import Severity
 from .._vocab import RDF, RDFS, SH, XSD
+from ..pipeline import bounded
+from ..pipeline.bounded import SHAPE_TIMEOUT
 from ..pipeline.constraints import ROUTE_UNSUPPORTED, ProfileShapes, ShapeRoute, ShapesUnreadable
 from ..reporters.lint import NO_TOP_LEVEL, Explained, Linted, Problem
 from ..sources.loader import Profile, ProfileUnavailable, ShapeFile, load_shape_files
@@ -61,8 +63,9 @@ def explain(files: Sequence[ShapeFile]) -> list[Explained]:
             for f in files]
 
 
-def lint_shape_files(profile: Profile) -> list[Linted]:
-    """The profile's shape files, each with its problems (see the module)."""
+def lint_shape_files(profile: Profile, timeout: float = SHAPE_TIMEOUT) -> list[Linted]:
+    """The profile's shape files, each with its problems (see the module); SHACL's own
+    shapes are evaluated over them in a worker process, stopped after ``timeout`` seconds."""
     loaded: list[tuple[str, ShapeFile]] = []
     unloaded: dict[str, Problem] = {}
     for reference in profile.shapes:
@@ -104,7 +107,7 @@ def lint_shape_files(profile: Profile) -> list[Linted]:
             continue
         parsed.append((file, quads))
     if parsed:
-        _judge(parsed, problems)
+        _judge(parsed, problems, timeout)
     reports = {file.reference: Linted(name, tuple(problems[file.reference]))
                for name, file in loaded}
     reports.update((ref, Linted(ref, (problem,))) for ref, problem in unloaded.items())
@@ -132,7 +135,7 @@ def _natural(name: str) -> list[Any]:
 
 
 def _judge(parsed: Sequence[tuple[ShapeFile, list[pyoxigraph.Quad]]],
-           problems: dict[str, list[Problem]]) -> None:
+           problems: dict[str, list[Problem]], timeout: float) -> None:
     """The problems of the readable files, judged together, added to ``problems``."""
     files = [file for file, _ in parsed]
     try:
@@ -144,7 +147,7 @@ def _judge(parsed: Sequence[tuple[ShapeFile, list[pyoxigraph.Quad]]],
             problems[file.reference].append(Problem(str(exc)))
         return
     nodes = _Nodes(parsed, {r.shape for rs in routes.values() for r in rs})
-    for reference, found in _shacl_problems(nodes, files):
+    for reference, found in _shacl_problems(nodes, files, timeout):
         problems[reference].append(found)
     for file in files:
         mine = routes.get(file.reference, [])
@@ -243,14 +246,12 @@ def _curie(iri: str) -> str:
     return f"<{iri}>"
 
 
-def _shacl_problems(nodes: _Nodes, files: Sequence[ShapeFile]) -> Iterable[tuple[str, Problem]]:
+def _shacl_problems(nodes: _Nodes, files: Sequence[ShapeFile],
+                    timeout: float) -> Iterable[tuple[str, Problem]]:
     """What SHACL's own shapes (shacl-shacl) find wrong in the files, each with its file."""
-    # What pySHACL's meta_shacl option runs, with the report kept: its baked-in shacl-shacl
-    # graph (no network), over the shapes as they are written (no inference, as the check's
-    # validation uses none).
     try:
+        import pyshacl  # noqa: F401 - installed, or the check is skipped with a warning
         import rdflib
-        from pyshacl.entrypoints import meta_validate
     except ImportError as exc:
         for file in files:
             yield file.reference, Problem(
@@ -258,27 +259,25 @@ def _shacl_problems(nodes: _Nodes, files: Sequence[ShapeFile]) -> Iterable[tuple
                 "install ioa-semantic[shacl]", Severity.WARNING)
         return
 
-    def term(t: Any) -> Any:
-        if isinstance(t, pyoxigraph.NamedNode):
-            return rdflib.URIRef(t.value)
-        if isinstance(t, pyoxigraph.BlankNode):
-            return rdflib.BNode(t.value)  # the same label: a result's node maps back
-        if t.language:
-            return rdflib.Literal(t.value, lang=t.language)
-        return rdflib.Literal(t.value, datatype=rdflib.URIRef(t.datatype.value))
-
-    graph = rdflib.Graph()
-    for q in nodes.quads:
-        graph.add((term(q.subject), term(q.predicate), term(q.object)))
     try:
-        _, report, _ = meta_validate(graph, inference=None, allow_warnings=True,
-                                     allow_infos=True)
-    except Exception as exc:  # pySHACL's errors, mapped here: the check would map them too
+        # In a worker, killed past the bound: shacl-shacl's list shapes cost the square of
+        # a long sh:in, so lint of a profile could otherwise run for minutes.
+        triples = bounded.run(_meta_report, (nodes.quads,), timeout)
+    except bounded.DeadlineExceeded:
         for file in files:
             yield file.reference, Problem(
-                f"SHACL's own shapes could not be evaluated over it: {type(exc).__name__}: "
-                f"{exc}")
+                "not checked against SHACL's own shapes: the check did not finish within the "
+                f"{timeout:g} s bound on a shape evaluation (--shape-timeout), so it was "
+                "stopped; a check under this profile may stop the same way", Severity.WARNING)
         return
+    except IoaSemanticError as exc:  # pySHACL's errors, mapped in the worker
+        for file in files:
+            yield file.reference, Problem(
+                f"SHACL's own shapes could not be evaluated over it: {exc}")
+        return
+    report = rdflib.Graph()
+    for triple in triples:
+        report.add(triple)
 
     sh = rdflib.Namespace(SH)
     found: dict[tuple[str, Any], list[tuple[str, str, Problem]]] = {}
@@ -312,6 +311,35 @@ def _shacl_problems(nodes: _Nodes, files: Sequence[ShapeFile]) -> Iterable[tuple
         specific = [r for r in results if not r[0]] or results
         for problem in sorted({r[2] for r in specific}, key=lambda p: p.message):
             yield home, problem
+
+
+def _meta_report(quads: Sequence[pyoxigraph.Quad]) -> list[tuple[Any, Any, Any]]:
+    """In a worker (``bounded.run``): pySHACL's meta_shacl run, its report's triples (rdflib
+    terms pickle with their blank nodes' labels, which name the shapes' nodes).
+    What pySHACL's meta_shacl option runs, with the report kept: its baked-in shacl-shacl
+    graph (no network), over the shapes as they are written (no inference, as the check's
+    validation uses none)."""
+    import rdflib
+    from pyshacl.entrypoints import meta_validate
+
+    def term(t: Any) -> Any:
+        if isinstance(t, pyoxigraph.NamedNode):
+            return rdflib.URIRef(t.value)
+        if isinstance(t, pyoxigraph.BlankNode):
+            return rdflib.BNode(t.value)  # the same label: a result's node maps back
+        if t.language:
+            return rdflib.Literal(t.value, lang=t.language)
+        return rdflib.Literal(t.value, datatype=rdflib.URIRef(t.datatype.value))
+
+    graph = rdflib.Graph()
+    for q in quads:
+        graph.add((term(q.subject), term(q.predicate), term(q.object)))
+    try:
+        _, report, _ = meta_validate(graph, inference=None, allow_warnings=True,
+                                     allow_infos=True)
+    except Exception as exc:  # pySHACL's errors, mapped here: the check would map them too
+        raise IoaSemanticError(f"{type(exc).__name__}: {exc}") from exc
+    return list(report)
 
 
 def _name_of_key(nodes: _Nodes, node: Any, key: Any) -> str:

@@ -114,6 +114,29 @@ def add_checker_arguments(parser: argparse.ArgumentParser, engines: Sequence[str
                         help="compiled (default) or reference: pyld, the SHACL shapes in full and "
                              "the named SPARQL queries on every check; both decide the same")
     add_limits(parser)
+    add_shape_timeout(parser)
+
+
+def add_shape_timeout(parser: argparse.ArgumentParser) -> None:
+    """--shape-timeout, the same in every command that evaluates a profile's shapes."""
+    from ..pipeline.bounded import SHAPE_TIMEOUT
+
+    parser.add_argument("--shape-timeout", type=_positive_seconds, default=SHAPE_TIMEOUT,
+                        metavar="SECONDS",
+                        help="stop an evaluation of the profile's SHACL shapes by pySHACL "
+                             "(SHACL-SPARQL, and lint's SHACL-for-SHACL check) after this "
+                             f"many seconds (default {SHAPE_TIMEOUT:g}): the check is then "
+                             "indeterminate, constraint.shape-unevaluable")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
 
 
 def add_limits(parser: argparse.ArgumentParser) -> None:

@@ -146,7 +146,8 @@ def _checker(opts: argparse.Namespace) -> Checker:
     with collector_paused():  # see _runtime: what a Checker allocates lives on
         return Checker(opts.profile, capabilities=opts.capability, alignments=opts.alignment,
                        limits=limits_of(opts), allow_remote=opts.allow_remote,
-                       engine=opts.engine, allow_private_addresses=opts.allow_private_addresses)
+                       engine=opts.engine, allow_private_addresses=opts.allow_private_addresses,
+                       shape_timeout=opts.shape_timeout)
 
 
 def _limits(opts: argparse.Namespace) -> ServiceLimits:

@@ -65,9 +65,9 @@ from .._codes import finding
 from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Remedy, Severity
 from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
-from . import sparql
+from . import bounded, sparql
 from .remedies import SENDER, remedy
-from .shapes import PatternNotTranslated, xpath_pattern
+from .shapes import PatternNotTranslated, xpath_regex
 
 CHECK = pyoxigraph.NamedNode("urn:ioa-semantic:check")
 TASK = pyoxigraph.NamedNode("urn:ioa-semantic:task")
@@ -94,7 +94,8 @@ _SHAPE_REFERENCES = frozenset({SH + "node", SH + "property", SH + "qualifiedValu
                                SH + "not", SH + "and", SH + "or", SH + "xone",
                                RDF + "first"})
 _COMPILED_PROPERTY_KEYS = frozenset({
-    "path", "minCount", "maxCount", "nodeKind", "datatype", "pattern", "hasValue", "message",
+    "path", "minCount", "maxCount", "nodeKind", "datatype", "pattern", "hasValue", "in",
+    "message",
     # non-validating (SHACL 2.3.2): they change no result
     "name", "description", "order", "group", "defaultValue"})
 _COMPILED_DATATYPES = frozenset({XSD + "string", RDF_LANGSTRING})
@@ -124,6 +125,7 @@ _RDFLIB_BLANK = re.compile(r"\bN[0-9a-f]{32}\b")
 _AS_WRITTEN = frozenset({XSD + "integer", XSD + "decimal", XSD + "boolean"})
 _SEVERITIES = {SH + "Violation": Severity.ERROR, SH + "Warning": Severity.WARNING,
                SH + "Info": Severity.INFO}
+
 
 
 class ShapesUnreadable(ConfigurationError, ValueError):
@@ -158,8 +160,11 @@ class _PropertyCheck(NamedTuple):
     max_count: int | None
     node_kind: frozenset[str] | None
     datatype: str | None
-    pattern: "re.Pattern[str] | None"
+    pattern: Any  # an RE2 expression (shapes.xpath_regex): linear in the value
     has_value: Any
+    # sh:in's members, as a set: a value is a member by one lookup, whatever their number
+    # (RDF term equality, as SHACL's: "en" is not "en"@en nor "EN")
+    members: frozenset[Any] | None
     message: str | None
     # each component's message when the shape gives none, by the component's name
     # ("MinCount"): the pySHACL route's (see _default_message)
@@ -239,6 +244,8 @@ def _check_property(shape: str, prop: _PropertyCheck, store: pyoxigraph.Store,
         yield result("HasValueConstraintComponent")
     for value in values:
         kind = _kind(value)
+        if prop.members is not None and value not in prop.members:
+            yield result("InConstraintComponent", value)
         if prop.node_kind is not None and kind not in prop.node_kind:
             yield result("NodeKindConstraintComponent", value)
         if prop.datatype is not None and not (
@@ -395,16 +402,33 @@ def _compile_property(graph: _Shapes, node: Any) -> "_PropertyCheck | str":
     kind, datatype = _single(props.get(SH + "nodeKind", [])), _single(props.get(SH + "datatype", []))
     pattern, message = _single(props.get(SH + "pattern", [])), _single(props.get(SH + "message", []))
     try:
-        compiled_pattern = None if pattern is None else re.compile(xpath_pattern(pattern.value))
-    except (PatternNotTranslated, re.error):
-        return "an sh:pattern Python's re cannot read"
+        compiled_pattern = None if pattern is None else xpath_regex(pattern.value)
+    except PatternNotTranslated:
+        return "an sh:pattern RE2 cannot read"
+    members = None
+    listed = _single(props.get(SH + "in", []))
+    if listed is not None:
+        items = _list_items(graph, listed)
+        if (listed != pyoxigraph.NamedNode(RDF + "nil") and not items) or not all(
+                _comparable(v) for v in items):
+            return "an sh:in that is not a list of IRIs and strings"
+        members = frozenset(items)
     return _PropertyCheck(
         _term_text(node), path, min_count, max_count,
         _NODE_KINDS[kind.value] if kind is not None else None,
         datatype.value if datatype is not None else None, compiled_pattern,
-        _single(props.get(SH + "hasValue", [])), message.value if message is not None else None,
+        _single(props.get(SH + "hasValue", [])), members,
+        message.value if message is not None else None,
         {name: _default_message(graph, node, f"{SH}{name}ConstraintComponent") for name in (
-            "MinCount", "MaxCount", "HasValue", "NodeKind", "Datatype", "Pattern")})
+            "MinCount", "MaxCount", "HasValue", "In", "NodeKind", "Datatype", "Pattern")})
+
+
+def _comparable(value: Any) -> bool:
+    """A term the compiled checks compare as pySHACL does: an IRI or a string. A number or
+    a date is stored normalised by Oxigraph ("01"^^xsd:integer as "1"), which pySHACL
+    (rdflib normalises both sides) reads as equal and a term comparison would not."""
+    return isinstance(value, pyoxigraph.NamedNode) or (
+        isinstance(value, pyoxigraph.Literal) and value.datatype.value in _COMPILED_DATATYPES)
 
 
 def _terms_outside(props: Mapping[str, list[Any]]) -> str | None:
@@ -422,12 +446,9 @@ def _terms_outside(props: Mapping[str, list[Any]]) -> str | None:
         if value is not None and not isinstance(value, pyoxigraph.Literal):
             return f"an sh:{name} that is not a literal"
     value = _single(props.get(SH + "hasValue", []))
-    if value is not None and not isinstance(value, pyoxigraph.NamedNode) and not (
-            isinstance(value, pyoxigraph.Literal) and value.datatype.value in _COMPILED_DATATYPES):
-        # A blank node of the shapes graph is in no data graph; a number or a date is
-        # compared as Oxigraph stores it, normalised ("01"^^xsd:integer is stored "1"),
-        # which pySHACL (rdflib normalises both sides) reads as equal and the term
-        # comparison would not.
+    if value is not None and not _comparable(value):
+        # A blank node of the shapes graph is in no data graph; a number or a date: see
+        # _comparable.
         return "an sh:hasValue that is not an IRI or a string"
     return None
 
@@ -439,8 +460,12 @@ class _NotCompiled(Exception):
 class ProfileShapes:
     """A profile's shapes, read and routed once per Checker (immutable once built)."""
 
-    def __init__(self, files: Sequence[Any]) -> None:
+    def __init__(self, files: Sequence[Any], timeout: float = bounded.SHAPE_TIMEOUT) -> None:
+        if not timeout > 0:
+            raise ConfigurationError(f"the shape timeout must be a positive number of "
+                                     f"seconds, not {timeout!r}")
         self.files = tuple(files)
+        self.timeout = float(timeout)
         quads: list[pyoxigraph.Quad] = []
         sources: dict[Any, str] = {}
         names: dict[Any, str] = {}  # a stable name for each blank top-level shape
@@ -473,7 +498,7 @@ class ProfileShapes:
                    + " (SHACL Advanced Features or SHACL-JS)") if used else (
                 "has a SPARQL query that SHACL-SPARQL cannot evaluate: "
                 + "; ".join(queries)) if queries else (
-                "has an sh:pattern that Python's re cannot read as XPath does: "
+                "has an sh:pattern that RE2 cannot read as XPath does: "
                 + "; ".join(patterns)) if patterns else (
                 "uses sh:datatype " + ", ".join(datatypes) + ", which the check's store "
                 "cannot tell: Oxigraph keeps such a value as " + ", ".join(sorted(
@@ -499,6 +524,7 @@ class ProfileShapes:
             graph, {s for s in graph.by_subject if self.name_of(s) in {c.name for c in compiled}})
         self._pyshacl_shapes: _PyshaclShapes | None = None
         self._lock = threading.Lock()
+        self._permitted: dict[tuple[str, str | None, str], tuple[str, ...]] = {}
         self.digest = hashlib.sha256(b"".join(f.digest.encode() for f in self.files)).hexdigest()
 
     def name_of(self, subject: Any) -> str:
@@ -513,6 +539,14 @@ class ProfileShapes:
                      "HasValueConstraintComponent": "hasValue"}.get(result.component)
         if parameter is None:
             return []
+        # Read once for each shape and path: a list of a thousand values, violated by every
+        # check, costs its walk once (the cache holds no more than the shapes' parameters).
+        key = (result.shape, result.path, parameter)
+        if key not in self._permitted:
+            self._permitted[key] = self._listed(result, parameter)
+        return list(self._permitted[key])
+
+    def _listed(self, result: Result, parameter: str) -> tuple[str, ...]:
         values: set[str] = set()
         graph = self._graph
         for subject in graph.by_subject:
@@ -526,7 +560,11 @@ class ProfileShapes:
                     items = _list_items(graph, value) if parameter == "in" else [value]
                     values.update(v.value for v in items if not isinstance(
                         v, pyoxigraph.BlankNode))
-        return sorted(values)
+        return tuple(sorted(values))
+
+    def pyshacl_names(self) -> list[str]:
+        """The shapes pySHACL evaluates, by name."""
+        return [r.shape for r in self.routes if r.engine == ROUTE_PYSHACL]
 
     @property
     def needs_pyshacl(self) -> bool:
@@ -569,9 +607,21 @@ class ProfileShapes:
                 f"{MAX_PYSHACL_TRIPLES:,} the profile's pySHACL shapes are evaluated over "
                 "(pySHACL's cost grows with them by milliseconds each)", _ordered(results))
         if self.needs_pyshacl:
+            pyshacl = self.pyshacl_names()
             try:
-                results.extend(self._pyshacl().results(store))
-            except Unevaluable as exc:
+                results.extend(bounded.run(
+                    _worker_results,
+                    # N-Quads, as Oxigraph writes and reads them (blank nodes keep their
+                    # labels), cost a tenth of pickling the quads
+                    (self.digest, store.dump(format=pyoxigraph.RdfFormat.N_QUADS)),
+                    self.timeout, prepare=(_worker_prepare, (self.files,), self.digest)))
+            except bounded.DeadlineExceeded as exc:
+                raise Unevaluable(
+                    f"the shape{'s' if len(pyshacl) > 1 else ''} {', '.join(pyshacl)} "
+                    f"(evaluated by pySHACL) did not finish within the {self.timeout:g} s "
+                    "bound on a shape evaluation, so the evaluation was stopped",
+                    _ordered(results)) from exc
+            except (Unevaluable, bounded.WorkerFailed) as exc:
                 raise Unevaluable(str(exc), _ordered(results)) from exc
         # A result said twice (two property shapes of one shape with the same finding) is
         # one reason.
@@ -710,6 +760,27 @@ def _store_graph_type() -> type:
     return StoreGraph
 
 
+# In a worker process: the profiles' shapes it has read, by their files' digest.
+_WORKER_SHAPES: dict[str, ProfileShapes] = {}
+
+
+def _worker_prepare(files: Sequence[Any]) -> None:
+    """In a worker (``bounded.run``'s preparation, once a worker for each set of files): the
+    shapes read, and pySHACL's reading of them, outside any check's deadline."""
+    shapes = ProfileShapes(files)
+    shapes._pyshacl()
+    _WORKER_SHAPES[shapes.digest] = shapes
+
+
+def _worker_results(digest: str, quads: bytes) -> list[Result]:
+    """In a worker process (``bounded.run``): the pySHACL shapes' results over a store of
+    ``quads`` (N-Quads), the shapes those prepared under ``digest``."""
+    shapes = _WORKER_SHAPES[digest]
+    store = pyoxigraph.Store()
+    store.bulk_extend(pyoxigraph.parse(quads, pyoxigraph.RdfFormat.N_QUADS))
+    return list(shapes._pyshacl().results(store))
+
+
 # The triples a check (the envelope and its task) or a registration may bring to a store
 # that pySHACL validates: its Core constraints cost about a millisecond a focus node and a
 # value, so an envelope within the input limits (16,384 values) could hold a check for
@@ -760,10 +831,14 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
                     problems = [*sparql.problems(text), *([unparsed] if unparsed else [])]
                     used.update(f"sparql:{p}" for p in problems)
             if predicate == SH + "pattern":
+                # SHACL reads one sh:flags beside the patterns (pySHACL the first one)
+                flags = graph.get(node, SH + "flags")
+                flag_text = flags[0].value if flags and isinstance(
+                    flags[0], pyoxigraph.Literal) else ""
                 for value in values:
                     try:
-                        xpath_pattern(value.value if isinstance(value, pyoxigraph.Literal)
-                                      else "")
+                        xpath_regex(value.value if isinstance(value, pyoxigraph.Literal)
+                                    else "", flag_text)
                     except PatternNotTranslated as exc:
                         used.add(f"pattern:{exc}")
             # A declared component the node activates is used too (its validators may be
@@ -819,15 +894,6 @@ def _owned_subjects(graph: _Shapes, shapes: set[Any]) -> frozenset[Any]:
     return frozenset(owned)
 
 
-def _translated(pattern: str) -> str:
-    """A pattern as pySHACL is given it: read as XPath reads it (a shape whose pattern has
-    no translation is not evaluated at all, so its text is only kept)."""
-    try:
-        return xpath_pattern(pattern)
-    except PatternNotTranslated:
-        return pattern
-
-
 def _rdflib_graph(quads: Iterable[pyoxigraph.Quad]) -> tuple[Any, dict[str, Any]]:
     import rdflib
 
@@ -843,11 +909,9 @@ def _rdflib_graph(quads: Iterable[pyoxigraph.Quad]) -> tuple[Any, dict[str, Any]
             return rdflib.Literal(t.value, lang=t.language)
         return rdflib.Literal(t.value, datatype=rdflib.URIRef(t.datatype.value))
 
+    # sh:pattern as written: the worker's pySHACL compiles it with RE2 (bounded.prepare_worker)
     for q in quads:
-        obj = q.object
-        if q.predicate.value == SH + "pattern" and isinstance(obj, pyoxigraph.Literal):
-            obj = pyoxigraph.Literal(_translated(obj.value))
-        graph.add((term(q.subject), term(q.predicate), term(obj)))
+        graph.add((term(q.subject), term(q.predicate), term(q.object)))
     return graph, blanks
 
 

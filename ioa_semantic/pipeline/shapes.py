@@ -175,93 +175,193 @@ def python_pattern(pattern: str) -> str:
 
 
 class PatternNotTranslated(IoaSemanticError, ValueError):
-    """An ``sh:pattern`` that uses what Python's ``re`` cannot read as XPath does."""
+    """An ``sh:pattern`` (with its ``sh:flags``) that RE2 cannot read as XPath does."""
 
 
-def xpath_pattern(pattern: str) -> str:
+def xpath_pattern(pattern: str, flags: str = "") -> str:
     r"""A SHACL ``sh:pattern`` (an XPath regular expression: XML Schema 2 appendix F with
-    XPath's anchors, reluctant quantifiers and back-references) as Python's ``re`` reads
-    the same, for a profile's own shapes.
+    XPath's anchors, flags and reluctant quantifiers) in RE2's syntax, for a profile's own
+    shapes. RE2 matches in time linear in the value (a pattern such as ``^(a+)+$`` cannot
+    make a check run for ever, as it would under Python's backtracking ``re``).
 
-    Besides ``$`` (see :func:`python_pattern`): ``.`` matches neither ``\n`` nor ``\r``;
-    ``\s`` is space, tab, line feed and carriage return only; ``\w`` is every character but
-    punctuation, separators and others (``\p{P}``, ``\p{Z}``, ``\p{C}``), so not ``_``;
-    ``\p{..}`` and ``\P{..}`` name Unicode general categories; ``[a-z-[aeiou]]`` subtracts a
-    class. Raises :class:`PatternNotTranslated` for what has no translation here (a block
-    escape ``\p{IsBasicLatin}``, ``\i``/``\c``, a complement inside a class, an escape or a
-    ``(?`` group XPath does not have): such a shape is not evaluated rather than read
-    otherwise."""
-    out, i = [], 0
+    ``$`` matches at the end of the value only (``\z``); ``.`` matches neither ``
+`` nor
+    ``
+``; ``\s`` is space, tab, line feed and carriage return only; ``\d`` is ``\p{Nd}``;
+    ``\w`` is every character but punctuation, separators and others (``\p{P}``, ``\p{Z}``,
+    ``\p{C}``), so not ``_``; ``\p{..}`` and ``\P{..}`` name Unicode general categories (as
+    Python's ``unicodedata`` has them); ``[a-z-[aeiou]]`` subtracts a class. ``flags`` are
+    ``sh:flags``: ``s``, ``m``, ``i``, ``x`` and ``q`` as XPath reads them. Raises
+    :class:`PatternNotTranslated` for what has no translation here (a back-reference, which
+    no linear-time engine can match; a block escape ``\p{IsBasicLatin}``; ``\i``/``\c``; a
+    complement inside a class; an escape or a ``(?`` group XPath does not have; a flag
+    XPath does not have): such a shape is not evaluated rather than read otherwise."""
+    unknown = sorted(set(flags) - set("smixq"))
+    if unknown:
+        raise PatternNotTranslated(f"{pattern!r}: sh:flags {flags!r} has "
+                                   f"{', '.join(map(repr, unknown))}, which XPath does not")
+    prefix = "(?i)" if "i" in flags else ""
+    if "q" in flags:
+        # every character stands for itself
+        return prefix + "".join(_escaped(ord(c)) for c in pattern)
+    if "x" in flags:
+        pattern = _without_whitespace(pattern)
+    out, i = [prefix], 0
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
-            text, i = _xpath_escape(pattern, i, in_class=False)
+            text, i = _xpath_escape(pattern, i)
             out.append(text)
         elif char == "[":
-            text, i = _xpath_class(pattern, i)
-            out.append(text)
+            ranges, i = _xpath_class(pattern, i)
+            out.append(_class_text(ranges))
         elif char == ".":
-            out.append(r"[^\n\r]")
+            out.append("(?s:.)" if "s" in flags else r"[^\n\r]")
             i += 1
-        elif char == "$":
-            out.append(r"\Z")
+        elif char in "^$":
+            out.append(("(?m:^)" if char == "^" else "(?m:$)") if "m" in flags
+                       else "^" if char == "^" else r"\z")
             i += 1
-        elif char == "(" and pattern.startswith("(?", i) and not pattern.startswith("(?:", i):
+        elif pattern.startswith("(?:", i):
+            out.append("(?:")
+            i += 3
+        elif pattern.startswith("(?", i):
             raise PatternNotTranslated(f"{pattern!r}: '(?' groups other than '(?:' are not XPath")
         else:
-            out.append(char)
+            # metacharacters and quantifier counts as they are; anything else literally
+            out.append(char if char in "{}|?*+()," or (char.isascii() and char.isalnum())
+                       else _escaped(ord(char)))
             i += 1
     return "".join(out)
 
 
-_SINGLE = set("nrt\\|.-^?*+{}()[]$")
-_MULTI = {"s": r"[ \t\n\r]", "S": r"[^ \t\n\r]", "d": r"\d", "D": r"\D"}
+def _without_whitespace(pattern: str) -> str:
+    """The pattern under XPath's ``x`` flag: whitespace removed outside classes."""
+    out, depth, i = [], 0, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if char == "[":
+            depth += 1
+        elif char == "]" and depth:
+            depth -= 1
+        if depth or char not in " \t\n\r":
+            out.append(char)
+        i += 1
+    return "".join(out)
 
 
-def _xpath_escape(pattern: str, i: int, *, in_class: bool) -> tuple[str, int]:
+# A regular expression of this module: RE2, compiled once a process for each pattern and
+# flags; RE2's own log of a pattern it refuses is off (a library writes nothing to stderr).
+@cache
+def xpath_regex(pattern: str, flags: str = "") -> Any:
+    """The compiled RE2 expression of :func:`xpath_pattern`. Raises
+    :class:`PatternNotTranslated` for a pattern that has no translation or that RE2
+    refuses (a repetition count past 1000, say)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    translated = xpath_pattern(pattern, flags)
+    try:
+        return re2.compile(translated, options)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise PatternNotTranslated(f"{pattern!r}: RE2 cannot read it: {detail}") from exc
+
+
+_SINGLE = {"n": 0x0A, "r": 0x0D, "t": 0x09} | {c: ord(c) for c in "\\|.-^?*+{}()[]$"}
+_SPACE = ((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))
+_MAX = 0x10FFFF
+Ranges = tuple[tuple[int, int], ...]
+
+
+def _complement(ranges: Ranges) -> Ranges:
+    out, start = [], 0
+    for low, high in _merged(ranges):
+        if low > start:
+            out.append((start, low - 1))
+        start = high + 1
+    if start <= _MAX:
+        out.append((start, _MAX))
+    return tuple(out)
+
+
+def _merged(ranges: Iterable[tuple[int, int]]) -> Ranges:
+    out: list[tuple[int, int]] = []
+    for low, high in sorted(ranges):
+        if out and low <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], high))
+        else:
+            out.append((low, high))
+    return tuple(out)
+
+
+def _class_text(ranges: Ranges) -> str:
+    """A class of code points in RE2's syntax (surrogates, which no RDF literal holds,
+    left out: RE2 reads UTF-8)."""
+    parts = []
+    for low, high in _merged(ranges):
+        for a, b in ((low, min(high, 0xD7FF)), (max(low, 0xE000), high)):
+            if a <= b:
+                parts.append(_escaped(a) if a == b else f"{_escaped(a)}-{_escaped(b)}")
+    # an empty class matches nothing: RE2 has no "[]", so a class that excludes everything
+    return "[" + "".join(parts) + "]" if parts else r"[^\x00-\x{10FFFF}]"
+
+
+def _xpath_escape(pattern: str, i: int) -> tuple[str, int]:
+    """An escape outside a class, in RE2's syntax."""
+    if pattern.startswith(("\\s", "\\S", "\\d", "\\D", "\\w", "\\W", "\\p", "\\P"), i):
+        ranges, end = _escape_ranges(pattern, i)
+        return _class_text(ranges), end
+    if i + 1 < len(pattern) and pattern[i + 1].isdigit() and pattern[i + 1] != "0":
+        raise PatternNotTranslated(f"{pattern!r}: a back-reference (\\{pattern[i + 1]}), which "
+                                   "RE2, the linear-time engine patterns run on, cannot match")
+    return _escaped(_single_escape(pattern, i)), i + 2
+
+
+def _single_escape(pattern: str, i: int) -> int:
     if i + 1 >= len(pattern):
         raise PatternNotTranslated(f"{pattern!r}: a pattern cannot end in a backslash")
     char = pattern[i + 1]
     if char in _SINGLE:
-        return pattern[i:i + 2], i + 2
-    if char.isdigit() and char != "0" and not in_class:
-        return pattern[i:i + 2], i + 2  # a back-reference
-    if char in _MULTI:
-        text = _MULTI[char]
-        if in_class:
-            if char == "s":
-                return r" \t\n\r", i + 2
-            if char in "dD" and char == "d":
-                return r"\d", i + 2
-            raise PatternNotTranslated(f"{pattern!r}: \\{char} inside a class")
-        return text, i + 2
-    if char in "wW":
-        if in_class:
-            raise PatternNotTranslated(f"{pattern!r}: \\{char} inside a class")
-        ranges = _category_ranges(("P", "Z", "C"))
-        return (f"[^{ranges}]" if char == "w" else f"[{ranges}]"), i + 2
-    if char in "pP":
-        end = pattern.find("}", i)
-        if not pattern.startswith("{", i + 2) or end < 0:
-            raise PatternNotTranslated(f"{pattern!r}: \\{char} without a {{name}}")
-        name = pattern[i + 3:end]
-        if name not in _CATEGORIES:
-            raise PatternNotTranslated(f"{pattern!r}: \\{char}{{{name}}} is not a general "
-                                       "category (block escapes are not translated)")
-        ranges = _category_ranges((name,))
-        if in_class:
-            if char == "P":
-                raise PatternNotTranslated(f"{pattern!r}: \\P inside a class")
-            return ranges, end + 1
-        return (f"[{ranges}]" if char == "p" else f"[^{ranges}]"), end + 1
+        return _SINGLE[char]
     raise PatternNotTranslated(f"{pattern!r}: \\{char} is not an XPath escape")
 
 
-def _xpath_class(pattern: str, i: int) -> tuple[str, int]:
-    """A character class from ``pattern[i] == "["``, with a subtraction ``-[...]`` last in
-    it as a negative lookahead before the class."""
+def _escape_ranges(pattern: str, i: int, *, in_class: bool = False) -> tuple[Ranges, int]:
+    """A multi-character escape (``\\s``, ``\\d``, ``\\w``, ``\\p{..}`` and their complements) as
+    code points."""
+    char = pattern[i + 1]
+    if in_class and char in "SDwWP":
+        raise PatternNotTranslated(f"{pattern!r}: \\{char} inside a class")
+    if char in "sS":
+        return (_SPACE if char == "s" else _complement(_SPACE)), i + 2
+    if char in "dD":
+        digits = _category_ranges(("Nd",))
+        return (digits if char == "d" else _complement(digits)), i + 2
+    if char in "wW":
+        others = _category_ranges(("P", "Z", "C"))
+        return (_complement(others) if char == "w" else others), i + 2
+    end = pattern.find("}", i)
+    if not pattern.startswith("{", i + 2) or end < 0:
+        raise PatternNotTranslated(f"{pattern!r}: \\{char} without a {{name}}")
+    name = pattern[i + 3:end]
+    if name not in _CATEGORIES:
+        raise PatternNotTranslated(f"{pattern!r}: \\{char}{{{name}}} is not a general "
+                                   "category (block escapes are not translated)")
+    ranges = _category_ranges((name,))
+    return (ranges if char == "p" else _complement(ranges)), end + 1
+
+
+def _xpath_class(pattern: str, i: int) -> tuple[Ranges, int]:
+    """The code points of a character class from ``pattern[i] == "["`` (a subtraction
+    ``-[...]`` last in it taken away)."""
     j = i + 1
-    members: list[str] = []
+    members: list[tuple[int, int]] = []
     negated = pattern.startswith("^", j)
     if negated:
         j += 1
@@ -269,23 +369,51 @@ def _xpath_class(pattern: str, i: int) -> tuple[str, int]:
     while j < len(pattern):
         char = pattern[j]
         if char == "]" and not first:
-            return ("[" + ("^" if negated else "") + "".join(members) + "]"), j + 1
+            found = _merged(members)
+            return (_complement(found) if negated else found), j + 1
         if char == "-" and pattern.startswith("-[", j):
             sub, k = _xpath_class(pattern, j + 1)
             if not pattern.startswith("]", k):
                 raise PatternNotTranslated(f"{pattern!r}: a subtraction ends its class")
-            base = "[" + ("^" if negated else "") + "".join(members) + "]"
-            return f"(?:(?!{sub}){base})", k + 1
-        if char == "\\":
-            text, j = _xpath_escape(pattern, j, in_class=True)
-            members.append(text)
-        elif char == "[":
+            base = _merged(members)
+            base = _complement(base) if negated else base
+            return _merged(_minus(base, sub)), k + 1
+        if char == "[":
             raise PatternNotTranslated(f"{pattern!r}: '[' inside a class must be escaped")
+        if char == "\\" and pattern.startswith(("\\s", "\\S", "\\d", "\\D", "\\w", "\\W", "\\p",
+                                             "\\P", "\\i", "\\c", "\\I", "\\C"), j):
+            if pattern[j + 1] in "iIcC":
+                raise PatternNotTranslated(f"{pattern!r}: \\{pattern[j + 1]} is not translated")
+            ranges, j = _escape_ranges(pattern, j, in_class=True)
+            members.extend(ranges)
         else:
-            members.append("\\" + char if char in "^&~|" else char)
-            j += 1
+            low, j = _class_char(pattern, j)
+            high = low
+            if pattern.startswith("-", j) and not pattern.startswith(("-[", "-]"), j):
+                high, j = _class_char(pattern, j + 1)
+                if high < low:
+                    raise PatternNotTranslated(f"{pattern!r}: a range that runs backwards")
+            members.append((low, high))
         first = False
     raise PatternNotTranslated(f"{pattern!r}: a class is not closed")
+
+
+def _class_char(pattern: str, j: int) -> tuple[int, int]:
+    if j >= len(pattern):
+        raise PatternNotTranslated(f"{pattern!r}: a class is not closed")
+    if pattern[j] == "\\":
+        return _single_escape(pattern, j), j + 2
+    return ord(pattern[j]), j + 1
+
+
+def _minus(base: Ranges, sub: Ranges) -> Ranges:
+    keep = _complement(sub)
+    out = []
+    for low, high in base:
+        for a, b in keep:
+            if a <= high and b >= low:
+                out.append((max(a, low), min(b, high)))
+    return tuple(out)
 
 
 _CATEGORIES = frozenset({
@@ -295,10 +423,10 @@ _CATEGORIES = frozenset({
 
 
 @cache
-def _category_ranges(categories: tuple[str, ...]) -> str:
-    """The members of a class for every code point whose general category is one of
-    ``categories`` (or starts with a one-letter one), as ranges of escapes. Computed once a
-    process for each set asked (it reads every code point: about a third of a second)."""
+def _category_ranges(categories: tuple[str, ...]) -> Ranges:
+    """Every code point whose general category is one of ``categories`` (or starts with a
+    one-letter one), as ranges. Computed once a process for each set asked (it reads every
+    code point: about a third of a second)."""
     import unicodedata
 
     def wanted(code: int) -> bool:
@@ -306,19 +434,19 @@ def _category_ranges(categories: tuple[str, ...]) -> str:
         return category in categories or category[0] in categories
 
     parts, start = [], None
-    for code in range(0x110000 + 1):
-        inside = code < 0x110000 and wanted(code)
+    for code in range(_MAX + 2):
+        inside = code <= _MAX and wanted(code)
         if inside and start is None:
             start = code
         elif not inside and start is not None:
-            parts.append(_escaped(start) if start == code - 1
-                         else f"{_escaped(start)}-{_escaped(code - 1)}")
+            parts.append((start, code - 1))
             start = None
-    return "".join(parts)
+    return tuple(parts)
 
 
 def _escaped(code: int) -> str:
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    """A code point as RE2 reads it literally anywhere."""
+    return f"\\x{{{code:x}}}"
 
 
 def _local(iri: str | None) -> str | None:
