@@ -30,7 +30,7 @@ from ._exceptions import ConfigurationError, RegistrationError, RetrievalError
 from ._findings import Decision, Finding, ProfileRef, Remedy, Severity, Verdict, combine, sort_key
 from ._memo import BoundedCache
 from .compiled.engine import CompiledEngine
-from .pipeline import remedies
+from .pipeline import bounded, remedies
 from .pipeline.baseline import Baseline, Kind, read_document
 from .pipeline.bounded import SHAPE_TIMEOUT
 from .pipeline.contexts import ContextPolicy
@@ -296,8 +296,11 @@ class Checker:
             if cached is not None and self._still_first(cached):
                 return _as_asked(cached[0], source, _instant(at))
         contents: list[tuple[bytes, bytes]] = []
+        stops = bounded.stops()
         decision = self._decide(envelope, params, at, source, contents)
-        if key is not None:
+        # A decision cut short by the shape bound is the machine's load as much as the
+        # input's: judged afresh next time, never served from the cache.
+        if key is not None and bounded.stops() == stops:
             self._cache.put(key, (decision, contents[0] if contents else None),
                             _weight(decision))
         return decision

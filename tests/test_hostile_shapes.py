@@ -98,6 +98,19 @@ def test_a_sparql_join_past_the_bound_is_stopped_and_its_worker_killed(
     assert bounded.started == before + 1 and len(killed) == 2
 
 
+def test_a_decision_stopped_at_the_bound_is_not_served_from_the_cache() -> None:
+    """A check cut short by the shape bound reflects the machine's load as much as its
+    input: the same envelope is judged afresh (a new evaluation, another worker), not
+    answered from the decision cache, which would keep it indeterminate for good."""
+    folder = CASES / "shapes-sparql-join-past-bound"
+    checker = Checker(str(folder / "profile.ttl"), shape_timeout=0.5)
+    envelope = (folder / "envelope.jsonld").read_bytes()
+    before = bounded.stops()
+    assert checker.check(envelope).verdict is Verdict.INDETERMINATE
+    assert checker.check(envelope).verdict is Verdict.INDETERMINATE
+    assert bounded.stops() == before + 2  # evaluated (and stopped) twice: no cache hit
+
+
 def test_the_cli_takes_the_bound_in_every_command_that_evaluates_shapes() -> None:
     for command in (["check"], ["audit"], ["serve"], ["lint"]):
         done = subprocess.run([*CLI, *command, "--help"], capture_output=True, text=True,

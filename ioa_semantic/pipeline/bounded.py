@@ -121,15 +121,27 @@ def run(function: Callable[..., Any], args: tuple[Any, ...], deadline: float, *,
                 worker.prepared.add(prepare[2])
         if prepare is None or prepare[2] in worker.prepared:
             ok, value = worker.call(function, args, deadline)
-    except BaseException:
+    except BaseException as exc:
         # Past the deadline, the worker stopped, or this thread interrupted with a call in
         # flight (whose answer would be read by the next call): the worker goes.
         worker.kill()
+        if isinstance(exc, DeadlineExceeded):
+            _STOPS.count = stops() + 1
         raise
     _keep(worker)
     if not ok:
         raise value
     return value
+
+
+_STOPS = threading.local()
+
+
+def stops() -> int:
+    """How many calls of this thread were stopped at their deadline. A result cut short by
+    a deadline depends on the machine's load, not only on its input: a caller that caches
+    results by input (the Checker's decision cache) compares this before and after."""
+    return int(getattr(_STOPS, "count", 0))
 
 
 def _idle_worker() -> "_Worker | None":
