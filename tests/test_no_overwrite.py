@@ -5,11 +5,14 @@ Every option that writes a file (``trace --state`` and ``--emit-kg``, ``trace --
 is pointed at someone else's file, a YAML manifest and a PEM key, and at a symbolic link to
 one: the installed command, run as a subprocess, exits 2 naming the path, and the file is
 byte for byte what it was. The same options replace their own previous output, atomically
-(no temporary file is left beside it).
+(no temporary file is left beside it). A stored run record changed after it was written (a
+call taken out of it through pyoxigraph) makes ``trace reaudit`` refuse the store: nothing
+is judged, nothing in it is rewritten.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -22,10 +25,12 @@ from support import EXAMPLES, IOA_CHECK
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
-from test_trace import GOLDEN, TRACES
+import pyoxigraph
+from test_trace import GOLDEN, MANIFESTS, TRACES
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
 
+IOAT = "https://example.org/ioa/trace#"
 REGISTRATION = EXAMPLES / "registration-6.3.jsonld"
 MANIFEST = b"""# the trip planner's system manifest: hand-written, no copy elsewhere
 name: trip-planner
@@ -193,3 +198,53 @@ def test_a_graph_that_cannot_be_written_is_the_environments_exit_74(tmp_path: Pa
     proc = ioa(_trace("--emit-kg", "missing/kg.ttl"), tmp_path)
     assert proc.returncode == 74 and b"missing/kg.ttl" in proc.stderr
     assert os.listdir(tmp_path) == []
+
+
+# --- a tampered store --------------------------------------------------------------------------
+
+
+def _store_graphs(store: Path) -> set[tuple[str, str, str, str]]:
+    opened = pyoxigraph.Store.read_only(str(store))
+    quads = {(str(q.subject), str(q.predicate), str(q.object), str(q.graph_name))
+             for q in opened}
+    del opened
+    gc.collect()
+    return quads
+
+
+def _take_a_call_out(store: Path) -> str:
+    """The first stored run's record with its last call removed, its digest left as it was
+    (what someone erasing an undeclared call from the history would do); the run's id."""
+    opened = pyoxigraph.Store(str(store))
+    record = pyoxigraph.NamedNode(IOAT + "runRecord")
+    quad = sorted(opened.quads_for_pattern(None, record, None, None),
+                  key=lambda q: str(q.graph_name))[0]
+    assert isinstance(quad.object, pyoxigraph.Literal)
+    value = json.loads(quad.object.value)
+    assert len(value["run"]["calls"]) > 1
+    value["run"]["calls"].pop()
+    opened.remove(quad)
+    opened.add(pyoxigraph.Quad(quad.subject, record, pyoxigraph.Literal(
+        json.dumps(value, ensure_ascii=False)), quad.graph_name))
+    opened.flush()
+    assert isinstance(quad.graph_name, pyoxigraph.NamedNode)
+    name = quad.graph_name.value.rpartition(":")[2]
+    del opened
+    gc.collect()
+    return name
+
+
+@pytest.mark.parametrize("mode", ["private", "plain"])
+def test_a_changed_run_record_is_a_damaged_store_and_nothing_is_judged(
+        tmp_path: Path, mode: str) -> None:
+    plain = ["--store-plain-ids"] if mode == "plain" else []
+    fed = ioa(_trace("--store", "s", "--manifests", MANIFESTS, *plain), tmp_path)
+    assert fed.returncode in (1, 3), fed.stderr.decode()
+    run = _take_a_call_out(tmp_path / "s")
+    before = _store_graphs(tmp_path / "s")
+    proc = ioa(["trace", "reaudit", "s", "--manifests", MANIFESTS, "--format", "json"],
+               tmp_path)
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert run.encode() in proc.stderr and b"digest" in proc.stderr
+    assert proc.stdout == b""
+    assert _store_graphs(tmp_path / "s") == before
