@@ -172,10 +172,12 @@ def _claim(opts: argparse.Namespace) -> None:
 
     resumed = False
     if opts.state:
-        # What a state holds is the resume's to prove (it refuses anything else, naming what
-        # differs, before writing): only a link or a folder is refused here.
-        resumed = claim(opts.state, lambda head: True, "an audit state of ioa-check",
-                        "--state", streams=False)
+        # What a state holds is the resume's to prove (it refuses anything else, a folder
+        # included, naming what differs, before writing): only a link is refused here.
+        resumed = os.path.lexists(opts.state)
+        if os.path.islink(opts.state):
+            claim(opts.state, lambda head: True, "an audit state of ioa-check", "--state",
+                  streams=False)
         if not resumed:  # a resume proves the journal; a new run starts one
             claim(opts.state + ".index", is_journal,
                   f"the journal of an audit state ({opts.state})", "--state", streams=False)
