@@ -42,9 +42,7 @@ def claim(path: str, ours: Callable[[bytes], bool], what: str, option: str, *,
     examined is left to the write, whose failure says why (the environment's, exit 74)."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    except OSError:
+    except OSError:  # absent, or a folder on the way that cannot be searched: the write says
         return False
     if streams and is_stream(path):
         return True
