@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ioa_semantic import Checker
 from ioa_semantic.audit.inputs import documents
 from ioa_semantic.audit.run import Audit
+from ioa_semantic.reporters.audit import is_report
 
 from support import IOA_CHECK, registration_63, write_registrations
 
@@ -821,6 +822,14 @@ def _assert_refused(capsys: pytest.CaptureFixture[str], *named: str) -> str:
     assert {name: Path(name).read_bytes() for name in before} == before
     # As the message says: without the state, the audit starts over and is whole.
     Path("state.json").unlink()
+    output = Path("out.jsonl")
+    if output.exists() and output.stat().st_size and not is_report(output.read_bytes()):
+        # An output replaced by what is not an audit report is no longer the audit's: a new
+        # run refuses to write over it, and writes once it is removed.
+        status, again = _run(_RESUMABLE, capsys)
+        assert status == 2 and "--output out.jsonl exists and is not an audit report" in again
+        assert output.read_bytes() == before["out.jsonl"]
+        output.unlink()
     _assert_resumes(capsys)
     return err
 

@@ -3,8 +3,8 @@
 Every import counts, wherever it stands (at the top of a module, inside a function, under
 ``TYPE_CHECKING``): a deferred import is still a dependency. The layers, from the bottom:
 
-* the core: ``_codes``, ``_findings``, ``_exceptions``, ``_vocab``, ``_iri``, ``_memo``,
-  ``_status``, ``_version``, ``_runtime``, ``_instants``, ``data``;
+* the core: ``_codes``, ``_findings``, ``_exceptions``, ``_files``, ``_vocab``, ``_iri``,
+  ``_memo``, ``_status``, ``_version``, ``_runtime``, ``_instants``, ``data``;
 * the reference pipeline and the sources, in stage order: ``pipeline.intake``, then
   ``pipeline.provenance`` (the proofs the loader verifies), then ``sources`` (profiles,
   artifacts and registrations are read with the intake's strict JSON;
@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ioa_semantic"
-CORE = {"_codes", "_findings", "_exceptions", "_vocab", "_iri", "_memo", "_status", "_version",
-        "_runtime", "_instants", "data"}
+CORE = {"_codes", "_findings", "_exceptions", "_files", "_vocab", "_iri", "_memo", "_status",
+        "_version", "_runtime", "_instants", "data"}
 STAGES = ("pipeline.intake", "pipeline.provenance", "sources", "pipeline.contexts",
           "pipeline.expansion",
           "pipeline.shapes", "pipeline.baseline", "pipeline.store", "pipeline.remedies",

@@ -45,7 +45,7 @@ from test_trace_store import (
 )
 
 from ioa_semantic.trace.privacy import Private
-from ioa_semantic.trace.store import KEY_FILE, key_fingerprint
+from ioa_semantic.trace.store import KEY_FILE, key_fingerprint, record_digest
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
 
@@ -438,11 +438,17 @@ def _as_version_1(store: Path, mode: str | None) -> None:
         opened.add(pyoxigraph.Quad(graph, pyoxigraph.NamedNode(IOAT + "mode"),
                                    pyoxigraph.Literal(mode), graph))
     record = pyoxigraph.NamedNode(IOAT + "runRecord")
+    digest = pyoxigraph.NamedNode(IOAT + "recordSha256")
     for quad in list(opened.quads_for_pattern(None, record, None, None)):
-        value = json.loads(str(getattr(quad.object, "value", "")))
+        value = {**json.loads(str(getattr(quad.object, "value", ""))), "mode": mode or "plain"}
         opened.remove(quad)
         opened.add(pyoxigraph.Quad(quad.subject, record, pyoxigraph.Literal(json.dumps(
-            {**value, "mode": mode or "plain"})), quad.graph_name))
+            value)), quad.graph_name))
+        # A record is stored with the digest of what it holds, as that ioa-check wrote it.
+        for held in list(opened.quads_for_pattern(quad.subject, digest, None, quad.graph_name)):
+            opened.remove(held)
+        opened.add(pyoxigraph.Quad(quad.subject, digest, pyoxigraph.Literal(
+            record_digest(value)), quad.graph_name))
     opened.flush()
     del opened
     gc.collect()

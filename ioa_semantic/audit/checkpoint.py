@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Protocol
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     pass
 
 from .._exceptions import IoaSemanticError
+from .._files import NotOurs, claim, first_line, write_file
 from . import inputs
 from .inputs import FileRead, Fingerprint, Mark, Piece
 from .judge import Declared
@@ -294,14 +296,21 @@ class Checkpoint:
 
     def _start(self) -> None:
         """A run from the start: the output emptied, a new journal, and the state's folder
-        known to take files before anything is judged."""
+        known to take files before anything is judged. A journal path holding a file that
+        is not a journal is refused first (see _files.claim)."""
+        try:
+            claim(self.journal_path, is_journal, f"the journal of an audit state ({self.path})",
+                  "--state", streams=False)
+        except NotOurs as exc:
+            raise Refused(str(exc)) from None
         with writing(self.output_name):
             self.output.flush()
             os.ftruncate(self.output.fileno(), 0)
             self.output.seek(0)
-        temporary = self.path + ".tmp"
         with writing(self.path):
-            open(temporary, "wb").close()
+            # A name of its own: a fixed one (state.tmp) could be a file of the user's.
+            descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(self.path) or ".")
+            os.close(descriptor)
             os.remove(temporary)
         with writing(self.journal_path):
             self._journal = open(self.journal_path, "wb")  # noqa: SIM115 (closed by finish)
@@ -357,16 +366,10 @@ class Checkpoint:
             "reading": None if reading is None else list(reading), "total": audit.total,
             "statuses": audit.statuses, "codes": audit.codes}
         state["check"] = _seal(state)
-        temporary = self.path + ".tmp"
         try:
-            with open(temporary, "w", encoding="utf-8") as handle:
-                json.dump(state, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self.path)
+            # Replaced atomically; what a failed write took of a full disk is freed.
+            write_file(self.path, json.dumps(state).encode())
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.remove(temporary)  # what it took of a full disk, freed
             raise WriteFailed(self.path, exc) from exc
 
     def close(self) -> None:
@@ -384,6 +387,23 @@ class Checkpoint:
         for path in (self.path, self.journal_path):
             with writing(path), contextlib.suppress(FileNotFoundError):
                 os.remove(path)
+
+
+def is_journal(head: bytes) -> bool:
+    """Whether a file beginning with ``head`` is a state's journal: its first line an index
+    entry (an array of four) or an input file read (an object naming it); a torn first line
+    is the start of either."""
+    line = first_line(head)
+    if b"\n" not in head:
+        return line.startswith((b"[", b'{"file": '))
+    try:
+        import json
+
+        value = json.loads(line)
+    except ValueError:
+        return False
+    return (isinstance(value, list) and len(value) == 4) or (
+        isinstance(value, dict) and "file" in value)
 
 
 def _difference(wanted: FileRead | tuple[Any, ...] | None, found: FileRead | None) -> str:

@@ -21,7 +21,9 @@ Importing this module imports Dask; the command line imports it only for ``--sch
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
+import io
 import itertools
 import logging
 import operator
@@ -45,6 +47,7 @@ from fsspec.utils import read_block
 from .._checker import Checker
 from .._codes import finding
 from .._exceptions import ConfigurationError
+from .._files import Replacement
 from .._status import ExitStatus
 from ..pipeline.intake import Limits
 from ..sources.loader import read_profile, resolve_profile
@@ -525,8 +528,13 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
     lost = False
     try:
         name = output or "standard output"
+        replacement = None
         with writing(name):
-            stream = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+            # A file is written beside the output and renamed over it once the report is
+            # complete: a lost cluster leaves the previous file in place, never a torn one.
+            replacement = Replacement(output) if output else None
+        stream: IO[str] = io.TextIOWrapper(replacement.stream, encoding="utf-8") if (
+            replacement is not None) else sys.stdout
         out = Output(stream, name)  # a full disk is WriteFailed naming the file (exit 74)
         try:
             progress = _Progress(sys.stderr)
@@ -535,6 +543,10 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
                                asked=asked)
             report(run, batched(progress.track(run.results_of(paths)), render),
                    out)  # type: ignore[arg-type]  # Output writes as a stream does
+            if replacement is not None:
+                out.flush()
+                with writing(name):
+                    replacement.commit()
             return run.exit_status()
         except (CommClosedError, TimeoutError, CancelledError) as exc:
             # The cluster went away (scheduler lost, connection closed): no bug, no verdict.
@@ -543,7 +555,9 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
             lost = True
             return _STOPPED
         finally:
-            if stream is not sys.stdout:
-                out.close()
+            if replacement is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+                replacement.discard()  # once committed, there is nothing left to remove
     finally:
         cluster.close(lost)

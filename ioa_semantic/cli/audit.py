@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 from datetime import UTC, datetime
 
 from .._checker import ENGINES, Checker
 from .._exceptions import ConfigurationError
+from .._files import NotOurs, Replacement, claim
 from .._status import ExitStatus
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
 from .parsing import (
@@ -23,9 +25,11 @@ from .parsing import (
 
 DESCRIPTION = ("Audit capability registrations (draft 6.3): files, folders (*.json, *.jsonld, "
                "*.jsonl) and - for JSON Lines on stdin.")
-EPILOG = ("exit status: 0 all valid and no conflict, 1 some invalid or a conflict, 2 usage "
-          "error (or a --state that cannot be resumed), 3 some indeterminate, 74 the output, "
-          "state or journal cannot be written (disk full)")
+EPILOG = ("--output replaces only an audit report, --state only an audit state, never "
+          "another file, and never through a symbolic link. exit status: 0 all valid and no "
+          "conflict, 1 some invalid or a conflict, 2 usage error (or a --state that cannot be "
+          "resumed, or an --output or --state path holding a file that is not ours), 3 some "
+          "indeterminate, 74 the output, state or journal cannot be written (disk full)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # noqa: C901
     """The audit, reported; the exit status."""
-    from ..audit.checkpoint import Checkpoint, Output, Refused, WriteFailed
+    from ..audit.checkpoint import Checkpoint, Output, Refused, WriteFailed, writing
     from ..audit.inputs import pieces
     from ..audit.run import Asked, Audit
 
@@ -86,6 +90,11 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
         return ExitStatus.USAGE
     asked = Asked(tuple(opts.paths), (checker.profile.id, checker.profile.revision),
                   (opts.at or datetime.now(UTC)).astimezone(UTC))
+    try:
+        _claim(opts)
+    except NotOurs as exc:
+        print(f"ioa-check: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
     if opts.scheduler:
         # Dask is an optional extra: nothing of it is imported without --scheduler.
         try:
@@ -108,12 +117,21 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
             print(f"ioa-check: {exc}", file=sys.stderr)
             return ExitStatus.ENVIRONMENT
 
+    replacement: Replacement | None = None
     try:
-        # A resumable run keeps what the last run wrote; the checkpoint truncates it.
-        mode = "a+" if opts.state else "w"
         # backslashreplace: a file name that is not UTF-8 is named in escapes, never as bytes.
-        opened = open(opts.output, mode, encoding="utf-8",  # noqa: SIM115
-                      errors="backslashreplace") if opts.output else None
+        if opts.output and opts.state:
+            # A resumable run keeps what the last run wrote; the checkpoint truncates it.
+            opened = open(opts.output, "a+", encoding="utf-8",  # noqa: SIM115
+                          errors="backslashreplace")
+        elif opts.output:
+            # Written beside it and renamed over it once complete: an audit that fails or is
+            # killed leaves the previous file in place, never a torn one.
+            replacement = Replacement(opts.output)
+            opened = io.TextIOWrapper(replacement.stream, encoding="utf-8",
+                                      errors="backslashreplace")
+        else:
+            opened = None
     except OSError as exc:  # the environment's (a folder missing, read-only), not a usage error
         print(f"ioa-check: cannot write {opts.output}: {exc.strerror}", file=sys.stderr)
         return ExitStatus.ENVIRONMENT
@@ -128,7 +146,11 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
         status = run.exit_status()
         if checkpoint is not None:
             checkpoint.finish()
-        if opened is not None:
+        if replacement is not None:
+            out.flush()
+            with writing(opts.output):
+                replacement.commit()
+        elif opened is not None:
             out.close()
         else:
             out.flush()
@@ -145,3 +167,30 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
         if opened is not None and not opened.closed:
             with contextlib.suppress(OSError):  # a write failed already, and was reported
                 opened.close()
+        if replacement is not None:
+            replacement.discard()  # once committed, there is nothing left to remove
+
+
+def _claim(opts: argparse.Namespace) -> None:
+    """The files the audit writes, claimed before anything is read (see _files.claim): the
+    output is replaced only if it is an audit report, and a new run's journal only if it is
+    a journal; an existing state is the resume's to prove, with the output it records."""
+    from ..audit.checkpoint import is_journal
+    from ..reporters.audit import is_report
+
+    resumed = False
+    if opts.state:
+        # What a state holds is the resume's to prove (it refuses anything else, a folder
+        # included, naming what differs, before writing): only a link is refused here.
+        resumed = os.path.lexists(opts.state)
+        if os.path.islink(opts.state):
+            claim(opts.state, lambda head: True, "an audit state of ioa-check", "--state",
+                  streams=False)
+        if not resumed:  # a resume proves the journal; a new run starts one
+            claim(opts.state + ".index", is_journal,
+                  f"the journal of an audit state ({opts.state})", "--state", streams=False)
+    if opts.output:
+        # A resume proves its output against the state (byte for byte): only its kind of file
+        # is held here, for a link or a folder to be refused all the same.
+        claim(opts.output, (lambda head: True) if resumed else is_report,
+              "an audit report of ioa-check", "--output")

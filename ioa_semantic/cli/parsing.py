@@ -13,10 +13,11 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from .._files import NotOurs, claim, write_file
 from .._runtime import terminal_columns
 from .._status import ExitStatus
 from ..pipeline.intake import Limits
@@ -150,10 +151,14 @@ def limits_of(opts: argparse.Namespace) -> Limits:
     return Limits(**{field: getattr(opts, field) for _, field, _ in _LIMITS})
 
 
-def write_output(path: str | None, data: bytes, prog: str, *, private: bool = False) -> ExitStatus:
+def write_output(path: str | None, data: bytes, prog: str, *, private: bool = False,
+                 ours: Callable[[bytes], bool] | None = None, what: str = "") -> ExitStatus:
     """``data`` written to the file ``path`` (standard output when None); the environment's
     status, said on stderr naming the file, when it cannot be written. ``private``: a new
-    file only its owner can read, never one that exists (a key is not overwritten)."""
+    file only its owner can read, never one that exists (a key is not overwritten).
+    Otherwise a file there is replaced only if ``ours`` recognises it as ``what`` (a previous
+    output of the command: see _files.claim), atomically; anything else is the usage status,
+    the file untouched."""
     if path is None:
         try:
             sys.stdout.buffer.write(data)
@@ -165,13 +170,19 @@ def write_output(path: str | None, data: bytes, prog: str, *, private: bool = Fa
         return ExitStatus.COMPATIBLE
     try:
         if private:
-            handle = os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+            # O_EXCL also refuses a symbolic link, even one that points nowhere.
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                           "wb") as handle:
+                handle.write(data)
         else:
-            handle = open(path, "wb")  # noqa: SIM115
-        with handle:
-            handle.write(data)
+            claim(path, ours or (lambda head: False), what or "a file ioa-check wrote",
+                  "--output")
+            write_file(path, data)
     except FileExistsError:
         print(f"{prog}: {path} exists; it is not overwritten", file=sys.stderr)
+        return ExitStatus.USAGE
+    except NotOurs as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
     except OSError as exc:
         print(f"{prog}: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)

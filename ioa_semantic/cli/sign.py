@@ -21,8 +21,11 @@ from .parsing import _instant, write_output
 DESCRIPTION = ("Sign an alignment artifact (12.4 shape) with an Ed25519 key: write it with a "
                "W3C Data Integrity proof (eddsa-jcs-2022) whose verification method is the "
                "key's did:key.")
-EPILOG = ("exit status: 0 written, 1 the artifact is malformed or asserted by another did:key "
-          "(nothing written), 2 usage error or unreadable file, 74 the output cannot be written")
+EPILOG = ("--output replaces only a file sign wrote (a signed artifact), never another one, "
+          "and never through a symbolic link. exit status: 0 written, 1 the artifact is "
+          "malformed or asserted by another did:key (nothing written), 2 usage error, unreadable "
+          "file or an --output that is not a signed artifact (left as it is), 74 the output "
+          "cannot be written")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,4 +85,17 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"ioa-check sign: {opts.artifact}: {exc}; not signed", file=sys.stderr)
         return ExitStatus.INCOMPATIBLE
     text = json.dumps(signed, indent=2, ensure_ascii=False) + "\n"
-    return write_output(opts.output, text.encode("utf-8"), "ioa-check sign")
+    return write_output(opts.output, text.encode("utf-8"), "ioa-check sign", ours=is_signed,
+                        what="an artifact ioa-check sign wrote (one with an eddsa-jcs-2022 proof)")
+
+
+def is_signed(head: bytes) -> bool:
+    """Whether a file beginning with ``head`` is what sign writes: a JSON object with a Data
+    Integrity proof of its cryptosuite. An unsigned artifact is not: signing it in place
+    would replace the only copy of what was asserted, so its signed copy goes elsewhere."""
+    try:
+        value = json.loads(head)
+    except ValueError:  # not JSON, or longer than what is read of it: not recognised
+        return False
+    proof = value.get("proof") if isinstance(value, dict) else None
+    return isinstance(proof, dict) and proof.get("cryptosuite") == "eddsa-jcs-2022"

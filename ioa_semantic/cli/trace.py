@@ -48,9 +48,13 @@ DESCRIPTION = ("Audit execution traces (mas-lab run folders, events.jsonl files,
                "records, OpenTelemetry OTLP JSON files of GenAI or mas-lab spans) against "
                "what agents declare: manifests (models, tools, delegates_to) "
                "and IoA capability registrations through a bindings file.")
-EPILOG = ("exit status: 0 compatible, 1 incompatible, 2 usage error, 3 indeterminate, 4 an "
+EPILOG = ("--state, --emit-kg and --store replace only what ioa-check wrote there (a state, "
+          "a graph, a store), never another file, and never through a symbolic link. "
+          "exit status: 0 compatible, 1 incompatible, 2 usage error (or a path holding a file "
+          "that is not ours), 3 indeterminate, 4 an "
           "input unreadable, 70 internal error, 74 the --store cannot be opened or written "
-          "(another process holds it). The history of a --store: ioa-check trace query DIR "
+          "(another process holds it) or --emit-kg cannot be written. The history of a "
+          "--store: ioa-check trace query DIR "
           "NAME, ioa-check trace reaudit DIR (each with --help); a trace in a folder named "
           "query or reaudit is given as ./query")
 # The choices of --format and --emit-kg, spelled here so that building the command line's
@@ -179,6 +183,12 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ..trace.store import StoreUnavailable
 
     try:
+        if opts.emit_kg:
+            from .._files import claim
+            from ..trace.graph import is_graph
+
+            # Refused before any work: a graph is written only where none is, or over one.
+            claim(opts.emit_kg, is_graph, "a knowledge graph ioa-check wrote", "--emit-kg")
         return _run(opts)
     except ConfigurationError as exc:
         print(f"ioa-check trace: {exc}", file=sys.stderr)
@@ -347,10 +357,10 @@ def _run(opts: argparse.Namespace) -> int:
     if opts.emit_kg:
         try:
             emit(graphs, opts.emit_kg)
-        except OSError as exc:
-            print(f"ioa-check trace: {opts.emit_kg} cannot be written: {exc.strerror}",
+        except OSError as exc:  # the environment's (a folder missing, a full disk): 74
+            print(f"ioa-check trace: cannot write {opts.emit_kg}: {exc.strerror}",
                   file=sys.stderr)
-            return 2
+            return ExitStatus.ENVIRONMENT
     if feed is not None:
         _record(feed, opts, consumed, declarations, disclose, [r for r, _ in results])
     REPORTERS[opts.format](results, sys.stdout, disclose)

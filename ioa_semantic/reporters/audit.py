@@ -6,6 +6,7 @@ The ``--format`` choices of ``ioa-check audit`` are the keys of :data:`AUDIT_REP
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from json.encoder import encode_basestring
@@ -177,6 +178,29 @@ AUDIT_REPORTERS["html"] = audit_html
 # JSON Lines reporter writes nothing else, and a worker writing a batch's lines spares the
 # one process that writes the output a third of its work per registration.
 AUDIT_LINES: dict[str, Callable[[Result], str]] = {"json": result_line}
+
+
+_TEXT_FIRST = re.compile(rb"(INVALID|INDETERMINATE|CONFLICT) |\d+ registrations?: \d+ valid, ")
+
+
+def is_report(head: bytes) -> bool:
+    """Whether a file beginning with ``head`` is an audit report, of any ``--format``, so
+    that ``--output`` may replace it: a JSON Lines report's first line (a registration's
+    result, a conflict or the summary), SARIF with ioa-check as its tool, the HTML page's
+    generator, or the text report's first line (a status in capitals or the counts)."""
+    line = head.split(b"\n", 1)[0]
+    if line.startswith(b'{"$schema": "https://json.schemastore.org/sarif-2.1.0.json"'):
+        return b'"driver": {"name": "ioa-check"' in head
+    if line.startswith(b"<!DOCTYPE html>"):
+        return b'<meta name="generator" content="ioa-check ' in head
+    if line.startswith(b"{"):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(value, dict) and (set(value) in ({"summary"}, {"conflict"}) or {
+            "source", "index", "id", "status", "reasons"} <= set(value))
+    return _TEXT_FIRST.match(line) is not None
 
 
 def with_progress(batches: Iterable[Judged], stream: IO[str]) -> Iterator[Judged]:

@@ -28,10 +28,11 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._codes import finding
+from .._files import write_file
 from .._findings import Finding, Severity
 from .declarations import Declarations
 from .events import Ancestry, Call, Run
-from .privacy import Disclosure
+from .privacy import IRI_BASE, Disclosure
 from .trajectory import SESSION_END_PATH, Sink, Trajectory
 
 if TYPE_CHECKING:
@@ -514,10 +515,15 @@ def emit(graphs: list[Graph], path: str) -> None:
             union.add(triple)
     suffix = os.path.splitext(path)[1].lower()
     data = union.serialize(format=FORMATS[suffix])
-    temporary = f"{path}.tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(data)
-    os.replace(temporary, path)
+    write_file(path, data.encode("utf-8"))
+
+
+def is_graph(head: bytes) -> bool:
+    """Whether a file beginning with ``head`` is a knowledge graph ``emit`` wrote, in any of
+    its formats: it names the trace's IRIs or vocabularies, which nothing but a trace graph
+    does; a graph of no run is written as nothing (``[]`` in JSON-LD)."""
+    marks = (IRI_BASE.encode(), IOAT.encode(), MAS.encode())
+    return head.strip() in (b"", b"[]", b"{}") or any(mark in head for mark in marks)
 
 
 # --- quads for the persistent store -------------------------------------------------------------

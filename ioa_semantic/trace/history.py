@@ -48,6 +48,7 @@ from .store import (
     key_fingerprint,
     opaque_declarations,
     published,
+    record_digest,
     record_run,
     revealed,
     run_from_record,
@@ -411,6 +412,13 @@ def stored(store: TraceStore, wanted: list[str] | None = None,
                 f"the record of run {graph.rpartition(':')[2]} in {store.path} is damaged (not "
                 "a run record of this ioa-check): no run was judged again; feed its input "
                 "again to rewrite it, or reaudit the others with --run") from None
+        if store.record_digests(graph) != [record_digest(record)]:
+            # Changed since it was written (a call taken out of it, say): judged, it would
+            # rewrite the run's graph and digest and erase from the history what it changed.
+            raise StoreError(
+                f"the record of run {graph.rpartition(':')[2]} in {store.path} does not match "
+                "the digest stored with it (it was changed after it was written): the store "
+                "is damaged; no run was judged again and nothing was written")
         if wanted is not None and run.ident not in names:
             continue
         missing.discard(names.get(run.ident, run.ident))

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from .._exceptions import ConfigurationError
+from .._files import claim, first_line
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
 
 STATE_VERSION = 3  # 2: checkpoints write only the counters and open calls a batch changed;
@@ -31,6 +32,16 @@ DEFAULT_BATCH = 1000
 
 class StateError(ConfigurationError):
     """The state file cannot be used for these inputs (exit status 2)."""
+
+
+_MARK = b'{"ioa-check-trace-state"'  # how every state file begins (its header's first key)
+
+
+def is_state(head: bytes) -> bool:
+    """Whether a file beginning with ``head`` is a trace state file: its first line is a
+    header of any version, or the start of one that a killed run left torn."""
+    line = first_line(head)
+    return line.startswith(_MARK) or (b"\n" not in head and _MARK.startswith(line))
 
 
 class _Hashing:
@@ -64,6 +75,9 @@ class Cursor:
 
     def open(self) -> None:
         header = {"ioa-check-trace-state": STATE_VERSION, "includeContent": self.include_content}
+        # A file that is not a state (a manifest, a key) is refused before it is opened for
+        # writing: what follows cuts off whatever does not read as checkpoints.
+        claim(self.path, is_state, "a trace state file", "--state", streams=False)
         try:
             handle = open(self.path, "r+b")  # noqa: SIM115 (kept open for appending)
         except FileNotFoundError:

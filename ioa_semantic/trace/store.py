@@ -354,6 +354,11 @@ class TraceStore:
                 best = candidate
         return best[1] if best else None
 
+    def record_digests(self, graph: str) -> list[str]:
+        """The digests stored with the run record of the run graph ``graph`` (one, unless the
+        store was damaged)."""
+        return [lexical(o) for o in self.objects(graph, "recordSha256", graph)]
+
     def stored_runs(self) -> Iterator[tuple[str, str]]:
         """Each stored run's graph name and record (JSON), in graph-name order."""
         found = [(lexical(q.graph_name), lexical(q.object)) for q in self.store.quads_for_pattern(
@@ -1129,6 +1134,11 @@ def _identity(record: dict[str, Any]) -> str:
     return json.dumps({**record, "run": run}, ensure_ascii=False)
 
 
+def record_digest(record: dict[str, Any]) -> str:
+    """The digest a run record is stored with (``ioat:recordSha256``), of its identity."""
+    return _sha256(_identity(record).encode())
+
+
 def _keeps_every_call(store: TraceStore, iri: str, calls: list[dict[str, Any]]) -> None:
     """A stored run is replaced only by one that holds every call it held (events appended
     to its input): never by part of it."""
@@ -1162,7 +1172,7 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     else:
         record = stored_record
         value = json.loads(record)
-    digest = _sha256(_identity(value).encode())
+    digest = record_digest(value)
     key = audit_key(iri, digest, grounds)
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
     if present and present != [digest] and stored_record is None:

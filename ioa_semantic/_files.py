@@ -1,0 +1,173 @@
+"""Files the command line writes: never over a file that is not ours, never half in its place.
+
+Every option that writes a file (``audit --output`` and ``--state``, ``trace --state`` and
+``--emit-kg``, ``sign --output``) first *claims* its path (:func:`claim`): nothing there, an
+empty file, or a file that the same option wrote before (each recognises its own by its
+content: a header, a format marker) may be written; anything else (a manifest, a key, a
+folder, a device) is refused with :class:`NotOurs` (exit status 2) and left byte for byte as
+it was. A symbolic link is never followed: what it points at is someone's file, and the
+link is the user's. Whole files are then written under a temporary name in the same folder
+and renamed over the path once complete (:class:`Replacement`), so that a run killed half
+way leaves the previous file, never a torn one, in its place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import IO
+
+from ._exceptions import ConfigurationError
+
+# What recognising a file reads of it: every format's marker is in its first line or so.
+HEAD_BYTES = 1 << 16
+
+
+class NotOurs(ConfigurationError):
+    """A path a file would be written to holds something this option did not write (exit
+    status 2); nothing was written to it."""
+
+
+def claim(path: str, ours: Callable[[bytes], bool], what: str, option: str, *,
+          streams: bool = True) -> bool:
+    """Whether a file is at ``path``, once it is known that writing there loses nothing of
+    anyone's: absent, empty, or a regular file whose first :data:`HEAD_BYTES` bytes ``ours``
+    recognises as ``what`` (e.g. "a trace state file"). With ``streams`` (an output), a
+    character device or a named pipe, or a link to one (``/dev/null``, ``/dev/stdout``), is
+    a stream that stores nothing, written into as it is (see :func:`is_stream`). Anything
+    else is :class:`NotOurs`, naming ``option`` and the path. A path whose folder cannot be
+    examined is left to the write, whose failure says why (the environment's, exit 74)."""
+    try:
+        info = os.lstat(path)
+    except OSError:  # absent, or a folder on the way that cannot be searched: the write says
+        return False
+    if streams and is_stream(path):
+        return True
+    if stat.S_ISLNK(info.st_mode):
+        raise NotOurs(f"{option} {path} is a symbolic link: ioa-check does not write through "
+                      "one (the file it points at may be anyone's); give the file's own path "
+                      "(nothing was written)")
+    if not stat.S_ISREG(info.st_mode):
+        raise NotOurs(f"{option} {path} exists and is not a file ioa-check writes (it is "
+                      f"{_kind(info.st_mode)}); nothing was written: choose another path")
+    if info.st_size == 0:
+        return True
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            head = os.read(handle, HEAD_BYTES)
+        finally:
+            os.close(handle)
+    except OSError as exc:
+        # A file that cannot be read cannot be told to be ours: it is not replaced.
+        raise NotOurs(f"{option} {path} exists and cannot be read ({exc.strerror}), so it "
+                      f"cannot be told to be {what}: it is left as it is (nothing was "
+                      "written)") from None
+    if head and not ours(head):
+        raise NotOurs(f"{option} {path} exists and is not {what}: it is left as it is (nothing "
+                      "was written); remove it yourself or choose another path")
+    return True
+
+
+def is_stream(path: str) -> bool:
+    """Whether ``path`` is (or links to) a character device or a named pipe: a stream that
+    holds no file to lose (``/dev/null``, ``/dev/stdout``, a pipe a reader waits on). A block
+    device is a disk, never one."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+
+
+def first_line(head: bytes) -> bytes:
+    """The first line of ``head``, without its line end."""
+    return head.split(b"\n", 1)[0].rstrip(b"\r")
+
+
+class Replacement:
+    """A file written under a temporary name beside ``path`` (same folder, so the rename is
+    atomic) and renamed over it by :meth:`commit`; :meth:`discard` removes it, leaving
+    ``path`` as it was. The file gets the permissions a new file would (the umask's), or those
+    of the file it replaces. OSError is the caller's to report (the environment's)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.temporary: str | None = None
+        if is_stream(path):  # nothing to replace: written into as it is
+            self.stream: IO[bytes] = open(path, "wb")  # noqa: SIM115 (closed by commit)
+            return
+        folder = os.path.dirname(path) or "."
+        descriptor, self.temporary = tempfile.mkstemp(
+            dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".partial")
+        try:
+            os.fchmod(descriptor, _mode_for(path))
+            self.stream = os.fdopen(descriptor, "wb")
+        except BaseException:
+            os.close(descriptor)
+            os.unlink(self.temporary)
+            raise
+
+    def commit(self) -> None:
+        """The file complete and synced, then renamed over ``path``."""
+        try:
+            if not self.stream.closed:
+                self.stream.flush()
+                if self.temporary is not None:  # a stream is not synced
+                    os.fsync(self.stream.fileno())
+                self.stream.close()
+            if self.temporary is not None:
+                os.replace(self.temporary, self.path)
+                self.temporary = None  # renamed: nothing is left to discard
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self.stream.close()
+        if self.temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temporary)
+
+
+@contextlib.contextmanager
+def replacing(path: str) -> Iterator[IO[bytes]]:
+    """A stream whose bytes replace ``path`` when the block completes, and nothing otherwise."""
+    replacement = Replacement(path)
+    try:
+        yield replacement.stream
+    except BaseException:
+        replacement.discard()
+        raise
+    replacement.commit()
+
+
+def write_file(path: str, data: bytes) -> None:
+    """``data`` replacing ``path`` atomically (see :class:`Replacement`)."""
+    with replacing(path) as stream:
+        stream.write(data)
+
+
+def _mode_for(path: str) -> int:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        pass
+    # The umask can only be read by setting it; this is the command line's main thread.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
