@@ -467,6 +467,12 @@ class AccessLog:
                 await refused.response(scope, receive, sending)
         except ClientDisconnect:
             pass  # nobody to answer; the line says so
+        except asyncio.CancelledError:
+            # uvicorn cancels what is still running past --shutdown-timeout: the request is
+            # answered (its check's worker is killed), and the request ends here.
+            if not status:
+                await error(503, "the server is stopping: try again later",
+                            {"Retry-After": "1", "Connection": "close"})(scope, receive, sending)
         except Exception:
             print("ioa-check serve: internal error (a bug; please report it with this trace):",
                   file=sys.stderr)

@@ -195,24 +195,27 @@ class CheckWorkers:
         try:
             async with asyncio.timeout_at(deadline):
                 answered = await asyncio.shield(call)
-        except BaseException:
+        except BaseException as exc:
             # Past its bound, a bug, a lost worker or a cancelled request: the worker may
-            # still be at the check, so it is stopped and another takes its place.
-            task = asyncio.create_task(self._replace(worker, call))
+            # still be at the check, so it is stopped and another takes its place (unless
+            # the request was cancelled: only a server that is stopping does that).
+            again = not isinstance(exc, asyncio.CancelledError)
+            task = asyncio.create_task(self._replace(worker, call, again))
             self._replacing.add(task)
             task.add_done_callback(self._replaced)
             raise
         self._idle.put_nowait(worker)
         return answered
 
-    async def _replace(self, worker: _Worker, call: asyncio.Future[Answered]) -> None:
+    async def _replace(self, worker: _Worker, call: asyncio.Future[Answered],
+                       again: bool) -> None:
         with contextlib.suppress(Exception):
             worker.process.kill()
         with contextlib.suppress(BaseException):
             await call  # its thread sees the pipe close, and is free
         self._all.discard(worker)
         await asyncio.get_running_loop().run_in_executor(self._threads, worker.reap)
-        if not self._closed:
+        if again and not self._closed:
             await self._add()
 
     def _replaced(self, task: asyncio.Task[None]) -> None:
