@@ -15,6 +15,7 @@ import contextlib
 import json
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -334,3 +335,27 @@ def _read_all(sock: socket.socket) -> bytes:
         if not chunk:
             return data
         data += chunk
+
+
+@needs_proc
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_server_killed_outright_leaves_no_worker_at_its_check(tmp_path: Path) -> None:
+    """SIGKILL gives the server no say: its workers end with it (the kernel kills them), and
+    the one at a hostile check does not run on for days."""
+    service = Service(["--profile", str(hostile_profile(tmp_path)), "--threads", "2",
+                       "--timeout", str(HANG)], tmp_path, tmp_path / "stderr.log")
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool, httpx.Client(timeout=HANG) as client:
+            assert client.get(f"{service.url}/healthz").status_code == 200  # started
+            before = cpu(service.process.pid)
+            hostile = pool.submit(check, client, service.url, contract(), HOSTILE)
+            wait_for(lambda: cpu(service.process.pid) > before + 1, "the hostile check")
+            busy = workers(service.process.pid)
+            service.process.kill()
+            service.process.wait(HANG)
+            with pytest.raises(httpx.HTTPError):
+                hostile.result(HANG)
+    finally:
+        service.stop()
+    assert len(busy) == 2
+    wait_for(lambda: not any(alive(pid) for pid in busy), "the workers' end")

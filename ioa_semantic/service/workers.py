@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import io
 import multiprocessing
+import os
 import signal
 import sys
 import traceback
@@ -87,8 +88,25 @@ def _judge(checker: Checker, render: Render, job: Job) -> Answered:
     return Answered(str(decision.verdict), out.getvalue().encode("utf-8"))
 
 
-def _serve(conn: Connection, build: Build, render: Render) -> None:
+def _die_with(server: int) -> None:
+    """On Linux, this worker is killed when its server ends, however it ends (SIGKILL
+    included): a worker at a check that runs for days would otherwise outlive it. (The
+    kernel watches the server's thread that started the worker: a thread of the pool below,
+    which lives as long as the server.)"""
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere, a worker waiting on its pipe still ends with the server
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != server:  # the server ended before the line above
+        os._exit(0)
+
+
+def _serve(conn: Connection, build: Build, render: Render, server: int) -> None:
     """A worker process's life: build the Checker, then judge what the pipe brings."""
+    _die_with(server)
     # Ctrl-C reaches the whole process group; the server decides when its workers end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -114,8 +132,9 @@ class _Worker:
 
     def __init__(self, context: Any, build: Build, render: Render) -> None:
         self.conn, theirs = context.Pipe()
-        self.process: BaseProcess = context.Process(target=_serve, args=(theirs, build, render),
-                                                    name="ioa-check-worker", daemon=True)
+        self.process: BaseProcess = context.Process(
+            target=_serve, args=(theirs, build, render, os.getpid()), name="ioa-check-worker",
+            daemon=True)
         self.process.start()
         theirs.close()
 
