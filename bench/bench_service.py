@@ -9,8 +9,8 @@ Rows, for each input:
 
 * library, 1 thread: ``Checker.check()`` in this process, one envelope after another;
 * library, 2 threads: the same Checker shared by two threads (the GIL: about one core);
-* HTTP, 1 process, --threads 2: ``ioa-check serve --threads 2``, one process whose pool of
-  two threads runs the checks;
+* HTTP, 1 process, --threads 2: ``ioa-check serve --threads 2``, one server process whose
+  two check workers (processes of their own) run the checks;
 * HTTP, --workers 2: ``ioa-check serve --workers 2 --threads 2``: two processes on the
   shared socket, each with its own Checker.
 

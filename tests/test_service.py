@@ -426,7 +426,7 @@ def test_a_check_past_the_time_bound_is_503_and_the_server_goes_on(tmp_path: Pat
         assert response.status_code == 503
         assert response.headers["retry-after"] == "1"
         assert "time bound of 1 s" in response.json()["error"]
-        gate.opened.set()  # the abandoned check finishes on its thread
+        gate.opened.set()  # its worker was killed: the fetch it made is left unread
         assert check(client, service.url, dumps(envelope_62()), [("at", AT)]).json()[
             "verdict"] == "compatible"
 
@@ -583,12 +583,21 @@ def test_the_openapi_document_is_what_the_server_does(plain: Service) -> None:
             content = (body if path == "/v1/check" else body + b"\n") if media else None
             assert call(path, method, content=content, media=media).status_code == 200
             assert call(path, method, {"unknown": "1"}, content, media).status_code == 400
+            # A header that takes one value, given twice (here From: RFC 9110 10.1.2).
+            twice = client.request(method, path, content=content, headers=[
+                *([("Content-Type", media)] if media else []), ("From", "a@example.org"),
+                ("From", "b@example.org")])
+            assert twice.status_code == 400 and "from" in twice.json()["error"]
             for other in ("GET", "POST", "PUT", "DELETE"):
                 if (path, other) not in operations:
                     assert client.request(other, path).status_code == 405
                     observed[(path, method)].add(405)
             if media:
                 assert call(path, method, content=content, media="text/plain").status_code == 415
+                coded = client.request(method, path, content=content, headers=[
+                    ("Content-Type", media), ("Content-Encoding", "identity"),
+                    ("Content-Encoding", "identity, gzip")])
+                assert coded.status_code == 415 and "gzip" in coded.json()["error"]
                 over = (document["paths"][path]["post"]["requestBody"]["description"])
                 assert "bytes" in over
         # The check's parameters: exactly those documented, each taken when well formed.

@@ -16,8 +16,11 @@ import os
 import signal
 import socket
 import sys
+import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._checker import ENGINES, Checker
@@ -37,8 +40,9 @@ DESCRIPTION = ("Serve checks over HTTP (contract 7): POST /v1/check (one envelop
                "/v1/audit (JSON Lines of registrations), GET /v1/profile, GET /healthz, "
                "GET /openapi.json, and a page for people at /. Binds to loopback by default; "
                "it has no authentication of its own.")
-EPILOG = ("exit status: 0 stopped (SIGTERM or SIGINT: requests in flight are answered first), "
-          "2 usage or configuration error, or the serve extra is missing, 74 the address "
+EPILOG = ("exit status: 0 stopped (SIGTERM or SIGINT: requests in flight are answered if they "
+          "finish within --shutdown-timeout, then whatever still runs is stopped), 2 usage or "
+          "configuration error, or the serve extra is missing, 74 the address "
           "cannot be bound")
 _EXTRA = "pip install 'ioa-semantic[serve]'"
 # The command line of a service run in worker processes, for each worker to build its own
@@ -87,7 +91,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help=f"time bound of an audit (default: {defaults.audit_timeout:g})")
     parser.add_argument("--threads", type=_positive, default=defaults.threads, metavar="N",
-                        help=f"checks run at once (default: {defaults.threads})")
+                        help="checks run at once, each in a worker process of its own that "
+                             "is killed and replaced when its check passes --timeout "
+                             f"(default: {defaults.threads})")
+    parser.add_argument("--max-buffered-bytes", type=_positive,
+                        default=defaults.max_buffered_bytes, metavar="N",
+                        help="check bodies held at once, all requests together: a body that "
+                             "would pass it is refused with 503 (default: "
+                             f"{defaults.max_buffered_bytes})")
+    parser.add_argument("--header-timeout", type=_seconds, default=defaults.header_timeout,
+                        metavar="SECONDS",
+                        help="time to read a request's head: past it, 408 and the connection "
+                             f"is closed (default: {defaults.header_timeout:g})")
+    parser.add_argument("--shutdown-timeout", type=_seconds, default=5.0, metavar="SECONDS",
+                        help="on SIGTERM or SIGINT, how long requests in flight may take to "
+                             "be answered before whatever runs is stopped (default: 5)")
     parser.add_argument("--audits", type=_positive, default=defaults.audits, metavar="N",
                         help="audits run at once; one more is refused with 503 (default: "
                              f"{defaults.audits})")
@@ -109,16 +127,27 @@ def _refusing(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse_value
 
 
-def build_app(checker: Checker, limits: ServiceLimits | None = None) -> Starlette:
+def build_app(checker: Checker, limits: ServiceLimits | None = None,
+              argv: list[str] | None = None) -> Starlette:
     """The service of ``checker``, answering in the command line's own words (its JSON
-    reporters; its --param and --at parsers)."""
+    reporters; its --param and --at parsers). With ``argv`` (the options ``checker`` was
+    built from, as :func:`_argv_of` gives them), its checks run in worker processes, each
+    building its own Checker from them; without, on threads of this process."""
     from ..service.app import Wire, create_app
 
     instant: Callable[[str], datetime] = _refusing(_instant)
     wire = Wire(decisions=REPORTERS["json"], audit=AUDIT_REPORTERS["json"],
                 audit_line=AUDIT_LINES["json"], instant=instant,
                 parameter=_refusing(_parameter))
-    return create_app(checker, wire, limits=limits)
+    build = partial(_worker_checker, argv) if argv is not None else None
+    return create_app(checker, wire, limits=limits, build=build)
+
+
+def _worker_checker(argv: list[str]) -> Checker:
+    """A check worker's Checker, from the server's options (in the worker process)."""
+    parser = argparse.ArgumentParser(prog="ioa-check serve")
+    add_arguments(parser)
+    return _checker(parser.parse_args(argv))
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -156,22 +185,26 @@ def _limits(opts: argparse.Namespace) -> ServiceLimits:
     return ServiceLimits(max_body_bytes=opts.max_body_bytes,
                          max_audit_bytes=opts.max_audit_bytes, timeout=opts.timeout,
                          audit_timeout=opts.audit_timeout, threads=opts.threads,
-                         audits=opts.audits)
+                         audits=opts.audits, max_buffered_bytes=opts.max_buffered_bytes,
+                         header_timeout=opts.header_timeout)
 
 
 # The options a worker is given again, as parsed (paths made absolute: see _argv_of).
 _VALUED = ("engine", "max_bytes", "max_depth", "max_values", "max_contexts", "max_terms",
-           "max_body_bytes", "max_audit_bytes", "timeout", "audit_timeout", "threads", "audits")
+           "max_body_bytes", "max_audit_bytes", "timeout", "audit_timeout", "threads", "audits",
+           "max_buffered_bytes", "header_timeout", "shutdown_timeout")
 
 
-def _argv_of(opts: argparse.Namespace) -> list[str]:
+def _argv_of(opts: argparse.Namespace, absolute: bool = True) -> list[str]:
     """The service's options as a command line for its workers: every value as parsed, and
-    every path absolute (a worker need not start in this process's folder)."""
-    argv = ["--profile", _absolute(opts.profile)]
+    every path absolute (a worker need not start in this process's folder), or, for the
+    check workers (which do, and whose answers name the paths as they were given), as is."""
+    made = _absolute if absolute else str
+    argv = ["--profile", made(opts.profile)]
     for path in opts.capability:
-        argv += ["--capability", os.path.abspath(path)]
+        argv += ["--capability", os.path.abspath(path) if absolute else path]
     for item in opts.alignment:
-        argv += ["--alignment", _absolute(item)]
+        argv += ["--alignment", made(item)]
     for origin in opts.allow_remote:
         argv += ["--allow-remote", origin]
     if opts.allow_private_addresses:
@@ -191,8 +224,9 @@ def worker_app() -> Starlette:
     parent put in the environment (the parent built a Checker from it already: it holds)."""
     parser = argparse.ArgumentParser(prog="ioa-check serve")
     add_arguments(parser)
-    opts = parser.parse_args(json.loads(os.environ[_WORKER_ARGV]))
-    return build_app(_checker(opts), _limits(opts))
+    argv = json.loads(os.environ[_WORKER_ARGV])
+    opts = parser.parse_args(argv)
+    return build_app(_checker(opts), _limits(opts), argv)
 
 
 def _stopped(signum: int, frame: Any) -> None:
@@ -225,10 +259,14 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"ioa-check: cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return ExitStatus.ENVIRONMENT
+    from ..service.protocol import ServeConfig
+
     options: dict[str, Any] = {
         "log_level": "warning", "access_log": False, "lifespan": "on", "server_header": False,
-        # Requests in flight at SIGTERM are answered; none takes longer than its time bound.
-        "timeout_graceful_shutdown": math.ceil(max(limits.timeout, limits.audit_timeout)) + 5}
+        "header_timeout": limits.header_timeout,
+        # Requests in flight at SIGTERM are answered if they are within this; then what
+        # still runs is stopped (the check workers are killed).
+        "timeout_graceful_shutdown": math.ceil(opts.shutdown_timeout)}
     workers = f"; {opts.workers} workers" if opts.workers > 1 else ""
     profile = checker.profile
     started = f"ioa-check serve: listening on {_url(sock)} (profile {profile.id} revision " \
@@ -242,12 +280,14 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
             del checker
             os.environ[_WORKER_ARGV] = json.dumps(_argv_of(opts))
-            config = uvicorn.Config(f"{__name__}:worker_app", factory=True,
-                                    workers=opts.workers, **options)
+            config = ServeConfig(f"{__name__}:worker_app", factory=True,
+                                 workers=opts.workers, **options)
             print(started, file=sys.stderr, flush=True)
             Multiprocess(config, sockets=[sock]).run()
         else:
-            server = uvicorn.Server(uvicorn.Config(build_app(checker, limits), **options))
+            argv = _argv_of(opts, absolute=False)
+            server = uvicorn.Server(ServeConfig(build_app(checker, limits, argv),
+                                                **options))
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, _stopped)
             print(started, file=sys.stderr, flush=True)
@@ -258,4 +298,18 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     finally:
         sock.close()
     print("ioa-check serve: stopped", file=sys.stderr, flush=True)
+    if _threads_left(deadline=time.monotonic() + 1.0):
+        # An audit's thread still at work (a thread cannot be killed): the interpreter would
+        # wait for it at exit, for as long as it runs, so the process ends here without it.
+        sys.stdout.flush()
+        os._exit(ExitStatus.COMPATIBLE)
     return ExitStatus.COMPATIBLE
+
+
+def _threads_left(deadline: float) -> bool:
+    """Whether a thread other than this one is still running at ``deadline``."""
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return any(t.is_alive() and not t.daemon and t is not threading.current_thread()
+               for t in threading.enumerate())

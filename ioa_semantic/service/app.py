@@ -1,12 +1,14 @@
 """The service's Starlette application: routes, limits, the access log.
 
 Every route answers JSON (the page at ``/`` excepted), and every fault the client can cause
-is a 4xx with ``{"error": "..."}``: 400 an unknown or malformed query parameter, 404 and 405,
-408 a body that did not arrive within the time bound, 413 a body over the limit, 415 an
-unsupported media type. A check that does not finish within the time bound is 503 (the
-check is abandoned, not the server: its thread finishes it and the answer is dropped), and
-so is an audit refused because as many audits as the server runs at once are running. A
-bug is 500, with its traceback on stderr, never in the answer.
+is a 4xx with ``{"error": "..."}``: 400 an unknown or malformed query parameter or a
+single-valued header given more than once, 404 and 405, 408 a body that did not arrive
+within the time bound, 413 a body over the limit, 415 an unsupported media type or any
+content coding. A check that does not finish within the time bound is 503 (the check is
+stopped: its worker process is killed and replaced, see :mod:`.workers`), and so is a body
+that would take the bodies held at once past their cap, and an audit refused because as
+many audits as the server runs at once are running. A bug is 500, with its traceback on
+stderr, never in the answer.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import asyncio
 import base64
 import contextlib
 import hashlib
-import io
 import json
 import re
 import sys
@@ -24,7 +25,6 @@ import traceback
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from functools import partial
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 from starlette.applications import Starlette
@@ -48,6 +48,7 @@ from .limits import (
     ServiceLimits,
 )
 from .streams import END, Body, Output, Spilled, _Stopped
+from .workers import Build, Checks, CheckThreads, CheckWorkers, Job, WorkerBug, WorkerLost
 
 if TYPE_CHECKING:
     from .._checker import Checker
@@ -91,11 +92,15 @@ class _Refused(Exception):
 class Service:
     """One Checker served: the routes' handlers and what they share."""
 
-    def __init__(self, checker: Checker, wire: Wire, limits: ServiceLimits) -> None:
+    def __init__(self, checker: Checker, wire: Wire, limits: ServiceLimits,
+                 build: Build | None) -> None:
         self.checker = checker
         self.wire = wire
         self.limits = limits
-        self.checks = ThreadPoolExecutor(max_workers=limits.threads, thread_name_prefix="check")
+        self.checks: Checks = (CheckWorkers(build, wire.decisions, limits.threads)
+                               if build is not None
+                               else CheckThreads(checker, wire.decisions, limits.threads))
+        self.bodies = _Held(limits.max_buffered_bytes)
         self.audit_threads = ThreadPoolExecutor(max_workers=limits.audits,
                                                 thread_name_prefix="audit")
         self._audits = 0
@@ -105,10 +110,10 @@ class Service:
         self.page, self.page_policy = page(self.profile, limits)
 
     def close(self) -> None:
-        # In-flight requests have been answered when the server shuts down; a check that
-        # passed its time bound may still be running, and is let finish.
-        self.checks.shutdown(wait=True, cancel_futures=True)
-        self.audit_threads.shutdown(wait=True, cancel_futures=True)
+        # The server is stopping: what still runs is stopped (the workers are killed), or,
+        # for an audit's thread, let go (the command line ends the process without it).
+        self.checks.close()
+        self.audit_threads.shutdown(wait=False, cancel_futures=True)
 
     # --- the routes ------------------------------------------------------------------------
 
@@ -134,19 +139,26 @@ class Service:
         deadline = _deadline(request, self.limits.timeout)
         _media_type(request, CHECK_MEDIA_TYPES)
         params, at = self._check_query(request)
-        body = await _body(request, self.limits.max_body_bytes, deadline, self.limits.timeout)
-        loop = asyncio.get_running_loop()
-        job = partial(self.checker.check, body, params=params, at=at, source="-")
+        held: list[int] = []
         try:
-            async with asyncio.timeout_at(deadline):
-                decision = await loop.run_in_executor(self.checks, job)
-        except TimeoutError:
-            return error(503, f"the check did not finish within the server's time bound of "
-                              f"{self.limits.timeout:g} s", {"Retry-After": "1"})
-        request.state.verdict = str(decision.verdict)
-        out = io.StringIO()
-        self.wire.decisions([decision], out)
-        return Response(out.getvalue().encode("utf-8"), media_type="application/json")
+            body = await _body(request, self.limits.max_body_bytes, deadline,
+                               self.limits.timeout, self.bodies, held)
+            try:
+                answered = await self.checks.run(Job(body, params, at), deadline)
+            except TimeoutError:
+                return error(503, f"the check did not finish within the server's time bound "
+                                  f"of {self.limits.timeout:g} s", {"Retry-After": "1"})
+            except WorkerLost as exc:
+                return error(503, f"the check could not be finished: {exc}",
+                             {"Retry-After": "1"})
+            except WorkerBug as exc:
+                print("ioa-check serve: internal error in a check (a bug; please report it "
+                      f"with this trace):\n{exc}", file=sys.stderr)
+                return error(500, "internal error")
+        finally:
+            self.bodies.give(sum(held))
+        request.state.verdict = answered.verdict
+        return Response(answered.body, media_type="application/json")
 
     def _check_query(self, request: Request) -> tuple[dict[str, str], datetime | None]:
         items = _query(request, ("param", "at"))
@@ -336,10 +348,33 @@ def _media_type(request: Request, accepted: tuple[str, ...]) -> None:
         said = f"{media!r} is not accepted" if media else "no Content-Type is given"
         raise _Refused(error(415, f"{said}: send {' or '.join(accepted)}"))
     # The body is judged as its bytes: a compressed one would be judged as its compression.
-    coding = request.headers.get("content-encoding", "identity").strip().lower()
-    if coding != "identity":
-        raise _Refused(error(415, f"Content-Encoding {coding!r} is not accepted: send the "
-                                  "body as it is"))
+    # Content-Encoding is a list (RFC 9110 8.4), and may be split over several fields: every
+    # coding of every field is read, and only identity is accepted.
+    for field in request.headers.getlist("content-encoding"):
+        for coding in field.split(","):
+            coding = coding.strip().lower()
+            if coding not in ("identity", ""):
+                raise _Refused(error(415, f"Content-Encoding {coding!r} is not accepted: send "
+                                          "the body as it is"))
+
+
+# The request fields RFC 9110 defines as one value, not a list (its ``#`` rule), which a
+# request may carry: a second one is ambiguous (which one did a proxy in front read?), so it
+# is refused, as RFC 9112 6.3 and 3.2 ask for Content-Length and Host.
+SINGLE_FIELDS = ("host", "content-length", "content-type", "content-location", "content-range",
+                 "authorization", "proxy-authorization", "date", "from", "if-modified-since",
+                 "if-unmodified-since", "if-range", "max-forwards", "range", "referer",
+                 "user-agent")
+
+
+def _single_fields(scope: Scope) -> None:
+    seen: set[bytes] = set()
+    for name, _ in scope["headers"]:
+        name = name.lower()
+        if name in seen and name.decode("latin-1") in SINGLE_FIELDS:
+            raise _Refused(error(400, f"the header {name.decode('latin-1')} is given more "
+                                      "than once", {"Connection": "close"}))
+        seen.add(name)
 
 
 def _declared_length(request: Request, cap: int) -> None:
@@ -348,9 +383,30 @@ def _declared_length(request: Request, cap: int) -> None:
         raise _Refused(_too_large(cap))
 
 
-async def _body(request: Request, cap: int, deadline: float, bound: float) -> bytes:
+class _Held:
+    """The bytes of check bodies held at once, across requests, and their cap: without one,
+    many slow bodies, each within its own limit, would together fill the memory."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.size = 0
+
+    def take(self, size: int) -> bool:
+        if self.size + size > self.cap:
+            return False
+        self.size += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.size -= size
+
+
+async def _body(request: Request, cap: int, deadline: float, bound: float, bodies: _Held,
+                held: list[int]) -> bytes:
     """The whole body, read as it streams in: refused (413) once it passes ``cap``, having
-    read at most the chunk that passed it; 408 when it has not arrived by ``deadline``."""
+    read at most the chunk that passed it; 503 when it would take the bodies held at once
+    past their cap; 408 when it has not arrived by ``deadline``. What it holds is added to
+    ``held`` (for the caller to give back)."""
     _declared_length(request, cap)
     chunks: list[bytes] = []
     size = 0
@@ -360,6 +416,11 @@ async def _body(request: Request, cap: int, deadline: float, bound: float) -> by
                 size += len(chunk)
                 if size > cap:
                     raise _Refused(_too_large(cap))
+                if not bodies.take(len(chunk)):
+                    raise _Refused(error(503, "the server holds as many request bodies as it "
+                                              f"may ({bodies.cap} bytes): try again later",
+                                         {"Retry-After": "1", "Connection": "close"}))
+                held.append(len(chunk))
                 chunks.append(chunk)
     except TimeoutError:
         raise _Refused(error(408, "the request body did not arrive within the server's time "
@@ -399,12 +460,19 @@ class AccessLog:
             await send(message)
 
         try:
+            _single_fields(scope)
             await self.app(scope, receive, sending)
         except _Refused as refused:
             if not status:
                 await refused.response(scope, receive, sending)
         except ClientDisconnect:
             pass  # nobody to answer; the line says so
+        except asyncio.CancelledError:
+            # uvicorn cancels what is still running past --shutdown-timeout: the request is
+            # answered (its check's worker is killed), and the request ends here.
+            if not status:
+                await error(503, "the server is stopping: try again later",
+                            {"Retry-After": "1", "Connection": "close"})(scope, receive, sending)
         except Exception:
             print("ioa-check serve: internal error (a bug; please report it with this trace):",
                   file=sys.stderr)
@@ -493,16 +561,21 @@ def page(profile: dict[str, Any], limits: ServiceLimits) -> tuple[bytes, str]:
 
 
 def create_app(checker: Checker, wire: Wire, *, limits: ServiceLimits | None = None,
-               log: IO[str] | None = None) -> Starlette:
+               log: IO[str] | None = None, build: Build | None = None) -> Starlette:
     """The service of ``checker`` as a Starlette application (contract 7).
 
-    ``log`` receives the access log (default: stderr). The thread pools are shut down
-    (waiting for what runs on them) when the application's lifespan ends.
+    ``build`` makes a Checker like ``checker`` in a worker process (picklable: a function at
+    a module's top level, or a partial of one); with it, checks run in ``limits.threads``
+    worker processes that are killed at the time bound (:mod:`.workers`); without it, on as
+    many threads of this process. Audits run on ``checker``, on threads. ``log`` receives
+    the access log (default: stderr). The workers start with the application's lifespan,
+    and are killed when it ends.
     """
-    service = Service(checker, wire, limits or ServiceLimits())
+    service = Service(checker, wire, limits or ServiceLimits(), build)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await service.checks.start()
         try:
             yield
         finally:

@@ -20,8 +20,12 @@ class ServiceLimits(NamedTuple):
     answers ``invalid`` with ``json.too-large`` as the command line does, so that only a body
     far over any envelope is refused at the HTTP level); ``max_audit_bytes``: an audit's
     body; ``timeout``: seconds from a check's arrival to its answer (body, wait for a thread,
-    check); ``audit_timeout``: the same for a whole audit; ``threads``: checks run at once;
-    ``audits``: audits run at once (one more is refused with 503).
+    check); ``audit_timeout``: the same for a whole audit; ``threads``: checks run at once
+    (each in a worker process of its own when the server can build one: see
+    :mod:`.workers`); ``audits``: audits run at once (one more is refused with 503);
+    ``max_buffered_bytes``: the check bodies held at once, all requests together (a body
+    that would pass it is refused with 503); ``header_timeout``: seconds to read a request's
+    head (past it, 408 and the connection is closed).
     """
 
     max_body_bytes: int = 4 << 20
@@ -30,5 +34,7 @@ class ServiceLimits(NamedTuple):
     audit_timeout: float = 600.0
     threads: int = 4
     audits: int = 2
+    max_buffered_bytes: int = 64 << 20
+    header_timeout: float = 10.0
 
 

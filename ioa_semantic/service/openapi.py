@@ -24,12 +24,15 @@ def _error(description: str) -> dict[str, Any]:
 
 def document(limits: ServiceLimits) -> dict[str, Any]:
     """The OpenAPI document of a service run with ``limits``."""
-    bad_query = _error("an unknown or malformed query parameter")
+    bad_query = _error("an unknown or malformed query parameter, or a header that takes one "
+                       "value (Host, Content-Type, Content-Length, ...) given more than once")
     unknown_route = _error("no such route")
     internal = _error("an internal error (a bug; its trace is on the server's stderr)")
+    late_head = _error("the request head did not arrive within "
+                       f"{limits.header_timeout:g} s (the connection is closed)")
     binary = {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}
     no_query = {"400": bad_query, "404": unknown_route, "405": _error("method not allowed"),
-                "500": internal}
+                "408": late_head, "500": internal}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -73,16 +76,20 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
                     "400": bad_query,
                     "404": unknown_route,
                     "405": _error("method not allowed"),
-                    "408": _error("the body did not arrive within the time bound "
-                                  f"({limits.timeout:g} s)"),
+                    "408": _error("the request head did not arrive within "
+                                  f"{limits.header_timeout:g} s, or its body within the time "
+                                  f"bound ({limits.timeout:g} s)"),
                     "413": _error(f"the body is over {limits.max_body_bytes} bytes"),
                     "415": _error("the Content-Type is not one of "
                                   + ", ".join(CHECK_MEDIA_TYPES)
-                                  + ", or the body has a Content-Encoding"),
+                                  + ", or a Content-Encoding header names a coding other "
+                                  "than identity"),
                     "500": internal,
                     "503": _error("the check did not finish within the time bound "
-                                  f"({limits.timeout:g} s); Retry-After says when to try "
-                                  "again"),
+                                  f"({limits.timeout:g} s: it was stopped), or its body would "
+                                  "take the check bodies the server holds at once past "
+                                  f"{limits.max_buffered_bytes} bytes; Retry-After says when "
+                                  "to try again"),
                 },
             }},
             "/v1/audit": {"post": {
@@ -104,10 +111,12 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
                     "400": bad_query,
                     "404": unknown_route,
                     "405": _error("method not allowed"),
+                    "408": late_head,
                     "413": _error(f"the body is over {limits.max_audit_bytes} bytes"),
                     "415": _error("the Content-Type is not one of "
                                   + ", ".join(AUDIT_MEDIA_TYPES)
-                                  + ", or the body has a Content-Encoding"),
+                                  + ", or a Content-Encoding header names a coding other "
+                                  "than identity"),
                     "500": internal,
                     "503": _error(f"as many audits as the server runs at once ({limits.audits}) "
                                   "are running, or the audit did not start answering within "
