@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 import mas_lab_run
 from test_trace import records, trace
 from test_trace_nesting import EXAMPLE, run_folder
+
+from support import IOA_CHECK
 
 MANIFESTS = EXAMPLE / "manifests"
 EVENTS_NO_RUN_ID = [{k: v for k, v in e.items() if k != "run_id"} for e in mas_lab_run.events()]
@@ -55,6 +58,28 @@ def test_a_run_named_after_a_path_that_is_not_utf8(tmp_path: Path, opaque: bool)
     graph = (tmp_path / "kg.ttl").read_text()
     # The run's node: the path's bytes percent-encoded (surrogatepass), or its reference.
     assert ("%ED%B3%A9" in graph) != opaque and "urn:ioa-trace:run:" in graph
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file names of bytes are POSIX's")
+@pytest.mark.parametrize("keep", [["--state", "s.state"], ["--store", "st", "--store-plain-ids"],
+                                  ["--store", "st"]])
+def test_a_run_named_after_a_path_that_is_not_utf8_is_kept_and_read_again(
+        tmp_path: Path, keep: list[str]) -> None:
+    """The same run kept in a trace state or a durable store, plain or private: the state's
+    line and the store's literals and node names could not hold the name's lone surrogate
+    (a traceback, exit 70). A second feed reads the state back (nothing new), and the store
+    is re-audited."""
+    folder = Path(os.fsdecode(os.fsencode(tmp_path) + b"/20260223-232448-sc\xe9nario-f52df92b"))
+    (folder / "traces").mkdir(parents=True)
+    _events_file(folder / "traces" / "events.jsonl", EVENTS_NO_RUN_ID)
+    for _ in range(2):
+        at = ["--at", "2026-06-01T00:00:00Z"] if keep[0] == "--store" else []
+        proc = trace([folder, "--manifests", MANIFESTS, *keep, *at], tmp_path)
+        assert proc.returncode == 0, _text(proc)
+    if keep[0] == "--store":
+        done = subprocess.run([IOA_CHECK, "trace", "reaudit", "st", "--manifests",
+                               str(MANIFESTS)], cwd=tmp_path, capture_output=True, timeout=300)
+        assert done.returncode == 0, _text(done)
 
 
 def test_opaque_ids_name_no_path_of_an_unreadable_input(tmp_path: Path) -> None:

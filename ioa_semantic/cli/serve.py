@@ -192,7 +192,7 @@ def _limits(opts: argparse.Namespace) -> ServiceLimits:
 # The options a worker is given again, as parsed (paths made absolute: see _argv_of).
 _VALUED = ("engine", "max_bytes", "max_depth", "max_values", "max_contexts", "max_terms",
            "max_body_bytes", "max_audit_bytes", "timeout", "audit_timeout", "threads", "audits",
-           "max_buffered_bytes", "header_timeout", "shutdown_timeout")
+           "max_buffered_bytes", "header_timeout", "shutdown_timeout", "shape_timeout")
 
 
 def _argv_of(opts: argparse.Namespace, absolute: bool = True) -> list[str]:

@@ -32,7 +32,7 @@ from .._files import write_file
 from .._findings import Finding, Severity
 from .declarations import Declarations
 from .events import Ancestry, Call, Run
-from .privacy import IRI_BASE, Disclosure
+from .privacy import IRI_BASE, Disclosure, literal_text
 from .trajectory import SESSION_END_PATH, Sink, Trajectory
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class _Builder:
             return Literal(value, datatype=XSD.boolean)
         if isinstance(value, int):
             return Literal(value, datatype=XSD.integer)
-        return Literal(str(value))  # a plain literal: xsd:string in RDF 1.1
+        return Literal(literal_text(str(value)))  # a plain literal: xsd:string in RDF 1.1
 
     def _node(self, iri: str) -> Any:
         from rdflib import URIRef
@@ -584,7 +584,7 @@ class _QuadBuilder(_Builder):
                                       datatype=pyoxigraph.NamedNode(xsd + "boolean"))
         if isinstance(value, int):
             return pyoxigraph.Literal(str(value), datatype=pyoxigraph.NamedNode(xsd + "integer"))
-        return pyoxigraph.Literal(str(value))
+        return pyoxigraph.Literal(literal_text(str(value)))
 
     def _node(self, iri: str) -> Any:
         known = self._nodes.get(iri)

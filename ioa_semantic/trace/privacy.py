@@ -38,6 +38,17 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
+def literal_text(text: str) -> str:
+    """``text`` as an RDF literal can hold it: a lone surrogate (a byte of a file name that
+    is not UTF-8) written as its escape (``\\udcff``), as the reports write it; other text as
+    it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def iri_part(name: str) -> str:
     """``name`` percent-encoded as one part of a node's IRI (lone surrogates included)."""
     return quote(_utf8(name), safe="")

@@ -150,7 +150,7 @@ class Cursor:
         entry = {"input": source.key, "seq": seq, "offset": offset, "sha256": sha256,
                  "delta": delta}
         # Key order is kept: reports list members in the order the fold made them.
-        self._handle.write(json.dumps(entry, ensure_ascii=False).encode() + b"\n")
+        self._handle.write(_line(entry))
         self._sync(self._handle)
 
     @staticmethod
@@ -243,3 +243,13 @@ def _whole_document(handle: IO[bytes], fold: Fold, max_bytes: int) -> bool:
         else:
             fold.problems.append(["json.not-object", 1, "not an object (a record or an event)"])
     return True
+
+
+def _line(entry: Any) -> bytes:
+    """One state line, UTF-8: a lone surrogate (a byte of a file name that is not UTF-8)
+    written as its JSON escape, which reads back to the same name."""
+    text = json.dumps(entry, ensure_ascii=False)
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(entry, ensure_ascii=True).encode() + b"\n"

@@ -69,7 +69,7 @@ from .audit import audit as judge
 from .declarations import Declarations
 from .events import Call, Fold, Run, Source
 from .graph import IOAT, MAS, quads
-from .privacy import DELEGATION_PREFIX, IRI_BASE, Disclosure, Private
+from .privacy import DELEGATION_PREFIX, IRI_BASE, Disclosure, Private, literal_text
 from .state import Cursor
 
 # 2: private by default, the mode recorded when the store is made. 1: plain, or references
@@ -127,7 +127,7 @@ def lexical(value: Any) -> str:
 
 
 def _text(value: str) -> ox.Literal:
-    return ox.Literal(value)
+    return ox.Literal(literal_text(value))
 
 
 def _integer(value: int) -> ox.Literal:
@@ -824,7 +824,7 @@ class StoreCursor(Cursor):
             self.disclose, Private) else sha256
 
     def _node(self, stored: str, seq: int) -> str:
-        return f"{self.graph}:input:{_sha256(stored.encode())[:16]}:line:{seq}"
+        return f"{self.graph}:input:{_sha256(stored.encode('utf-8', 'surrogatepass'))[:16]}:line:{seq}"
 
     def restore(self, source: Source, fold: Fold) -> tuple[int, int, Any]:
         stored = self._input(source)
@@ -1018,7 +1018,8 @@ def _agent_quads(out: _Writer, iri: str, agent: AgentAudit, run: Run,
 def audit_key(run_iri: str, record_sha256: str, grounds: Basis) -> str:
     """What makes two verdicts the same judgment: the run's record, the declarations and the
     ioa-check that judged (another version may judge otherwise)."""
-    return _sha256("\0".join((run_iri, record_sha256, grounds.sha256, __version__)).encode())
+    joined = "\0".join((run_iri, record_sha256, grounds.sha256, __version__))
+    return _sha256(joined.encode("utf-8", "surrogatepass"))
 
 
 # --- feeding ----------------------------------------------------------------------------------
@@ -1136,7 +1137,7 @@ def _identity(record: dict[str, Any]) -> str:
 
 def record_digest(record: dict[str, Any]) -> str:
     """The digest a run record is stored with (``ioat:recordSha256``), of its identity."""
-    return _sha256(_identity(record).encode())
+    return _sha256(_identity(record).encode("utf-8", "surrogatepass"))
 
 
 def _keeps_every_call(store: TraceStore, iri: str, calls: list[dict[str, Any]]) -> None:
