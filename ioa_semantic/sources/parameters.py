@@ -242,8 +242,11 @@ def value_of(item: Any) -> Value | None:
             and len(units) == 1 and isinstance(units[0], dict) and set(units[0]) == {"@id"}
             and set(item) - {"@id"} == {QUDT_NUMERIC_VALUE, QUDT_UNIT}):
         number = value_of(numbers[0])
-        if number is not None and "@value" in numbers[0]:
-            return Value(number.lexical, str(units[0]["@id"]))
+        if number is not None and "@value" in numbers[0] and number.unit is None:
+            # The number's own datatype is kept (a string or a language-tagged text is no
+            # number); a number typed with a unit of its own beside qudt:unit states two
+            # units, and is no value (above: None), never read in the one qudt:unit names.
+            return Value(number.lexical, str(units[0]["@id"]), number.datatype)
     return None
 
 
