@@ -105,3 +105,73 @@ def test_a_quantity_value_whose_number_is_plain_is_still_read() -> None:
         envelope["profileContext"]["documentSize"] = {
             "qudt:numericValue": number, "qudt:unit": {"@id": KB}}
         assert _check(envelope).verdict.value == "compatible"
+
+
+# --- shapes ---------------------------------------------------------------------------------
+
+
+def _profile_with_query(tmp_path: Path, query: str) -> Path:
+    """cs-translation-sized with one shape file of one SHACL-SPARQL constraint on the task."""
+    (tmp_path / "q.shapes.ttl").write_text(
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+        "@prefix iop: <https://ioa-semantic.org/ns/profile#> .\n"
+        "@prefix ex: <https://example.org/shapes#> .\n"
+        "ex:Q a sh:NodeShape ; sh:targetClass iop:TaskParameters ;\n"
+        f'  sh:sparql [ sh:message "q" ; sh:select """{query}""" ] .\n')
+    text = (PROFILES / "cs-translation-sized.ttl").read_text().replace(
+        "iop:trustedIssuer <https://example.org/mapping-authority> ;",
+        'iop:trustedIssuer <https://example.org/mapping-authority> ; '
+        'iop:shapes "q.shapes.ttl" ;', 1)
+    (tmp_path / "p.ttl").write_text(text)
+    return tmp_path / "p.ttl"
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT $this WHERE { $this ?p ?o . FILTER(?o = $shapesGraph) }",
+    "SELECT $this WHERE { $this ?p ?o . FILTER(?o = $currentShape) }",
+])
+def test_lint_names_a_query_the_shacl_engine_cannot_pre_bind(tmp_path: Path, query: str) -> None:
+    """``ioa-check lint --profile p.ttl`` said "ok" of a shape whose query uses
+    ``$shapesGraph`` (pySHACL: NotImplementedError) or an unselected ``$currentShape``
+    (pySHACL over Oxigraph: "does not contains variable ?currentShape in its SELECT
+    projection"), and then every check under the profile was ``indeterminate`` with the bare
+    exception as its reason, naming no shape. Issue 34, what it must do 6: "lint runs each
+    SHACL-SPARQL query through the SHACL rules for them ... an unusable shape is named in
+    the reason of every check it makes indeterminate". Fix (made): ``sparql.problems`` says
+    so of both, so lint fails naming the shape and the routing names it in the reason."""
+    profile = _profile_with_query(tmp_path, query)
+    lint = _run("lint", "--profile", str(profile), cwd=tmp_path)
+    assert lint.returncode == 1, lint.stdout
+    assert "https://example.org/shapes#Q" in lint.stdout
+    for engine in ENGINES:
+        decision = _check(_envelope(), profile, engine=engine)
+        assert decision.verdict.value == "indeterminate"
+        reasons = [f.message for f in decision.findings
+                   if f.code == "constraint.shape-unevaluable"]
+        assert reasons and all("https://example.org/shapes#Q" in r for r in reasons), reasons
+
+
+def test_a_selected_current_shape_is_still_run(tmp_path: Path) -> None:
+    """What the fix above keeps: ``$currentShape`` selected is pre-bound and the shape runs."""
+    profile = _profile_with_query(
+        tmp_path, "SELECT $this $currentShape WHERE { $this ?p ?o . FILTER(?o = $currentShape) }")
+    assert _run("lint", "--profile", str(profile), cwd=tmp_path).returncode == 0
+    assert _check(_envelope(), profile).verdict.value == "compatible"
+
+
+@_open("a shape pySHACL fails on at run time is not named in the check's reason")
+def test_a_shape_that_fails_at_run_time_is_named_in_the_reason(tmp_path: Path) -> None:
+    """A node shape whose query uses ``$PATH`` (meaningful only on a property shape) passes
+    ``lint --profile`` and makes every check ``indeterminate`` with the reason
+    "ReportableRuntimeError: SPARQL Constraint text has $PATH in it, but no path is known on
+    this Shape": which of the profile's shapes is unusable is not said. Issue 34, what it
+    must do 6: "an unusable shape is named in the reason of every check it makes
+    indeterminate". Any failure of pySHACL's run has this form (the run is one call over all
+    its shapes). Fix: when the run raises, name the shape (run each pySHACL shape alone once
+    to find it, remembered for the profile), and have lint run the shapes once over an empty
+    task so that it fails too."""
+    profile = _profile_with_query(tmp_path, "SELECT $this WHERE { $this $PATH ?o }")
+    decision = _check(_envelope(), profile)
+    assert decision.verdict.value == "indeterminate"
+    reasons = [f.message for f in decision.findings if f.code == "constraint.shape-unevaluable"]
+    assert reasons and all("https://example.org/shapes#Q" in r for r in reasons), reasons
