@@ -175,3 +175,42 @@ def test_a_shape_that_fails_at_run_time_is_named_in_the_reason(tmp_path: Path) -
     assert decision.verdict.value == "indeterminate"
     reasons = [f.message for f in decision.findings if f.code == "constraint.shape-unevaluable"]
     assert reasons and all("https://example.org/shapes#Q" in r for r in reasons), reasons
+
+
+# --- validity limits ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("limits", "options"), [
+    ({"validUntil": "2027-12-31T00:00:00Z"}, ["--created", "2028-01-01T00:00:00Z"]),
+    ({"validUntil": "2027-12-31T00:00:00Z"}, ["--created", "2027-12-31T00:00:00Z"]),
+    ({"validFrom": "2027-01-01T00:00:00Z"},
+     ["--created", "2026-01-01T00:00:00Z", "--expires", "2027-01-01T00:00:00Z"]),
+])
+def test_sign_refuses_a_proof_valid_at_no_instant_the_artifact_is(
+        tmp_path: Path, limits: dict[str, str], options: list[str]) -> None:
+    """``ioa-check sign A --key K --created 2028-01-01T00:00:00Z`` of an artifact valid until
+    2027-12-31 wrote a signed artifact (exit 0) that no receiver can ever use: at any instant
+    either the artifact has expired or its proof is not yet created (``validFrom`` and a
+    proof's ``expires`` likewise). Issue 34, what it must do 1: "``sign`` refuses an empty
+    or inverted window", here the window the proof and the artifact share; 7.2: "Any
+    validity limits ... MUST be evaluated before the artifact is used". Fix (made): sign
+    refuses it (exit 2, nothing written), saying which option to change."""
+    key = tmp_path / "k.pem"
+    assert _run("keygen", "--output", str(key), cwd=tmp_path).returncode == 0
+    artifact = {**_artifact(), **limits}
+    (tmp_path / "a.json").write_text(json.dumps(artifact))
+    done = _run("sign", "a.json", "--key", str(key), "--output", "s.json", *options,
+                cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "no instant the artifact is valid" in done.stderr
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_sign_still_signs_where_the_windows_meet(tmp_path: Path) -> None:
+    """What the fix above keeps: a proof created one second before validUntil is signed."""
+    key = tmp_path / "k.pem"
+    assert _run("keygen", "--output", str(key), cwd=tmp_path).returncode == 0
+    (tmp_path / "a.json").write_text(json.dumps(_artifact()))
+    done = _run("sign", "a.json", "--key", str(key), "--output", "s.json", "--created",
+                "2027-12-30T23:59:59Z", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
