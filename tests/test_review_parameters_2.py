@@ -214,3 +214,29 @@ def test_sign_still_signs_where_the_windows_meet(tmp_path: Path) -> None:
     done = _run("sign", "a.json", "--key", str(key), "--output", "s.json", "--created",
                 "2027-12-30T23:59:59Z", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+# --- profiles read strictly -----------------------------------------------------------------
+
+
+def test_a_wrong_setting_is_named_at_its_own_line_not_the_terms_first(tmp_path: Path) -> None:
+    """cs-translation-sized restates the five built-in parameters, each with
+    ``iop:comparison iop:equal``; a profile that misspells only documentSize's comparison
+    (``iop:comparison iop:atmost``, line 44) was refused with "line 33: iop:comparison must
+    be one of ...": line 33 is sourceLang's comparison, which is right. Issue 34, what it
+    must do 4: a configuration error "naming the term, its line and the nearest known
+    term"; docs/parameters.md: "naming the term, the line it first stands on" (the line of
+    the term's first use, which is not where the wrong value is). Fix (made): a value of
+    the wrong kind is named at the first line where the setting stands with that value."""
+    text = (PROFILES / "cs-translation-sized.ttl").read_text()
+    wrong = text.replace("iop:comparison iop:atMost", "iop:comparison iop:atmost", 1)
+    line = next(n for n, t in enumerate(wrong.splitlines(), 1) if "iop:atmost" in t)
+    first = next(n for n, t in enumerate(wrong.splitlines(), 1) if "iop:comparison" in t)
+    assert line != first
+    (tmp_path / "p.ttl").write_text(wrong)
+    with pytest.raises(ProfileError) as raised:
+        Checker(str(tmp_path / "p.ttl"))
+    assert f"line {line}: iop:comparison must be" in str(raised.value)
+    assert f"line {first}: iop:comparison" not in str(raised.value)
+    lint = _run("lint", "p.ttl", cwd=tmp_path)
+    assert f"line {line}: iop:comparison must be" in lint.stdout, lint.stdout
