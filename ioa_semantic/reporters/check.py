@@ -6,7 +6,7 @@ The ``--format`` choices of the command line are the keys of :data:`REPORTERS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -145,12 +145,12 @@ def describe(remedy: Remedy) -> str:
             f"{_compared(d)}{listed(d['permitted'])}{_in_unit(d)}")
 
 
-def _compared(details: dict[str, Any]) -> str:
+def _compared(details: Mapping[str, Any]) -> str:
     """How a remedy's values compare, as words before them ("at most "), or nothing."""
     return {"atMost": "at most ", "atLeast": "at least "}.get(details.get("comparison", ""), "")
 
 
-def _in_unit(details: dict[str, Any]) -> str:
+def _in_unit(details: Mapping[str, Any]) -> str:
     return f" (in {details['unit']})" if details.get("unit") else ""
 
 
