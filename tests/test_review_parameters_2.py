@@ -240,3 +240,104 @@ def test_a_wrong_setting_is_named_at_its_own_line_not_the_terms_first(tmp_path: 
     assert f"line {first}: iop:comparison" not in str(raised.value)
     lint = _run("lint", "p.ttl", cwd=tmp_path)
     assert f"line {line}: iop:comparison must be" in lint.stdout, lint.stdout
+
+
+# --- open findings --------------------------------------------------------------------------
+
+
+@_open("a declared number reaches the shapes as a plain string")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_shapes_see_a_declared_number_as_a_number(tmp_path: Path, engine: str) -> None:
+    """A profile that declares documentSize (xsd:decimal, kB) and constrains it with a shape
+    ``sh:path param:documentSize ; sh:datatype xsd:decimal ; sh:maxInclusive 2048`` refuses
+    the 300 kB task as ``incompatible`` (constraint.shape-violated, DatatypeConstraint):
+    the task graph holds every parameter as a plain literal (``"300"``, an xsd:string), so a
+    number is neither a decimal nor comparable with 2048. 6.4: "Parameter values MUST use
+    the types, units, and comparison rules defined by the applicable profile"; 7.1: only "a
+    completed evaluation finding that a required condition is violated is Incompatible";
+    issue 34, what it must do 2: "never as strings". ``lint --profile`` says nothing.
+    Fix: ``constraints.task_quads`` writes a declared integer, decimal or dateTime
+    parameter as a literal of its datatype (the other datatypes stay plain, as the shipped
+    shapes read them), and docs/constraints.md says so."""
+    (tmp_path / "size.shapes.ttl").write_text(
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+        "@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
+        "@prefix iop: <https://ioa-semantic.org/ns/profile#> .\n"
+        "@prefix param: <https://ioa-semantic.org/ns/parameter#> .\n"
+        "<https://example.org/shapes#Size> a sh:NodeShape ;\n"
+        "  sh:targetClass iop:TaskParameters ;\n"
+        "  sh:property [ sh:path param:documentSize ; sh:datatype xsd:decimal ;\n"
+        '                sh:maxInclusive 2048 ; sh:message "at most 2048 kB" ] .\n')
+    text = (PROFILES / "cs-translation-sized.ttl").read_text().replace(
+        "iop:trustedIssuer <https://example.org/mapping-authority> ;",
+        'iop:trustedIssuer <https://example.org/mapping-authority> ; '
+        'iop:shapes "size.shapes.ttl" ;', 1)
+    (tmp_path / "p.ttl").write_text(text)
+    decision = _check(_envelope(), tmp_path / "p.ttl", engine=engine)
+    assert decision.verdict.value == "compatible", [f.message for f in decision.findings]
+
+
+@_open("a carrier parameter's type error is remedied at /profileContext")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_carrier_parameter_not_of_its_datatype_is_remedied_where_it_was_given(
+        engine: str) -> None:
+    """The envelope carries ``documentSize: 300`` (right); the carrier passes
+    ``documentSize=lots`` (``--param``, the service's ``param=``, the A2A part's
+    ``parameters``). The decision is ``invalid`` (constraint.parameter-type) with the remedy
+    ``correct-input`` at ``/profileContext`` and a reason saying "(--param)" whatever the
+    carrier. A sender that corrects its profileContext changes nothing (the carrier's value
+    replaces the envelope's, docs/parameters.md) and gets the same refusal. Issue 34, what
+    it must do 5: "Every remedy, applied literally ..., either gives compatible or an honest
+    further refusal; where it cannot, say why in the remedy". Fix: the finding of a
+    carrier's value has no envelope path; its remedy names the parameter and says it was
+    the carrier's (``{"action": "correct-input", "parameter": "documentSize", "carrier":
+    true}``), and the reason says "given by the carrier"."""
+    decision = _check(_envelope(), engine=engine, params={"documentSize": "lots"})
+    assert decision.verdict.value == "invalid"
+    fixes = [r for r in decision.remedies if "constraint.parameter-type" in r.codes]
+    assert fixes
+    assert all(r.details.get("path") != "/profileContext" for r in fixes), fixes
+    assert any("documentSize" in json.dumps(dict(r.details)) for r in fixes), fixes
+
+
+@_open("offer-alignment does not say the artifact must be valid at the instant")
+def test_offer_alignment_after_a_validity_exclusion_states_the_instant(tmp_path: Path) -> None:
+    """The only offered artifact is excluded because it expired (``validUntil`` 2026-05-01,
+    the check at 2026-06-01); the remedy is ``offer-alignment`` with the capability, the
+    versions, the trusted issuers, the conditions and any key required: all of which the
+    expired artifact meets. A sender offering what the remedy lists offers it again and
+    gets the same refusal; nothing in the remedy says the artifact must be valid at
+    2026-06-01 (the text report's generic "fix:" line says "valid at the instant", the
+    JSON remedy a program reads does not). Issue 34, what it must do 5 ("where it cannot,
+    say why in the remedy"); 7.2 "Any validity limits ... MUST be evaluated". Fix: the
+    ``offer-alignment`` details carry ``validAt`` (the evaluation instant) when the check
+    depends on one, and the text report prints it."""
+    expired = {**_artifact(), "validUntil": "2026-05-01T00:00:00Z"}
+    (tmp_path / "a.json").write_text(json.dumps(expired))
+    decision = _check(_envelope(), alignments=[tmp_path / "a.json"])
+    assert "alignment.expired" in _codes(decision)
+    offers = [r for r in decision.remedies if r.action == "offer-alignment"]
+    assert offers
+    assert all("2026-06-01" in json.dumps(dict(r.details), default=str) for r in offers), offers
+
+
+@_open("dependencies.parameters omits the task parameters the envelope supplied")
+def test_the_decision_records_the_task_parameters_it_judged() -> None:
+    """``ioa-check examples/sized/envelope.jsonld --profile cs-translation-sized ...
+    --format json`` prints ``"dependencies": {..., "parameters": {}}``: the 300 kB the
+    decision rests on (from the envelope's profileContext) is not recorded; only values
+    given by ``--param`` are. Contract 15: "A decision records what it depended on
+    (profile id and revision, ontology versions, artifact ids and revisions, offered
+    capabilities, task parameters, ...). The JSON output's dependencies object shows them";
+    S5 "revalidate affected assumptions before reusing the prior result" (a stored decision
+    cannot show which task it judged). Fix: ``dependencies.parameters`` holds every task
+    parameter as judged, whatever gave it (envelope, carrier, profile vocabulary), with
+    its origin if wanted; the output schema and README say so."""
+    import io
+
+    from ioa_semantic.reporters.check import json_lines
+
+    out = io.StringIO()
+    json_lines([_check(_envelope())], out)
+    line = json.loads(out.getvalue())
+    assert line["dependencies"]["parameters"].get("documentSize") in ("300", 300), line
