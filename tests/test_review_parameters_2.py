@@ -341,3 +341,20 @@ def test_the_decision_records_the_task_parameters_it_judged() -> None:
     json_lines([_check(_envelope())], out)
     line = json.loads(out.getvalue())
     assert line["dependencies"]["parameters"].get("documentSize") in ("300", 300), line
+
+
+def test_a_number_too_long_is_not_called_no_number() -> None:
+    """``"documentSize": 0.000...0001`` (69 characters, a decimal) was refused with "'0.000...1'
+    is not a decimal number, which documentSize (decimal ...) must be": false, it is one;
+    the project refuses numbers longer than 64 characters (``parameters._MAX_DIGITS``),
+    which no document said. 6.4 (the value is judged by the profile's type) and the house
+    rule "bad input gets a verdict or a clear error": a sender told its decimal is not a
+    decimal cannot correct it. Fix (made): the reason says the number has more than 64
+    characters, and docs/parameters.md states the limit."""
+    envelope = json.dumps(_envelope()).replace(
+        '"documentSize": 300', '"documentSize": 0.' + "0" * 66 + "1")
+    decision = _check(envelope.encode())
+    assert decision.verdict.value == "invalid"
+    message = next(f.message for f in decision.findings
+                   if f.code == "constraint.parameter-type")
+    assert "is not a decimal number" not in message and "more than 64 characters" in message

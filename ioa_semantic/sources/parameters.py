@@ -122,12 +122,17 @@ _MEMO_LENGTH = 128
 def _key(datatype: str, lexical: str) -> Any:  # noqa: C901 (one branch a datatype)
     if datatype == "string":
         return lexical
+    if datatype in ("integer", "decimal") and len(lexical) > _MAX_DIGITS:
+        # A number, perhaps, but longer than any a task means: said as such, not as "not a
+        # number", so that the sender knows what to correct.
+        raise ValueError(f"{lexical[:_MAX_DIGITS]!r}... is not read: it has more than "
+                         f"{_MAX_DIGITS} characters, more than a number here may have")
     if datatype == "integer":
-        if len(lexical) > _MAX_DIGITS or not _INTEGER.fullmatch(lexical):
+        if not _INTEGER.fullmatch(lexical):
             raise ValueError(f"{lexical!r} is not an integer")
         return int(lexical)
     if datatype == "decimal":
-        if len(lexical) > _MAX_DIGITS or not _DECIMAL.fullmatch(lexical):
+        if not _DECIMAL.fullmatch(lexical):
             raise ValueError(f"{lexical!r} is not a decimal number")
         try:
             return Decimal(lexical)
