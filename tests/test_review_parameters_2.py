@@ -358,3 +358,22 @@ def test_a_number_too_long_is_not_called_no_number() -> None:
     message = next(f.message for f in decision.findings
                    if f.code == "constraint.parameter-type")
     assert "is not a decimal number" not in message and "more than 64 characters" in message
+
+
+def test_a_providers_bound_is_not_called_the_profiles(tmp_path: Path) -> None:
+    """The README's own example, ``--param documentSize=1500`` against the provider of at
+    most 1024 kB, prints "renegotiate for documentSize: the profile permits at most 1024
+    (in ...KiloBYTE)": cs-translation-sized permits any size; the 1024 is the provider's
+    registration's (``capability.parameter-conflict``). So does the S3 media-type case ("the
+    profile permits application/pdf", which the provider accepts). A sender told the profile
+    forbids 1500 kB looks for another profile, where another provider would do. Issue 34,
+    what it must do 5 (remedies that can be acted on); contract 11 (the conflict is with the
+    provider's declared constraint). Fix (made): a renegotiate remedy answering only
+    ``capability.`` codes says "the provider accepts"."""
+    (tmp_path / "envelope.jsonld").write_bytes((SIZED / "envelope.jsonld").read_bytes())
+    done = _run("envelope.jsonld", "--profile", "cs-translation-sized", "--capability",
+                str(SIZED / "provider.jsonld"), "--alignment", str(SIZED / "alignment.json"),
+                "--param", "documentSize=1500", "--at", AT_TEXT, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "the profile permits at most 1024" not in done.stdout
+    assert "renegotiate for documentSize: the provider accepts at most 1024" in done.stdout
