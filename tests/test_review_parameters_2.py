@@ -377,3 +377,33 @@ def test_a_providers_bound_is_not_called_the_profiles(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert "the profile permits at most 1024" not in done.stdout
     assert "renegotiate for documentSize: the provider accepts at most 1024" in done.stdout
+
+
+@_open("lint --profile passes an artifact whose conditions the profile cannot evaluate")
+@pytest.mark.parametrize(("condition", "value"), [
+    ("documentsize", 2048),  # a misspelt name: no declared parameter
+    ("documentSize", "abc"),  # not a decimal
+    ("documentSize", {"value": 2, "unit": MB}),  # another unit: never holds
+])
+def test_lint_names_a_condition_the_profile_cannot_evaluate(
+        tmp_path: Path, condition: str, value: Any) -> None:
+    """``ioa-check lint a.json --profile cs-translation-sized`` prints "ok (trusted by claim
+    ...)" for an artifact whose rule conditions ``documentsize`` (no such parameter),
+    ``documentSize: "abc"`` (not a decimal) or ``documentSize: 2 MB`` (the profile's unit
+    is kB); under that profile every check with it is then ``indeterminate`` ("the condition
+    'documentsize' has no defined evaluation", whose text fix "supply the task parameter
+    ..., for example --param sourceLang=zh" changes nothing) or excludes the artifact. 7.2:
+    "An artifact MUST define the meaning and direction of each mapping rule, including any
+    parameter, input/output, unit, or domain conditions needed for its use"; issue 34, what
+    it must do 4 and 5 (lint says what the check will say; remedies that can be acted on).
+    Fix: with ``--profile``, lint reads each condition by the profile's declarations and
+    reports an undeclared name (with the nearest declared one), a value not of the datatype
+    and a unit other than the declaration's, exiting 1."""
+    artifact = _artifact()
+    conditions = artifact["mappingRules"][0]["conditions"]
+    conditions.pop("documentSize")
+    conditions[condition] = value
+    (tmp_path / "a.json").write_text(json.dumps(artifact))
+    done = _run("lint", "a.json", "--profile", "cs-translation-sized", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout
+    assert condition in done.stdout
