@@ -428,3 +428,38 @@ def test_alignment_revision_as_an_array_is_refused_like_alignment_ref() -> None:
         decision = _check(envelope, engine=engine)
         assert decision.verdict.value == "invalid"
         assert "envelope.type" in _codes(decision)
+
+
+def test_a_shape_files_unknown_profile_term_is_a_configuration_error(tmp_path: Path) -> None:
+    """A shape file of the profile targeting ``iop:TaskParameter`` (for
+    ``iop:TaskParameters``) with ``sh:maxInclusive 2048`` on documentSize targets nothing:
+    the profile loaded, ``lint --profile`` said "ok", and a task of 1,000,000 kB was never
+    held to the constraint the profile's author wrote. Contract, "Profiles are read
+    strictly": "A term of the profile namespace that the project does not define ... [is a]
+    configuration error (exit 2) naming the term and where it stands; nothing in a profile
+    is silently ignored"; issue 34, what it must do 4 (and "lint says the same"). The strict
+    reader read only the profile file. Fix (made): each shape file's terms of the profile
+    namespace are held to the vocabulary too: exit 2 naming the file, the line and the
+    nearest known term; lint fails the file with the same words."""
+    (tmp_path / "s.shapes.ttl").write_text(
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+        "@prefix iop: <https://ioa-semantic.org/ns/profile#> .\n"
+        "@prefix param: <https://ioa-semantic.org/ns/parameter#> .\n"
+        "<https://example.org/shapes#Size> a sh:NodeShape ;\n"
+        "  sh:targetClass iop:TaskParameter ;\n"
+        '  sh:property [ sh:path param:documentSize ; sh:maxInclusive 2048 ] .\n')
+    text = (PROFILES / "cs-translation-sized.ttl").read_text().replace(
+        "iop:trustedIssuer <https://example.org/mapping-authority> ;",
+        'iop:trustedIssuer <https://example.org/mapping-authority> ; '
+        'iop:shapes "s.shapes.ttl" ;', 1)
+    (tmp_path / "p.ttl").write_text(text)
+    expected = ("line 5: iop:TaskParameter is not a term of the profile vocabulary (did you "
+                "mean iop:TaskParameters?)")
+    with pytest.raises(ProfileError) as raised:
+        Checker(str(tmp_path / "p.ttl"))
+    assert expected in str(raised.value)
+    (tmp_path / "envelope.jsonld").write_bytes((SIZED / "envelope.jsonld").read_bytes())
+    done = _run("envelope.jsonld", "--profile", "p.ttl", "--at", AT_TEXT, cwd=tmp_path)
+    assert done.returncode == 2 and expected in done.stderr, done.stderr
+    lint = _run("lint", "--profile", "p.ttl", cwd=tmp_path)
+    assert lint.returncode == 1 and expected in lint.stdout, lint.stdout

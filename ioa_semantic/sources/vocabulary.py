@@ -201,6 +201,26 @@ def problems(quads: Iterable[pyoxigraph.Quad], text: str, profile: Any) -> list[
     return list(dict.fromkeys(found))
 
 
+def unknown_terms(data: bytes) -> list[str]:
+    """Every term of the profile namespace a shape file uses that the project does not
+    define (``iop:TaskParameter`` for ``iop:TaskParameters``: a shape targeting it targets
+    nothing, and its constraint would never be evaluated), each with its line and the
+    nearest known term. A file that is not Turtle has none here (its reader says why)."""
+    try:
+        # Any base: relative references resolve outside the profile namespace.
+        quads = pyoxigraph.parse(data, pyoxigraph.RdfFormat.TURTLE,
+                                 base_iri="urn:ioa-semantic:shape-file",
+                                 without_named_graphs=True)
+        used = {term.value[len(IOP):] for quad in quads
+                for term in (quad.subject, quad.predicate, quad.object)
+                if isinstance(term, pyoxigraph.NamedNode) and term.value.startswith(IOP)}
+    except (SyntaxError, ValueError, OSError):
+        return []
+    lines = _Lines(data.decode("utf-8", "replace"))
+    return [f"{lines.of(local)}iop:{local} is not a term of the profile vocabulary"
+            f"{_nearest(local)}" for local in sorted(used - known_terms())]
+
+
 def _walk(by_subject: dict[Any, list[tuple[str, Any]]], profile: Any, lines: _Lines,
           found: list[str]) -> set[Any]:
     """Check the settings of the profile node and of every node they reach; the nodes
