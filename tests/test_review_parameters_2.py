@@ -462,3 +462,25 @@ def test_a_shape_files_unknown_profile_term_is_a_configuration_error(tmp_path: P
     assert done.returncode == 2 and expected in done.stderr, done.stderr
     lint = _run("lint", "--profile", "p.ttl", cwd=tmp_path)
     assert lint.returncode == 1 and expected in lint.stdout, lint.stdout
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_carriers_domain_is_held_to_the_profiles_permitted_domains(engine: str) -> None:
+    """``ioa-check examples/envelope-6.2.jsonld --profile cs-translation --param
+    domain=https://example.org/onto/law#Law`` was ``compatible``: the carrier's domain
+    replaces the envelope's (contract, "Task parameters": ``--param`` first), so the task is
+    a law task, and cs-translation permits cs:ComputerScience only; the permitted-domain
+    check read the envelope's profileContext alone. The same through the service's
+    ``param=domain=...`` and the A2A part's ``parameters``. Contract 6: "a profileContext
+    domain the profile does not permit, is incompatible (12.3)"; 5.4 "They MUST also
+    evaluate the required constraints of the accepted domain profile"; 6.4 "Exclusion MUST
+    NOT silently remove a required constraint". Fix (made): a domain given by the carrier
+    outside the profile's permitted domains is ``domain.context-not-permitted``."""
+    checker = Checker("cs-translation", engine=engine)
+    envelope = (ROOT / "examples" / "envelope-6.2.jsonld").read_bytes()
+    law = checker.check(envelope, params={"domain": "https://example.org/onto/law#Law"}, at=AT)
+    assert law.verdict.value == "incompatible"
+    assert "domain.context-not-permitted" in _codes(law)
+    same = checker.check(envelope, at=AT,
+                         params={"domain": "https://example.org/onto/cs#ComputerScience"})
+    assert same.verdict.value == "compatible"
