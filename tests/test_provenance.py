@@ -688,7 +688,8 @@ def test_sign_writes_to_stdout_and_replaces_a_proof(tmp_path: Path) -> None:
     (["sign", "broken.json", "--key", "issuer.pem"], 1, "not a well-formed artifact"),
     (["sign", "foreign.json", "--key", "issuer.pem"], 1, "receivers would reject"),
     (["sign", "huge.json", "--key", "issuer.pem"], 1, "cannot be canonicalized"),
-    (["sign", "align0.json", "--key", "issuer.pem", "--output", "no/such/folder/f.json"], 74,
+    (["sign", "align0.json", "--key", "issuer.pem", "--created", "2026-05-01T00:00:00Z",
+      "--output", "no/such/folder/f.json"], 74,
      "cannot write no/such/folder/f.json"),
 ])
 def test_sign_refuses_what_it_cannot_sign(argv: list[str], status: int, stderr: str,
@@ -707,11 +708,14 @@ def test_sign_refuses_what_it_cannot_sign(argv: list[str], status: int, stderr: 
 def test_a_signed_artifact_that_cannot_be_written_is_the_environments_fault(
         tmp_path: Path) -> None:
     _key_files(tmp_path)
+    # --created pinned: align0.json expires on 2026-12-31, after which a proof made "now"
+    # would be valid at no instant the artifact is, and sign refuses it.
     to_file = ioa_check("sign", "align0.json", "--key", "issuer.pem", "--output", "/dev/full",
-                        cwd=tmp_path)
+                        "--created", "2026-05-01T00:00:00Z", cwd=tmp_path)
     assert to_file.returncode == 74 and "cannot write /dev/full" in to_file.stderr
     with open("/dev/full", "w") as full:
-        to_stdout = subprocess.run([IOA_CHECK, "sign", "align0.json", "--key", "issuer.pem"],
+        to_stdout = subprocess.run([IOA_CHECK, "sign", "align0.json", "--key", "issuer.pem",
+                                    "--created", "2026-05-01T00:00:00Z"],
                                    cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True,
                                    timeout=120, check=False)
     assert to_stdout.returncode == 74 and "cannot write standard output" in to_stdout.stderr

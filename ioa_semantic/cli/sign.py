@@ -24,8 +24,9 @@ DESCRIPTION = ("Sign an alignment artifact (12.4 shape) with an Ed25519 key: wri
 EPILOG = ("--output replaces only a file sign wrote (a signed artifact), never another one, "
           "and never through a symbolic link. exit status: 0 written, 1 the artifact is "
           "malformed or asserted by another did:key (nothing written), 2 usage error, unreadable "
-          "file or an --output that is not a signed artifact (left as it is), 74 the output "
-          "cannot be written")
+          "file, an --output that is not a signed artifact (left as it is), or a proof that "
+          "would be valid at no instant (--expires not after --created, or no instant the "
+          "artifact is valid at), 74 the output cannot be written")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +51,25 @@ def _read(path: str) -> bytes:
             return handle.read()
     except OSError as exc:
         raise SigningKeyError(f"{path}: cannot be read: {exc.strerror}") from exc
+
+
+def _overlap_problem(valid_from: datetime | None, valid_until: datetime | None,
+                     created: datetime, expires: datetime | None) -> str | None:
+    """Why a proof valid from ``created`` until ``expires`` would be evidence at no instant
+    the artifact is valid (7.2: the artifact is used only where every limit holds), or None.
+    The proof's instants as it writes them (to the second), the artifact's as it states them."""
+    def written(instant: datetime) -> datetime:
+        return instant.astimezone(UTC).replace(microsecond=0)
+
+    if valid_until is not None and written(created) >= valid_until:
+        return (f"the proof would be created ({provenance.timestamp(created)}) when the "
+                f"artifact has expired (validUntil {valid_until.isoformat()}): it would be "
+                "evidence at no instant the artifact is valid (give an earlier --created)")
+    if expires is not None and valid_from is not None and written(expires) <= valid_from:
+        return (f"the proof would expire ({provenance.timestamp(expires)}) before the "
+                f"artifact is valid (validFrom {valid_from.isoformat()}): it would be "
+                "evidence at no instant the artifact is valid (give a later --expires)")
+    return None
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -84,6 +104,11 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except ValueError as exc:  # a document RFC 8785 cannot canonicalize
         print(f"ioa-check sign: {opts.artifact}: {exc}; not signed", file=sys.stderr)
         return ExitStatus.INCOMPATIBLE
+    # After the artifact's own problems, which a later --created would not cure.
+    overlap = _overlap_problem(artifact.valid_from, artifact.valid_until, created, opts.expires)
+    if overlap is not None:
+        print(f"ioa-check sign: {opts.artifact}: {overlap}; not signed", file=sys.stderr)
+        return ExitStatus.USAGE
     text = json.dumps(signed, indent=2, ensure_ascii=False) + "\n"
     return write_output(opts.output, text.encode("utf-8"), "ioa-check sign", ours=is_signed,
                         what="an artifact ioa-check sign wrote (one with an eddsa-jcs-2022 proof)")

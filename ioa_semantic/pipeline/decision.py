@@ -396,6 +396,15 @@ def parameter_findings(profile: Profile, task: Task) -> Iterator[Finding]:
             yield finding("constraint.missing-parameter",
                           f"the profile requires the task parameter {name!r}, which neither "
                           "--param nor the envelope supplies", "/profileContext")
+    # The carrier's domain replaces the envelope's (contract, "Task parameters"): the task's
+    # domain is then the carrier's, held to the profile's permitted domains as a
+    # profileContext domain is (contract 6), or the restriction would be lifted by the carrier.
+    domain = task.single("domain")
+    if task.origin.get("domain") == "--param" and domain is not None and (
+            domain not in profile.permitted_domains):
+        yield finding("domain.context-not-permitted",
+                      f"the task's domain {domain} (given by the carrier) is one the profile "
+                      "does not permit", "/profileContext/domain")
     for name, allowed in sorted(profile.parameter_values.items()):
         for value in task.values(name):
             if not _allowed(profile, name, value, allowed):

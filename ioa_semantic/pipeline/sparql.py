@@ -68,6 +68,19 @@ def problems(query: str) -> list[str]:
         if kind == "word" and text.upper() == "AS" and after[0] == "var" and (
                 after[1][1:] in PRE_BOUND):
             found.append(f"it binds the pre-bound variable {after[1]} again (AS {after[1]})")
+    # What the SHACL engine here (pySHACL over the check's Oxigraph store) cannot run,
+    # though SHACL allows it: found here so that the shape is named (by lint, and in the
+    # reason of every check it makes indeterminate), never met as a bare exception there.
+    if "shapesGraph" in used:
+        found.append("it uses $shapesGraph, which the SHACL engine here (pySHACL) does not "
+                     "support")
+    top = next((at for at, (kind, text) in enumerate(tokens)
+                if kind == "word" and text.upper() == "SELECT"), None)
+    if "currentShape" in used and top is not None:
+        projected = _projection(tokens, top + 1)
+        if projected is not None and "currentShape" not in projected:
+            found.append("it uses $currentShape without selecting it, which the SHACL engine "
+                         "here (pySHACL over Oxigraph) cannot pre-bind")
     depth = 0
     for at, (kind, text) in enumerate(tokens):
         if kind == "open":

@@ -141,7 +141,10 @@ def describe(remedy: Remedy) -> str:
     if not d["permitted"]:
         # A pattern, a count or a SPARQL constraint admits values no list names.
         return f"renegotiate{field}{shape}"
-    return (f"renegotiate{field}{shape}: the profile permits "
+    # A provider's declared constraint (rule 11) is the provider's, not the profile's.
+    whose = ("the provider accepts" if remedy.codes and all(
+        code.startswith("capability.") for code in remedy.codes) else "the profile permits")
+    return (f"renegotiate{field}{shape}: {whose} "
             f"{_compared(d)}{listed(d['permitted'])}{_in_unit(d)}")
 
 

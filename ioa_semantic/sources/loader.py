@@ -390,6 +390,11 @@ def load_shape_files(profile: Profile, retriever: "Retriever | None" = None) -> 
             source = f"shipped shapes {name!r}"
         else:
             data, source = _read_file(location, ProfileError), location
+        unknown = vocabulary.unknown_terms(data)
+        if unknown:
+            # Profiles are read strictly (contract): a shape file is part of the profile.
+            raise ProfileError(f"{profile.source}: the shape file {reference!r}: "
+                               + "; ".join(unknown), tuple(unknown))
         files.append(ShapeFile(reference, source, data, hashlib.sha256(data).hexdigest()))
     return tuple(files)
 

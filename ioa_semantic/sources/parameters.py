@@ -122,12 +122,17 @@ _MEMO_LENGTH = 128
 def _key(datatype: str, lexical: str) -> Any:  # noqa: C901 (one branch a datatype)
     if datatype == "string":
         return lexical
+    if datatype in ("integer", "decimal") and len(lexical) > _MAX_DIGITS:
+        # A number, perhaps, but longer than any a task means: said as such, not as "not a
+        # number", so that the sender knows what to correct.
+        raise ValueError(f"{lexical[:_MAX_DIGITS]!r}... is not read: it has more than "
+                         f"{_MAX_DIGITS} characters, more than a number here may have")
     if datatype == "integer":
-        if len(lexical) > _MAX_DIGITS or not _INTEGER.fullmatch(lexical):
+        if not _INTEGER.fullmatch(lexical):
             raise ValueError(f"{lexical!r} is not an integer")
         return int(lexical)
     if datatype == "decimal":
-        if len(lexical) > _MAX_DIGITS or not _DECIMAL.fullmatch(lexical):
+        if not _DECIMAL.fullmatch(lexical):
             raise ValueError(f"{lexical!r} is not a decimal number")
         try:
             return Decimal(lexical)
@@ -242,8 +247,11 @@ def value_of(item: Any) -> Value | None:
             and len(units) == 1 and isinstance(units[0], dict) and set(units[0]) == {"@id"}
             and set(item) - {"@id"} == {QUDT_NUMERIC_VALUE, QUDT_UNIT}):
         number = value_of(numbers[0])
-        if number is not None and "@value" in numbers[0]:
-            return Value(number.lexical, str(units[0]["@id"]))
+        if number is not None and "@value" in numbers[0] and number.unit is None:
+            # The number's own datatype is kept (a string or a language-tagged text is no
+            # number); a number typed with a unit of its own beside qudt:unit states two
+            # units, and is no value (above: None), never read in the one qudt:unit names.
+            return Value(number.lexical, str(units[0]["@id"]), number.datatype)
     return None
 
 

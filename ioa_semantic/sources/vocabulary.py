@@ -69,14 +69,22 @@ class _Lines:
     # it, then a local name that does not end with a dot (Turtle's PN_LOCAL, simplified).
     _TERM = re.compile(r"<([^<>\s]*)>|(?<![\w:.-])([A-Za-z][\w.-]*)?:([\w-]+(?:\.[\w-]+)*)")
 
+    # How many of a term's lines are searched for the one holding a given value: each
+    # problem costs a bounded share of the text, whatever the number of problems.
+    _SEARCHED = 64
+
     def __init__(self, text: str) -> None:
         self.text = text
         self.first: dict[str, int] | None = None
+        # Every line a term stands on (the first _SEARCHED of them), and the lines' text.
+        self.every: dict[str, list[int]] = {}
+        self.lines: list[str] = []
 
     def _index(self) -> dict[str, int]:
         prefixes = {name or "": iri for name, iri in self._PREFIX.findall(self.text)}
         first: dict[str, int] = {}
-        for number, line in enumerate(self.text.splitlines(), 1):
+        self.lines = self.text.splitlines()
+        for number, line in enumerate(self.lines, 1):
             if line.lstrip().startswith("#"):
                 continue
             for match in self._TERM.finditer(line):
@@ -87,7 +95,27 @@ class _Lines:
                         continue
                     full = namespace + local
                 first.setdefault(full, number)
+                seen = self.every.setdefault(full, [])
+                if len(seen) < self._SEARCHED and (not seen or seen[-1] != number):
+                    seen.append(number)
         return first
+
+    def of_setting(self, local: str, value: Any) -> str:
+        """``line N: `` where the setting ``iop:local`` stands with ``value`` (an IRI or a
+        literal on the same line), else where the term first stands: a profile restating
+        a setting on several nodes (five parameters, each with its iop:comparison) has its
+        problem named at the line of the wrong one, not of the first."""
+        if self.first is None:
+            self.first = self._index()
+        if isinstance(value, pyoxigraph.NamedNode):
+            wanted = set(self.every.get(value.value, ()))
+            number = next((n for n in self.every.get(IOP + local, ()) if n in wanted), None)
+        elif isinstance(value, pyoxigraph.Literal):
+            number = next((n for n in self.every.get(IOP + local, ())
+                           if value.value in self.lines[n - 1]), None)
+        else:
+            number = None
+        return f"line {number}: " if number is not None else self.of(local)
 
     def of_iri(self, iri: str) -> str:
         """``line N: `` where ``iri`` first stands, or nothing."""
@@ -173,6 +201,26 @@ def problems(quads: Iterable[pyoxigraph.Quad], text: str, profile: Any) -> list[
     return list(dict.fromkeys(found))
 
 
+def unknown_terms(data: bytes) -> list[str]:
+    """Every term of the profile namespace a shape file uses that the project does not
+    define (``iop:TaskParameter`` for ``iop:TaskParameters``: a shape targeting it targets
+    nothing, and its constraint would never be evaluated), each with its line and the
+    nearest known term. A file that is not Turtle has none here (its reader says why)."""
+    try:
+        # Any base: relative references resolve outside the profile namespace.
+        quads = pyoxigraph.parse(data, pyoxigraph.RdfFormat.TURTLE,
+                                 base_iri="urn:ioa-semantic:shape-file",
+                                 without_named_graphs=True)
+        used = {term.value[len(IOP):] for quad in quads
+                for term in (quad.subject, quad.predicate, quad.object)
+                if isinstance(term, pyoxigraph.NamedNode) and term.value.startswith(IOP)}
+    except (SyntaxError, ValueError, OSError):
+        return []
+    lines = _Lines(data.decode("utf-8", "replace"))
+    return [f"{lines.of(local)}iop:{local} is not a term of the profile vocabulary"
+            f"{_nearest(local)}" for local in sorted(used - known_terms())]
+
+
 def _walk(by_subject: dict[Any, list[tuple[str, Any]]], profile: Any, lines: _Lines,
           found: list[str]) -> set[Any]:
     """Check the settings of the profile node and of every node they reach; the nodes
@@ -214,7 +262,7 @@ def _walk(by_subject: dict[Any, list[tuple[str, Any]]], profile: Any, lines: _Li
                 continue
             problem = _kind_problem(kind, value)
             if problem is not None:
-                found.append(f"{lines.of(local)}iop:{local} must be {problem}, not "
+                found.append(f"{lines.of_setting(local, value)}iop:{local} must be {problem}, not "
                              f"{_shown(value)}")
             elif kind.startswith("node:"):
                 pending.append((value, kind[len("node:"):]))
