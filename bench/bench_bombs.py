@@ -6,7 +6,9 @@ this Python). For each shape of tests/bombs.py, the largest envelope no default 
 is checked by the installed command, once per engine, as a process of its own: its wall time
 (start-up included) and its peak resident memory, next to the verdict and the number of
 reasons. The fixed bombs of tests/bombs.py (1 MiB of brackets, deep scoped contexts and so
-on) follow. tests/test_bombs.py asserts that the work grows at most n log n.
+on) follow. tests/test_bombs.py asserts that the work grows at most n log n (counted, not
+timed); the issue's bound of 2 s per shape is a time, so it is held here: a row over it is
+marked, and the last line counts them (issue 35: no unit test asserts on elapsed time).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bombs import BOMBS, FAMILIES, largest
 
 IOA_CHECK = str(Path(sys.executable).parent / "ioa-check")
+BOUND_SECONDS = 2.0  # per shape at its largest, start-up included ("Bounded cost")
 
 _PROBE = """
 import resource, subprocess, sys, time
@@ -63,15 +66,21 @@ def main() -> None:
     shapes: list[tuple[str, Callable[[], bytes]]] = [
         (name, (lambda b=build: b(largest(b)))) for name, build in FAMILIES.items()]
     shapes += [(f"fixed: {name}", build) for name, build in BOMBS.items()]
+    over = 0
     for name, make in shapes:
         data = make()
-        cells, verdict = [], ""
+        cells, verdict, slow = [], "", []
         for engine in engines:
             elapsed, peak, verdict, reasons = measure(data, engine)
             cells.append(f"{elapsed:12.2f} {peak:5.0f}")
+            if elapsed > BOUND_SECONDS:
+                slow.append(engine)
+        over += bool(slow)
         count = largest(FAMILIES[name]) if name in FAMILIES else 0
+        mark = f"  OVER {BOUND_SECONDS:g} s: {', '.join(slow)}" if slow else ""
         print(f"{name:32} {count or '':>8} {len(data) / 1024:6.0f} {' '.join(cells)}  "
-              f"{verdict}, {reasons}")
+              f"{verdict}, {reasons}{mark}")
+    print(f"{over} of {len(shapes)} shapes over {BOUND_SECONDS:g} s")
 
 
 if __name__ == "__main__":

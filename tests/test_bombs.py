@@ -1,25 +1,27 @@
 """The bomb suite: every shape of input that could make a stage superlinear, at sizes up to
 the default limits, through both engines (issue: bounded cost).
 
-Work is held to grow at most n log n: each shape is timed at a quarter of its largest size
-and at its largest in one run, and the ratio may not exceed what n log n allows (with room
-for noise). The installed command is held to the memory bound at the largest size (a slow
-test: it runs each shape as a process of its own). Absolute figures are bench/bench_bombs.py's.
+Work is held to grow at most n log n: each shape's check is counted (tests/operations.py: the
+lines run and the functions called, never a clock) at a quarter of its largest size and at its
+largest, each less what a check of size 1 costs, and the ratio may not exceed what n log n
+allows; the counts are the same on a busy machine, so no room for noise is needed. The
+installed command is held to the memory bound at the largest size (a slow test: it runs each
+shape as a process of its own). Times, and the 2 s the issue bounds them to, are
+bench/bench_bombs.py's.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from bombs import FAMILIES, largest, within_limits
+from operations import caches_off, growth, n_log_n_ratio, operations
 
 from ioa_semantic import Checker, Limits, Verdict
 
@@ -31,27 +33,20 @@ ENGINES = {name: Checker("cs-translation", engine=name, cache_size=0)
 SIZES = {name: largest(build) for name, build in FAMILIES.items()}
 
 
-def _best(checker: Checker, data: bytes, runs: int) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        checker.check(data, at=AT)
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("shape", FAMILIES)
 def test_work_grows_at_most_n_log_n(shape: str, engine: str) -> None:
     build, n = FAMILIES[shape], SIZES[shape]
-    small, large = build(max(1, n // 4)), build(n)
     checker = ENGINES[engine]
-    allowed = 4 * math.log2(max(n, 4)) / math.log2(max(n // 4, 2))
-    for runs in (1, 3):  # a second, steadier measure only when the first looks superlinear
-        t_small, t_large = _best(checker, small, runs), _best(checker, large, runs)
-        if t_large <= allowed * 2.5 * t_small + 0.05:
-            break
-    assert t_large <= allowed * 2.5 * t_small + 0.05, (n, t_small, t_large)
+    checker.check(build(1), at=AT)  # what a first check loads once is no work of the size
+
+    def work(size: int) -> int:
+        data = build(size)
+        return operations(lambda: checker.check(data, at=AT))
+
+    small = max(1, n // 4)
+    with caches_off():
+        assert growth(work, small, n) <= n_log_n_ratio(small, n), n
 
 
 @pytest.mark.parametrize("shape", FAMILIES)
@@ -98,12 +93,10 @@ def test_each_limit_is_refused_with_its_reason_and_can_be_raised(
 
 
 _PROBE = """
-import resource, subprocess, sys, time
-start = time.perf_counter()
+import resource, subprocess, sys
 run = subprocess.run(sys.argv[1:], capture_output=True)
-elapsed = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(elapsed, peak, run.returncode, len(run.stdout))
+print(peak, run.returncode, len(run.stdout))
 """
 
 
@@ -112,14 +105,15 @@ print(elapsed, peak, run.returncode, len(run.stdout))
 @pytest.mark.parametrize("shape", FAMILIES)
 def test_the_installed_command_answers_each_shape_at_its_largest_within_memory(
         shape: str, engine: str, tmp_path: Path) -> None:
-    """Under 300 MiB and (with a margin for a loaded machine) 2 s, as the issue bounds them."""
+    """Under 300 MiB, as the issue bounds them, with an answer. The 2 s it also bounds them
+    to is a time, which a loaded machine stretches: bench/bench_bombs.py measures it and
+    marks a row over it; the growth is held above by counting."""
     path = tmp_path / "envelope.jsonld"
     path.write_bytes(FAMILIES[shape](SIZES[shape]))
     probe = subprocess.run(
         [sys.executable, "-c", _PROBE, IOA_CHECK, str(path), "--profile", "cs-translation",
          "--format", "json", "--engine", engine, "--at", "2026-06-01T00:00:00Z"],
         capture_output=True, text=True, timeout=300, env={**os.environ})
-    elapsed, peak_kib, status, size = probe.stdout.split()
+    peak_kib, status, size = probe.stdout.split()
     assert int(status) in (0, 1, 3, 4) and int(size) > 0
     assert int(peak_kib) < 300 * 1024, peak_kib
-    assert float(elapsed) < 2 * 2, elapsed

@@ -48,7 +48,9 @@ from retrieval_servers import (
 
 trustme = pytest.importorskip("trustme", reason="trustme is needed for the HTTPS test servers")
 
-# A refusal or failure must come well within this, whatever the server does.
+# What a stalled server is answered after at the latest (a hang guard, not a bound on the
+# time a refusal takes: which budget cut a fetch short is told by its code, its message and
+# the server's log of requests, never by a clock; issue 35).
 FAST = 2.0
 TEST_NAMES = frozenset({"ctx.test", "other.test", "wrong.test"})
 CONTEXT = {"@context": {"@version": 1.1, "name": "http://schema.org/name"}}
@@ -122,14 +124,12 @@ def policy(client_tls: ssl.SSLContext) -> Policy:
 def refused(retriever: Retriever, url: str) -> tuple[RetrievalError, float]:
     with Stopwatch() as watch, pytest.raises(RetrievalError) as info:
         retriever.fetch_json(url)
-    assert watch.elapsed < FAST, (info.value.code, watch.elapsed)
     return info.value, watch.elapsed
 
 
 def expansion_refused(retriever: Retriever, document: Any) -> RetrievalError:
-    with Stopwatch() as watch, pytest.raises(ExpansionError) as info:
+    with pytest.raises(ExpansionError) as info:
         expand(document, document_loader=retriever.document_loader)
-    assert watch.elapsed < FAST
     error = retrieval_error_in(info.value)
     assert error is not None, info.value
     return error
@@ -141,9 +141,7 @@ def expansion_refused(retriever: Retriever, document: Any) -> RetrievalError:
 def test_an_https_context_is_fetched_by_name_and_checked_address(https: LoopbackServer,
                                                                  policy: Policy) -> None:
     url = https.url("/ctx.jsonld")
-    with Stopwatch() as watch:
-        document, final_url, digest = Retriever(policy(https.origin())).fetch_json(url)
-    assert watch.elapsed < FAST
+    document, final_url, digest = Retriever(policy(https.origin())).fetch_json(url)
     assert (document, final_url, digest) == (CONTEXT, url, hashlib.sha256(CONTEXT_BYTES).hexdigest())
     assert https.requests == ["/ctx.jsonld"]
 
@@ -291,31 +289,33 @@ def test_a_redirect_chain_past_the_limit_is_refused(https: LoopbackServer, polic
 def test_a_slow_drip_hits_the_total_time_budget(http: LoopbackServer, policy: Policy) -> None:
     http.routes["/drip"] = drip(interval=0.05)
     error, elapsed = refused(Retriever(policy(http.origin(), total_timeout=0.5)), http.url("/drip"))
-    assert error.code == "retrieval.timeout"
-    assert 0.4 < elapsed < 1.5
+    assert error.code == "retrieval.timeout"  # a budget per read would never fire on a drip
+    assert elapsed > 0.4  # a lower bound only: a busy machine makes time longer, never shorter
 
 
 def test_a_stalled_https_body_hits_the_total_time_budget(https: LoopbackServer, policy: Policy) -> None:
     https.routes["/stall"] = stall
     error, elapsed = refused(Retriever(policy(https.origin(), total_timeout=0.5)), https.url("/stall"))
     assert error.code == "retrieval.timeout"
-    assert 0.4 < elapsed < 1.5
+    assert elapsed > 0.4  # a lower bound only: a busy machine makes time longer, never shorter
 
 
 def test_a_slow_resolver_hits_the_connect_budget(https: LoopbackServer, policy: Policy) -> None:
+    """The resolver answers only when released (or after a hang guard of 60 s, before the
+    total budget of 120 s): the fetch fails with a timeout only if the connect budget covers
+    the resolution; were it not, the resolver's late answer would be fetched."""
     release = threading.Event()
 
     def slow(host: str, port: int) -> list[str]:
-        release.wait(FAST)
+        release.wait(60)
         return ["127.0.0.1"]
 
     try:
-        error, elapsed = refused(Retriever(policy(https.origin(), resolver=slow, connect_timeout=0.3)),
-                                 https.url("/ctx.jsonld"))
+        error, _ = refused(Retriever(policy(https.origin(), resolver=slow, connect_timeout=0.3,
+                                            total_timeout=120.0)), https.url("/ctx.jsonld"))
     finally:
         release.set()
     assert error.code == "retrieval.timeout"
-    assert elapsed < 1.0
     assert https.requests == []
 
 
@@ -449,7 +449,7 @@ def test_the_check_deadline_cuts_a_fetch_short(https: LoopbackServer, policy: Po
     error, elapsed = refused(retriever, https.url("/stall"))
     assert error.code == "retrieval.timeout"
     assert "the rest of the check's 0.5 s" in error.message
-    assert 0.4 < elapsed < 1.2
+    assert elapsed > 0.4  # a lower bound only: a busy machine makes time longer, never shorter
 
 
 def test_past_the_check_deadline_a_fetch_is_refused_at_once(https: LoopbackServer,
@@ -461,14 +461,13 @@ def test_past_the_check_deadline_a_fetch_is_refused_at_once(https: LoopbackServe
     error, _ = refused(retriever, https.url("/late1"))
     assert error.code == "retrieval.timeout"
     assert "total 0.4 s" in error.message  # its own deadline came first
-    error, elapsed = refused(retriever, https.url("/late2"))
+    error, _ = refused(retriever, https.url("/late2"))
     assert error.code == "retrieval.timeout"
-    assert "the rest of the check's 0.6 s" in error.message
-    assert elapsed < 0.35
-    error, elapsed = refused(retriever, https.url("/other.jsonld"))
+    assert "the rest of the check's 0.6 s" in error.message  # cut short, not its own 0.4 s
+    error, _ = refused(retriever, https.url("/other.jsonld"))
     assert error.code == "retrieval.timeout"
     assert "used its time budget of 0.6 s" in error.message
-    assert elapsed < 0.1
+    # At once: refused without a request, as the server's log shows.
     assert https.requests == ["/ctx.jsonld", "/late1", "/late2"]
     # What the check already has is still served.
     document, _, _ = retriever.fetch_json(https.url("/ctx.jsonld"))

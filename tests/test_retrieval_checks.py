@@ -238,8 +238,8 @@ def _context_naming(url: str, imports: bool = False) -> bytes:
     ("/html.jsonld", "retrieval.content-type"),
 ])
 def test_every_failure_is_an_indeterminate_verdict_quickly(path: str, code: str) -> None:
-    import time
-
+    """Quickly: the drip is cut by the 0.5 s budget (its code says so), the cycle and the
+    chain by their limits; no clock is asserted on (issue 35)."""
     def at(p: str) -> str:
         return f"http://127.0.0.1:{server.port}{p}"
 
@@ -261,12 +261,9 @@ def test_every_failure_is_an_indeterminate_verdict_quickly(path: str, code: str)
                                  allow_private_addresses=True, total_timeout=0.5,
                                  max_bytes=64 * 1024, max_depth=3)
         checker = Checker("cs-translation", retrieval=policy)
-        start = time.monotonic()
         decision = checker.check(dumps(remote_envelope(at(path))), at=AT)
-        elapsed = time.monotonic() - start
     assert decision.verdict is Verdict.INDETERMINATE
     assert errors(decision) == [code]
-    assert elapsed < 2.0
 
 
 def many_contexts(urls: list[str]) -> bytes:
@@ -287,13 +284,12 @@ def test_a_thousand_failing_contexts_cost_at_most_the_fetch_budget_per_check() -
         assert errors(Checker("cs-translation", retrieval=policy).check(data, at=AT)) == [
             "jsonld.too-many-contexts"] and not server.requests
         checker = Checker("cs-translation", retrieval=policy, limits=Limits(max_contexts=2000))
-        with Stopwatch() as watch:
-            decision = checker.check(data, at=AT)
+        decision = checker.check(data, at=AT)
         first = len(server.requests)
         again = checker.check(data, at=AT)  # the budget is the check's, not the checker's
+    # The cost is counted in requests, not timed: 16 per check, not 1,000.
     assert first == policy.max_fetches == 16
     assert len(server.requests) == 2 * policy.max_fetches
-    assert watch.elapsed < 2.0
     for result in (decision, again):
         assert result.verdict is Verdict.INDETERMINATE
         codes = errors(result)  # one reason per context, in the order of their paths
@@ -315,9 +311,10 @@ def test_slow_contexts_stop_at_the_check_deadline() -> None:
         requests = len(server.requests)
     assert decision.verdict is Verdict.INDETERMINATE
     assert errors(decision) == ["retrieval.timeout"] * 20
-    # Without the check's deadline this is 20 * 0.4 s; with it, 1 s and a margin.
-    assert check_timeout <= watch.elapsed < check_timeout + 0.75, watch.elapsed
-    # Each attempt lasts at least total_timeout until the deadline cuts the third short.
+    # Without the check's deadline this is 20 attempts of 0.4 s; with it, the requests stop at
+    # the third, which the deadline cuts short (counted, not timed: issue 35). That the check
+    # waited its whole deadline is a lower bound, which a busy machine cannot break.
+    assert watch.elapsed >= check_timeout
     assert requests <= math.ceil(check_timeout / total_timeout)
 
 
