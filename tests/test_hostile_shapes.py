@@ -111,6 +111,62 @@ def test_a_decision_stopped_at_the_bound_is_not_served_from_the_cache() -> None:
     assert bounded.stops() == before + 2  # evaluated (and stopped) twice: no cache hit
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie nobody reaped has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
+def test_a_worker_ends_when_its_caller_is_killed_in_the_middle_of_a_call(
+        tmp_path: Path) -> None:
+    """"A thread left running is not" fine (issue 35): a caller killed outright (a service's
+    check worker stopped at its --timeout) must not leave its worker in the middle of a
+    call (a join that runs for minutes) holding a core. The worker watches its parent and
+    ends with it. The call here is one that waits, and says when it has begun."""
+    import os
+    import signal
+    import time
+
+    mark = tmp_path / "in-call"
+    script = ("import subprocess\nfrom ioa_semantic.pipeline import bounded\n"
+              "bounded.run(subprocess.call, (['sh', '-c', 'echo $$ > " + str(mark)
+              + "; exec sleep 3600'],), 7200)\n")
+    caller = subprocess.Popen([sys.executable, "-c", script])
+    guard = time.monotonic() + HANG_GUARD  # a hang guard, never a measure
+    try:
+        while not (mark.exists() and mark.read_text().strip()) and time.monotonic() < guard:
+            time.sleep(0.1)
+        assert mark.exists(), "the call did not begin"
+        workers = _children(caller.pid)
+        assert workers, "no worker"
+    finally:
+        caller.kill()
+        caller.wait()
+    try:
+        while any(_running(w) for w in workers) and time.monotonic() < guard:
+            time.sleep(0.1)
+        assert not any(_running(w) for w in workers), "the worker outlived its caller"
+    finally:
+        os.kill(int(mark.read_text()), signal.SIGKILL)  # the call's own child, an orphan
+
+
 def test_the_cli_takes_the_bound_in_every_command_that_evaluates_shapes() -> None:
     for command in (["check"], ["audit"], ["serve"], ["lint"]):
         done = subprocess.run([*CLI, *command, "--help"], capture_output=True, text=True,

@@ -149,6 +149,9 @@ def _idle_worker() -> "_Worker | None":
         while _IDLE:
             worker = _IDLE.pop()
             if worker.owner == os.getpid():
+                if worker.process.poll() is not None:
+                    worker.close()  # ended while idle (killed from outside): not reused
+                    continue
                 return worker
             # A copy of a worker from before this process forked: its pipes are the
             # parent's, so it is left alone (neither used nor killed).
@@ -193,6 +196,7 @@ def _main(receive_fd: int, send_fd: int, module: str) -> None:
     before the worker says it is ready, so that no call's deadline pays for it."""
     receive, connection = Connection(receive_fd, writable=False), Connection(
         send_fd, readable=False)
+    _end_with_parent(os.getppid())
     importlib.import_module(module)
     prepare_worker()
     connection.send(True)
@@ -208,6 +212,26 @@ def _main(receive_fd: int, send_fd: int, module: str) -> None:
         except Exception as exc:
             answer = (False, WorkerFailed(f"{type(exc).__name__}: {exc}"))
         connection.send(answer)
+
+
+def _end_with_parent(parent: int) -> None:
+    """A worker ends as soon as its parent does, even in the middle of a call: a parent
+    killed outright (a service's check worker stopped at its --timeout, say) would otherwise
+    leave it computing, holding a core, until the call ends by itself, minutes later. The
+    watch is a thread reading the parent's id (a kill of the parent makes init or a
+    subreaper the parent): Python switches threads even while pySHACL computes."""
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_POLL)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+# How often a worker looks whether its parent is still there (seconds).
+_PARENT_POLL = 0.5
 
 
 def prepare_worker() -> None:
