@@ -340,11 +340,15 @@ class Checker:
         ontology: dict[str, str] = {}
         proposed: list[Remedy] = []
         instance: dict[str, str | None] = {"id": None, "profileVersion": None}
+        # The task parameters the decision rests on, whatever gave them (contract 15).
+        judged: dict[str, Any] = dict(params)
         if not baseline.rejected and baseline.node is not None:
             instance = _instance(baseline.node)
             findings.extend(self._revision_findings(baseline.node, instance, contents))
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
             task = task_from(baseline.node, params, self.profile.parameters)
+            judged.update(task.parameters)
+            judged.update((name, list(values)) for name, values in task.several.items())
             try:
                 outcome = self.stages.outcome(baseline.node, task, at,
                                               clean=not baseline.findings, fetched=fetched,
@@ -353,7 +357,7 @@ class Checker:
                 findings.append(finding(
                     "jsonld.expansion-error",
                     f"the expanded envelope holds a value no RDF store accepts: {exc}"))
-                return self._decision_of(findings, source, params, at, retriever,
+                return self._decision_of(findings, source, judged, at, retriever,
                                          instance=instance)
             findings.extend(outcome.findings)
             # An artifact that could not be fetched matters where a mapping was needed and
@@ -364,7 +368,7 @@ class Checker:
                             for f in unavailable)
             evidence, excluded, candidates = outcome.evidence, outcome.excluded, outcome.candidates
             ontology, proposed = outcome.ontology, outcome.remedies
-        return self._decision_of(findings, source, params, at, retriever, ontology=ontology,
+        return self._decision_of(findings, source, judged, at, retriever, ontology=ontology,
                                  evidence=evidence, excluded=excluded, candidates=candidates,
                                  proposed=proposed, instance=instance)
 
@@ -396,7 +400,7 @@ class Checker:
             "revision of the instance is meant is not unambiguous (5.3); give the changed "
             "instance a new profileVersion or identifier", "/@id")]
 
-    def _decision_of(self, findings: list[Finding], source: str, params: dict[str, str],
+    def _decision_of(self, findings: list[Finding], source: str, params: Mapping[str, Any],
                      at: datetime, retriever: Retriever | None, *, ontology: Mapping[str, str] | None = None,
                      evidence: list[dict[str, Any]] | None = None,
                      excluded: list[dict[str, Any]] | None = None,
@@ -448,7 +452,7 @@ class Checker:
                                          len(self.artifacts) + len(fetched)))
         return fetched, unavailable
 
-    def _dependencies(self, ontology: Mapping[str, str], params: Mapping[str, str],
+    def _dependencies(self, ontology: Mapping[str, str], params: Mapping[str, Any],
                       at: datetime, retriever: Retriever | None = None,
                       instance: Mapping[str, str | None] | None = None) -> dict[str, Any]:
         return {
@@ -544,7 +548,8 @@ def _weight(decision: Decision) -> int:
     dependencies = decision.dependencies
     # The task parameters are held twice (the cache key and the dependencies), the instance's
     # @id and profileVersion once: a sender chooses their length.
-    parameters = sum(len(k) + len(v) + 112 for k, v in dependencies["parameters"].items())
+    parameters = sum(len(k) + (len(v) if isinstance(v, str) else sum(len(x) + 56 for x in v))
+                     + 112 for k, v in dependencies["parameters"].items())
     instance = sum(len(v) + 56 for v in dependencies["instance"].values() if v is not None)
     return (1024 + sum(len(f.message) + len(f.path) + 128 for f in decision.findings) + 512 * (
         len(decision.evidence) + len(decision.excluded) + len(decision.candidates))

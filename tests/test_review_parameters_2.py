@@ -277,7 +277,6 @@ def test_the_shapes_see_a_declared_number_as_a_number(tmp_path: Path, engine: st
     assert decision.verdict.value == "compatible", [f.message for f in decision.findings]
 
 
-@_open("a carrier parameter's type error is remedied at /profileContext")
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_carrier_parameter_not_of_its_datatype_is_remedied_where_it_was_given(
         engine: str) -> None:
@@ -300,7 +299,6 @@ def test_a_carrier_parameter_not_of_its_datatype_is_remedied_where_it_was_given(
     assert any("documentSize" in json.dumps(dict(r.details)) for r in fixes), fixes
 
 
-@_open("offer-alignment does not say the artifact must be valid at the instant")
 def test_offer_alignment_after_a_validity_exclusion_states_the_instant(tmp_path: Path) -> None:
     """The only offered artifact is excluded because it expired (``validUntil`` 2026-05-01,
     the check at 2026-06-01); the remedy is ``offer-alignment`` with the capability, the
@@ -321,7 +319,6 @@ def test_offer_alignment_after_a_validity_exclusion_states_the_instant(tmp_path:
     assert all("2026-06-01" in json.dumps(dict(r.details), default=str) for r in offers), offers
 
 
-@_open("dependencies.parameters omits the task parameters the envelope supplied")
 def test_the_decision_records_the_task_parameters_it_judged() -> None:
     """``ioa-check examples/sized/envelope.jsonld --profile cs-translation-sized ...
     --format json`` prints ``"dependencies": {..., "parameters": {}}``: the 300 kB the

@@ -130,7 +130,7 @@ class CompiledDecision:
         if next(parameter_findings(profile, task), None) is not None:
             return None
 
-        out = Outcome()
+        out = Outcome(at)
         out.ontology = {"id": ontology_id, "version": version, "readAs": read_as}
         version_term = (read_as, XSD_STRING, None)
         alignment_ref, revision = referenced(node)

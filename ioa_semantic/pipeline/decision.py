@@ -28,7 +28,7 @@ from ..sources.parameters import (
     unit_problem,
     value_of,
 )
-from .remedies import SENDER, remedy
+from .remedies import CARRIED_PARAMETER, SENDER, remedy
 from .store import group
 
 
@@ -147,7 +147,7 @@ def task_from(node: dict[str, Any], overrides: Mapping[str, str],
         params.pop(name, None)
         rejected.discard(name)
         override = declared.get(name)
-        if override is not None and not _typed(override, value, "--param", problems):
+        if override is not None and not _typed(override, value, CARRIER, problems):
             rejected.add(name)
             continue
         params[name], origin[name] = value, "--param"
@@ -180,14 +180,23 @@ def _read_value(parameter: Parameter, item: Any, problems: list[Finding]) -> str
     return value.lexical if _typed(parameter, value.lexical, "profileContext", problems) else None
 
 
+# How a reason names a value the carrier gave (--param, the service's param=, the A2A
+# part's parameters).
+CARRIER = "given by the carrier"
+
+
 def _typed(parameter: Parameter, lexical: str, where: str, problems: list[Finding]) -> bool:
     try:
         key(parameter, lexical)
     except ValueError as exc:
+        # A carrier's value replaced the envelope's: no path of the envelope holds it, and
+        # the remedy names the parameter (remedies.of_reason), not /profileContext.
+        carried = where == CARRIER
         problems.append(finding(
             "constraint.parameter-type",
             f"the task parameter {parameter.name} ({where}): {exc}, which "
-            f"{parameters.describe(parameter)} must be", "/profileContext"))
+            f"{parameters.describe(parameter)} must be", "" if carried else "/profileContext",
+            subject=CARRIED_PARAMETER + parameter.name if carried else None))
         return False
     return True
 
@@ -198,9 +207,11 @@ def _typed(parameter: Parameter, lexical: str, where: str, problems: list[Findin
 class Outcome:
     """What the compatibility steps found, filled in as they run."""
 
-    __slots__ = ("candidates", "evidence", "excluded", "findings", "ontology", "remedies")
+    __slots__ = ("at", "candidates", "evidence", "excluded", "findings", "ontology", "remedies")
 
-    def __init__(self) -> None:
+    def __init__(self, at: datetime | None = None) -> None:
+        # The evaluation instant, which a remedy names where a validity limit decided.
+        self.at = at
         self.findings: list[Finding] = []
         # What would answer the findings, proposed where the steps know it (see remedies).
         self.remedies: list[Remedy] = []
@@ -220,7 +231,7 @@ def evaluate(
     at: datetime,
 ) -> Outcome:
     """Run every compatibility step over one envelope's dataset."""
-    out = Outcome()
+    out = Outcome(at)
     ontology_id = node[IOA + "ontologyId"][0]["@id"]
     version = node[IOA + "ontologyVersion"][0]["@value"]
     intent = node[IOA + "intentRef"][0]["@id"]
@@ -807,6 +818,11 @@ def _offers(capability: str, registrations: Iterable[Registration], profile: Pro
     proofs = [{"issuer": issuer, "verificationMethods": sorted(
                   profile.accepted_methods(issuer) or ())}
               for issuer in sorted(profile.trusted_issuers) if profile.requires_proof(issuer)]
+    # An artifact was refused for a validity limit: the one offered must be valid (and its
+    # proof too) at the evaluation instant, or the same refusal follows (7.2).
+    valid_at = ({"validAt": out.at.isoformat().replace("+00:00", "Z")}
+                if out.at is not None and any(e.get("code") in _VALIDITY_EXCLUSIONS
+                                              for e in out.excluded) else {})
     for target in sorted({r.ontology for r in registrations} - {source}):
         yield remedy("offer-alignment", SENDER, ("alignment.no-accepted-mapping",
                                                  "alignment.not-offered"),
@@ -814,7 +830,11 @@ def _offers(capability: str, registrations: Iterable[Registration], profile: Pro
                      source={"ontologyId": source[0], "ontologyVersion": source[1]},
                      target={"ontologyId": target[0], "ontologyVersion": target[1]},
                      trustedIssuers=sorted(profile.trusted_issuers), conditions=parameters,
-                     **({"proofRequired": proofs} if proofs else {}))
+                     **({"proofRequired": proofs} if proofs else {}), **valid_at)
+
+
+_VALIDITY_EXCLUSIONS = frozenset({"alignment.expired", "alignment.not-yet-valid",
+                                  "alignment.proof-expired", "alignment.proof-not-yet-valid"})
 
 
 def judge_mapped(capability: str, rows: Sequence[Mapping[str, Any]],  # noqa: C901

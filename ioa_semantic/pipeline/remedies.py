@@ -67,9 +67,18 @@ def remedy(action: str, by: str, codes: Iterable[str], **details: Any) -> Remedy
     return Remedy(action, by, tuple(sorted(set(codes))), frozen(details))
 
 
+# The subject of a reason about a task parameter's value given by the carrier (--param, the
+# service's param=, the A2A part's parameters), then the parameter's name: no path of the
+# envelope holds that value, so its correction names the parameter.
+CARRIED_PARAMETER = "urn:ioa-semantic:carried-parameter:"
+
+
 def of_reason(reason: Finding) -> Remedy | None:
     """The remedy a reason has by its kind alone, if any."""
     if reason.effect is Verdict.INVALID:
+        if reason.subject is not None and reason.subject.startswith(CARRIED_PARAMETER):
+            return remedy("correct-input", SENDER, (reason.code,), path=reason.path,
+                          parameter=reason.subject[len(CARRIED_PARAMETER):])
         return remedy("correct-input", SENDER, (reason.code,), path=reason.path)
     if reason.subject is not None and reason.code in _POLICY_REFUSALS:
         return remedy("allow-retrieval", RECEIVER, (reason.code,), url=reason.subject)

@@ -110,6 +110,8 @@ def describe(remedy: Remedy) -> str:
     def listed(values: Iterable[Any]) -> str:
         return ", ".join(str(v) for v in values) or "none"
     if remedy.action == "correct-input":
+        if d.get("parameter"):
+            return f"correct the task parameter {d['parameter']} the carrier gave"
         return f"correct the input at {d['path'] or '/'}"
     if remedy.action == "supply-parameter":
         # The values as the profile compares them: "at most 2048 (in kB's IRI)", never a
@@ -127,7 +129,8 @@ def describe(remedy: Remedy) -> str:
         return (f"offer an alignment artifact for {d['capability']} from "
                 f"{d['source']['ontologyId']} {d['source']['ontologyVersion']} to "
                 f"{d['target']['ontologyId']} {d['target']['ontologyVersion']}, asserted by "
-                f"{listed(d['trustedIssuers'])}{proofs}")
+                f"{listed(d['trustedIssuers'])}{proofs}"
+                + (f", valid at {d['validAt']}" if d.get("validAt") else ""))
     if remedy.action == "select-alignment":
         return ("name one artifact in alignmentRef (and its revision in alignmentRevision "
                 "where two revisions of it are listed): " + listed(
