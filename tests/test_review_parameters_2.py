@@ -245,7 +245,6 @@ def test_a_wrong_setting_is_named_at_its_own_line_not_the_terms_first(tmp_path: 
 # --- open findings --------------------------------------------------------------------------
 
 
-@_open("a declared number reaches the shapes as a plain string")
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_shapes_see_a_declared_number_as_a_number(tmp_path: Path, engine: str) -> None:
     """A profile that declares documentSize (xsd:decimal, kB) and constrains it with a shape

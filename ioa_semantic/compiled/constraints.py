@@ -34,7 +34,7 @@ class ShapesStore:
         """The reasons and remedies of the profile's shapes for one check."""
         top = envelope_subject(node)
         try:
-            task_graph = task_quads(task.items(), top)
+            task_graph = task_quads(task.items(), top, task.kinds)
         except Unevaluable as exc:
             return [unevaluable(exc)], []
         blanks: dict[str, Any] = {}

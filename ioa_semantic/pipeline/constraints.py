@@ -1051,9 +1051,14 @@ def _value_text(value: Any, focus: Any = None, path: Any = None,
 # --- the check's graph ----------------------------------------------------------------------
 
 
-def task_quads(parameters: Iterable[tuple[str, str]], envelope: Any) -> list[pyoxigraph.Quad]:
+def task_quads(parameters: Iterable[tuple[str, str]], envelope: Any,
+               kinds: Mapping[str, str] | None = None) -> list[pyoxigraph.Quad]:
     """The task parameters as one node the shapes can target (``iop:TaskParameters``), and
-    the check's links to it and to the envelope (its top node's term in the store)."""
+    the check's links to it and to the envelope (its top node's term in the store). A
+    parameter ``kinds`` declares an integer, a decimal or a date-time is a literal of that
+    datatype (6.4: values compare by the profile's types, never as strings, so a shape's
+    ``sh:maxInclusive 2048`` reads 300 as a number); the others are plain strings."""
+    kinds = kinds or {}
     quads = [pyoxigraph.Quad(TASK, _RDF_TYPE, pyoxigraph.NamedNode(TASK_PARAMETERS), TASK_GRAPH),
              pyoxigraph.Quad(CHECK, pyoxigraph.NamedNode(IOP + "task"), TASK, TASK_GRAPH),
              pyoxigraph.Quad(CHECK, pyoxigraph.NamedNode(IOP + "envelope"), envelope,
@@ -1062,13 +1067,25 @@ def task_quads(parameters: Iterable[tuple[str, str]], envelope: Any) -> list[pyo
         try:
             quads.append(pyoxigraph.Quad(
                 TASK, pyoxigraph.NamedNode(IOPARAM + quote(name, safe="")),
-                pyoxigraph.Literal(value), TASK_GRAPH))
+                _task_literal(value, _TYPED.get(kinds.get(name, ""))), TASK_GRAPH))
         except (UnicodeError, ValueError) as exc:
             # A lone surrogate (bytes a command line could not decode): no RDF term holds
             # it, so the shapes cannot read the task. Raised as the shapes' own failure.
             raise Unevaluable(f"the task parameter {name!a} is not Unicode text, so the "
                               "shapes cannot read it") from exc
     return quads
+
+
+# The declared datatypes whose values the shapes see typed (the others, strings, IRIs,
+# languages and media types, stay plain literals, as the shipped shapes read them).
+_TYPED = {"integer": XSD + "integer", "decimal": XSD + "decimal",
+          "dateTime": XSD + "dateTime"}
+
+
+def _task_literal(value: str, datatype: str | None) -> pyoxigraph.Literal:
+    if datatype is None:
+        return pyoxigraph.Literal(value)
+    return pyoxigraph.Literal(value, datatype=pyoxigraph.NamedNode(datatype))
 
 
 def constraint_findings(shapes: ProfileShapes, store: pyoxigraph.Store,

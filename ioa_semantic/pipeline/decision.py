@@ -76,6 +76,9 @@ class Task(NamedTuple):
     # The parameters one of whose values is among the problems: supplied, but not usable
     # (so never also reported missing).
     rejected: frozenset[str] = frozenset()
+    # The declared datatype (a kind of parameters.DATATYPES) of each parameter the profile
+    # declares: the shapes see a number or an instant as a literal of its datatype.
+    kinds: Mapping[str, str] = MappingProxyType({})
 
     def supplies(self, name: str) -> bool:
         return name in self.parameters or name in self.several
@@ -151,7 +154,8 @@ def task_from(node: dict[str, Any], overrides: Mapping[str, str],
             rejected.add(name)
             continue
         params[name], origin[name] = value, "--param"
-    return Task(params, origin, several, tuple(problems), frozenset(rejected))
+    return Task(params, origin, several, tuple(problems), frozenset(rejected),
+                MappingProxyType({p.name: p.datatype for p in declared.values()}))
 
 
 def _read_value(parameter: Parameter, item: Any, problems: list[Finding]) -> str | None:

@@ -82,7 +82,7 @@ class ReferenceEngine:
             # nothing reads the store after them.
             top = envelope_subject(node)
             try:
-                task_graph = task_quads(task.items(), top)
+                task_graph = task_quads(task.items(), top, task.kinds)
             except Unevaluable as exc:
                 out.findings.append(unevaluable(exc))
                 return out
