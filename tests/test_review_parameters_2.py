@@ -375,7 +375,6 @@ def test_a_providers_bound_is_not_called_the_profiles(tmp_path: Path) -> None:
     assert "renegotiate for documentSize: the provider accepts at most 1024" in done.stdout
 
 
-@_open("lint --profile passes an artifact whose conditions the profile cannot evaluate")
 @pytest.mark.parametrize(("condition", "value"), [
     ("documentsize", 2048),  # a misspelt name: no declared parameter
     ("documentSize", "abc"),  # not a decimal

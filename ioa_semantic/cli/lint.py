@@ -19,6 +19,7 @@ from ..data import SHAPES_SUFFIX
 from ..pipeline.decision import provenance_problem
 from ..pipeline.provenance import INVALID
 from ..sources.loader import (
+    Artifact,
     Profile,
     artifact_members,
     load_profile,
@@ -26,6 +27,7 @@ from ..sources.loader import (
     read_profile,
     rule_members,
 )
+from ..sources.parameters import describe, key, unit_problem
 from .parsing import add_shape_timeout
 
 DESCRIPTION = ("Validate profile (.ttl) and alignment artifact (.json) files, and a profile's "
@@ -123,6 +125,36 @@ def _did_you_mean(word: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _condition_problems(artifact: Artifact, profile: Profile) -> list[str]:
+    """What a check under ``profile`` will say of the artifact's rule conditions, said before
+    a receiver meets it (7.2: a rule's parameter and unit conditions must be defined for its
+    use): a condition on a parameter the profile does not declare cannot be evaluated (rule
+    10); a value not of the declared datatype, or in another unit (S3, never converted),
+    never holds."""
+    found = []
+    for index, rule in enumerate(artifact.rules):
+        for name, lexical, unit in rule.conditions:
+            where = f"mappingRules/{index}/conditions/{name}"
+            if name not in profile.known_parameters:
+                nearest = difflib.get_close_matches(name, sorted(profile.known_parameters), n=1)
+                hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
+                found.append(f"alignment.condition-unevaluable: {where}: the profile "
+                             f"{profile.id} declares no parameter {name!r}{hint}")
+                continue
+            parameter = profile.parameter(name)
+            try:
+                key(parameter, lexical)
+            except ValueError as exc:
+                found.append(f"alignment.condition-unevaluable: {where}: {exc}, which "
+                             f"{describe(parameter)} must be; the condition never holds")
+                continue
+            conflict = unit_problem(parameter, unit)
+            if conflict is not None:
+                found.append(f"alignment.condition-unevaluable: {where}: {conflict}; the "
+                             "condition never holds")
+    return list(dict.fromkeys(found))
+
+
 def _did_you_mean_member(member: str) -> str:
     """The defined member an unknown one resembles, among the members of its place (the
     artifact's top level, or a mapping rule's for ``mappingRules/N/name``)."""
@@ -161,6 +193,9 @@ def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
         if proof.code and proof.code != INVALID:
             return [f"{proof.code}: {proof.problem}"], ""
         return [], f" (a well-formed proof by {proof.method}; --profile verifies it)"
+    conditions = _condition_problems(artifact, profile)
+    if conditions:
+        return conditions, ""
     if artifact.asserted_by not in profile.trusted_issuers:
         return [f"alignment.untrusted: issuer {artifact.asserted_by} is not trusted by profile "
                 f"{profile.id}"], ""
