@@ -159,7 +159,6 @@ def test_a_selected_current_shape_is_still_run(tmp_path: Path) -> None:
     assert _check(_envelope(), profile).verdict.value == "compatible"
 
 
-@_open("a shape pySHACL fails on at run time is not named in the check's reason")
 def test_a_shape_that_fails_at_run_time_is_named_in_the_reason(tmp_path: Path) -> None:
     """A node shape whose query uses ``$PATH`` (meaningful only on a property shape) passes
     ``lint --profile`` and makes every check ``indeterminate`` with the reason

@@ -622,7 +622,12 @@ class ProfileShapes:
                     "bound on a shape evaluation, so the evaluation was stopped",
                     _ordered(results)) from exc
             except (Unevaluable, bounded.WorkerFailed) as exc:
-                raise Unevaluable(str(exc), _ordered(results)) from exc
+                # pySHACL evaluates its shapes in one run, which fails as a whole: the
+                # reason names the shapes of that run (the one at fault is among them).
+                which = (f"the shape {pyshacl[0]}" if len(pyshacl) == 1 else
+                         f"one of the shapes {', '.join(pyshacl)}")
+                raise Unevaluable(f"{which} (evaluated by pySHACL) failed: {exc}",
+                                  _ordered(results)) from exc
         # A result said twice (two property shapes of one shape with the same finding) is
         # one reason.
         return _ordered(results)
