@@ -33,6 +33,8 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from .._exceptions import IoaSemanticError
+
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
@@ -60,11 +62,11 @@ class Answered(NamedTuple):
     body: bytes
 
 
-class WorkerBug(Exception):
+class WorkerBug(IoaSemanticError):
     """A check raised in its worker (a bug): the worker's traceback, for stderr."""
 
 
-class WorkerLost(Exception):
+class WorkerLost(IoaSemanticError):
     """A worker ended while it held a check (killed from outside, out of memory)."""
 
 
