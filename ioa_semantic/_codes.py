@@ -175,6 +175,9 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "the trace records no tool name, or conflicting ones, for a tool call"),
     ("capability.caller-unknown", INDETERMINATE, "7.1",
      "the call that made a call, or the agent a call belongs to, is not in the trace"),
+    ("capability.caller-ambiguous", INDETERMINATE, "7.1",
+     "a model or tool call that no agent span above it owns, beside agent spans of several "
+     "agents: whose call it is is not guessed"),
     ("capability.callee-unknown", INDETERMINATE, "7.1",
      "an agent sent an A2A request, and the trace holds no span of the agent that served it"),
     ("capability.unbound-name", INDETERMINATE, "6.4",
@@ -300,6 +303,9 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "none of a trace's spans is a call the GenAI or the mas-lab mapping reads"),
     ("trace.parent-cycle", None, "5.4",
      "calls that are each other's ancestors: their parent links are not used"),
+    ("trace.no-agents", None, "5.4",
+     "an OpenTelemetry trace with no agent, model or tool call (a framework's build or setup "
+     "steps): no agent acts in it, and nothing in it is judged"),
     ("trace.incomplete", INDETERMINATE, "7.1",
      "part of the trace could not be used, so an undeclared use may be missing from the evidence"),
     ("trace.call-incomplete", None, "5.4", "a call whose start or end event the trace lacks"),

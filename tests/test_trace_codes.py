@@ -17,7 +17,7 @@ import pytest
 
 from ioa_semantic._codes import CODES, FAMILIES
 
-from otlp_requests import agent, maslab, maslab_trip, request, span, tool, trip
+from otlp_requests import agent, chat, maslab, maslab_trip, request, span, tool, trip
 from support import IOA_CHECK
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
@@ -118,6 +118,15 @@ def test_every_trace_code_is_reached_by_some_trace_input(tmp_path: Path) -> None
     del spans[-2]["spanId"]
     (tmp_path / "otlp.jsonl").write_text(json.dumps(request(*spans)) + "\n")
     reached |= run("otlp.jsonl", "--manifests", MANIFESTS, "--no-shapes")
+
+    # Agent spans of two agents beside a chat span that both enclose in time: whose call it
+    # is is not guessed.
+    beside = [agent(21, None, "moderator"), agent(22, None, "schedule_agent"), chat(23, None)]
+    start = int(beside[2]["startTimeUnixNano"])
+    for each in beside[:2]:
+        each["startTimeUnixNano"], each["endTimeUnixNano"] = str(start - 1), str(start + 10**6)
+    (tmp_path / "beside.jsonl").write_text(json.dumps(request(*beside)) + "\n")
+    reached |= run("beside.jsonl", "--manifests", MANIFESTS, "--no-shapes")
 
     # The trajectory schema's run without call ids: moderator's last LLM call moved into
     # schedule_agent's run (interleaved, so nesting is ambiguous); run.json with a status the

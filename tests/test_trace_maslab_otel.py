@@ -397,7 +397,9 @@ def test_a_trace_whose_spans_are_all_unmapped_says_so(tmp_path: Path) -> None:
     http = [span(1, None, {"http.request.method": "GET"}), span(2, 1, {"db.system": "x"})]
     _, (report,) = _trace(tmp_path, lines(request(*http)))
     (reason,) = _reasons(report, "trace.all-spans-unmapped")
-    assert "2 spans" in reason["message"] and report["verdict"] == "indeterminate"
+    assert "2 spans" in reason["message"]
+    # No agent acts in it (issue 36, item 7): said so, and not indeterminate for it.
+    assert _reasons(report, "trace.no-agents") and report["verdict"] == "compatible"
     notes = [maslab("CallAnnotation", {"mas.agent.id": "moderator"}, 1, None),
              maslab("Worker", {"mas.agent.id": "moderator"}, 2, 1)]
     _, (report,) = _trace(tmp_path, lines(request(*notes)), name="notes.jsonl")

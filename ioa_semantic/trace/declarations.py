@@ -42,6 +42,9 @@ class AgentDeclaration(NamedTuple):
     tools_complete: bool  # every tool reference resolved to exactly one name
     delegates_to: frozenset[str] | None  # None: no workflow was read
     problem: str | None  # why the agent's manifest is unavailable
+    # The gen_ai.agent.id values mas.yaml gives the agent explicitly (its entry's agent_id):
+    # OTLP spans carrying one of them are this agent's, whatever their gen_ai.agent.name.
+    ids: frozenset[str] = frozenset()
 
     def delegation_tools(self) -> frozenset[str]:
         return frozenset(DELEGATION_PREFIX + a for a in self.delegates_to or ())
@@ -266,6 +269,7 @@ def _read_mas(path: str, disclose: Disclosure) -> Manifests:
             continue
         agents[ident] = _read_agent(os.path.join(folder, ref), ident, delegates, findings,
                                     disclose)
+        agents[ident] = _with_ids(agents[ident], entry, findings, shown, disclose)
     for declaration in agents.values():
         if declaration.problem is not None:
             findings.append(finding(
@@ -278,6 +282,22 @@ def _read_mas(path: str, disclose: Disclosure) -> Manifests:
         description=_one_text(document, "metadata", "description"), agents=agents,
         agents_listed=True, entry=_one_text(document, "spec", "workflow", "entry"),
         workflow=workflow, findings=tuple(findings))
+
+
+def _with_ids(declaration: AgentDeclaration, entry: Any, findings: list[Finding], shown: str,
+              disclose: Disclosure) -> AgentDeclaration:
+    """The declaration with its mas.yaml entry's ``agent_id``: one string or a list of them."""
+    value = entry.get("agent_id") if isinstance(entry, dict) else None
+    if value is None:
+        return declaration
+    listed = value if isinstance(value, list) else [value]
+    if not listed or not all(isinstance(v, str) and v for v in listed):
+        findings.append(finding("capability.declaration-unavailable",
+                                f"{shown}: agent {disclose.agent(declaration.agent)}: agent_id is "
+                                "not a string or a list of strings; no id is matched to it",
+                                shown, severity=Severity.WARNING))
+        return declaration
+    return declaration._replace(ids=frozenset(listed))
 
 
 def _repeats(path: str, disclose: Disclosure) -> Finding:

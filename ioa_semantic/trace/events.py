@@ -583,6 +583,11 @@ class Call(NamedTuple):
     # without parents): the calls that may have made it (none, when nothing points to any).
     # None for every call whose caller is known or unknown for another reason.
     candidates: tuple[str, ...] | None = None
+    # OTLP only: the agent's gen_ai.agent.id beside its name (a manifest may match it
+    # explicitly), and a model or tool span's own gen_ai.agent.name (the framework's agent
+    # attribute, read when no agent span above or beside the call names its agent).
+    agent_id: str | None = None
+    own_agent: str | None = None
 
     @property
     def success(self) -> bool | None:
@@ -827,7 +832,8 @@ def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Dis
             tokens=dict(raw.get("tokens", {})), finish=raw.get("finish"),
             temperature=raw.get("temperature"), response_id=raw.get("responseId"),
             input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
-            ambiguous=tuple(raw.get("ambiguous", ())), remote=remote))
+            ambiguous=tuple(raw.get("ambiguous", ())), remote=remote,
+            agent_id=raw.get("agentId"), own_agent=raw.get("ownAgent")))
     definitions: dict[str, dict[str, str]] = {}
     for raw in ordered:
         if "declares" not in raw:

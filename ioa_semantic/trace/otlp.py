@@ -435,15 +435,25 @@ def call(span: Span, include_content: bool) -> dict[str, Any]:
                           ("status", span.status), ("conversation", text(read.get("conversation")))):
         if value is not None:
             out[member] = value
-    agent = text(read.get("agent.id")) or text(read.get("agent.name"))
-    target = {"agent": agent, "llm": text(read.get("model.request")) or text(
-        read.get("model.response")), "tool": text(read.get("tool.name"))}.get(span.cls)
+    # An agent is who people declare: its name. Frameworks fill gen_ai.agent.id with a fresh
+    # UUID per process or run, so the id is kept beside the name, for a manifest that gives
+    # one explicitly (the audit matches it there), and names the agent only when it has no name.
+    name, ident = text(read.get("agent.name")), text(read.get("agent.id"))
+    agent = name or ident
+    if ident is not None and span.cls in ("agent", "declaration", "llm", "tool"):
+        out["agentId"] = ident
+    target = {"agent": agent, "llm": model(read), "tool": text(read.get("tool.name"))}.get(
+        span.cls)
     if target is not None:
         out["target"] = target
     owner = agent if span.cls in ("agent", "declaration") else text(
         read.get("workflow.name")) if span.cls == "mas" else None
     if owner:
         out["agent"] = owner
+    elif agent and span.cls in ("llm", "tool"):
+        # A framework's own agent attribute on a model or tool span: the last way its agent is
+        # read, after the agent span above it and an agent span beside it (audit.py).
+        out["ownAgent"] = agent
     if span.declares is not None:
         out["declares"] = list(span.declares)
     method = text(read.get("a2a.method"))
@@ -481,6 +491,22 @@ def _model_call(read: dict[str, Any]) -> dict[str, Any]:
     if response_id:
         out["responseId"] = response_id
     return out
+
+
+# What instrumentations write when they do not know the model: no model name, so the call is
+# capability.model-unknown rather than a use of a model called "unknown".
+_MODEL_PLACEHOLDERS = frozenset({"unknown", "none"})
+
+
+def model(read: dict[str, Any]) -> str | None:
+    """The model of a model span: the one asked for, else the one that answered; a
+    placeholder (``unknown``, ``none``, empty or blank, in any case) is no model."""
+    for role in ("model.request", "model.response"):
+        value = text(read.get(role))
+        if value is not None and value.strip() and value.strip().lower() not in (
+                _MODEL_PLACEHOLDERS):
+            return value
+    return None
 
 
 def text(value: Any) -> str | None:
