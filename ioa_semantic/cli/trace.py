@@ -239,6 +239,7 @@ def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declaration
 def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
     from .._codes import finding
     from ..trace.events import Fold, resolve
+    from ..trace.formats import FormatUnreadable
     from ..trace.state import StateError, consume
 
     sources = [resolve(path) for path in opts.paths]
@@ -259,6 +260,9 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
             except OSError as exc:
                 consumed.append(source._replace(problem=finding(
                     "json.unreadable", f"cannot be read: {exc.strerror}")))
+                continue
+            except FormatUnreadable as exc:  # one reason for the file, naming its format
+                consumed.append(source._replace(problem=finding("json.unreadable", str(exc))))
                 continue
             consumed.append((source, fold))
     finally:

@@ -465,17 +465,25 @@ class _Auditor:
         if manifests is None:
             return None
         path = self._call_path(calls[0])
-        if manifests.entry is None:
+        if manifests.entry is None and not manifests.entries:
             return Answer(UNKNOWN, reason=finding(
                 "capability.declaration-unavailable",
                 f"agent {self._agent(callee)} was called by the MAS ({self._calls_text(calls)}); "
                 "no workflow entry was read", path))
         if callee == manifests.entry:
             return Answer(DECLARED, (f"{self._path(manifests.mas_source)}#workflow.entry",))
+        if manifests.starts(callee):
+            return Answer(DECLARED, (f"{self._path(manifests.mas_source)}#workflow",))
+        if not manifests.entries_complete:
+            return Answer(UNKNOWN, reason=finding(
+                "capability.declaration-unavailable",
+                f"agent {self._agent(callee)} was called by the MAS ({self._calls_text(calls)}); "
+                "a part of the workflow's entries or steps could not be read", path))
+        started = sorted({*manifests.entries, *([manifests.entry] if manifests.entry else [])})
         return Answer(NOT_DECLARED, reason=finding(
             "capability.undeclared-delegation",
-            f"agent {self._agent(callee)} was called by the MAS, whose workflow entry is "
-            f"{self._agent(manifests.entry)} ({self._calls_text(calls)})", path))
+            f"agent {self._agent(callee)} was called by the MAS, whose workflow starts "
+            f"{', '.join(self._agent(a) for a in started)} ({self._calls_text(calls)})", path))
 
     # --- the trace's own declarations (OTLP gen_ai.tool.definitions) ------------------------
 

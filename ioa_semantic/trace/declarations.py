@@ -28,6 +28,8 @@ from .._codes import finding
 from .._exceptions import ConfigurationError
 from .._findings import Finding, Severity
 from .privacy import DELEGATION_PREFIX, Disclosure
+from .workflow import Workflow
+from .workflow import read as read_workflow
 
 _IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]+")
 
@@ -59,6 +61,13 @@ class Manifests(NamedTuple):
     entry: str | None
     workflow: bool
     findings: tuple[Finding, ...]
+    # The agents the MAS starts besides ``entry``: workflow.entries and steps (workflow.py).
+    entries: frozenset[str] = frozenset()
+    entries_complete: bool = True  # False: a part of workflow.entries or steps is unreadable
+
+    def starts(self, agent: str) -> bool:
+        """Whether the workflow declares that the MAS starts ``agent``."""
+        return agent == self.entry or agent in self.entries
 
 
 class Bindings(NamedTuple):
@@ -251,6 +260,10 @@ def _read_mas(path: str, disclose: Disclosure) -> Manifests:
                 delegations[ident] = frozenset({"\0unknown"})
             continue
         delegations[ident] = frozenset(t for t in targets if isinstance(t, str))
+    # Several entries and sequential or parallel steps (workflow.py): a group run by an agent
+    # declares that agent's delegations to the group's members.
+    steps = _steps(document, shown, findings, delegations)
+    workflow = workflow or bool(steps.entries or steps.delegations)
     agents: dict[str, AgentDeclaration] = {}
     for entry in listed:
         ident = _one_text(entry, "id")
@@ -261,6 +274,8 @@ def _read_mas(path: str, disclose: Disclosure) -> Manifests:
                                     severity=Severity.WARNING))
             continue
         delegates = delegations.get(ident, frozenset()) if workflow else None
+        if steps.problems:  # an unreadable step may declare any agent's delegations
+            delegates = None
         if delegates is not None and "\0unknown" in delegates:
             delegates = None
         if ref is None:
@@ -281,7 +296,22 @@ def _read_mas(path: str, disclose: Disclosure) -> Manifests:
         mas=_one_text(document, "metadata", "name"), mas_source=path,
         description=_one_text(document, "metadata", "description"), agents=agents,
         agents_listed=True, entry=_one_text(document, "spec", "workflow", "entry"),
-        workflow=workflow, findings=tuple(findings))
+        workflow=workflow, findings=tuple(findings), entries=steps.entries,
+        entries_complete=not steps.problems)
+
+
+def _steps(document: Any, shown: str, findings: list[Finding],
+           delegations: dict[str, frozenset[str]]) -> Workflow:
+    """The workflow's entries and steps; a group agent's members join its delegations."""
+    spec_workflow = _values(document, "spec", "workflow")
+    steps = read_workflow(spec_workflow[0] if len(spec_workflow) == 1 else None)
+    for problem in steps.problems:
+        findings.append(finding("capability.declaration-unavailable",
+                                f"{shown}: {problem}; the agents it starts are unknown", shown,
+                                severity=Severity.WARNING))
+    for ident, members in steps.delegations.items():
+        delegations[ident] = delegations.get(ident, frozenset()) | members
+    return steps
 
 
 def _with_ids(declaration: AgentDeclaration, entry: Any, findings: list[Finding], shown: str,

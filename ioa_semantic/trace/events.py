@@ -28,7 +28,7 @@ from .._codes import finding
 from .._findings import Finding, Severity
 from ..pipeline.intake import Limits
 from ..pipeline.intake import parse as parse_json
-from . import maslab_otel, nesting, otlp, runfile
+from . import formats, maslab_otel, nesting, otlp, runfile
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -252,6 +252,8 @@ class Fold:
             self.value(line.seq, value)
 
     def value(self, seq: int, value: dict[str, Any]) -> None:
+        # Jaeger's JSON and the console exporter's spans are read as the OTLP they stand for.
+        value = formats.as_request(value) or value
         if otlp.is_request(value):
             if self._format("otlp", seq):
                 self.request(seq, value)

@@ -33,7 +33,7 @@ from typing import Any
 from .. import data
 from .._codes import finding
 from .._findings import Finding, Severity
-from . import otlp
+from . import conventions, otlp
 from .privacy import Disclosure, digest
 
 # A span name or unknown kind is named in reasons and counts at most this long: a hostile
@@ -116,7 +116,8 @@ def spans(request: dict[str, Any], include_content: bool) -> Iterator[
                 f"a span named {shown(span['name'])}, mas-lab's name for a call, carries no "
                 f"{table()['prefix']}* attribute and no GenAI operation: what it called, and "
                 "for whom, is not recorded", otlp._id(span.get("traceId"), 16))
-        yield from otlp.read(pointer, span)
+        # Other conventions' agent, model and tool spans read as the GenAI spans they are.
+        yield from otlp.read(pointer, conventions.normalise(span))
 
 
 # --- one span -----------------------------------------------------------------------------------

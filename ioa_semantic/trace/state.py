@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from .._exceptions import ConfigurationError
 from .._files import claim, first_line
+from . import formats
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
 
 STATE_VERSION = 3  # 2: checkpoints write only the counters and open calls a batch changed;
@@ -171,6 +172,12 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
     assert source.stream is not None
     seq, offset, hasher = cursor.restore(source, fold) if cursor else (0, 0, hashlib.sha256())
     with open(source.stream, "rb") as raw:
+        # Spans saved in another shape (formats.py) are read whole on each run, never
+        # checkpointed: a span read again is a repeat, and nothing is read as lines.
+        shape = formats.sniff(raw) if offset == 0 else None
+        if shape is not None:
+            _foreign(shape, raw, fold, max_bytes)
+            return
         # A .json file is one document unless its first line is a whole object: the
         # Collector's file exporter writes one request per line whatever the file is called.
         # Once consumed, a .json file read on only as lines appended to it.
@@ -209,6 +216,34 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
                 pending, count = None, 0
         if pending is not None:
             _advance(source, fold, cursor, pending, hasher)
+
+
+def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
+    """A file of pretty-printed JSON values, or of the Collector's protobuf messages."""
+    if shape == "compressed":
+        raise formats.compressed()
+    if shape == "protobuf":
+        for number, request in enumerate(formats.protobuf(handle, max_bytes), 1):
+            fold.value(number, request)
+        return
+    for line, piece in formats.values(handle, max_bytes):
+        if piece is None:
+            fold.problems.append(["json.syntax", line, "not a JSON value (or longer than "
+                                  "--max-line-bytes); the rest of the file is not read"])
+            return
+        value, problem = parse(piece, max_bytes)
+        if problem is not None:
+            fold.problems.append([problem[0], line, problem[1]])
+        elif isinstance(value, dict):
+            fold.value(line, value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    fold.value(line, item)
+                else:
+                    fold.problems.append(["json.not-object", line, "not an object"])
+        else:
+            fold.problems.append(["json.not-object", line, "not an object"])
 
 
 def _advance(source: Source, fold: Fold, cursor: Cursor | None, line: Line, hasher: Any) -> None:

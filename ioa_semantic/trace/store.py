@@ -646,6 +646,7 @@ def published(declarations: Declarations) -> tuple[frozenset[str], frozenset[str
             agents.update(declaration.delegates_to or ())
         if manifests.entry:
             agents.add(manifests.entry)
+        agents.update(manifests.entries)
         if manifests.mas:
             systems.add(manifests.mas)
     if declarations.bindings is not None:
@@ -675,7 +676,8 @@ def opaque_declarations(declarations: Declarations, disclose: Disclosure) -> Dec
             for name, declaration in manifests.agents.items()}
         manifests = manifests._replace(
             mas_source=path(manifests.mas_source), agents=agents,
-            entry=disclose.agent(manifests.entry) if manifests.entry else None)
+            entry=disclose.agent(manifests.entry) if manifests.entry else None,
+            entries=frozenset(disclose.agent(a) for a in manifests.entries))
     bindings = declarations.bindings
     if bindings is not None:
         bindings = bindings._replace(

@@ -1,0 +1,307 @@
+"""Trace files in the other shapes people save OpenTelemetry spans in, read as OTLP requests.
+
+``otlp.py`` reads the OTLP JSON encoding of ``ExportTraceServiceRequest``. Spans are also
+commonly saved as:
+
+* **Jaeger's JSON** (the query API's answer and the UI's "Download JSON"):
+  ``{"data": [{"traceID", "spans": [...], "processes": {...}}]}``, each span with
+  ``references``, ``startTime``/``duration`` in microseconds and typed ``tags``;
+* **the SDK's console exporter output** (``ConsoleSpanExporter``): a stream of pretty-printed
+  JSON span objects, one after the other, each with ``context.trace_id``/``span_id`` as
+  ``0x…`` hex, ``parent_id``, ISO-8601 ``start_time``/``end_time``, ``attributes`` as a plain
+  object and its ``resource``;
+* **the Collector's file exporter with ``format: proto``**: each ``TracesData`` message
+  preceded by its length as a 4-byte big-endian integer.
+
+Each is recognised by its content, never by its file name, and turned into the OTLP request
+``otlp.py`` reads, so that every span goes through the one GenAI table. What cannot be read
+(a compressed file, protobuf without ``opentelemetry-proto`` installed) raises
+:class:`FormatUnreadable` with one reason naming the format and how to convert it: the input is
+then unreadable as a whole, never one warning per line.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import IO, Any
+
+# The Collector's file exporter with compression: zstd's frame magic number.
+_ZSTD = b"\x28\xb5\x2f\xfd"
+_GZIP = b"\x1f\x8b"
+# TracesData field 1 (resource_spans), length-delimited: the first byte of every message.
+_RESOURCE_SPANS_TAG = 0x0A
+_JAEGER_KINDS = {"internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}
+_CONSOLE_KINDS = {"SpanKind.INTERNAL": 1, "SpanKind.SERVER": 2, "SpanKind.CLIENT": 3,
+                  "SpanKind.PRODUCER": 4, "SpanKind.CONSUMER": 5}
+_STATUS_CODES = {"UNSET": 0, "OK": 1, "ERROR": 2}
+_CHUNK = 1 << 20
+
+
+class FormatUnreadable(ValueError):
+    """A trace file in a format recognised but not read here; the message says how to convert."""
+
+
+# --- detection ---------------------------------------------------------------------------------
+
+
+def sniff(handle: IO[bytes]) -> str | None:
+    """``protobuf``, ``compressed`` or ``pretty`` (JSON values over several lines each), from
+    the start of a file; None for JSON Lines or a one-line document. The position is kept."""
+    start = handle.tell()
+    head = handle.read(4096)
+    handle.seek(start)
+    if head.startswith((_ZSTD, _GZIP)):
+        return "compressed"
+    if len(head) > 4 and head[4] == _RESOURCE_SPANS_TAG and int.from_bytes(head[:4], "big") > 0:
+        return "protobuf"
+    first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
+    # A JSON Lines file never has a line that is only an opening brace or bracket.
+    return "pretty" if first in (b"{", b"[") else None
+
+
+# --- streams of values -------------------------------------------------------------------------
+
+
+def values(handle: IO[bytes], max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """Each JSON value of a stream of concatenated (pretty-printed) values, as (the line it
+    starts on, its bytes); ``(line, None)`` for the rest of the stream once a value cannot be
+    read or is longer than ``max_bytes``."""
+    decoder = json.JSONDecoder()
+    text = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+    buffer = ""
+    line = 1
+    ended = False
+    while True:
+        stripped = buffer.lstrip()
+        line += buffer.count("\n", 0, len(buffer) - len(stripped))
+        buffer = stripped
+        if not buffer and ended:
+            return
+        try:
+            _, end = decoder.raw_decode(buffer)
+        except ValueError:
+            if ended or len(buffer) > max_bytes:
+                yield line, None
+                return
+            chunk = handle.read(_CHUNK)
+            ended = not chunk
+            try:
+                buffer += text.decode(chunk, final=ended)
+            except UnicodeDecodeError:
+                yield line, None
+                return
+            continue
+        piece = buffer[:end]
+        if len(piece) > max_bytes:
+            yield line, None
+            return
+        yield line, piece.encode("utf-8", "surrogatepass")
+        line += piece.count("\n")
+        buffer = buffer[end:]
+
+
+def protobuf(handle: IO[bytes], max_bytes: int) -> Iterator[dict[str, Any]]:
+    """Each ``TracesData`` message of a Collector file (``format: proto``) as a request in
+    protobuf's JSON mapping, which ``otlp.py`` reads."""
+    try:
+        from google.protobuf import json_format
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+    except ImportError:
+        raise FormatUnreadable(
+            "the Collector's file exporter output in protobuf (format: proto); reading it "
+            "needs the opentelemetry-proto package: install it, or have the file exporter "
+            "write format: json") from None
+    number = 0
+    while True:
+        size = handle.read(4)
+        if not size:
+            return
+        number += 1
+        length = int.from_bytes(size, "big")
+        body = handle.read(length) if len(size) == 4 and length <= max_bytes else b""
+        if len(body) != length or not body:
+            raise FormatUnreadable(
+                f"the Collector's file exporter output in protobuf: message {number} is cut "
+                "short or longer than --max-line-bytes; have the file exporter write "
+                "format: json")
+        message = TracesData()
+        try:
+            message.ParseFromString(body)
+        except DecodeError:
+            raise FormatUnreadable(
+                f"the Collector's file exporter output in protobuf: message {number} is not a "
+                "TracesData message; have the file exporter write format: json") from None
+        request: dict[str, Any] = json_format.MessageToDict(message)
+        request.setdefault("resourceSpans", [])
+        yield request
+
+
+def compressed() -> FormatUnreadable:
+    return FormatUnreadable(
+        "a compressed file (zstd or gzip, as the Collector's file exporter writes with "
+        "compression); decompress it first (zstd -d, gunzip)")
+
+
+# --- Jaeger JSON -------------------------------------------------------------------------------
+
+
+def is_jaeger(value: Any) -> bool:
+    data = value.get("data") if isinstance(value, dict) else None
+    return isinstance(data, list) and bool(data) and all(
+        isinstance(t, dict) and "spans" in t and ("traceID" in t or "processes" in t)
+        for t in data)
+
+
+def from_jaeger(document: dict[str, Any]) -> dict[str, Any]:
+    """Jaeger's trace JSON as one OTLP request: a resource per process of each trace."""
+    resource_spans: list[dict[str, Any]] = []
+    for trace in document["data"]:
+        processes = trace.get("processes") if isinstance(trace.get("processes"), dict) else {}
+        by_process: dict[Any, list[Any]] = {}
+        for span in trace["spans"] if isinstance(trace["spans"], list) else [trace["spans"]]:
+            process = span.get("processID") if isinstance(span, dict) else None
+            by_process.setdefault(process if isinstance(process, str) else None, []).append(
+                _jaeger_span(span) if isinstance(span, dict) else span)
+        for process, spans in by_process.items():
+            described = processes.get(process) if process is not None else None
+            attributes = []
+            if isinstance(described, dict):
+                if isinstance(described.get("serviceName"), str):
+                    attributes.append(_attribute("service.name", described["serviceName"]))
+                attributes.extend(_jaeger_tags(described.get("tags")))
+            resource_spans.append({"resource": {"attributes": attributes},
+                                   "scopeSpans": [{"spans": spans}]})
+    return {"resourceSpans": resource_spans}
+
+
+def _jaeger_span(span: dict[str, Any]) -> dict[str, Any]:
+    tags: list[Any] = span["tags"] if isinstance(span.get("tags"), list) else []
+    special = {t.get("key"): t.get("value") for t in tags if isinstance(t, dict)}
+    out: dict[str, Any] = {
+        "traceId": _hex_id(span.get("traceID"), 32), "spanId": _hex_id(span.get("spanID"), 16),
+        "name": span.get("operationName"),
+        "attributes": [a for a in _jaeger_tags(tags)
+                       if a["key"] not in ("span.kind", "otel.status_code",
+                                           "otel.status_description")],
+        "kind": _JAEGER_KINDS.get(str(special.get("span.kind", "internal")).lower(), 0),
+    }
+    references: list[Any] = span["references"] if isinstance(span.get("references"),
+                                                              list) else []
+    parents = [r for r in references if isinstance(r, dict) and r.get("refType") == "CHILD_OF"]
+    if parents:
+        out["parentSpanId"] = _hex_id(parents[0].get("spanID"), 16)
+    start, duration = span.get("startTime"), span.get("duration")
+    if isinstance(start, int) and not isinstance(start, bool) and start > 0:
+        out["startTimeUnixNano"] = str(start * 1000)  # microseconds
+        if isinstance(duration, int) and not isinstance(duration, bool) and duration >= 0:
+            out["endTimeUnixNano"] = str((start + duration) * 1000)
+    status = special.get("otel.status_code")
+    code = _STATUS_CODES.get(status, 0) if isinstance(status, str) else 0
+    if special.get("error") is True and code == 0:
+        code = 2
+    out["status"] = {"code": code}
+    return out
+
+
+def _jaeger_tags(tags: Any) -> list[dict[str, Any]]:
+    out = []
+    for tag in tags if isinstance(tags, list) else []:
+        if isinstance(tag, dict) and isinstance(tag.get("key"), str):
+            out.append(_attribute(tag["key"], tag.get("value")))
+    return out
+
+
+def _hex_id(value: Any, digits: int) -> Any:
+    """Jaeger writes 64-bit trace ids in 16 hex digits: OTLP's are 128 bits, zero-padded."""
+    if isinstance(value, str) and value and len(value) <= digits:
+        return value.lower().rjust(digits, "0")
+    return value
+
+
+# --- the console exporter ----------------------------------------------------------------------
+
+
+def is_console_span(value: Any) -> bool:
+    context = value.get("context") if isinstance(value, dict) else None
+    return isinstance(context, dict) and "trace_id" in context and "span_id" in context and (
+        "name" in value)
+
+
+def from_console(span: dict[str, Any]) -> dict[str, Any]:
+    """One span of ``ConsoleSpanExporter`` as an OTLP request of that span and its resource."""
+    context = span["context"]
+    out: dict[str, Any] = {
+        "traceId": _console_id(context.get("trace_id")),
+        "spanId": _console_id(context.get("span_id")), "name": span.get("name"),
+        "kind": _CONSOLE_KINDS.get(span.get("kind"), 0),  # type: ignore[arg-type]
+        "attributes": _plain_attributes(span.get("attributes")),
+    }
+    if span.get("parent_id") is not None:
+        out["parentSpanId"] = _console_id(span["parent_id"])
+    for member, field in (("start_time", "startTimeUnixNano"), ("end_time", "endTimeUnixNano")):
+        nanos = _iso_nanos(span.get(member))
+        if nanos is not None:
+            out[field] = str(nanos)
+    status = span.get("status")
+    code = status.get("status_code") if isinstance(status, dict) else None
+    out["status"] = {"code": _STATUS_CODES.get(code, 0) if isinstance(code, str) else 0}
+    resource = span.get("resource")
+    attributes = resource.get("attributes") if isinstance(resource, dict) else None
+    return {"resourceSpans": [{"resource": {"attributes": _plain_attributes(attributes)},
+                               "scopeSpans": [{"spans": [out]}]}]}
+
+
+def _console_id(value: Any) -> Any:
+    return value[2:] if isinstance(value, str) and value.startswith("0x") else value
+
+
+def _iso_nanos(value: Any) -> int | None:
+    """The console exporter's ``%Y-%m-%dT%H:%M:%S.%fZ`` (microseconds) as nanoseconds."""
+    if not isinstance(value, str):
+        return None
+    try:
+        instant = datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    delta = instant - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+
+
+def _plain_attributes(attributes: Any) -> list[dict[str, Any]]:
+    if not isinstance(attributes, dict):
+        return []
+    return [_attribute(key, value) for key, value in attributes.items()]
+
+
+def _attribute(key: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "value": _any_value(value)}
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    """A plain value as an OTLP AnyValue; what is none of its kinds is left malformed for
+    ``otlp.py`` to report."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, str):
+        return {"stringValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    return {"unknownValue": value}
+
+
+def as_request(value: dict[str, Any]) -> dict[str, Any] | None:
+    """The OTLP request a Jaeger document or a console exporter span stands for; None for
+    anything else (an OTLP request, a mas-lab event, a record)."""
+    if is_jaeger(value):
+        return from_jaeger(value)
+    if is_console_span(value):
+        return from_console(value)
+    return None
