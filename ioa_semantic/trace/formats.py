@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from .._exceptions import IoaSemanticError
+
 # The Collector's file exporter with compression: zstd's frame magic number.
 _ZSTD = b"\x28\xb5\x2f\xfd"
 _GZIP = b"\x1f\x8b"
@@ -40,7 +42,7 @@ _STATUS_CODES = {"UNSET": 0, "OK": 1, "ERROR": 2}
 _CHUNK = 1 << 20
 
 
-class FormatUnreadable(ValueError):
+class FormatUnreadable(IoaSemanticError, ValueError):
     """A trace file in a format recognised but not read here; the message says how to convert."""
 
 
