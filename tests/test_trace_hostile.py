@@ -256,3 +256,21 @@ def test_another_runs_events_in_the_stream_are_reported(tmp_path: Path) -> None:
     assert reason["message"].startswith(f"line {first}: {len(events)} events carry run_id a1b2c3d4")
     alone = trace([_events_file(tmp_path / "one.jsonl", events), "--format", "json"], tmp_path)
     assert not [r for r in records(alone)[1][0]["reasons"] if r["code"] == "trace.run-mismatch"]
+
+
+@pytest.mark.parametrize("placeholder", ["unknown", "None", " "])
+def test_a_placeholder_model_in_events_is_no_model(tmp_path: Path, placeholder: str) -> None:
+    """mas-lab writes ``unknown`` where the model is not known (its OTel export's reading
+    treats it as "not recorded"): in an events file it is no model name either, so the
+    call's model is unknown (capability.model-unknown, indeterminate), never a use of a model
+    called "unknown" that a manifest would have to declare (issue 36, item 4)."""
+    events = [dict(e) for e in mas_lab_run.events()]
+    for event in events:
+        if "model" in event:
+            event["model"] = placeholder
+    path = _events_file(tmp_path / "events.jsonl", events)
+    proc = trace([path, "--manifests", MANIFESTS, "--format", "json"], tmp_path)
+    agents, [summary] = records(proc)
+    assert summary["verdict"] == "indeterminate", _text(proc)
+    codes = {r["code"] for a in agents.values() for r in a["reasons"]}
+    assert "capability.model-unknown" in codes and "capability.undeclared-model" not in codes

@@ -406,10 +406,16 @@ class Fold:
         if cls == "agent":
             return _text(event.get("agent_id"))
         if cls == "llm":
+            # A placeholder (mas-lab writes "unknown" where the model is not known) is no
+            # model, as in the OTel readings: capability.model-unknown, never a name.
             model = _text(event.get("model"))
+            if model is not None and otlp.is_placeholder_model(model):
+                model = None
             response = event.get("response")
             if model is None and isinstance(response, dict):
                 model = _text(response.get("model"))
+                if model is not None and otlp.is_placeholder_model(model):
+                    model = None
             return model
         if cls == "tool":
             return _text(event.get("tool_name")) or _text(event.get("name"))

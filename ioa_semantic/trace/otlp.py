@@ -503,10 +503,14 @@ def model(read: dict[str, Any]) -> str | None:
     placeholder (``unknown``, ``none``, empty or blank, in any case) is no model."""
     for role in ("model.request", "model.response"):
         value = text(read.get(role))
-        if value is not None and value.strip() and value.strip().lower() not in (
-                _MODEL_PLACEHOLDERS):
+        if value is not None and not is_placeholder_model(value):
             return value
     return None
+
+
+def is_placeholder_model(name: str) -> bool:
+    """Whether a recorded model name says no model is known (``unknown``, ``none``, blank)."""
+    return not name.strip() or name.strip().lower() in _MODEL_PLACEHOLDERS
 
 
 def text(value: Any) -> str | None:
