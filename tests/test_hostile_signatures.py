@@ -27,13 +27,14 @@ from __future__ import annotations
 import copy
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import base58
 import pytest
+from test_provenance import _members
 
 from ioa_semantic import Checker, Verdict
 from ioa_semantic.pipeline import provenance
@@ -188,17 +189,6 @@ def test_the_same_json_value_spelt_otherwise_stays_signed(tmp_path: Path) -> Non
 # --- a mutation fuzzer over the signed artifact ---------------------------------------------
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield (*path, key)
-            yield from _paths(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield (*path, index)
-            yield from _paths(item, (*path, index))
-
-
 _VALUES: list[Any] = [None, True, 0, 1.5, "", "x", [], {}, "did:key:z6Mk",
                       "2026-01-01T00:00:00Z", "https://example.org/onto/cs#Text"]
 
@@ -206,7 +196,7 @@ _VALUES: list[Any] = [None, True, 0, 1.5, "", "x", [], {}, "did:key:z6Mk",
 def _json_mutant(rng: random.Random) -> bytes:
     doc = copy.deepcopy(SIGNED)
     for _ in range(rng.randint(1, 3)):
-        paths = list(_paths(doc))
+        paths = list(_members(doc))
         if not paths:
             break
         path = rng.choice(paths)

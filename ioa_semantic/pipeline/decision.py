@@ -167,20 +167,14 @@ def _read_value(parameter: Parameter, item: Any, problems: list[Finding]) -> str
             f"the task parameter {parameter.name} in profileContext is not a value of "
             f"{parameters.describe(parameter)}", "/profileContext"))
         return None
-    mistyped = datatype_problem(parameter, value)
-    if mistyped is not None:
-        problems.append(finding(
-            "constraint.parameter-type",
-            f"the task parameter {parameter.name}={value.lexical!r} in profileContext: "
-            f"{mistyped}", "/profileContext"))
-        return None
-    conflict = unit_problem(parameter, value.unit)
-    if conflict is not None:
-        problems.append(finding(
-            "constraint.unit-conflict",
-            f"the task parameter {parameter.name}={value.lexical!r} in profileContext: "
-            f"{conflict}", "/profileContext"))
-        return None
+    # Its stated datatype, then its stated unit (S3: never converted).
+    for code, problem in (("constraint.parameter-type", datatype_problem(parameter, value)),
+                          ("constraint.unit-conflict", unit_problem(parameter, value.unit))):
+        if problem is not None:
+            problems.append(finding(
+                code, f"the task parameter {parameter.name}={value.lexical!r} in "
+                f"profileContext: {problem}", "/profileContext"))
+            return None
     return value.lexical if _typed(parameter, value.lexical, "profileContext", problems) else None
 
 
