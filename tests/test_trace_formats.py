@@ -30,6 +30,7 @@ import pytest
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry SDK is not installed")
 
+from google.protobuf import json_format
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
@@ -249,3 +250,59 @@ def test_protobuf_without_opentelemetry_proto_is_refused_naming_the_format(
     assert status == 4
     text = json.dumps(lines)
     assert "opentelemetry-proto" in text and "format: json" in text
+
+
+def test_a_collector_file_compressed_message_by_message_is_refused(folder: Path) -> None:
+    """The Collector's legacy compression writes each message compressed after its length."""
+    body = b"\x28\xb5\x2f\xfd" + os.urandom(40)
+    path = folder / "collector-legacy.binpb"
+    path.write_bytes(len(body).to_bytes(4, "big") + body)
+    status, _, lines = audit(path, write_manifests(folder, every_tool=False))
+    assert status == 4
+    text = json.dumps(lines)
+    assert text.count('"code": "json.unreadable"') == 1 and "zstd -d" in text
+
+
+def test_a_json_lines_file_whose_first_line_is_four_characters_is_no_protobuf(
+        folder: Path) -> None:
+    """``null`` then a newline: the first four bytes as a length would exceed the file."""
+    path = folder / "null-first.jsonl"
+    path.write_text("null\n" + "".join(
+        json.dumps(json_format.MessageToDict(r)) + "\n" for r in otel_agents.record(SCENARIO)))
+    _, agents, lines = audit(path, write_manifests(folder, every_tool=True))
+    assert "protobuf" not in json.dumps(lines)
+    assert agents and {a["verdict"] for a in agents.values()} == {"compatible"}, lines
+
+
+def test_the_collector_protobuf_file_is_checkpointed_by_state(folder: Path,
+                                                              tmp_path: Path) -> None:
+    """A Collector appends messages: --state resumes after the last message consumed, reads
+    only what was appended, and the verdicts are those of the whole file; a file rewritten
+    under the state is refused."""
+    messages = []
+    for request in otel_agents.record(SCENARIO):
+        body = TracesData(resource_spans=request.resource_spans).SerializeToString()
+        messages.append(len(body).to_bytes(4, "big") + body)
+    assert len(messages) >= 2
+    path = tmp_path / "collector.binpb"
+    state = tmp_path / "state.jsonl"
+    manifests = write_manifests(folder, every_tool=False)
+    path.write_bytes(b"".join(messages[:1]))
+    audit(path, manifests, "--state", str(state), "--batch-size", "1")
+    entries = [json.loads(line) for line in state.read_text().splitlines()[1:]]
+    assert entries and entries[-1]["offset"] == len(messages[0]) and entries[-1]["seq"] == 1
+    with path.open("ab") as handle:
+        handle.write(b"".join(messages[1:]))
+    status, resumed, _ = audit(path, manifests, "--state", str(state), "--batch-size", "1")
+    entries = [json.loads(line) for line in state.read_text().splitlines()[1:]]
+    assert entries[-1]["offset"] == path.stat().st_size
+    assert entries[-1]["seq"] == len(messages)
+    whole_status, whole, _ = audit(path, manifests)
+    assert (status, {n: a["verdict"] for n, a in resumed.items()}) == (
+        whole_status, {n: a["verdict"] for n, a in whole.items()})
+    assert status == 1
+    path.write_bytes(b"".join(reversed(messages)))
+    proc = subprocess.run([IOA_CHECK, "trace", str(path), "--manifests", str(manifests),
+                           "--state", str(state), "--no-shapes"], capture_output=True,
+                          timeout=120)
+    assert proc.returncode == 2 and b"rewritten" in proc.stderr, proc.stderr

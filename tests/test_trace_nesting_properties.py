@@ -35,8 +35,9 @@ from test_trace_otlp_properties import scenarios
 
 from ioa_semantic._findings import Verdict
 from ioa_semantic.trace.audit import audit
+from ioa_semantic.trace.calls import Run
 from ioa_semantic.trace.declarations import Declarations
-from ioa_semantic.trace.events import Fold, Run, Source, build
+from ioa_semantic.trace.events import Fold, Source, build
 from ioa_semantic.trace.privacy import Disclosure
 
 Scenario = tuple[list[dict[str, Any]], Declarations, int]

@@ -343,3 +343,237 @@ def test_a_trace_without_agents_is_said_so_and_leaves_the_exit_status_alone(
     (run,) = audited(orphan, None)
     assert str(run.verdict) == "indeterminate"
     assert "capability.caller-unknown" in codes(run) and "trace.no-agents" not in codes(run)
+
+
+# --- the knowledge graph and the trajectory say what the audit judged ---------------------------
+
+MAS_NS = "https://outshift-open.github.io/oxp-ontology/mas#"
+IOAT_NS = "https://example.org/ioa/trace#"
+
+
+def _graph(path: Path, declared: Path) -> Any:
+    """The run's graph, with its trajectory, in an Oxigraph store."""
+    import pyoxigraph
+
+    from ioa_semantic.trace.graph import quads
+
+    disclose = Disclosure()
+    source = resolve(str(path))
+    fold = Fold()
+    consume(source, fold)
+    declarations = Declarations(read_manifests(str(declared), disclose), None, None)
+    (run,) = runs(source, fold, disclose)
+    store = pyoxigraph.Store()
+    store.extend(quads(run, declarations, disclose, "urn:run", trajectory=True))
+    return store
+
+
+def _objects(store: Any, subject: Any, prop: str) -> list[Any]:
+    import pyoxigraph
+
+    return [q.object for q in store.quads_for_pattern(subject, pyoxigraph.NamedNode(prop), None)]
+
+
+def _labels(store: Any) -> dict[str, str]:
+    """Each call named by what it did and when (span ids differ between layouts)."""
+    import pyoxigraph
+
+    label = {}
+    for quad in store.quads_for_pattern(None, pyoxigraph.NamedNode(MAS_NS + "startTime"), None):
+        subject = quad.subject
+        executes = _objects(store, subject, MAS_NS + "executes")
+        if not executes:  # the session, timed by its calls
+            continue
+        (name,) = [o.value for o in _objects(store, executes[0], MAS_NS + "id")] or ["?"]
+        label[subject.value] = f"{name}@{quad.object.value}"
+    return label
+
+
+def _agents_of_calls(store: Any) -> dict[str, str]:
+    labels = _labels(store)
+    found = {}
+    for iri, label in labels.items():
+        import pyoxigraph
+
+        agents = _objects(store, pyoxigraph.NamedNode(iri), IOAT_NS + "agent")
+        found[label] = ",".join(sorted(
+            o.value for a in agents for o in _objects(store, a, MAS_NS + "id")))
+    return found
+
+
+def _flows(store: Any) -> set[tuple[str, str, str]]:
+    """Data flow between calls: (the call whose State it is, its side, the call whose
+    Transition takes it), the framework's own spans left out."""
+    import pyoxigraph
+
+    labels = _labels(store)
+    states: dict[str, tuple[str, str]] = {}
+    steps: dict[str, str] = {}
+    for iri, label in labels.items():
+        node = pyoxigraph.NamedNode(iri)
+        for side, prop in (("input", "hasInitialState"), ("output", "hasFinalState")):
+            for state in _objects(store, node, MAS_NS + prop):
+                states[state.value] = (label, side)
+        for step in _objects(store, node, MAS_NS + "correspondsToTransition"):
+            steps[step.value] = label
+    flows = set()
+    for quad in store.quads_for_pattern(None, pyoxigraph.NamedNode(MAS_NS + "inputTo"), None):
+        if quad.subject.value in states and quad.object.value in steps:
+            label, side = states[quad.subject.value]
+            flows.add((label, side, steps[quad.object.value]))
+    return flows
+
+
+def test_the_graph_links_each_call_to_its_agent_in_every_layout(tmp_path: Path) -> None:
+    """The knowledge graph's ioat:agent is the audit's attribution: a chat or execute_tool
+    span beside its invoke_agent is that agent's, as one beneath it; the named query lists
+    the same tools per agent in every layout; the trajectory's flow between calls is the
+    same, a call beside its agent span being part of that agent's execution."""
+    from ioa_semantic import data as resources
+
+    declared = manifests(tmp_path, {PLANNER: [], WEATHER: ["get_weather"]}, MODELS, DELEGATES)
+    agents, rows, flows = {}, {}, {}
+    for layout, build in LAYOUTS.items():
+        path = tmp_path / f"{layout}.jsonl"
+        path.write_text(otlp(build()))
+        store = _graph(path, declared)
+        agents[layout] = {k: v for k, v in _agents_of_calls(store).items()
+                          if not k.startswith(("invoke_agent", "graph."))}
+        rows[layout] = sorted((r["agentId"].value, r["toolName"].value, r["calls"].value)
+                              for r in store.query(resources.query("trace_agent_tools"),
+                                                      use_default_graph_as_union=True))
+        flows[layout] = _flows(store)
+    ms = EPOCH_NS // 10**9
+    assert agents["parent"][f"get_weather@{ms}.021"] == WEATHER
+    assert agents["parent"][f"gpt-4o@{ms}.002"] == PLANNER
+    assert agents["parent"][f"delegate_to_weather_agent@{ms}.01"] == PLANNER
+    assert agents["sibling"] == agents["parent"]
+    assert rows["parent"] == [(PLANNER, "delegate_to_weather_agent", "1"),
+                              (WEATHER, "get_weather", "1")]
+    assert rows["sibling"] == rows["nested"] == rows["parent"]
+    # Beside or beneath, weather_agent's input reaches its first model call, and its last
+    # model call's output is the agent's own.
+    first = (f"{WEATHER}@{ms}.012", "input", f"gpt-4o-mini@{ms}.015")
+    last = (f"gpt-4o-mini@{ms}.031", "output", f"{WEATHER}@{ms}.012")
+    assert {first, last} <= flows["parent"]
+    assert flows["sibling"] == flows["parent"]
+
+
+def test_the_graph_names_an_agent_by_the_id_a_manifest_gives(tmp_path: Path) -> None:
+    """The graph names agents as the audit does: by the manifest's agent_id, not the span's
+    display name."""
+    root = parent_layout()
+    weather = root.children[0].children[1].children[0]
+    weather.attributes.update({"gen_ai.agent.name": "Weather Bot",
+                               "gen_ai.agent.id": "asst_w42"})
+    path = tmp_path / "run.jsonl"
+    path.write_text(otlp(root))
+    declared = manifests(tmp_path, {PLANNER: [], WEATHER: ["get_weather"]}, MODELS, DELEGATES,
+                         ids={WEATHER: "asst_w42"})
+    store = _graph(path, declared)
+    ms = EPOCH_NS // 10**9
+    assert _agents_of_calls(store)[f"get_weather@{ms}.021"] == WEATHER
+    assert f"{WEATHER}@{ms}.012" in _labels(store).values()
+    assert not any(label.startswith("Weather Bot") for label in _labels(store).values())
+
+
+def _defined(*tools: str) -> dict[str, Any]:
+    import json
+
+    return {"gen_ai.tool.definitions": json.dumps(
+        [{"type": "function", "name": t} for t in tools])}
+
+
+@pytest.mark.parametrize("lists_get_weather", [True, False])
+def test_tool_definitions_on_a_chat_span_beside_its_agent_declare_for_that_agent(
+        tmp_path: Path, lists_get_weather: bool) -> None:
+    """Without manifests, the tools a model call's span lists are its agent's declaration,
+    whether the span is beneath the agent's invoke_agent span or beside it."""
+    listed = ("get_weather",) if lists_get_weather else ("get_forecast",)
+    results = {}
+    for layout, build in (("parent", parent_layout), ("sibling", sibling_layout)):
+        root = build()
+        delegation = (root.children[0].children[1] if layout == "parent"
+                      else root.children[0].children[2])
+        model_call = (delegation.children[0].children[0] if layout == "parent"
+                      else delegation.children[1])
+        assert model_call.name == "chat gpt-4o-mini"
+        model_call.attributes.update(_defined(*listed))
+        path = tmp_path / f"{layout}.jsonl"
+        path.write_text(otlp(root))
+        (results[layout],) = audited(path, None)
+    for layout, run in results.items():
+        assert run.run.definitions == {WEATHER: {t: run.run.definitions[WEATHER][t]
+                                                 for t in listed}}, layout
+        (weather,) = [a for a in run.agents if a.agent == WEATHER]
+        (tools,) = [u for u in weather.uses if u.aspect == "tools"]
+        assert str(tools.verdict) == ("compatible" if lists_get_weather else "incompatible")
+        assert "trace.attribute-malformed" not in codes(run), layout
+    assert uses(results["sibling"]) == uses(results["parent"])
+
+
+def test_tool_definitions_follow_the_name_a_manifest_gives_by_id(tmp_path: Path) -> None:
+    """An agent a manifest names by its gen_ai.agent.id: the tools its spans list are that
+    agent's in the graph, not the display name's."""
+    import pyoxigraph
+
+    root = parent_layout()
+    weather = root.children[0].children[1].children[0]
+    weather.attributes.update({"gen_ai.agent.name": "Weather Bot",
+                               "gen_ai.agent.id": "asst_w42", **_defined("get_weather")})
+    path = tmp_path / "run.jsonl"
+    path.write_text(otlp(root))
+    declared = manifests(tmp_path, {PLANNER: [], WEATHER: ["get_weather"]}, MODELS, DELEGATES,
+                         ids={WEATHER: "asst_w42"})
+    store = _graph(path, declared)
+    uses_tool = {(q.subject.value, q.object.value) for q in store.quads_for_pattern(
+        None, pyoxigraph.NamedNode(MAS_NS + "usesTool"), None)}
+    agents = {s for s, _ in uses_tool}
+    assert any(s.endswith(f"agent:{WEATHER}") for s in agents), uses_tool
+    assert not any("Weather" in s for s in agents), uses_tool
+
+
+def _ladder(depth: int) -> Node:
+    """A hostile trace: a chain of ``depth`` tool spans, each with an agent span beside it
+    that encloses nothing of the chain (it starts after the chain ends)."""
+    node: Node | None = None
+    for level in reversed(range(depth)):
+        children = [agent(WEATHER, 900_000 + level, 900_001 + level)]
+        if node is not None:
+            children.append(node)
+        node = tool(f"step{level}", level, 100_000 - level, *children)
+    assert node is not None
+    return node
+
+
+def test_searching_beside_agents_is_bounded_per_call_on_a_hostile_trace(tmp_path: Path) -> None:
+    """Levels with agent spans beside them, none enclosing the call: the search for each call
+    looks at most LEVELS of them, so the work grows linearly with the spans, and a call whose
+    search stopped at the bound is nobody's with a reason that says so."""
+    from ioa_semantic.trace.attribution import LEVELS, Attribution
+
+    lookups, calls = [], []
+    for depth in (100, 200, 400):
+        path = tmp_path / f"ladder{depth}.jsonl"
+        path.write_text(otlp(_ladder(depth)))
+        source = resolve(str(path))
+        fold = Fold()
+        consume(source, fold)
+        (run,) = runs(source, fold, Disclosure())
+        attribution = Attribution(run)
+        for call in run.calls:
+            attribution.owner(call)
+        lookups.append(attribution.lookups)
+        calls.append(len(run.calls))
+    for asked, count in zip(lookups, calls, strict=True):
+        assert asked <= LEVELS * count
+    # Each doubling of the spans at most doubles the work (a quadratic search quadruples it).
+    assert lookups[2] - lookups[1] <= 2.2 * (lookups[1] - lookups[0])
+    (audited_run,) = audited(tmp_path / "ladder100.jsonl", None)
+    unknown = [r for r in audited_run.reasons if r.code == "capability.caller-unknown"]
+    bounded = [r for r in unknown if f"nearest {LEVELS} levels" in r.message]
+    # step k has an agent span beside it and beside each of its callers but step0: k levels,
+    # so steps 65 to 99 are past the bound, and the rest are plainly nobody's.
+    assert len(bounded) == 100 - LEVELS - 1, len(bounded)
+    assert len(unknown) == 100
+    assert str(audited_run.verdict) == "indeterminate"

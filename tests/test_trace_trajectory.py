@@ -30,7 +30,7 @@ import trace_runs
 from test_trace import GOLDEN, MANIFESTS, SMALLER, TRACES
 from test_trace_store import graphs, revised_manifests, tampered
 
-from ioa_semantic.trace.events import Call, Run
+from ioa_semantic.trace.calls import Call, Run
 
 OTEL = EXAMPLES / "trace" / "otel"
 AT = "2026-12-02T00:00:00Z"
@@ -488,6 +488,7 @@ def _deep(levels: int) -> Run:
 
 def _measure(run: Run) -> tuple[int, int]:
     """The trajectory's triples and the calls its builder visited."""
+    from ioa_semantic.trace.attribution import Attribution
     from ioa_semantic.trace.privacy import Disclosure
     from ioa_semantic.trace.trajectory import Sink, Trajectory
 
@@ -495,7 +496,8 @@ def _measure(run: Run) -> tuple[int, int]:
     sink = Sink(lambda s, p, v, datatype=None: triples.append((s, p, v)),
                 lambda s, p, o: triples.append((s, p, o)),
                 lambda s, c: triples.append((s, "type", c)))
-    trajectory = Trajectory(sink, Disclosure(), run, "urn:ioa-trace:run:generated", "generated")
+    trajectory = Trajectory(sink, Disclosure(), run, "urn:ioa-trace:run:generated", "generated",
+                            Attribution(run))
     trajectory.build()
     assert len(set(triples)) == len(triples)  # nothing written twice
     return len(triples), trajectory.visits
@@ -520,6 +522,7 @@ def test_the_trajectorys_iris_share_their_namespaces_whatever_the_calls() -> Non
     quadratic. The namespaces of the trajectory's IRIs do not grow with the calls."""
     from rdflib.namespace import split_uri
 
+    from ioa_semantic.trace.attribution import Attribution
     from ioa_semantic.trace.privacy import Disclosure
     from ioa_semantic.trace.trajectory import Sink, Trajectory
 
@@ -527,7 +530,8 @@ def test_the_trajectorys_iris_share_their_namespaces_whatever_the_calls() -> Non
         nodes: set[str] = set()
         sink = Sink(lambda s, p, v, datatype=None: nodes.add(s),
                     lambda s, p, o: nodes.update((s, o)), lambda s, c: nodes.add(s))
-        Trajectory(sink, Disclosure(), run, "urn:ioa-trace:run:generated", "generated").build()
+        Trajectory(sink, Disclosure(), run, "urn:ioa-trace:run:generated", "generated",
+                   Attribution(run)).build()
         return {split_uri(node)[0] for node in nodes}
 
     assert namespaces(_flat(50)) == namespaces(_flat(800))
@@ -550,22 +554,32 @@ def test_the_weight_of_a_call_with_its_trajectory_is_under_three(tmp_path: Path)
 
 @st.composite
 def call_trees(draw: st.DrawFn) -> Run:
+    """Random calls: events, or spans whose intervals may enclose each other (so calls beside
+    an agent span are part of its execution)."""
     count = draw(st.integers(1, 25))
+    spans = draw(st.booleans())
     calls = []
     for n in range(count):
         cls = draw(st.sampled_from(["mas", "agent", "llm", "tool", "processing"]))
         # A parent among all calls (a loop, a missing one, the call itself included).
         parent = draw(st.none() | st.integers(0, count).map(lambda i: f"c{i}"))
         start = draw(st.none() | st.integers(0, 5))
-        calls.append(_call(f"c{n}", cls, parent, start, draw(st.none() | st.just("x")),
-                           draw(st.none() | st.just("y"))))
+        call = _call(f"c{n}", cls, parent, start, None if spans else draw(
+            st.none() | st.just("x")), draw(st.none() | st.sampled_from(["y", "z"])))
+        if spans and start is not None:
+            call = call._replace(end=str(start + draw(st.integers(0, 6))))
+        calls.append(call)
     parents = {c.key for c in calls}
-    return _run([c._replace(parent=c.parent if c.parent in parents else None) for c in calls])
+    run = _run([c._replace(parent=c.parent if c.parent in parents else None,
+                           parent_id=c.parent if c.parent in parents else None)
+                for c in calls])
+    return run._replace(unit="spans") if spans else run
 
 
 @settings(max_examples=200, deadline=None)
 @given(call_trees())
 def test_every_state_but_the_sessions_last_feeds_a_transition(run: Run) -> None:
+    from ioa_semantic.trace.attribution import Attribution
     from ioa_semantic.trace.privacy import Disclosure
     from ioa_semantic.trace.trajectory import Sink, Trajectory
 
@@ -574,7 +588,7 @@ def test_every_state_but_the_sessions_last_feeds_a_transition(run: Run) -> None:
     sink = Sink(lambda *a, **k: None, lambda s, p, o: links.append((s, p, o)),
                 lambda s, c: types.__setitem__(s, c))
     session = "urn:ioa-trace:run:generated"
-    Trajectory(sink, Disclosure(), run, session, "generated").build()
+    Trajectory(sink, Disclosure(), run, session, "generated", Attribution(run)).build()
     states = {s for s, c in types.items() if c == "State"}
     transitions = {s for s, c in types.items() if c == "Transition"}
     assert len(states) == 2 * len(run.calls) and len(transitions) == len(run.calls) + 1

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..trace.audit import RunAudit
+    from ..trace.calls import Run
     from ..trace.declarations import Declarations
-    from ..trace.events import Fold, Run, Source
+    from ..trace.events import Fold, Source
     from ..trace.privacy import Disclosure
     from ..trace.state import Cursor
     from ..trace.store import Feed

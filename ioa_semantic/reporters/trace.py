@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from .._findings import Severity, Verdict
 from ..trace.audit import AgentAudit, RunAudit, Use
-from ..trace.events import Call
+from ..trace.calls import Call
 from ..trace.graph import ShapeReport
 from ..trace.privacy import Disclosure
 from . import json_text

@@ -21,15 +21,14 @@ established conflict first, then anything unestablished. Declared but unused is 
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterable
-from decimal import Decimal
 from typing import NamedTuple
 
 from .._codes import finding
 from .._findings import Finding, Severity, Verdict, combine, sort_key
+from .attribution import Attribution, Owner, identified
+from .calls import Ancestry, Call, Run
 from .declarations import AgentDeclaration, Declarations
-from .events import Ancestry, Call, Run
 from .privacy import DELEGATION_PREFIX, Disclosure
 
 DECLARED, NOT_DECLARED, UNKNOWN = "declared", "not-declared", "unknown"
@@ -82,55 +81,6 @@ class _Key(NamedTuple):
     via: str | None
 
 
-class _Beside:
-    """The agent spans of one level (one parent), to ask which agents enclose an interval in
-    logarithmic time: sorted by start, each prefix keeps the latest end of its agent that ends
-    last and of the latest-ending other agent, which is all that one-or-several needs."""
-
-    _LISTED = 6  # agent spans named in an ambiguity, at most
-    _SCANNED = 1024  # spans looked at to name them
-
-    def __init__(self, agents: list[Call]) -> None:
-        timed = sorted(((Decimal(a.start), Decimal(a.end), a) for a in agents
-                        if a.start is not None and a.end is not None and a.target),
-                       key=lambda item: item[0])
-        self.timed = timed
-        self.starts = [start for start, _, _ in timed]
-        self.tops: list[tuple[Decimal, str, Decimal | None, str | None]] = []
-        top: tuple[Decimal, str, Decimal | None, str | None] | None = None
-        for _, end, agent in timed:
-            name = agent.target
-            assert name is not None
-            if top is None:
-                top = (end, name, None, None)
-            elif name == top[1]:
-                top = (max(end, top[0]), name, top[2], top[3])
-            elif end > top[0]:
-                top = (end, name, top[0], top[1])
-            elif top[2] is None or end > top[2]:
-                top = (top[0], top[1], end, name)
-            self.tops.append(top)
-
-    def enclosing(self, start: Decimal, end: Decimal) -> tuple[str | None, tuple[Call, ...]]:
-        """The one agent whose spans here enclose [start, end]; or, when spans of several
-        do, some of those spans (never a choice between them)."""
-        k = bisect_right(self.starts, start)
-        if k == 0:
-            return None, ()
-        first_end, first, second_end, _ = self.tops[k - 1]
-        if first_end < end:
-            return None, ()
-        if second_end is None or second_end < end:
-            return first, ()
-        named: list[Call] = []
-        for _, until, agent in reversed(self.timed[max(0, k - self._SCANNED):k]):
-            if until >= end:
-                named.append(agent)
-                if len(named) == self._LISTED:
-                    break
-        return None, tuple(named)
-
-
 def audit(run: Run, declarations: Declarations, disclose: Disclosure) -> RunAudit:
     """Every agent of ``run`` judged against ``declarations``; identities worded by ``disclose``."""
     return _Auditor(run, declarations, disclose).run_audit()
@@ -140,43 +90,17 @@ class _Auditor:
     def __init__(self, run: Run, declarations: Declarations, disclose: Disclosure) -> None:
         self.declarations = declarations
         self.manifests = declarations.manifests
-        # gen_ai.agent.id -> the agent whose mas.yaml entry gives it; an id two agents claim
-        # names neither.
-        claimed: dict[str, set[str]] = {}
-        for name, declaration in (self.manifests.agents if self.manifests else {}).items():
-            for ident in declaration.ids:
-                claimed.setdefault(ident, set()).add(name)
-        self._ids = {ident: next(iter(names)) for ident, names in claimed.items()
-                     if len(names) == 1}
-        run = run._replace(calls=tuple(self._identified(c) for c in run.calls))
+        run = identified(run, declarations)
         self.run = run
         self.disclose = disclose
         self.calls = run.by_key()
         self.ancestry = Ancestry(self.calls)
+        self.attribution = Attribution(run, self.calls, self.ancestry)
         self.children: dict[str, list[Call]] = {}
-        # OTLP agent spans by their place among their siblings: (parent key, parent id).
-        self.beside: dict[tuple[str | None, str | None], list[Call]] = {}
         for call in run.calls:
             # A call whose caller the order of events leaves open may be each candidate's.
             for parent in call.candidates or ((call.parent,) if call.parent else ()):
                 self.children.setdefault(parent, []).append(call)
-            if run.unit == "spans" and call.cls == "agent" and not call.remote and call.target:
-                self.beside.setdefault((call.parent, call.parent_id), []).append(call)
-        self._attributed: dict[str, tuple[str | None, tuple[Call, ...]]] = {}
-        self._levels: dict[tuple[str | None, str | None], _Beside] = {}
-        self._level_memo: dict[str, Call | None] = {}
-
-    def _identified(self, call: Call) -> Call:
-        """A call's agent as the manifests name it: by the gen_ai.agent.id a manifest gives
-        explicitly, else as the trace names it (its gen_ai.agent.name, for OTLP)."""
-        if call.agent_id is None:
-            return call
-        named = self._ids.get(call.agent_id)
-        if named is None:
-            return call
-        if call.cls in ("agent", "declaration") and not call.remote:
-            return call._replace(target=named, agent=named if call.agent else None)
-        return call._replace(own_agent=named)
 
     # --- gathering uses --------------------------------------------------------------------
 
@@ -184,68 +108,7 @@ class _Auditor:
         return self.ancestry.nearest(call, classes)
 
     def _agent_of(self, call: Call) -> str | None:
-        return self._attribution(call)[0]
-
-    def _attribution(self, call: Call) -> tuple[str | None, tuple[Call, ...]]:
-        """The agent a call belongs to, in this order: the one it names (mas-lab's agent_id),
-        the agent span above it; for OTLP, else an agent span beside it or beside one of its
-        callers whose time interval encloses it (the nearest such level; agent spans of
-        several agents there are ambiguous and returned, never chosen between); else the
-        span's own gen_ai.agent.name."""
-        if call.agent:
-            return call.agent, ()
-        owner = self._ancestor(call, ("agent",))
-        if owner is not None:
-            return owner.target, ()
-        if self.run.unit != "spans":
-            return None, ()
-        known = self._attributed.get(call.key)
-        if known is None:
-            known = self._enclosing(call)
-            if known == (None, ()):
-                known = (call.own_agent, ())
-            self._attributed[call.key] = known
-        return known
-
-    def _enclosing(self, call: Call) -> tuple[str | None, tuple[Call, ...]]:
-        if call.start is None or call.end is None:
-            return None, ()
-        start, end = Decimal(call.start), Decimal(call.end)
-        current = self._level_of(call)
-        seen: set[str] = set()
-        while current is not None and current.key not in seen:
-            seen.add(current.key)
-            level = (current.parent, current.parent_id)
-            held = self._levels.get(level)
-            if held is None:
-                held = self._levels[level] = _Beside(self.beside[level])
-            agent, around = held.enclosing(start, end)
-            if agent is not None or around:
-                return agent, around
-            parent = self.calls.get(current.parent) if current.parent else None
-            current = self._level_of(parent) if parent is not None else None
-        return None, ()
-
-    def _level_of(self, call: Call) -> Call | None:
-        """The nearest call from ``call`` up (itself included) with agent spans beside it,
-        each chain walked once (a loop answers none)."""
-        passed: list[str] = []
-        current: Call | None = call
-        found: Call | None = None
-        while current is not None:
-            if current.key in self._level_memo:
-                found = self._level_memo[current.key]
-                break
-            if current.key in passed:
-                break
-            passed.append(current.key)
-            if (current.parent, current.parent_id) in self.beside:
-                found = current
-                break
-            current = self.calls.get(current.parent) if current.parent else None
-        for key in passed:
-            self._level_memo[key] = found
-        return found
+        return self.attribution.agent(call)
 
     def gather(self) -> tuple[dict[_Key, list[Call]], dict[str, dict[str, int]], list[Finding]]:
         uses: dict[_Key, list[Call]] = {}
@@ -263,10 +126,10 @@ class _Auditor:
                     continue
                 self._provided(call, uses)
                 continue
-            agent, around = self._attribution(call)
+            owner = self.attribution.owner(call)
+            agent = owner.agent
             if agent is None:
-                problems.append(self._ambiguous(call, around) if around
-                                else self._unattributed(call))
+                problems.append(self._nobodys(call, owner))
                 continue
             if call.cls == "processing":
                 counts = processing.setdefault(agent, {})
@@ -321,12 +184,26 @@ class _Auditor:
 
     def _remote(self, call: Call, uses: dict[_Key, list[Call]], problems: list[Finding]) -> None:
         """An A2A call out of an agent whose serving agent the trace does not hold."""
-        caller, around = self._attribution(call)
+        owner = self.attribution.owner(call)
+        caller = owner.agent
         if caller is None:
-            problems.append(self._ambiguous(call, around) if around
-                            else self._unattributed(call))
+            problems.append(self._nobodys(call, owner))
             return
         uses.setdefault(_Key(caller, "delegations", None, None), []).append(call)
+
+    def _nobodys(self, call: Call, owner: Owner) -> Finding:
+        """Why a call belongs to no agent: spans of several agents around it, a search past
+        its bound, or no agent at all."""
+        if owner.around:
+            return self._ambiguous(call, owner.around)
+        if owner.searched is not None:
+            return finding("capability.caller-unknown",
+                           f"{call.cls} call {self._call_name(call)} has no agent span above "
+                           f"it, and none of the agent spans beside it and beside its callers "
+                           f"on the nearest {owner.searched} levels that have some encloses it "
+                           "in time; levels further up are not searched",
+                           self._call_path(call))
+        return self._unattributed(call)
 
     def _unattributed(self, call: Call) -> Finding:
         return finding("capability.caller-unknown",

@@ -26,7 +26,7 @@ import codecs
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from .._exceptions import IoaSemanticError
 
@@ -40,6 +40,10 @@ _CONSOLE_KINDS = {"SpanKind.INTERNAL": 1, "SpanKind.SERVER": 2, "SpanKind.CLIENT
                   "SpanKind.PRODUCER": 4, "SpanKind.CONSUMER": 5}
 _STATUS_CODES = {"UNSET": 0, "OK": 1, "ERROR": 2}
 _CHUNK = 1 << 20
+
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class FormatUnreadable(IoaSemanticError, ValueError):
@@ -57,8 +61,19 @@ def sniff(handle: IO[bytes]) -> str | None:
     handle.seek(start)
     if head.startswith((_ZSTD, _GZIP)):
         return "compressed"
-    if len(head) > 4 and head[4] == _RESOURCE_SPANS_TAG and int.from_bytes(head[:4], "big") > 0:
-        return "protobuf"
+    if len(head) > 4:
+        length = int.from_bytes(head[:4], "big")
+        handle.seek(0, 2)
+        size = handle.tell() - start
+        handle.seek(start)
+        # A length that fits the file: a JSON Lines file whose first line is four characters
+        # ("null", "1234") would read as an impossible length.
+        if 0 < length <= size - 4:
+            # The Collector's legacy compression compresses each message after its length.
+            if head[4:8] == _ZSTD or head[4:6] == _GZIP:
+                return "compressed"
+            if head[4] == _RESOURCE_SPANS_TAG:
+                return "protobuf"
     first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
     # A JSON Lines file never has a line that is only an opening brace or bracket.
     return "pretty" if first in (b"{", b"[") else None
@@ -105,9 +120,10 @@ def values(handle: IO[bytes], max_bytes: int) -> Iterator[tuple[int, bytes | Non
         buffer = buffer[end:]
 
 
-def protobuf(handle: IO[bytes], max_bytes: int) -> Iterator[dict[str, Any]]:
+def protobuf(handle: Readable, max_bytes: int, number: int = 0) -> Iterator[dict[str, Any]]:
     """Each ``TracesData`` message of a Collector file (``format: proto``) as a request in
-    protobuf's JSON mapping, which ``otlp.py`` reads."""
+    protobuf's JSON mapping, which ``otlp.py`` reads; from the handle's position, the first
+    being message ``number + 1``. The handle is after each message when it is yielded."""
     try:
         from google.protobuf import json_format
         from google.protobuf.message import DecodeError
@@ -117,7 +133,6 @@ def protobuf(handle: IO[bytes], max_bytes: int) -> Iterator[dict[str, Any]]:
             "the Collector's file exporter output in protobuf (format: proto); reading it "
             "needs the opentelemetry-proto package: install it, or have the file exporter "
             "write format: json") from None
-    number = 0
     while True:
         size = handle.read(4)
         if not size:
@@ -128,8 +143,8 @@ def protobuf(handle: IO[bytes], max_bytes: int) -> Iterator[dict[str, Any]]:
         if len(body) != length or not body:
             raise FormatUnreadable(
                 f"the Collector's file exporter output in protobuf: message {number} is cut "
-                "short or longer than --max-line-bytes; have the file exporter write "
-                "format: json")
+                "short (an exporter may still be writing it: read it again once written) or "
+                "longer than --max-line-bytes; or have the file exporter write format: json")
         message = TracesData()
         try:
             message.ParseFromString(body)

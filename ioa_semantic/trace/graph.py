@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .._codes import finding
 from .._files import write_file
 from .._findings import Finding, Severity
+from .attribution import Attribution, identified
+from .calls import Ancestry, Call, Run
 from .declarations import Declarations
-from .events import Ancestry, Call, Run
 from .privacy import IRI_BASE, Disclosure, literal_text
 from .trajectory import SESSION_END_PATH, Sink, Trajectory
 
@@ -117,6 +118,7 @@ class _Builder:
         self.disclose = disclose
         self.trajectory = trajectory
         self._ancestry = Ancestry({})
+        self._attribution: Attribution | None = None  # the run's, while one is built
         # Every call names its type again: each type is written once, and whether a name is
         # declared is looked up once (it is a search of every declared agent).
         self._structural: dict[tuple[str, str, bool, str | None], str] = {}
@@ -213,8 +215,10 @@ class _Builder:
                         self._link(self.disclose.agent_iri(agent), "usesCapability", iri)
 
     def run(self, run: Run) -> None:
+        run = identified(run, self.declarations)
         calls = run.by_key()
         self._ancestry = Ancestry(calls)
+        self._attribution = Attribution(run, calls, self._ancestry)
         # The tools the trace's own spans list for an agent (gen_ai.tool.definitions) are
         # declared types, whether or not a manifest is given.
         for agent, tools in run.definitions.items():
@@ -244,7 +248,7 @@ class _Builder:
             self.call(run, call, calls, session, session_id, mas_iri)
         if self.trajectory and run.calls:
             Trajectory(Sink(self._add, self._link, self._type), self.disclose, run, session,
-                       session_id).build()
+                       session_id, self._attribution).build()
 
     def run_file(self, run: Run, session: str, timed: bool) -> None:
         """What a mas-lab run.json says of the session: its scenario, its status, and its
@@ -305,6 +309,14 @@ class _Builder:
                 self._link(self.disclose.agent_iri(call.target), "belongsToMAS", mas_iri)
         if call.cls == "processing" and parent is not None and parent.cls in ("agent", "mas"):
             self._link(self._iri(run, parent), "hasProcessingCall", iri)
+        # The agent the call acted for, as the audit attributes it (attribution.py), whatever
+        # the layout: an agent call acts for the agent it executes, an A2A call out of the
+        # run for its caller.
+        attribution = self._attribution
+        agent = call.target if call.cls == "agent" and not call.remote else (
+            attribution.agent(call) if attribution is not None and call.cls != "mas" else None)
+        if agent:
+            self._link(iri, "ioat:agent", self.disclose.agent_iri(agent))
         if call.cls == "llm":
             for field, prop in (("total", "totalTokenCount"), ("prompt", "promptTokenCount"),
                                 ("completion", "completionTokenCount"),

@@ -35,8 +35,8 @@ import pyoxigraph as ox
 from .. import data
 from .._exceptions import ConfigurationError
 from .audit import RunAudit, audit
+from .calls import Run
 from .declarations import Declarations
-from .events import Run
 from .privacy import Disclosure, Private
 from .store import (
     VERDICTS,

@@ -60,6 +60,11 @@ class _Hashing:
         self.hasher.update(data)
         return data
 
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.hasher.update(data)
+        return data
+
     def tell(self) -> int:
         return self.handle.tell()
 
@@ -172,10 +177,17 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
     assert source.stream is not None
     seq, offset, hasher = cursor.restore(source, fold) if cursor else (0, 0, hashlib.sha256())
     with open(source.stream, "rb") as raw:
-        # Spans saved in another shape (formats.py) are read whole on each run, never
-        # checkpointed: a span read again is a repeat, and nothing is read as lines.
-        shape = formats.sniff(raw) if offset == 0 else None
-        if shape is not None:
+        # The Collector's protobuf is checkpointed as lines are, a message for a line (a
+        # Collector appends messages, each after its length). Spans pretty-printed (Jaeger,
+        # the console exporter) are one document or a stream nothing appends to as a unit:
+        # read whole on each run, never checkpointed; a span read again is a repeat.
+        shape = formats.sniff(raw)
+        if shape == "protobuf":
+            raw.seek(offset)
+            _messages(source, _Hashing(raw, hasher), fold, cursor, seq, batch, max_bytes,
+                      on_batch)
+            return
+        if shape is not None and offset == 0:
             _foreign(shape, raw, fold, max_bytes)
             return
         # A .json file is one document unless its first line is a whole object: the
@@ -218,14 +230,29 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
             _advance(source, fold, cursor, pending, hasher)
 
 
+def _messages(source: Source, reader: _Hashing, fold: Fold, cursor: Cursor | None, seq: int,
+              batch: int, max_bytes: int, on_batch: Callable[[int], None] | None) -> None:
+    """The Collector's protobuf messages not yet consumed, checkpointed a batch at a time
+    (a message's number stands for a line's)."""
+    count, number = 0, seq
+    for number, request in enumerate(formats.protobuf(reader, max_bytes, seq), seq + 1):
+        fold.value(number, request)
+        count += 1
+        if count == batch:
+            if cursor is not None:
+                cursor.checkpoint(source, number, reader.tell(), reader.hasher.hexdigest(),
+                                  fold.delta())
+            if on_batch is not None:
+                on_batch(number)
+            count = 0
+    if count and cursor is not None:
+        cursor.checkpoint(source, number, reader.tell(), reader.hasher.hexdigest(), fold.delta())
+
+
 def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
-    """A file of pretty-printed JSON values, or of the Collector's protobuf messages."""
+    """A file of pretty-printed JSON values."""
     if shape == "compressed":
         raise formats.compressed()
-    if shape == "protobuf":
-        for number, request in enumerate(formats.protobuf(handle, max_bytes), 1):
-            fold.value(number, request)
-        return
     for line, piece in formats.values(handle, max_bytes):
         if piece is None:
             fold.problems.append(["json.syntax", line, "not a JSON value (or longer than "

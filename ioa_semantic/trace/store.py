@@ -66,8 +66,9 @@ from .._findings import Finding, Severity, Verdict
 from .._version import __version__
 from .audit import AgentAudit, RunAudit, Use
 from .audit import audit as judge
+from .calls import Call, Run
 from .declarations import Declarations
-from .events import Call, Fold, Run, Source
+from .events import Fold, Source
 from .graph import IOAT, MAS, quads
 from .privacy import DELEGATION_PREFIX, IRI_BASE, Disclosure, Private, literal_text
 from .state import Cursor

@@ -22,7 +22,8 @@ marker does not.
 Data flow between calls is more ``mas:inputTo`` links, from what the fold gives (parents,
 start instants, classes), with calls in the order they started (:func:`_order`):
 
-* **in an agent's execution** (the calls whose parent is an agent call), taken in order:
+* **in an agent's execution** (the calls whose parent is an agent call, and those beside an
+  agent span that the audit attributes to it, attribution.py), taken in order:
   the agent's input flows to its first call; a model call's output flows to every other
   call up to the agent's next model call (the tool calls it led to, a sub-agent it called,
   a processing step) and to that next model call (mas-lab's context assembly puts the
@@ -45,8 +46,7 @@ start instants, classes), with calls in the order they started (:func:`_order`):
   Transition: nothing in a run comes after it (the one rule of the shapes a run-built
   trajectory cannot meet, :data:`SESSION_END_PATH`).
 
-Each call also names the agent it acted for (``ioat:agent``, the agent's node): the agent
-the audit attributes it to (its own agent id, else the nearest enclosing agent call's), so
+Each call names the agent it acted for in the graph itself (``ioat:agent``, graph.py), so
 that what flowed can be joined with the verdicts' per-agent uses.
 
 Every call is visited a fixed number of times (its nodes, its place among its siblings, its
@@ -61,7 +61,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from .events import Ancestry, Call, Run
+from .attribution import Attribution
+from .calls import Call, Run
 from .privacy import Disclosure, iri_part
 
 # mas:content of a State whose side the trace records, when the text is withheld, and of one
@@ -123,8 +124,9 @@ class Trajectory:
     """The trajectory of one run, written through ``sink``."""
 
     def __init__(self, sink: Sink, disclose: Disclosure, run: Run, session: str,
-                 session_id: str) -> None:
+                 session_id: str, attribution: Attribution) -> None:
         self.sink = sink
+        self.attribution = attribution
         self.disclose = disclose
         self.run = run
         self.session = session
@@ -133,14 +135,12 @@ class Trajectory:
         self._ends: dict[str, _Ends] = {}
 
     def build(self) -> None:
-        calls = self.run.by_key()
-        ancestry = Ancestry(calls)
+        calls = self.attribution.calls
         inside: dict[str | None, list[Call]] = {}
         for call in self.run.calls:
             self.visits += 1
-            self._ends[call.key] = self._call(call, ancestry)
-            parent = call.parent if call.parent in calls and call.parent != call.key else None
-            inside.setdefault(parent, []).append(call)
+            self._ends[call.key] = self._call(call)
+            inside.setdefault(self._place(call, calls), []).append(call)
         order = _order(self.run.unit)
         for parent, members in inside.items():
             members.sort(key=order)
@@ -158,7 +158,22 @@ class Trajectory:
 
     # --- nodes ---------------------------------------------------------------------------
 
-    def _call(self, call: Call, ancestry: Ancestry) -> _Ends:
+    def _place(self, call: Call, calls: dict[str, Call]) -> str | None:
+        """The call whose execution ``call`` is part of: its parent, or, for a call beside an
+        agent span that the audit attributes it to (a framework that writes invoke_agent as
+        a sibling of its chat and execute_tool spans), that agent span."""
+        parent = call.parent if call.parent in calls and call.parent != call.key else None
+        if call.cls == "agent" or (call.parent, call.parent_id) not in self.attribution.beside:
+            return parent
+        if parent is not None and calls[parent].cls == "agent":
+            return parent
+        span = self.attribution.owner(call).span
+        if span is None or span.key == call.key or self.attribution.ancestry.nearest(
+                call, ("agent",)) is not None:
+            return parent
+        return span.key
+
+    def _call(self, call: Call) -> _Ends:
         iri = self.disclose.call_iri(self.run.ident, call.ref)
         ref = self.disclose.call(call.ref)
         what = f"{_CLASS[call.cls]} {ref}"
@@ -172,17 +187,7 @@ class Trajectory:
         for state, side in ((ends.initial, "input"), (ends.final, "output")):
             self._state(state, f"{ref}:{side}", f"{side} of {what}", call, side)
         self._claim(iri, ends)
-        # An A2A call with no agent of the trace beneath it acts for its caller.
-        agent = call.target if call.cls == "agent" and not call.remote else (
-            call.agent or self._enclosing(call, ancestry))
-        if agent:
-            self.sink.link(iri, "ioat:agent", self.disclose.agent_iri(agent))
         return ends
-
-    @staticmethod
-    def _enclosing(call: Call, ancestry: Ancestry) -> str | None:
-        owner = ancestry.nearest(call, ("agent",))
-        return owner.target if owner is not None else None
 
     def _transition(self, iri: str, ident: str, what: str, execution: str) -> None:
         sink = self.sink

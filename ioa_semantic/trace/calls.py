@@ -1,0 +1,134 @@
+"""A run as the later stages see it: its calls, each with its parent resolved, and the walk up
+a run's call tree that every stage shares."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .._findings import Finding
+
+_SUCCESS = {"ok": True, "success": True, "succeeded": True, "completed": True,
+            "error": False, "failed": False, "failure": False, "cancelled": False}
+
+
+# --- the immutable result -------------------------------------------------------------------
+
+
+class Call(NamedTuple):
+    """One call of a run, its parent resolved to another call's key (or None)."""
+
+    key: str
+    id: str
+    cls: str
+    agent: str | None
+    target: str | None
+    parent: str | None  # key of the parent call in this run
+    parent_id: str | None  # the parent call id as the trace wrote it
+    start: str | None
+    end: str | None
+    first_line: int
+    status: str | None
+    label: str | None
+    tokens: dict[str, int]
+    finish: str | None
+    temperature: float | None
+    response_id: str | None
+    input: dict[str, Any] | None
+    output: dict[str, Any] | None
+    content: dict[str, Any] | None
+    ambiguous: tuple[str, ...]
+    # An A2A client span under which the trace holds no agent span: a call into an agent the
+    # trace does not name (OTLP input only).
+    remote: bool = False
+    # An agent call whose caller the order of events does not establish (mas-lab events
+    # without parents): the calls that may have made it (none, when nothing points to any).
+    # None for every call whose caller is known or unknown for another reason.
+    candidates: tuple[str, ...] | None = None
+    # OTLP only: the agent's gen_ai.agent.id beside its name (a manifest may match it
+    # explicitly), and a model or tool span's own gen_ai.agent.name (the framework's agent
+    # attribute, read when no agent span above or beside the call names its agent).
+    agent_id: str | None = None
+    own_agent: str | None = None
+
+    @property
+    def success(self) -> bool | None:
+        return _SUCCESS.get(self.status.lower()) if self.status else None
+
+    @property
+    def ref(self) -> str:
+        """The call as the trace names it (a synthesised key for calls without an id)."""
+        return self.id or self.key
+
+
+class Run(NamedTuple):
+    """Everything the later stages need about one input."""
+
+    source: str
+    run_id: str | None
+    session_id: str | None
+    mas: str | None  # the MAS the run executes, as the run folder or its events name it
+    calls: tuple[Call, ...]
+    events: int
+    kinds: dict[str, int]
+    unknown: dict[str, int]
+    records: tuple[dict[str, Any], ...]
+    findings: tuple[Finding, ...]
+    skipped: int  # lines or records that could not be used
+    readable: bool
+    # Tools the trace itself declares (OTLP gen_ai.tool.definitions): agent -> tool -> the
+    # span that lists it.
+    definitions: dict[str, dict[str, str]] = {}  # noqa: RUF012 (never mutated)
+    # What ``events`` counts: mas-lab events, or the spans of an OTLP trace.
+    unit: str = "events"
+    # The session as a mas-lab run folder's run.json describes it (see runfile.py).
+    scenario: str | None = None
+    status: str | None = None  # "success", "error" or "timeout"
+    created_at: str | None = None  # Unix seconds, in plain decimal notation
+    duration_secs: str | None = None
+
+    @property
+    def ident(self) -> str:
+        """The run's identifier, or the input's path when the trace names none."""
+        return self.run_id or self.source
+
+    def by_key(self) -> dict[str, Call]:
+        return {call.key: call for call in self.calls}
+
+
+class Ancestry:
+    """The nearest enclosing call of some classes, for every call of a run, each chain walked
+    once: a call's answer is remembered with those of the calls passed on the way, so a run
+    nested n calls deep costs n steps, not n squared. A chain that loops back on itself (a
+    trace can say anything) is walked afresh each time and remembered for none of its calls,
+    so the answer is the plain walk's: the first call of those classes above, never the call
+    itself."""
+
+    def __init__(self, calls: dict[str, Call]) -> None:
+        self.calls = calls
+        self._known: dict[tuple[str, tuple[str, ...]], Call | None] = {}
+
+    def nearest(self, call: Call, classes: tuple[str, ...]) -> Call | None:
+        known, calls = self._known, self.calls
+        seen = {call.key}
+        passed: list[str] = [call.key]
+        current = calls.get(call.parent) if call.parent else None
+        found: Call | None = None
+        while current is not None:
+            if current.key in seen:
+                return None  # a loop: nothing of these classes on it, nothing remembered
+            if current.cls in classes:
+                found = current
+                break
+            remembered = known.get((current.key, classes), _UNKNOWN)
+            if remembered is not _UNKNOWN:
+                found = remembered
+                break
+            seen.add(current.key)
+            passed.append(current.key)
+            current = calls.get(current.parent) if current.parent else None
+        for key in passed:
+            known[(key, classes)] = found
+        return found
+
+
+_UNKNOWN: Any = object()
