@@ -19,7 +19,7 @@ from types import ModuleType
 from .._runtime import quick_exit
 from .._status import ExitStatus
 from .._version import __version__
-from . import audit, check, keygen, lint, serve, sign, trace, trace_history
+from . import audit, check, keygen, lint, serve, sign, trace, trace_history, trace_serve
 from .parsing import _Parser, unwritable_stdout
 
 COMMANDS: dict[str, ModuleType] = {"check": check, "audit": audit, "lint": lint, "trace": trace,
@@ -62,6 +62,8 @@ def run(argv: Sequence[str]) -> int:
     argv = list(argv)
     if argv[:1] == ["trace"] and trace_history.wants(argv[1:]):
         return trace_history.run(argv[1:])  # trace query, trace reaudit: a store's history
+    if argv[:1] == ["trace"] and trace_serve.wants(argv[1:]):
+        return trace_serve.run(argv[1:])  # trace serve: OTLP/HTTP ingestion
     if not argv or (argv[0] not in COMMANDS and argv[0] not in _TOP_LEVEL):
         argv.insert(0, "check")
     opts = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from .._status import ExitStatus
-from .parsing import _instant, _positive
+from .parsing import _instant, _positive, _positive_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,6 +42,9 @@ DEFAULT_MAX_KG_CALLS = 1000
 # What a call weighs against --max-kg-calls with its trajectory: 2.8 times the triples of a
 # call without it on generated runs of 50 to 1,000 calls (tests/test_trace_trajectory.py).
 TRAJECTORY_WEIGHT = 3
+# How long a trace whose root span is still open must have been quiet to be judged under
+# --complete-only: agents' turns wait on models for tens of seconds at most.
+DEFAULT_QUIET_PERIOD = 300.0
 _EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
@@ -135,6 +138,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
                         help="the audit instant the --store's verdicts record (ISO-8601 with "
                              "a UTC offset; default: now)")
+    parser.add_argument("--complete-only", action="store_true",
+                        help="judge (report, store) only the runs that are complete: an "
+                             "OpenTelemetry trace once its root span has ended or none of its "
+                             "spans is newer than --quiet-period; the others wait in --state "
+                             "or --store for a later invocation (a live feed: trace serve)")
+    parser.add_argument("--quiet-period", type=_positive_seconds, default=DEFAULT_QUIET_PERIOD,
+                        metavar="SECONDS",
+                        help="with --complete-only, how long after its latest span an "
+                             "OpenTelemetry trace whose root span is open counts as complete, "
+                             "measured against --at or the clock (default: "
+                             f"{DEFAULT_QUIET_PERIOD:g})")
     parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N",
                         help="events per batch, and so per checkpoint (default: 1000)")
     parser.add_argument("--max-line-bytes", type=_positive, default=16 << 20, metavar="N",
@@ -156,8 +170,18 @@ def extra_missing() -> bool:
     return False
 
 
+# Set by trace serve for its judging process: the process ends with the service, however
+# the service ends (a SIGKILL included), rather than judging on unwatched.
+PARENT_ENV = "IOA_CHECK_TRACE_SERVE_PID"
+
+
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``ioa-check trace PATH...``; the contract's exit status."""
+    parent = os.environ.get(PARENT_ENV, "")
+    if parent.isdigit():
+        from ..service.workers import die_with
+
+        die_with(int(parent))
     if extra_missing():
         return 2
 
@@ -175,9 +199,13 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--store: the store's path is empty")
     if opts.store and opts.state:
         parser.error("--store keeps the cursor in the store: --state is for runs without one")
-    if (opts.consumer is not None or opts.at is not None or opts.store_plain_ids) and (
-            not opts.store):
-        parser.error("--consumer, --at and --store-plain-ids go with --store")
+    if (opts.consumer is not None or opts.store_plain_ids) and not opts.store:
+        parser.error("--consumer and --store-plain-ids go with --store")
+    if opts.at is not None and not (opts.store or opts.complete_only):
+        parser.error("--at goes with --store (the verdicts' instant) or --complete-only (the "
+                     "instant the quiet period is measured to)")
+    if opts.quiet_period != DEFAULT_QUIET_PERIOD and not opts.complete_only:
+        parser.error("--quiet-period goes with --complete-only")
     if opts.trajectory and opts.no_shapes and not (opts.emit_kg or opts.store):
         parser.error("--trajectory builds the trajectory into the knowledge graph: it goes "
                      "with the SHACL check (without --no-shapes), --emit-kg or --store")
@@ -299,6 +327,26 @@ def _runs(consumed: Consumed, disclose: Disclosure,
     return runs
 
 
+def _complete(runs: list[Run], opts: argparse.Namespace, say: bool = True) -> list[Run]:
+    """The runs to judge now: every run, or under --complete-only those complete; how many
+    wait is said on stderr (they are judged by a later invocation, from --state or --store)."""
+    if not opts.complete_only:
+        return runs
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    now = Decimal(str((opts.at or datetime.now(UTC)).timestamp()))
+    quiet = Decimal(str(opts.quiet_period))
+    judged = [r for r in runs if not r.readable or r.root_ended or r.last_instant is None
+              or now - Decimal(r.last_instant) >= quiet]
+    waiting = len(runs) - len(judged)
+    if waiting and say:
+        print(f"ioa-check trace: {waiting} run{'s' if waiting != 1 else ''} not complete yet "
+              f"(root span open, a span within the last {opts.quiet_period:g} s): judged by a "
+              "later invocation", file=sys.stderr)
+    return judged
+
+
 def _run(opts: argparse.Namespace) -> int:
     from .._findings import Verdict
     from ..reporters.trace import REPORTERS
@@ -314,7 +362,7 @@ def _run(opts: argparse.Namespace) -> int:
     if feed is not None:
         cursor = feed.cursor
     consumed = _consume(opts, cursor)
-    runs = _runs(consumed, disclose)
+    runs = _complete(_runs(consumed, disclose), opts)
     seen: dict[str, str] = {}
     for run in runs:
         if not run.calls:
@@ -395,7 +443,8 @@ def _record(feed: Feed, opts: argparse.Namespace, consumed: Consumed,
         read = declarations
     else:
         read = _declarations(opts, kept)
-        judged = feed.judged(_runs(consumed, feed.keys, feed.source), read, kept)
+        judged = feed.judged(_complete(_runs(consumed, feed.keys, feed.source), opts, say=False),
+                             read, kept)
     grounds = basis(read, kept, opts.manifests, opts.registrations, opts.bindings,
                     opts.profile)
     feed.record(judged, grounds, opts.at, [a.run.ident for a in audits])

@@ -90,7 +90,7 @@ def _judge(checker: Checker, render: Render, job: Job) -> Answered:
     return Answered(str(decision.verdict), out.getvalue().encode("utf-8"))
 
 
-def _die_with(server: int) -> None:
+def die_with(server: int) -> None:
     """On Linux, this worker is killed when its server ends, however it ends (SIGKILL
     included): a worker at a check that runs for days would otherwise outlive it. (The
     kernel watches the server's thread that started the worker: a thread of the pool below,
@@ -108,7 +108,7 @@ def _die_with(server: int) -> None:
 
 def _serve(conn: Connection, build: Build, render: Render, server: int) -> None:
     """A worker process's life: build the Checker, then judge what the pipe brings."""
-    _die_with(server)
+    die_with(server)
     # Ctrl-C reaches the whole process group; the server decides when its workers end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

@@ -85,6 +85,12 @@ class Run(NamedTuple):
     status: str | None = None  # "success", "error" or "timeout"
     created_at: str | None = None  # Unix seconds, in plain decimal notation
     duration_secs: str | None = None
+    # Whether an OTLP trace's root span (a span with no parent) has ended, and the latest
+    # instant any of its spans names (Unix seconds): a live feed judges a run once its root
+    # ended or it has been quiet long enough (``trace --complete-only``). Other inputs are
+    # whole when read.
+    root_ended: bool = True
+    last_instant: str | None = None
 
     @property
     def ident(self) -> str:

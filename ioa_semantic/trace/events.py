@@ -758,13 +758,17 @@ def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Dis
             f"{otlp.table()['attributes']['operation'][0]} of the GenAI table, no mas-lab span "
             f"name with {maslab_otel.table()['prefix']}* attributes", severity=Severity.WARNING))
     conversation = next((c["conversation"] for c in ordered if "conversation" in c), None)
+    instants = [Decimal(c[member]) for c in ordered for member in ("start", "end")
+                if c.get(member) is not None]
     return Run(
         source=source, run_id=trace, session_id=conversation or trace,
         mas=roots[0]["agent"] if roots else None, calls=tuple(calls), events=len(raws),
         kinds=dict(sorted(kinds.items())), unknown=dict(sorted(unknown.items())),
         records=(), findings=tuple(findings), skipped=skipped, readable=True, unit="spans",
         definitions={agent: dict(sorted(tools.items())) for agent, tools in sorted(
-            definitions.items())})
+            definitions.items())},
+        root_ended=any(c.get("parent") is None and c.get("end") is not None for c in ordered),
+        last_instant=str(max(instants)) if instants else None)
 
 
 def _started(call: dict[str, Any]) -> tuple[int, Decimal, str]:

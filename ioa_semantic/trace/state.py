@@ -25,6 +25,7 @@ from .._exceptions import ConfigurationError
 from .._files import claim, first_line
 from . import formats
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
+from .spool import readable_size
 
 STATE_VERSION = 3  # 2: checkpoints write only the counters and open calls a batch changed;
 # 3: calls without ids pair per agent and class, and the interval tree of the events is kept
@@ -48,10 +49,11 @@ def is_state(head: bytes) -> bool:
 class _Hashing:
     """A binary reader that hashes what it hands out, so a checkpoint can name the prefix."""
 
-    def __init__(self, handle: IO[bytes], hasher: Any) -> None:
+    def __init__(self, handle: IO[bytes], hasher: Any, limit: int | None = None) -> None:
         self.handle = handle
         self.hasher = hasher
         self.before_last = hasher  # the hash before a line without its newline
+        self.limit = limit  # read no further (a spool may be appending past it)
 
     def readline(self, size: int = -1) -> bytes:
         data = self.handle.readline(size)
@@ -61,6 +63,9 @@ class _Hashing:
         return data
 
     def read(self, size: int = -1) -> bytes:
+        if self.limit is not None:
+            left = max(0, self.limit - self.handle.tell())
+            size = left if size < 0 else min(size, left)
         data = self.handle.read(size)
         self.hasher.update(data)
         return data
@@ -183,9 +188,10 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
         # read whole on each run, never checkpointed; a span read again is a repeat.
         shape = formats.sniff(raw)
         if shape == "protobuf":
+            limit = readable_size(raw)
             raw.seek(offset)
-            _messages(source, _Hashing(raw, hasher), fold, cursor, seq, batch, max_bytes,
-                      on_batch)
+            _messages(source, _Hashing(raw, hasher, limit), fold, cursor, seq, batch,
+                      max_bytes, on_batch)
             return
         if shape is not None and offset == 0:
             _foreign(shape, raw, fold, max_bytes)

@@ -1,0 +1,146 @@
+"""``ioa-check trace serve``: receive OTLP/HTTP traces live and judge them into a store.
+
+The main command line hands a ``trace`` command line whose first word is ``serve`` here (a
+trace in a folder of that name is given as ``./serve``). What the service does is
+:mod:`ioa_semantic.service.traces`'s; this module reads the command line, opens the spool,
+listens, and maps what fails to an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .._status import ExitStatus
+from .parsing import _Parser, _positive, _positive_seconds
+from .serve import _bind, _port, _stopped, _url
+from .trace import DEFAULT_QUIET_PERIOD, extra_missing
+
+DEFAULT_JUDGE_EVERY = 5.0
+
+
+def wants(argv: Sequence[str]) -> bool:
+    """Whether a ``trace`` command line (after the word ``trace``) is this one."""
+    return bool(argv) and argv[0] == "serve"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ioa-check trace serve",
+        description="Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces, protobuf "
+                    "or JSON, gzip or not), keep each acknowledged request in a spool on "
+                    "disk, and judge the runs into a trace store as they complete.",
+        epilog="exit status: 0 stopped (SIGTERM or SIGINT), 2 usage error (a spool or store "
+               "folder that is not one), 74 cannot listen")
+    parser.add_argument("--spool", required=True, metavar="DIR",
+                        help="where acknowledged requests are kept (made if absent; a folder "
+                             "that holds other files is refused)")
+    parser.add_argument("--store", required=True, metavar="DIR",
+                        help="the trace store the runs are judged into (as trace --store)")
+    for flag, what in (("--manifests", "DIR"), ("--bindings", "FILE"),
+                       ("--profile", "NAME|PATH")):
+        parser.add_argument(flag, metavar=what, help="as for ioa-check trace")
+    parser.add_argument("--registrations", action="append", default=[], metavar="PATH",
+                        help="as for ioa-check trace (repeatable)")
+    parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    parser.add_argument("--port", type=_port, default=4318,
+                        help="default: 4318, OTLP/HTTP's (0: any free port)")
+    parser.add_argument("--quiet-period", type=_positive_seconds, default=DEFAULT_QUIET_PERIOD,
+                        metavar="SECONDS",
+                        help="a trace whose root span is still open is judged once none of "
+                             "its spans is newer than this (default: "
+                             f"{DEFAULT_QUIET_PERIOD:g})")
+    parser.add_argument("--judge-every", type=_positive_seconds, default=DEFAULT_JUDGE_EVERY,
+                        metavar="SECONDS",
+                        help="how often the spool is judged while it grows or runs wait "
+                             f"(default: {DEFAULT_JUDGE_EVERY:g})")
+    parser.add_argument("--max-spool-bytes", type=_positive, default=1 << 30, metavar="N",
+                        help="past this, requests are refused with 503 and Retry-After "
+                             "(default: 1 GiB)")
+    parser.add_argument("--max-body-bytes", type=_positive, default=16 << 20, metavar="N",
+                        help="the largest request body, decompressed (default: 16 MiB)")
+    parser.add_argument("--header-timeout", type=_positive_seconds, default=10.0,
+                        metavar="SECONDS", help="as for ioa-check serve (default: 10)")
+    parser.add_argument("--shutdown-timeout", type=_positive_seconds, default=10.0,
+                        metavar="SECONDS",
+                        help="at SIGTERM, how long requests in flight and a judging round "
+                             "are given before they are stopped (default: 10)")
+    return parser
+
+
+def run(argv: Sequence[str]) -> int:
+    opts = build_parser().parse_args(list(argv)[1:])
+    if extra_missing():
+        return ExitStatus.USAGE
+    try:
+        import uvicorn  # noqa: F401 (the serve extra)
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: F401
+    except ModuleNotFoundError as exc:
+        print(f"ioa-check trace serve: needs the serve and otlp extras, and {exc.name} is "
+              "not installed: pip install 'ioa-semantic[trace,serve,otlp]'", file=sys.stderr)
+        return ExitStatus.USAGE
+    from ..trace.spool import Spool, SpoolError
+
+    try:
+        spool = Spool(opts.spool, opts.max_spool_bytes)
+    except SpoolError as exc:
+        print(f"ioa-check trace serve: {exc}", file=sys.stderr)
+        return ExitStatus.USAGE
+    try:
+        return _serve(opts, spool)
+    finally:
+        spool.close()
+
+
+def _declarations(opts: argparse.Namespace) -> list[str]:
+    """The declaration options for the judge, as absolute paths (it runs elsewhere)."""
+    out: list[str] = []
+    for flag, value in (("--manifests", opts.manifests), ("--bindings", opts.bindings)):
+        if value:
+            out += [flag, os.path.abspath(value)]
+    if opts.profile:
+        given = opts.profile
+        out += ["--profile", os.path.abspath(given) if os.path.exists(given) else given]
+    for path in opts.registrations:
+        out += ["--registrations", os.path.abspath(path)]
+    return out
+
+
+def _serve(opts: argparse.Namespace, spool: Any) -> int:
+    import uvicorn
+
+    from ..service.protocol import ServeConfig
+    from ..service.traces import Judge, create_app, judge_command
+
+    try:
+        sock = _bind(opts.host, opts.port)
+    except OSError as exc:
+        print(f"ioa-check trace serve: cannot listen on {opts.host}:{opts.port}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return ExitStatus.ENVIRONMENT
+    command = judge_command(spool, os.path.abspath(opts.store), opts.quiet_period,
+                            _declarations(opts))
+    judge = Judge(command, spool, opts.judge_every, sys.stderr, opts.shutdown_timeout)
+    app = create_app(spool, judge, max_body=opts.max_body_bytes,
+                     retry_after=math.ceil(opts.judge_every))
+    server = uvicorn.Server(ServeConfig(
+        app, log_level="warning", access_log=False, lifespan="off", server_header=False,
+        header_timeout=opts.header_timeout,
+        timeout_graceful_shutdown=math.ceil(opts.shutdown_timeout)))
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _stopped)
+    print(f"ioa-check trace serve: listening on {_url(sock)}/v1/traces (spool {opts.spool}, "
+          f"store {opts.store}; no authentication)", file=sys.stderr, flush=True)
+    judge.start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        judge.stop()
+        sock.close()
+    print("ioa-check trace serve: stopped", file=sys.stderr, flush=True)
+    return ExitStatus.COMPATIBLE

@@ -1,0 +1,302 @@
+"""``ioa-check trace serve``: OTLP/HTTP trace ingestion, judged into a store as runs complete.
+
+``POST /v1/traces`` takes an ``ExportTraceServiceRequest`` as the OTLP/HTTP specification
+says: binary protobuf (``application/x-protobuf``) or JSON (``application/json``, ids in
+hexadecimal), optionally gzip-compressed (``Content-Encoding: gzip``). A request is
+acknowledged (``200``, an empty ``ExportTraceServiceResponse`` in the request's encoding)
+only once it is in the spool on disk (:mod:`..trace.spool`); a request that cannot be parsed
+is ``400`` with a ``google.rpc.Status`` (nothing is kept: the specification's "bad data, do
+not retry"); a full spool is ``503`` with ``Retry-After`` (the exporters retry then); a body
+past the bound is ``413``; another media type or coding ``415``.
+
+A judge thread runs ``ioa-check trace SPOOL --store STORE --complete-only`` as a process of
+its own, at start (what was acknowledged before a crash is judged first) and then every
+``judge_every`` seconds while the spool grows or runs wait to complete: each run is judged
+once complete (its root span ended, or quiet for ``quiet_period``), with the store's
+checkpoints, so a judge killed half way judges again from the last one. A process is what
+stops: at shutdown the judge in flight is given ``shutdown_timeout`` seconds, then killed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Sequence
+from typing import IO, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..trace.spool import Spool, SpoolFull
+
+PROTOBUF, JSON = "application/x-protobuf", "application/json"
+DEFAULT_MAX_BODY = 16 << 20
+# google.rpc.Code INVALID_ARGUMENT, the code of a request that cannot be parsed.
+_INVALID_ARGUMENT = 3
+
+
+class Judge:
+    """The judge thread: ``command`` run as a process whenever there may be runs to judge."""
+
+    def __init__(self, command: Sequence[str], spool: Spool, every: float, log: IO[str],
+                 shutdown_timeout: float = 10.0) -> None:
+        self.command = list(command)
+        self.spool = spool
+        self.every = every
+        self.log = log
+        self.shutdown_timeout = shutdown_timeout
+        self.rounds = 0  # judging processes run, for /healthz
+        self.last_status: int | None = None
+        self.judged_size = -1  # the spool's size the last round judged
+        self._waiting = False  # the last round left runs to complete
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._thread = threading.Thread(target=self._loop, name="trace-judge", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            size = self.spool.size()
+            if size != self.judged_size or self._waiting:
+                self._round(size)
+            self._wake.wait(self.every)
+            self._wake.clear()
+
+    def _round(self, size: int) -> None:
+        started = time.monotonic()
+        # The judging process ends with this one, however this one ends (cli/trace.py).
+        environment = {**os.environ, "IOA_CHECK_TRACE_SERVE_PID": str(os.getpid())}
+        self._process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, env=environment)
+        _, err = self._process.communicate()
+        status = self._process.returncode
+        self._process = None
+        if self._stop.is_set() and status < 0:
+            return  # killed at shutdown: the next start judges again from the checkpoint
+        self.rounds += 1
+        self.last_status = status
+        text = err.decode("utf-8", "replace")
+        self._waiting = "not complete yet" in text
+        # Verdicts (0, 1, 3) are the store's to keep; anything else is the operator's to see.
+        if status not in (0, 1, 3):
+            self.log.write(f"ioa-check trace serve: judging the spool failed (exit status "
+                           f"{status}): {text.strip()}\n")
+            self.log.flush()
+            return
+        self.judged_size = size
+        self.log.write(f"ioa-check trace serve: judged the spool up to {size} bytes in "
+                       f"{time.monotonic() - started:.1f} s (exit status {status})"
+                       f"{'; runs wait to complete' if self._waiting else ''}\n")
+        self.log.flush()
+
+    def stop(self) -> None:
+        """Stop judging: the round in flight has ``shutdown_timeout`` seconds, then is killed
+        (the store's checkpoints make that safe)."""
+        self._stop.set()
+        self._wake.set()
+        process = self._process
+        if process is not None:
+            try:
+                process.wait(self.shutdown_timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self._thread.join(self.shutdown_timeout + 5)
+
+
+class Ingest:
+    """The routes of one spool."""
+
+    def __init__(self, spool: Spool, judge: Judge | None, max_body: int = DEFAULT_MAX_BODY,
+                 retry_after: int = 5) -> None:
+        self.spool = spool
+        self.judge = judge
+        self.max_body = max_body
+        self.retry_after = retry_after
+        self.accepted = 0  # requests kept, for /healthz
+
+    async def healthz(self, request: Request) -> Response:
+        judge = self.judge
+        return JSONResponse({"status": "ok", "accepted": self.accepted,
+                             "spooledBytes": self.spool.size(),
+                             "judgedBytes": judge.judged_size if judge else None,
+                             "judged": judge.rounds if judge else None,
+                             "lastJudgeStatus": judge.last_status if judge else None})
+
+    async def traces(self, request: Request) -> Response:
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media not in (PROTOBUF, JSON):
+            return _status(JSON, 415, f"Content-Type {media or '(none)'} is not "
+                                      f"{PROTOBUF} or {JSON}")
+        codings = [c.strip().lower() for header in request.headers.getlist("content-encoding")
+                   for c in header.split(",") if c.strip()]
+        if any(c not in ("gzip", "identity") for c in codings) or codings.count("gzip") > 1:
+            return _status(media, 415, "Content-Encoding may be gzip or identity only")
+        body = await _read(request, self.max_body)
+        if body is None:
+            return _status(media, 413, f"the request body exceeds {self.max_body} bytes")
+        try:
+            if "gzip" in codings:
+                body = _gunzip(body, self.max_body)
+                if body is None:
+                    return _status(media, 413, f"the request body exceeds {self.max_body} "
+                                               "bytes once decompressed")
+            message = _parse(body, media)
+        except ValueError as exc:
+            return _status(media, 400, str(exc))
+        if message:
+            from starlette.concurrency import run_in_threadpool
+
+            try:
+                await run_in_threadpool(self.spool.append, message)
+            except SpoolFull as exc:
+                return _status(media, 503, f"{exc}: retry later",
+                               {"Retry-After": str(self.retry_after)})
+            self.accepted += 1
+            if self.judge is not None:
+                self.judge.wake()
+        if media == PROTOBUF:
+            return Response(b"", media_type=PROTOBUF)  # an empty ExportTraceServiceResponse
+        return JSONResponse({})
+
+
+def _status(media: str, status: int, message: str,
+            headers: dict[str, str] | None = None) -> Response:
+    """An error as OTLP/HTTP answers it: a ``google.rpc.Status`` in the request's encoding."""
+    code = _INVALID_ARGUMENT if status == 400 else 0
+    if media == PROTOBUF:
+        text = message.encode("utf-8")
+        body = (b"\x08" + _varint(code) if code else b"") + b"\x12" + _varint(len(text)) + text
+        return Response(body, status_code=status, media_type=PROTOBUF, headers=headers)
+    return JSONResponse({"code": code, "message": message}, status_code=status,
+                        headers=headers)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+async def _read(request: Request, cap: int) -> bytes | None:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _gunzip(body: bytes, cap: int) -> bytes | None:
+    """``body`` decompressed, or None when it would exceed ``cap`` bytes; ValueError when it
+    is not one whole gzip member."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflate.decompress(body, cap + 1)
+    except zlib.error:
+        raise ValueError("the body is not gzip (Content-Encoding: gzip)") from None
+    if len(out) > cap or inflate.unconsumed_tail:
+        return None
+    if not inflate.eof:
+        raise ValueError("the gzip body is cut short")
+    return out
+
+
+def _parse(body: bytes, media: str) -> bytes:
+    """The request as protobuf bytes to spool (empty when it holds no spans); ValueError
+    naming what is wrong."""
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    message = ExportTraceServiceRequest()
+    if media == PROTOBUF:
+        try:
+            message.ParseFromString(body)
+        except DecodeError:
+            raise ValueError("the body is not an ExportTraceServiceRequest in protobuf") from None
+        return body if message.resource_spans else b""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ValueError("the body is not JSON") from None
+    if not isinstance(document, dict):
+        raise ValueError("the body is not a JSON object (an ExportTraceServiceRequest)")
+    try:
+        json_format.ParseDict(_hex_ids(document), message, ignore_unknown_fields=True,
+                              max_recursion_depth=64)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        raise ValueError(f"the body is not an ExportTraceServiceRequest: {exc}") from None
+    return message.SerializeToString() if message.resource_spans else b""
+
+
+_ID_MEMBERS = ("traceId", "spanId", "parentSpanId")
+
+
+def _hex_ids(document: dict[str, Any]) -> dict[str, Any]:
+    """OTLP/JSON writes trace and span ids in hexadecimal where protobuf's JSON mapping has
+    base64: each id is turned into what the mapping reads (ids that are not hexadecimal are
+    left for the mapping to refuse)."""
+    for resource in _list(document.get("resourceSpans")):
+        for scope in _list(resource.get("scopeSpans") if isinstance(resource, dict) else None):
+            for span in _list(scope.get("spans") if isinstance(scope, dict) else None):
+                if not isinstance(span, dict):
+                    continue
+                _convert(span)
+                for link in _list(span.get("links")):
+                    if isinstance(link, dict):
+                        _convert(link)
+    return document
+
+
+def _convert(holder: dict[str, Any]) -> None:
+    for member in _ID_MEMBERS:
+        value = holder.get(member)
+        if isinstance(value, str) and value and len(value) % 2 == 0:
+            try:
+                holder[member] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+            except ValueError:
+                continue
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX_BODY,
+               retry_after: int = 5) -> Starlette:
+    ingest = Ingest(spool, judge, max_body, retry_after)
+    return Starlette(routes=[Route("/v1/traces", ingest.traces, methods=["POST"]),
+                             Route("/healthz", ingest.healthz, methods=["GET"])])
+
+
+def judge_command(spool: Spool, store: str, quiet_period: float,
+                  declarations: Sequence[str]) -> list[str]:
+    """The ``ioa-check trace`` command line that judges ``spool`` into ``store``."""
+    return [sys.executable, "-m", "ioa_semantic", "trace", spool.path, "--store", store,
+            "--complete-only", "--quiet-period", repr(quiet_period), "--no-shapes",
+            "--format", "json", *declarations]

@@ -1,0 +1,273 @@
+"""``ioa-check trace serve``: OTLP/HTTP ingestion, judged into a store (issue 37, item 3).
+
+The real OpenTelemetry SDK exports the rail-assist scenario (tests/otel_agents.py) with its
+own OTLP/HTTP exporter (protobuf) to the service run as a process; the store then holds the
+run, judged once, with the verdict the file audit gives. A service killed (SIGKILL) right
+after acknowledging loses nothing: started again on the same spool, it judges what it
+acknowledged, once. Bad requests get the OTLP/HTTP status codes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http",
+                    reason="the OTLP/HTTP exporter is not installed")
+pytest.importorskip("uvicorn", reason="the serve extra is not installed")
+
+import httpx
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from test_trace_formats import SCENARIO, UNDECLARED_SPAN, write_manifests
+
+import otel_agents
+from support import IOA_CHECK
+
+# How long a started service may take to say where it listens, and a judging round to
+# finish: generous bounds on a loaded machine, never a measurement.
+START_WITHIN = 60.0
+JUDGED_WITHIN = 120.0
+
+
+class Service:
+    """``ioa-check trace serve`` as a process."""
+
+    def __init__(self, spool: Path, store: Path, manifests: Path, *extra: str) -> None:
+        self.process = subprocess.Popen(
+            [IOA_CHECK, "trace", "serve", "--spool", str(spool), "--store", str(store),
+             "--manifests", str(manifests), "--port", "0", "--judge-every", "0.2", *extra],
+            stderr=subprocess.PIPE, text=True)
+        assert self.process.stderr is not None
+        deadline = time.monotonic() + START_WITHIN
+        line = ""
+        while time.monotonic() < deadline:
+            line = self.process.stderr.readline()
+            found = re.search(r"listening on (http://\S+)/v1/traces", line)
+            if found:
+                self.url = found.group(1)
+                return
+            if not line and self.process.poll() is not None:
+                break
+        self.process.kill()
+        raise AssertionError(f"the service did not start: {line}")
+
+    def health(self) -> dict[str, Any]:
+        answer: dict[str, Any] = httpx.get(self.url + "/healthz", timeout=30).json()
+        return answer
+
+    def judged(self) -> dict[str, Any]:
+        """/healthz once a judging round has judged everything spooled."""
+        deadline = time.monotonic() + JUDGED_WITHIN
+        while time.monotonic() < deadline:
+            health = self.health()
+            if health["judgedBytes"] == health["spooledBytes"] and health["judged"]:
+                return health
+            time.sleep(0.1)
+        raise AssertionError(f"not judged: {self.health()}")
+
+    def stop(self) -> str:
+        self.process.send_signal(signal.SIGTERM)
+        _, err = self.process.communicate(timeout=60)
+        return str(err)
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=60)
+        assert self.process.stderr is not None
+        self.process.stderr.close()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    running = Service(tmp_path / "spool", tmp_path / "store",
+                      write_manifests(tmp_path, every_tool=False))
+    yield running
+    if running.process.poll() is None:
+        running.kill()
+
+
+def export(url: str) -> None:
+    """The scenario through the SDK, exported by its OTLP/HTTP exporter (protobuf)."""
+    exporter = OTLPSpanExporter(endpoint=url + "/v1/traces", timeout=30)
+    provider, processor = otel_agents._provider(exporter, otel_agents.SequentialIds(),
+                                                otel_agents.RESOURCE, batch=True)
+    tracers = {"agents": provider.get_tracer(*otel_agents.AGENTS_SCOPE),
+               "http": provider.get_tracer(*otel_agents.HTTP_SCOPE)}
+    children: dict[str | None, list[otel_agents.Step]] = {}
+    for step in SCENARIO:
+        children.setdefault(step.parent, []).append(step)
+    try:
+        for root in children[None]:
+            otel_agents._emit(tracers, root, None, children)
+        assert processor.force_flush(30_000)
+    finally:
+        provider.shutdown()
+
+
+def stored_runs(store: Path) -> list[dict[str, Any]]:
+    proc = subprocess.run([IOA_CHECK, "trace", "query", str(store), "runs"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_the_sdks_otlp_http_exporter_feeds_the_store_judged_once(service: Service,
+                                                                   tmp_path: Path) -> None:
+    export(service.url)
+    health = service.judged()
+    assert health["accepted"] >= 1 and health["lastJudgeStatus"] == 1, health
+    err = service.stop()
+    assert "stopped" in err
+    (run,) = stored_runs(tmp_path / "store")
+    assert run["result"] == "incompatible" and run["verdicts"] == 1, run
+    # The spool is a Collector protobuf file: the file audit gives the same verdict, naming
+    # the undeclared tool's span.
+    proc = subprocess.run([IOA_CHECK, "trace", str(tmp_path / "spool" / "spans.binpb"),
+                           "--manifests", str(tmp_path / "manifests"), "--no-shapes",
+                           "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and UNDECLARED_SPAN in proc.stdout
+
+
+def test_a_service_killed_after_acknowledging_loses_and_doubles_nothing(
+        tmp_path: Path) -> None:
+    manifests = write_manifests(tmp_path, every_tool=False)
+    first = Service(tmp_path / "spool", tmp_path / "store", manifests)
+    export(first.url)  # every request acknowledged: the exporter reports success
+    first.kill()
+    # A judging process the service had started ends with it.
+    deadline = time.monotonic() + JUDGED_WITHIN
+    while _judging(tmp_path / "spool") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _judging(tmp_path / "spool")
+    second = Service(tmp_path / "spool", tmp_path / "store", manifests)
+    try:
+        second.judged()
+        second.stop()
+    finally:
+        if second.process.poll() is None:
+            second.kill()
+    (run,) = stored_runs(tmp_path / "store")
+    assert run["result"] == "incompatible" and run["verdicts"] == 1, run
+    # Started again: nothing new to judge, nothing judged twice.
+    third = Service(tmp_path / "spool", tmp_path / "store", manifests)
+    try:
+        third.judged()
+        third.stop()
+    finally:
+        if third.process.poll() is None:
+            third.kill()
+    (run,) = stored_runs(tmp_path / "store")
+    assert run["verdicts"] == 1, run
+
+
+def _judging(spool: Path) -> bool:
+    """Whether a process judging ``spool`` runs."""
+    wanted = str(spool / "spans.binpb").encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if wanted in handle.read().split(b"\0"):
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def test_requests_get_the_otlp_http_status_codes(tmp_path: Path) -> None:
+    manifests = write_manifests(tmp_path, every_tool=False)
+    running = Service(tmp_path / "spool", tmp_path / "store", manifests,
+                      "--max-body-bytes", "200000", "--max-spool-bytes", "60000")
+    try:
+        url = running.url + "/v1/traces"
+        document = otel_agents.collector_document(otel_agents.record(SCENARIO))
+        body = json.dumps(document).encode()
+        # OTLP/JSON (hex ids), gzip-compressed: kept, answered with an empty response.
+        answer = httpx.post(url, content=gzip.compress(body), timeout=30, headers={
+            "content-type": "application/json", "content-encoding": "gzip"})
+        assert answer.status_code == 200 and answer.json() == {}
+        spooled = running.health()["spooledBytes"]
+        assert spooled > 0
+        for headers, content, status in (
+                ({"content-type": "application/x-protobuf"}, b"\xff\xff\xff", 400),
+                ({"content-type": "application/json"}, b"[1, 2]", 400),
+                ({"content-type": "application/json"}, b'{"resourceSpans": 7}', 400),
+                ({"content-type": "text/plain"}, body, 415),
+                ({"content-type": "application/json", "content-encoding": "br"}, body, 415),
+                ({"content-type": "application/json", "content-encoding": "gzip"}, body, 400),
+                ({"content-type": "application/json"}, b" " * 200_001, 413),
+                ({"content-type": "application/json", "content-encoding": "gzip"},
+                 gzip.compress(b" " * 300_000), 413)):
+            answer = httpx.post(url, content=content, headers=headers, timeout=30)
+            assert answer.status_code == status, (headers, answer.text)
+        # A bad protobuf request is answered with a google.rpc.Status in protobuf.
+        answer = httpx.post(url, content=b"\xff", timeout=30,
+                            headers={"content-type": "application/x-protobuf"})
+        assert answer.headers["content-type"] == "application/x-protobuf"
+        assert b"ExportTraceServiceRequest" in answer.content
+        assert running.health()["spooledBytes"] == spooled  # nothing refused was kept
+        # The spool's bound: refused with 503 and when to retry, nothing kept.
+        for _ in range(5):
+            answer = httpx.post(url, content=body, timeout=30,
+                                headers={"content-type": "application/json"})
+            if answer.status_code == 503:
+                break
+            assert answer.status_code == 200
+        assert answer.status_code == 503 and answer.headers["retry-after"].isdigit()
+        assert running.health()["spooledBytes"] <= 60_000
+    finally:
+        running.stop()
+
+
+def test_a_folder_that_is_no_spool_is_refused_untouched(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    proc = subprocess.run([IOA_CHECK, "trace", "serve", "--spool", str(folder), "--store",
+                           str(tmp_path / "store"), "--port", "0"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no spool" in proc.stderr
+    assert sorted(os.listdir(folder)) == ["notes.txt"]
+
+
+def test_complete_only_waits_for_a_root_span_or_the_quiet_period(tmp_path: Path) -> None:
+    """A trace whose root span has not arrived is not judged until it has been quiet for
+    --quiet-period (against --at); with its root span it is judged at once."""
+    from google.protobuf import json_format
+
+    requests = otel_agents.record(SCENARIO)
+    spans = [json_format.MessageToDict(r) for r in requests]
+    without_root = []
+    for request in spans:
+        for resource in request["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                scope["spans"] = [s for s in scope["spans"] if s.get("parentSpanId")]
+        without_root.append(request)
+    path = tmp_path / "open.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in without_root))
+    manifests = write_manifests(tmp_path, every_tool=False)
+
+    def judged(at: str) -> tuple[int, str, str]:
+        proc = subprocess.run([IOA_CHECK, "trace", str(path), "--manifests", str(manifests),
+                               "--no-shapes", "--format", "json", "--complete-only",
+                               "--quiet-period", "60", "--at", at],
+                              capture_output=True, text=True, timeout=120)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    end = otel_agents.EPOCH_NS / 10**9
+    early = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end + 30))
+    late = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end + 3600))
+    status, out, err = judged(early)
+    assert "1 run not complete yet" in err and '"agent"' not in out, (status, out, err)
+    status, out, err = judged(late)
+    assert "not complete" not in err and UNDECLARED_SPAN in out
