@@ -20,6 +20,7 @@ from .parsing import _instant, _positive, _positive_seconds
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..reporters.progress import Reading
     from ..trace.audit import RunAudit
     from ..trace.calls import Run
     from ..trace.declarations import Declarations
@@ -266,10 +267,9 @@ def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declaration
 
 
 def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
-    from .._codes import finding
-    from ..trace.events import Fold, resolve
-    from ..trace.formats import FormatUnreadable
-    from ..trace.state import StateError, consume
+    from ..reporters.progress import reading
+    from ..trace.events import resolve
+    from ..trace.state import StateError
 
     sources = [resolve(path) for path in opts.paths]
     keys = [s.key for s in sources if s.problem is None]
@@ -279,25 +279,39 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
     try:
         if cursor is not None:
             cursor.open()
-        for source in sources:
-            if source.problem is not None:
-                consumed.append(source)
-                continue
-            fold = Fold(opts.include_content)
-            try:
-                consume(source, fold, cursor, opts.batch_size, opts.max_line_bytes)
-            except OSError as exc:
-                consumed.append(source._replace(problem=finding(
-                    "json.unreadable", f"cannot be read: {exc.strerror}")))
-                continue
-            except FormatUnreadable as exc:  # one reason for the file, naming its format
-                consumed.append(source._replace(problem=finding("json.unreadable", str(exc))))
-                continue
-            consumed.append((source, fold))
+        with reading(sys.stderr, len(sources)) as shown:
+            _each(sources, opts, cursor, consumed, shown)
     finally:
         if cursor is not None:
             cursor.close()
     return consumed
+
+
+def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None,
+          consumed: Consumed, shown: Reading) -> None:
+    """Each input consumed into ``consumed``, its progress ``shown``."""
+    from .._codes import finding
+    from ..trace.events import Fold
+    from ..trace.formats import FormatUnreadable
+    from ..trace.state import consume
+
+    for index, source in enumerate(sources):
+        shown.input(index)
+        if source.problem is not None:
+            consumed.append(source)
+            continue
+        fold = Fold(opts.include_content)
+        try:
+            consume(source, fold, cursor, opts.batch_size, opts.max_line_bytes,
+                    on_batch=shown.read)
+        except OSError as exc:
+            consumed.append(source._replace(problem=finding(
+                "json.unreadable", f"cannot be read: {exc.strerror}")))
+            continue
+        except FormatUnreadable as exc:  # one reason for the file, naming its format
+            consumed.append(source._replace(problem=finding("json.unreadable", str(exc))))
+            continue
+        consumed.append((source, fold))
 
 
 def _runs(consumed: Consumed, disclose: Disclosure,
