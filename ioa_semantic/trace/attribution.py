@@ -131,6 +131,18 @@ class _Beside:
                     break
         return Owner(None, None, tuple(named))
 
+    def within_own(self, call: Call) -> bool:
+        """Whether another span of ``call``'s agent here encloses the agent span ``call``
+        (of identical intervals, the one listed first encloses the others), and no span of
+        another agent does."""
+        start, end = Decimal(call.start or 0), Decimal(call.end or 0)
+        k = bisect_right(self.starts, start)
+        if k == 0:
+            return False
+        first_end, first, second_end = self.tops[k - 1]
+        return (first is not call and first.target == call.target and first_end >= end
+                and (second_end is None or second_end < end))
+
 
 class Attribution:
     """The owners of the calls of one run (already :func:`identified`), each asked once."""
@@ -173,6 +185,24 @@ class Attribution:
             self._owners[call.key] = known
         return known
 
+    def folded(self, call: Call) -> bool:
+        """Whether the agent span ``call`` is its agent going on inside a span of its own
+        beside it (a framework's graph inside the agent, written as a sibling): the one
+        agent, as when it is nested beneath, never a second call into it."""
+        if (self.run.unit != "spans" or call.cls != "agent" or call.remote or not call.target
+                or call.start is None or call.end is None):
+            return False
+        level = (call.parent, call.parent_id)
+        if level not in self.beside:
+            return False
+        return self._level(level).within_own(call)
+
+    def _level(self, level: tuple[str | None, str | None]) -> _Beside:
+        held = self._levels.get(level)
+        if held is None:
+            held = self._levels[level] = _Beside(self.beside[level])
+        return held
+
     def _enclosing(self, call: Call) -> Owner:
         if call.start is None or call.end is None or not self.beside:
             return _NOBODY
@@ -184,11 +214,7 @@ class Attribution:
                 return Owner(None, searched=LEVELS)
             seen.add(current.key)
             self.lookups += 1
-            level = (current.parent, current.parent_id)
-            held = self._levels.get(level)
-            if held is None:
-                held = self._levels[level] = _Beside(self.beside[level])
-            found = held.enclosing(start, end)
+            found = self._level((current.parent, current.parent_id)).enclosing(start, end)
             if found != _NOBODY:
                 return found
             parent = self.calls.get(current.parent) if current.parent else None

@@ -147,6 +147,8 @@ class _Auditor:
         if call.candidates is not None:
             self._unplaced(call, callee, uses)
             return
+        if self.attribution.folded(call):
+            return  # the agent going on in a span of its own beside it: no call into it
         if call.parent_id is None:
             uses.setdefault(_Key(callee, "provided", MAS_CALLER, None), []).append(call)
             return

@@ -50,8 +50,9 @@ def normalise(span: Any) -> Any:
     added = _convention(span, attributes) or _a2a(span, attributes)
     if not added:
         return span
-    return {**span, "attributes": [*listed,
-                                   *({"key": k, "value": v} for k, v in added.items())]}
+    return {**span, "attributes": [*listed, *(
+        {"key": k, "value": value} for k, v in added.items()
+        for value in (v if isinstance(v, tuple) else (v,)))]}
 
 
 def _text(value: Any) -> str | None:
@@ -60,32 +61,47 @@ def _text(value: Any) -> str | None:
 
 
 def _convention(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:
+    """The GenAI attributes of the one operation the span's conventions agree on. A kind
+    attribute that is not a string, or conventions that say different operations, make the
+    operation unreadable: it is added as written (or once per operation), so that ``otlp.py``
+    reports the span and leaves it out rather than the span passing as a mere link or as
+    whichever convention comes first."""
+    found: list[tuple[str, dict[str, Any]]] = []
     for convention in table()["conventions"]:
-        kind = _text(attributes.get(convention["kind"]))
-        if kind is None:
+        written = attributes.get(convention["kind"])
+        if written is None:
             continue
         requires = convention.get("requires")
         if requires and not any(name in attributes for name in requires):
             continue
+        inner = written.get("stringValue") if isinstance(written, dict) else None
+        if not isinstance(inner, str):
+            return {_OPERATION: written}
+        kind = inner
         operations = {k.lower(): v for k, v in convention["operations"].items()}
-        operation = operations.get(kind.lower(), operations.get("*"))
+        operation = operations.get(kind.strip().lower(), operations.get("*"))
         if operation is None:
             continue  # a kind the audit has no call for (a chain, a task, a retriever)
-        added: dict[str, Any] = {_OPERATION: {"stringValue": operation}}
-        roles = convention["attributes"]
-        for target, sources in [*roles.get(operation, {}).items(), *roles.get("*", {}).items()]:
-            if target in attributes or target in added:
-                continue
-            for source in sources:
-                if source == "@name":
-                    if isinstance(span.get("name"), str) and span["name"]:
-                        added[target] = {"stringValue": span["name"]}
-                        break
-                elif source in attributes:
-                    added[target] = attributes[source]
+        found.append((operation, convention))
+    if not found:
+        return {}
+    operation, convention = found[0]
+    if any(other != operation for other, _ in found):
+        return {_OPERATION: tuple({"stringValue": each} for each, _ in found)}
+    added: dict[str, Any] = {_OPERATION: {"stringValue": operation}}
+    roles = convention["attributes"]
+    for target, sources in [*roles.get(operation, {}).items(), *roles.get("*", {}).items()]:
+        if target in attributes or target in added:
+            continue
+        for source in sources:
+            if source == "@name":
+                if isinstance(span.get("name"), str) and span["name"]:
+                    added[target] = {"stringValue": span["name"]}
                     break
-        return added
-    return {}
+            elif source in attributes:
+                added[target] = attributes[source]
+                break
+    return added
 
 
 def _a2a(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:

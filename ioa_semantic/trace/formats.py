@@ -145,8 +145,15 @@ def protobuf(handle: Readable, max_bytes: int, number: int = 0) -> Iterator[dict
                 f"the Collector's file exporter output in protobuf: message {number} is cut "
                 "short (an exporter may still be writing it: read it again once written) or "
                 "longer than --max-line-bytes; or have the file exporter write format: json")
+        if body[:4] == _ZSTD or body[:2] == _GZIP:
+            raise compressed()
+        # Every TracesData message the Collector writes starts with its resource_spans field:
+        # bytes that do not (garbage after the messages) could parse as unknown fields of an
+        # empty message and be skipped without a word.
         message = TracesData()
         try:
+            if body[0] != _RESOURCE_SPANS_TAG:
+                raise DecodeError("not a resource_spans field")
             message.ParseFromString(body)
         except DecodeError:
             raise FormatUnreadable(
@@ -208,7 +215,12 @@ def _jaeger_span(span: dict[str, Any]) -> dict[str, Any]:
     }
     references: list[Any] = span["references"] if isinstance(span.get("references"),
                                                               list) else []
+    # The parent is the CHILD_OF reference; else a FOLLOWS_FROM reference in the same trace,
+    # which OpenTracing defines as a parent that does not wait for its child (Jaeger's UI
+    # nests the span under it). Read as a root, the span would be judged an entry call.
     parents = [r for r in references if isinstance(r, dict) and r.get("refType") == "CHILD_OF"]
+    parents = parents or [r for r in references if isinstance(r, dict) and r.get(
+        "refType") == "FOLLOWS_FROM" and _same_trace(r.get("traceID"), out["traceId"])]
     if parents:
         out["parentSpanId"] = _hex_id(parents[0].get("spanID"), 16)
     start, duration = span.get("startTime"), span.get("duration")
@@ -222,6 +234,10 @@ def _jaeger_span(span: dict[str, Any]) -> dict[str, Any]:
         code = 2
     out["status"] = {"code": code}
     return out
+
+
+def _same_trace(reference: Any, trace: Any) -> bool:
+    return reference is None or _hex_id(reference, 32) == trace
 
 
 def _jaeger_tags(tags: Any) -> list[dict[str, Any]]:
@@ -254,7 +270,8 @@ def from_console(span: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "traceId": _console_id(context.get("trace_id")),
         "spanId": _console_id(context.get("span_id")), "name": span.get("name"),
-        "kind": _CONSOLE_KINDS.get(span.get("kind"), 0),  # type: ignore[arg-type]
+        # A kind that is not a string (a list, an object) is no kind, never a crash.
+        "kind": _CONSOLE_KINDS.get(kind, 0) if isinstance(kind := span.get("kind"), str) else 0,
         "attributes": _plain_attributes(span.get("attributes")),
     }
     if span.get("parent_id") is not None:

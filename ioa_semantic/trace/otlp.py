@@ -438,11 +438,13 @@ def call(span: Span, include_content: bool) -> dict[str, Any]:
     # An agent is who people declare: its name. Frameworks fill gen_ai.agent.id with a fresh
     # UUID per process or run, so the id is kept beside the name, for a manifest that gives
     # one explicitly (the audit matches it there), and names the agent only when it has no name.
-    name, ident = text(read.get("agent.name")), text(read.get("agent.id"))
+    # A placeholder is no name, as for models: an agent "unknown" or " " is the agent its id
+    # names, else none (its calls' caller unknown), never an undeclared agent of that name.
+    name, ident = named(read.get("agent.name")), named(read.get("agent.id"))
     agent = name or ident
     if ident is not None and span.cls in ("agent", "declaration", "llm", "tool"):
         out["agentId"] = ident
-    target = {"agent": agent, "llm": model(read), "tool": text(read.get("tool.name"))}.get(
+    target = {"agent": agent, "llm": model(read), "tool": named(read.get("tool.name"))}.get(
         span.cls)
     if target is not None:
         out["target"] = target
@@ -509,8 +511,15 @@ def model(read: dict[str, Any]) -> str | None:
 
 
 def is_placeholder_model(name: str) -> bool:
-    """Whether a recorded model name says no model is known (``unknown``, ``none``, blank)."""
+    """Whether a recorded model (agent, tool) name says none is known (``unknown``, ``none``,
+    blank)."""
     return not name.strip() or name.strip().lower() in _MODEL_PLACEHOLDERS
+
+
+def named(value: Any) -> str | None:
+    """A role's value when it is a name: a non-empty string that is no placeholder."""
+    found = text(value)
+    return None if found is None or is_placeholder_model(found) else found
 
 
 def text(value: Any) -> str | None:
