@@ -567,3 +567,41 @@ def test_random_runs_get_the_same_uses_and_verdicts_beneath_or_beside_their_agen
         judged = {(agent, name, count) for agent, listed in uses(run).items()
                   for aspect, name, count in listed if aspect == "tools" and name}
         assert graphs[layout] == judged, layout
+
+
+# --- workflows --------------------------------------------------------------------------------
+
+
+def _aliased_workflow(folder: Path, depth: int) -> Path:
+    """A mas.yaml of a kilobyte whose steps, through YAML anchors, name 2**depth places."""
+    lines = ["apiVersion: mas/v1", "kind: MAS", "metadata: {name: laughs}",
+             "l0: &l0 [weather_agent, weather_agent]"]
+    lines += [f"l{i}: &l{i} [{{sequential: *l{i - 1}}}, {{parallel: *l{i - 1}}}]"
+              for i in range(1, depth)]
+    lines += ["spec:", "  agency:", "    agents: [{id: planner, ref: agents/planner.yaml},",
+              "                 {id: weather_agent, ref: agents/planner.yaml}]",
+              "  workflow:", "    type: sequential",
+              f"    steps: [{{id: planner, sequential: *l{depth - 1}}}]"]
+    root = folder / f"laughs{depth}"
+    (root / "agents").mkdir(parents=True)
+    (root / "mas.yaml").write_text("\n".join(lines) + "\n")
+    (root / "agents" / "planner.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "mas/v1", "kind": "Agent", "metadata": {"name": "planner"},
+        "spec": {"tools": []}}))
+    return root
+
+
+def test_a_workflow_of_aliased_steps_is_read_in_time_linear_in_its_text(tmp_path: Path) -> None:
+    """Hostile sizes (issue 36's review): YAML anchors let a kilobyte of steps name a million
+    places; the steps, and the check for repeated keys, were walked place by place (24
+    levels did not finish in a minute). Each shared group is read once: four more levels
+    add four lines of work, never sixteen times the work. Counted, not timed."""
+    from operations import operations
+
+    held: dict[int, Any] = {}
+    counted = {depth: operations(lambda depth=depth: held.__setitem__(depth, read_manifests(
+        str(_aliased_workflow(tmp_path, depth)), Disclosure()))) for depth in (8, 12)}
+    assert counted[12] < 1.5 * counted[8], counted
+    manifests = held[12]
+    assert manifests is not None and manifests.entries == {"planner"}
+    assert manifests.agents["planner"].delegates_to == {"weather_agent"}

@@ -170,12 +170,17 @@ def _one_text(node: Any, *path: str) -> str | None:
 
 
 def _has_repeats(node: Any) -> bool:
-    if isinstance(node, _Repeated):
-        return True
-    if isinstance(node, dict):
-        return any(_has_repeats(v) for v in node.values())
-    if isinstance(node, list):
-        return any(_has_repeats(v) for v in node)
+    # Each node once: YAML aliases share one list or mapping among many places, and a walk
+    # of every place would be exponential in a kilobyte of anchors (a "billion laughs").
+    seen: set[int] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, _Repeated):
+            return True
+        if isinstance(current, dict | list) and id(current) not in seen:
+            seen.add(id(current))
+            pending.extend(current.values() if isinstance(current, dict) else current)
     return False
 
 
