@@ -599,8 +599,14 @@ def test_a_workflow_of_aliased_steps_is_read_in_time_linear_in_its_text(tmp_path
     from operations import operations
 
     held: dict[int, Any] = {}
-    counted = {depth: operations(lambda depth=depth: held.__setitem__(depth, read_manifests(
-        str(_aliased_workflow(tmp_path, depth)), Disclosure()))) for depth in (8, 12)}
+    counted: dict[int, int] = {}
+    for depth in (8, 12):
+        folder = str(_aliased_workflow(tmp_path, depth))
+
+        def read(depth: int = depth, folder: str = folder) -> None:
+            held[depth] = read_manifests(folder, Disclosure())
+
+        counted[depth] = operations(read)
     assert counted[12] < 1.5 * counted[8], counted
     manifests = held[12]
     assert manifests is not None and manifests.entries == {"planner"}
