@@ -318,7 +318,7 @@ def test_a_placeholder_tool_name_is_no_tool_in_every_convention(
     declared = write_manifests(tmp_path, {"weather_agent": ["get_weather"]}, {}, {},
                                ["weather_agent"])
     run = audit_spans(tmp_path, [agent_span(1, "weather_agent", None, 0, 100),
-                                 span(2, 1, 10, 20, placeholder or "tool", **attributes)],
+                                 span(2, 1, 10, 20, placeholder, **attributes)],
                       declared)
     assert "capability.undeclared-tool" not in codes(run)
     assert "capability.tool-unknown" in codes(run)
@@ -343,6 +343,23 @@ def test_a_placeholder_model_is_no_model_in_every_convention(
                                  span(2, 1, 10, 20, "llm", **attributes)], declared)
     assert "capability.model-unknown" in codes(run)
     assert "capability.undeclared-model" not in codes(run)
+
+
+@pytest.mark.parametrize(("name", "attributes"), [
+    ("weather_agent", {"openinference.span.kind": "AGENT", "agent.name": " "}),
+    ("invoke", {"ioa_observe.span.kind": "agent", "ioa_observe.entity.name": "unknown",
+                "agent_id": "weather_agent"}),
+], ids=["openinference", "agntcy"])
+def test_a_placeholder_gives_way_to_the_conventions_next_source(
+        tmp_path: Path, name: str, attributes: dict[str, str]) -> None:
+    """docs/trace.md, conventions: OpenInference's agent is `agent.name`, "else the span's
+    name"; AGNTCY's `ioa_observe.entity.name`, "else `agent_id`" — a placeholder in the first
+    source (blank, "unknown") was copied and hid the second, leaving the agent unnamed."""
+    declared = write_manifests(tmp_path, {"weather_agent": ["get_weather"]}, {}, {},
+                               ["weather_agent"])
+    run = audit_spans(tmp_path, [span(1, None, 0, 100, name, **attributes),
+                                 tool_span(2, "get_weather", 1, 10, 20)], declared)
+    assert verdicts(run) == {"weather_agent": "compatible"}
 
 
 # --- identity ---------------------------------------------------------------------------------

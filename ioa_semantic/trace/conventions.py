@@ -23,6 +23,7 @@ from functools import cache
 from typing import Any
 
 from .. import data
+from .otlp import is_placeholder_model
 
 _OPERATION = "gen_ai.operation.name"
 _A2A_METHOD = "a2a.method.name"
@@ -53,11 +54,6 @@ def normalise(span: Any) -> Any:
     return {**span, "attributes": [*listed, *(
         {"key": k, "value": value} for k, v in added.items()
         for value in (v if isinstance(v, tuple) else (v,)))]}
-
-
-def _text(value: Any) -> str | None:
-    inner = value.get("stringValue") if isinstance(value, dict) else None
-    return inner if isinstance(inner, str) and inner else None
 
 
 def _convention(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:
@@ -93,15 +89,20 @@ def _convention(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, A
     for target, sources in [*roles.get(operation, {}).items(), *roles.get("*", {}).items()]:
         if target in attributes or target in added:
             continue
-        for source in sources:
-            if source == "@name":
-                if isinstance(span.get("name"), str) and span["name"]:
-                    added[target] = {"stringValue": span["name"]}
-                    break
-            elif source in attributes:
-                added[target] = attributes[source]
-                break
+        # The first source that says something: a placeholder ("unknown", blank) gives way to
+        # a later source (an agent's entity name "" to its agent_id), and is copied only when
+        # no source has more, so that it is still read as no name.
+        written = [{"stringValue": span["name"]} if source == "@name" else attributes[source]
+                   for source in sources if (source == "@name" and isinstance(
+                       span.get("name"), str) and span["name"]) or source in attributes]
+        if written:
+            added[target] = next((w for w in written if not _placeholder(w)), written[0])
     return added
+
+
+def _placeholder(value: Any) -> bool:
+    inner = value.get("stringValue") if isinstance(value, dict) else None
+    return isinstance(inner, str) and is_placeholder_model(inner)
 
 
 def _a2a(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:
