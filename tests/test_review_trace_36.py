@@ -432,6 +432,27 @@ def test_an_agent_span_beside_its_own_and_another_agent_is_not_folded(tmp_path: 
     assert provided[2] == 2
 
 
+def test_agents_of_two_agents_far_back_beside_a_call_stay_ambiguous(tmp_path: Path) -> None:
+    """docs/trace.md, attribution: "the nearest level that has one decides ... of several
+    agents, the call is `capability.caller-ambiguous`" — when the two enclosing spans started
+    before more than a thousand other agent spans beside the call (short ones, ended before
+    it), the scan that names them found none, the ambiguity read as "nobody here", and the
+    search went on up to an agent span beside the caller: a guess across agents."""
+    spans = [span(1, None, 0, 10**6),
+             agent_span(2, "supervisor", 1, 0, 10**6),
+             tool_span(3, "run_team", 1, 1, 10**6 - 1),
+             agent_span(4, "planner", 3, 2, 10**6 - 2),
+             agent_span(5, "weather_agent", 3, 2, 10**6 - 2)]
+    spans += [agent_span(10 + i, "probe", 3, 10 + i, 11 + i) for i in range(1100)]
+    spans.append(chat_span(5000, "gpt-4o", 3, 500_000, 500_001))
+    run = audit_spans(tmp_path, spans)
+    (reason,) = [r for r in run.reasons if r.code == "capability.caller-ambiguous"]
+    assert "planner" in reason.message and "weather_agent" in reason.message
+    assert "supervisor" not in reason.message
+    assert ("tools", "run_team", 1) in uses(run)["supervisor"]
+    assert not any(u[0] == "models" for u in uses(run)["supervisor"])
+
+
 # --- the same run in two layouts, on random runs ----------------------------------------------
 
 

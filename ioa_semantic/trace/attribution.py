@@ -98,37 +98,40 @@ class _Beside:
                        key=lambda item: item[0])
         self.timed = timed
         self.starts = [start for start, _, _ in timed]
-        self.tops: list[tuple[Decimal, Call, Decimal | None]] = []
-        top: tuple[Decimal, Call, Decimal | None, str | None] | None = None
+        # Per prefix: the latest end and its span, and the latest end of another agent and
+        # its span (that span names the ambiguity however far back it started).
+        self.tops: list[tuple[Decimal, Call, Decimal | None, Call | None]] = []
+        top: tuple[Decimal, Call, Decimal | None, Call | None] | None = None
         for _, end, agent in timed:
             if top is None:
                 top = (end, agent, None, None)
             elif agent.target == top[1].target:
                 top = (end, agent, top[2], top[3]) if end > top[0] else top
             elif end > top[0]:
-                top = (end, agent, top[0], top[1].target)
+                top = (end, agent, top[0], top[1])
             elif top[2] is None or end > top[2]:
-                top = (top[0], top[1], end, agent.target)
-            self.tops.append(top[:3])
+                top = (top[0], top[1], end, agent)
+            self.tops.append(top)
 
     def enclosing(self, start: Decimal, end: Decimal) -> Owner:
         """The one agent whose spans here enclose [start, end] (with the one of its spans
         that ends last); or, when spans of several do, some of those spans (never a choice
-        between them)."""
+        between them), always two of different agents."""
         k = bisect_right(self.starts, start)
         if k == 0:
             return _NOBODY
-        first_end, first, second_end = self.tops[k - 1]
+        first_end, first, second_end, second = self.tops[k - 1]
         if first_end < end:
             return _NOBODY
         if second_end is None or second_end < end:
             return Owner(first.target, first)
-        named: list[Call] = []
+        assert second is not None
+        named: list[Call] = [first, second]
         for _, until, agent in reversed(self.timed[max(0, k - self._SCANNED):k]):
-            if until >= end:
+            if len(named) == self._LISTED:
+                break
+            if until >= end and agent is not first and agent is not second:
                 named.append(agent)
-                if len(named) == self._LISTED:
-                    break
         return Owner(None, None, tuple(named))
 
     def within_own(self, call: Call) -> bool:
@@ -139,7 +142,7 @@ class _Beside:
         k = bisect_right(self.starts, start)
         if k == 0:
             return False
-        first_end, first, second_end = self.tops[k - 1]
+        first_end, first, second_end, _ = self.tops[k - 1]
         return (first is not call and first.target == call.target and first_end >= end
                 and (second_end is None or second_end < end))
 

@@ -217,7 +217,8 @@ class _Auditor:
         return finding("capability.caller-ambiguous",
                        f"{call.cls} call {self._call_name(call)} has no agent span above it, "
                        f"and the agent spans beside it that enclose it in time belong to "
-                       f"{len(agents)} agents ({', '.join(agents)}: {self._calls_text(around)}); "
+                       f"several agents, among them {', '.join(agents)} "
+                       f"({self._calls_text(around)}); "
                        "whose call it is is not guessed", self._call_path(call))
 
     # --- wording ----------------------------------------------------------------------------
