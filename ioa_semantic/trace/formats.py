@@ -103,7 +103,10 @@ def values(handle: IO[bytes], max_bytes: int) -> Iterator[tuple[int, bytes | Non
             if ended or len(buffer) > max_bytes:
                 yield line, None
                 return
-            chunk = handle.read(_CHUNK)
+            # A value not yet whole is decoded again from its start once more is read: reading
+            # as much again as is held makes the attempts add up to twice the value, where
+            # fixed chunks would make a large Jaeger document quadratic.
+            chunk = handle.read(max(_CHUNK, len(buffer)))
             ended = not chunk
             try:
                 buffer += text.decode(chunk, final=ended)
