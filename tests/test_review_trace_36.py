@@ -210,6 +210,25 @@ def test_a_jaeger_span_that_follows_from_another_is_its_callee_never_an_entry(
     assert proc.returncode == 0
 
 
+@pytest.mark.parametrize(("answer", "status"), [
+    ({"data": [], "total": 0, "limit": 0, "offset": 0, "errors": None}, 0),
+    ({"data": None, "total": 0, "limit": 0, "offset": 0,
+      "errors": [{"code": 404, "msg": "trace not found"}]}, 4)], ids=["empty", "errors"])
+def test_a_jaeger_answer_without_traces_is_said_so(tmp_path: Path, answer: dict[str, Any],
+                                                    status: int) -> None:
+    """Issue 36, item 6: Jaeger's JSON is "read (or refused with one reason naming the format
+    ...)" — the query API's answer with no trace (none found, or "trace not found" errors)
+    was a malformed event, and the input `indeterminate` (exit 3): an empty answer is now a
+    trace file with no spans, one with errors is refused saying them."""
+    path = tmp_path / "jaeger.json"
+    path.write_text(json.dumps(answer))
+    proc = cli(str(path))
+    assert proc.returncode == status, proc.stdout
+    assert "trace.event-malformed" not in proc.stdout
+    if status == 4:
+        assert "trace not found" in proc.stdout and "Jaeger" in proc.stdout
+
+
 class _Counted:
     """A file whose reads are counted: where each read starts is how much of the stream was
     decoded, and found not yet whole, before it."""

@@ -176,17 +176,33 @@ def compressed() -> FormatUnreadable:
 # --- Jaeger JSON -------------------------------------------------------------------------------
 
 
+# The members of the Jaeger query API's answer around its data.
+_JAEGER_ANSWER = ("total", "limit", "offset", "errors")
+
+
 def is_jaeger(value: Any) -> bool:
+    """Jaeger's JSON: a list of traces in ``data``; or the query API's answer with no trace
+    (none found, or errors: ``data`` empty or null beside the answer's other members)."""
     data = value.get("data") if isinstance(value, dict) else None
-    return isinstance(data, list) and bool(data) and all(
-        isinstance(t, dict) and "spans" in t and ("traceID" in t or "processes" in t)
-        for t in data)
+    if isinstance(data, list) and data:
+        return all(isinstance(t, dict) and "spans" in t and ("traceID" in t or "processes" in t)
+                   for t in data)
+    return isinstance(value, dict) and (data is None or data == []) and "data" in value and any(
+        member in value for member in _JAEGER_ANSWER)
 
 
 def from_jaeger(document: dict[str, Any]) -> dict[str, Any]:
-    """Jaeger's trace JSON as one OTLP request: a resource per process of each trace."""
+    """Jaeger's trace JSON as one OTLP request: a resource per process of each trace. An
+    answer that holds errors and no trace is no trace file: refused, saying the errors."""
+    errors = document.get("errors")
+    if not document["data"] and isinstance(errors, list) and errors:
+        said = [e.get("msg") for e in errors if isinstance(e, dict)]
+        shown = "; ".join(m for m in said if isinstance(m, str))[:200] or "unreadable errors"
+        raise FormatUnreadable(
+            f"Jaeger's query API answer with no trace but errors ({shown}); query the trace "
+            "again (or download it from Jaeger's UI) and audit that answer")
     resource_spans: list[dict[str, Any]] = []
-    for trace in document["data"]:
+    for trace in document["data"] or []:
         processes = trace.get("processes") if isinstance(trace.get("processes"), dict) else {}
         by_process: dict[Any, list[Any]] = {}
         for span in trace["spans"] if isinstance(trace["spans"], list) else [trace["spans"]]:
