@@ -229,6 +229,28 @@ def test_a_jaeger_answer_without_traces_is_said_so(tmp_path: Path, answer: dict[
         assert "trace not found" in proc.stdout and "Jaeger" in proc.stdout
 
 
+def test_console_spans_among_a_programs_log_lines_are_read(tmp_path: Path) -> None:
+    """Issue 36, item 6 (the console exporter's output read, never one warning per line):
+    spans printed by the console exporter among the program's own output, as `python app.py
+    > out.txt` saves them — a first line of text made the file JSON Lines (one warning a
+    line, no span read), and a log line between spans stopped the reading there. Each run of
+    text lines is now one problem, and every span is read."""
+    agent = console_span(name="invoke_agent weather_agent", context={
+        "trace_id": f"0x{TRACE}", "span_id": f"0x{span_id(1)}", "trace_state": "[]"},
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather_agent"})
+    tool = console_span(parent_id=f"0x{span_id(1)}")
+    path = tmp_path / "out.txt"
+    path.write_text("Starting the app\n[INFO] agent ready\n" + json.dumps(tool, indent=4)
+                    + "\nweather: sunny\n" + json.dumps(agent, indent=4) + "\nbye")
+    proc = cli(str(path))
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    (weather,) = [r for r in records if r.get("agent") == "weather_agent"]
+    assert [t["tool"] for t in weather["consumed"]["tools"]] == ["get_weather"]
+    problems = [r for r in records[-1]["summary"]["reasons"] if r["code"] == "json.syntax"]
+    assert len(problems) == 3, problems
+    assert any("to line 2" in r["message"] for r in problems)
+
+
 class _Counted:
     """A file whose reads are counted: where each read starts is how much of the stream was
     decoded, and found not yet whole, before it."""

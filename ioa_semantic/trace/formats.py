@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
@@ -40,6 +41,7 @@ _CONSOLE_KINDS = {"SpanKind.INTERNAL": 1, "SpanKind.SERVER": 2, "SpanKind.CLIENT
                   "SpanKind.PRODUCER": 4, "SpanKind.CONSUMER": 5}
 _STATUS_CODES = {"UNSET": 0, "OK": 1, "ERROR": 2}
 _CHUNK = 1 << 20
+_BLANK = re.compile(r"[ \t\n\r]*")
 
 
 class Readable(Protocol):
@@ -74,9 +76,10 @@ def sniff(handle: IO[bytes]) -> str | None:
                 return "compressed"
             if head[4] == _RESOURCE_SPANS_TAG:
                 return "protobuf"
-    first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
-    # A JSON Lines file never has a line that is only an opening brace or bracket.
-    return "pretty" if first in (b"{", b"[") else None
+    # A JSON Lines file never has a line that is only an opening brace or bracket; the
+    # console exporter's spans may follow a program's own log lines printed before them.
+    lines = head.splitlines()[:-1] if len(head) == 4096 else head.splitlines()
+    return "pretty" if any(line.strip() in (b"{", b"[") for line in lines) else None
 
 
 # --- streams of values -------------------------------------------------------------------------
@@ -84,43 +87,63 @@ def sniff(handle: IO[bytes]) -> str | None:
 
 def values(handle: IO[bytes], max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
     """Each JSON value of a stream of concatenated (pretty-printed) values, as (the line it
-    starts on, its bytes); ``(line, None)`` for the rest of the stream once a value cannot be
-    read or is longer than ``max_bytes``."""
+    starts on, its bytes); ``(line, b"")`` for a line of text between values that starts no
+    value (a program's log line printed among the console exporter's spans); ``(line, None)``
+    for the rest of the stream once a value cannot be read or is longer than ``max_bytes``."""
     decoder = json.JSONDecoder()
     text = codecs.getincrementaldecoder("utf-8")("surrogatepass")
-    buffer = ""
+    buffer, at = "", 0  # what is held, and where the next value starts in it
     line = 1
     ended = False
     while True:
-        stripped = buffer.lstrip()
-        line += buffer.count("\n", 0, len(buffer) - len(stripped))
-        buffer = stripped
-        if not buffer and ended:
-            return
+        blank = _BLANK.match(buffer, at)
+        assert blank is not None
+        line += buffer.count("\n", at, blank.end())
+        at = blank.end()
+        whole_line = buffer.find("\n", at)
         try:
-            _, end = decoder.raw_decode(buffer)
-        except ValueError:
-            if ended or len(buffer) > max_bytes:
+            if at == len(buffer) or (buffer[at] not in "{[" and whole_line < 0):
+                raise ValueError("more is needed")
+            if buffer[at] not in "{[":
+                yield line, b""  # text, not a value
+                at, line = whole_line + 1, line + 1
+                continue
+            _, end = decoder.raw_decode(buffer, at)
+        except ValueError as exc:
+            where = exc.pos if isinstance(exc, json.JSONDecodeError) else len(buffer)
+            if 0 <= where < whole_line and not exc.msg.startswith(  # type: ignore[attr-defined]
+                    "Unterminated string"):
+                # Not JSON on the line it starts ("[INFO] ready"): text between values.
+                yield line, b""
+                at, line = whole_line + 1, line + 1
+                continue
+            if ended:
+                if at < len(buffer):
+                    # The last line, text without a newline, or a value cut short.
+                    yield line, b"" if buffer[at] not in "{[" else None
+                return
+            if len(buffer) - at > max_bytes:
                 yield line, None
                 return
             # A value not yet whole is decoded again from its start once more is read: reading
             # as much again as is held makes the attempts add up to twice the value, where
             # fixed chunks would make a large Jaeger document quadratic.
-            chunk = handle.read(max(_CHUNK, len(buffer)))
+            chunk = handle.read(max(_CHUNK, len(buffer) - at))
             ended = not chunk
             try:
-                buffer += text.decode(chunk, final=ended)
+                buffer = buffer[at:] + text.decode(chunk, final=ended)
             except UnicodeDecodeError:
                 yield line, None
                 return
+            at = 0
             continue
-        piece = buffer[:end]
-        if len(piece) > max_bytes:
+        if end - at > max_bytes:
             yield line, None
             return
+        piece = buffer[at:end]
         yield line, piece.encode("utf-8", "surrogatepass")
         line += piece.count("\n")
-        buffer = buffer[end:]
+        at = end
 
 
 def protobuf(handle: Readable, max_bytes: int, number: int = 0) -> Iterator[dict[str, Any]]:

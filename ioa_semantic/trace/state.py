@@ -253,7 +253,14 @@ def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
     """A file of pretty-printed JSON values."""
     if shape == "compressed":
         raise formats.compressed()
+    text: list[int] = []  # the first and last line of text between values
     for line, piece in formats.values(handle, max_bytes):
+        if piece == b"":
+            text = [text[0] if text else line, line]
+            continue
+        if text:
+            _text_between(fold, text)
+            text = []
         if piece is None:
             fold.problems.append(["json.syntax", line, "not a JSON value (or longer than "
                                   "--max-line-bytes); the rest of the file is not read"])
@@ -271,6 +278,17 @@ def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
                     fold.problems.append(["json.not-object", line, "not an object"])
         else:
             fold.problems.append(["json.not-object", line, "not an object"])
+    if text:
+        _text_between(fold, text)
+
+
+def _text_between(fold: Fold, lines: list[int]) -> None:
+    """One problem for lines of text between the values (a program's log lines printed
+    among the console exporter's spans), never one a line."""
+    first, last = lines
+    more = f" (to line {last})" if last > first else ""
+    fold.problems.append(["json.syntax", first, f"text between the JSON values{more}, not "
+                          "JSON: a program's output among the spans?"])
 
 
 def _advance(source: Source, fold: Fold, cursor: Cursor | None, line: Line, hasher: Any) -> None:
