@@ -100,8 +100,12 @@ def values(handle: IO[bytes], max_bytes: int) -> Iterator[tuple[int, bytes | Non
         assert blank is not None
         line += buffer.count("\n", at, blank.end())
         at = blank.end()
-        whole_line = buffer.find("\n", at)
+        # Where the line ends is looked for only off a value: values one after the other on
+        # one long line would each scan the rest of it.
+        whole_line = -1
         try:
+            if at < len(buffer) and buffer[at] not in "{[":
+                whole_line = buffer.find("\n", at)
             if at == len(buffer) or (buffer[at] not in "{[" and whole_line < 0):
                 raise ValueError("more is needed")
             if buffer[at] not in "{[":
@@ -110,17 +114,22 @@ def values(handle: IO[bytes], max_bytes: int) -> Iterator[tuple[int, bytes | Non
                 continue
             _, end = decoder.raw_decode(buffer, at)
         except ValueError as exc:
-            where = exc.pos if isinstance(exc, json.JSONDecodeError) else len(buffer)
-            if 0 <= where < whole_line and not exc.msg.startswith(  # type: ignore[attr-defined]
-                    "Unterminated string"):
-                # Not JSON on the line it starts ("[INFO] ready"): text between values.
+            # Not JSON on the line it starts ("[INFO] ready"): text between values, once
+            # that line is whole (a string cut short says where it started, not where it
+            # went wrong).
+            text_line = (at < len(buffer) and buffer[at] not in "{[") or (isinstance(
+                exc, json.JSONDecodeError) and not exc.msg.startswith(
+                "Unterminated string") and buffer.find("\n", at, exc.pos) < 0)
+            if text_line and isinstance(exc, json.JSONDecodeError):
+                whole_line = buffer.find("\n", exc.pos)
+            if whole_line >= 0:
                 yield line, b""
                 at, line = whole_line + 1, line + 1
                 continue
             if ended:
                 if at < len(buffer):
-                    # The last line, text without a newline, or a value cut short.
-                    yield line, b"" if buffer[at] not in "{[" else None
+                    # The last line: text without a newline, or a value cut short.
+                    yield line, b"" if text_line else None
                 return
             if len(buffer) - at > max_bytes:
                 yield line, None
