@@ -511,6 +511,19 @@ def test_an_agent_span_beside_its_own_and_another_agent_is_not_folded(tmp_path: 
     assert provided[2] == 2
 
 
+def test_a_call_that_ends_before_it_starts_is_nobodys_beside_an_agent(tmp_path: Path) -> None:
+    """docs/trace.md, attribution: an agent span beside a call "whose time interval encloses
+    the call's" — a call whose end precedes its start (20 ms to 10 ms) was "enclosed" by an
+    agent span from 15 to 18 ms, which holds neither of its times. Times that cannot both be
+    right are not used (`trace.attribute-malformed`), so the call is nobody's."""
+    run = audit_spans(tmp_path, [span(1, None, 0, 100),
+                                 agent_span(2, "weather_agent", 1, 15, 18),
+                                 chat_span(3, "gpt-4o", 1, 20, 10)])
+    assert "trace.attribute-malformed" in codes(run)
+    assert "capability.caller-unknown" in codes(run)
+    assert ("models", "gpt-4o", 1) not in uses(run)["weather_agent"]
+
+
 def test_agents_of_two_agents_far_back_beside_a_call_stay_ambiguous(tmp_path: Path) -> None:
     """docs/trace.md, attribution: "the nearest level that has one decides ... of several
     agents, the call is `capability.caller-ambiguous`" — when the two enclosing spans started

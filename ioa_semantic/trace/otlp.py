@@ -27,7 +27,7 @@ import binascii
 import hashlib
 import json
 import re
-from collections.abc import Container, Iterator
+from collections.abc import Container, Generator, Iterator
 from decimal import Decimal
 from functools import cache
 from typing import Any, NamedTuple
@@ -196,12 +196,7 @@ def read(pointer: str, span: Any) -> Iterator[Span | Problem]:
     if kind == "unknown":
         yield Problem(f"{pointer}/kind", "trace.attribute-malformed",
                       "kind is not a span kind; the span is read as of any kind", trace)
-    start = _instant(span.get("startTimeUnixNano"))
-    end = _instant(span.get("endTimeUnixNano"))
-    for name, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
-        if value is None and span.get(name) not in (None, "", "0", 0):
-            yield Problem(f"{pointer}/{name}", "trace.attribute-malformed",
-                          f"{name} is not a count of nanoseconds; the time is not used", trace)
+    start, end = yield from _times(pointer, span, trace)
     status_value = span.get("status")
     status = _enum(status_value.get("code", 0), _STATUSES, "STATUS_CODE_") if isinstance(
         status_value, dict) else None if status_value is None else "unknown"
@@ -279,6 +274,24 @@ def _enum(value: Any, numbers: dict[int, Any], prefix: str) -> Any:
             if (known or "unset") == name or (number == 0 and name in ("unset", "unspecified")):
                 return known
     return "unknown"
+
+
+def _times(pointer: str, span: dict[str, Any], trace: str) -> Generator[
+        Problem, None, tuple[str | None, str | None]]:
+    """The span's start and end, as exact Unix seconds; the problems of those not used."""
+    start = _instant(span.get("startTimeUnixNano"))
+    end = _instant(span.get("endTimeUnixNano"))
+    for name, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
+        if value is None and span.get(name) not in (None, "", "0", 0):
+            yield Problem(f"{pointer}/{name}", "trace.attribute-malformed",
+                          f"{name} is not a count of nanoseconds; the time is not used", trace)
+    if start is not None and end is not None and Decimal(end) < Decimal(start):
+        # Times that cannot both be right: an interval from them would be enclosed by, or
+        # enclose, spans that hold neither end (whose call a call beside its agent is).
+        yield Problem(f"{pointer}/endTimeUnixNano", "trace.attribute-malformed",
+                      "endTimeUnixNano is before startTimeUnixNano; neither time is used", trace)
+        return None, None
+    return start, end
 
 
 def _instant(value: Any) -> str | None:
