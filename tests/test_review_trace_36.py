@@ -618,6 +618,22 @@ class _Spans:
             outer = self.add(agent_span, run.name, outer, run.start + 1, run.end - 1)
         self.calls(run, outer, sibling=False)
 
+    def flat(self, run: AgentRun, parent: int | None) -> None:
+        """Every agent span and call under one step span: a delegated agent's span beside
+        its caller's, inside it in time, so its calls are ambiguous."""
+        step = self.add(span, parent, run.start, run.end) if parent is None else parent
+        self.add(agent_span, run.name, step, run.start, run.end)
+        clock = run.start + 2
+        for kind, value in run.items:
+            if kind == "delegate":
+                self.add(tool_span, f"delegate_to_{value.name}", step, clock, value.end + 1)
+                self.flat(value, step)
+                clock = value.end + 1
+            else:
+                self.add(chat_span if kind == "chat" else tool_span, value, step, clock,
+                         clock + 1)
+            clock += 2
+
     def beside(self, run: AgentRun, parent: int | None) -> None:
         """The agent's span beside its calls, all under the framework's step span."""
         step = self.add(span, parent, run.start, run.end)
@@ -659,7 +675,7 @@ def _graph_tools(path: Path, declared: Path) -> set[tuple[str, str, int]]:
 
 def _layouts(run: AgentRun) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     _timed(run, 10)
-    for layout in ("beneath", "beside"):
+    for layout in ("beneath", "beside", "flat"):
         spans = _Spans()
         getattr(spans, layout)(run, None)
         yield layout, spans.spans
@@ -672,7 +688,9 @@ def test_random_runs_get_the_same_uses_and_verdicts_beneath_or_beside_their_agen
     """docs/trace.md: "The same run laid out either way (calls under their `invoke_agent`,
     or beside it) gets the same uses and verdicts, and the same `ioat:agent` links in the
     knowledge graph" — and the named query trace_agent_tools lists, per agent, exactly the
-    tool uses the audit judged. Each run's manifests declare a random part of what it uses."""
+    tool uses the audit judged, in those layouts and in one where delegated agents' spans
+    sit beside their callers' (calls the audit finds ambiguous the graph links to nobody).
+    Each run's manifests declare a random part of what it uses."""
     used: dict[str, set[tuple[str, str]]] = {}
     _declared_by(root, used)
     kept = {agent: {u for u in uses_ if random.random() < 0.7} for agent, uses_ in used.items()}
