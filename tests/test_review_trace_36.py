@@ -458,6 +458,36 @@ def test_an_agent_id_names_an_agent_whose_manifest_is_missing(tmp_path: Path) ->
     assert set(verdicts(run)) == {"weather_agent"}
 
 
+def test_definitions_of_a_display_name_only_some_of_whose_spans_an_id_names_stay_its_own(
+        tmp_path: Path) -> None:
+    """docs/trace.md: "definitions listed under an agent a manifest names by id are that
+    agent's" — only when every span of that display name is that agent: one "Weather Bot"
+    span carries the id the manifest gives weather_agent, another none (an undeclared agent
+    of that name); the tools the second lists were weather_agent's."""
+    from ioa_semantic.trace.attribution import identified
+
+    declared = write_manifests(tmp_path, {"weather_agent": []}, {}, {}, ["weather_agent"],
+                               {"weather_agent": {"agent_id": "asst_w42"}})
+    path = tmp_path / "trace.jsonl"
+    path.write_text(request([
+        span(1, None, 0, 100),
+        agent_span(2, "Weather Bot", 1, 1, 40, **{"gen_ai.agent.id": "asst_w42"}),
+        agent_span(3, "Weather Bot", 1, 50, 99),
+        span(4, 3, 60, 70, "chat", **{
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+            "gen_ai.tool.definitions": json.dumps([{"type": "function", "name": "rm_rf"}])})])
+        + "\n")
+    disclose = Disclosure()
+    source = resolve(str(path))
+    fold = Fold()
+    consume(source, fold)
+    (run,) = runs(source, fold, disclose)
+    held = read_manifests(str(declared), disclose)
+    renamed = identified(run, Declarations(held, None, None))
+    assert "weather_agent" not in renamed.definitions
+    assert set(renamed.definitions["Weather Bot"]) == {"rm_rf"}
+
+
 def test_an_agent_id_two_entries_claim_is_said_so(tmp_path: Path) -> None:
     """docs/trace.md: "an id two entries claim names neither" — and the manifest's author is
     told why, rather than finding the agents undeclared without a word."""

@@ -61,8 +61,11 @@ def _renamed(run: Run, ids: dict[str, str]) -> dict[str, dict[str, str]]:
     agent whose spans' ids all name one mas.yaml entry are that entry's."""
     named: dict[str, set[str]] = {}
     for call in run.calls:
-        if call.cls == "agent" and not call.remote and call.target and call.agent_id:
-            named.setdefault(call.target, set()).add(ids.get(call.agent_id, call.target))
+        # A span without an id, or with one no entry gives, keeps the trace's name: its
+        # agent's definitions are then not one entry's alone.
+        if call.cls == "agent" and not call.remote and call.target:
+            named.setdefault(call.target, set()).add(
+                ids.get(call.agent_id, call.target) if call.agent_id else call.target)
     out: dict[str, dict[str, str]] = {}
     for agent, tools in run.definitions.items():
         names = named.get(agent, {agent})
