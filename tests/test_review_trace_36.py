@@ -315,6 +315,39 @@ def test_bytes_after_collector_messages_that_parse_as_nothing_are_refused(
     assert "message 2 is not a TracesData message" in proc.stdout
 
 
+@pytest.mark.parametrize("written", [3, 4, 7], ids=["in-length", "at-body", "in-body"])
+def test_a_collector_message_being_written_under_state_waits_for_the_next_run(
+        tmp_path: Path, written: int) -> None:
+    """docs/trace.md: the Collector's protobuf "is checkpointed by `--state` as JSON Lines
+    are, a message standing for a line" — a JSON Lines file's last line without its newline
+    is left for the next run, but a message the Collector was still writing refused the
+    whole file (exit 4, no report) on every run that caught it. Under --state the messages
+    before it are read and consumed, it is one problem, and the next run reads it whole."""
+    pytest.importorskip("opentelemetry.proto")
+    first = _traces_data([agent_span(1, "weather_agent", None, 0, 100),
+                          tool_span(2, "get_weather", 1, 1, 2)])
+    second = _traces_data([tool_span(3, "get_forecast", 1, 3, 4)])
+    path, state = tmp_path / "traces.pb", tmp_path / "state"
+    path.write_bytes(first + second[:written])
+    proc = cli(str(path), "--state", str(state))
+    assert proc.returncode == 3, proc.stdout
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    (weather,) = [r for r in records if r.get("agent") == "weather_agent"]
+    assert [t["tool"] for t in weather["consumed"]["tools"]] == ["get_weather"]
+    assert any("message 2 is cut short" in r["message"]
+               for r in records[-1]["summary"]["reasons"])
+    path.write_bytes(first + second)
+    proc = cli(str(path), "--state", str(state))
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    (weather,) = [r for r in records if r.get("agent") == "weather_agent"]
+    assert sorted(t["tool"] for t in weather["consumed"]["tools"]) == [
+        "get_forecast", "get_weather"]
+    assert not any("cut short" in r["message"] for r in records[-1]["summary"]["reasons"])
+    # Without a state the file is refused as before: read it again once written.
+    path.write_bytes(first + second[:written])
+    assert cli(str(path)).returncode == 4
+
+
 # --- conventions ------------------------------------------------------------------------------
 
 

@@ -52,6 +52,15 @@ class FormatUnreadable(IoaSemanticError, ValueError):
     """A trace file in a format recognised but not read here; the message says how to convert."""
 
 
+class MessageCutShort(FormatUnreadable):
+    """The Collector's protobuf file ends inside message ``number`` (an exporter may be
+    writing it): under ``--state`` the messages before are read, and that one next time."""
+
+    def __init__(self, message: str, number: int) -> None:
+        super().__init__(message)
+        self.number = number
+
+
 # --- detection ---------------------------------------------------------------------------------
 
 
@@ -175,6 +184,11 @@ def protobuf(handle: Readable, max_bytes: int, number: int = 0) -> Iterator[dict
         number += 1
         length = int.from_bytes(size, "big")
         body = handle.read(length) if len(size) == 4 and length <= max_bytes else b""
+        if len(size) < 4 or len(body) < length <= max_bytes:
+            raise MessageCutShort(
+                f"the Collector's file exporter output in protobuf: message {number} is cut "
+                "short (an exporter may still be writing it: read it again once written); "
+                "or have the file exporter write format: json", number)
         if len(body) != length or not body:
             raise FormatUnreadable(
                 f"the Collector's file exporter output in protobuf: message {number} is cut "
