@@ -61,8 +61,11 @@ def _renamed(run: Run, ids: dict[str, str]) -> dict[str, dict[str, str]]:
     agent whose spans' ids all name one mas.yaml entry are that entry's."""
     named: dict[str, set[str]] = {}
     for call in run.calls:
-        if call.cls == "agent" and not call.remote and call.target and call.agent_id:
-            named.setdefault(call.target, set()).add(ids.get(call.agent_id, call.target))
+        # A span without an id, or with one no entry gives, keeps the trace's name: its
+        # agent's definitions are then not one entry's alone.
+        if call.cls == "agent" and not call.remote and call.target:
+            named.setdefault(call.target, set()).add(
+                ids.get(call.agent_id, call.target) if call.agent_id else call.target)
     out: dict[str, dict[str, str]] = {}
     for agent, tools in run.definitions.items():
         names = named.get(agent, {agent})
@@ -98,38 +101,53 @@ class _Beside:
                        key=lambda item: item[0])
         self.timed = timed
         self.starts = [start for start, _, _ in timed]
-        self.tops: list[tuple[Decimal, Call, Decimal | None]] = []
-        top: tuple[Decimal, Call, Decimal | None, str | None] | None = None
+        # Per prefix: the latest end and its span, and the latest end of another agent and
+        # its span (that span names the ambiguity however far back it started).
+        self.tops: list[tuple[Decimal, Call, Decimal | None, Call | None]] = []
+        top: tuple[Decimal, Call, Decimal | None, Call | None] | None = None
         for _, end, agent in timed:
             if top is None:
                 top = (end, agent, None, None)
             elif agent.target == top[1].target:
                 top = (end, agent, top[2], top[3]) if end > top[0] else top
             elif end > top[0]:
-                top = (end, agent, top[0], top[1].target)
+                top = (end, agent, top[0], top[1])
             elif top[2] is None or end > top[2]:
-                top = (top[0], top[1], end, agent.target)
-            self.tops.append(top[:3])
+                top = (top[0], top[1], end, agent)
+            self.tops.append(top)
 
     def enclosing(self, start: Decimal, end: Decimal) -> Owner:
         """The one agent whose spans here enclose [start, end] (with the one of its spans
         that ends last); or, when spans of several do, some of those spans (never a choice
-        between them)."""
+        between them), always two of different agents."""
         k = bisect_right(self.starts, start)
         if k == 0:
             return _NOBODY
-        first_end, first, second_end = self.tops[k - 1]
+        first_end, first, second_end, second = self.tops[k - 1]
         if first_end < end:
             return _NOBODY
         if second_end is None or second_end < end:
             return Owner(first.target, first)
-        named: list[Call] = []
+        assert second is not None
+        named: list[Call] = [first, second]
         for _, until, agent in reversed(self.timed[max(0, k - self._SCANNED):k]):
-            if until >= end:
+            if len(named) == self._LISTED:
+                break
+            if until >= end and agent is not first and agent is not second:
                 named.append(agent)
-                if len(named) == self._LISTED:
-                    break
         return Owner(None, None, tuple(named))
+
+    def within_own(self, call: Call) -> bool:
+        """Whether another span of ``call``'s agent here encloses the agent span ``call``
+        (of identical intervals, the one listed first encloses the others), and no span of
+        another agent does."""
+        start, end = Decimal(call.start or 0), Decimal(call.end or 0)
+        k = bisect_right(self.starts, start)
+        if k == 0:
+            return False
+        first_end, first, second_end, _ = self.tops[k - 1]
+        return (first is not call and first.target == call.target and first_end >= end
+                and (second_end is None or second_end < end))
 
 
 class Attribution:
@@ -173,6 +191,24 @@ class Attribution:
             self._owners[call.key] = known
         return known
 
+    def folded(self, call: Call) -> bool:
+        """Whether the agent span ``call`` is its agent going on inside a span of its own
+        beside it (a framework's graph inside the agent, written as a sibling): the one
+        agent, as when it is nested beneath, never a second call into it."""
+        if (self.run.unit != "spans" or call.cls != "agent" or call.remote or not call.target
+                or call.start is None or call.end is None):
+            return False
+        level = (call.parent, call.parent_id)
+        if level not in self.beside:
+            return False
+        return self._level(level).within_own(call)
+
+    def _level(self, level: tuple[str | None, str | None]) -> _Beside:
+        held = self._levels.get(level)
+        if held is None:
+            held = self._levels[level] = _Beside(self.beside[level])
+        return held
+
     def _enclosing(self, call: Call) -> Owner:
         if call.start is None or call.end is None or not self.beside:
             return _NOBODY
@@ -184,11 +220,7 @@ class Attribution:
                 return Owner(None, searched=LEVELS)
             seen.add(current.key)
             self.lookups += 1
-            level = (current.parent, current.parent_id)
-            held = self._levels.get(level)
-            if held is None:
-                held = self._levels[level] = _Beside(self.beside[level])
-            found = held.enclosing(start, end)
+            found = self._level((current.parent, current.parent_id)).enclosing(start, end)
             if found != _NOBODY:
                 return found
             parent = self.calls.get(current.parent) if current.parent else None

@@ -147,6 +147,8 @@ class _Auditor:
         if call.candidates is not None:
             self._unplaced(call, callee, uses)
             return
+        if self.attribution.folded(call):
+            return  # the agent going on in a span of its own beside it: no call into it
         if call.parent_id is None:
             uses.setdefault(_Key(callee, "provided", MAS_CALLER, None), []).append(call)
             return
@@ -215,7 +217,8 @@ class _Auditor:
         return finding("capability.caller-ambiguous",
                        f"{call.cls} call {self._call_name(call)} has no agent span above it, "
                        f"and the agent spans beside it that enclose it in time belong to "
-                       f"{len(agents)} agents ({', '.join(agents)}: {self._calls_text(around)}); "
+                       f"several agents, among them {', '.join(agents)} "
+                       f"({self._calls_text(around)}); "
                        "whose call it is is not guessed", self._call_path(call))
 
     # --- wording ----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from functools import cache
 from typing import Any
 
 from .. import data
+from .otlp import is_placeholder_model
 
 _OPERATION = "gen_ai.operation.name"
 _A2A_METHOD = "a2a.method.name"
@@ -50,42 +51,58 @@ def normalise(span: Any) -> Any:
     added = _convention(span, attributes) or _a2a(span, attributes)
     if not added:
         return span
-    return {**span, "attributes": [*listed,
-                                   *({"key": k, "value": v} for k, v in added.items())]}
-
-
-def _text(value: Any) -> str | None:
-    inner = value.get("stringValue") if isinstance(value, dict) else None
-    return inner if isinstance(inner, str) and inner else None
+    return {**span, "attributes": [*listed, *(
+        {"key": k, "value": value} for k, v in added.items()
+        for value in (v if isinstance(v, tuple) else (v,)))]}
 
 
 def _convention(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:
+    """The GenAI attributes of the one operation the span's conventions agree on. A kind
+    attribute that is not a string, or conventions that say different operations, make the
+    operation unreadable: it is added as written (or once per operation), so that ``otlp.py``
+    reports the span and leaves it out rather than the span passing as a mere link or as
+    whichever convention comes first."""
+    found: list[tuple[str, dict[str, Any]]] = []
     for convention in table()["conventions"]:
-        kind = _text(attributes.get(convention["kind"]))
-        if kind is None:
+        written = attributes.get(convention["kind"])
+        if written is None:
             continue
         requires = convention.get("requires")
         if requires and not any(name in attributes for name in requires):
             continue
+        inner = written.get("stringValue") if isinstance(written, dict) else None
+        if not isinstance(inner, str):
+            return {_OPERATION: written}
+        kind = inner
         operations = {k.lower(): v for k, v in convention["operations"].items()}
-        operation = operations.get(kind.lower(), operations.get("*"))
+        operation = operations.get(kind.strip().lower(), operations.get("*"))
         if operation is None:
             continue  # a kind the audit has no call for (a chain, a task, a retriever)
-        added: dict[str, Any] = {_OPERATION: {"stringValue": operation}}
-        roles = convention["attributes"]
-        for target, sources in [*roles.get(operation, {}).items(), *roles.get("*", {}).items()]:
-            if target in attributes or target in added:
-                continue
-            for source in sources:
-                if source == "@name":
-                    if isinstance(span.get("name"), str) and span["name"]:
-                        added[target] = {"stringValue": span["name"]}
-                        break
-                elif source in attributes:
-                    added[target] = attributes[source]
-                    break
-        return added
-    return {}
+        found.append((operation, convention))
+    if not found:
+        return {}
+    operation, convention = found[0]
+    if any(other != operation for other, _ in found):
+        return {_OPERATION: tuple({"stringValue": each} for each, _ in found)}
+    added: dict[str, Any] = {_OPERATION: {"stringValue": operation}}
+    roles = convention["attributes"]
+    for target, sources in [*roles.get(operation, {}).items(), *roles.get("*", {}).items()]:
+        if target in attributes or target in added:
+            continue
+        # The first source that says something: a placeholder ("unknown", blank) gives way to
+        # a later source (an agent's entity name "" to its agent_id), and is copied only when
+        # no source has more, so that it is still read as no name.
+        written = [{"stringValue": span["name"]} if source == "@name" else attributes[source]
+                   for source in sources if (source == "@name" and isinstance(
+                       span.get("name"), str) and span["name"]) or source in attributes]
+        if written:
+            added[target] = next((w for w in written if not _placeholder(w)), written[0])
+    return added
+
+
+def _placeholder(value: Any) -> bool:
+    inner = value.get("stringValue") if isinstance(value, dict) else None
+    return isinstance(inner, str) and is_placeholder_model(inner)
 
 
 def _a2a(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:

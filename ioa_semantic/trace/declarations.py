@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -169,12 +170,17 @@ def _one_text(node: Any, *path: str) -> str | None:
 
 
 def _has_repeats(node: Any) -> bool:
-    if isinstance(node, _Repeated):
-        return True
-    if isinstance(node, dict):
-        return any(_has_repeats(v) for v in node.values())
-    if isinstance(node, list):
-        return any(_has_repeats(v) for v in node)
+    # Each node once: YAML aliases share one list or mapping among many places, and a walk
+    # of every place would be exponential in a kilobyte of anchors (a "billion laughs").
+    seen: set[int] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, _Repeated):
+            return True
+        if isinstance(current, dict | list) and id(current) not in seen:
+            seen.add(id(current))
+            pending.extend(current.values() if isinstance(current, dict) else current)
     return False
 
 
@@ -281,10 +287,13 @@ def _read_mas(path: str, disclose: Disclosure) -> Manifests:
         if ref is None:
             agents[ident] = AgentDeclaration(ident, None, None, None, {}, {}, False, delegates,
                                              "the agent entry names no manifest (ref)")
-            continue
-        agents[ident] = _read_agent(os.path.join(folder, ref), ident, delegates, findings,
-                                    disclose)
+        else:
+            agents[ident] = _read_agent(os.path.join(folder, ref), ident, delegates, findings,
+                                        disclose)
+        # The id names the agent even when its manifest is missing: its spans are then that
+        # agent's, with declarations unknown, never an undeclared agent of their display name.
         agents[ident] = _with_ids(agents[ident], entry, findings, shown, disclose)
+    findings.extend(_claimed_twice(agents, shown, disclose))
     for declaration in agents.values():
         if declaration.problem is not None:
             findings.append(finding(
@@ -312,6 +321,22 @@ def _steps(document: Any, shown: str, findings: list[Finding],
     for ident, members in steps.delegations.items():
         delegations[ident] = delegations.get(ident, frozenset()) | members
     return steps
+
+
+def _claimed_twice(agents: dict[str, AgentDeclaration], shown: str,
+                   disclose: Disclosure) -> Iterator[Finding]:
+    """An agent_id several entries give names none of them (attribution.py): said so."""
+    claimed: dict[str, list[str]] = {}
+    for name, declaration in agents.items():
+        for each in declaration.ids:
+            claimed.setdefault(each, []).append(name)
+    for each, names in sorted(claimed.items()):
+        if len(names) > 1:
+            yield finding(
+                "capability.declaration-unavailable",
+                f"{shown}: agent_id {disclose.agent(each)} is given to "
+                f"{', '.join(disclose.agent(n) for n in sorted(names))}; it names none of them",
+                shown, severity=Severity.WARNING)
 
 
 def _with_ids(declaration: AgentDeclaration, entry: Any, findings: list[Finding], shown: str,

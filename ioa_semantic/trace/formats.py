@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
@@ -40,6 +41,7 @@ _CONSOLE_KINDS = {"SpanKind.INTERNAL": 1, "SpanKind.SERVER": 2, "SpanKind.CLIENT
                   "SpanKind.PRODUCER": 4, "SpanKind.CONSUMER": 5}
 _STATUS_CODES = {"UNSET": 0, "OK": 1, "ERROR": 2}
 _CHUNK = 1 << 20
+_BLANK = re.compile(r"[ \t\n\r]*")
 
 
 class Readable(Protocol):
@@ -48,6 +50,15 @@ class Readable(Protocol):
 
 class FormatUnreadable(IoaSemanticError, ValueError):
     """A trace file in a format recognised but not read here; the message says how to convert."""
+
+
+class MessageCutShort(FormatUnreadable):
+    """The Collector's protobuf file ends inside message ``number`` (an exporter may be
+    writing it): under ``--state`` the messages before are read, and that one next time."""
+
+    def __init__(self, message: str, number: int) -> None:
+        super().__init__(message)
+        self.number = number
 
 
 # --- detection ---------------------------------------------------------------------------------
@@ -74,9 +85,10 @@ def sniff(handle: IO[bytes]) -> str | None:
                 return "compressed"
             if head[4] == _RESOURCE_SPANS_TAG:
                 return "protobuf"
-    first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
-    # A JSON Lines file never has a line that is only an opening brace or bracket.
-    return "pretty" if first in (b"{", b"[") else None
+    # A JSON Lines file never has a line that is only an opening brace or bracket; the
+    # console exporter's spans may follow a program's own log lines printed before them.
+    lines = head.splitlines()[:-1] if len(head) == 4096 else head.splitlines()
+    return "pretty" if any(line.strip() in (b"{", b"[") for line in lines) else None
 
 
 # --- streams of values -------------------------------------------------------------------------
@@ -84,40 +96,72 @@ def sniff(handle: IO[bytes]) -> str | None:
 
 def values(handle: IO[bytes], max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
     """Each JSON value of a stream of concatenated (pretty-printed) values, as (the line it
-    starts on, its bytes); ``(line, None)`` for the rest of the stream once a value cannot be
-    read or is longer than ``max_bytes``."""
+    starts on, its bytes); ``(line, b"")`` for a line of text between values that starts no
+    value (a program's log line printed among the console exporter's spans); ``(line, None)``
+    for the rest of the stream once a value cannot be read or is longer than ``max_bytes``."""
     decoder = json.JSONDecoder()
     text = codecs.getincrementaldecoder("utf-8")("surrogatepass")
-    buffer = ""
+    buffer, at = "", 0  # what is held, and where the next value starts in it
     line = 1
     ended = False
     while True:
-        stripped = buffer.lstrip()
-        line += buffer.count("\n", 0, len(buffer) - len(stripped))
-        buffer = stripped
-        if not buffer and ended:
-            return
+        blank = _BLANK.match(buffer, at)
+        assert blank is not None
+        line += buffer.count("\n", at, blank.end())
+        at = blank.end()
+        # Where the line ends is looked for only off a value: values one after the other on
+        # one long line would each scan the rest of it.
+        whole_line = -1
         try:
-            _, end = decoder.raw_decode(buffer)
-        except ValueError:
-            if ended or len(buffer) > max_bytes:
+            if at < len(buffer) and buffer[at] not in "{[":
+                whole_line = buffer.find("\n", at)
+            if at == len(buffer) or (buffer[at] not in "{[" and whole_line < 0):
+                raise ValueError("more is needed")
+            if buffer[at] not in "{[":
+                yield line, b""  # text, not a value
+                at, line = whole_line + 1, line + 1
+                continue
+            _, end = decoder.raw_decode(buffer, at)
+        except ValueError as exc:
+            # Not JSON on the line it starts ("[INFO] ready"): text between values, once
+            # that line is whole (a string cut short says where it started, not where it
+            # went wrong).
+            text_line = (at < len(buffer) and buffer[at] not in "{[") or (isinstance(
+                exc, json.JSONDecodeError) and not exc.msg.startswith(
+                "Unterminated string") and buffer.find("\n", at, exc.pos) < 0)
+            if text_line and isinstance(exc, json.JSONDecodeError):
+                whole_line = buffer.find("\n", exc.pos)
+            if whole_line >= 0:
+                yield line, b""
+                at, line = whole_line + 1, line + 1
+                continue
+            if ended:
+                if at < len(buffer):
+                    # The last line: text without a newline, or a value cut short.
+                    yield line, b"" if text_line else None
+                return
+            if len(buffer) - at > max_bytes:
                 yield line, None
                 return
-            chunk = handle.read(_CHUNK)
+            # A value not yet whole is decoded again from its start once more is read: reading
+            # as much again as is held makes the attempts add up to twice the value, where
+            # fixed chunks would make a large Jaeger document quadratic.
+            chunk = handle.read(max(_CHUNK, len(buffer) - at))
             ended = not chunk
             try:
-                buffer += text.decode(chunk, final=ended)
+                buffer = buffer[at:] + text.decode(chunk, final=ended)
             except UnicodeDecodeError:
                 yield line, None
                 return
+            at = 0
             continue
-        piece = buffer[:end]
-        if len(piece) > max_bytes:
+        if end - at > max_bytes:
             yield line, None
             return
+        piece = buffer[at:end]
         yield line, piece.encode("utf-8", "surrogatepass")
         line += piece.count("\n")
-        buffer = buffer[end:]
+        at = end
 
 
 def protobuf(handle: Readable, max_bytes: int, number: int = 0) -> Iterator[dict[str, Any]]:
@@ -140,13 +184,25 @@ def protobuf(handle: Readable, max_bytes: int, number: int = 0) -> Iterator[dict
         number += 1
         length = int.from_bytes(size, "big")
         body = handle.read(length) if len(size) == 4 and length <= max_bytes else b""
+        if len(size) < 4 or len(body) < length <= max_bytes:
+            raise MessageCutShort(
+                f"the Collector's file exporter output in protobuf: message {number} is cut "
+                "short (an exporter may still be writing it: read it again once written); "
+                "or have the file exporter write format: json", number)
         if len(body) != length or not body:
             raise FormatUnreadable(
                 f"the Collector's file exporter output in protobuf: message {number} is cut "
                 "short (an exporter may still be writing it: read it again once written) or "
                 "longer than --max-line-bytes; or have the file exporter write format: json")
+        if body[:4] == _ZSTD or body[:2] == _GZIP:
+            raise compressed()
+        # Every TracesData message the Collector writes starts with its resource_spans field:
+        # bytes that do not (garbage after the messages) could parse as unknown fields of an
+        # empty message and be skipped without a word.
         message = TracesData()
         try:
+            if body[0] != _RESOURCE_SPANS_TAG:
+                raise DecodeError("not a resource_spans field")
             message.ParseFromString(body)
         except DecodeError:
             raise FormatUnreadable(
@@ -166,17 +222,33 @@ def compressed() -> FormatUnreadable:
 # --- Jaeger JSON -------------------------------------------------------------------------------
 
 
+# The members of the Jaeger query API's answer around its data.
+_JAEGER_ANSWER = ("total", "limit", "offset", "errors")
+
+
 def is_jaeger(value: Any) -> bool:
+    """Jaeger's JSON: a list of traces in ``data``; or the query API's answer with no trace
+    (none found, or errors: ``data`` empty or null beside the answer's other members)."""
     data = value.get("data") if isinstance(value, dict) else None
-    return isinstance(data, list) and bool(data) and all(
-        isinstance(t, dict) and "spans" in t and ("traceID" in t or "processes" in t)
-        for t in data)
+    if isinstance(data, list) and data:
+        return all(isinstance(t, dict) and "spans" in t and ("traceID" in t or "processes" in t)
+                   for t in data)
+    return isinstance(value, dict) and (data is None or data == []) and "data" in value and any(
+        member in value for member in _JAEGER_ANSWER)
 
 
 def from_jaeger(document: dict[str, Any]) -> dict[str, Any]:
-    """Jaeger's trace JSON as one OTLP request: a resource per process of each trace."""
+    """Jaeger's trace JSON as one OTLP request: a resource per process of each trace. An
+    answer that holds errors and no trace is no trace file: refused, saying the errors."""
+    errors = document.get("errors")
+    if not document["data"] and isinstance(errors, list) and errors:
+        said = [e.get("msg") for e in errors if isinstance(e, dict)]
+        shown = "; ".join(m for m in said if isinstance(m, str))[:200] or "unreadable errors"
+        raise FormatUnreadable(
+            f"Jaeger's query API answer with no trace but errors ({shown}); query the trace "
+            "again (or download it from Jaeger's UI) and audit that answer")
     resource_spans: list[dict[str, Any]] = []
-    for trace in document["data"]:
+    for trace in document["data"] or []:
         processes = trace.get("processes") if isinstance(trace.get("processes"), dict) else {}
         by_process: dict[Any, list[Any]] = {}
         for span in trace["spans"] if isinstance(trace["spans"], list) else [trace["spans"]]:
@@ -208,7 +280,12 @@ def _jaeger_span(span: dict[str, Any]) -> dict[str, Any]:
     }
     references: list[Any] = span["references"] if isinstance(span.get("references"),
                                                               list) else []
+    # The parent is the CHILD_OF reference; else a FOLLOWS_FROM reference in the same trace,
+    # which OpenTracing defines as a parent that does not wait for its child (Jaeger's UI
+    # nests the span under it). Read as a root, the span would be judged an entry call.
     parents = [r for r in references if isinstance(r, dict) and r.get("refType") == "CHILD_OF"]
+    parents = parents or [r for r in references if isinstance(r, dict) and r.get(
+        "refType") == "FOLLOWS_FROM" and _same_trace(r.get("traceID"), out["traceId"])]
     if parents:
         out["parentSpanId"] = _hex_id(parents[0].get("spanID"), 16)
     start, duration = span.get("startTime"), span.get("duration")
@@ -222,6 +299,10 @@ def _jaeger_span(span: dict[str, Any]) -> dict[str, Any]:
         code = 2
     out["status"] = {"code": code}
     return out
+
+
+def _same_trace(reference: Any, trace: Any) -> bool:
+    return reference is None or _hex_id(reference, 32) == trace
 
 
 def _jaeger_tags(tags: Any) -> list[dict[str, Any]]:
@@ -254,7 +335,8 @@ def from_console(span: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "traceId": _console_id(context.get("trace_id")),
         "spanId": _console_id(context.get("span_id")), "name": span.get("name"),
-        "kind": _CONSOLE_KINDS.get(span.get("kind"), 0),  # type: ignore[arg-type]
+        # A kind that is not a string (a list, an object) is no kind, never a crash.
+        "kind": _CONSOLE_KINDS.get(kind, 0) if isinstance(kind := span.get("kind"), str) else 0,
         "attributes": _plain_attributes(span.get("attributes")),
     }
     if span.get("parent_id") is not None:

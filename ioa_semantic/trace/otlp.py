@@ -27,7 +27,7 @@ import binascii
 import hashlib
 import json
 import re
-from collections.abc import Container, Iterator
+from collections.abc import Container, Generator, Iterator
 from decimal import Decimal
 from functools import cache
 from typing import Any, NamedTuple
@@ -196,12 +196,7 @@ def read(pointer: str, span: Any) -> Iterator[Span | Problem]:
     if kind == "unknown":
         yield Problem(f"{pointer}/kind", "trace.attribute-malformed",
                       "kind is not a span kind; the span is read as of any kind", trace)
-    start = _instant(span.get("startTimeUnixNano"))
-    end = _instant(span.get("endTimeUnixNano"))
-    for name, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
-        if value is None and span.get(name) not in (None, "", "0", 0):
-            yield Problem(f"{pointer}/{name}", "trace.attribute-malformed",
-                          f"{name} is not a count of nanoseconds; the time is not used", trace)
+    start, end = yield from _times(pointer, span, trace)
     status_value = span.get("status")
     status = _enum(status_value.get("code", 0), _STATUSES, "STATUS_CODE_") if isinstance(
         status_value, dict) else None if status_value is None else "unknown"
@@ -279,6 +274,24 @@ def _enum(value: Any, numbers: dict[int, Any], prefix: str) -> Any:
             if (known or "unset") == name or (number == 0 and name in ("unset", "unspecified")):
                 return known
     return "unknown"
+
+
+def _times(pointer: str, span: dict[str, Any], trace: str) -> Generator[
+        Problem, None, tuple[str | None, str | None]]:
+    """The span's start and end, as exact Unix seconds; the problems of those not used."""
+    start = _instant(span.get("startTimeUnixNano"))
+    end = _instant(span.get("endTimeUnixNano"))
+    for name, value in (("startTimeUnixNano", start), ("endTimeUnixNano", end)):
+        if value is None and span.get(name) not in (None, "", "0", 0):
+            yield Problem(f"{pointer}/{name}", "trace.attribute-malformed",
+                          f"{name} is not a count of nanoseconds; the time is not used", trace)
+    if start is not None and end is not None and Decimal(end) < Decimal(start):
+        # Times that cannot both be right: an interval from them would be enclosed by, or
+        # enclose, spans that hold neither end (whose call a call beside its agent is).
+        yield Problem(f"{pointer}/endTimeUnixNano", "trace.attribute-malformed",
+                      "endTimeUnixNano is before startTimeUnixNano; neither time is used", trace)
+        return None, None
+    return start, end
 
 
 def _instant(value: Any) -> str | None:
@@ -438,11 +451,13 @@ def call(span: Span, include_content: bool) -> dict[str, Any]:
     # An agent is who people declare: its name. Frameworks fill gen_ai.agent.id with a fresh
     # UUID per process or run, so the id is kept beside the name, for a manifest that gives
     # one explicitly (the audit matches it there), and names the agent only when it has no name.
-    name, ident = text(read.get("agent.name")), text(read.get("agent.id"))
+    # A placeholder is no name, as for models: an agent "unknown" or " " is the agent its id
+    # names, else none (its calls' caller unknown), never an undeclared agent of that name.
+    name, ident = named(read.get("agent.name")), named(read.get("agent.id"))
     agent = name or ident
     if ident is not None and span.cls in ("agent", "declaration", "llm", "tool"):
         out["agentId"] = ident
-    target = {"agent": agent, "llm": model(read), "tool": text(read.get("tool.name"))}.get(
+    target = {"agent": agent, "llm": model(read), "tool": named(read.get("tool.name"))}.get(
         span.cls)
     if target is not None:
         out["target"] = target
@@ -509,8 +524,15 @@ def model(read: dict[str, Any]) -> str | None:
 
 
 def is_placeholder_model(name: str) -> bool:
-    """Whether a recorded model name says no model is known (``unknown``, ``none``, blank)."""
+    """Whether a recorded model (agent, tool) name says none is known (``unknown``, ``none``,
+    blank)."""
     return not name.strip() or name.strip().lower() in _MODEL_PLACEHOLDERS
+
+
+def named(value: Any) -> str | None:
+    """A role's value when it is a name: a non-empty string that is no placeholder."""
+    found = text(value)
+    return None if found is None or is_placeholder_model(found) else found
 
 
 def text(value: Any) -> str | None:

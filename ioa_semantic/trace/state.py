@@ -241,25 +241,47 @@ def _messages(source: Source, reader: _Hashing, fold: Fold, cursor: Cursor | Non
     """The Collector's protobuf messages not yet consumed, checkpointed a batch at a time
     (a message's number stands for a line's)."""
     count, number = 0, seq
-    for number, request in enumerate(formats.protobuf(reader, max_bytes, seq), seq + 1):
-        fold.value(number, request)
-        count += 1
-        if count == batch:
-            if cursor is not None:
-                cursor.checkpoint(source, number, reader.tell(), reader.hasher.hexdigest(),
-                                  fold.delta())
-            if on_batch is not None:
-                on_batch(number)
-            count = 0
-    if count and cursor is not None:
-        cursor.checkpoint(source, number, reader.tell(), reader.hasher.hexdigest(), fold.delta())
+    # The position and digest after the last message read whole: a message cut short is
+    # never consumed.
+    after: tuple[int, str] | None = None
+    messages = formats.protobuf(reader, max_bytes, seq)
+    try:
+        for number, request in enumerate(messages, seq + 1):
+            fold.value(number, request)
+            after = (reader.tell(), reader.hasher.hexdigest())
+            count += 1
+            if count == batch:
+                if cursor is not None:
+                    cursor.checkpoint(source, number, *after, fold.delta())
+                if on_batch is not None:
+                    on_batch(number)
+                count = 0
+    except formats.MessageCutShort as cut:
+        if cursor is None:
+            raise
+        # As a last line without its newline under --state: the messages before it are read
+        # and consumed, and the next run reads it once the Collector has written it (the
+        # problem is this report's, never consumed with them).
+        if count and after is not None:
+            cursor.checkpoint(source, number, *after, fold.delta())
+        fold.problems.append(["json.syntax", cut.number, str(cut)])
+        return
+    if count and cursor is not None and after is not None:
+        cursor.checkpoint(source, number, *after, fold.delta())
 
 
 def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
     """A file of pretty-printed JSON values."""
     if shape == "compressed":
         raise formats.compressed()
+    text: list[int] = []  # the first and last line of text between values
     for line, piece in formats.values(handle, max_bytes):
+        if piece == b"":
+            text = [text[0] if text else line, line]
+            continue
+        if text:
+            _text_between(fold, text)
+            text = []
         if piece is None:
             fold.problems.append(["json.syntax", line, "not a JSON value (or longer than "
                                   "--max-line-bytes); the rest of the file is not read"])
@@ -277,6 +299,17 @@ def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
                     fold.problems.append(["json.not-object", line, "not an object"])
         else:
             fold.problems.append(["json.not-object", line, "not an object"])
+    if text:
+        _text_between(fold, text)
+
+
+def _text_between(fold: Fold, lines: list[int]) -> None:
+    """One problem for lines of text between the values (a program's log lines printed
+    among the console exporter's spans), never one a line."""
+    first, last = lines
+    more = f" (to line {last})" if last > first else ""
+    fold.problems.append(["json.syntax", first, f"text between the JSON values{more}, not "
+                          "JSON: a program's output among the spans?"])
 
 
 def _advance(source: Source, fold: Fold, cursor: Cursor | None, line: Line, hasher: Any) -> None:

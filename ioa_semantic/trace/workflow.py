@@ -48,8 +48,9 @@ def read(workflow: Any) -> Workflow:
     steps = workflow.get("steps")
     if steps is not None:
         if isinstance(steps, list):
+            read: dict[int, set[str]] = {}
             for step in steps:
-                entries.update(_agents(step, delegations, problems, 0))
+                entries.update(_agents(step, delegations, problems, 0, read))
         else:
             problems.append("workflow.steps is not a list")
     return Workflow(frozenset(entries), {a: frozenset(d) for a, d in delegations.items()},
@@ -57,11 +58,21 @@ def read(workflow: Any) -> Workflow:
 
 
 def _agents(step: Any, delegations: dict[str, set[str]], problems: list[str],
-            depth: int) -> set[str]:
+            depth: int, read: dict[int, set[str]]) -> set[str]:
     """The agents ``step`` starts first-hand: itself, a group's named agent, or the members of
-    an unnamed group; a named group's members are recorded as its agent's delegations."""
+    an unnamed group; a named group's members are recorded as its agent's delegations.
+    ``read`` holds the groups already read: YAML aliases may share one group among many
+    places, and reading it at each would be exponential in a kilobyte of anchors."""
     if isinstance(step, str) and step:
         return {step}
+    if id(step) in read:
+        return read[id(step)]
+    found = read[id(step)] = _group(step, delegations, problems, depth, read)
+    return found
+
+
+def _group(step: Any, delegations: dict[str, set[str]], problems: list[str], depth: int,
+           read: dict[int, set[str]]) -> set[str]:
     groups = [g for g in _GROUPS if isinstance(step, dict) and g in step]
     if depth > _MAX_DEPTH or len(groups) != 1 or not isinstance(step[groups[0]], list):
         problems.append("a workflow step that is neither an agent id nor one sequential or "
@@ -69,7 +80,7 @@ def _agents(step: Any, delegations: dict[str, set[str]], problems: list[str],
         return set()
     members: set[str] = set()
     for member in step[groups[0]]:
-        members |= _agents(member, delegations, problems, depth + 1)
+        members |= _agents(member, delegations, problems, depth + 1, read)
     ident = step.get("id")
     if ident is None:
         return members
