@@ -195,7 +195,9 @@ def xpath_pattern(pattern: str, flags: str = "") -> str:
     :class:`PatternNotTranslated` for what has no translation here (a back-reference, which
     no linear-time engine can match; a block escape ``\p{IsBasicLatin}``; ``\i``/``\c``; a
     complement inside a class; an escape or a ``(?`` group XPath does not have; a flag
-    XPath does not have): such a shape is not evaluated rather than read otherwise."""
+    XPath does not have; a ``{``, ``}`` or ``]`` that is no quantifier's or class's, which
+    RE2 would read as the character itself): such a shape is not evaluated rather than read
+    otherwise."""
     unknown = sorted(set(flags) - set("smixq"))
     if unknown:
         raise PatternNotTranslated(f"{pattern!r}: sh:flags {flags!r} has "
@@ -227,12 +229,27 @@ def xpath_pattern(pattern: str, flags: str = "") -> str:
             i += 3
         elif pattern.startswith("(?", i):
             raise PatternNotTranslated(f"{pattern!r}: '(?' groups other than '(?:' are not XPath")
+        elif char == "{":
+            # XPath's only braces are a quantifier's; RE2 reads any other brace as itself
+            quantifier = _QUANTIFIER.match(pattern, i)
+            if quantifier is None:
+                raise PatternNotTranslated(f"{pattern!r}: '{{' that does not open a quantifier "
+                                           "{n}, {n,} or {n,m} (escape it as \\{)")
+            out.append(quantifier.group())
+            i = quantifier.end()
+        elif char in "}]":
+            raise PatternNotTranslated(f"{pattern!r}: {char!r} outside a quantifier or a class "
+                                       f"(escape it as \\{char})")
         else:
-            # metacharacters and quantifier counts as they are; anything else literally
-            out.append(char if char in "{}|?*+()," or (char.isascii() and char.isalnum())
+            # metacharacters as they are; anything else literally
+            out.append(char if char in "|?*+()," or (char.isascii() and char.isalnum())
                        else _escaped(ord(char)))
             i += 1
     return "".join(out)
+
+
+# A quantifier's braces (XML Schema 2 appendix F, quantity): RE2 reads these as XPath does.
+_QUANTIFIER = re.compile(r"\{[0-9]+(?:,[0-9]*)?\}")
 
 
 def _without_whitespace(pattern: str) -> str:
