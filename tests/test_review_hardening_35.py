@@ -1,0 +1,106 @@
+"""A fresh, hostile look at issue 35's hardening: what the hostile suites did not try.
+
+Each test holds one finding of that review to the issue's item it belongs to: it failed
+before its fix. Real parts only (the installed command as a subprocess, RE2 itself); no test
+asserts on elapsed time (a subprocess ``timeout`` is a hang guard).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ioa_semantic.pipeline.shapes import PatternNotTranslated, xpath_regex
+
+from support import IOA_CHECK
+
+HANG_GUARD = 300  # seconds: a hang guard, never a measure
+
+
+def ioa(args: list[Any], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run([IOA_CHECK, *map(str, args)], cwd=cwd, capture_output=True,
+                          timeout=HANG_GUARD, check=False)
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+    return proc
+
+
+# --- shapes: a pattern RE2 would read otherwise is refused (item 1) ---------------------------
+
+
+@pytest.mark.parametrize("pattern", [
+    "a{,3}",     # no lower bound: Python's re reads {0,3}, RE2 the five characters "a{,3}"
+    "a{1",       # an unclosed quantifier: RE2 reads it literally
+    "a{ 1}",     # a space in a quantifier: RE2 reads it literally
+    "a{1,x}",
+    "{",
+    "a}",        # '}' and ']' are metacharacters in XPath, never literal characters
+    "a]",
+])
+def test_a_brace_or_bracket_xpath_does_not_allow_is_refused_not_read_literally(
+        pattern: str) -> None:
+    """Issue 35 item 1: a pattern RE2 cannot read as XPath does is refused as unsupported,
+    never evaluated with another meaning. XPath (XML Schema 2 appendix F) has ``{``, ``}``
+    and ``]`` only as quantifier and class syntax; RE2 reads a brace that does not open a
+    well-formed quantifier as a literal character, so these patterns matched the literal
+    text ("a{,3}" matched the string ``a{,3}`` and not ``aa``)."""
+    with pytest.raises(PatternNotTranslated):
+        xpath_regex(pattern)
+
+
+@pytest.mark.parametrize(("pattern", "flags", "value", "matches"), [
+    ("^a{2}$", "", "aa", True),
+    ("^a{2,}$", "", "aaaa", True),
+    ("^a{2,3}$", "", "aaaa", False),
+    ("^a{0,1}?b$", "", "ab", True),
+    ("^a{1, 3}$", "x", "aaa", True),   # the x flag takes the space out first
+    ("a{,3}", "q", "xa{,3}", True),   # and under q every character is itself
+    (r"^\{\}\]$", "", "{}]", True),
+    ("^[{}]+$", "", "}{", True),
+])
+def test_well_formed_quantifiers_and_escaped_braces_still_read_as_xpath(
+        pattern: str, flags: str, value: str, matches: bool) -> None:
+    """Issue 35 item 1: the refusal above takes nothing XPath allows."""
+    assert bool(xpath_regex(pattern, flags).search(value)) is matches
+
+
+# --- no file not ours is overwritten (item 4) --------------------------------------------------
+
+
+def _golden() -> Path:
+    from test_trace import GOLDEN
+
+    if not GOLDEN.is_dir():
+        pytest.skip("../shared/reference is absent")
+    return GOLDEN
+
+
+# A user's own Turtle: shapes over the mas ontology (as oxp-ontology's own
+# mas-shapes-custom.ttl is), naming the vocabularies an emitted graph uses.
+USER_SHAPES = b"""# my shapes for the trip planner's traces: hand-written
+@prefix mas: <https://outshift-open.github.io/oxp-ontology/mas#> .
+@prefix ioat: <https://example.org/ioa/trace#> .
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+<https://example.org/mine#CallShape> a sh:NodeShape ; sh:targetClass mas:ProcessingCall ;
+    sh:property [ sh:path ioat:agent ; sh:minCount 1 ] .
+"""
+USER_JSONLD = (b'{"@context": {"mas": "https://outshift-open.github.io/oxp-ontology/mas#"},\n'
+               b' "@id": "https://example.org/mine#notes", "mas:description": "my notes"}\n')
+
+
+@pytest.mark.parametrize(("name", "content"), [("mine.ttl", USER_SHAPES),
+                                               ("mine.jsonld", USER_JSONLD)])
+def test_emit_kg_refuses_a_users_file_that_names_the_trace_vocabularies(
+        tmp_path: Path, name: str, content: bytes) -> None:
+    """Issue 35 item 4: ``--emit-kg`` replaced any file that so much as named the mas or
+    ioat vocabulary, such as a user's hand-written shapes over the mas ontology: a graph
+    ``--emit-kg`` wrote is told by its first subject, one of the trace's own IRIs."""
+    path = tmp_path / name
+    path.write_bytes(content)
+    proc = ioa(["trace", _golden(), "--no-shapes", "--format", "json", "--emit-kg", name],
+               tmp_path)
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert name.encode() in proc.stderr
+    assert path.read_bytes() == content
