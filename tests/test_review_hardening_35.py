@@ -104,3 +104,25 @@ def test_emit_kg_refuses_a_users_file_that_names_the_trace_vocabularies(
     assert proc.returncode == 2, proc.stderr.decode()
     assert name.encode() in proc.stderr
     assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize("content", [
+    b'{"file": "rows.csv", "rows": 120}\n{"file": "more.csv", "rows": 7}\n',  # JSON Lines
+    b'["north", "south", "east", "west"]\n',
+    b'["north", "south"]',  # minified JSON, no line end: whole, so not a torn entry
+])
+def test_an_audit_journal_path_holding_a_users_json_lines_is_refused(
+        tmp_path: Path, content: bytes) -> None:
+    """Issue 35 item 4: ``audit --state S`` claimed ``S.index`` when its first line was any
+    JSON object with a "file" member or any array of four, or when a one-line file began
+    with "[": a user's JSON Lines or minified JSON there was emptied. A journal's line is
+    told by its whole form; only a line that does not parse is a torn one."""
+    from support import EXAMPLES
+
+    (tmp_path / "s.index").write_bytes(content)
+    proc = ioa(["audit", EXAMPLES / "registration-6.3.jsonld", "--profile", "cs-translation",
+                "--jobs", "1", "--output", "out.json", "--format", "json", "--state", "s"],
+               tmp_path)
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert b"s.index" in proc.stderr
+    assert (tmp_path / "s.index").read_bytes() == content
