@@ -7,6 +7,7 @@ asserts on elapsed time (a subprocess ``timeout`` is a hang guard).
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -126,3 +127,21 @@ def test_an_audit_journal_path_holding_a_users_json_lines_is_refused(
     assert proc.returncode == 2, proc.stderr.decode()
     assert b"s.index" in proc.stderr
     assert (tmp_path / "s.index").read_bytes() == content
+
+
+def test_a_resumable_audit_refuses_a_stream_for_its_output(tmp_path: Path) -> None:
+    """Issue 35 item 4 (and "bad input gets a clear error"): ``audit --state S --output P``
+    re-reads and truncates its output to resume; with P a named pipe (or /dev/null, or
+    /dev/stdout on a pipe) it failed as the environment's fault, "cannot write p: None"
+    (exit 74), after opening the pipe. A stream cannot be resumed: a usage error that says
+    so, before anything is opened or written, the pipe left as it was."""
+    from support import EXAMPLES
+
+    os.mkfifo(tmp_path / "p")
+    for output in ("p", "/dev/null"):
+        proc = ioa(["audit", EXAMPLES / "registration-6.3.jsonld", "--profile", "cs-translation",
+                    "--jobs", "1", "--output", output, "--format", "json", "--state", "s"],
+                   tmp_path)
+        assert proc.returncode == 2, proc.stderr.decode()
+        assert output.encode() in proc.stderr and b"None" not in proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]
