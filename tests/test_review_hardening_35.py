@@ -145,3 +145,35 @@ def test_a_resumable_audit_refuses_a_stream_for_its_output(tmp_path: Path) -> No
         assert proc.returncode == 2, proc.stderr.decode()
         assert output.encode() in proc.stderr and b"None" not in proc.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]
+
+
+def test_output_to_dev_stdout_writes_the_standard_output_whatever_it_is(tmp_path: Path) -> None:
+    """Issue 35 item 4, decided as a careful user expects: ``--output /dev/stdout`` (or
+    /dev/stderr, /dev/fd/1) is the command's own standard output, written through the
+    descriptor the shell opened, so ``>> log`` appends. It was refused ("a symbolic link")
+    whenever standard output was a file, and reopening the name would have truncated the
+    log the shell opened for appending."""
+    from support import EXAMPLES
+
+    assert ioa(["keygen", "--output", "signing.pem"], tmp_path).returncode == 0
+    log = tmp_path / "log"
+    for command in (["sign", "cs-doc-v1", "--key", "signing.pem", "--output", "/dev/stdout"],
+                    ["audit", EXAMPLES / "registration-6.3.jsonld", "--profile",
+                     "cs-translation", "--jobs", "1", "--format", "json", "--output",
+                     "/dev/fd/1"]):
+        log.write_bytes(b"kept\n")
+        with log.open("ab") as appended:
+            proc = subprocess.run([IOA_CHECK, *map(str, command)], cwd=tmp_path,
+                                  stdout=appended, stderr=subprocess.PIPE,
+                                  timeout=HANG_GUARD, check=False)
+        assert proc.returncode == 0, proc.stderr.decode()
+        written = log.read_bytes()
+        assert written.startswith(b"kept\n{") and len(written) > 100
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log", "signing.pem"]
+    # A resumable audit still refuses it: its output must be read back.
+    with log.open("ab") as appended:
+        proc = subprocess.run([IOA_CHECK, "audit", EXAMPLES / "registration-6.3.jsonld",
+                               "--profile", "cs-translation", "--format", "json", "--output",
+                               "/dev/stdout", "--state", "s"], cwd=tmp_path, stdout=appended,
+                              stderr=subprocess.PIPE, timeout=HANG_GUARD, check=False)
+    assert proc.returncode == 2 and b"/dev/stdout" in proc.stderr
