@@ -177,3 +177,81 @@ def test_output_to_dev_stdout_writes_the_standard_output_whatever_it_is(tmp_path
                                "/dev/stdout", "--state", "s"], cwd=tmp_path, stdout=appended,
                               stderr=subprocess.PIPE, timeout=HANG_GUARD, check=False)
     assert proc.returncode == 2 and b"/dev/stdout" in proc.stderr
+
+
+# --- the service (item 2) ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    from test_service import Service
+
+    folder = tmp_path_factory.mktemp("served")
+    with Service(["--profile", "cs-translation", "--threads", "1", "--header-timeout", "5"],
+                 folder, folder / "stderr.log") as service:
+        yield service
+
+
+def _exchange(url: str, request: bytes) -> tuple[bytes, bool]:
+    """``request`` sent whole on a connection of its own: everything answered, and whether
+    the server closed the connection after it (read until it does or goes quiet)."""
+    import socket
+
+    from test_service import HANG
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    answer = b""
+    with socket.create_connection((host, int(port)), timeout=HANG) as sock:
+        try:
+            sock.sendall(request)
+            while True:
+                sock.settimeout(2 if b"\r\n\r\n" in answer else HANG)
+                data = sock.recv(65536)
+                if not data:
+                    return answer, True
+                answer += data
+        except TimeoutError:
+            return answer, False  # still open: the server waits for the next request
+        except ConnectionResetError:  # closed while the request was still being sent
+            return answer, True
+
+
+def test_transfer_encoding_with_content_length_is_refused_and_the_connection_closed(
+        served: Any) -> None:
+    """Issue 35 item 2 (every ambiguous framing refused): a request with both
+    ``Transfer-Encoding: chunked`` and ``Content-Length`` was read by its chunks (h11) and the
+    connection kept open; a proxy in front that frames by Content-Length reads another
+    request there (request smuggling). RFC 9112 6.1: reject it, or answer and close the
+    connection; it is now 400 with ``Connection: close``, and the connection is closed."""
+    import json
+
+    from support import AT, envelope_62
+
+    body = json.dumps(envelope_62()).encode()
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    head = (f"POST /v1/check?at={AT} HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+            f"Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n").encode()
+    answer, closed = _exchange(served.url, head + chunked)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:300]
+    assert b"transfer-encoding" in answer.lower().partition(b"\r\n\r\n")[2]
+    assert closed
+    # The same body with chunked framing alone is judged, on a kept connection.
+    alone = head.replace(b"Content-Length: 4\r\n", b"")
+    answer, closed = _exchange(served.url, alone + chunked)
+    assert answer.startswith(b"HTTP/1.1 200 ") and not closed, answer[:300]
+
+
+def test_a_head_of_many_fields_is_refused_cleanly(served: Any) -> None:
+    """Issue 35 item 2 (held, no fix needed): a head of 100,000 header fields (900 kB, far
+    past the 16 KiB h11 holds of an incomplete head) is a 4xx answer and a closed
+    connection, never a crash; the server goes on."""
+    import httpx
+
+    head = b"GET /healthz HTTP/1.1\r\nHost: a\r\n" + b"X-A: b\r\n" * 100_000 + b"\r\n"
+    answer, closed = _exchange(served.url, head)
+    # the answer may be lost to the reset of a connection closed while it still sent
+    assert answer.startswith(b"HTTP/1.1 4") or answer == b"", answer[:300]
+    assert closed
+    assert httpx.get(f"{served.url}/healthz", timeout=60).status_code == 200
