@@ -255,3 +255,63 @@ def test_a_head_of_many_fields_is_refused_cleanly(served: Any) -> None:
     assert answer.startswith(b"HTTP/1.1 4") or answer == b"", answer[:300]
     assert closed
     assert httpx.get(f"{served.url}/healthz", timeout=60).status_code == 200
+
+
+def test_a_worker_killed_from_outside_is_answered_503_or_replaced_never_500(
+        tmp_path: Path) -> None:
+    """Issue 35 item 2 (a check past its bound is stopped and the server goes on): a check
+    worker killed by an outside signal (an operator, the OOM killer) while idle left a dead
+    worker in the pool; the next check wrote to its pipe, and the broken pipe was a 500
+    "internal error" with a traceback on stderr, as a bug. Now a dead idle worker is
+    replaced before a check is given to it, a pipe that breaks under a check is a lost
+    worker (503), and a worker killed in the middle of a check is 503 too, after which an
+    ordinary check gets its verdict."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    import signal
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+    from test_service import HANG, Service, check
+    from test_service_hardening import (
+        HOSTILE,
+        NO_SHAPE_BOUND,
+        ORDINARY,
+        alive,
+        contract,
+        cpu,
+        hostile_profile,
+        needs_proc,
+        wait_for,
+        workers,
+    )
+
+    if needs_proc.args[0]:
+        pytest.skip("needs Linux's /proc")
+    with Service(["--profile", str(hostile_profile(tmp_path)), "--threads", "1",
+                  "--timeout", str(HANG), *NO_SHAPE_BOUND], tmp_path,
+                 tmp_path / "stderr.log") as service, \
+            ThreadPoolExecutor(max_workers=1) as pool, httpx.Client(timeout=HANG) as client:
+        assert client.get(f"{service.url}/healthz").status_code == 200
+        # Killed while idle: the next check is still judged.
+        [idle] = workers(service.process.pid)
+        os.kill(idle, signal.SIGKILL)
+        wait_for(lambda: not alive(idle), "the idle worker's end")
+        ordinary = check(client, service.url, contract(), ORDINARY)
+        assert ordinary.status_code == 200, ordinary.text
+        # Killed in the middle of a check: 503, then the next check is judged.
+        before = cpu(service.process.pid)
+        hostile = pool.submit(check, client, service.url, contract(), HOSTILE)
+        wait_for(lambda: cpu(service.process.pid) > before + 1, "the hostile check")
+        [busy] = workers(service.process.pid)
+        os.kill(busy, signal.SIGKILL)
+        stopped = hostile.result(HANG)
+        assert stopped.status_code == 503 and stopped.headers["retry-after"] == "1"
+        assert "could not be finished" in stopped.json()["error"]
+        for _ in range(10):  # a fresh worker starts within the check's bound (see the module)
+            ordinary = check(client, service.url, contract(), ORDINARY)
+            if ordinary.status_code == 200:
+                break
+        assert ordinary.status_code == 200 and ordinary.json()["verdict"] == "compatible"
+    assert "internal error" not in service.log.read_text()
+    assert "Traceback" not in service.log.read_text()
