@@ -67,6 +67,54 @@ def test_well_formed_quantifiers_and_escaped_braces_still_read_as_xpath(
     assert bool(xpath_regex(pattern, flags).search(value)) is matches
 
 
+def test_the_work_of_translating_a_pattern_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35 item 1 ("the same bound for lint"): a pattern is translated where the profile
+    is read (lint, check, serve's start), outside any worker and any --shape-timeout. A
+    class subtracting one category from another (30 characters) cost some 400,000 steps
+    (every pair of ranges), so a 100 kB pattern of them ran for a minute; and the escapes'
+    code points had no bound. Counted in ranges passed through the translation's one
+    merging step: refused, after a bounded amount of work (it was about 8 million)."""
+    from ioa_semantic.pipeline import shapes
+
+    merged = shapes._merged
+    seen = [0]
+
+    def counting(ranges: Any) -> Any:
+        ranges = list(ranges)
+        seen[0] += len(ranges)
+        return merged(ranges)
+
+    shapes._category_ranges(("Lu",))  # the categories, read once a process, not counted
+    monkeypatch.setattr(shapes, "_merged", counting)
+    hostile = r"[\p{Lu}\p{Mn}\p{Po}-[\p{Ll}\p{Mc}]]" * 3000
+    with pytest.raises(PatternNotTranslated):
+        shapes.xpath_pattern(hostile)
+    assert seen[0] < 2_000_000
+
+
+def test_a_class_subtraction_is_the_difference_of_its_code_points() -> None:
+    """Issue 35 item 1: the subtraction, now one walk over both classes, still takes away
+    exactly the code points of the subtracted class (checked against sets)."""
+    import random
+
+    from ioa_semantic.pipeline.shapes import _merged, _minus
+
+    rng = random.Random(35)
+
+    def ranges() -> Any:
+        return _merged((a, a + rng.randint(0, 9)) for a in
+                       (rng.randint(0, 200) for _ in range(rng.randint(0, 12))))
+
+    def points(rs: Any) -> set[int]:
+        return {c for low, high in rs for c in range(low, high + 1)}
+
+    for _ in range(500):
+        base, sub = ranges(), ranges()
+        assert points(_minus(base, sub)) == points(base) - points(sub)
+    assert xpath_regex(r"^[\p{L}-[\p{Lu}]]+$").search("abcß")
+    assert not xpath_regex(r"^[\p{L}-[\p{Lu}]]+$").search("abC")
+
+
 # --- no file not ours is overwritten (item 4) --------------------------------------------------
 
 
