@@ -363,3 +363,28 @@ def test_a_worker_killed_from_outside_is_answered_503_or_replaced_never_500(
         assert ordinary.status_code == 200 and ordinary.json()["verdict"] == "compatible"
     assert "internal error" not in service.log.read_text()
     assert "Traceback" not in service.log.read_text()
+
+
+# --- IRIs (item 6) -----------------------------------------------------------------------------
+
+
+def test_a_profile_iri_with_a_bidi_formatting_character_is_refused(tmp_path: Path) -> None:
+    """Issue 35 item 6: an envelope's IRIs were held to RFC 3987 4.1, a profile's were not: a
+    profile named ``<https://example.org/profiles/cs-\\u202etranslation>`` linted ``ok`` and
+    every check's text report wrote the RIGHT-TO-LEFT OVERRIDE raw to the terminal,
+    reordering what the reader saw. Such a profile is now an error (exit 2), the character
+    named, never written raw."""
+    from ioa_semantic import data as _resources
+
+    text = _resources.read_text("profiles", "cs-translation.ttl")
+    name = "<https://example.org/profiles/cs-translation>"
+    assert name in text
+    (tmp_path / "p.ttl").write_text(text.replace(name, name.replace("cs-", "cs-\u202e")))
+    linted = ioa(["lint", "p.ttl"], tmp_path)
+    assert linted.returncode != 0 and b"U+202E" in linted.stdout + linted.stderr
+    from support import AT, EXAMPLES
+
+    checked = ioa([EXAMPLES / "envelope-6.2.jsonld", "--profile", "./p.ttl", "--at", AT],
+                  tmp_path)
+    assert checked.returncode == 2 and b"U+202E" in checked.stderr
+    assert "\u202e".encode() not in linted.stdout + linted.stderr + checked.stdout + checked.stderr
