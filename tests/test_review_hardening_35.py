@@ -115,6 +115,43 @@ def test_a_class_subtraction_is_the_difference_of_its_code_points() -> None:
     assert not xpath_regex(r"^[\p{L}-[\p{Lu}]]+$").search("abC")
 
 
+def _profile_with_shapes(folder: Path, shapes: str) -> Path:
+    from ioa_semantic import data as _resources
+
+    text = _resources.read_text("profiles", "legal-translation.ttl").replace(
+        'iop:shapes "legal-translation.shapes.ttl"', 'iop:shapes "deep.shapes.ttl"')
+    assert "deep.shapes.ttl" in text
+    (folder / "deep.shapes.ttl").write_text(shapes)
+    (folder / "deep.ttl").write_text(text)
+    return folder / "deep.ttl"
+
+
+def test_a_chain_of_shapes_thousands_deep_is_judged_not_a_traceback(tmp_path: Path) -> None:
+    """Issue 35 item 1 (and "bad input gets a verdict or a clear error, never a
+    traceback"): the walk that finds recursive shapes recursed in Python, so a profile whose
+    shapes refer to one another (sh:node) 5,000 deep made lint and every check end in a
+    RecursionError traceback, exit 70. The walk keeps its own stack now: lint answers, and
+    a check gets a verdict."""
+    from support import AT, EXAMPLES
+
+    depth = 5000
+    lines = ["@prefix sh: <http://www.w3.org/ns/shacl#> .",
+             "@prefix ex: <https://example.org/deep#> .",
+             "ex:S0 a sh:NodeShape ; sh:targetClass "
+             "<https://ioa-semantic.org/ns/profile#TaskParameters> ; sh:node ex:S1 ."]
+    lines += [f"ex:S{i} a sh:NodeShape ; sh:node ex:S{i + 1} ." for i in range(1, depth)]
+    lines.append(f"ex:S{depth} a sh:NodeShape ; sh:property [ sh:path "
+                 "<https://ioa-semantic.org/ns/parameter#jurisdiction> ; sh:minLength 1 ] .")
+    profile = _profile_with_shapes(tmp_path, "\n".join(lines) + "\n")
+    linted = ioa(["lint", profile, tmp_path / "deep.shapes.ttl", "--shape-timeout", "5"],
+                 tmp_path)
+    assert linted.returncode in (0, 1), linted.stderr.decode()
+    checked = ioa([EXAMPLES / "legal-contract.jsonld", "--profile", profile, "--at", AT,
+                   "--shape-timeout", "5", "--param", "jurisdiction=x", "--param",
+                   "sourceLang=en", "--param", "targetLang=de", "--format", "json"], tmp_path)
+    assert checked.returncode in (0, 1, 3), checked.stderr.decode()[-2000:]
+
+
 # --- no file not ours is overwritten (item 4) --------------------------------------------------
 
 

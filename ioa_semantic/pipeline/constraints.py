@@ -873,23 +873,38 @@ def _recursion(graph: _Shapes, shape: Any, name_of: Callable[[Any], str]) -> str
                     yield from graph.get(head, RDF + "first")
                     head = _single(graph.get(head, RDF + "rest"))
 
-    def visit(node: Any) -> str:
-        if node in path:
+    # The walk keeps its own stack (each node on the path with the references it has yet to
+    # visit), not Python's: a profile chooses how deep its shapes refer, and a chain of a few
+    # thousand would pass the interpreter's recursion limit.
+    on_path: set[Any] = set()
+    stack: list[tuple[Any, Iterator[Any]]] = []
+
+    def enter(node: Any) -> str:
+        if node in on_path:
             return "is recursive: " + " -> ".join(
                 name_of(n) for n in [*path[path.index(node):], node]) + (
                 " (SHACL leaves the validation of recursive shapes undefined)")
-        if node in done:
-            return ""
-        path.append(node)
-        for reference in references(node):
-            found = visit(reference)
-            if found:
-                return found
-        path.pop()
-        done.add(node)
+        if node not in done:
+            path.append(node)
+            on_path.add(node)
+            stack.append((node, references(node)))
         return ""
 
-    return visit(shape)
+    found = enter(shape)
+    while stack and not found:
+        node, pending = stack[-1]
+        reference = next(pending, _END)
+        if reference is _END:
+            stack.pop()
+            path.pop()
+            on_path.discard(node)
+            done.add(node)
+        else:
+            found = enter(reference)
+    return found
+
+
+_END = object()  # a walk's references exhausted
 
 
 def _owned_subjects(graph: _Shapes, shapes: set[Any]) -> frozenset[Any]:
