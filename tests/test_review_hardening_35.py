@@ -425,3 +425,24 @@ def test_a_profile_iri_with_a_bidi_formatting_character_is_refused(tmp_path: Pat
                   tmp_path)
     assert checked.returncode == 2 and b"U+202E" in checked.stderr
     assert "\u202e".encode() not in linted.stdout + linted.stderr + checked.stdout + checked.stderr
+
+
+def test_a_shape_file_iri_with_a_bidi_formatting_character_is_refused(tmp_path: Path) -> None:
+    """Issue 35 item 6: a shape named ``<https://example.org/s#H\\u202eX>`` linted ``ok``,
+    and every finding it made wrote its name, the override raw, into the sender's text
+    report. A shape file's IRIs are held to RFC 3987 4.1 as a profile's are: lint reports
+    the file, and a check under the profile is a configuration error (exit 2)."""
+    from support import AT, EXAMPLES
+
+    profile = _profile_with_shapes(tmp_path, (
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+        "<https://example.org/s#H\u202eX> a sh:NodeShape ; sh:targetClass "
+        "<https://ioa-semantic.org/ns/profile#TaskParameters> ; sh:property [ sh:path "
+        "<https://ioa-semantic.org/ns/parameter#jurisdiction> ; sh:pattern \"^[0-9]+$\" ] .\n"))
+    linted = ioa(["lint", profile, tmp_path / "deep.shapes.ttl"], tmp_path)
+    assert linted.returncode == 1 and b"U+202E" in linted.stdout, linted.stdout
+    checked = ioa([EXAMPLES / "legal-contract.jsonld", "--profile", profile, "--at", AT,
+                   "--param", "jurisdiction=x", "--param", "sourceLang=en", "--param",
+                   "targetLang=de"], tmp_path)
+    assert checked.returncode == 2 and b"U+202E" in checked.stderr
+    assert "\u202e".encode() not in linted.stdout + checked.stdout + checked.stderr

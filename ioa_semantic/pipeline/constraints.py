@@ -64,6 +64,7 @@ import pyoxigraph
 from .._codes import finding
 from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Remedy, Severity
+from .._iri import bidi_defect, shown_iri
 from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
 from . import bounded, sparql
 from .remedies import SENDER, remedy
@@ -477,6 +478,7 @@ class ProfileShapes:
             except (SyntaxError, ValueError) as exc:
                 raise ShapesUnreadable(f"{file.source}: not valid Turtle: {exc}") from exc
             for q in parsed:
+                _no_bidi(file.source, q)
                 sources.setdefault(q.subject, file.reference)
                 if isinstance(q.subject, pyoxigraph.BlankNode) and q.subject not in names:
                     names[q.subject] = f"{file.reference}#blank-{len(names) + 1}"
@@ -853,6 +855,15 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
                     seen.add(value)
                     pending.append(value)
     return used
+
+
+def _no_bidi(source: str, quad: pyoxigraph.Quad) -> None:
+    """A shape file's IRIs held to RFC 3987 (4.1) as a profile's are (Turtle allows a
+    bidirectional formatting character; a shape's name goes into every finding it makes)."""
+    for term in (quad.subject, quad.predicate, quad.object):
+        if isinstance(term, pyoxigraph.NamedNode) and (bidi := bidi_defect(term.value)):
+            raise ShapesUnreadable(f"{source}: the IRI <{shown_iri(term.value)}> has "
+                                   f"{bidi.describe()}")
 
 
 def _recursion(graph: _Shapes, shape: Any, name_of: Callable[[Any], str]) -> str:
