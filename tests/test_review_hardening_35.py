@@ -446,3 +446,65 @@ def test_a_shape_file_iri_with_a_bidi_formatting_character_is_refused(tmp_path: 
                    "targetLang=de"], tmp_path)
     assert checked.returncode == 2 and b"U+202E" in checked.stderr
     assert "\u202e".encode() not in linted.stdout + checked.stdout + checked.stderr
+
+
+# --- traces: manifests a hostile author wrote (items 1 and 8) ----------------------------------
+
+
+def _manifests_with(tmp_path: Path, before_spec: str) -> Path:
+    import shutil
+
+    from test_trace import MANIFESTS
+
+    if not MANIFESTS.is_dir():
+        pytest.skip("../shared/reference is absent")
+    folder = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, folder)
+    agent = folder / "agents" / "moderator.yaml"
+    text = agent.read_text()
+    assert "\nspec:\n" in text
+    agent.write_text(text.replace("\nspec:\n", f"\n{before_spec}\nspec:\n", 1))
+    return folder
+
+
+BILLION_LAUGHS = "x-laughs:\n  a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"  {b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n" for a, b in zip("abcdefgh", "bcdefghi", strict=True))
+
+
+def test_a_manifests_alias_bomb_is_read_in_steps_of_its_size(tmp_path: Path) -> None:
+    """Issue 35 items 1 and 8 (no input a sender or an author chooses holds the tool): a
+    "billion laughs" of YAML anchors (nine levels of ten aliases, 600 bytes) in an agent's
+    manifest made the walk looking for repeated keys follow every alias, 10^9 steps, so
+    ``trace`` ran for ever. The walk visits each shared object once: counted in the lists
+    it iterates, one a level (it was 10^levels)."""
+    from ioa_semantic.trace import declarations
+
+    class Counted(list):  # type: ignore[type-arg]
+        iterations = 0
+
+        def __iter__(self) -> Any:
+            Counted.iterations += 1
+            return super().__iter__()
+
+    level = Counted(["lol"] * 10)
+    for _ in range(5):
+        level = Counted([level] * 10)
+    assert declarations._has_repeats({"x-laughs": level}) is False
+    assert Counted.iterations <= 6
+    # The command, on the nine-level bomb, ends (a hang guard, no timing) and judges the run.
+    folder = _manifests_with(tmp_path, BILLION_LAUGHS)
+    proc = ioa(["trace", _golden(), "--manifests", folder, "--no-shapes", "--format", "json"],
+               tmp_path)
+    assert proc.returncode in (0, 1, 3), proc.stderr.decode()
+
+
+def test_a_manifest_nested_past_the_parsers_depth_is_a_finding_not_a_traceback(
+        tmp_path: Path) -> None:
+    """Issue 35 item 8 ("bad input gets a verdict or a clear error, never a traceback"): an
+    agent manifest nesting 50,000 lists deep ended ``trace`` in PyYAML's RecursionError,
+    exit 70. It is now a manifest that cannot be read, said as such in the run's verdict."""
+    folder = _manifests_with(tmp_path, "x-deep: " + "[" * 50_000 + "]" * 50_000)
+    proc = ioa(["trace", _golden(), "--manifests", folder, "--no-shapes", "--format", "json"],
+               tmp_path)
+    assert proc.returncode in (1, 3), proc.stderr.decode()[-2000:]
+    assert b"moderator.yaml nests too deeply to be read" in proc.stdout

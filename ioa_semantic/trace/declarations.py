@@ -143,6 +143,8 @@ def _read_yaml(path: str) -> tuple[Any, str | None]:
         return yaml.load(text, Loader=_loader()), None
     except yaml.YAMLError as exc:
         return None, f"is not YAML ({str(exc).splitlines()[0]})"
+    except RecursionError:  # PyYAML composes nested nodes by recursion
+        return None, "nests too deeply to be read"
 
 
 def _values(node: Any, *path: str) -> list[Any]:
@@ -169,12 +171,19 @@ def _one_text(node: Any, *path: str) -> str | None:
 
 
 def _has_repeats(node: Any) -> bool:
-    if isinstance(node, _Repeated):
-        return True
-    if isinstance(node, dict):
-        return any(_has_repeats(v) for v in node.values())
-    if isinstance(node, list):
-        return any(_has_repeats(v) for v in node)
+    """Whether a key is repeated anywhere in ``node``. Each mapping and list is visited once
+    (by identity), on a stack of its own: YAML's aliases share one object, and a walk that
+    followed every alias would take 10^9 steps for a few hundred bytes of anchors (a
+    "billion laughs"); a manifest also chooses how deep it nests."""
+    seen: set[int] = set()
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, _Repeated):
+            return True
+        if isinstance(item, (dict, list)) and id(item) not in seen:
+            seen.add(id(item))
+            pending.extend(item.values() if isinstance(item, dict) else item)
     return False
 
 
