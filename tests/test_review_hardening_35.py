@@ -508,3 +508,41 @@ def test_a_manifest_nested_past_the_parsers_depth_is_a_finding_not_a_traceback(
                tmp_path)
     assert proc.returncode in (1, 3), proc.stderr.decode()[-2000:]
     assert b"moderator.yaml nests too deeply to be read" in proc.stdout
+
+
+# A JSON line nested past what Python's json reads (it decodes by recursion).
+DEEP_JSON = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+
+
+@pytest.mark.parametrize("case", ["audit --output", "audit --state", "audit journal",
+                                  "sign --output", "sign --key", "trace --bindings"])
+def test_a_file_nested_past_jsons_depth_is_refused_not_a_traceback(
+        tmp_path: Path, case: str) -> None:
+    """Issue 35 item 4 ("exit 2, file untouched") and "bad input gets a clear error, never a
+    traceback": the checks that tell our files from others' (and the readers of a key, a
+    state and bindings) parsed a user's JSON with ``json.loads``, whose RecursionError on a
+    line nested 100,000 deep was not caught: exit 70, a traceback. Each is now refused."""
+    from support import AT, EXAMPLES
+
+    registration = EXAMPLES / "registration-6.3.jsonld"
+    audit = ["audit", registration, "--profile", "cs-translation", "--jobs", "1", "--at", AT]
+    victim = tmp_path / "deep.json"
+    victim.write_bytes(DEEP_JSON)
+    if case.startswith("sign"):
+        assert ioa(["keygen", "--output", "signing.pem"], tmp_path).returncode == 0
+    line = {
+        "audit --output": [*audit, "--output", victim],
+        "audit --state": [*audit, "--output", "out.json", "--format", "json", "--state", victim],
+        "audit journal": [*audit, "--output", "out.json", "--format", "json", "--state",
+                          tmp_path / "deep"],
+        "sign --output": ["sign", "cs-doc-v1", "--key", "signing.pem", "--output", victim],
+        "sign --key": ["sign", "cs-doc-v1", "--key", victim],
+        "trace --bindings": ["trace", _golden() if case.startswith("trace") else "",
+                             "--no-shapes", "--bindings", victim],
+    }[case]
+    if case == "audit journal":
+        (tmp_path / "deep.index").write_bytes(DEEP_JSON)
+        victim = tmp_path / "deep.index"
+    proc = ioa(line, tmp_path)
+    assert proc.returncode == 2, proc.stderr.decode()[-2000:]
+    assert victim.read_bytes() == DEEP_JSON

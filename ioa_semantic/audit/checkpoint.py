@@ -274,8 +274,8 @@ class Checkpoint:
             raise self._refused(f"it cannot be read: {exc.strerror}") from None
         try:
             state = json.loads(data)
-        except ValueError:
-            raise self._refused("it is not JSON") from None
+        except (ValueError, RecursionError):  # json nests by recursion
+            raise self._refused("it is not JSON (or nests too deeply to read)") from None
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION or state.get(
                 "cut") != [inputs._BLOCK_BYTES, inputs._BATCH]:
             raise self._refused("it was written by another version of ioa-check (or is "
@@ -400,6 +400,8 @@ def is_journal(head: bytes) -> bool:
     line = first_line(head)
     try:
         value = json.loads(line)
+    except RecursionError:  # nested past what json reads: no line the journal writes
+        return False
     except ValueError:
         return b"\n" not in head and line.startswith((b'["', b'{"file": "'))
     if isinstance(value, dict):  # an input file read: {"file", "length", "sha256"}

@@ -434,7 +434,7 @@ def read_bindings(path: str) -> Bindings:
                                       object_pairs_hook=_unique_pairs)
         except OSError as exc:
             raise ConfigurationError(f"--bindings {path} cannot be read: {exc.strerror}") from None
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ConfigurationError(f"--bindings {path} is not JSON: {exc}") from None
     if not isinstance(document, dict) or set(document) - {"agents", "tools"}:
         raise ConfigurationError(
