@@ -274,8 +274,10 @@ class Checkpoint:
             raise self._refused(f"it cannot be read: {exc.strerror}") from None
         try:
             state = json.loads(data)
-        except (ValueError, RecursionError):  # json nests by recursion
-            raise self._refused("it is not JSON (or nests too deeply to read)") from None
+        except ValueError:
+            raise self._refused("it is not JSON") from None
+        except RecursionError:  # json reads nesting by recursion
+            raise self._refused("it nests too deeply to be a state") from None
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION or state.get(
                 "cut") != [inputs._BLOCK_BYTES, inputs._BATCH]:
             raise self._refused("it was written by another version of ioa-check (or is "
