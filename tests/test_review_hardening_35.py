@@ -546,3 +546,26 @@ def test_a_file_nested_past_jsons_depth_is_refused_not_a_traceback(
     proc = ioa(line, tmp_path)
     assert proc.returncode == 2, proc.stderr.decode()[-2000:]
     assert victim.read_bytes() == DEEP_JSON
+
+
+def test_a_check_text_report_shows_hidden_characters_of_a_shapes_message(
+        tmp_path: Path) -> None:
+    """Issue 35 item 6's reason (text that reads otherwise than it is), in the check's text
+    report: a profile's ``sh:message`` (and any text a reason quotes as it is) went to the
+    terminal raw, so a RIGHT-TO-LEFT OVERRIDE reordered the line and an ESC sequence could
+    retitle or clear the terminal. The text report now shows each such character as its
+    code point (``<U+202E>``), as the trace report does; JSON keeps the text as it is."""
+    from support import AT, EXAMPLES
+
+    profile = _profile_with_shapes(tmp_path, (
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+        "<https://example.org/s#Digits> a sh:NodeShape ; sh:targetClass "
+        "<https://ioa-semantic.org/ns/profile#TaskParameters> ; sh:property [ sh:path "
+        "<https://ioa-semantic.org/ns/parameter#jurisdiction> ; sh:pattern \"^[0-9]+$\" ; "
+        "sh:message \"digits \\u202Eonly\\u001B]0;x\\u0007\" ] .\n"))
+    checked = ioa([EXAMPLES / "legal-contract.jsonld", "--profile", profile, "--at", AT,
+                   "--param", "jurisdiction=x", "--param", "sourceLang=en", "--param",
+                   "targetLang=de"], tmp_path)
+    assert checked.returncode == 1, checked.stderr.decode()
+    assert b"digits <U+202E>only<U+001B>]0;x<U+0007>" in checked.stdout
+    assert not any(c in checked.stdout for c in (b"\x1b", b"\x07", "\u202e".encode()))
