@@ -525,12 +525,13 @@ def test_a_file_nested_past_jsons_depth_is_refused_not_a_traceback(
     from support import AT, EXAMPLES
 
     registration = EXAMPLES / "registration-6.3.jsonld"
-    audit = ["audit", registration, "--profile", "cs-translation", "--jobs", "1", "--at", AT]
+    audit: list[Any] = ["audit", registration, "--profile", "cs-translation", "--jobs", "1",
+                        "--at", AT]
     victim = tmp_path / "deep.json"
     victim.write_bytes(DEEP_JSON)
     if case.startswith("sign"):
         assert ioa(["keygen", "--output", "signing.pem"], tmp_path).returncode == 0
-    line = {
+    line: list[Any] = {
         "audit --output": [*audit, "--output", victim],
         "audit --state": [*audit, "--output", "out.json", "--format", "json", "--state", victim],
         "audit journal": [*audit, "--output", "out.json", "--format", "json", "--state",
