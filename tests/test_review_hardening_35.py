@@ -570,3 +570,17 @@ def test_a_check_text_report_shows_hidden_characters_of_a_shapes_message(
     assert checked.returncode == 1, checked.stderr.decode()
     assert b"digits <U+202E>only<U+001B>]0;x<U+0007>" in checked.stdout
     assert not any(c in checked.stdout for c in (b"\x1b", b"\x07", "\u202e".encode()))
+
+
+def test_trace_state_and_emit_kg_at_one_path_is_a_usage_error(tmp_path: Path) -> None:
+    """Issue 35 item 4 (no file lost): ``trace --state x.ttl --emit-kg x.ttl`` was run
+    (exit 3) and the graph replaced the state it had just written, so the run could not be
+    resumed and the next one refused the path. Two outputs at one path (or at two names of
+    one file) are a usage error, before anything is written."""
+    (tmp_path / "x.ttl").write_bytes(b"")
+    (tmp_path / "link.ttl").symlink_to("x.ttl")
+    for state, graph in (("x.ttl", "x.ttl"), ("x.ttl", "./x.ttl"), ("link.ttl", "x.ttl")):
+        proc = ioa(["trace", _golden(), "--no-shapes", "--state", state, "--emit-kg", graph],
+                   tmp_path)
+        assert proc.returncode == 2, proc.stderr.decode()
+        assert b"--emit-kg" in proc.stderr and (tmp_path / "x.ttl").read_bytes() == b""
