@@ -89,6 +89,17 @@ def is_stream(path: str) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
+def one_file(first: str, second: str) -> bool:
+    """Whether two paths name one file: the same path spelt otherwise, a link, a hard link
+    (two outputs there would write over each other)."""
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them is not there yet
+        return False
+
+
 # The names a shell user gives the command's own standard output and error.
 _OWN_STREAMS = {"/dev/stdout": 1, "/dev/fd/1": 1, "/proc/self/fd/1": 1,
                 "/dev/stderr": 2, "/dev/fd/2": 2, "/proc/self/fd/2": 2}

@@ -584,3 +584,20 @@ def test_trace_state_and_emit_kg_at_one_path_is_a_usage_error(tmp_path: Path) ->
                    tmp_path)
         assert proc.returncode == 2, proc.stderr.decode()
         assert b"--emit-kg" in proc.stderr and (tmp_path / "x.ttl").read_bytes() == b""
+
+
+@pytest.mark.parametrize("output", ["s.index", "./s", "s"])
+def test_an_audit_report_at_its_states_path_is_a_usage_error(tmp_path: Path, output: str) -> None:
+    """Issue 35 item 4 (no data lost): ``audit --output s.index --state s`` ran to the end,
+    exit 0, and the report was gone: the journal, at the report's path, is removed once the
+    audit is complete. ``--output s --state s`` left an empty ``s`` and said "cannot resume
+    from s: it is not JSON". The report at the state's or the journal's path is a usage
+    error, said before anything is written."""
+    from support import AT, EXAMPLES
+
+    proc = ioa(["audit", EXAMPLES / "registration-6.3.jsonld", "--profile", "cs-translation",
+                "--jobs", "1", "--at", AT, "--format", "json", "--output", output, "--state",
+                "s"], tmp_path)
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert b"--state s keeps" in proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -156,16 +156,6 @@ def extra_missing() -> bool:
     return False
 
 
-def _one_file(first: str, second: str) -> bool:
-    """Whether two paths name one file (the same path spelt otherwise, a link, a hard link)."""
-    if os.path.realpath(first) == os.path.realpath(second):
-        return True
-    try:
-        return os.path.samefile(first, second)
-    except OSError:  # one of them is not there yet
-        return False
-
-
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``ioa-check trace PATH...``; the contract's exit status."""
     if extra_missing():
@@ -185,7 +175,9 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--store: the store's path is empty")
     if opts.store and opts.state:
         parser.error("--store keeps the cursor in the store: --state is for runs without one")
-    if opts.state and opts.emit_kg and _one_file(opts.state, opts.emit_kg):
+    from .._files import one_file
+
+    if opts.state and opts.emit_kg and one_file(opts.state, opts.emit_kg):
         # the graph would replace the state just written: the run could not be resumed
         parser.error(f"--state {opts.state} and --emit-kg {opts.emit_kg} name one file: "
                      "give each its own")
