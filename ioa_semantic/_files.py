@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO
@@ -40,6 +41,8 @@ def claim(path: str, ours: Callable[[bytes], bool], what: str, option: str, *,
     a stream that stores nothing, written into as it is (see :func:`is_stream`). Anything
     else is :class:`NotOurs`, naming ``option`` and the path. A path whose folder cannot be
     examined is left to the write, whose failure says why (the environment's, exit 74)."""
+    if streams and own_stream(path) is not None:
+        return True
     try:
         info = os.lstat(path)
     except OSError:  # absent, or a folder on the way that cannot be searched: the write says
@@ -74,13 +77,41 @@ def claim(path: str, ours: Callable[[bytes], bool], what: str, option: str, *,
 
 def is_stream(path: str) -> bool:
     """Whether ``path`` is (or links to) a character device or a named pipe: a stream that
-    holds no file to lose (``/dev/null``, ``/dev/stdout``, a pipe a reader waits on). A block
-    device is a disk, never one."""
+    holds no file to lose (``/dev/null``, ``/dev/stdout``, a pipe a reader waits on), or is
+    the process's own standard output or error (:func:`own_stream`). A block device is a
+    disk, never one."""
+    if own_stream(path) is not None:
+        return True
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return False
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def one_file(first: str, second: str) -> bool:
+    """Whether two paths name one file: the same path spelt otherwise, a link, a hard link
+    (two outputs there would write over each other)."""
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them is not there yet
+        return False
+
+
+# The names a shell user gives the command's own standard output and error.
+_OWN_STREAMS = {"/dev/stdout": 1, "/dev/fd/1": 1, "/proc/self/fd/1": 1,
+                "/dev/stderr": 2, "/dev/fd/2": 2, "/proc/self/fd/2": 2}
+
+
+def own_stream(path: str) -> int | None:
+    """The descriptor (1 or 2) that ``path`` names, or None. Such a path is what the user
+    redirected the command's output to, whatever it is (a terminal, a pipe, a file): it is
+    written through the descriptor already open, as the shell opened it (``>> log``
+    appends), never reopened by name (which would truncate that file) nor replaced (which
+    would put a file in place of the link in /dev)."""
+    return _OWN_STREAMS.get(os.path.normpath(path)) if path.startswith("/") else None
 
 
 def _kind(mode: int) -> str:
@@ -108,7 +139,12 @@ class Replacement:
         self.path = path
         self.temporary: str | None = None
         if is_stream(path):  # nothing to replace: written into as it is
-            self.stream: IO[bytes] = open(path, "wb")  # noqa: SIM115 (closed by commit)
+            own = own_stream(path)
+            if own is not None:
+                # what the process wrote there before goes first
+                (sys.stdout if own == 1 else sys.stderr).flush()
+            self.stream: IO[bytes] = (  # closed by commit
+                open(path, "wb") if own is None else os.fdopen(os.dup(own), "wb"))  # noqa: SIM115
             return
         folder = os.path.dirname(path) or "."
         descriptor, self.temporary = tempfile.mkstemp(

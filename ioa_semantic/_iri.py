@@ -107,15 +107,31 @@ def iri_defect(value: str) -> IriDefect | None:
     return _defect(value)
 
 
+def bidi_defect(value: str) -> IriDefect | None:
+    """The first bidirectional formatting character of ``value`` (RFC 3987 4.1), or None:
+    for IRIs a parser has held to the grammar already (a profile's Turtle), which allows
+    them."""
+    bidi = _BIDI.search(value)
+    if bidi is None:
+        return None
+    return IriDefect(f"a bidirectional formatting character ({_name(bidi.group())}), which "
+                     "RFC 3987 (4.1) excludes", bidi.start())
+
+
+def shown_iri(value: str) -> str:
+    """``value`` with its bidirectional formatting characters written as ``\\u`` escapes, for
+    a message that names an IRI refused for them."""
+    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+
+
 def _defect(value: str) -> IriDefect | None:
     """:func:`iri_defect` by the whole production, part by part."""
     white = _WHITE_SPACE.search(value)
     if white is not None:
         return IriDefect(f"white space ({_name(white.group())})", white.start())
-    bidi = _BIDI.search(value)
+    bidi = bidi_defect(value)
     if bidi is not None:
-        return IriDefect(f"a bidirectional formatting character ({_name(bidi.group())}), which "
-                         "RFC 3987 (4.1) excludes", bidi.start())
+        return bidi
     colon = value.find(":")
     if colon <= 0 or not _SCHEME.fullmatch(value, 0, colon):
         return IriDefect("no scheme (a relative reference, a blank node or an undefined prefix)",

@@ -276,6 +276,8 @@ class Checkpoint:
             state = json.loads(data)
         except ValueError:
             raise self._refused("it is not JSON") from None
+        except RecursionError:  # json reads nesting by recursion
+            raise self._refused("it nests too deeply to be a state") from None
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION or state.get(
                 "cut") != [inputs._BLOCK_BYTES, inputs._BATCH]:
             raise self._refused("it was written by another version of ioa-check (or is "
@@ -392,18 +394,24 @@ class Checkpoint:
 def is_journal(head: bytes) -> bool:
     """Whether a file beginning with ``head`` is a state's journal: its first line an index
     entry (an array of four) or an input file read (an object naming it); a torn first line
-    is the start of either."""
-    line = first_line(head)
-    if b"\n" not in head:
-        return line.startswith((b"[", b'{"file": '))
-    try:
-        import json
+    is the start of either. A line is told by its whole form (a user's JSON Lines of objects
+    with a "file" member, or an array of four, are not a journal); only a line that does not
+    parse, alone in the file, is a torn one."""
+    import json
 
+    line = first_line(head)
+    try:
         value = json.loads(line)
-    except ValueError:
+    except RecursionError:  # nested past what json reads: no line the journal writes
         return False
-    return (isinstance(value, list) and len(value) == 4) or (
-        isinstance(value, dict) and "file" in value)
+    except ValueError:
+        return b"\n" not in head and line.startswith((b'["', b'{"file": "'))
+    if isinstance(value, dict):  # an input file read: {"file", "length", "sha256"}
+        return (set(value) == {"file", "length", "sha256"} and isinstance(value["file"], str)
+                and type(value["length"]) is int and isinstance(value["sha256"], str))
+    # an index entry: [ident, declaration, source, index]
+    return (isinstance(value, list) and len(value) == 4 and isinstance(value[0], str)
+            and isinstance(value[2], str) and (value[3] is None or type(value[3]) is int))
 
 
 def _difference(wanted: FileRead | tuple[Any, ...] | None, found: FileRead | None) -> str:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from .._checker import ENGINES, Checker
 from .._exceptions import ConfigurationError
-from .._files import NotOurs, Replacement, claim
+from .._files import NotOurs, Replacement, claim, is_stream, one_file
 from .._status import ExitStatus
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
 from .parsing import (
@@ -133,7 +133,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
         else:
             opened = None
     except OSError as exc:  # the environment's (a folder missing, read-only), not a usage error
-        print(f"ioa-check: cannot write {opts.output}: {exc.strerror}", file=sys.stderr)
+        print(f"ioa-check: cannot write {opts.output}: {exc.strerror or exc}", file=sys.stderr)
         return ExitStatus.ENVIRONMENT
     out = Output(opened or sys.stdout, opts.output or "standard output")
     try:
@@ -189,6 +189,17 @@ def _claim(opts: argparse.Namespace) -> None:
         if not resumed:  # a resume proves the journal; a new run starts one
             claim(opts.state + ".index", is_journal,
                   f"the journal of an audit state ({opts.state})", "--state", streams=False)
+    if opts.output and opts.state and any(
+            one_file(opts.output, kept) for kept in (opts.state, opts.state + ".index")):
+        # The state and its journal are removed once the audit is complete: the report
+        # would go with them.
+        raise NotOurs(f"--output {opts.output} is the file --state {opts.state} keeps (the "
+                      "state or its journal): give the report its own path")
+    if opts.output and opts.state and is_stream(opts.output):
+        # A resume re-reads its output and cuts it back to the last checkpoint: a pipe or a
+        # device holds nothing to read back.
+        raise NotOurs(f"--output {opts.output} is a stream (a device or a named pipe), and "
+                      "--state needs a file it can read back and resume (nothing was written)")
     if opts.output:
         # A resume proves its output against the state (byte for byte): only its kind of file
         # is held here, for a link or a folder to be refused all the same.

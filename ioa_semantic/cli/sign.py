@@ -120,7 +120,7 @@ def is_signed(head: bytes) -> bool:
     would replace the only copy of what was asserted, so its signed copy goes elsewhere."""
     try:
         value = json.loads(head)
-    except ValueError:  # not JSON, or longer than what is read of it: not recognised
+    except (ValueError, RecursionError):  # not JSON, too deep, or longer than what is read
         return False
     proof = value.get("proof") if isinstance(value, dict) else None
     return isinstance(proof, dict) and proof.get("cryptosuite") == "eddsa-jcs-2022"

@@ -188,28 +188,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     from .._exceptions import ConfigurationError
 
-    if opts.emit_kg and os.path.splitext(opts.emit_kg)[1].lower() not in GRAPH_SUFFIXES:
-        parser.error(f"--emit-kg {opts.emit_kg}: the suffix must be one of "
-                     + ", ".join(GRAPH_SUFFIXES))
-    if opts.registrations and not (opts.profile and opts.bindings):
-        parser.error("--registrations needs --profile (to judge them) and --bindings (to relate "
-                     "agent and tool names to capability IRIs)")
-    if opts.opaque_key and not opts.opaque_ids:
-        parser.error("--opaque-key goes with --opaque-ids")
-    if opts.store == "":
-        parser.error("--store: the store's path is empty")
-    if opts.store and opts.state:
-        parser.error("--store keeps the cursor in the store: --state is for runs without one")
-    if (opts.consumer is not None or opts.store_plain_ids) and not opts.store:
-        parser.error("--consumer and --store-plain-ids go with --store")
-    if opts.at is not None and not (opts.store or opts.complete_only):
-        parser.error("--at goes with --store (the verdicts' instant) or --complete-only (the "
-                     "instant the quiet period is measured to)")
-    if opts.quiet_period != DEFAULT_QUIET_PERIOD and not opts.complete_only:
-        parser.error("--quiet-period goes with --complete-only")
-    if opts.trajectory and opts.no_shapes and not (opts.emit_kg or opts.store):
-        parser.error("--trajectory builds the trajectory into the knowledge graph: it goes "
-                     "with the SHACL check (without --no-shapes), --emit-kg or --store")
+    _check_options(opts, parser)
     from ..trace.store import StoreUnavailable
 
     try:
@@ -226,6 +205,38 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except StoreUnavailable as exc:  # the environment's: another process holds the store
         print(f"ioa-check trace: {exc}", file=sys.stderr)
         return ExitStatus.ENVIRONMENT
+
+
+def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """The options that go together, and those that do not: a usage error (exit 2) else."""
+    from .._files import one_file
+
+    if opts.emit_kg and os.path.splitext(opts.emit_kg)[1].lower() not in GRAPH_SUFFIXES:
+        parser.error(f"--emit-kg {opts.emit_kg}: the suffix must be one of "
+                     + ", ".join(GRAPH_SUFFIXES))
+    if opts.registrations and not (opts.profile and opts.bindings):
+        parser.error("--registrations needs --profile (to judge them) and --bindings (to relate "
+                     "agent and tool names to capability IRIs)")
+    if opts.opaque_key and not opts.opaque_ids:
+        parser.error("--opaque-key goes with --opaque-ids")
+    if opts.store == "":
+        parser.error("--store: the store's path is empty")
+    if opts.store and opts.state:
+        parser.error("--store keeps the cursor in the store: --state is for runs without one")
+    if opts.state and opts.emit_kg and one_file(opts.state, opts.emit_kg):
+        # the graph would replace the state just written: the run could not be resumed
+        parser.error(f"--state {opts.state} and --emit-kg {opts.emit_kg} name one file: "
+                     "give each its own")
+    if (opts.consumer is not None or opts.store_plain_ids) and not opts.store:
+        parser.error("--consumer and --store-plain-ids go with --store")
+    if opts.at is not None and not (opts.store or opts.complete_only):
+        parser.error("--at goes with --store (the verdicts' instant) or --complete-only (the "
+                     "instant the quiet period is measured to)")
+    if opts.quiet_period != DEFAULT_QUIET_PERIOD and not opts.complete_only:
+        parser.error("--quiet-period goes with --complete-only")
+    if opts.trajectory and opts.no_shapes and not (opts.emit_kg or opts.store):
+        parser.error("--trajectory builds the trajectory into the knowledge graph: it goes "
+                     "with the SHACL check (without --no-shapes), --emit-kg or --store")
 
 
 def _disclosure(opts: argparse.Namespace) -> Disclosure:

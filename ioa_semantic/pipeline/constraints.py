@@ -64,6 +64,7 @@ import pyoxigraph
 from .._codes import finding
 from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding, Remedy, Severity
+from .._iri import bidi_defect, shown_iri
 from .._vocab import IOP, IOPARAM, RDF, RDF_LANGSTRING, RDF_TYPE, RDFS, SH, XSD
 from . import bounded, sparql
 from .remedies import SENDER, remedy
@@ -477,6 +478,7 @@ class ProfileShapes:
             except (SyntaxError, ValueError) as exc:
                 raise ShapesUnreadable(f"{file.source}: not valid Turtle: {exc}") from exc
             for q in parsed:
+                _no_bidi(file.source, q)
                 sources.setdefault(q.subject, file.reference)
                 if isinstance(q.subject, pyoxigraph.BlankNode) and q.subject not in names:
                     names[q.subject] = f"{file.reference}#blank-{len(names) + 1}"
@@ -855,6 +857,15 @@ def _features(graph: _Shapes, shape: Any) -> set[str]:
     return used
 
 
+def _no_bidi(source: str, quad: pyoxigraph.Quad) -> None:
+    """A shape file's IRIs held to RFC 3987 (4.1) as a profile's are (Turtle allows a
+    bidirectional formatting character; a shape's name goes into every finding it makes)."""
+    for term in (quad.subject, quad.predicate, quad.object):
+        if isinstance(term, pyoxigraph.NamedNode) and (bidi := bidi_defect(term.value)):
+            raise ShapesUnreadable(f"{source}: the IRI <{shown_iri(term.value)}> has "
+                                   f"{bidi.describe()}")
+
+
 def _recursion(graph: _Shapes, shape: Any, name_of: Callable[[Any], str]) -> str:
     """Why the shape is recursive ("" when it is not): it reaches a shape that refers back
     through the shape-expecting parameters (SHACL 3.4.3, which leaves such validation to
@@ -873,23 +884,38 @@ def _recursion(graph: _Shapes, shape: Any, name_of: Callable[[Any], str]) -> str
                     yield from graph.get(head, RDF + "first")
                     head = _single(graph.get(head, RDF + "rest"))
 
-    def visit(node: Any) -> str:
-        if node in path:
+    # The walk keeps its own stack (each node on the path with the references it has yet to
+    # visit), not Python's: a profile chooses how deep its shapes refer, and a chain of a few
+    # thousand would pass the interpreter's recursion limit.
+    on_path: set[Any] = set()
+    stack: list[tuple[Any, Iterator[Any]]] = []
+
+    def enter(node: Any) -> str:
+        if node in on_path:
             return "is recursive: " + " -> ".join(
                 name_of(n) for n in [*path[path.index(node):], node]) + (
                 " (SHACL leaves the validation of recursive shapes undefined)")
-        if node in done:
-            return ""
-        path.append(node)
-        for reference in references(node):
-            found = visit(reference)
-            if found:
-                return found
-        path.pop()
-        done.add(node)
+        if node not in done:
+            path.append(node)
+            on_path.add(node)
+            stack.append((node, references(node)))
         return ""
 
-    return visit(shape)
+    found = enter(shape)
+    while stack and not found:
+        node, pending = stack[-1]
+        reference = next(pending, _END)
+        if reference is _END:
+            stack.pop()
+            path.pop()
+            on_path.discard(node)
+            done.add(node)
+        else:
+            found = enter(reference)
+    return found
+
+
+_END = object()  # a walk's references exhausted
 
 
 def _owned_subjects(graph: _Shapes, shapes: set[Any]) -> frozenset[Any]:

@@ -436,7 +436,7 @@ def _jwk_key(text: bytes, source: str) -> "Ed25519PrivateKey":
 
     try:
         jwk = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise SigningKeyError(f"{source}: not a JSON Web Key: {exc}") from None
     if not isinstance(jwk, dict) or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
         raise SigningKeyError(f"{source}: the JWK is not an Ed25519 key (kty OKP, crv Ed25519)")

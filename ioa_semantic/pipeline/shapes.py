@@ -10,6 +10,7 @@ expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, J
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any, NamedTuple
@@ -195,7 +196,10 @@ def xpath_pattern(pattern: str, flags: str = "") -> str:
     :class:`PatternNotTranslated` for what has no translation here (a back-reference, which
     no linear-time engine can match; a block escape ``\p{IsBasicLatin}``; ``\i``/``\c``; a
     complement inside a class; an escape or a ``(?`` group XPath does not have; a flag
-    XPath does not have): such a shape is not evaluated rather than read otherwise."""
+    XPath does not have; a ``{``, ``}`` or ``]`` that is no quantifier's or class's, which
+    RE2 would read as the character itself): such a shape is not evaluated rather than read
+    otherwise."""
+    _spent.ranges = 0
     unknown = sorted(set(flags) - set("smixq"))
     if unknown:
         raise PatternNotTranslated(f"{pattern!r}: sh:flags {flags!r} has "
@@ -227,12 +231,27 @@ def xpath_pattern(pattern: str, flags: str = "") -> str:
             i += 3
         elif pattern.startswith("(?", i):
             raise PatternNotTranslated(f"{pattern!r}: '(?' groups other than '(?:' are not XPath")
+        elif char == "{":
+            # XPath's only braces are a quantifier's; RE2 reads any other brace as itself
+            quantifier = _QUANTIFIER.match(pattern, i)
+            if quantifier is None:
+                raise PatternNotTranslated(f"{pattern!r}: '{{' that does not open a quantifier "
+                                           "{n}, {n,} or {n,m} (escape it as \\{)")
+            out.append(quantifier.group())
+            i = quantifier.end()
+        elif char in "}]":
+            raise PatternNotTranslated(f"{pattern!r}: {char!r} outside a quantifier or a class "
+                                       f"(escape it as \\{char})")
         else:
-            # metacharacters and quantifier counts as they are; anything else literally
-            out.append(char if char in "{}|?*+()," or (char.isascii() and char.isalnum())
+            # metacharacters as they are; anything else literally
+            out.append(char if char in "|?*+()," or (char.isascii() and char.isalnum())
                        else _escaped(ord(char)))
             i += 1
     return "".join(out)
+
+
+# A quantifier's braces (XML Schema 2 appendix F, quantity): RE2 reads these as XPath does.
+_QUANTIFIER = re.compile(r"\{[0-9]+(?:,[0-9]*)?\}")
 
 
 def _without_whitespace(pattern: str) -> str:
@@ -316,6 +335,7 @@ def _xpath_escape(pattern: str, i: int) -> tuple[str, int]:
     """An escape outside a class, in RE2's syntax."""
     if pattern.startswith(("\\s", "\\S", "\\d", "\\D", "\\w", "\\W", "\\p", "\\P"), i):
         ranges, end = _escape_ranges(pattern, i)
+        _charge(pattern, ranges)
         return _class_text(ranges), end
     if i + 1 < len(pattern) and pattern[i + 1].isdigit() and pattern[i + 1] != "0":
         raise PatternNotTranslated(f"{pattern!r}: a back-reference (\\{pattern[i + 1]}), which "
@@ -330,6 +350,23 @@ def _single_escape(pattern: str, i: int) -> int:
     if char in _SINGLE:
         return _SINGLE[char]
     raise PatternNotTranslated(f"{pattern!r}: \\{char} is not an XPath escape")
+
+
+# What the escapes of one pattern may name in all, in ranges of code points. RE2 (with its
+# default memory budget) compiles no pattern that holds much more than 300,000 (400 times
+# \p{L} compiles, 500 times does not); past this a pattern is refused before its classes
+# are computed further, so that a hostile profile's pattern (lint reads any) costs at most
+# a second, never minutes. Counted per thread: patterns are translated on several.
+_MAX_RANGES = 400_000
+_spent = threading.local()
+
+
+def _charge(pattern: str, ranges: Ranges) -> None:
+    _spent.ranges = getattr(_spent, "ranges", 0) + len(ranges)
+    if _spent.ranges > _MAX_RANGES:
+        raise PatternNotTranslated(f"{pattern[:100]!r}...: its escapes name more than "
+                                   f"{_MAX_RANGES:,} ranges of code points, past any "
+                                   "pattern RE2 compiles")
 
 
 def _escape_ranges(pattern: str, i: int, *, in_class: bool = False) -> tuple[Ranges, int]:
@@ -385,6 +422,7 @@ def _xpath_class(pattern: str, i: int) -> tuple[Ranges, int]:
             if pattern[j + 1] in "iIcC":
                 raise PatternNotTranslated(f"{pattern!r}: \\{pattern[j + 1]} is not translated")
             ranges, j = _escape_ranges(pattern, j, in_class=True)
+            _charge(pattern, ranges)
             members.extend(ranges)
         else:
             low, j = _class_char(pattern, j)
@@ -407,12 +445,22 @@ def _class_char(pattern: str, j: int) -> tuple[int, int]:
 
 
 def _minus(base: Ranges, sub: Ranges) -> Ranges:
-    keep = _complement(sub)
-    out = []
+    """``base`` without ``sub`` (both merged, so sorted): one walk over both, never every
+    pair (a subtraction of two categories of some 600 ranges each would otherwise cost
+    some 400,000 steps, for a class of 30 characters)."""
+    out, j = [], 0
     for low, high in base:
-        for a, b in keep:
-            if a <= high and b >= low:
-                out.append((max(a, low), min(b, high)))
+        start = low
+        while j < len(sub) and sub[j][1] < start:
+            j += 1
+        k = j
+        while k < len(sub) and sub[k][0] <= high:
+            if sub[k][0] > start:
+                out.append((start, sub[k][0] - 1))
+            start = max(start, sub[k][1] + 1)
+            k += 1
+        if start <= high:
+            out.append((start, high))
     return tuple(out)
 
 
@@ -425,23 +473,27 @@ _CATEGORIES = frozenset({
 @cache
 def _category_ranges(categories: tuple[str, ...]) -> Ranges:
     """Every code point whose general category is one of ``categories`` (or starts with a
-    one-letter one), as ranges. Computed once a process for each set asked (it reads every
-    code point: about a third of a second)."""
+    one-letter one), as ranges."""
+    table = _categories()
+    return _merged(r for name, ranges in table.items()
+                   if name in categories or name[0] in categories for r in ranges)
+
+
+@cache
+def _categories() -> dict[str, Ranges]:
+    """Every general category's code points as ranges, read in one pass over every code
+    point, once a process (about half a second; a pass for each category named would cost
+    that for each of the 36 names a pattern may use)."""
     import unicodedata
 
-    def wanted(code: int) -> bool:
-        category = unicodedata.category(chr(code))
-        return category in categories or category[0] in categories
-
-    parts, start = [], None
-    for code in range(_MAX + 2):
-        inside = code <= _MAX and wanted(code)
-        if inside and start is None:
-            start = code
-        elif not inside and start is not None:
-            parts.append((start, code - 1))
-            start = None
-    return tuple(parts)
+    parts: dict[str, list[tuple[int, int]]] = {}
+    start, current = 0, unicodedata.category(chr(0))
+    for code in range(1, _MAX + 2):
+        category = unicodedata.category(chr(code)) if code <= _MAX else ""
+        if category != current:
+            parts.setdefault(current, []).append((start, code - 1))
+            start, current = code, category
+    return {name: tuple(ranges) for name, ranges in parts.items()}
 
 
 def _escaped(code: int) -> str:

@@ -196,7 +196,7 @@ def is_report(head: bytes) -> bool:
     if line.startswith(b"{"):
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what json reads
             return False
         return isinstance(value, dict) and (set(value) in ({"summary"}, {"conflict"}) or {
             "source", "index", "id", "status", "reasons"} <= set(value))

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from .._codes import fix_for
 from .._findings import Decision, Remedy, Severity, Verdict
-from . import json_text
+from . import Visible, json_text
 
 _STYLE = {
     Verdict.COMPATIBLE: "bold green",
@@ -58,7 +58,7 @@ def text_console(stream: IO[str]) -> Console:
 def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
     from rich.markup import escape
 
-    console = text_console(stream)
+    console = Visible(text_console(stream), surrogates=False)
     for decision in decisions:
         verdict = decision.verdict
         console.print(f"[{_STYLE[verdict]}]{verdict.upper()}[/] {escape(decision.source)}  "

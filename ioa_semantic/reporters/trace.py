@@ -8,7 +8,6 @@ The ``--format`` choices of ``ioa-check trace`` are the keys of :data:`REPORTERS
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
@@ -17,7 +16,7 @@ from ..trace.audit import AgentAudit, RunAudit, Use
 from ..trace.calls import Call
 from ..trace.graph import ShapeReport
 from ..trace.privacy import Disclosure
-from . import json_text
+from . import Visible, json_text
 
 
 def _call(call: Call, disclose: Disclosure) -> dict[str, Any]:
@@ -103,33 +102,6 @@ def json_lines(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO
         stream.write(json_text(summary_record(run, shapes, disclose)) + "\n")
 
 
-# What a trace may hold in a name and a terminal would obey or reorder: every C0 control
-# (a line feed in an agent's name would forge a line of the report), DEL and the C1
-# controls (ESC starts a sequence that moves the cursor or clears the screen), the Arabic
-# letter mark, zero width characters and directional marks, the line and paragraph
-# separators, the bidirectional embeddings, overrides and isolates, invisible operators,
-# the byte order mark, interlinear annotation controls, tag characters and lone
-# surrogates (as audit_html shows them). Each is printed as its code point.
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e"
-                     "\u2060-\u2069\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]")
-
-
-def _visible(markup: str) -> str:
-    """A line of the text report with what the trace could hide in it shown: the report's
-    own markup holds none of these characters, so the whole line is filtered."""
-    return _HIDDEN.sub(lambda m: f"<U+{ord(m.group()):04X}>", markup)
-
-
-class _Visible:
-    """A console that prints each line of the report through :func:`_visible`."""
-
-    def __init__(self, console: Any) -> None:
-        self.console = console
-
-    def print(self, markup: str) -> None:
-        self.console.print(_visible(markup))
-
-
 _STYLE = {Verdict.COMPATIBLE: "bold green", Verdict.INCOMPATIBLE: "bold red",
           Verdict.INDETERMINATE: "bold yellow", Verdict.INVALID: "bold magenta"}
 _MARK = {Severity.ERROR: "[red]error[/]", Severity.WARNING: "[yellow]warning[/]",
@@ -142,7 +114,7 @@ def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
 
     from .check import text_console
 
-    console = _Visible(text_console(stream))
+    console = Visible(text_console(stream))
 
     def verdict(v: Verdict) -> str:
         return f"[{_STYLE[v]}]{v}[/]"

@@ -375,6 +375,11 @@ def _single_fields(scope: Scope) -> None:
             raise _Refused(error(400, f"the header {name.decode('latin-1')} is given more "
                                       "than once", {"Connection": "close"}))
         seen.add(name)
+    if b"transfer-encoding" in seen and b"content-length" in seen:
+        # Two framings: h11 reads the chunks, a proxy in front may have read the length and
+        # take what follows for another request (smuggling). RFC 9112 6.1: refuse, and close.
+        raise _Refused(error(400, "the request has both Transfer-Encoding and Content-Length: "
+                                  "send one", {"Connection": "close"}))
 
 
 def _declared_length(request: Request, cap: int) -> None:

@@ -148,7 +148,10 @@ class _Worker:
 
     def call(self, job: Job) -> Answered:
         """Blocks for the job's answer (on a thread: the loop only awaits it)."""
-        self.conn.send(job)
+        try:
+            self.conn.send(job)
+        except OSError:  # the worker ended since it was last seen alive (killed from outside)
+            raise self._lost() from None
         kind, value = self._receive()
         if kind == "bug":
             raise WorkerBug(value)
@@ -159,9 +162,12 @@ class _Worker:
         try:
             message: tuple[str, Any] = self.conn.recv()
         except (EOFError, OSError):
-            raise WorkerLost(f"the worker process ended (exit status "
-                             f"{self.process.exitcode})") from None
+            raise self._lost() from None
         return message
+
+    def _lost(self) -> WorkerLost:
+        self.process.join(1)  # its exit status, which a kill has just set
+        return WorkerLost(f"the worker process ended (exit status {self.process.exitcode})")
 
     def reap(self) -> None:
         """Killed (SIGKILL: a check in C code does not see SIGTERM) and waited for; on a
@@ -212,6 +218,11 @@ class CheckWorkers:
         assert self._idle is not None, "start() first"
         async with asyncio.timeout_at(deadline):
             worker = await self._idle.get()
+            while not worker.process.is_alive():
+                # Ended while idle (killed from outside, the OOM killer): another takes its
+                # place, and the check waits for the next worker.
+                self._start_replacing(worker, None, again=True)
+                worker = await self._idle.get()
         call = asyncio.wrap_future(self._threads.submit(worker.call, job))
         try:
             async with asyncio.timeout_at(deadline):
@@ -220,20 +231,24 @@ class CheckWorkers:
             # Past its bound, a bug, a lost worker or a cancelled request: the worker may
             # still be at the check, so it is stopped and another takes its place (unless
             # the request was cancelled: only a server that is stopping does that).
-            again = not isinstance(exc, asyncio.CancelledError)
-            task = asyncio.create_task(self._replace(worker, call, again))
-            self._replacing.add(task)
-            task.add_done_callback(self._replaced)
+            self._start_replacing(worker, call, again=not isinstance(exc, asyncio.CancelledError))
             raise
         self._idle.put_nowait(worker)
         return answered
 
-    async def _replace(self, worker: _Worker, call: asyncio.Future[Answered],
+    def _start_replacing(self, worker: _Worker, call: asyncio.Future[Answered] | None, *,
+                         again: bool) -> None:
+        task = asyncio.create_task(self._replace(worker, call, again))
+        self._replacing.add(task)
+        task.add_done_callback(self._replaced)
+
+    async def _replace(self, worker: _Worker, call: asyncio.Future[Answered] | None,
                        again: bool) -> None:
         with contextlib.suppress(Exception):
             worker.process.kill()
-        with contextlib.suppress(BaseException):
-            await call  # its thread sees the pipe close, and is free
+        if call is not None:
+            with contextlib.suppress(BaseException):
+                await call  # its thread sees the pipe close, and is free
         self._all.discard(worker)
         await asyncio.get_running_loop().run_in_executor(self._threads, worker.reap)
         if again and not self._closed:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 from .. import data as _resources
 from .._exceptions import ArtifactError, ProfileError, RetrievalError
 from .._instants import instant
-from .._iri import is_absolute_iri
+from .._iri import bidi_defect, is_absolute_iri, shown_iri
 from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 from ..pipeline.intake import number_text, parse
 from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
@@ -246,6 +246,13 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
                                       without_named_graphs=True))
     except (SyntaxError, ValueError) as exc:
         raise ProfileError(f"{source}: not valid Turtle: {exc}") from exc
+    for quad in quads:
+        # Turtle's grammar allows them; RFC 3987 (4.1) does not: such an IRI reads otherwise
+        # than it compares, in every report that names it.
+        for term in (quad.subject, quad.predicate, quad.object):
+            if isinstance(term, pyoxigraph.NamedNode) and (bidi := bidi_defect(term.value)):
+                raise ProfileError(f"{source}: the IRI <{shown_iri(term.value)}> has "
+                                   f"{bidi.describe()}")
     graph = _Graph(quads)
     profiles = [s for s, props in graph.by_subject.items()
                 if any(o.value == IOP + "Profile" for o in props.get(RDF_TYPE, []))]

@@ -144,6 +144,8 @@ def _read_yaml(path: str) -> tuple[Any, str | None]:
         return yaml.load(text, Loader=_loader()), None
     except yaml.YAMLError as exc:
         return None, f"is not YAML ({str(exc).splitlines()[0]})"
+    except RecursionError:  # PyYAML composes nested nodes by recursion
+        return None, "nests too deeply to be read"
 
 
 def _values(node: Any, *path: str) -> list[Any]:
@@ -170,17 +172,19 @@ def _one_text(node: Any, *path: str) -> str | None:
 
 
 def _has_repeats(node: Any) -> bool:
-    # Each node once: YAML aliases share one list or mapping among many places, and a walk
-    # of every place would be exponential in a kilobyte of anchors (a "billion laughs").
+    """Whether a key is repeated anywhere in ``node``. Each mapping and list is visited once
+    (by identity), on a stack of its own: YAML's aliases share one object, and a walk that
+    followed every alias would take 10^9 steps for a few hundred bytes of anchors (a
+    "billion laughs"); a manifest also chooses how deep it nests."""
     seen: set[int] = set()
     pending = [node]
     while pending:
-        current = pending.pop()
-        if isinstance(current, _Repeated):
+        item = pending.pop()
+        if isinstance(item, _Repeated):
             return True
-        if isinstance(current, dict | list) and id(current) not in seen:
-            seen.add(id(current))
-            pending.extend(current.values() if isinstance(current, dict) else current)
+        if isinstance(item, (dict, list)) and id(item) not in seen:
+            seen.add(id(item))
+            pending.extend(item.values() if isinstance(item, dict) else item)
     return False
 
 
@@ -450,7 +454,7 @@ def read_bindings(path: str) -> Bindings:
                                       object_pairs_hook=_unique_pairs)
         except OSError as exc:
             raise ConfigurationError(f"--bindings {path} cannot be read: {exc.strerror}") from None
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ConfigurationError(f"--bindings {path} is not JSON: {exc}") from None
     if not isinstance(document, dict) or set(document) - {"agents", "tools"}:
         raise ConfigurationError(

@@ -23,6 +23,7 @@ findings, grouped by rule.
 from __future__ import annotations
 
 import os
+import re
 from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -532,10 +533,21 @@ def emit(graphs: list[Graph], path: str) -> None:
 
 def is_graph(head: bytes) -> bool:
     """Whether a file beginning with ``head`` is a knowledge graph ``emit`` wrote, in any of
-    its formats: it names the trace's IRIs or vocabularies, which nothing but a trace graph
-    does; a graph of no run is written as nothing (``[]`` in JSON-LD)."""
-    marks = (IRI_BASE.encode(), IOAT.encode(), MAS.encode())
-    return head.strip() in (b"", b"[]", b"{}") or any(mark in head for mark in marks)
+    its formats: its first subject is one of the trace's own IRIs (``urn:ioa-trace:``), as
+    every subject ``emit`` writes is; a graph of no run is written as nothing (``[]`` in
+    JSON-LD). Naming the mas or ioat vocabulary is not enough: a user's own shapes or notes
+    over the mas ontology do, and are not ours to replace."""
+    text = head.strip()
+    if text in (b"", b"[]", b"{}"):
+        return True
+    return _FIRST_SUBJECT.match(text) is not None
+
+
+# The first subject of a graph ``emit`` wrote: Turtle (after its prefixes) and N-Triples
+# begin with it, rdflib's JSON-LD with the first node's "@id".
+_FIRST_SUBJECT = re.compile(
+    rb'(?:(?:@prefix|PREFIX)[^\n]*\n\s*)*<' + re.escape(IRI_BASE.encode())
+    + rb'|\[\s*\{\s*"@id":\s*"' + re.escape(IRI_BASE.encode()))
 
 
 # --- quads for the persistent store -------------------------------------------------------------
