@@ -60,8 +60,9 @@ EPILOG = ("--state, --emit-kg and --store replace only what ioa-check wrote ther
           "input unreadable, 70 internal error, 74 the --store cannot be opened or written "
           "(another process holds it) or --emit-kg cannot be written. The history of a "
           "--store: ioa-check trace query DIR "
-          "NAME, ioa-check trace reaudit DIR (each with --help); a trace in a folder named "
-          "query or reaudit is given as ./query")
+          "NAME, ioa-check trace reaudit DIR; live OTLP/HTTP ingestion: ioa-check trace serve "
+          "(each with --help); a trace in a folder named query, reaudit or serve is given as "
+          "./query")
 # The choices of --format and --emit-kg, spelled here so that building the command line's
 # parser imports nothing of the trace audit (tests/test_cli.py holds them to the reporters'
 # and the graph writer's own).
