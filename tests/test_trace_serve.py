@@ -271,3 +271,55 @@ def test_complete_only_waits_for_a_root_span_or_the_quiet_period(tmp_path: Path)
     assert "1 run not complete yet" in err and '"agent"' not in out, (status, out, err)
     status, out, err = judged(late)
     assert "not complete" not in err and UNDECLARED_SPAN in out
+
+
+def _raw(url: str) -> Any:
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=JUDGED_WITHIN)
+    return sock
+
+
+HEAD = (b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 90000\r\n\r\n")
+
+
+def test_a_slow_body_is_cut_off(tmp_path: Path) -> None:
+    """A client trickling its body gets 408 at --body-timeout, and the connection closed."""
+    running = Service(tmp_path / "spool", tmp_path / "store",
+                      write_manifests(tmp_path, every_tool=False), "--body-timeout", "1")
+    try:
+        slow = _raw(running.url)
+        slow.sendall(HEAD + b"{")
+        answer = slow.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert slow.recv(65536) == b""  # closed
+        slow.close()
+        assert running.health()["bufferedBytes"] == 0
+    finally:
+        running.stop()
+
+
+def test_slow_bodies_cannot_hold_the_memory(tmp_path: Path) -> None:
+    """Bodies held at once past --max-buffered-bytes are refused (503, Retry-After) before
+    they are held, and the service still answers."""
+    running = Service(tmp_path / "spool", tmp_path / "store",
+                      write_manifests(tmp_path, every_tool=False), "--body-timeout", "600",
+                      "--max-buffered-bytes", "100000")
+    try:
+        first = _raw(running.url)  # holds 85,000 bytes of its 90,000, and stalls
+        first.sendall(HEAD + b" " * 85_000)
+        deadline = time.monotonic() + JUDGED_WITHIN
+        while running.health()["bufferedBytes"] < 85_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = _raw(running.url)
+        second.sendall(HEAD + b" " * 20_000)
+        answer = second.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 503") and b"retry-after" in answer.lower(), answer
+        assert running.health()["bufferedBytes"] == 85_000
+        for sock in (first, second):
+            sock.close()
+    finally:
+        running.stop()

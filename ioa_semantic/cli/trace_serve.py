@@ -64,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: 1 GiB)")
     parser.add_argument("--max-body-bytes", type=_positive, default=16 << 20, metavar="N",
                         help="the largest request body, decompressed (default: 16 MiB)")
+    parser.add_argument("--body-timeout", type=_positive_seconds, default=30.0,
+                        metavar="SECONDS",
+                        help="a request whose body has not arrived within this is answered "
+                             "408 (default: 30)")
+    parser.add_argument("--max-buffered-bytes", type=_positive, default=256 << 20, metavar="N",
+                        help="body bytes all requests being read may hold at once; past it, "
+                             "503 with Retry-After (default: 256 MiB)")
     parser.add_argument("--header-timeout", type=_positive_seconds, default=10.0,
                         metavar="SECONDS", help="as for ioa-check serve (default: 10)")
     parser.add_argument("--shutdown-timeout", type=_positive_seconds, default=10.0,
@@ -127,7 +134,8 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
                             _declarations(opts))
     judge = Judge(command, spool, opts.judge_every, sys.stderr, opts.shutdown_timeout)
     app = create_app(spool, judge, max_body=opts.max_body_bytes,
-                     retry_after=math.ceil(opts.judge_every))
+                     retry_after=math.ceil(opts.judge_every), body_timeout=opts.body_timeout,
+                     max_buffered=opts.max_buffered_bytes)
     server = uvicorn.Server(ServeConfig(
         app, log_level="warning", access_log=False, lifespan="off", server_header=False,
         header_timeout=opts.header_timeout,

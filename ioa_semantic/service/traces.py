@@ -19,6 +19,7 @@ stops: at shutdown the judge in flight is given ``shutdown_timeout`` seconds, th
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -39,6 +40,10 @@ from ..trace.spool import Spool, SpoolFull
 
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 DEFAULT_MAX_BODY = 16 << 20
+DEFAULT_BODY_TIMEOUT = 30.0
+# Body bytes all requests being read may hold at once: a flood of slow bodies is refused
+# (503) before it holds the memory.
+DEFAULT_MAX_BUFFERED = 256 << 20
 # google.rpc.Code INVALID_ARGUMENT, the code of a request that cannot be parsed.
 _INVALID_ARGUMENT = 3
 
@@ -121,17 +126,44 @@ class Ingest:
     """The routes of one spool."""
 
     def __init__(self, spool: Spool, judge: Judge | None, max_body: int = DEFAULT_MAX_BODY,
-                 retry_after: int = 5) -> None:
+                 retry_after: int = 5, body_timeout: float = DEFAULT_BODY_TIMEOUT,
+                 max_buffered: int = DEFAULT_MAX_BUFFERED) -> None:
         self.spool = spool
         self.judge = judge
         self.max_body = max_body
         self.retry_after = retry_after
+        self.body_timeout = body_timeout
+        self.max_buffered = max_buffered
+        self.buffered = 0  # body bytes held by requests being read, all together
         self.accepted = 0  # requests kept, for /healthz
+
+    async def _read(self, request: Request) -> bytes | None:
+        """The body, or None past :attr:`max_body`; :class:`_Busy` when holding it would take
+        the bodies being read past :attr:`max_buffered`."""
+        cap = self.max_body
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > cap:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in request.stream():
+                if self.buffered + len(chunk) > self.max_buffered:
+                    raise _Busy
+                size += len(chunk)
+                self.buffered += len(chunk)
+                if size > cap:
+                    return None
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            self.buffered -= size
 
     async def healthz(self, request: Request) -> Response:
         judge = self.judge
         return JSONResponse({"status": "ok", "accepted": self.accepted,
                              "spooledBytes": self.spool.size(),
+                             "bufferedBytes": self.buffered,
                              "judgedBytes": judge.judged_size if judge else None,
                              "judged": judge.rounds if judge else None,
                              "lastJudgeStatus": judge.last_status if judge else None})
@@ -145,7 +177,16 @@ class Ingest:
                    for c in header.split(",") if c.strip()]
         if any(c not in ("gzip", "identity") for c in codings) or codings.count("gzip") > 1:
             return _status(media, 415, "Content-Encoding may be gzip or identity only")
-        body = await _read(request, self.max_body)
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                body = await self._read(request)
+        except TimeoutError:
+            return _status(media, 408, f"the request body did not arrive within "
+                                       f"{self.body_timeout:g} s", {"Connection": "close"})
+        except _Busy:
+            return _status(media, 503, "the service holds as many request bodies as it may: "
+                                       "retry later", {"Retry-After": str(self.retry_after),
+                                                       "Connection": "close"})
         if body is None:
             return _status(media, 413, f"the request body exceeds {self.max_body} bytes")
         try:
@@ -195,18 +236,8 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-async def _read(request: Request, cap: int) -> bytes | None:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > cap:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > cap:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+class _Busy(Exception):
+    """The bodies being read hold the service's bound on buffered bytes."""
 
 
 def _gunzip(body: bytes, cap: int) -> bytes | None:
@@ -288,8 +319,9 @@ def _list(value: Any) -> list[Any]:
 
 
 def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX_BODY,
-               retry_after: int = 5) -> Starlette:
-    ingest = Ingest(spool, judge, max_body, retry_after)
+               retry_after: int = 5, body_timeout: float = DEFAULT_BODY_TIMEOUT,
+               max_buffered: int = DEFAULT_MAX_BUFFERED) -> Starlette:
+    ingest = Ingest(spool, judge, max_body, retry_after, body_timeout, max_buffered)
     return Starlette(routes=[Route("/v1/traces", ingest.traces, methods=["POST"]),
                              Route("/healthz", ingest.healthz, methods=["GET"])])
 
