@@ -66,7 +66,7 @@ EPILOG = ("--state, --emit-kg and --store replace only what ioa-check wrote ther
 # The choices of --format and --emit-kg, spelled here so that building the command line's
 # parser imports nothing of the trace audit (tests/test_cli.py holds them to the reporters'
 # and the graph writer's own).
-FORMATS = ("json", "text")
+FORMATS = ("html", "json", "text")
 GRAPH_SUFFIXES = (".json", ".jsonld", ".nt", ".ttl")
 
 
@@ -94,8 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "between them (digests and counts; text only with "
                              "--include-content)")
     parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text (default) or json (JSON Lines: one line per agent, then "
-                             "the run's summary)")
+                        help="text (default), json (JSON Lines: one line per agent, then "
+                             "the run's summary) or html (one page: each run's calls as a "
+                             "tree and a timeline, undeclared uses marked)")
     parser.add_argument("--include-content", action="store_true",
                         help="copy prompts, inputs and outputs into the report "
                              "(default: digests and character counts only)")

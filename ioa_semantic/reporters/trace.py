@@ -166,8 +166,37 @@ def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
         console.print("  [dim]authorization not evaluated[/]")
 
 
+def html(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
+         disclose: Disclosure) -> None:
+    """One self-contained page: each run's calls as a tree and a timeline, undeclared uses
+    marked, with the verdicts (:mod:`.trace_html`, imported only for it)."""
+    from .trace_html import calls_view, page
+
+    runs = []
+    for run, shapes in audits:
+        summary = summary_record(run, shapes, disclose)["summary"]
+        rows, left = calls_view(run, disclose)
+        runs.append({
+            "source": summary["source"], "run": summary["run"], "verdict": summary["verdict"],
+            "unit": run.run.unit, "events": run.run.events, "rows": rows, "left": left,
+            "reasons": summary["reasons"],
+            "agents": [{"name": disclose.agent(a.agent), "verdict": str(a.verdict),
+                        "uses": [_use_row(u, disclose) for u in a.uses],
+                        "reasons": [r.as_dict() for r in a.reasons]} for a in run.agents]})
+    page(runs, stream)
+
+
+def _use_row(use: Use, disclose: Disclosure) -> dict[str, Any]:
+    item = _use(use, disclose)
+    name = item.get("tool") or item.get("model") or item.get("agent") or item.get("caller")
+    return {"aspect": use.aspect, "name": name or "(not recorded)", "via": item.get("via"),
+            "verdict": item["verdict"], "calls": len(use.calls),
+            "declaredBy": item["declaredBy"]}
+
+
 REPORTERS: dict[str, Callable[[Iterable[tuple[RunAudit, ShapeReport | None]], IO[str],
                                Disclosure], None]] = {
+    "html": html,
     "text": text,
     "json": json_lines,
 }
