@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_trace_otel_layouts as layouts
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ioa_semantic.trace.audit import RunAudit, audit
+from ioa_semantic.trace.audit import RunAudit
 from ioa_semantic.trace.declarations import Declarations, read_manifests
 from ioa_semantic.trace.events import Fold, resolve, runs
 from ioa_semantic.trace.privacy import Disclosure
@@ -107,13 +108,7 @@ def write_manifests(folder: Path, tools: dict[str, list[str]], models: dict[str,
 
 
 def audited(path: Path, declared: Path | None = None) -> list[RunAudit]:
-    disclose = Disclosure()
-    source = resolve(str(path))
-    fold = Fold()
-    consume(source, fold)
-    held = read_manifests(str(declared), disclose) if declared is not None else None
-    return [audit(run, Declarations(held, None, None), disclose)
-            for run in runs(source, fold, disclose)]
+    return layouts.audited(path, declared)
 
 
 def audit_spans(folder: Path, spans: Sequence[dict[str, Any]],
@@ -721,16 +716,8 @@ def _graph_tools(path: Path, declared: Path) -> set[tuple[str, str, int]]:
     import pyoxigraph
 
     from ioa_semantic import data as resources
-    from ioa_semantic.trace.graph import quads
 
-    disclose = Disclosure()
-    source = resolve(str(path))
-    fold = Fold()
-    consume(source, fold)
-    declarations = Declarations(read_manifests(str(declared), disclose), None, None)
-    (run,) = runs(source, fold, disclose)
-    store = pyoxigraph.Store()
-    store.extend(quads(run, declarations, disclose, "urn:run"))
+    store = layouts._graph(path, declared)
     solutions = store.query(resources.query("trace_agent_tools"), use_default_graph_as_union=True)
     assert isinstance(solutions, pyoxigraph.QuerySolutions)
     return {(r["agentId"].value, r["toolName"].value, int(r["calls"].value)) for r in solutions}

@@ -259,17 +259,23 @@ def test_agents_are_matched_by_name_and_instances_are_one_agent(tmp_path: Path) 
     assert "capability.undeclared-agent" not in codes(run)
 
 
-def test_an_id_a_manifest_gives_explicitly_names_the_agent(tmp_path: Path) -> None:
-    """A framework with stable ids and display names: the mas.yaml entry's agent_id matches
-    the span's gen_ai.agent.id, whatever its name says."""
+def _weather_bot(tmp_path: Path, **more: Any) -> tuple[Path, Path]:
+    """The parent layout with weather_agent shown as "Weather Bot" under the stable id
+    asst_w42 (``more`` on its span), and manifests that give that id explicitly."""
     root = parent_layout()
     weather = root.children[0].children[1].children[0]
     weather.attributes.update({"gen_ai.agent.name": "Weather Bot",
-                               "gen_ai.agent.id": "asst_w42"})
+                               "gen_ai.agent.id": "asst_w42", **more})
     path = tmp_path / "run.jsonl"
     path.write_text(otlp(root))
-    declared = manifests(tmp_path, {PLANNER: [], WEATHER: ["get_weather"]}, MODELS, DELEGATES,
-                         ids={WEATHER: "asst_w42"})
+    return path, manifests(tmp_path, {PLANNER: [], WEATHER: ["get_weather"]}, MODELS,
+                           DELEGATES, ids={WEATHER: "asst_w42"})
+
+
+def test_an_id_a_manifest_gives_explicitly_names_the_agent(tmp_path: Path) -> None:
+    """A framework with stable ids and display names: the mas.yaml entry's agent_id matches
+    the span's gen_ai.agent.id, whatever its name says."""
+    path, declared = _weather_bot(tmp_path)
     (run,) = audited(path, declared)
     assert verdicts(run) == {PLANNER: "compatible", WEATHER: "compatible"}
 
@@ -462,14 +468,7 @@ def test_the_graph_links_each_call_to_its_agent_in_every_layout(tmp_path: Path) 
 def test_the_graph_names_an_agent_by_the_id_a_manifest_gives(tmp_path: Path) -> None:
     """The graph names agents as the audit does: by the manifest's agent_id, not the span's
     display name."""
-    root = parent_layout()
-    weather = root.children[0].children[1].children[0]
-    weather.attributes.update({"gen_ai.agent.name": "Weather Bot",
-                               "gen_ai.agent.id": "asst_w42"})
-    path = tmp_path / "run.jsonl"
-    path.write_text(otlp(root))
-    declared = manifests(tmp_path, {PLANNER: [], WEATHER: ["get_weather"]}, MODELS, DELEGATES,
-                         ids={WEATHER: "asst_w42"})
+    path, declared = _weather_bot(tmp_path)
     store = _graph(path, declared)
     ms = EPOCH_NS // 10**9
     assert _agents_of_calls(store)[f"get_weather@{ms}.021"] == WEATHER
@@ -517,14 +516,7 @@ def test_tool_definitions_follow_the_name_a_manifest_gives_by_id(tmp_path: Path)
     agent's in the graph, not the display name's."""
     import pyoxigraph
 
-    root = parent_layout()
-    weather = root.children[0].children[1].children[0]
-    weather.attributes.update({"gen_ai.agent.name": "Weather Bot",
-                               "gen_ai.agent.id": "asst_w42", **_defined("get_weather")})
-    path = tmp_path / "run.jsonl"
-    path.write_text(otlp(root))
-    declared = manifests(tmp_path, {PLANNER: [], WEATHER: ["get_weather"]}, MODELS, DELEGATES,
-                         ids={WEATHER: "asst_w42"})
+    path, declared = _weather_bot(tmp_path, **_defined("get_weather"))
     store = _graph(path, declared)
     uses_tool = {(q.subject.value, q.object.value) for q in store.quads_for_pattern(
         None, pyoxigraph.NamedNode(MAS_NS + "usesTool"), None)}

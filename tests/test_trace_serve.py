@@ -28,7 +28,7 @@ pytest.importorskip("uvicorn", reason="the serve extra is not installed")
 
 import httpx
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from test_trace_formats import SCENARIO, UNDECLARED_SPAN, write_manifests
+from test_trace_formats import SCENARIO, UNDECLARED_SPAN, run, write_manifests
 
 import otel_agents
 from support import IOA_CHECK
@@ -97,21 +97,9 @@ def service(tmp_path: Path) -> Iterator[Service]:
 
 
 def export(url: str) -> None:
-    """The scenario through the SDK, exported by its OTLP/HTTP exporter (protobuf)."""
-    exporter = OTLPSpanExporter(endpoint=url + "/v1/traces", timeout=30)
-    provider, processor = otel_agents._provider(exporter, otel_agents.SequentialIds(),
-                                                otel_agents.RESOURCE, batch=True)
-    tracers = {"agents": provider.get_tracer(*otel_agents.AGENTS_SCOPE),
-               "http": provider.get_tracer(*otel_agents.HTTP_SCOPE)}
-    children: dict[str | None, list[otel_agents.Step]] = {}
-    for step in SCENARIO:
-        children.setdefault(step.parent, []).append(step)
-    try:
-        for root in children[None]:
-            otel_agents._emit(tracers, root, None, children)
-        assert processor.force_flush(30_000)
-    finally:
-        provider.shutdown()
+    """The scenario through the SDK, each span exported by its OTLP/HTTP exporter
+    (protobuf) as it ends."""
+    run(OTLPSpanExporter(endpoint=url + "/v1/traces", timeout=30))
 
 
 def stored_runs(store: Path) -> list[dict[str, Any]]:
