@@ -85,8 +85,13 @@ class Judge:
         started = time.monotonic()
         # The judging process ends with this one, however this one ends (cli/trace.py).
         environment = {**os.environ, "IOA_CHECK_TRACE_SERVE_PID": str(os.getpid())}
-        self._process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.PIPE, env=environment)
+        try:
+            self._process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.PIPE, env=environment)
+        except OSError as exc:  # no process could be started: said, and tried next round
+            self.log.write(f"ioa-check trace serve: cannot start judging: {exc.strerror}\n")
+            self.log.flush()
+            return
         _, err = self._process.communicate()
         status = self._process.returncode
         self._process = None
