@@ -1,0 +1,195 @@
+"""Fresh-eyes review of ``trace serve``, the spool and ``--format html`` (issue 37, items 3
+and 5): each test names a finding of the review and holds its fix."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+                    reason="the otlp extra is not installed")
+pytest.importorskip("jinja2", reason="the trace extra is not installed")
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from test_trace_otel_layouts import WEATHER, agent, chat, manifests, otlp, tool
+
+from ioa_semantic.trace.spool import MARK, SPANS, Spool, SpoolError, SpoolFull
+
+from support import IOA_CHECK
+
+# How long opening a spool may take before it counts as hung: generous, never a measurement.
+OPEN_WITHIN = 30.0
+
+
+def _request(name: str) -> bytes:
+    message = ExportTraceServiceRequest()
+    span = message.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x02" * 8, name
+    return bytes(message.SerializeToString())
+
+
+def _frames(path: Path) -> list[bytes]:
+    """The messages of a spool file, read by its framing; AssertionError on a torn frame."""
+    data, out, at = path.read_bytes(), [], 0
+    while at < len(data):
+        size = int.from_bytes(data[at:at + 4], "big")
+        assert at + 4 + size <= len(data), f"a torn frame at byte {at}"
+        out.append(data[at + 4:at + 4 + size])
+        at += 4 + size
+    return out
+
+
+def _open_within(folder: Path) -> BaseException | Spool:
+    """``Spool(folder)``, or the exception it raised; fails if it does not return at all."""
+    result: list[BaseException | Spool] = []
+
+    def target() -> None:
+        try:
+            result.append(Spool(str(folder)))
+        except BaseException as exc:  # handed to the test
+            result.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(OPEN_WITHIN)
+    assert result, "opening the spool hung"
+    return result[0]
+
+
+@pytest.mark.parametrize("name", [MARK, SPANS])
+def test_a_fifo_in_the_spool_is_refused_not_waited_on(tmp_path: Path, name: str) -> None:
+    """A mark or spans file that is a FIFO would block the open forever (no writer, no
+    reader at the other end): it is refused as no regular file."""
+    folder = tmp_path / "spool"
+    Spool(str(folder)).close()
+    if name == SPANS:
+        (folder / SPANS).unlink()
+    else:
+        (folder / MARK).unlink()
+    os.mkfifo(folder / name)
+    opened = _open_within(folder)
+    if isinstance(opened, Spool):
+        opened.close()
+    assert isinstance(opened, SpoolError), opened
+
+
+def test_a_mark_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    """A mark that is a symbolic link (to someone's file that reads as a mark) does not make
+    a folder a spool."""
+    folder = tmp_path / "spool"
+    Spool(str(folder)).close()
+    real = tmp_path / "elsewhere.json"
+    real.write_bytes((folder / MARK).read_bytes())
+    (folder / MARK).unlink()
+    (folder / MARK).symlink_to(real)
+    opened = _open_within(folder)
+    assert isinstance(opened, SpoolError), opened
+
+
+def test_a_message_torn_by_a_crash_is_cut_off_at_the_next_start(tmp_path: Path) -> None:
+    """A writer killed half way through an append leaves a torn frame at the end of
+    spans.binpb (never acknowledged). The next start cuts it off, so the messages appended
+    after it are framed right and every acknowledged message is read back."""
+    folder = tmp_path / "spool"
+    spool = Spool(str(folder))
+    first = _request("acknowledged")
+    spool.append(first)
+    spool.close()
+    torn = _request("never acknowledged")
+    with open(folder / SPANS, "ab") as out:  # what a SIGKILL in os.write leaves
+        out.write(len(torn).to_bytes(4, "big") + torn[:len(torn) // 2])
+    spool = Spool(str(folder))
+    second = _request("after the restart")
+    spool.append(second)
+    spool.close()
+    assert _frames(folder / SPANS) == [first, second]
+
+
+def test_a_torn_length_prefix_is_cut_off_too(tmp_path: Path) -> None:
+    """Killed within the 4 bytes of the length: those bytes are cut off."""
+    folder = tmp_path / "spool"
+    spool = Spool(str(folder))
+    first = _request("acknowledged")
+    spool.append(first)
+    spool.close()
+    with open(folder / SPANS, "ab") as out:
+        out.write(b"\x00\x00")
+    spool = Spool(str(folder))
+    spool.append(first)
+    spool.close()
+    assert _frames(folder / SPANS) == [first, first]
+
+
+_FILL_PAST_LIMIT = """
+import os, resource, signal, sys
+from ioa_semantic.trace.spool import Spool, SpoolFull
+spool = Spool(sys.argv[1])
+spool.append(b"x" * 10)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+try:
+    spool.append(b"y" * 10000)
+except SpoolFull as exc:
+    print("refused:", exc)
+spool.append(b"z" * 10)
+"""
+
+
+def test_a_write_the_disk_refuses_leaves_no_torn_frame(tmp_path: Path) -> None:
+    """A write that fails half way (a full disk; here the file size limit) is not
+    acknowledged (SpoolFull: 503 and Retry-After) and leaves nothing of itself: the next
+    append is framed right."""
+    folder = tmp_path / "spool"
+    proc = subprocess.run([sys.executable, "-c", _FILL_PAST_LIMIT, str(folder)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("refused:")
+    assert _frames(folder / SPANS) == [b"x" * 10, b"z" * 10]
+
+
+def test_spool_full_is_still_refused(tmp_path: Path) -> None:
+    spool = Spool(str(tmp_path / "spool"), max_bytes=20)
+    spool.append(b"a" * 10)
+    with pytest.raises(SpoolFull):
+        spool.append(b"b" * 10)
+    spool.close()
+
+
+# --- --format html ---------------------------------------------------------------------------
+
+def _page(tmp_path: Path, name: str, *extra: str) -> str:
+    root = agent(WEATHER, 0, 50, chat("gpt-4o-mini", 1, 10), tool(name, 11, 20))
+    path = tmp_path / "run.jsonl"
+    path.write_text(otlp(root))
+    declared = manifests(tmp_path, {WEATHER: []}, {WEATHER: "gpt-4o-mini"}, {}, entry=WEATHER)
+    proc = subprocess.run([IOA_CHECK, "trace", str(path), "--manifests", str(declared),
+                           "--no-shapes", "--format", "html", *extra],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    return proc.stdout
+
+
+def test_bidi_and_control_characters_in_names_are_shown_as_code_points(
+        tmp_path: Path) -> None:
+    """A tool name with a right-to-left override, an escape and a zero-width space would
+    reorder or hide what the page shows; each is written as its code point."""
+    page = _page(tmp_path, "get\u202eexe.fdp\u001b[2J\u200bx")
+    assert not re.search("[\u202e\u001b\u200b]", page)
+    assert "&lt;U+202E&gt;" in page and "&lt;U+001B&gt;" in page
+
+
+def test_opaque_ids_leak_no_raw_id_into_the_page(tmp_path: Path) -> None:
+    """Under --opaque-ids, neither the run's trace id nor a span id appears in the page."""
+    page = _page(tmp_path, "secret_tool", "--opaque-ids")
+    trace = (tmp_path / "run.jsonl").read_text()
+    written = set(re.findall(r'"(?:traceId|spanId)": "([^"]+)"', trace))
+    ids = {base64.b64decode(i).hex() for i in written} | written
+    assert len(ids) >= 6
+    assert not [i for i in ids if i in page or i.upper() in page]
