@@ -193,3 +193,113 @@ def test_opaque_ids_leak_no_raw_id_into_the_page(tmp_path: Path) -> None:
     ids = {base64.b64decode(i).hex() for i in written} | written
     assert len(ids) >= 6
     assert not [i for i in ids if i in page or i.upper() in page]
+
+
+# --- the service ------------------------------------------------------------------------------
+
+def test_spans_without_valid_ids_are_rejected_as_partial_success(tmp_path: Path) -> None:
+    """A span whose trace or span id is no id (not 16 or 8 bytes, all zero, neither hex nor
+    base64 in JSON) is rejected and the request's other spans kept: 200 with
+    partial_success.rejected_spans, as OTLP/HTTP has it, in JSON and in protobuf."""
+    import httpx
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+    from test_trace_formats import write_manifests
+    from test_trace_serve import Service
+
+    running = Service(tmp_path / "spool", tmp_path / "store",
+                      write_manifests(tmp_path, every_tool=False))
+    try:
+        url = running.url + "/v1/traces"
+        good = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "kept"}
+        for bad in ("a", "00" * 16, "zz" * 16, "ab" * 8):
+            document = {"resourceSpans": [{"scopeSpans": [{"spans": [
+                good, {**good, "traceId": bad, "name": "rejected"}]}]}]}
+            answer = httpx.post(url, json=document, timeout=30)
+            assert answer.status_code == 200, (bad, answer.text)
+            partial = answer.json()["partialSuccess"]
+            assert partial["rejectedSpans"] == "1" and partial["errorMessage"], bad
+        message = ExportTraceServiceRequest()
+        spans = message.resource_spans.add().scope_spans.add().spans
+        spans.add(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="kept")
+        spans.add(trace_id=b"\x01" * 16, span_id=b"\x02" * 3, name="rejected")
+        answer = httpx.post(url, content=message.SerializeToString(), timeout=30,
+                            headers={"content-type": "application/x-protobuf"})
+        assert answer.status_code == 200
+        response = ExportTraceServiceResponse()
+        response.ParseFromString(answer.content)
+        assert response.partial_success.rejected_spans == 1
+        # Every request kept its good span, and only it.
+        kept = _frames(tmp_path / "spool" / SPANS)
+        assert len(kept) == 5
+        for frame in kept:
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(frame)
+            names = [s.name for r in request.resource_spans for sc in r.scope_spans
+                     for s in sc.spans]
+            assert names == ["kept"]
+    finally:
+        running.stop()
+
+
+def _judge(spool_file: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([IOA_CHECK, "trace", str(spool_file), "--no-shapes", "--format",
+                           "json", *extra], capture_output=True, text=True, timeout=300)
+
+
+def test_a_request_with_unknown_fields_first_does_not_stop_the_judging(
+        tmp_path: Path) -> None:
+    """A protobuf request that begins with an unknown field parses, so it is acknowledged;
+    spooled as it came, the spool's reader (which takes a message not beginning with its
+    spans for garbage) refused the whole spool at every round. It is spooled serialized
+    again, its unknown fields dropped."""
+    from ioa_semantic.service.traces import PROTOBUF, _parse
+
+    body = b"\x78\x01" + _request("after an unknown field")  # field 15, varint 1
+    kept, rejected = _parse(body, PROTOBUF)
+    assert rejected == 0
+    spool = Spool(str(tmp_path / "spool"))
+    spool.append(kept)
+    spool.close()
+    proc = _judge(tmp_path / "spool" / SPANS)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+
+
+def test_the_judge_reads_every_body_the_service_may_keep(tmp_path: Path) -> None:
+    """With --max-body-bytes past the judge's --max-line-bytes (16 MiB), an acknowledged
+    request of 17 MiB was unreadable to the judge at every round: the judge is given the
+    service's bound."""
+    from ioa_semantic.service.traces import judge_command
+
+    message = ExportTraceServiceRequest()
+    span = message.resource_spans.add().scope_spans.add().spans.add(
+        trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="big")
+    span.attributes.add(key="big").value.string_value = "x" * (17 << 20)
+    spool = Spool(str(tmp_path / "spool"))
+    spool.append(message.SerializeToString())
+    command = judge_command(spool, str(tmp_path / "store"), 1.0, [], 32 << 20)
+    spool.close()
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+
+
+def test_a_judge_that_cannot_start_is_tried_again_not_given_up(tmp_path: Path) -> None:
+    """A judging process that cannot be started (out of processes, a missing interpreter)
+    ended the judge thread for good while /healthz said ok; it is said and tried again."""
+    import io
+    import time
+
+    from ioa_semantic.service.traces import Judge
+
+    spool = Spool(str(tmp_path / "spool"))
+    spool.append(_request("waiting"))
+    log = io.StringIO()
+    judge = Judge([str(tmp_path / "no-such-judge")], spool, 0.05, log, shutdown_timeout=5)
+    judge.start()
+    deadline = time.monotonic() + OPEN_WITHIN
+    while log.getvalue().count("cannot start") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    judge.stop()
+    spool.close()
+    assert log.getvalue().count("cannot start") >= 2, log.getvalue()

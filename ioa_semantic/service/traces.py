@@ -4,7 +4,10 @@
 says: binary protobuf (``application/x-protobuf``) or JSON (``application/json``, ids in
 hexadecimal), optionally gzip-compressed (``Content-Encoding: gzip``). A request is
 acknowledged (``200``, an empty ``ExportTraceServiceResponse`` in the request's encoding)
-only once it is in the spool on disk (:mod:`..trace.spool`); a request that cannot be parsed
+only once it is in the spool on disk (:mod:`..trace.spool`); spans whose trace or span id is
+not one (a trace id of 16 bytes, a span id of 8, not all zero) are rejected and the rest kept,
+answered ``200`` with ``partial_success`` (``rejected_spans`` and why), as the specification
+has it; a request that cannot be parsed
 is ``400`` with a ``google.rpc.Status`` (nothing is kept: the specification's "bad data, do
 not retry"); a full spool is ``503`` with ``Retry-After`` (the exporters retry then); a body
 past the bound is ``413``; another media type or coding ``415``.
@@ -23,6 +26,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -85,8 +89,17 @@ class Judge:
         started = time.monotonic()
         # The judging process ends with this one, however this one ends (cli/trace.py).
         environment = {**os.environ, "IOA_CHECK_TRACE_SERVE_PID": str(os.getpid())}
-        self._process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.PIPE, env=environment)
+        try:
+            self._process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.PIPE, env=environment)
+        except OSError as exc:
+            # Out of processes or descriptors for now: said, and tried again next round (the
+            # thread ending here would stop all judging while /healthz says ok).
+            self.last_status = None
+            self.log.write(f"ioa-check trace serve: the judging process cannot start: "
+                           f"{exc.strerror or exc}\n")
+            self.log.flush()
+            return
         _, err = self._process.communicate()
         status = self._process.returncode
         self._process = None
@@ -195,7 +208,7 @@ class Ingest:
                 if body is None:
                     return _status(media, 413, f"the request body exceeds {self.max_body} "
                                                "bytes once decompressed")
-            message = _parse(body, media)
+            message, rejected = _parse(body, media)
         except ValueError as exc:
             return _status(media, 400, str(exc))
         if message:
@@ -209,9 +222,29 @@ class Ingest:
             self.accepted += 1
             if self.judge is not None:
                 self.judge.wake()
+        return _success(media, rejected)
+
+
+def _success(media: str, rejected: int) -> Response:
+    """An ``ExportTraceServiceResponse``: empty, or with ``partial_success`` naming how many
+    spans were rejected."""
+    if not rejected:
         if media == PROTOBUF:
-            return Response(b"", media_type=PROTOBUF)  # an empty ExportTraceServiceResponse
+            return Response(b"", media_type=PROTOBUF)
         return JSONResponse({})
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTracePartialSuccess,
+        ExportTraceServiceResponse,
+    )
+
+    response = ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
+        rejected_spans=rejected, error_message=f"{rejected} span{'s' if rejected != 1 else ''} "
+        "rejected: a trace id must be 16 bytes, a span id 8 (a parent's 8 or none), not all "
+        "zero"))
+    if media == PROTOBUF:
+        return Response(response.SerializeToString(), media_type=PROTOBUF)
+    return JSONResponse(json_format.MessageToDict(response))
 
 
 def _status(media: str, status: int, message: str,
@@ -255,9 +288,12 @@ def _gunzip(body: bytes, cap: int) -> bytes | None:
     return out
 
 
-def _parse(body: bytes, media: str) -> bytes:
-    """The request as protobuf bytes to spool (empty when it holds no spans); ValueError
-    naming what is wrong."""
+def _parse(body: bytes, media: str) -> tuple[bytes, int]:
+    """The request as protobuf bytes to spool (empty when it holds no spans) and how many of
+    its spans were rejected; ValueError naming what is wrong. What is spooled is the message
+    serialized again, its unknown fields dropped: the spool's reader takes a message that
+    does not begin with its spans for garbage, and one such request would stop the judging
+    of all after it."""
     from google.protobuf import json_format
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -270,7 +306,7 @@ def _parse(body: bytes, media: str) -> bytes:
             message.ParseFromString(body)
         except DecodeError:
             raise ValueError("the body is not an ExportTraceServiceRequest in protobuf") from None
-        return body if message.resource_spans else b""
+        return _kept(message)
     try:
         document = json.loads(body)
     except (ValueError, RecursionError):
@@ -282,7 +318,35 @@ def _parse(body: bytes, media: str) -> bytes:
                               max_recursion_depth=64)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise ValueError(f"the body is not an ExportTraceServiceRequest: {exc}") from None
-    return message.SerializeToString() if message.resource_spans else b""
+    return _kept(message)
+
+
+def _kept(message: Any) -> tuple[bytes, int]:
+    """``message`` without its unknown fields and its spans whose ids are not ids, serialized
+    (empty when no span is left), and how many spans were rejected."""
+    message.DiscardUnknownFields()
+    rejected = 0
+    for resource in message.resource_spans:
+        for scope in resource.scope_spans:
+            bad = [i for i, span in enumerate(scope.spans) if not _ids_valid(span)]
+            for index in reversed(bad):
+                del scope.spans[index]
+            rejected += len(bad)
+    spans = any(scope.spans for resource in message.resource_spans
+                for scope in resource.scope_spans)
+    return (bytes(message.SerializeToString()) if spans else b""), rejected
+
+
+def _ids_valid(span: Any) -> bool:
+    """The specification's ids: a trace id of 16 bytes and a span id of 8, neither all zero;
+    a parent's span id and each link's likewise (a parent's may be absent)."""
+    def valid(value: bytes, size: int) -> bool:
+        return len(value) == size and any(value)
+
+    return (valid(span.trace_id, 16) and valid(span.span_id, 8)
+            and (not span.parent_span_id or valid(span.parent_span_id, 8))
+            and all(valid(link.trace_id, 16) and valid(link.span_id, 8)
+                    for link in span.links))
 
 
 _ID_MEMBERS = ("traceId", "spanId", "parentSpanId")
@@ -290,8 +354,8 @@ _ID_MEMBERS = ("traceId", "spanId", "parentSpanId")
 
 def _hex_ids(document: dict[str, Any]) -> dict[str, Any]:
     """OTLP/JSON writes trace and span ids in hexadecimal where protobuf's JSON mapping has
-    base64: each id is turned into what the mapping reads (ids that are not hexadecimal are
-    left for the mapping to refuse)."""
+    base64: each id is turned into what the mapping reads (base64 ids are read as they are;
+    an id that is neither is made one that :func:`_ids_valid` rejects, with its span)."""
     for resource in _list(document.get("resourceSpans")):
         for scope in _list(resource.get("scopeSpans") if isinstance(resource, dict) else None):
             for span in _list(scope.get("spans") if isinstance(scope, dict) else None):
@@ -304,14 +368,25 @@ def _hex_ids(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+# What an id that is neither hexadecimal nor base64 is given: one byte, no id, so that its
+# span is rejected (partial success) rather than the whole request refused.
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
+_NO_ID = base64.b64encode(b"\x00").decode("ascii")
+
+
 def _convert(holder: dict[str, Any]) -> None:
     for member in _ID_MEMBERS:
         value = holder.get(member)
-        if isinstance(value, str) and value and len(value) % 2 == 0:
-            try:
-                holder[member] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
-            except ValueError:
-                continue
+        if not isinstance(value, str) or not value:
+            continue
+        try:
+            holder[member] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+            continue
+        except ValueError:
+            pass
+        # base64, as protobuf's own JSON mapping writes ids, is read as it is.
+        if not _BASE64.fullmatch(value) or len(value.rstrip("=")) % 4 == 1:
+            holder[member] = _NO_ID
 
 
 def _list(value: Any) -> list[Any]:
@@ -327,8 +402,10 @@ def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX
 
 
 def judge_command(spool: Spool, store: str, quiet_period: float,
-                  declarations: Sequence[str]) -> list[str]:
-    """The ``ioa-check trace`` command line that judges ``spool`` into ``store``."""
+                  declarations: Sequence[str], max_body: int = DEFAULT_MAX_BODY) -> list[str]:
+    """The ``ioa-check trace`` command line that judges ``spool`` into ``store``. Its
+    ``--max-line-bytes`` is the largest body the service keeps: a message it acknowledged
+    but the judge would not read would stop the judging of every message after it."""
     return [sys.executable, "-m", "ioa_semantic", "trace", spool.path, "--store", store,
             "--complete-only", "--quiet-period", repr(quiet_period), "--no-shapes",
-            "--format", "json", *declarations]
+            "--max-line-bytes", str(max_body), "--format", "json", *declarations]
