@@ -303,3 +303,33 @@ def test_a_judge_that_cannot_start_is_tried_again_not_given_up(tmp_path: Path) -
     judge.stop()
     spool.close()
     assert log.getvalue().count("cannot start") >= 2, log.getvalue()
+
+
+def test_ctrl_c_at_the_service_does_not_break_off_its_judge(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group: the judging process of trace serve ignores
+    it (the service decides when its judge ends, at its shutdown timeout) rather than
+    breaking off mid-round with exit 130, logged as a failure."""
+    import signal
+    import time
+
+    from ioa_semantic.cli.trace import PARENT_ENV
+    from ioa_semantic.service.traces import judge_command
+    from ioa_semantic.trace.store import HOLD_ENV
+
+    spool = Spool(str(tmp_path / "spool"))
+    spool.append(_request("judged"))
+    command = judge_command(spool, str(tmp_path / "store"), 1.0, [])
+    spool.close()
+    flag = tmp_path / "held"
+    judge = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, PARENT_ENV: str(os.getpid()),
+                                             HOLD_ENV: str(flag)})
+    deadline = time.monotonic() + 120
+    while not flag.exists() and judge.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert flag.exists(), "the judge never reached its store"
+    judge.send_signal(signal.SIGINT)
+    time.sleep(0.2)  # the signal is delivered before the store is let go (not a measurement)
+    flag.unlink()
+    _, err = judge.communicate(timeout=120)
+    assert judge.returncode in (0, 1, 3), err
