@@ -333,3 +333,44 @@ def test_ctrl_c_at_the_service_does_not_break_off_its_judge(tmp_path: Path) -> N
     flag.unlink()
     _, err = judge.communicate(timeout=120)
     assert judge.returncode in (0, 1, 3), err
+
+
+def test_a_gzip_body_of_several_members_is_read_whole() -> None:
+    """gzip allows several members one after another (``cat a.gz b.gz``); the first alone
+    was read and the rest dropped, acknowledged: two protobuf requests so concatenated (one
+    message, merged) lost the second's spans."""
+    import gzip
+
+    from ioa_semantic.service.traces import PROTOBUF, _gunzip, _parse
+
+    first, second = _request("first"), _request("second")
+    body = _gunzip(gzip.compress(first) + gzip.compress(second), 1 << 20)
+    assert body == first + second
+    kept, _ = _parse(body, PROTOBUF)
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(kept)
+    assert [s.name for r in request.resource_spans for sc in r.scope_spans
+            for s in sc.spans] == ["first", "second"]
+    # The bound holds across members, and trailing garbage is no gzip.
+    assert _gunzip(gzip.compress(b"x" * 600) + gzip.compress(b"y" * 600), 1000) is None
+    with pytest.raises(ValueError):
+        _gunzip(gzip.compress(first) + b"garbage", 1 << 20)
+
+
+@pytest.mark.parametrize("what", ["folder", SPANS])
+def test_a_spool_or_spans_file_that_is_a_symlink_is_refused(tmp_path: Path, what: str) -> None:
+    """A spool folder, or a spans.binpb replaced between runs, that is a symbolic link is
+    refused: nothing is appended through it."""
+    real = tmp_path / "real"
+    Spool(str(real)).close()
+    if what == "folder":
+        link = tmp_path / "link"
+        link.symlink_to(real)
+    else:
+        link = real
+        target = tmp_path / "elsewhere.binpb"
+        target.write_bytes(b"")
+        (real / SPANS).unlink()
+        (real / SPANS).symlink_to(target)
+    with pytest.raises(SpoolError):
+        Spool(str(link))

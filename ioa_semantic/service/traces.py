@@ -275,17 +275,23 @@ class _Busy(Exception):
 
 def _gunzip(body: bytes, cap: int) -> bytes | None:
     """``body`` decompressed, or None when it would exceed ``cap`` bytes; ValueError when it
-    is not one whole gzip member."""
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflate.decompress(body, cap + 1)
-    except zlib.error:
-        raise ValueError("the body is not gzip (Content-Encoding: gzip)") from None
-    if len(out) > cap or inflate.unconsumed_tail:
-        return None
-    if not inflate.eof:
-        raise ValueError("the gzip body is cut short")
-    return out
+    is not whole gzip members. gzip allows several members one after another (``cat a.gz
+    b.gz``): each is read, none dropped after it was acknowledged."""
+    out = bytearray()
+    rest = body
+    while True:
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out += inflate.decompress(rest, cap + 1 - len(out))
+        except zlib.error:
+            raise ValueError("the body is not gzip (Content-Encoding: gzip)") from None
+        if len(out) > cap or inflate.unconsumed_tail:
+            return None
+        if not inflate.eof:
+            raise ValueError("the gzip body is cut short")
+        rest = inflate.unused_data
+        if not rest:
+            return bytes(out)
 
 
 def _parse(body: bytes, media: str) -> tuple[bytes, int]:
