@@ -374,3 +374,44 @@ def test_a_spool_or_spans_file_that_is_a_symlink_is_refused(tmp_path: Path, what
         (real / SPANS).symlink_to(target)
     with pytest.raises(SpoolError):
         Spool(str(link))
+
+
+def test_a_store_held_by_another_process_is_judged_once_it_is_let_go(tmp_path: Path) -> None:
+    """While another process holds the store, each round fails with 74 (said on stderr,
+    /healthz's lastJudgeStatus) and the spool stays unjudged; once the store is let go, the
+    next round judges it, without a request to wake it."""
+    import time
+
+    import httpx
+    import pyoxigraph
+    from test_trace_formats import SCENARIO, write_manifests
+    from test_trace_serve import JUDGED_WITHIN, Service
+
+    import otel_agents
+
+    store = tmp_path / "store"
+    running = Service(tmp_path / "spool", store, write_manifests(tmp_path, every_tool=False))
+    try:
+        document = otel_agents.collector_document(otel_agents.record(SCENARIO))
+        answer = httpx.post(running.url + "/v1/traces", json=document, timeout=30)
+        assert answer.status_code == 200
+        running.judged()
+        held = pyoxigraph.Store(str(store))
+        # The same spans again under another trace id: a second run for the next round.
+        for resource in document["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    span["traceId"] = "ee" * 16
+        assert httpx.post(running.url + "/v1/traces", json=document,
+                          timeout=30).status_code == 200
+        deadline = time.monotonic() + JUDGED_WITHIN
+        while running.health()["lastJudgeStatus"] != 74 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        health = running.health()
+        assert health["lastJudgeStatus"] == 74
+        assert health["judgedBytes"] < health["spooledBytes"]
+        del held
+        health = running.judged()
+        assert health["lastJudgeStatus"] in (0, 1, 3)
+    finally:
+        running.stop()

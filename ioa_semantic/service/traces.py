@@ -202,18 +202,20 @@ class Ingest:
                                                        "Connection": "close"})
         if body is None:
             return _status(media, 413, f"the request body exceeds {self.max_body} bytes")
+        from starlette.concurrency import run_in_threadpool
+
         try:
-            if "gzip" in codings:
-                body = _gunzip(body, self.max_body)
-                if body is None:
-                    return _status(media, 413, f"the request body exceeds {self.max_body} "
-                                               "bytes once decompressed")
-            message, rejected = _parse(body, media)
+            # Off the event loop: 16 MiB of JSON takes seconds to parse, and /healthz and the
+            # other requests' deadlines would wait on it.
+            decoded = await run_in_threadpool(_decode, body, "gzip" in codings, media,
+                                              self.max_body)
         except ValueError as exc:
             return _status(media, 400, str(exc))
+        if decoded is None:
+            return _status(media, 413, f"the request body exceeds {self.max_body} bytes once "
+                                       "decompressed")
+        message, rejected = decoded
         if message:
-            from starlette.concurrency import run_in_threadpool
-
             try:
                 await run_in_threadpool(self.spool.append, message)
             except SpoolFull as exc:
@@ -271,6 +273,17 @@ def _varint(value: int) -> bytes:
 
 class _Busy(Exception):
     """The bodies being read hold the service's bound on buffered bytes."""
+
+
+def _decode(body: bytes, gzipped: bool, media: str,
+            cap: int) -> tuple[bytes, int] | None:
+    """:func:`_parse` of the body, decompressed first if ``gzipped``; None past ``cap``."""
+    if gzipped:
+        inflated = _gunzip(body, cap)
+        if inflated is None:
+            return None
+        body = inflated
+    return _parse(body, media)
 
 
 def _gunzip(body: bytes, cap: int) -> bytes | None:
