@@ -415,3 +415,20 @@ def test_a_store_held_by_another_process_is_judged_once_it_is_let_go(tmp_path: P
         assert health["lastJudgeStatus"] in (0, 1, 3)
     finally:
         running.stop()
+
+
+def test_an_append_after_the_spool_is_closed_writes_nowhere(tmp_path: Path) -> None:
+    """At shutdown a request cut off by the graceful timeout may still be appending in its
+    thread when the spool is closed: its descriptor, reused by the next file opened, would
+    take the message. An append after close (or during it) is refused, not acknowledged."""
+    spool = Spool(str(tmp_path / "spool"))
+    spool.close()
+    other = tmp_path / "other"
+    fd = os.open(other, os.O_WRONLY | os.O_CREAT, 0o600)  # most likely the spool's old number
+    try:
+        with pytest.raises(SpoolFull):
+            spool.append(b"late")
+    finally:
+        os.close(fd)
+    assert other.read_bytes() == b""
+    spool.close()  # twice is harmless

@@ -81,6 +81,8 @@ class Spool:
         :class:`SpoolFull` when it would take the spool past its bound."""
         framed = len(message).to_bytes(4, "big") + message
         with self._lock:
+            if self._fd < 0:
+                raise SpoolFull("the spool is closed (the service is stopping)")
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
                 size = os.fstat(self._fd).st_size
@@ -99,10 +101,17 @@ class Spool:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def size(self) -> int:
-        return os.fstat(self._fd).st_size
+        """The spool's bytes (0 once closed)."""
+        fd = self._fd
+        return os.fstat(fd).st_size if fd >= 0 else 0
 
     def close(self) -> None:
-        os.close(self._fd)
+        """Closed once no append is writing (one cut off at shutdown may still be, in its
+        thread); an append after it is refused, never written to a reused descriptor."""
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
 
 def _claim(folder: str) -> None:
