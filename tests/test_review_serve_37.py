@@ -432,3 +432,32 @@ def test_an_append_after_the_spool_is_closed_writes_nowhere(tmp_path: Path) -> N
         os.close(fd)
     assert other.read_bytes() == b""
     spool.close()  # twice is harmless
+
+
+def test_a_hanging_judge_shows_in_healthz_and_is_killed_at_stop(tmp_path: Path) -> None:
+    """A judging round that never ends held judging with nothing to show for it: /healthz
+    says how long the round in flight has run (judgingFor, null when idle), and stopping
+    the service kills it after the shutdown timeout."""
+    import io
+    import time
+
+    from starlette.testclient import TestClient
+
+    from ioa_semantic.service.traces import Judge, create_app
+
+    spool = Spool(str(tmp_path / "spool"))
+    spool.append(_request("waiting"))
+    judge = Judge([sys.executable, "-c", "import time; time.sleep(600)"], spool, 0.05,
+                  io.StringIO(), shutdown_timeout=1)
+    client = TestClient(create_app(spool, judge))
+    assert client.get("/healthz").json()["judgingFor"] is None
+    judge.start()
+    deadline = time.monotonic() + OPEN_WITHIN
+    while client.get("/healthz").json()["judgingFor"] is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.get("/healthz").json()["judgingFor"] >= 0
+    process = judge._process
+    assert process is not None
+    judge.stop()
+    assert process.poll() is not None
+    spool.close()

@@ -66,6 +66,7 @@ class Judge:
         self.last_status: int | None = None
         self.judged_size = -1  # the spool's size the last round judged
         self._waiting = False  # the last round left runs to complete
+        self.round_started: float | None = None  # the round in flight's start, for /healthz
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
@@ -86,7 +87,13 @@ class Judge:
             self._wake.clear()
 
     def _round(self, size: int) -> None:
-        started = time.monotonic()
+        started = self.round_started = time.monotonic()
+        try:
+            self._judge(size, started)
+        finally:
+            self.round_started = None
+
+    def _judge(self, size: int, started: float) -> None:
         # The judging process ends with this one, however this one ends (cli/trace.py).
         environment = {**os.environ, "IOA_CHECK_TRACE_SERVE_PID": str(os.getpid())}
         try:
@@ -179,7 +186,8 @@ class Ingest:
                              "bufferedBytes": self.buffered,
                              "judgedBytes": judge.judged_size if judge else None,
                              "judged": judge.rounds if judge else None,
-                             "lastJudgeStatus": judge.last_status if judge else None})
+                             "lastJudgeStatus": judge.last_status if judge else None,
+                             "judgingFor": _since(judge.round_started if judge else None)})
 
     async def traces(self, request: Request) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -247,6 +255,11 @@ def _success(media: str, rejected: int) -> Response:
     if media == PROTOBUF:
         return Response(response.SerializeToString(), media_type=PROTOBUF)
     return JSONResponse(json_format.MessageToDict(response))
+
+
+def _since(started: float | None) -> float | None:
+    """Seconds since ``started`` (a round that hangs shows as one that only grows)."""
+    return None if started is None else round(time.monotonic() - started, 1)
 
 
 def _status(media: str, status: int, message: str,
