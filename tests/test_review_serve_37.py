@@ -461,3 +461,40 @@ def test_a_hanging_judge_shows_in_healthz_and_is_killed_at_stop(tmp_path: Path) 
     judge.stop()
     assert process.poll() is not None
     spool.close()
+
+
+def test_a_request_larger_than_the_whole_spool_is_413_not_retried_for_ever(
+        tmp_path: Path) -> None:
+    """A request larger than --max-spool-bytes could never be kept: 413 (do not retry), not
+    503 with Retry-After, which an exporter would follow for ever."""
+    from starlette.testclient import TestClient
+
+    from ioa_semantic.service.traces import PROTOBUF, create_app
+
+    spool = Spool(str(tmp_path / "spool"), max_bytes=64)
+    client = TestClient(create_app(spool, None))
+    answer = client.post("/v1/traces", content=_request("x" * 100),
+                         headers={"content-type": PROTOBUF})
+    assert answer.status_code == 413 and "retry-after" not in answer.headers
+    assert client.post("/v1/traces", content=_request("fits"),
+                       headers={"content-type": PROTOBUF}).status_code == 200
+    spool.close()
+
+
+def test_concurrent_appends_from_threads_stay_whole(tmp_path: Path) -> None:
+    """Requests appended from many threads at once (the service's thread pool) are each one
+    whole frame."""
+    spool = Spool(str(tmp_path / "spool"))
+    messages = [_request(f"t{t}-{n}") for t in range(8) for n in range(40)]
+
+    def write(part: list[bytes]) -> None:
+        for message in part:
+            spool.append(message)
+
+    threads = [threading.Thread(target=write, args=(messages[t::8],)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    spool.close()
+    assert sorted(_frames(tmp_path / "spool" / SPANS)) == sorted(messages)

@@ -10,7 +10,7 @@ answered ``200`` with ``partial_success`` (``rejected_spans`` and why), as the s
 has it; a request that cannot be parsed
 is ``400`` with a ``google.rpc.Status`` (nothing is kept: the specification's "bad data, do
 not retry"); a full spool is ``503`` with ``Retry-After`` (the exporters retry then); a body
-past the bound is ``413``; another media type or coding ``415``.
+past the bound, or a request larger than the whole spool, is ``413``; another media type or coding ``415``.
 
 A judge thread runs ``ioa-check trace SPOOL --store STORE --complete-only`` as a process of
 its own, at start (what was acknowledged before a crash is judged first) and then every
@@ -223,6 +223,10 @@ class Ingest:
             return _status(media, 413, f"the request body exceeds {self.max_body} bytes once "
                                        "decompressed")
         message, rejected = decoded
+        if len(message) + 4 > self.spool.max_bytes:
+            # Never to be kept, however long the client waits: not 503 and Retry-After.
+            return _status(media, 413, f"the request is larger than the spool may hold "
+                                       f"({self.spool.max_bytes} bytes)")
         if message:
             try:
                 await run_in_threadpool(self.spool.append, message)
