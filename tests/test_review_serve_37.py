@@ -498,3 +498,33 @@ def test_concurrent_appends_from_threads_stay_whole(tmp_path: Path) -> None:
         thread.join()
     spool.close()
     assert sorted(_frames(tmp_path / "spool" / SPANS)) == sorted(messages)
+
+
+def test_a_huge_run_draws_at_most_5000_calls_and_says_how_many_more(tmp_path: Path) -> None:
+    """The page of a run of 5,050 calls draws 5,000 of them and says the other 50 are not
+    drawn (the bound was untested)."""
+    import json
+
+    from ioa_semantic.reporters.trace_html import MAX_CALLS
+
+    def span(n: int, parent: int | None, operation: str, name: str) -> dict[str, object]:
+        key = "gen_ai.tool.name" if operation == "execute_tool" else "gen_ai.agent.name"
+        return {"traceId": "cd" * 16, "spanId": f"{n + 1:016x}",
+                **({"parentSpanId": f"{parent + 1:016x}"} if parent is not None else {}),
+                "name": f"{operation} {name}", "kind": 1,
+                "startTimeUnixNano": str(1_796_200_200 * 10**9 + n),
+                "endTimeUnixNano": str(1_796_200_300 * 10**9), "attributes": [
+                    {"key": "gen_ai.operation.name", "value": {"stringValue": operation}},
+                    {"key": key, "value": {"stringValue": name}}]}
+
+    more = 50
+    spans = [span(0, None, "invoke_agent", WEATHER)]
+    spans += [span(n, 0, "execute_tool", f"t{n}") for n in range(1, MAX_CALLS + more)]
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": []},
+                                                   "scopeSpans": [{"spans": spans}]}]}))
+    proc = subprocess.run([IOA_CHECK, "trace", str(path), "--no-shapes", "--format", "html"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (1, 3), proc.stderr
+    assert proc.stdout.count('<tr class="call ') == MAX_CALLS
+    assert f"{more} more calls are not drawn" in proc.stdout
