@@ -182,9 +182,14 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``ioa-check trace PATH...``; the contract's exit status."""
     parent = os.environ.get(PARENT_ENV, "")
     if parent.isdigit():
+        import signal
+
         from ..service.workers import die_with
 
         die_with(int(parent))
+        # Ctrl-C at the service reaches its whole process group: the service decides when
+        # its judge ends (at its shutdown timeout), not the keyboard mid-round.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if extra_missing():
         return 2
 

@@ -131,7 +131,7 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
               f"{exc.strerror or exc}", file=sys.stderr)
         return ExitStatus.ENVIRONMENT
     command = judge_command(spool, os.path.abspath(opts.store), opts.quiet_period,
-                            _declarations(opts))
+                            _declarations(opts), opts.max_body_bytes)
     judge = Judge(command, spool, opts.judge_every, sys.stderr, opts.shutdown_timeout)
     app = create_app(spool, judge, max_body=opts.max_body_bytes,
                      retry_after=math.ceil(opts.judge_every), body_timeout=opts.body_timeout,

@@ -4,8 +4,10 @@ Per run: its verdict and agents; then its calls as a tree (each call under its c
 trace nests them) beside a timeline (each call's bar from its start to its end within the
 run), every call of a use no declaration admits marked *undeclared*, every call of a use
 left open marked *unknown*, and each agent's uses with their verdicts below. Rendered by
-Jinja2 with autoescaping on (names come from traces, and traces come from anyone); nothing
-is fetched, no script runs.
+Jinja2 with autoescaping on (names come from traces, and traces come from anyone), and what a
+name could hide or reorder (control characters, bidirectional overrides and isolates,
+zero-width characters) is shown as its code point (``<U+202E>``), as the text report does;
+nothing is fetched, no script runs.
 
 The tree is drawn flat (a depth for each row, computed by a walk with a stack of its own),
 so a trace nested thousands deep is not a recursion; at most :data:`MAX_CALLS` calls of a
@@ -33,9 +35,13 @@ def page(runs: list[dict[str, Any]], stream: IO[str]) -> None:
     from jinja2 import Environment, select_autoescape
 
     from ..data import read_text
+    from . import visible
 
+    # Every value the template writes passes through visible() before it is escaped: a tool
+    # named with a right-to-left override would otherwise reverse what the row shows.
     environment = Environment(autoescape=select_autoescape(default=True, default_for_string=True),
-                              trim_blocks=True, lstrip_blocks=True)
+                              trim_blocks=True, lstrip_blocks=True,
+                              finalize=lambda v: visible(v) if isinstance(v, str) else v)
     template = environment.from_string(read_text("report", "trace.html"))
     verdicts = [r["verdict"] for r in runs]
     stream.write(template.render(runs=runs, counts={v: verdicts.count(v) for v in

@@ -4,10 +4,13 @@
 says: binary protobuf (``application/x-protobuf``) or JSON (``application/json``, ids in
 hexadecimal), optionally gzip-compressed (``Content-Encoding: gzip``). A request is
 acknowledged (``200``, an empty ``ExportTraceServiceResponse`` in the request's encoding)
-only once it is in the spool on disk (:mod:`..trace.spool`); a request that cannot be parsed
+only once it is in the spool on disk (:mod:`..trace.spool`); spans whose trace or span id is
+not one (a trace id of 16 bytes, a span id of 8, not all zero) are rejected and the rest kept,
+answered ``200`` with ``partial_success`` (``rejected_spans`` and why), as the specification
+has it; a request that cannot be parsed
 is ``400`` with a ``google.rpc.Status`` (nothing is kept: the specification's "bad data, do
 not retry"); a full spool is ``503`` with ``Retry-After`` (the exporters retry then); a body
-past the bound is ``413``; another media type or coding ``415``.
+past the bound, or a request larger than the whole spool, is ``413``; another media type or coding ``415``.
 
 A judge thread runs ``ioa-check trace SPOOL --store STORE --complete-only`` as a process of
 its own, at start (what was acknowledged before a crash is judged first) and then every
@@ -23,6 +26,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -62,6 +66,7 @@ class Judge:
         self.last_status: int | None = None
         self.judged_size = -1  # the spool's size the last round judged
         self._waiting = False  # the last round left runs to complete
+        self.round_started: float | None = None  # the round in flight's start, for /healthz
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
@@ -82,14 +87,24 @@ class Judge:
             self._wake.clear()
 
     def _round(self, size: int) -> None:
-        started = time.monotonic()
+        started = self.round_started = time.monotonic()
+        try:
+            self._judge(size, started)
+        finally:
+            self.round_started = None
+
+    def _judge(self, size: int, started: float) -> None:
         # The judging process ends with this one, however this one ends (cli/trace.py).
         environment = {**os.environ, "IOA_CHECK_TRACE_SERVE_PID": str(os.getpid())}
         try:
             self._process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
                                              stderr=subprocess.PIPE, env=environment)
-        except OSError as exc:  # no process could be started: said, and tried next round
-            self.log.write(f"ioa-check trace serve: cannot start judging: {exc.strerror}\n")
+        except OSError as exc:
+            # Out of processes or descriptors for now: said, and tried again next round (the
+            # thread ending here would stop all judging while /healthz says ok).
+            self.last_status = None
+            self.log.write(f"ioa-check trace serve: the judging process cannot start: "
+                           f"{exc.strerror or exc}\n")
             self.log.flush()
             return
         _, err = self._process.communicate()
@@ -171,7 +186,8 @@ class Ingest:
                              "bufferedBytes": self.buffered,
                              "judgedBytes": judge.judged_size if judge else None,
                              "judged": judge.rounds if judge else None,
-                             "lastJudgeStatus": judge.last_status if judge else None})
+                             "lastJudgeStatus": judge.last_status if judge else None,
+                             "judgingFor": _since(judge.round_started if judge else None)})
 
     async def traces(self, request: Request) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -194,18 +210,24 @@ class Ingest:
                                                        "Connection": "close"})
         if body is None:
             return _status(media, 413, f"the request body exceeds {self.max_body} bytes")
+        from starlette.concurrency import run_in_threadpool
+
         try:
-            if "gzip" in codings:
-                body = _gunzip(body, self.max_body)
-                if body is None:
-                    return _status(media, 413, f"the request body exceeds {self.max_body} "
-                                               "bytes once decompressed")
-            message = _parse(body, media)
+            # Off the event loop: 16 MiB of JSON takes seconds to parse, and /healthz and the
+            # other requests' deadlines would wait on it.
+            decoded = await run_in_threadpool(_decode, body, "gzip" in codings, media,
+                                              self.max_body)
         except ValueError as exc:
             return _status(media, 400, str(exc))
+        if decoded is None:
+            return _status(media, 413, f"the request body exceeds {self.max_body} bytes once "
+                                       "decompressed")
+        message, rejected = decoded
+        if len(message) + 4 > self.spool.max_bytes:
+            # Never to be kept, however long the client waits: not 503 and Retry-After.
+            return _status(media, 413, f"the request is larger than the spool may hold "
+                                       f"({self.spool.max_bytes} bytes)")
         if message:
-            from starlette.concurrency import run_in_threadpool
-
             try:
                 await run_in_threadpool(self.spool.append, message)
             except SpoolFull as exc:
@@ -214,9 +236,34 @@ class Ingest:
             self.accepted += 1
             if self.judge is not None:
                 self.judge.wake()
+        return _success(media, rejected)
+
+
+def _success(media: str, rejected: int) -> Response:
+    """An ``ExportTraceServiceResponse``: empty, or with ``partial_success`` naming how many
+    spans were rejected."""
+    if not rejected:
         if media == PROTOBUF:
-            return Response(b"", media_type=PROTOBUF)  # an empty ExportTraceServiceResponse
+            return Response(b"", media_type=PROTOBUF)
         return JSONResponse({})
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTracePartialSuccess,
+        ExportTraceServiceResponse,
+    )
+
+    response = ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
+        rejected_spans=rejected, error_message=f"{rejected} span{'s' if rejected != 1 else ''} "
+        "rejected: a trace id must be 16 bytes, a span id 8 (a parent's 8 or none), not all "
+        "zero"))
+    if media == PROTOBUF:
+        return Response(response.SerializeToString(), media_type=PROTOBUF)
+    return JSONResponse(json_format.MessageToDict(response))
+
+
+def _since(started: float | None) -> float | None:
+    """Seconds since ``started`` (a round that hangs shows as one that only grows)."""
+    return None if started is None else round(time.monotonic() - started, 1)
 
 
 def _status(media: str, status: int, message: str,
@@ -245,24 +292,44 @@ class _Busy(Exception):
     """The bodies being read hold the service's bound on buffered bytes."""
 
 
+def _decode(body: bytes, gzipped: bool, media: str,
+            cap: int) -> tuple[bytes, int] | None:
+    """:func:`_parse` of the body, decompressed first if ``gzipped``; None past ``cap``."""
+    if gzipped:
+        inflated = _gunzip(body, cap)
+        if inflated is None:
+            return None
+        body = inflated
+    return _parse(body, media)
+
+
 def _gunzip(body: bytes, cap: int) -> bytes | None:
     """``body`` decompressed, or None when it would exceed ``cap`` bytes; ValueError when it
-    is not one whole gzip member."""
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflate.decompress(body, cap + 1)
-    except zlib.error:
-        raise ValueError("the body is not gzip (Content-Encoding: gzip)") from None
-    if len(out) > cap or inflate.unconsumed_tail:
-        return None
-    if not inflate.eof:
-        raise ValueError("the gzip body is cut short")
-    return out
+    is not whole gzip members. gzip allows several members one after another (``cat a.gz
+    b.gz``): each is read, none dropped after it was acknowledged."""
+    out = bytearray()
+    rest = body
+    while True:
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out += inflate.decompress(rest, cap + 1 - len(out))
+        except zlib.error:
+            raise ValueError("the body is not gzip (Content-Encoding: gzip)") from None
+        if len(out) > cap or inflate.unconsumed_tail:
+            return None
+        if not inflate.eof:
+            raise ValueError("the gzip body is cut short")
+        rest = inflate.unused_data
+        if not rest:
+            return bytes(out)
 
 
-def _parse(body: bytes, media: str) -> bytes:
-    """The request as protobuf bytes to spool (empty when it holds no spans); ValueError
-    naming what is wrong."""
+def _parse(body: bytes, media: str) -> tuple[bytes, int]:
+    """The request as protobuf bytes to spool (empty when it holds no spans) and how many of
+    its spans were rejected; ValueError naming what is wrong. What is spooled is the message
+    serialized again, its unknown fields dropped: the spool's reader takes a message that
+    does not begin with its spans for garbage, and one such request would stop the judging
+    of all after it."""
     from google.protobuf import json_format
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -275,7 +342,7 @@ def _parse(body: bytes, media: str) -> bytes:
             message.ParseFromString(body)
         except DecodeError:
             raise ValueError("the body is not an ExportTraceServiceRequest in protobuf") from None
-        return body if message.resource_spans else b""
+        return _kept(message)
     try:
         document = json.loads(body)
     except (ValueError, RecursionError):
@@ -287,7 +354,35 @@ def _parse(body: bytes, media: str) -> bytes:
                               max_recursion_depth=64)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise ValueError(f"the body is not an ExportTraceServiceRequest: {exc}") from None
-    return message.SerializeToString() if message.resource_spans else b""
+    return _kept(message)
+
+
+def _kept(message: Any) -> tuple[bytes, int]:
+    """``message`` without its unknown fields and its spans whose ids are not ids, serialized
+    (empty when no span is left), and how many spans were rejected."""
+    message.DiscardUnknownFields()
+    rejected = 0
+    for resource in message.resource_spans:
+        for scope in resource.scope_spans:
+            bad = [i for i, span in enumerate(scope.spans) if not _ids_valid(span)]
+            for index in reversed(bad):
+                del scope.spans[index]
+            rejected += len(bad)
+    spans = any(scope.spans for resource in message.resource_spans
+                for scope in resource.scope_spans)
+    return (bytes(message.SerializeToString()) if spans else b""), rejected
+
+
+def _ids_valid(span: Any) -> bool:
+    """The specification's ids: a trace id of 16 bytes and a span id of 8, neither all zero;
+    a parent's span id and each link's likewise (a parent's may be absent)."""
+    def valid(value: bytes, size: int) -> bool:
+        return len(value) == size and any(value)
+
+    return (valid(span.trace_id, 16) and valid(span.span_id, 8)
+            and (not span.parent_span_id or valid(span.parent_span_id, 8))
+            and all(valid(link.trace_id, 16) and valid(link.span_id, 8)
+                    for link in span.links))
 
 
 _ID_MEMBERS = ("traceId", "spanId", "parentSpanId")
@@ -295,8 +390,8 @@ _ID_MEMBERS = ("traceId", "spanId", "parentSpanId")
 
 def _hex_ids(document: dict[str, Any]) -> dict[str, Any]:
     """OTLP/JSON writes trace and span ids in hexadecimal where protobuf's JSON mapping has
-    base64: each id is turned into what the mapping reads (ids that are not hexadecimal are
-    left for the mapping to refuse)."""
+    base64: each id is turned into what the mapping reads (base64 ids are read as they are;
+    an id that is neither is made one that :func:`_ids_valid` rejects, with its span)."""
     for resource in _list(document.get("resourceSpans")):
         for scope in _list(resource.get("scopeSpans") if isinstance(resource, dict) else None):
             for span in _list(scope.get("spans") if isinstance(scope, dict) else None):
@@ -309,14 +404,25 @@ def _hex_ids(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+# What an id that is neither hexadecimal nor base64 is given: one byte, no id, so that its
+# span is rejected (partial success) rather than the whole request refused.
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
+_NO_ID = base64.b64encode(b"\x00").decode("ascii")
+
+
 def _convert(holder: dict[str, Any]) -> None:
     for member in _ID_MEMBERS:
         value = holder.get(member)
-        if isinstance(value, str) and value and len(value) % 2 == 0:
-            try:
-                holder[member] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
-            except ValueError:
-                continue
+        if not isinstance(value, str) or not value:
+            continue
+        try:
+            holder[member] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+            continue
+        except ValueError:
+            pass
+        # base64, as protobuf's own JSON mapping writes ids, is read as it is.
+        if not _BASE64.fullmatch(value) or len(value.rstrip("=")) % 4 == 1:
+            holder[member] = _NO_ID
 
 
 def _list(value: Any) -> list[Any]:
@@ -332,8 +438,10 @@ def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX
 
 
 def judge_command(spool: Spool, store: str, quiet_period: float,
-                  declarations: Sequence[str]) -> list[str]:
-    """The ``ioa-check trace`` command line that judges ``spool`` into ``store``."""
+                  declarations: Sequence[str], max_body: int = DEFAULT_MAX_BODY) -> list[str]:
+    """The ``ioa-check trace`` command line that judges ``spool`` into ``store``. Its
+    ``--max-line-bytes`` is the largest body the service keeps: a message it acknowledged
+    but the judge would not read would stop the judging of every message after it."""
     return [sys.executable, "-m", "ioa_semantic", "trace", spool.path, "--store", store,
             "--complete-only", "--quiet-period", repr(quiet_period), "--no-shapes",
-            "--format", "json", *declarations]
+            "--max-line-bytes", str(max_body), "--format", "json", *declarations]
