@@ -45,6 +45,7 @@ from .limits import (
     AUDIT_MEDIA_TYPES,
     CHECK_MEDIA_TYPES,
     EXTENSION_URI,
+    HeldBytes,
     ServiceLimits,
 )
 from .streams import END, Body, Output, Spilled, _Stopped
@@ -100,7 +101,7 @@ class Service:
         self.checks: Checks = (CheckWorkers(build, wire.decisions, limits.threads)
                                if build is not None
                                else CheckThreads(checker, wire.decisions, limits.threads))
-        self.bodies = _Held(limits.max_buffered_bytes)
+        self.bodies = HeldBytes(limits.max_buffered_bytes)
         self.audit_threads = ThreadPoolExecutor(max_workers=limits.audits,
                                                 thread_name_prefix="audit")
         self._audits = 0
@@ -388,25 +389,7 @@ def _declared_length(request: Request, cap: int) -> None:
         raise _Refused(_too_large(cap))
 
 
-class _Held:
-    """The bytes of check bodies held at once, across requests, and their cap: without one,
-    many slow bodies, each within its own limit, would together fill the memory."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.size = 0
-
-    def take(self, size: int) -> bool:
-        if self.size + size > self.cap:
-            return False
-        self.size += size
-        return True
-
-    def give(self, size: int) -> None:
-        self.size -= size
-
-
-async def _body(request: Request, cap: int, deadline: float, bound: float, bodies: _Held,
+async def _body(request: Request, cap: int, deadline: float, bound: float, bodies: HeldBytes,
                 held: list[int]) -> bytes:
     """The whole body, read as it streams in: refused (413) once it passes ``cap``, having
     read at most the chunk that passed it; 503 when it would take the bodies held at once

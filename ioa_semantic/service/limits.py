@@ -38,3 +38,21 @@ class ServiceLimits(NamedTuple):
     header_timeout: float = 10.0
 
 
+
+
+class HeldBytes:
+    """The bytes of request bodies held at once, across requests, and their cap: without one,
+    many slow bodies, each within its own limit, would together fill the memory."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.size = 0
+
+    def take(self, size: int) -> bool:
+        if self.size + size > self.cap:
+            return False
+        self.size += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.size -= size

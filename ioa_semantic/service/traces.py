@@ -41,6 +41,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..trace.spool import Spool, SpoolFull
+from .limits import HeldBytes
 
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 DEFAULT_MAX_BODY = 16 << 20
@@ -153,13 +154,12 @@ class Ingest:
         self.max_body = max_body
         self.retry_after = retry_after
         self.body_timeout = body_timeout
-        self.max_buffered = max_buffered
-        self.buffered = 0  # body bytes held by requests being read, all together
+        self.bodies = HeldBytes(max_buffered)  # held by requests being read, all together
         self.accepted = 0  # requests kept, for /healthz
 
     async def _read(self, request: Request) -> bytes | None:
         """The body, or None past :attr:`max_body`; :class:`_Busy` when holding it would take
-        the bodies being read past :attr:`max_buffered`."""
+        the bodies being read past their cap (:attr:`bodies`)."""
         cap = self.max_body
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > cap:
@@ -168,22 +168,21 @@ class Ingest:
         size = 0
         try:
             async for chunk in request.stream():
-                if self.buffered + len(chunk) > self.max_buffered:
+                if not self.bodies.take(len(chunk)):
                     raise _Busy
                 size += len(chunk)
-                self.buffered += len(chunk)
                 if size > cap:
                     return None
                 chunks.append(chunk)
             return b"".join(chunks)
         finally:
-            self.buffered -= size
+            self.bodies.give(size)
 
     async def healthz(self, request: Request) -> Response:
         judge = self.judge
         return JSONResponse({"status": "ok", "accepted": self.accepted,
                              "spooledBytes": self.spool.size(),
-                             "bufferedBytes": self.buffered,
+                             "bufferedBytes": self.bodies.size,
                              "judgedBytes": judge.judged_size if judge else None,
                              "judged": judge.rounds if judge else None,
                              "lastJudgeStatus": judge.last_status if judge else None,
