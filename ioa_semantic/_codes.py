@@ -309,6 +309,9 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
     ("trace.incomplete", INDETERMINATE, "7.1",
      "part of the trace could not be used, so an undeclared use may be missing from the evidence"),
     ("trace.call-incomplete", None, "5.4", "a call whose start or end event the trace lacks"),
+    ("trace.memory-bound", INDETERMINATE, "7.1",
+     "the run could not be judged within the invocation's --max-memory bound: none of it was "
+     "judged or stored, rather than a verdict on part of it"),
     ("trace.call-conflict", None, "5.4",
      "a call started, ended or attributed more than once, inconsistently"),
     ("trace.nesting-ambiguous", INDETERMINATE, "7.1",
@@ -359,6 +362,8 @@ FIXES: dict[str, str] = {
     "json.unreadable": "check that the file exists and can be read (a relative path is read "
                        "from the current folder)",
     "json.too-large": "send a smaller document, or raise the limit (--max-bytes) if you trust it",
+    "trace.memory-bound": "raise --max-memory if the machine has the memory, or split the run's "
+                          "events into several runs",
     "json.too-deep": "flatten the document, or raise the limit (--max-depth) if you trust it",
     "json.too-many-values": "send a smaller document, or raise the limit (--max-values) if you "
                             "trust it",

@@ -130,6 +130,20 @@ def add_shape_timeout(parser: argparse.ArgumentParser) -> None:
                              "indeterminate, constraint.shape-unevaluable")
 
 
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gib": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """A positive number of bytes, with a binary unit or none: 512MiB, 2GiB, 1048576."""
+    match = re.fullmatch(r"\s*([0-9]+)\s*([A-Za-z]*)\s*", text)
+    unit = _UNITS.get(match.group(2).lower()) if match else None
+    if match is None or unit is None or int(match.group(1)) == 0:
+        raise argparse.ArgumentTypeError(
+            f"not a size: {text!r} (bytes, or a whole number with KiB, MiB or GiB)")
+    return int(match.group(1)) * unit
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from .._status import ExitStatus
-from .parsing import _instant, _positive, _positive_seconds
+from .parsing import _instant, _positive, _positive_seconds, _size
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..trace.calls import Run
     from ..trace.declarations import Declarations
     from ..trace.events import Fold, Source
+    from ..trace.memory import Budget
     from ..trace.privacy import Disclosure
     from ..trace.state import Cursor
     from ..trace.store import Feed
@@ -46,6 +47,9 @@ TRAJECTORY_WEIGHT = 3
 # How long a trace whose root span is still open must have been quiet to be judged under
 # --complete-only: agents' turns wait on models for tens of seconds at most.
 DEFAULT_QUIET_PERIOD = 300.0
+# As trace/memory.py's (spelled here so that the parser imports nothing of the trace audit;
+# tests/test_trace_memory.py holds them equal).
+DEFAULT_MAX_MEMORY = 512 << 20
 _EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
@@ -152,6 +156,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "OpenTelemetry trace whose root span is open counts as complete, "
                              "measured against --at or the clock (default: "
                              f"{DEFAULT_QUIET_PERIOD:g})")
+    parser.add_argument("--max-memory", type=_size, default=DEFAULT_MAX_MEMORY, metavar="SIZE",
+                        help="the most memory the invocation may hold (bytes, or with KiB, "
+                             "MiB or GiB; default: 512MiB): an input whose run cannot be "
+                             "judged (and stored) within it is not, and its run gets the "
+                             "reason trace.memory-bound naming the bound")
     parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N",
                         help="events per batch, and so per checkpoint (default: 1000)")
     parser.add_argument("--max-line-bytes", type=_positive, default=16 << 20, metavar="N",
@@ -287,6 +296,7 @@ def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declaration
 def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
     from ..reporters.progress import reading
     from ..trace.events import resolve
+    from ..trace.memory import LATER_STAGES, LATER_STAGES_STORE, Budget
     from ..trace.state import StateError
 
     sources = [resolve(path) for path in opts.paths]
@@ -297,8 +307,9 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
     try:
         if cursor is not None:
             cursor.open()
+        budget = Budget(opts.max_memory, LATER_STAGES_STORE if opts.store else LATER_STAGES)
         with reading(sys.stderr, len(sources)) as shown:
-            _each(sources, opts, cursor, consumed, shown)
+            _each(sources, opts, cursor, consumed, shown, budget)
     finally:
         if cursor is not None:
             cursor.close()
@@ -306,12 +317,17 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
 
 
 def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None,
-          consumed: Consumed, shown: Reading) -> None:
-    """Each input consumed into ``consumed``, its progress ``shown``."""
+          consumed: Consumed, shown: Reading, budget: Budget) -> None:
+    """Each input consumed into ``consumed``, its progress ``shown``, within ``budget``."""
     from .._codes import finding
     from ..trace.events import Fold
     from ..trace.formats import FormatUnreadable
+    from ..trace.memory import MemoryBound
     from ..trace.state import consume
+
+    def batch(line: int) -> None:
+        shown.read(line)
+        budget.check(f"line {line}")
 
     for index, source in enumerate(sources):
         shown.input(index)
@@ -321,7 +337,16 @@ def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None
         fold = Fold(opts.include_content)
         try:
             consume(source, fold, cursor, opts.batch_size, opts.max_line_bytes,
-                    on_batch=shown.read)
+                    on_batch=batch)
+            budget.check(f"the end of the input ({fold.events} events)")
+        except MemoryBound as exc:
+            # What was read is let go: the run is not judged on part of it.
+            del fold
+            # Said on stderr too: a feed's operator (trace serve's log) sees it without the
+            # report.
+            print(f"ioa-check trace: {source.given}: {exc}", file=sys.stderr)
+            consumed.append(source._replace(problem=finding("trace.memory-bound", str(exc))))
+            continue
         except OSError as exc:
             consumed.append(source._replace(problem=finding(
                 "json.unreadable", f"cannot be read: {exc.strerror}")))

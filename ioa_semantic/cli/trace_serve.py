@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._status import ExitStatus
-from .parsing import _Parser, _positive, _positive_seconds
+from .parsing import _Parser, _positive, _positive_seconds, _size
 from .serve import _bind, _port, _stopped, _url
-from .trace import DEFAULT_QUIET_PERIOD, extra_missing
+from .trace import DEFAULT_MAX_MEMORY, DEFAULT_QUIET_PERIOD, extra_missing
 
 DEFAULT_JUDGE_EVERY = 5.0
 
@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
     parser.add_argument("--port", type=_port, default=4318,
                         help="default: 4318, OTLP/HTTP's (0: any free port)")
+    parser.add_argument("--max-memory", type=_size, default=DEFAULT_MAX_MEMORY, metavar="SIZE",
+                        help="the judge's --max-memory, as for ioa-check trace (default: "
+                             "512MiB); the judge reads the whole spool each round, so a spool "
+                             "past it is not judged, with the reason trace.memory-bound in "
+                             "the service's log")
     parser.add_argument("--quiet-period", type=_positive_seconds, default=DEFAULT_QUIET_PERIOD,
                         metavar="SECONDS",
                         help="a trace whose root span is still open is judged once none of "
@@ -131,7 +136,7 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
               f"{exc.strerror or exc}", file=sys.stderr)
         return ExitStatus.ENVIRONMENT
     command = judge_command(spool, os.path.abspath(opts.store), opts.quiet_period,
-                            _declarations(opts), opts.max_body_bytes)
+                            _declarations(opts), opts.max_body_bytes, opts.max_memory)
     judge = Judge(command, spool, opts.judge_every, sys.stderr, opts.shutdown_timeout)
     app = create_app(spool, judge, max_body=opts.max_body_bytes,
                      retry_after=math.ceil(opts.judge_every), body_timeout=opts.body_timeout,

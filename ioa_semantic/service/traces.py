@@ -124,6 +124,9 @@ class Judge:
             self.log.flush()
             return
         self.judged_size = size
+        for line in text.splitlines():
+            if "--max-memory" in line:  # the spool was not judged: the operator's to see
+                self.log.write(f"ioa-check trace serve: {line.removeprefix('ioa-check trace: ')}\n")
         self.log.write(f"ioa-check trace serve: judged the spool up to {size} bytes in "
                        f"{time.monotonic() - started:.1f} s (exit status {status})"
                        f"{'; runs wait to complete' if self._waiting else ''}\n")
@@ -437,10 +440,12 @@ def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX
 
 
 def judge_command(spool: Spool, store: str, quiet_period: float,
-                  declarations: Sequence[str], max_body: int = DEFAULT_MAX_BODY) -> list[str]:
+                  declarations: Sequence[str], max_body: int = DEFAULT_MAX_BODY,
+                  max_memory: int | None = None) -> list[str]:
     """The ``ioa-check trace`` command line that judges ``spool`` into ``store``. Its
     ``--max-line-bytes`` is the largest body the service keeps: a message it acknowledged
     but the judge would not read would stop the judging of every message after it."""
     return [sys.executable, "-m", "ioa_semantic", "trace", spool.path, "--store", store,
             "--complete-only", "--quiet-period", repr(quiet_period), "--no-shapes",
-            "--max-line-bytes", str(max_body), "--format", "json", *declarations]
+            "--max-line-bytes", str(max_body), "--format", "json", *declarations,
+            *(["--max-memory", str(max_memory)] if max_memory is not None else [])]

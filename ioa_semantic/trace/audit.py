@@ -519,7 +519,10 @@ class _Auditor:
         reasons = list(run.findings)
         reasons.extend(self.declarations.findings)
         if not run.readable:
-            return RunAudit(run, Verdict.INVALID, (), tuple(sorted(reasons, key=sort_key)), ())
+            # A run too large for the memory bound was readable: it was not judged.
+            bounded = any(r.code == "trace.memory-bound" for r in run.findings)
+            return RunAudit(run, Verdict.INDETERMINATE if bounded else Verdict.INVALID, (),
+                            tuple(sorted(reasons, key=sort_key)), ())
         uses, processing, problems = self.gather()
         reasons.extend(problems)
         if run.skipped:

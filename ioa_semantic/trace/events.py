@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any, NamedTuple
 
+import orjson
+
 from .._codes import finding
 from .._findings import Finding, Severity
 from ..pipeline.intake import Limits
@@ -139,8 +141,68 @@ def decode(line: Line, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tu
 def parse(data: bytes, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tuple[str, str] | None]:
     """Strict JSON as the intake stage reads it (UTF-8, no repeated member, no NaN, within
     ``max_bytes``), an array or any value allowed; ``(None, None)`` for blank input."""
-    if len(data) <= max_bytes and not data.strip():
-        return None, None
+    if len(data) <= max_bytes:
+        if not data.strip():
+            return None, None
+        fast = _plain(data)
+        if fast is not _NOT_PLAIN:
+            return fast, None
+    return _strict(data, max_bytes)
+
+
+# What _plain answers for a line it leaves to the strict parser. A quote followed by
+# whitespace may be a member name before its colon, which ``":`` would not count (JSON Lines
+# writers put none there).
+_NOT_PLAIN: Any = object()
+# Brackets past which a line is left to the strict parser: orjson nests 1,024 levels, the
+# strict parser as deep as Python's recursion allows (fewer), and each says so its own way.
+_PLAIN_BRACKETS = 256
+FAST_PATH = True  # the differential tests read every line both ways
+
+
+def _plain(data: bytes) -> Any:
+    """The line as the strict parser reads it, parsed by orjson, where that is certain; else
+    :data:`_NOT_PLAIN`. orjson refuses what the strict parser refuses (invalid UTF-8, a byte
+    order mark, NaN, a lone surrogate, control characters) but keeps a repeated member's last
+    value and reads an integer past 64 bits as a float, so a line is taken only when neither
+    can be: with no escaped quote and no whitespace after a quote, every member name ends in
+    ``":`` and nothing else does, and there must be as many as the objects have members (a
+    repeated name, or one spelled with escapes, makes fewer); and no float is as large as 2^63
+    (it may have been written as an integer). A number whose
+    float is not its exact value reads as a plain float here and as the same float with its
+    text kept there (intake.ExactNumber): the trace audit reads numbers as floats either way
+    (tests/test_trace_parse.py holds the folds equal)."""
+    if not FAST_PATH or b'\\"' in data or b'" ' in data or b'"\t' in data or (
+            b'"\n' in data or b'"\r' in data or (
+                data.count(b"{") + data.count(b"[") > _PLAIN_BRACKETS)):
+        return _NOT_PLAIN
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _NOT_PLAIN  # the strict parser says what is wrong, its own way
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return _NOT_PLAIN  # a line of a scalar: the strict parser's finding
+    members = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            members += len(item)
+            item = item.values()
+        for inner in item:
+            kind = type(inner)
+            if kind is dict or kind is list:
+                stack.append(inner)
+            elif kind is float and not -_LARGE < inner < _LARGE:
+                return _NOT_PLAIN
+    return value if members == data.count(b'":') else _NOT_PLAIN
+
+
+_LARGE = float(1 << 63)
+
+
+def _strict(data: bytes, max_bytes: int) -> tuple[Any, tuple[str, str] | None]:
     # Nesting is bounded by the parser's recursion limit only, as trace payloads may nest.
     intake = parse_json(data, Limits(max_bytes, _UNBOUNDED_DEPTH), array=True)
     if not intake.ok:

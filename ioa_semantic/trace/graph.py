@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -177,6 +178,7 @@ class _Builder:
                 name) if kind == "mas" else name
             cls = {"mas": "MAS", "llm": "LLM", "tool": "Tool", "processing": "Processing"}[kind]
         node = self._node(iri)
+        self._hold(node)
         self._type(iri, cls)
         self.graph.set((node, self.mas.id, Literal(shown)))
         self.graph.set((node, self.mas.name, Literal(shown)))
@@ -215,7 +217,15 @@ class _Builder:
                         self._add(iri, "declared", True)
                         self._link(self.disclose.agent_iri(agent), "usesCapability", iri)
 
+    def _hold(self, node: Any) -> None:
+        """``node`` is structural: its triples may be revised (``set``) until the end."""
+
     def run(self, run: Run) -> None:
+        for _ in self.steps(run):
+            pass
+
+    def steps(self, run: Run) -> Iterator[None]:
+        """:meth:`run`, a step at a time (a call each): the graph is taken as it grows."""
         run = identified(run, self.declarations)
         calls = run.by_key()
         self._ancestry = Ancestry(calls)
@@ -247,9 +257,11 @@ class _Builder:
             self.run_file(run, session, bool(starts and ends))
         for call in run.calls:
             self.call(run, call, calls, session, session_id, mas_iri)
+            yield
         if self.trajectory and run.calls:
             Trajectory(Sink(self._add, self._link, self._type), self.disclose, run, session,
                        session_id, self._attribution).build()
+            yield
 
     def run_file(self, run: Run, session: str, timed: bool) -> None:
         """What a mas-lab run.json says of the session: its scenario, its status, and its
@@ -583,6 +595,11 @@ class _Triples:
         return len(self.triples)
 
 
+# The nodes :class:`_QuadBuilder` keeps made: a call's node is wanted by its own triples and
+# its children's, near one another; the cache is emptied when full rather than grow with a run.
+_NODE_CACHE = 8192
+
+
 class _QuadBuilder(_Builder):
     """The builder making pyoxigraph terms where it makes its terms (literals, nodes, the
     triples of :meth:`_add`, :meth:`_link`, :meth:`_type`): building rdflib terms is most of
@@ -592,6 +609,9 @@ class _QuadBuilder(_Builder):
                  trajectory: bool = False) -> None:
         super().__init__(declarations, disclose, trajectory)
         self._nodes: dict[str, Any] = {}
+
+    def _hold(self, node: Any) -> None:
+        self.graph.hold(node)  # type: ignore[attr-defined]
 
     def _literal(self, value: Any, datatype: str | None = None) -> Any:
         import pyoxigraph
@@ -615,6 +635,8 @@ class _QuadBuilder(_Builder):
         if known is None:
             import pyoxigraph
 
+            if len(self._nodes) >= _NODE_CACHE:
+                self._nodes.clear()  # a large run's call nodes, each wanted a few times only
             known = self._nodes[iri] = pyoxigraph.NamedNode(iri)
         return known
 
@@ -639,21 +661,75 @@ def quads(run: Run, declarations: Declarations, disclose: Disclosure, graph: str
     """The graph :func:`build` makes of ``run``, as pyoxigraph quads in the named graph
     ``graph``: the same builder writes into a plain triple set, making pyoxigraph terms where
     it can; the rest are converted once each."""
+    return [quad for chunk in quad_chunks(run, declarations, disclose, graph, trajectory)
+            for quad in chunk]
+
+
+def quad_chunks(run: Run, declarations: Declarations, disclose: Disclosure, graph: str,
+                trajectory: bool = False, size: int = 1 << 62) -> Iterator[list[Any]]:
+    """:func:`quads` in chunks of about ``size`` quads, made as they are taken: a large run's
+    graph goes to the store a chunk at a time, never whole in memory. The triples of the
+    structural nodes (agents, tools, models: what :meth:`_Builder.structural` may revise) come
+    in the last chunk; a chunk may repeat a triple another holds (the store keeps it once)."""
     builder = _QuadBuilder(declarations, disclose, trajectory)
-    sink = _Triples()
+    sink = _Chunked(size, graph)
     builder.graph = sink  # type: ignore[assignment]
     builder.declared_types()
+    yield from sink.ready()
     if run.readable:
-        builder.run(run)
-    return _to_quads(sink.triples, graph)
+        for _ in builder.steps(run):
+            yield from sink.ready()
+    yield sink.last()
 
 
-def _to_quads(triples: Any, graph: str) -> list[Any]:
+class _Chunked:
+    """The builder's triple set for :func:`quad_chunks`: the triples of held subjects (the
+    structural nodes, which ``set`` revises and ``in`` asks about) stay until the end; the
+    others are handed on as quads in chunks."""
+
+    def __init__(self, size: int, graph: str) -> None:
+        self.size = size
+        self.graph = graph
+        self.held = _Triples()
+        self.subjects: set[Any] = set()
+        self.pending: list[tuple[Any, Any, Any]] = []
+        self.converted: dict[Any, Any] = {}
+
+    def bind(self, prefix: str, namespace: str) -> None:
+        """Prefixes are a serialization's concern; quads have none."""
+
+    def hold(self, subject: Any) -> None:
+        self.subjects.add(subject)
+
+    def add(self, triple: tuple[Any, Any, Any]) -> None:
+        if triple[0] in self.subjects:
+            self.held.add(triple)
+        else:
+            self.pending.append(triple)
+
+    def set(self, triple: tuple[Any, Any, Any]) -> None:
+        # Only structural nodes are revised: were another, a triple handed on could not be.
+        assert triple[0] in self.subjects, triple
+        self.held.set(triple)
+
+    def __contains__(self, triple: tuple[Any, Any, Any]) -> bool:
+        assert triple[0] in self.subjects, triple
+        return triple in self.held
+
+    def ready(self) -> Iterator[list[Any]]:
+        while len(self.pending) >= self.size:
+            chunk, self.pending = self.pending[:self.size], self.pending[self.size:]
+            yield _to_quads(chunk, self.graph, self.converted)
+
+    def last(self) -> list[Any]:
+        return _to_quads([*self.pending, *self.held.triples], self.graph, self.converted)
+
+
+def _to_quads(triples: Any, graph: str, converted: dict[Any, Any]) -> list[Any]:
     import pyoxigraph
     from rdflib import Literal as RdfLiteral
 
     name = pyoxigraph.NamedNode(graph)
-    converted: dict[Any, Any] = {}
 
     def term(value: Any) -> Any:
         if isinstance(value, pyoxigraph.NamedNode | pyoxigraph.Literal):

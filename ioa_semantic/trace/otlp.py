@@ -223,10 +223,18 @@ def read(pointer: str, span: Any) -> Iterator[Span | Problem]:
                _fingerprint(span))
 
 
+def _as_float(value: Any) -> float:
+    if isinstance(value, float):
+        return float(value)
+    raise TypeError
+
+
 def _fingerprint(span: dict[str, Any]) -> str:
     """The SHA-256 of a span's canonical JSON, to tell an exporter's retry from a conflict."""
     try:
-        canonical = orjson.dumps(span, option=orjson.OPT_SORT_KEYS)
+        # A number read with its text kept (intake.ExactNumber) is the float it is: a span
+        # reads the same whichever parser read its line (events.parse).
+        canonical = orjson.dumps(span, option=orjson.OPT_SORT_KEYS, default=_as_float)
     except TypeError:  # a lone surrogate, which orjson refuses to encode, or a deep value
         canonical = json.dumps(span, sort_keys=True, separators=(",", ":"),
                                ensure_ascii=False).encode("utf-8", "surrogatepass")

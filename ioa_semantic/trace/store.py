@@ -50,11 +50,12 @@ import contextlib
 import errno
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import signal
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from urllib.parse import quote
@@ -69,7 +70,7 @@ from .audit import audit as judge
 from .calls import Call, Run
 from .declarations import Declarations
 from .events import Fold, Source
-from .graph import IOAT, MAS, quads
+from .graph import IOAT, MAS, quad_chunks
 from .privacy import DELEGATION_PREFIX, IRI_BASE, Disclosure, Private, literal_text
 from .state import Cursor
 
@@ -87,6 +88,14 @@ _PARTIAL_KEY = f".{KEY_FILE}.partial"
 DEFAULT_CONSUMER = "ioa-check-trace"
 # The calls a verdict's use links to (the run's graph holds them all).
 LINKED_CALLS = 5
+
+# A run's graph past this many quads is written in transactions of this size (the run's
+# record and verdict, the mark of a complete graph, last): one transaction holds its writes
+# in memory, six index entries a quad.
+CHUNK_QUADS = 20_000
+# The store's memory tables are written to its files after this many quads: RocksDB keeps
+# them until they fill, one table per index, and a long feed would hold gigabytes.
+FLUSH_QUADS = 60_000
 
 VERDICTS = f"{IRI_BASE}verdicts"
 STORE_GRAPH = f"{IRI_BASE}store"
@@ -169,6 +178,8 @@ class TraceStore:
         self.store = _open(path, create)
         _hold()
         self.transactions = 0
+        self.largest = 0  # the most quads one transaction wrote (tests hold it to CHUNK_QUADS)
+        self._unflushed = 0
         hook = os.environ.get(KILL_AFTER_ENV, "")
         self._kill_after = int(hook) if hook.isdigit() else None
         self._next_verdict: int | None = None
@@ -286,13 +297,22 @@ class TraceStore:
                     modes.append(mode)
         return modes
 
-    def commit(self, quads: Iterable[ox.Quad]) -> None:
+    def commit(self, quads: list[ox.Quad]) -> None:
         """Add ``quads`` in one transaction: all of them are written, or none."""
         try:
             self.store.extend(quads)
         except OSError as exc:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
-        self._committed()
+        self._committed(len(quads))
+
+    def drop(self, graph: str) -> None:
+        """Remove the named graph ``graph`` (what a cut-short write left of it, or a run's
+        graph about to be written again), in one transaction."""
+        try:
+            self.store.update(f"DROP SILENT GRAPH <{graph}>")
+        except OSError as exc:
+            raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
+        self._committed(0)
 
     def replace(self, graph: str, quads: list[ox.Quad]) -> None:
         """Drop the named graph ``graph`` and add ``quads``, in one transaction."""
@@ -308,21 +328,32 @@ class TraceStore:
             self.store.update(f"DROP SILENT GRAPH <{graph}> ; INSERT DATA {{ {body} }}")
         except OSError as exc:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
-        self._committed()
+        self._committed(len(quads))
 
     def flush(self) -> None:
         """Write what the transactions left in memory to the store's files, so that the next
         opener does not replay the write-ahead log (a second or more on a large store)."""
+        self._unflushed = 0
         try:
             self.store.flush()
         except OSError as exc:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
         forget_info_log(self.path)  # a log RocksDB rolled over since it was opened
 
-    def _committed(self) -> None:
+    def _committed(self, quads: int) -> None:
         self.transactions += 1
+        self.largest = max(self.largest, quads)
+        self._unflushed += quads
+        if self._unflushed >= FLUSH_QUADS:
+            self._unflushed = 0
+            self.flush()
         if self._kill_after is not None and self.transactions >= self._kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
+
+    def holds(self, graph: str) -> bool:
+        """Whether the named graph ``graph`` has a quad."""
+        name = ox.NamedNode(graph)
+        return any(True for _ in self.store.quads_for_pattern(None, None, None, name))
 
     def objects(self, subject: str, predicate: str, graph: str) -> list[Any]:
         return [q.object for q in self.store.quads_for_pattern(
@@ -1181,26 +1212,41 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
     if present and present != [digest] and stored_record is None:
         _keeps_every_call(store, iri, value["run"]["calls"])
+    del value  # a large run's record is held as its text only while its graph is written
     traced = bool(present) and _has_trajectory(store, iri)
     rebuild = present != [digest] or (trajectory and not traced)
-    batch = []
-    written = 0
+    verdict: list[ox.Quad] = []
     if present != [digest] or store.current_audit_key(iri) != key:
-        batch = verdict_quads(store.next_verdict(), audit, disclose, digest, key, grounds,
-                              instant, judged_by, consumer)
-        written = 1
+        verdict = verdict_quads(store.next_verdict(), audit, disclose, digest, key, grounds,
+                                instant, judged_by, consumer)
+    written = 1 if verdict else 0
     if not rebuild:
-        if batch:
-            store.commit(batch)
+        if verdict:
+            store.commit(verdict)
         return written  # judged so already, and that is the run's current verdict
     graph = ox.NamedNode(iri)
-    batch.extend(quads(run, declarations, disclose, iri, trajectory or traced))
-    batch.append(ox.Quad(graph, term("runRecord"), _text(record), graph))
-    batch.append(ox.Quad(graph, term("recordSha256"), _text(digest), graph))
-    if present:
-        store.replace(iri, batch)  # the run grew, or gains its trajectory: graph rebuilt
-    else:
-        store.commit(batch)
+    marks = [ox.Quad(graph, term("runRecord"), _text(record), graph),
+             ox.Quad(graph, term("recordSha256"), _text(digest), graph)]
+    chunks = quad_chunks(run, declarations, disclose, iri, trajectory or traced, CHUNK_QUADS)
+    first = next(chunks)
+    after = next(chunks, None)
+    if after is None:  # the whole graph in one transaction, as most runs are
+        batch = [*verdict, *first, *marks]
+        if present or store.holds(iri):
+            # The run grew, or gains its trajectory, or a large write of it was cut short:
+            # its graph is made again.
+            store.replace(iri, batch)
+        else:
+            store.commit(batch)
+        return written
+    # A large graph, a transaction a chunk. Its record, the mark that it is complete, comes
+    # last with its verdict: a write cut short leaves a graph without a record, which the next
+    # feed drops and writes again (the inputs' checkpoints come before the runs' graphs).
+    store.drop(iri)
+    store.commit(first)
+    for chunk in itertools.chain((after,), chunks):
+        store.commit(chunk)
+    store.commit([*verdict, *marks])
     return written
 
 

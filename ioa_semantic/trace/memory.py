@@ -1,0 +1,82 @@
+"""The bound on the trace audit's memory (``--max-memory``), held while the inputs are read.
+
+A run is judged whole: its calls are read into the fold, then built into a run, judged, and
+(with ``--store``) recorded with its graph. Reading is the one stage whose size the input
+decides a line at a time, so that is where the bound is held: after each batch of lines the
+process's resident memory is read (``/proc/self/statm``, an operation, never a clock) and the
+memory the later stages will want is projected from what reading took so far. When the
+projection passes the bound, reading the input stops and its run is not judged: it gets the
+reason ``trace.memory-bound``, naming the bound, rather than a verdict on part of it or an
+out-of-memory kill.
+
+The projection's factors are measured (docs/performance.md, "The trace audit at scale"): on
+a run of 120,000 mas-lab events, what follows the reading took 0.4 times what the reading
+took without a store, and 5 times with a store (the run's record, its graph and verdict
+written through the store's own memory tables); the factors below keep a margin over both.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .._exceptions import IoaSemanticError
+
+DEFAULT_MAX_MEMORY = 512 << 20
+# What follows reading takes, in multiples of what reading took (see above).
+LATER_STAGES = 1.0
+LATER_STAGES_STORE = 6.0
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class MemoryBound(IoaSemanticError):
+    """Judging an input would take more memory than the bound allows."""
+
+
+def resident() -> int | None:
+    """The process's resident memory in bytes, or None where it cannot be read (not Linux):
+    the bound is then not held, and the documentation says so."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def mebibytes(size: int) -> str:
+    return f"{size / (1 << 20):.0f} MiB"
+
+
+class Budget:
+    """The bound of one invocation: ``limit`` bytes of resident memory at most, of which the
+    later stages of each run want ``later`` times what its reading took."""
+
+    def __init__(self, limit: int, later: float) -> None:
+        self.limit = limit
+        self.later = later
+        self.base = resident()
+        self.checks = 0  # how often memory was read (tests count it)
+
+    @property
+    def reading_limit(self) -> int | None:
+        """The resident memory reading may reach, or None where it cannot be read."""
+        if self.base is None:
+            return None
+        if self.limit <= self.base:  # the process alone holds the bound: nothing fits
+            return self.limit
+        return self.base + int((self.limit - self.base) / (1 + self.later))
+
+    def check(self, where: str) -> None:
+        """Raise :class:`MemoryBound` if reading so far (to ``where`` in the input) leaves the
+        later stages too little of the bound."""
+        self.checks += 1
+        limit = self.reading_limit
+        now = resident()
+        if limit is None or now is None or now <= limit:
+            return
+        raise MemoryBound(
+            f"cannot be judged within --max-memory {mebibytes(self.limit)}: at {where} "
+            f"the process held {mebibytes(now)}, and judging "
+            f"{'and storing ' if self.later == LATER_STAGES_STORE else ''}a run takes about "
+            f"{self.later:g} times again what reading it did; nothing of it was judged "
+            f"{'or stored ' if self.later == LATER_STAGES_STORE else ''}(raise --max-memory, "
+            "or split the run)")

@@ -1,0 +1,127 @@
+"""``--max-memory``: a run that cannot be judged within the bound gets a reason naming it, is
+not judged on part of its events, and nothing of it is stored.
+
+Memory is read, never timed; the bounds of the tests are far from what the runs take (a run
+of 42,000 events takes well over 64 MiB to read; a run of 40 events, a few MiB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import IOA_CHECK
+
+pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+
+import trace_runs
+from test_trace_store import graphs
+from test_trace_store_scale import large_run
+
+from ioa_semantic.cli import trace as trace_cli
+from ioa_semantic.cli.parsing import _size
+from ioa_semantic.trace import memory
+
+AT = "2026-12-02T00:00:00Z"
+needs_proc = pytest.mark.skipif(memory.resident() is None,
+                                reason="resident memory is read from /proc/self/statm")
+
+
+def ioa(*args: object) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([IOA_CHECK, *map(str, args)], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "COLUMNS": "200"})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("large")
+    return large_run(folder / "runs", 7_000), trace_runs.write_manifests(folder / "m")
+
+
+def summary(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    last = json.loads(proc.stdout.splitlines()[-1])
+    assert isinstance(last["summary"], dict)
+    return last["summary"]
+
+
+@needs_proc
+def test_a_run_past_the_bound_is_not_judged_and_the_reason_names_the_bound(
+        large: tuple[Path, Path]) -> None:
+    run, manifests = large
+    proc = ioa("trace", run, "--manifests", manifests, "--no-shapes", "--format", "json",
+               "--max-memory", "64MiB")
+    assert proc.returncode == 3, proc.stderr
+    found = summary(proc)
+    assert found["verdict"] == "indeterminate"
+    assert found["agents"] == {}  # not a verdict on part of the run
+    [reason] = found["reasons"]
+    assert reason["code"] == "trace.memory-bound"
+    assert "--max-memory 64 MiB" in reason["message"] and "line " in reason["message"]
+    assert "--max-memory 64 MiB" in proc.stderr
+
+
+@needs_proc
+def test_the_same_run_is_judged_under_a_bound_that_holds_it(large: tuple[Path, Path]) -> None:
+    run, manifests = large
+    proc = ioa("trace", run, "--manifests", manifests, "--no-shapes", "--format", "json",
+               "--max-memory", "1GiB")
+    assert proc.returncode == 1, proc.stderr  # the run calls the undeclared tool pay
+    assert summary(proc)["agents"] == {"booker": "incompatible", "finder": "incompatible",
+                                       "lead": "compatible", "writer": "incompatible"}
+
+
+@needs_proc
+def test_with_a_store_the_bound_keeps_room_for_storing_and_nothing_is_stored(
+        large: tuple[Path, Path], tmp_path: Path) -> None:
+    """A bound that holds the run's audit alone does not hold storing it too: the store
+    gets neither a graph nor a verdict of the run (its cursor keeps the lines read)."""
+    run, manifests = large
+    plain = ioa("trace", run, "--manifests", manifests, "--no-shapes", "--format", "json",
+                "--max-memory", "192MiB")
+    assert plain.returncode == 1, plain.stderr
+    store = tmp_path / "store"
+    stored = ioa("trace", run, "--manifests", manifests, "--no-shapes", "--format", "json",
+                 "--max-memory", "192MiB", "--store", store, "--at", AT)
+    assert stored.returncode == 3, stored.stderr
+    assert "judging and storing" in summary(stored)["reasons"][0]["message"]
+    held = graphs(store)
+    assert not any(name.startswith("<urn:ioa-trace:run:") for name in held)
+    assert not held.get("<urn:ioa-trace:verdicts>")
+
+
+def test_a_small_run_is_judged_under_the_default_bound_with_memory_read_each_batch(
+        tmp_path: Path) -> None:
+    spec = trace_runs.generate(1)[0]
+    run = trace_runs.write_run(tmp_path, spec)
+    proc = ioa("trace", run, "--no-shapes", "--format", "json", "--batch-size", "5")
+    assert proc.returncode in (0, 1, 3) and "--max-memory" not in proc.stdout
+
+
+def test_the_budget_projects_the_later_stages() -> None:
+    budget = memory.Budget(1 << 40, memory.LATER_STAGES)
+    budget.check("line 1")  # far within
+    assert budget.checks == 1
+    if budget.base is None:
+        pytest.skip("resident memory is read from /proc/self/statm")
+    store = memory.Budget(budget.base + 700 * (1 << 20), memory.LATER_STAGES_STORE)
+    assert store.reading_limit == budget.base + 100 * (1 << 20)
+    tight = memory.Budget(1, memory.LATER_STAGES)
+    with pytest.raises(memory.MemoryBound, match="--max-memory 0 MiB: at line 7"):
+        tight.check("line 7")
+
+
+def test_sizes() -> None:
+    assert _size("512MiB") == 512 << 20 and _size("2 GiB") == 2 << 30 and _size("4096") == 4096
+    assert _size("64k") == 64 << 10
+    for bad in ("0", "-1", "1.5GiB", "12XB", "", "MiB"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _size(bad)
+    assert trace_cli.DEFAULT_MAX_MEMORY == memory.DEFAULT_MAX_MEMORY == 512 << 20

@@ -1,0 +1,183 @@
+"""The trace reader's fast path (orjson, where certain) against the strict intake parser: the
+same value or the same problem for every line, and the same fold of every stream.
+
+A differential fuzzer: lines are written from generated JSON with what tells the two parsers
+apart (repeated and escaped member names, whitespace before a colon, integers past 64 bits,
+numbers whose float is not their value, escaped quotes and surrogates, deep nesting, broken
+UTF-8, a byte order mark), then read both ways.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ioa_semantic.trace import events
+from ioa_semantic.trace.events import Fold, Line
+
+NUMBERS = st.one_of(
+    st.integers(min_value=-(1 << 70), max_value=1 << 70).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["1.0000000000000000001", "1e400", "-1e-400", "0.1", "1E2", "-0",
+                     "-0.0", "18446744073709551616", "9223372036854775808",
+                     "1733412345.1234567", "123456789.123456789123", "2.5e-320", "1e22",
+                     "9007199254740993", "1.5e300"]),
+)
+TEXT = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(['a"b', "\\", "\ud83d\ude00", "tab\there", "\u2028", 'x":1', "é"]),
+)
+
+
+def _key(text: str, draw: Any) -> str:
+    spelled = json.dumps(text)
+    if text and draw(st.booleans()) and text.isascii() and text.isalnum():
+        spelled = '"' + "".join(f"\\u{ord(c):04x}" for c in text) + '"'  # escaped name
+    return spelled
+
+
+@st.composite
+def documents(draw: Any, depth: int = 0) -> str:
+    kind = draw(st.sampled_from(["object", "object", "array", "number", "string", "literal"]
+                                if depth < 3 else ["number", "string", "literal"]))
+    if kind == "number":
+        return str(draw(NUMBERS))
+    if kind == "string":
+        return json.dumps(draw(TEXT), ensure_ascii=draw(st.booleans()))
+    if kind == "literal":
+        return str(draw(st.sampled_from(["true", "false", "null"])))
+    if kind == "array":
+        items = draw(st.lists(documents(depth + 1), max_size=4))
+        return "[" + ",".join(items) + "]"
+    names = draw(st.lists(st.sampled_from(["kind", "call_id", "a", "b", "tool_name", "x"])
+                          | st.text(max_size=4), max_size=5))
+    members = []
+    for name in names:
+        colon = draw(st.sampled_from([":", ":", ":", " :", ": "]))
+        members.append(f"{_key(name, draw)}{colon}{draw(documents(depth + 1))}")
+    return "{" + ",".join(members) + "}"
+
+
+@st.composite
+def lines(draw: Any) -> bytes:
+    text = draw(documents())
+    data = text.encode("utf-8", "surrogatepass")
+    twist = draw(st.sampled_from(["", "", "", "bom", "lone", "bad-utf8", "deep", "nan", "space"]))
+    if twist == "bom":
+        data = b"\xef\xbb\xbf" + data
+    elif twist == "lone":
+        data = b'{"a":"\\ud800","b":' + data + b"}"
+    elif twist == "bad-utf8":
+        data = data + b'"\xff"'
+    elif twist == "deep":
+        depth = draw(st.integers(min_value=200, max_value=1100))
+        data = b"[" * depth + data + b"]" * depth
+    elif twist == "nan":
+        data = b'{"a":NaN}'
+    elif twist == "space":
+        data = b"  " + data + b" \n"
+    return bytes(data)
+
+
+def canon(value: Any) -> Any:
+    """A value as a flat tuple of tokens, its types told apart (1 is not 1.0), a float by its
+    bits; made without recursion, as a line may nest a thousand levels."""
+    out: list[Any] = []
+    stack: list[Any] = [("value", value)]
+    while stack:
+        what, item = stack.pop()
+        if what == "token":
+            out.append(item)
+        elif isinstance(item, bool):
+            out.append(("b", item))
+        elif isinstance(item, int):
+            out.append(("i", item))
+        elif isinstance(item, float):
+            out.append(("f", math.copysign(1, item), float(item).hex()))
+        elif isinstance(item, str):
+            out.append(("s", item))
+        elif isinstance(item, list):
+            out.append("[")
+            stack.append(("token", "]"))
+            stack.extend(("value", v) for v in reversed(item))
+        elif isinstance(item, dict):
+            out.append("{")
+            stack.append(("token", "}"))
+            for key, member in reversed(list(item.items())):
+                stack.append(("value", member))
+                stack.append(("token", ("k", key)))
+        else:
+            out.append(("n", item))
+    return tuple(out)
+
+
+def both(data: bytes) -> tuple[Any, Any]:
+    fast_value, fast_problem = events.parse(data)
+    strict_value, strict_problem = events._strict(data, events.DEFAULT_MAX_LINE_BYTES)
+    return (canon(fast_value), fast_problem), (canon(strict_value), strict_problem)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines())
+def test_the_fast_path_reads_every_line_as_the_strict_parser(data: bytes) -> None:
+    fast, strict = both(data)
+    assert fast == strict
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a":1,"a":2}', b'{"a":1,"\\u0061":2}', b'{"a" :1,"a":2}', b'{"a":18446744073709551616}',
+    b'{"a":-9223372036854775809}', b'{"a":"x\\":1","a":2}', b'\xef\xbb\xbf{}',
+    b'{"a":"\\ud800"}', b'{"a":NaN}', b"[" * 995 + b"]" * 995, b'{"a":1.0000000000000000001}',
+    b'{"kind":"x","call_id":"c","timestamp":1733412345.1234567}',
+])
+def test_the_lines_that_tell_the_parsers_apart(data: bytes) -> None:
+    fast, strict = both(data)
+    assert fast == strict
+
+
+def test_plain_event_lines_take_the_fast_path() -> None:
+    """The fast path is taken for the events mas-lab writes (else it would be no path)."""
+    line = (b'{"kind": "tool_call_start", "agent_id": "a", "run_id": "r", "call_id": "c", '
+            b'"timestamp": 1733412345.1234567, "tool_name": "t", "arguments": {"q": "x"}}')
+    assert events._plain(line) is not events._NOT_PLAIN
+    assert events._plain(b'{"a":1,"a":2}') is events._NOT_PLAIN
+
+
+@st.composite
+def streams(draw: Any) -> list[bytes]:
+    """Event lines of calls whose members carry the numbers and texts above."""
+    out = []
+    for index in range(draw(st.integers(min_value=1, max_value=8))):
+        kind = draw(st.sampled_from(["tool_call", "llm_call", "execution"]))
+        for phase in ("start", "end"):
+            members = [f'"kind":"{kind}_{phase}"', f'"call_id":"c{index}"',
+                       f'"agent_id":{json.dumps(draw(TEXT))}', '"run_id":"r"',
+                       f'"timestamp":{draw(NUMBERS)}', f'"tool_name":{json.dumps(draw(TEXT))}',
+                       f'"arguments":{draw(documents(1))}', f'"temperature":{draw(NUMBERS)}',
+                       f'"usage":{{"input_tokens":{draw(NUMBERS)}}}']
+            if draw(st.booleans()):
+                members.append(f'"output":{draw(documents(1))}')
+            out.append(("{" + ",".join(members) + "}").encode("utf-8", "surrogatepass"))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(), st.booleans())
+def test_a_stream_folds_the_same_whichever_parser_reads_it(
+        stream: list[bytes], content: bool) -> None:
+    deltas = []
+    for fast in (True, False):
+        events.FAST_PATH = fast
+        try:
+            fold = Fold(include_content=content)
+            for seq, data in enumerate(stream, 1):
+                fold.line(Line(seq, 0, data))
+            deltas.append(canon(json.loads(json.dumps(fold.delta(), default=float))))
+        finally:
+            events.FAST_PATH = True
+    assert deltas[0] == deltas[1]

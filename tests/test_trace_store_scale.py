@@ -1,0 +1,124 @@
+"""A large run into the trace store: its graph written in bounded transactions, its record
+and verdict last, and a write cut short anywhere in it resumed to the store fed whole.
+
+The sizes are counted, never timed: the quads each transaction writes (a spy on
+``TraceStore.commit`` in-process), and the graphs of stores compared quad for quad.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+
+import trace_runs
+from test_trace_store import feed, graphs, keyed
+
+from ioa_semantic.cli.main import main
+from ioa_semantic.trace import store as store_module
+from ioa_semantic.trace.declarations import Declarations
+from ioa_semantic.trace.events import Fold, build, resolve
+from ioa_semantic.trace.graph import quad_chunks, quads
+from ioa_semantic.trace.privacy import Disclosure
+from ioa_semantic.trace.state import consume
+from ioa_semantic.trace.store import KILL_AFTER_ENV, TraceStore
+
+AT = "2026-12-02T00:00:00Z"
+RECORD_SHA256 = "<https://example.org/ioa/trace#recordSha256>"
+
+
+def large_run(folder: Path, tools: int) -> Path:
+    """One run in which each specialist calls ``tools`` tools: about 2 events a call."""
+    uses = {agent: [trace_runs.DECLARED[agent][i % len(trace_runs.DECLARED[agent])]
+                    if i % 50 else "pay" for i in range(tools)]
+            for agent in trace_runs.SPECIALISTS}
+    spec = trace_runs.Spec("large-run", trace_runs.BASE_TIME, uses)
+    return trace_runs.write_run(folder, spec)
+
+
+def run_graph(stored: dict[str, set[tuple[str, str, str]]]) -> set[tuple[str, str, str]]:
+    """The one run graph of a store (named by a keyed reference in a private store)."""
+    names = [name for name in stored if name.startswith("<urn:ioa-trace:run:")]
+    assert len(names) == 1, names
+    return stored[names[0]]
+
+
+def test_a_large_runs_graph_is_written_in_bounded_transactions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        ) -> None:
+    run = large_run(tmp_path / "runs", 700)  # about 2,100 calls, 40,000 quads
+    manifests = trace_runs.write_manifests(tmp_path / "m")
+    sizes: list[int] = []
+    commit = TraceStore.commit
+
+    def spy(self: TraceStore, batch: list[Any]) -> None:
+        sizes.append(len(batch))
+        commit(self, batch)
+
+    monkeypatch.setattr(TraceStore, "commit", spy)
+    monkeypatch.setattr(store_module, "CHUNK_QUADS", 5_000)
+    status = main(["trace", str(run), "--manifests", str(manifests), "--no-shapes",
+                   "--format", "json", "--store", str(tmp_path / "store"), "--at", AT])
+    assert status == 1
+    capsys.readouterr()
+    stored = run_graph(graphs(tmp_path / "store"))
+    assert len(stored) > 30_000
+    # The graph took several transactions, none larger than a chunk (the structural nodes,
+    # a few dozen quads, ride with the last); the verdict and the record came in the last.
+    assert sum(1 for size in sizes if size >= 4_000) >= 6, sizes
+    assert max(sizes) <= 5_000 + 200, sizes
+    assert sum(1 for t in stored if t[1] == RECORD_SHA256) == 1
+
+
+def test_a_write_cut_short_in_a_large_graph_resumes_to_the_store_fed_whole(
+        tmp_path: Path) -> None:
+    run = large_run(tmp_path / "runs", 700)  # two chunks of 20,000 quads and a last one
+    manifests = trace_runs.write_manifests(tmp_path / "m")
+    options = ["--manifests", manifests, "--batch-size", "100000"]
+    whole = keyed(tmp_path / "whole")
+    expected = feed([run], whole, tmp_path, *options)
+    assert expected.returncode == 1, expected.stderr
+    fed = graphs(whole)
+    whole_run = run_graph(fed)
+    assert sum(1 for t in whole_run if t[1] == RECORD_SHA256) == 1
+    # Transactions: the store made (1), the input's checkpoint (1), the graph dropped (1), then
+    # a chunk each. Killed after each of those, the store holds part of the graph and no
+    # record; fed again, it is the store fed whole.
+    for after in (3, 4, 5):
+        killed = keyed(tmp_path / f"killed-{after}")
+        proc = feed([run], killed, tmp_path, *options, env={KILL_AFTER_ENV: str(after)})
+        assert proc.returncode == -9, proc.stderr
+        cut = graphs(killed)
+        part = run_graph(cut) if after > 3 else set()
+        assert not any(t[1] == RECORD_SHA256 for t in part)
+        if after > 3:
+            assert 0 < len(part) < len(whole_run)
+        else:
+            assert not any(name.startswith("<urn:ioa-trace:run:") for name in cut)
+        again = feed([run], killed, tmp_path, *options)
+        assert again.stdout == expected.stdout, again.stderr
+        assert graphs(killed) == fed
+
+
+@pytest.mark.parametrize("size", [1, 7, 500, 1 << 62])
+@pytest.mark.parametrize("trajectory", [False, True])
+def test_the_graph_in_chunks_is_the_graph(tmp_path: Path, size: int, trajectory: bool) -> None:
+    """Whatever the chunk size, the chunks hold the quads of the whole graph, each chunk at
+    most ``size`` quads but the last (which carries the structural nodes)."""
+    spec = trace_runs.generate(3, seed=size % 97)[0]
+    run = trace_runs.write_run(tmp_path, spec)
+    fold = Fold()
+    source = resolve(str(run))
+    consume(source, fold)
+    built = build(source, fold, Disclosure(None, False))
+    declarations = Declarations(manifests=None, bindings=None, registrations=None)
+    disclose = Disclosure(None, False)
+    whole = quads(built, declarations, disclose, "urn:g", trajectory)
+    chunks = list(quad_chunks(built, declarations, disclose, "urn:g", trajectory, size))
+    assert {q for chunk in chunks for q in chunk} == set(whole)
+    assert all(len(chunk) <= size for chunk in chunks[:-1])
+    if size == 1:
+        assert len(chunks) > 50
