@@ -127,6 +127,32 @@ def test_hostile_names_and_requests(tmp_path: Path) -> None:
         running.stop()
 
 
+def test_a_browser_follows_the_list_to_the_run_and_runs_nothing(tmp_path: Path,
+                                                                 browser: Any) -> None:
+    """Headless Chromium: /runs links to the run's page, which draws the hostile tool's
+    name as text, marked undeclared, and logs no error (a Content-Security-Policy refusal
+    would be one)."""
+    from selenium.webdriver.common.by import By
+
+    root = agent(WEATHER, 0, 50, chat("gpt-4o-mini", 1, 10), tool(HOSTILE, 11, 20))
+    declared = manifests(tmp_path, {WEATHER: []}, {WEATHER: "gpt-4o-mini"}, {}, entry=WEATHER)
+    running = Service(tmp_path / "spool", tmp_path / "store", declared)
+    try:
+        httpx.post(running.url + "/v1/traces", content=otlp(root).encode(),
+                   headers={"content-type": "application/json"}, timeout=60)
+        running.judged()
+        driver = browser.open(running.url + "/runs")
+        (link,) = driver.find_elements(By.CSS_SELECTOR, "table.runs a")
+        link.click()
+        undeclared = driver.find_elements(By.CSS_SELECTOR, "tr.call.undeclared td.name")
+        assert undeclared and HOSTILE in undeclared[0].text
+        assert driver.find_elements(By.TAG_NAME, "script") == []
+        browser.screenshot("run-page")
+        assert browser.console_errors() == []
+    finally:
+        running.stop()
+
+
 def test_the_store_is_read_while_a_writer_holds_it_and_snapshots_are_reused(
         tmp_path: Path) -> None:
     """The judge holds the store's lock while it judges: the pages read it meanwhile
