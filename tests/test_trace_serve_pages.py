@@ -196,3 +196,44 @@ def test_the_store_is_read_while_a_writer_holds_it_and_snapshots_are_reused(
     finally:
         del writer
     assert json.loads(proc.stdout.splitlines()[-1])["summary"]["verdict"] == "incompatible"
+
+
+def test_reads_are_bounded_and_a_read_given_up_on_frees_its_place(tmp_path: Path) -> None:
+    """A read that hangs (a store that answers slowly) holds one place: past MAX_READS the
+    answer is 503 with Retry-After at once; a request that waited read_timeout is 503 too,
+    and once the read ends its place is free again (never lost to the request that left)."""
+    import threading
+    import time
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from ioa_semantic.service.runs import Renderers, RunPages
+    from ioa_semantic.trace.browse import Reader, Summary
+
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+
+    class Slow(Reader):
+        def latest(self, limit: int, offset: int = 0) -> tuple[list[Summary], bool]:
+            entered.release()
+            release.wait(120)
+            return [], False
+
+    pages = RunPages(Slow(str(tmp_path / "none")), Renderers(lambda *a: "", lambda r: ""),
+                     read_timeout=0.2, max_reads=1, retry_after=7)
+    app = Starlette(routes=[Route("/runs", pages.runs)])
+    with TestClient(app) as client:
+        waited = client.get("/runs?format=json")
+        assert waited.status_code == 503 and "within" in waited.text
+        assert entered.acquire(timeout=60)  # the read is still running, holding its place
+        busy = client.get("/runs?format=json")
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "7"
+        assert "as many pages" in busy.text
+        release.set()
+        deadline = time.monotonic() + 60
+        while (answer := client.get("/runs?format=json")).status_code != 200:
+            assert time.monotonic() < deadline, answer.text
+            time.sleep(0.05)
+        assert answer.json()["runs"] == []

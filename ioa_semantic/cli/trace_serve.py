@@ -160,7 +160,10 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
     app = create_app(spool, judge, max_body=opts.max_body_bytes,
                      retry_after=math.ceil(opts.judge_every), body_timeout=opts.body_timeout,
                      max_buffered=opts.max_buffered_bytes,
-                     pages=_pages(opts.store, judge, math.ceil(opts.judge_every)))
+                     # The pages open an embedded store read-only; a SPARQL server's URL has no
+                     # folder to open.
+                     pages=None if "://" in opts.store else _pages(
+                         opts.store, judge, math.ceil(opts.judge_every)))
     server = uvicorn.Server(ServeConfig(
         app, log_level="warning", access_log=False, lifespan="off", server_header=False,
         header_timeout=opts.header_timeout,
