@@ -123,6 +123,30 @@ def _declarations(opts: argparse.Namespace) -> list[str]:
     return out
 
 
+def _pages(store: str, judge: Any, retry_after: int) -> Any:
+    """The store's pages (GET /runs, /runs/{run}), drawn by the trace reporters."""
+    from io import StringIO
+
+    from ..reporters.trace import html_run
+    from ..reporters.trace_html import page, runs_page
+    from ..service.runs import Renderers, RunPages
+    from ..trace.browse import Reader, Rebuilt
+
+    def runs(rows: list[dict[str, Any]], number: int, previous: str | None,
+             following: str | None) -> str:
+        out = StringIO()
+        runs_page(rows, number, previous, following, out)
+        return out.getvalue()
+
+    def run(stored: Rebuilt) -> str:
+        out = StringIO()
+        page([html_run(stored.audit, None, stored.disclose, stored.note)], out)
+        return out.getvalue()
+
+    reader = Reader(os.path.abspath(store), generation=lambda: judge.rounds)
+    return RunPages(reader, Renderers(runs, run), retry_after=retry_after)
+
+
 def _serve(opts: argparse.Namespace, spool: Any) -> int:
     import uvicorn
 
@@ -140,7 +164,11 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
     judge = Judge(command, spool, opts.judge_every, sys.stderr, opts.shutdown_timeout)
     app = create_app(spool, judge, max_body=opts.max_body_bytes,
                      retry_after=math.ceil(opts.judge_every), body_timeout=opts.body_timeout,
-                     max_buffered=opts.max_buffered_bytes)
+                     max_buffered=opts.max_buffered_bytes,
+                     # The pages open an embedded store read-only; a SPARQL server's URL has no
+                     # folder to open.
+                     pages=None if "://" in opts.store else _pages(
+                         opts.store, judge, math.ceil(opts.judge_every)))
     server = uvicorn.Server(ServeConfig(
         app, log_level="warning", access_log=False, lifespan="off", server_header=False,
         header_timeout=opts.header_timeout,
@@ -148,7 +176,8 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _stopped)
     print(f"ioa-check trace serve: listening on {_url(sock)}/v1/traces (spool {opts.spool}, "
-          f"store {opts.store}; no authentication)", file=sys.stderr, flush=True)
+          f"store {opts.store}; the judged runs at {_url(sock)}/runs; no authentication)",
+          file=sys.stderr, flush=True)
     judge.start()
     try:
         server.run(sockets=[sock])

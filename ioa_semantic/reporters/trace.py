@@ -170,20 +170,26 @@ def html(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
          disclose: Disclosure) -> None:
     """One self-contained page: each run's calls as a tree and a timeline, undeclared uses
     marked, with the verdicts (:mod:`.trace_html`, imported only for it)."""
-    from .trace_html import calls_view, page
+    from .trace_html import page
 
-    runs = []
-    for run, shapes in audits:
-        summary = summary_record(run, shapes, disclose)["summary"]
-        rows, left = calls_view(run, disclose)
-        runs.append({
-            "source": summary["source"], "run": summary["run"], "verdict": summary["verdict"],
-            "unit": run.run.unit, "events": run.run.events, "rows": rows, "left": left,
-            "reasons": summary["reasons"],
-            "agents": [{"name": disclose.agent(a.agent), "verdict": str(a.verdict),
-                        "uses": [_use_row(u, disclose) for u in a.uses],
-                        "reasons": [r.as_dict() for r in a.reasons]} for a in run.agents]})
-    page(runs, stream)
+    page([html_run(run, shapes, disclose) for run, shapes in audits], stream)
+
+
+def html_run(run: RunAudit, shapes: ShapeReport | None, disclose: Disclosure,
+             note: str | None = None) -> dict[str, Any]:
+    """What the HTML page shows of one run; ``note`` says what it cannot show (a stored run
+    whose calls are not drawn, on ``trace serve``'s pages)."""
+    from .trace_html import calls_view
+
+    summary = summary_record(run, shapes, disclose)["summary"]
+    rows, left = calls_view(run, disclose)
+    return {
+        "source": summary["source"], "run": summary["run"], "verdict": summary["verdict"],
+        "unit": run.run.unit, "events": run.run.events, "rows": rows, "left": left,
+        "reasons": summary["reasons"], "note": note,
+        "agents": [{"name": disclose.agent(a.agent), "verdict": str(a.verdict),
+                    "uses": [_use_row(u, disclose) for u in a.uses],
+                    "reasons": [r.as_dict() for r in a.reasons]} for a in run.agents]}
 
 
 def _use_row(use: Use, disclose: Disclosure) -> dict[str, Any]:

@@ -29,23 +29,36 @@ _CLASS_NAMES = {"mas": "MAS call", "agent": "agent call", "llm": "model call",
                 "tool": "tool call", "processing": "processing"}
 
 
-def page(runs: list[dict[str, Any]], stream: IO[str]) -> None:
-    """The page of ``runs`` (each :func:`run_view`'s, with the report's records) on
-    ``stream``."""
+def _environment() -> Any:
     from jinja2 import Environment, select_autoescape
 
-    from ..data import read_text
     from . import visible
 
     # Every value the template writes passes through visible() before it is escaped: a tool
     # named with a right-to-left override would otherwise reverse what the row shows.
-    environment = Environment(autoescape=select_autoescape(default=True, default_for_string=True),
-                              trim_blocks=True, lstrip_blocks=True,
-                              finalize=lambda v: visible(v) if isinstance(v, str) else v)
-    template = environment.from_string(read_text("report", "trace.html"))
+    return Environment(autoescape=select_autoescape(default=True, default_for_string=True),
+                       trim_blocks=True, lstrip_blocks=True,
+                       finalize=lambda v: visible(v) if isinstance(v, str) else v)
+
+
+def page(runs: list[dict[str, Any]], stream: IO[str]) -> None:
+    """The page of ``runs`` (each :func:`~.trace.html_run`'s) on ``stream``."""
+    from ..data import read_text
+
+    template = _environment().from_string(read_text("report", "trace.html"))
     verdicts = [r["verdict"] for r in runs]
     stream.write(template.render(runs=runs, counts={v: verdicts.count(v) for v in
                                                     dict.fromkeys(verdicts)}))
+
+
+def runs_page(runs: list[dict[str, Any]], number: int, previous: str | None,
+              following: str | None, stream: IO[str]) -> None:
+    """``trace serve``'s list of judged runs (``/runs``): one page of ``runs`` (each with
+    its ``href``), and links to the pages before and after it."""
+    from ..data import read_text
+
+    template = _environment().from_string(read_text("report", "runs.html"))
+    stream.write(template.render(runs=runs, page=number, previous=previous, next=following))
 
 
 def calls_view(run: RunAudit, disclose: Disclosure) -> tuple[list[dict[str, Any]], int]:

@@ -18,6 +18,8 @@ its own, at start (what was acknowledged before a crash is judged first) and the
 once complete (its root span ended, or quiet for ``quiet_period``), with the store's
 checkpoints, so a judge killed half way judges again from the last one. A process is what
 stops: at shutdown the judge in flight is given ``shutdown_timeout`` seconds, then killed.
+
+``GET /runs`` and ``GET /runs/{run}`` are the store's pages for people (:mod:`.runs`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from starlette.routing import Route
 
 from ..trace.spool import Spool, SpoolFull
 from .limits import HeldBytes
+from .runs import RunPages
 
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 DEFAULT_MAX_BODY = 16 << 20
@@ -433,10 +436,18 @@ def _list(value: Any) -> list[Any]:
 
 def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX_BODY,
                retry_after: int = 5, body_timeout: float = DEFAULT_BODY_TIMEOUT,
-               max_buffered: int = DEFAULT_MAX_BUFFERED) -> Starlette:
+               max_buffered: int = DEFAULT_MAX_BUFFERED,
+               pages: RunPages | None = None) -> Starlette:
+    """The service's routes; with ``pages``, the store's pages for people too
+    (:mod:`.runs`: ``GET /runs`` and ``GET /runs/{run}``)."""
     ingest = Ingest(spool, judge, max_body, retry_after, body_timeout, max_buffered)
-    return Starlette(routes=[Route("/v1/traces", ingest.traces, methods=["POST"]),
-                             Route("/healthz", ingest.healthz, methods=["GET"])])
+    routes = [Route("/v1/traces", ingest.traces, methods=["POST"]),
+              Route("/healthz", ingest.healthz, methods=["GET"])]
+    if pages is not None:
+        # {run:path}: a plain store's run may be named with a "/" (sent as %2F).
+        routes += [Route("/runs", pages.runs, methods=["GET"]),
+                   Route("/runs/{run:path}", pages.run, methods=["GET"])]
+    return Starlette(routes=routes)
 
 
 def judge_command(spool: Spool, store: str, quiet_period: float,
