@@ -166,8 +166,7 @@ class TraceStore:
     def __init__(self, path: str, create: str | None = None) -> None:
         self.path = path
         self._key: bytes | None = None
-        self.store = _open(path, create)
-        _hold()
+        self.store = self._connect(create)
         self.transactions = 0
         hook = os.environ.get(KILL_AFTER_ENV, "")
         self._kill_after = int(hook) if hook.isdigit() else None
@@ -176,34 +175,67 @@ class TraceStore:
         versions = [lexical(q.object) for q in self.store.quads_for_pattern(
             graph, term("storeVersion"), None, graph)]
         if not versions:
-            if create is None or any(True for _ in self.store.quads_for_pattern(None, None, None)):
-                raise StoreError(f"{path} is not a trace store of ioa-check (it has no "
+            if create is None or not self._empty():
+                raise StoreError(f"{self.path} is not a trace store of ioa-check (it has no "
                                  "store version)")
             self._make(create)
         elif len(versions) != 1 or versions[0] not in map(str, READ_VERSIONS):
-            raise StoreError(f"{path} is a trace store of version {', '.join(versions)}; this "
-                             f"ioa-check reads versions {', '.join(map(str, READ_VERSIONS))}")
-        self.version = int(lexical(next(self.store.quads_for_pattern(
-            graph, term("storeVersion"), None, graph)).object))
+            raise StoreError(f"{self.path} is a trace store of version {', '.join(versions)}; "
+                             f"this ioa-check reads versions {', '.join(map(str, READ_VERSIONS))}")
+        self.version = int(lexical(next(iter(self.store.quads_for_pattern(
+            graph, term("storeVersion"), None, graph))).object))
         modes = [lexical(q.object) for q in self.store.quads_for_pattern(
             graph, term("mode"), None, graph)]
         if len(modes) > 1 or (self.version > 1 and not modes):
-            raise StoreError(f"{path} is damaged: it records {len(modes)} modes, not one")
+            raise StoreError(f"{self.path} is damaged: it records {len(modes)} modes, not one")
         self.mode: str | None = modes[0] if modes else None
+
+    # What differs between the embedded store and a remote one (:mod:`.remote`): how it is
+    # reached, where a private store's key is, and how a write is kept to one writer.
+
+    def _connect(self, create: str | None) -> Any:
+        store = _open(self.path, create)
+        _hold()
+        return store
+
+    def _empty(self) -> bool:
+        return not any(True for _ in self.store.quads_for_pattern(None, None, None))
+
+    @property
+    def key_location(self) -> str:
+        """The file a private store's key is in."""
+        return key_path(self.path)
+
+    def _read_key(self) -> bytes:
+        return read_key(self.path)
+
+    def _new_key(self) -> bytes:
+        """A new private store's key (or the one a creation cut short left)."""
+        key = read_key(self.path) if os.path.lexists(key_path(self.path)) else _create_key(
+            self.path)
+        with contextlib.suppress(FileNotFoundError):  # a creation cut short left it
+            os.unlink(os.path.join(self.path, _PARTIAL_KEY))
+        return key
+
+    def _plain_allowed(self) -> None:
+        if os.path.lexists(key_path(self.path)):
+            raise StoreError(_KEY_WITHOUT_STORE.format(path=self.path))
+
+    def writing(self) -> contextlib.AbstractContextManager[None]:
+        """Held around the reads and writes that record one run: the embedded store's lock
+        makes this process its only writer already."""
+        return contextlib.nullcontext()
 
     def _make(self, mode: str) -> None:
         """A new store: its key (a private one), then its version and mode in one transaction,
         under the lock. A key file already there (a creation cut short after writing it, or
         put there for the store to use) is used if it is a key this store can keep."""
         if mode == PRIVATE:
-            key = read_key(self.path) if os.path.lexists(key_path(self.path)) else _create_key(
-                self.path)
-            with contextlib.suppress(FileNotFoundError):  # a creation cut short left it
-                os.unlink(os.path.join(self.path, _PARTIAL_KEY))
+            key = self._new_key()
             mode = f"{PRIVATE}:{key_fingerprint(key)}"
             self._key = key
-        elif os.path.lexists(key_path(self.path)):
-            raise StoreError(_KEY_WITHOUT_STORE.format(path=self.path))
+        else:
+            self._plain_allowed()
         graph = ox.NamedNode(STORE_GRAPH)
         self.commit([ox.Quad(graph, term("storeVersion"), _integer(STORE_VERSION), graph),
                      ox.Quad(graph, term("mode"), _text(mode), graph)])
@@ -217,10 +249,10 @@ class TraceStore:
         records (a replaced key is refused, never used: its references would join nothing)."""
         if self._key is None:
             assert self.mode is not None and self.private
-            key = read_key(self.path)
+            key = self._read_key()
             if key_fingerprint(key) != self.mode.partition(":")[2]:
                 raise StoreKeyError(
-                    f"{key_path(self.path)} is not the key the store {self.path} was made with "
+                    f"{self.key_location} is not the key the store {self.path} was made with "
                     "(it was replaced): its references cannot be made with another key; put "
                     "the store's own key file back (nothing was written)")
             self._key = key
@@ -372,6 +404,26 @@ class TraceStore:
         return self.store.query(text, substitutions=bound or None)
 
 
+def is_remote(location: str) -> bool:
+    """Whether ``--store`` names a SPARQL 1.1 server (an ``http://`` or ``https://`` URL)
+    rather than a folder."""
+    return location.lower().startswith(("http://", "https://"))
+
+
+def open_store(location: str, create: str | None = None,
+               key_file: str | None = None) -> TraceStore:
+    """The store ``--store`` names: an embedded one in a folder, or one on a SPARQL 1.1
+    server (:class:`~.remote.RemoteTraceStore`), whose private key is in ``key_file``."""
+    if is_remote(location):
+        from .remote import RemoteTraceStore
+
+        return RemoteTraceStore(location, create, key_file)
+    if key_file is not None:
+        raise StoreError("--store-key is for a store on a SPARQL server: an embedded store "
+                         f"keeps its key in its folder ({KEY_FILE})")
+    return TraceStore(location, create)
+
+
 def _hold() -> None:
     flag = os.environ.get(HOLD_ENV)
     if not flag:
@@ -448,11 +500,11 @@ def key_path(path: str) -> str:
     return os.path.join(path, KEY_FILE)
 
 
-def read_key(path: str) -> bytes:
-    """The key of the store at ``path``: a regular file of its own (not a link), owned by
-    this user and readable by its owner only, of :data:`KEY_BYTES` bytes; anything else is
-    a :class:`StoreKeyError` naming what to do."""
-    where = key_path(path)
+def read_key(path: str, where: str | None = None) -> bytes:
+    """The key of the store at ``path`` (in ``where``, by default its folder's key file): a
+    regular file of its own (not a link), owned by this user and readable by its owner only,
+    of :data:`KEY_BYTES` bytes; anything else is a :class:`StoreKeyError` naming what to do."""
+    where = where or key_path(path)
     try:
         # O_NONBLOCK: a FIFO put in its place is refused below, not waited on.
         handle = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -492,11 +544,14 @@ def read_key(path: str) -> bytes:
     return data
 
 
-def _create_key(path: str) -> bytes:
-    """A new store's key: 32 random bytes, written and synced under another name, linked to
-    its own (never over a file there) and the folder synced, so that the store never records
-    the fingerprint of a key its folder could lose in a crash."""
-    partial = os.path.join(path, _PARTIAL_KEY)
+def _create_key(path: str, where: str | None = None) -> bytes:
+    """A new store's key (in ``where``, by default its folder's key file): 32 random bytes,
+    written and synced under another name, linked to its own (never over a file there) and
+    the folder synced, so that the store never records the fingerprint of a key its folder
+    could lose in a crash."""
+    where = where or key_path(path)
+    folder_path = os.path.dirname(os.path.abspath(where))
+    partial = os.path.join(folder_path, f".{os.path.basename(where)}.partial")
     try:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)  # a creation cut short left it; it was never used
@@ -507,12 +562,12 @@ def _create_key(path: str) -> bytes:
         finally:
             os.close(handle)
         try:
-            os.link(partial, key_path(path))
+            os.link(partial, where)
         except FileExistsError:
             pass  # read and held to the rules below, whoever wrote it
         finally:
             os.unlink(partial)
-        folder = os.open(path, os.O_RDONLY)
+        folder = os.open(folder_path, os.O_RDONLY)
         try:
             os.fsync(folder)
         finally:
@@ -520,7 +575,7 @@ def _create_key(path: str) -> bytes:
     except OSError as exc:
         raise StoreUnavailable(f"the key of the trace store {path} cannot be written: "
                                f"{exc.strerror}") from None
-    return read_key(path)
+    return read_key(path, where)
 
 
 # --- what the audit needs of a run ------------------------------------------------------------
@@ -1047,11 +1102,12 @@ class Feed:
     the key it was made with). Any other mode is refused before anything is read."""
 
     def __init__(self, path: str, consumer: str, plain: bool = False,
-                 include_content: bool = False, trajectory: bool = False) -> None:
+                 include_content: bool = False, trajectory: bool = False,
+                 key_file: str | None = None) -> None:
         if not consumer:
             raise StoreError("--consumer must not be empty")
         wanted = (PLAIN + ("+content" if include_content else "")) if plain else PRIVATE
-        self.store = TraceStore(path, create=wanted)
+        self.store = open_store(path, create=wanted, key_file=key_file)
         self.store.admit(wanted)
         self.consumer = consumer
         self.trajectory = trajectory
@@ -1167,6 +1223,15 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     ``recorded`` is the run as its record holds it (by default the run judged). A run's
     graph, once stored with its trajectory, keeps it; asked for, the trajectory is added to
     a stored run's graph that lacks it."""
+    with store.writing():
+        return _record_run(store, audit, declarations, disclose, grounds, instant, judged_by,
+                           consumer, mode, stored_record, recorded, trajectory)
+
+
+def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
+                disclose: Disclosure, grounds: Basis, instant: ox.Literal, judged_by: str,
+                consumer: str | None, mode: str, stored_record: str | None,
+                recorded: Run | None, trajectory: bool) -> int:
     run = audit.run
     iri = disclose.run_iri(run.ident)
     if stored_record is None:
