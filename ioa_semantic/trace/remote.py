@@ -54,6 +54,7 @@ from .store import (
     StoreUnavailable,
     TraceStore,
     _create_key,
+    _hold,
     lexical,
     read_key,
     term,
@@ -328,7 +329,9 @@ class RemoteTraceStore(TraceStore):
         super().__init__(shown(url), create)
 
     def _connect(self, create: str | None) -> SparqlServer:
-        return SparqlServer(self.url)
+        server = SparqlServer(self.url)
+        _hold()  # the tests' hook: two feeders started, then let go at once
+        return server
 
     def _empty(self) -> bool:
         server: SparqlServer = self.store
@@ -419,5 +422,17 @@ class RemoteTraceStore(TraceStore):
         return lexical(rows[0]["key"]) if rows and "key" in rows[0] else None
 
     def query(self, text: str, substitutions: dict[str, str] | None = None) -> Any:
+        """``text`` on the server, each parameter bound by a ``VALUES`` block after the
+        query, which binds what the query selects: a parameter it does not select would be
+        ignored there, so it is refused (pyoxigraph binds it inside, on a folder)."""
         bound = {ox.Variable(k): ox.Literal(v) for k, v in (substitutions or {}).items()}
-        return self.store.query(text, bound or None)
+        result = self.store.query(text, bound or None)
+        if bound:
+            selected = {v.value for v in result.variables} if isinstance(
+                result, ox.QuerySolutions) else set()
+            unselected = sorted(set(substitutions or ()) - selected)
+            if unselected:
+                raise ValueError(
+                    f"on a store on a SPARQL server, a --param binds a variable the query "
+                    f"selects; it does not select {', '.join('?' + n for n in unselected)}")
+        return result

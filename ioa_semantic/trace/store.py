@@ -174,11 +174,15 @@ class TraceStore:
         graph = ox.NamedNode(STORE_GRAPH)
         versions = [lexical(q.object) for q in self.store.quads_for_pattern(
             graph, term("storeVersion"), None, graph)]
-        if not versions:
-            if create is None or not self._empty():
+        if not versions and create is not None and self._empty():
+            self._make(create)
+        elif not versions:
+            # Another feeder of a shared store may have made it since it was read.
+            versions = [lexical(q.object) for q in self.store.quads_for_pattern(
+                graph, term("storeVersion"), None, graph)]
+            if not versions:
                 raise StoreError(f"{self.path} is not a trace store of ioa-check (it has no "
                                  "store version)")
-            self._make(create)
         elif len(versions) != 1 or versions[0] not in map(str, READ_VERSIONS):
             raise StoreError(f"{self.path} is a trace store of version {', '.join(versions)}; "
                              f"this ioa-check reads versions {', '.join(map(str, READ_VERSIONS))}")
