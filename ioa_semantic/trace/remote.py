@@ -33,8 +33,6 @@ URL without any user name or password.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
 import secrets
 import time
@@ -42,23 +40,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import pyoxigraph as ox
 
+from .graph import IOAT
 from .privacy import IRI_BASE
-from .store import (
-    KEY_FILE,
-    VERDICTS,
-    StoreError,
-    StoreKeyError,
-    StoreUnavailable,
-    TraceStore,
-    _create_key,
-    _hold,
-    lexical,
-    read_key,
-    term,
-)
+from .store_errors import StoreError, StoreUnavailable
 
 LOCK_GRAPH = f"{IRI_BASE}lock"
 # How long a turn is held at most: a feeder that died holding one delays the others so long.
@@ -101,6 +87,8 @@ class SparqlServer:
         self.url = url.rstrip("/")
         self.name = shown(url)
         self.max_bytes = max_bytes
+        import httpx  # here: the embedded store, the default, never needs it
+
         # Credentials in the URL go as HTTP basic authentication (httpx takes them from it);
         # no proxy or netrc from the environment: the store is the URL given, nothing else.
         self._client = httpx.Client(
@@ -113,6 +101,8 @@ class SparqlServer:
     def _post(self, endpoint: str, body: str, kind: str, accept: str) -> tuple[str, bytes]:
         """POST ``body`` to ``URL/endpoint``: the answer's media type and bytes. The one
         place where the server's and httpx's errors become :class:`StoreUnavailable`."""
+        import httpx
+
         try:
             with self._client.stream(
                     "POST", f"{self.url}/{endpoint}", content=body.encode("utf-8"),
@@ -260,15 +250,15 @@ class Turn:
 
     def _last(self) -> int | None:
         rows = self.server.select(
-            f"PREFIX ioat: <{term('').value}> SELECT (MAX(?n) AS ?last) WHERE {{ GRAPH "
+            f"PREFIX ioat: <{IOAT}> SELECT (MAX(?n) AS ?last) WHERE {{ GRAPH "
             f"{self._graph} {{ ?t ioat:turn ?n }} }}")
         value = rows[0].get("last") if rows else None
-        return int(lexical(value)) if value is not None else None
+        return int(value.value) if value is not None else None
 
     def _free(self, number: int) -> bool:
         """Whether no claim of turn ``number`` is live (given back, or older than the lease)."""
         return not bool(self.server.query(
-            f"PREFIX ioat: <{term('').value}> PREFIX xsd: <{_XSD}> ASK {{ GRAPH {self._graph} "
+            f"PREFIX ioat: <{IOAT}> PREFIX xsd: <{_XSD}> ASK {{ GRAPH {self._graph} "
             f"{{ {self._turn(number)} ioat:claim ?c . ?c ioat:claimedAt ?at . "
             "FILTER NOT EXISTS { ?c ioat:done ?d } "
             f"FILTER(?at > NOW() - \"PT{LEASE}S\"^^xsd:dayTimeDuration) }} }}"))
@@ -277,28 +267,28 @@ class Turn:
         """Claim turn ``number`` and read its claims back: held only if this is the only one."""
         node = self._claim_node(number, self.token)
         self.server.update(
-            f"PREFIX ioat: <{term('').value}> INSERT {{ GRAPH {self._graph} {{ "
+            f"PREFIX ioat: <{IOAT}> INSERT {{ GRAPH {self._graph} {{ "
             f"{self._turn(number)} ioat:turn {_integer(number)} ; ioat:claim {node} . "
             f"{node} ioat:token {ox.Literal(self.token)} ; ioat:claimedAt ?now }} }} "
             "WHERE { BIND(NOW() AS ?now) }")
         rows = self.server.select(
-            f"PREFIX ioat: <{term('').value}> SELECT ?token WHERE {{ GRAPH {self._graph} {{ "
+            f"PREFIX ioat: <{IOAT}> SELECT ?token WHERE {{ GRAPH {self._graph} {{ "
             f"{self._turn(number)} ioat:claim ?c . ?c ioat:token ?token }} }}")
-        if [lexical(r["token"]) for r in rows if "token" in r] == [self.token]:
+        if [r["token"].value for r in rows if "token" in r] == [self.token]:
             return True
         self._done(number)  # lost (or both lost): the claim is given back at once
         return False
 
     def _done(self, number: int) -> None:
         self.server.update(
-            f"PREFIX ioat: <{term('').value}> INSERT DATA {{ GRAPH {self._graph} {{ "
+            f"PREFIX ioat: <{IOAT}> INSERT DATA {{ GRAPH {self._graph} {{ "
             f"{self._claim_node(number, self.token)} ioat:done true }} }}")
 
     def fence(self) -> str:
         """The WHERE of a write under this turn: it applies only while no later turn was
         claimed (a turn held past its lease and taken over writes nothing more)."""
         assert self.number is not None
-        return (f"FILTER NOT EXISTS {{ GRAPH {self._graph} {{ ?later <{term('turn').value}> "
+        return (f"FILTER NOT EXISTS {{ GRAPH {self._graph} {{ ?later <{IOAT + 'turn'}> "
                 f"?n FILTER(?n > {self.number}) }} }}")
 
     def give_back(self) -> None:
@@ -306,7 +296,7 @@ class Turn:
         assert self.number is not None
         number, self.number = self.number, None
         overtaken = bool(self.server.query(
-            f"ASK {{ GRAPH {self._graph} {{ ?later <{term('turn').value}> ?n "
+            f"ASK {{ GRAPH {self._graph} {{ ?later <{IOAT + 'turn'}> ?n "
             f"FILTER(?n > {number}) }} }}"))
         self._done(number)
         if overtaken:
@@ -314,125 +304,3 @@ class Turn:
                 f"the trace store {self.server.name}: this feeder held its turn to write for "
                 f"more than {LEASE} s and another took it over; what it wrote since may be "
                 "missing: run again to record it (nothing is recorded twice)")
-
-
-class RemoteTraceStore(TraceStore):
-    """A trace store on a SPARQL 1.1 server: :class:`~.store.TraceStore`'s interface, its
-    graphs on the server. A private one's key is in ``key_file`` (``--store-key``), never on
-    the server."""
-
-    def __init__(self, url: str, create: str | None = None,
-                 key_file: str | None = None) -> None:
-        self.url = url
-        self.key_file = key_file
-        self._turn: Turn | None = None
-        super().__init__(shown(url), create)
-
-    def _connect(self, create: str | None) -> SparqlServer:
-        server = SparqlServer(self.url)
-        _hold()  # the tests' hook: two feeders started, then let go at once
-        return server
-
-    def _empty(self) -> bool:
-        server: SparqlServer = self.store
-        return server.empty()
-
-    @property
-    def key_location(self) -> str:
-        if self.key_file is None:
-            return "--store-key"
-        return self.key_file
-
-    def _read_key(self) -> bytes:
-        if self.key_file is None:
-            raise StoreKeyError(
-                f"{self.path} is a private store: give its key file with --store-key FILE "
-                "(the key that made it; it is never kept on the server)")
-        return read_key(self.path, self.key_file)
-
-    def _new_key(self) -> bytes:
-        if self.key_file is None:
-            raise StoreKeyError(
-                f"{self.path} would be made a private store: give --store-key FILE, where its "
-                "new key is written (mode 0600) or an existing key of "
-                f"{KEY_FILE}'s form is read; or --store-plain-ids")
-        if os.path.lexists(self.key_file):
-            return read_key(self.path, self.key_file)
-        return _create_key(os.path.dirname(os.path.abspath(self.key_file)), self.key_file)
-
-    def _plain_allowed(self) -> None:
-        if self.key_file is not None:
-            raise StoreError("--store-key goes with a private store, not --store-plain-ids")
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        if self._turn is not None:  # already held: one turn covers the nested writes
-            yield
-            return
-        turn = Turn(self.store)
-        turn.take()
-        self._turn = turn
-        self._next_verdict = None  # read again under the turn: others wrote since
-        try:
-            yield
-        finally:
-            self._turn = None
-            turn.give_back()
-
-    def _fence(self) -> str:
-        return self._turn.fence() if self._turn is not None else ""
-
-    def commit(self, quads: Iterable[ox.Quad]) -> None:
-        block = data_block(quads)
-        if self._turn is None:
-            self.store.update(f"INSERT DATA {{ {block} }}")
-        else:
-            self.store.update(f"INSERT {{ {block} }} WHERE {{ {self._fence()} }}")
-        self._committed()
-
-    def replace(self, graph: str, quads: list[ox.Quad]) -> None:
-        name = str(ox.NamedNode(graph))
-        fence = self._fence()
-        self.store.update(
-            f"DELETE {{ GRAPH {name} {{ ?s ?p ?o }} }} WHERE {{ {fence} GRAPH {name} "
-            f"{{ ?s ?p ?o }} }} ; INSERT {{ {data_block(quads)} }} WHERE {{ {fence} }}")
-        self._committed()
-
-    def flush(self) -> None:
-        """Each update is durable when the server answers it."""
-
-    def next_verdict(self) -> int:
-        """The next verdict number: read under the turn (other feeders write between turns),
-        then counted on while the turn lasts."""
-        if self._next_verdict is None:
-            rows = self.store.select(
-                f"SELECT (MAX(?n) AS ?last) WHERE {{ GRAPH <{VERDICTS}> "
-                f"{{ ?v <{term('sequence').value}> ?n }} }}")
-            value = rows[0].get("last") if rows else None
-            self._next_verdict = (int(lexical(value)) if value is not None else 0) + 1
-        number = self._next_verdict
-        self._next_verdict += 1
-        return number
-
-    def current_audit_key(self, run_iri: str) -> str | None:
-        rows = self.store.select(
-            f"SELECT ?key WHERE {{ GRAPH <{VERDICTS}> {{ ?v <{term('auditedRun').value}> "
-            f"{ox.NamedNode(run_iri)} ; <{term('sequence').value}> ?n ; "
-            f"<{term('auditKey').value}> ?key }} }} ORDER BY DESC(?n) LIMIT 1")
-        return lexical(rows[0]["key"]) if rows and "key" in rows[0] else None
-
-    def query(self, text: str, substitutions: dict[str, str] | None = None) -> Any:
-        """``text`` on the server, each parameter bound by a ``VALUES`` block after the
-        query, which binds what the query selects: a parameter it does not select would be
-        ignored there, so it is refused (pyoxigraph binds it inside, on a folder)."""
-        bound = {ox.Variable(k): ox.Literal(v) for k, v in (substitutions or {}).items()}
-        result = self.store.query(text, bound or None)
-        if bound:
-            selected = {v.value for v in result.variables} if isinstance(
-                result, ox.QuerySolutions) else set()
-            unselected = sorted(set(substitutions or ()) - selected)
-            if unselected:
-                raise ValueError(
-                    f"on a store on a SPARQL server, a --param binds a variable the query "
-                    f"selects; it does not select {', '.join('?' + n for n in unselected)}")
-        return result

@@ -24,6 +24,12 @@ graph, record and verdict are derived from the checkpoints and written in one tr
 a rerun rebuilds whatever the crash left unwritten. RocksDB's lock file makes a second writer
 fail at once; that is :class:`StoreUnavailable` (exit status 74), never a wait.
 
+**On a SPARQL 1.1 server** (``--store URL``, :class:`RemoteTraceStore`, its protocol client
+and turns in :mod:`.remote`) the same graphs are kept for many feeders at once: each write
+is one update request, and the reads and writes that record a run are made under a turn
+claimed in the store, so that verdict numbers stay unique and no run is recorded twice. A
+private remote store's key is in a file of the user's (``--store-key``), never on the server.
+
 **Private by default** (the canonical trace ontology's "Identity and privacy"): a new store
 gets a key of its own, 32 random bytes in ``DIR/ioa-check-trace-store.key`` (mode 0600,
 outside the graph), and everything stored that identifies a run, a person or a machine is a
@@ -61,7 +67,7 @@ from urllib.parse import quote
 
 import pyoxigraph as ox
 
-from .._exceptions import ConfigurationError, IoaSemanticError
+from .._exceptions import ConfigurationError
 from .._findings import Finding, Severity, Verdict
 from .._version import __version__
 from .audit import AgentAudit, RunAudit, Use
@@ -71,7 +77,14 @@ from .declarations import Declarations
 from .events import Fold, Source
 from .graph import IOAT, MAS, quads
 from .privacy import DELEGATION_PREFIX, IRI_BASE, Disclosure, Private, literal_text
+from .remote import SparqlServer, Turn, data_block
+from .remote import shown as server_name
 from .state import Cursor
+
+# Re-exported: callers name them as the store's, wherever they are defined.
+from .store_errors import StoreError as StoreError
+from .store_errors import StoreKeyError as StoreKeyError
+from .store_errors import StoreUnavailable as StoreUnavailable
 
 # 2: private by default, the mode recorded when the store is made. 1: plain, or references
 # under a key of the user's (--opaque-ids), the mode recorded by the first feed.
@@ -100,21 +113,6 @@ HOLD_ENV = "IOA_CHECK_TEST_HOLD_STORE"
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-
-
-class StoreError(ConfigurationError):
-    """The store cannot be used as asked: not a trace store, another mode, a rewritten input
-    (exit status 2)."""
-
-
-class StoreUnavailable(IoaSemanticError):
-    """The store cannot be opened or written: another process holds it, the folder is not
-    writable, the disk is full (exit status 74, the environment's)."""
-
-
-class StoreKeyError(StoreError):
-    """A private store's key file is missing, replaced, truncated, a link, or readable by
-    others (exit status 2: the store cannot be used until its own key is back)."""
 
 
 def term(local: str) -> ox.NamedNode:
@@ -408,6 +406,128 @@ class TraceStore:
         return self.store.query(text, substitutions=bound or None)
 
 
+class RemoteTraceStore(TraceStore):
+    """A trace store on a SPARQL 1.1 server: :class:`~.store.TraceStore`'s interface, its
+    graphs on the server. A private one's key is in ``key_file`` (``--store-key``), never on
+    the server."""
+
+    def __init__(self, url: str, create: str | None = None,
+                 key_file: str | None = None) -> None:
+        self.url = url
+        self.key_file = key_file
+        self._turn: Turn | None = None
+        super().__init__(server_name(url), create)
+
+    def _connect(self, create: str | None) -> SparqlServer:
+        server = SparqlServer(self.url)
+        _hold()  # the tests' hook: two feeders started, then let go at once
+        return server
+
+    def _empty(self) -> bool:
+        server: SparqlServer = self.store
+        return server.empty()
+
+    @property
+    def key_location(self) -> str:
+        if self.key_file is None:
+            return "--store-key"
+        return self.key_file
+
+    def _read_key(self) -> bytes:
+        if self.key_file is None:
+            raise StoreKeyError(
+                f"{self.path} is a private store: give its key file with --store-key FILE "
+                "(the key that made it; it is never kept on the server)")
+        return read_key(self.path, self.key_file)
+
+    def _new_key(self) -> bytes:
+        if self.key_file is None:
+            raise StoreKeyError(
+                f"{self.path} would be made a private store: give --store-key FILE, where its "
+                "new key is written (mode 0600) or an existing key of "
+                f"{KEY_FILE}'s form is read; or --store-plain-ids")
+        if os.path.lexists(self.key_file):
+            return read_key(self.path, self.key_file)
+        return _create_key(os.path.dirname(os.path.abspath(self.key_file)), self.key_file)
+
+    def _plain_allowed(self) -> None:
+        if self.key_file is not None:
+            raise StoreError("--store-key goes with a private store, not --store-plain-ids")
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        if self._turn is not None:  # already held: one turn covers the nested writes
+            yield
+            return
+        turn = Turn(self.store)
+        turn.take()
+        self._turn = turn
+        self._next_verdict = None  # read again under the turn: others wrote since
+        try:
+            yield
+        finally:
+            self._turn = None
+            turn.give_back()
+
+    def _fence(self) -> str:
+        return self._turn.fence() if self._turn is not None else ""
+
+    def commit(self, quads: Iterable[ox.Quad]) -> None:
+        block = data_block(quads)
+        if self._turn is None:
+            self.store.update(f"INSERT DATA {{ {block} }}")
+        else:
+            self.store.update(f"INSERT {{ {block} }} WHERE {{ {self._fence()} }}")
+        self._committed()
+
+    def replace(self, graph: str, quads: list[ox.Quad]) -> None:
+        name = str(ox.NamedNode(graph))
+        fence = self._fence()
+        self.store.update(
+            f"DELETE {{ GRAPH {name} {{ ?s ?p ?o }} }} WHERE {{ {fence} GRAPH {name} "
+            f"{{ ?s ?p ?o }} }} ; INSERT {{ {data_block(quads)} }} WHERE {{ {fence} }}")
+        self._committed()
+
+    def flush(self) -> None:
+        """Each update is durable when the server answers it."""
+
+    def next_verdict(self) -> int:
+        """The next verdict number: read under the turn (other feeders write between turns),
+        then counted on while the turn lasts."""
+        if self._next_verdict is None:
+            rows = self.store.select(
+                f"SELECT (MAX(?n) AS ?last) WHERE {{ GRAPH <{VERDICTS}> "
+                f"{{ ?v <{term('sequence').value}> ?n }} }}")
+            value = rows[0].get("last") if rows else None
+            self._next_verdict = (int(lexical(value)) if value is not None else 0) + 1
+        number = self._next_verdict
+        self._next_verdict += 1
+        return number
+
+    def current_audit_key(self, run_iri: str) -> str | None:
+        rows = self.store.select(
+            f"SELECT ?key WHERE {{ GRAPH <{VERDICTS}> {{ ?v <{term('auditedRun').value}> "
+            f"{ox.NamedNode(run_iri)} ; <{term('sequence').value}> ?n ; "
+            f"<{term('auditKey').value}> ?key }} }} ORDER BY DESC(?n) LIMIT 1")
+        return lexical(rows[0]["key"]) if rows and "key" in rows[0] else None
+
+    def query(self, text: str, substitutions: dict[str, str] | None = None) -> Any:
+        """``text`` on the server, each parameter bound by a ``VALUES`` block after the
+        query, which binds what the query selects: a parameter it does not select would be
+        ignored there, so it is refused (pyoxigraph binds it inside, on a folder)."""
+        bound = {ox.Variable(k): ox.Literal(v) for k, v in (substitutions or {}).items()}
+        result = self.store.query(text, bound or None)
+        if bound:
+            selected = {v.value for v in result.variables} if isinstance(
+                result, ox.QuerySolutions) else set()
+            unselected = sorted(set(substitutions or ()) - selected)
+            if unselected:
+                raise ValueError(
+                    f"on a store on a SPARQL server, a --param binds a variable the query "
+                    f"selects; it does not select {', '.join('?' + n for n in unselected)}")
+        return result
+
+
 def is_remote(location: str) -> bool:
     """Whether ``--store`` names a SPARQL 1.1 server (an ``http://`` or ``https://`` URL)
     rather than a folder."""
@@ -419,8 +539,6 @@ def open_store(location: str, create: str | None = None,
     """The store ``--store`` names: an embedded one in a folder, or one on a SPARQL 1.1
     server (:class:`~.remote.RemoteTraceStore`), whose private key is in ``key_file``."""
     if is_remote(location):
-        from .remote import RemoteTraceStore
-
         return RemoteTraceStore(location, create, key_file)
     if key_file is not None:
         raise StoreError("--store-key is for a store on a SPARQL server: an embedded store "
