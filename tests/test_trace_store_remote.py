@@ -310,3 +310,57 @@ def test_a_url_is_named_without_its_credentials_and_answers_are_bounded(
     with pytest.raises(StoreUnavailable, match="more than 64 bytes"):
         small.select("SELECT ?n WHERE { VALUES ?n { 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 } }")
     small.close()
+
+
+def test_a_server_that_never_answers_is_unavailable_within_the_timeout(tmp_path: Path) -> None:
+    """A server that takes the connection and says nothing: the read timeout ends the wait
+    with the store unavailable, naming the server (a deadline, not a measured duration)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        remote = SparqlServer(url, read_timeout=0.5)
+        with pytest.raises(StoreUnavailable, match=f"the trace store {url} cannot be reached"):
+            remote.select("SELECT * WHERE { ?s ?p ?o }")
+        remote.close()
+
+
+def test_a_url_with_a_query_string_is_refused(tmp_path: Path) -> None:
+    proc = subprocess.run([IOA_CHECK, "trace", str(SMOKE), "--store",
+                           "http://127.0.0.1:1/ds?token=x", "--no-shapes"], cwd=tmp_path,
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 2 and b"no query string" in proc.stderr
+    assert b"token=x" not in proc.stderr
+
+
+def test_trace_serve_judges_into_a_store_on_a_server(tmp_path: Path, server: Server) -> None:
+    """The live service with ``--store URL --store-key FILE``: its judge is given both, and
+    the run the SDK exported is on the server, judged once, its key never there."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http",
+                        reason="the OTLP/HTTP exporter is not installed")
+    pytest.importorskip("uvicorn", reason="the serve extra is not installed")
+    from test_trace_formats import write_manifests
+    from test_trace_serve import Service, export
+
+    key = tmp_path / "store.key"
+    service = Service(tmp_path / "spool", f"http://judge:pw@127.0.0.1:{server.port}",
+                      write_manifests(tmp_path, every_tool=False), "--store-key", str(key))
+    try:
+        export(service.url)
+        health = service.judged()
+        assert health["lastJudgeStatus"] == 1, health
+        assert "pw@" not in service.stop()
+    finally:
+        if service.process.poll() is None:
+            service.kill()
+    (run,) = rows(subprocess.run([IOA_CHECK, "trace", "query", server.url, "runs",
+                                  "--store-key", str(key)], cwd=tmp_path, capture_output=True,
+                                 timeout=300))
+    assert run["result"] == "incompatible" and run["verdicts"] == 1, run
+    assert key.read_bytes().hex().encode() not in export_bytes(server)
+
+
+def export_bytes(server: Server) -> bytes:
+    answer = httpx.get(f"{server.url}/store", timeout=60, headers={"accept": "application/n-quads"})
+    answer.raise_for_status()
+    return answer.content

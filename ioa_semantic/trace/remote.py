@@ -80,10 +80,15 @@ class SparqlServer:
     """A SPARQL 1.1 Protocol client with the part of :class:`pyoxigraph.Store`'s interface the
     trace store uses (``quads_for_pattern``, ``extend``, ``update``, ``query``, ``flush``)."""
 
-    def __init__(self, url: str, max_bytes: int = MAX_ANSWER_BYTES) -> None:
+    def __init__(self, url: str, max_bytes: int = MAX_ANSWER_BYTES,
+                 read_timeout: float = READ_TIMEOUT) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise StoreError(f"--store {shown(url)} is not an http:// or https:// URL")
+        if parts.query or parts.fragment:
+            raise StoreError(f"--store {shown(url)}: the URL of a SPARQL server's dataset has "
+                             "no query string or fragment (its endpoints are URL/query and "
+                             "URL/update)")
         self.url = url.rstrip("/")
         self.name = shown(url)
         self.max_bytes = max_bytes
@@ -92,7 +97,7 @@ class SparqlServer:
         # Credentials in the URL go as HTTP basic authentication (httpx takes them from it);
         # no proxy or netrc from the environment: the store is the URL given, nothing else.
         self._client = httpx.Client(
-            timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
+            timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT),
             follow_redirects=False, trust_env=False)
 
     def close(self) -> None:
