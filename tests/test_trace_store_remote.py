@@ -33,8 +33,14 @@ pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 from test_trace import GOLDEN, MANIFESTS, TRACES
 from test_trace_store import AT, PLAIN, SMOKE, TUTORIALS, feed, graphs, query, rows
 
-from ioa_semantic.trace.remote import LOCK_GRAPH, SparqlServer, Turn
-from ioa_semantic.trace.store import HOLD_ENV, StoreKeyError, StoreUnavailable, open_store
+from ioa_semantic.trace.remote import LEASE_ENV, LOCK_GRAPH, SparqlServer, Turn
+from ioa_semantic.trace.store import (
+    HOLD_ENV,
+    KILL_AFTER_ENV,
+    StoreKeyError,
+    StoreUnavailable,
+    open_store,
+)
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
 
@@ -190,10 +196,10 @@ def _at_once(server: Server, tmp_path: Path, inputs: list[list[Path]],
     return out
 
 
-def _count(tmp_path: Path) -> int:
-    """The runs the inputs hold, from an embedded store fed with them."""
+def _count(tmp_path: Path, inputs: list[Path] = INPUTS) -> int:
+    """The runs ``inputs`` hold, from an embedded store fed with them."""
     embedded = tmp_path / "count"
-    feed(INPUTS, embedded, tmp_path, PLAIN, "--manifests", MANIFESTS)
+    feed(inputs, embedded, tmp_path, PLAIN, "--manifests", MANIFESTS)
     return len(query(embedded, tmp_path, "runs"))
 
 
@@ -364,3 +370,22 @@ def export_bytes(server: Server) -> bytes:
     answer = httpx.get(f"{server.url}/store", timeout=60, headers={"accept": "application/n-quads"})
     answer.raise_for_status()
     return answer.content
+
+
+def test_a_feeder_killed_holding_its_turn_delays_a_rerun_by_the_lease_only(
+        tmp_path: Path, server: Server) -> None:
+    """A feeder that dies (SIGKILL, the test hook) right after writing a run, inside its turn,
+    leaves the turn claimed: the rerun takes it once the lease is over and records what is
+    missing, once (the lease is two seconds here, through the tests' hook)."""
+    env = {LEASE_ENV: "2"}
+    inputs = [SMOKE, GOLDEN]  # a run each
+    # The store's version and mode, a checkpoint an input, then the first run: killed there.
+    killed = feed(inputs, server.url, tmp_path, PLAIN, "--manifests", MANIFESTS,
+                  env={**env, KILL_AFTER_ENV: "4"})
+    assert killed.returncode == -signal.SIGKILL
+    assert server.select(f"SELECT ?c WHERE {{ GRAPH <{LOCK_GRAPH}> {{ ?t <{IOAT}claim> ?c "
+                         f"FILTER NOT EXISTS {{ ?c <{IOAT}done> ?d }} }} }}")
+    assert len(server.runs()) == 1
+    rerun = feed(inputs, server.url, tmp_path, PLAIN, "--manifests", MANIFESTS, env=env)
+    assert rerun.returncode in (0, 1, 3), rerun.stderr.decode()
+    _exact(server, _count(tmp_path, inputs))
