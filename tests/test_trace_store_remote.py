@@ -135,9 +135,11 @@ def _exact(server: Server, runs: int) -> None:
     assert len(server.runs()) == runs
     assert sorted(n for _, n in verdicts) == list(range(1, runs + 1))
     assert len({run for run, _ in verdicts}) == runs
-    # One verdict node a number: two writers of one number would merge theirs into one node.
-    assert len(server.select(f"SELECT ?v ?at WHERE {{ GRAPH <urn:ioa-trace:verdicts> {{ "
-                             f"?v <{IOAT}consumer> ?at }} }}")) == runs
+    # One verdict node a number: two writers of one number would merge theirs into one node
+    # (with two consumers, or two instants where --at is not given).
+    for prop in ("consumer", "auditedAt"):
+        assert len(server.select(f"SELECT ?v ?x WHERE {{ GRAPH <urn:ioa-trace:verdicts> {{ "
+                                 f"?v <{IOAT}{prop}> ?x }} }}")) == runs
 
 
 def test_the_same_runs_give_the_same_graphs_and_answers_as_the_embedded_store(
@@ -169,16 +171,17 @@ def test_the_same_runs_give_the_same_graphs_and_answers_as_the_embedded_store(
         embedded, tmp_path, None, "--sparql", mine)
 
 
-def _at_once(server: Server, tmp_path: Path, inputs: list[list[Path]],
-             *more: Any) -> list[subprocess.CompletedProcess[bytes]]:
-    """One ``ioa-check trace --store URL`` a list of inputs, each its own consumer, all let go
+def _at_once(server: Server, tmp_path: Path, inputs: list[list[Path]], *more: Any,
+             one_consumer: bool = False) -> list[subprocess.CompletedProcess[bytes]]:
+    """One ``ioa-check trace --store URL`` a list of inputs, each its own consumer (or all
+    one), all let go
     at the same instant once each has opened the store (the hold hook of
     ``ioa_semantic.trace.store``)."""
     flags = [tmp_path / f"hold-{index}" for index in range(len(inputs))]
     procs = [subprocess.Popen(
         [IOA_CHECK, "trace", *map(str, paths), "--store", server.url, "--no-shapes",
          "--format", "json", "--at", AT, "--manifests", str(MANIFESTS), "--consumer",
-         f"feeder-{index}", *map(str, more)],
+         "feeders" if one_consumer else f"feeder-{index}", *map(str, more)],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, HOLD_ENV: str(flag)})
         for index, (paths, flag) in enumerate(zip(inputs, flags, strict=True))]
@@ -203,9 +206,12 @@ def _count(tmp_path: Path, inputs: list[Path] = INPUTS) -> int:
     return len(query(embedded, tmp_path, "runs"))
 
 
+@pytest.mark.parametrize("one_consumer", [False, True], ids=["two-consumers", "one-consumer"])
 def test_two_feeders_of_the_same_inputs_at_once_record_each_run_once(
-        tmp_path: Path, server: Server) -> None:
-    for proc in _at_once(server, tmp_path, [INPUTS, INPUTS], PLAIN):
+        tmp_path: Path, server: Server, one_consumer: bool) -> None:
+    """Two hosts feeding the same files: under a consumer each, or under one consumer whose
+    checkpoints both write (the very same nodes)."""
+    for proc in _at_once(server, tmp_path, [INPUTS, INPUTS], PLAIN, one_consumer=one_consumer):
         assert proc.returncode in (0, 1, 3), proc.stderr.decode()
     _exact(server, _count(tmp_path))
     # The turns were taken and all given back.
