@@ -42,7 +42,7 @@ JUDGED_WITHIN = 120.0
 class Service:
     """``ioa-check trace serve`` as a process."""
 
-    def __init__(self, spool: Path, store: Path, manifests: Path, *extra: str) -> None:
+    def __init__(self, spool: Path, store: Path | str, manifests: Path, *extra: str) -> None:
         self.process = subprocess.Popen(
             [IOA_CHECK, "trace", "serve", "--spool", str(spool), "--store", str(store),
              "--manifests", str(manifests), "--port", "0", "--judge-every", "0.2", *extra],

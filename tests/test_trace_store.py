@@ -56,7 +56,7 @@ def ioa(args: list[Any], cwd: Path, env: dict[str, str] | None = None,
     return proc
 
 
-def feed(paths: list[Any], store: Path, cwd: Path, *more: Any,
+def feed(paths: list[Any], store: Path | str, cwd: Path, *more: Any,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     return ioa(["trace", *paths, "--store", store, "--no-shapes", "--format", "json", "--at",
                 AT, *more], cwd, env)
@@ -67,7 +67,7 @@ def rows(proc: subprocess.CompletedProcess[bytes]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in proc.stdout.decode().splitlines()]
 
 
-def query(store: Path, cwd: Path, name: str | None, *more: Any) -> list[dict[str, Any]]:
+def query(store: Path | str, cwd: Path, name: str | None, *more: Any) -> list[dict[str, Any]]:
     return rows(ioa(["trace", "query", store, *([name] if name else []), *more], cwd))
 
 

@@ -129,13 +129,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", metavar="FILE",
                         help="a durable consumer cursor: checkpoints appended after each batch; "
                              "a rerun resumes where the last completed batch ended")
-    parser.add_argument("--store", metavar="DIR",
+    parser.add_argument("--store", metavar="DIR|URL",
                         help="a durable trace knowledge graph (an Oxigraph store, created if "
                              "absent): each run's graph, record and verdict are added to it, "
                              "and the consumer cursor lives in it (not with --state); private: "
                              "run ids, call ids, paths and undeclared agents are stored as "
                              "references keyed with the store's own key (DIR/"
-                             "ioa-check-trace-store.key, made with the store)")
+                             "ioa-check-trace-store.key, made with the store). An http:// or "
+                             "https:// URL is a store on a SPARQL 1.1 server many feeders "
+                             "share (URL/query and URL/update)")
+    parser.add_argument("--store-key", metavar="FILE",
+                        help="the key of a private --store URL (on a SPARQL server the key "
+                             "cannot live with the store): read, or made (mode 0600) with a "
+                             "new store")
     parser.add_argument("--store-plain-ids", action="store_true",
                         help="make (or feed) a --store that keeps run ids, call ids, paths and "
                              "agent names as the traces have them; a store keeps the mode it "
@@ -243,8 +249,8 @@ def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) ->
         # the graph would replace the state just written: the run could not be resumed
         parser.error(f"--state {opts.state} and --emit-kg {opts.emit_kg} name one file: "
                      "give each its own")
-    if (opts.consumer is not None or opts.store_plain_ids) and not opts.store:
-        parser.error("--consumer and --store-plain-ids go with --store")
+    if (opts.consumer is not None or opts.store_plain_ids or opts.store_key) and not opts.store:
+        parser.error("--consumer, --store-plain-ids and --store-key go with --store")
     if opts.at is not None and not (opts.store or opts.complete_only):
         parser.error("--at goes with --store (the verdicts' instant) or --complete-only (the "
                      "instant the quiet period is measured to)")
@@ -483,7 +489,7 @@ def _feed(opts: argparse.Namespace) -> Feed:
     from ..trace.store import DEFAULT_CONSUMER, Feed
 
     return Feed(opts.store, opts.consumer if opts.consumer is not None else DEFAULT_CONSUMER,
-                opts.store_plain_ids, opts.include_content, opts.trajectory)
+                opts.store_plain_ids, opts.include_content, opts.trajectory, opts.store_key)
 
 
 def _record(feed: Feed, opts: argparse.Namespace, consumed: Consumed,

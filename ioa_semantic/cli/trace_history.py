@@ -47,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
                "parameter, malformed SPARQL, a --sparql query that names SERVICE or exceeds "
                "--timeout or --max-rows), 74 the store cannot be opened (another process "
                "holds it)")
-    query.add_argument("store", metavar="DIR", nargs="?", help="the trace store")
+    query.add_argument("store", metavar="DIR|URL", nargs="?",
+                       help="the trace store (a folder, or the URL of a SPARQL 1.1 server)")
+    query.add_argument("--store-key", metavar="FILE",
+                       help="the key of a private store on a SPARQL server (for run ids)")
     query.add_argument("name", metavar="NAME", nargs="?",
                        help="a shipped query (--list names them)")
     query.add_argument("--sparql", metavar="FILE", help="a SPARQL query of your own")
@@ -71,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: as ioa-check trace (0 compatible, 1 incompatible, 3 "
                "indeterminate, 2 usage error, 70 internal error, 74 the store cannot be "
                "opened or written)")
-    reaudit.add_argument("store", metavar="DIR", help="the trace store")
+    reaudit.add_argument("store", metavar="DIR|URL",
+                         help="the trace store (a folder, or the URL of a SPARQL 1.1 server)")
+    reaudit.add_argument("--store-key", metavar="FILE",
+                         help="the key of a private store on a SPARQL server")
     reaudit.add_argument("--manifests", metavar="DIR", help="as for ioa-check trace")
     reaudit.add_argument("--registrations", action="append", default=[], metavar="PATH",
                          help="as for ioa-check trace (repeatable; needs --profile and "
@@ -136,7 +142,7 @@ def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parameters,
         run_parameters,
     )
-    from ..trace.store import TraceStore
+    from ..trace.store import open_store
 
     shipped = named_queries()
     if opts.list:
@@ -165,9 +171,10 @@ def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("--param names one variable twice")
     if opts.sparql is not None:  # the user's own: bounded, and run where it can be stopped
         answer = ask_bounded(opts.store, text, given, required, opts.timeout,
-                             opts.max_rows, runs)
+                             opts.max_rows, runs, opts.store_key)
     else:
-        answer = ask(TraceStore(opts.store), text, given, required, runs=runs)
+        answer = ask(open_store(opts.store, key_file=opts.store_key), text, given, required,
+                     runs=runs)
     if opts.format == "json":
         for row in answer.rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -216,7 +223,7 @@ def _reaudit(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     )
     from ..trace.history import reaudit
     from ..trace.privacy import Disclosure
-    from ..trace.store import Basis, TraceStore, basis
+    from ..trace.store import Basis, basis, open_store
 
     if opts.registrations and not (opts.profile and opts.bindings):
         parser.error("--registrations needs --profile (to judge them) and --bindings (to relate "
@@ -232,7 +239,7 @@ def _reaudit(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return declarations, basis(declarations, disclose, opts.manifests, opts.registrations,
                                    opts.bindings, opts.profile)
 
-    store = TraceStore(opts.store)
+    store = open_store(opts.store, key_file=opts.store_key)
     judged = reaudit(store, grounds, opts.at, opts.runs, _key(opts.opaque_key))
     start = 0
     for index in range(1, len(judged) + 1):  # runs shown alike are reported together

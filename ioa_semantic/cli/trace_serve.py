@@ -40,8 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--spool", required=True, metavar="DIR",
                         help="where acknowledged requests are kept (made if absent; a folder "
                              "that holds other files is refused)")
-    parser.add_argument("--store", required=True, metavar="DIR",
+    parser.add_argument("--store", required=True, metavar="DIR|URL",
                         help="the trace store the runs are judged into (as trace --store)")
+    parser.add_argument("--store-key", metavar="FILE",
+                        help="the key of a private store on a SPARQL server (as trace)")
     for flag, what in (("--manifests", "DIR"), ("--bindings", "FILE"),
                        ("--profile", "NAME|PATH")):
         parser.add_argument(flag, metavar=what, help="as for ioa-check trace")
@@ -120,6 +122,8 @@ def _declarations(opts: argparse.Namespace) -> list[str]:
         out += ["--profile", os.path.abspath(given) if os.path.exists(given) else given]
     for path in opts.registrations:
         out += ["--registrations", os.path.abspath(path)]
+    if opts.store_key:
+        out += ["--store-key", os.path.abspath(opts.store_key)]
     return out
 
 
@@ -147,6 +151,17 @@ def _pages(store: str, judge: Any, retry_after: int) -> Any:
     return RunPages(reader, Renderers(runs, run), retry_after=retry_after)
 
 
+def _shown(store: str) -> str:
+    """The store as the log names it: a URL without its credentials."""
+    from ..trace.store import is_remote
+
+    if not is_remote(store):
+        return store
+    from ..trace.remote import shown
+
+    return shown(store)
+
+
 def _serve(opts: argparse.Namespace, spool: Any) -> int:
     import uvicorn
 
@@ -159,7 +174,10 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
         print(f"ioa-check trace serve: cannot listen on {opts.host}:{opts.port}: "
               f"{exc.strerror or exc}", file=sys.stderr)
         return ExitStatus.ENVIRONMENT
-    command = judge_command(spool, os.path.abspath(opts.store), opts.quiet_period,
+    from ..trace.store import is_remote
+
+    where = opts.store if is_remote(opts.store) else os.path.abspath(opts.store)
+    command = judge_command(spool, where, opts.quiet_period,
                             _declarations(opts), opts.max_body_bytes, opts.max_memory)
     judge = Judge(command, spool, opts.judge_every, sys.stderr, opts.shutdown_timeout)
     app = create_app(spool, judge, max_body=opts.max_body_bytes,
@@ -176,8 +194,9 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _stopped)
     print(f"ioa-check trace serve: listening on {_url(sock)}/v1/traces (spool {opts.spool}, "
-          f"store {opts.store}; the judged runs at {_url(sock)}/runs; no authentication)",
-          file=sys.stderr, flush=True)
+          f"store {_shown(opts.store)}"
+          f"{'' if is_remote(opts.store) else f'; the judged runs at {_url(sock)}/runs'}; "
+          "no authentication)", file=sys.stderr, flush=True)
     judge.start()
     try:
         server.run(sockets=[sock])

@@ -262,7 +262,8 @@ def ask(store: TraceStore, text: str, given: dict[str, str],
 
 def ask_bounded(path: str, text: str, given: dict[str, str],
                 required: dict[str, str] | None = None, timeout: float = TIMEOUT,
-                max_rows: int = MAX_ROWS, runs: frozenset[str] = frozenset()) -> Answer:
+                max_rows: int = MAX_ROWS, runs: frozenset[str] = frozenset(),
+                key_file: str | None = None) -> Answer:
     """A user's query on the store at ``path``: refused if it names ``SERVICE``, else run in
     a child process that opens the store, so that a query still running after ``timeout``
     seconds is ended (SIGKILL: Oxigraph cannot interrupt a query in-process), and with it
@@ -280,7 +281,7 @@ def ask_bounded(path: str, text: str, given: dict[str, str],
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [root, *filter(None, [os.environ.get("PYTHONPATH")])])}
     request = json.dumps({"store": path, "text": text, "given": given, "max_rows": max_rows,
-                          "runs": sorted(runs)})
+                          "runs": sorted(runs), "key_file": key_file})
     child = subprocess.Popen(
         [sys.executable, "-c", "from ioa_semantic.trace.history import _child; _child()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
@@ -325,12 +326,13 @@ def _child() -> None:
     stdout (the answer, or the error a usage error or an unavailable store is told by)."""
     import sys
 
-    from .store import StoreUnavailable
+    from .store import StoreUnavailable, open_store
 
     request = json.loads(sys.stdin.read())
     reply: dict[str, Any]
     try:
-        answer = ask(TraceStore(request["store"]), request["text"], request["given"], None,
+        answer = ask(open_store(request["store"], key_file=request.get("key_file")),
+                     request["text"], request["given"], None,
                      request["max_rows"], frozenset(request["runs"]))
         reply = {"variables": answer.variables, "rows": answer.rows}
     except StoreUnavailable as exc:

@@ -24,6 +24,12 @@ graph, record and verdict are derived from the checkpoints and written in one tr
 a rerun rebuilds whatever the crash left unwritten. RocksDB's lock file makes a second writer
 fail at once; that is :class:`StoreUnavailable` (exit status 74), never a wait.
 
+**On a SPARQL 1.1 server** (``--store URL``, :class:`RemoteTraceStore`, its protocol client
+and turns in :mod:`.remote`) the same graphs are kept for many feeders at once: each write
+is one update request, and the reads and writes that record a run are made under a turn
+claimed in the store, so that verdict numbers stay unique and no run is recorded twice. A
+private remote store's key is in a file of the user's (``--store-key``), never on the server.
+
 **Private by default** (the canonical trace ontology's "Identity and privacy"): a new store
 gets a key of its own, 32 random bytes in ``DIR/ioa-check-trace-store.key`` (mode 0600,
 outside the graph), and everything stored that identifies a run, a person or a machine is a
@@ -62,7 +68,7 @@ from urllib.parse import quote
 
 import pyoxigraph as ox
 
-from .._exceptions import ConfigurationError, IoaSemanticError
+from .._exceptions import ConfigurationError
 from .._findings import Finding, Severity, Verdict
 from .._version import __version__
 from .audit import AgentAudit, RunAudit, Use
@@ -72,7 +78,14 @@ from .declarations import Declarations
 from .events import Fold, Source
 from .graph import IOAT, MAS, quad_chunks
 from .privacy import DELEGATION_PREFIX, IRI_BASE, Disclosure, Private, literal_text
+from .remote import SparqlServer, Turn, data_block
+from .remote import shown as server_name
 from .state import Cursor
+
+# Re-exported: callers name them as the store's, wherever they are defined.
+from .store_errors import StoreError as StoreError
+from .store_errors import StoreKeyError as StoreKeyError
+from .store_errors import StoreUnavailable as StoreUnavailable
 
 # 2: private by default, the mode recorded when the store is made. 1: plain, or references
 # under a key of the user's (--opaque-ids), the mode recorded by the first feed.
@@ -109,21 +122,6 @@ HOLD_ENV = "IOA_CHECK_TEST_HOLD_STORE"
 
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 _RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-
-
-class StoreError(ConfigurationError):
-    """The store cannot be used as asked: not a trace store, another mode, a rewritten input
-    (exit status 2)."""
-
-
-class StoreUnavailable(IoaSemanticError):
-    """The store cannot be opened or written: another process holds it, the folder is not
-    writable, the disk is full (exit status 74, the environment's)."""
-
-
-class StoreKeyError(StoreError):
-    """A private store's key file is missing, replaced, truncated, a link, or readable by
-    others (exit status 2: the store cannot be used until its own key is back)."""
 
 
 def term(local: str) -> ox.NamedNode:
@@ -175,8 +173,7 @@ class TraceStore:
     def __init__(self, path: str, create: str | None = None) -> None:
         self.path = path
         self._key: bytes | None = None
-        self.store = _open(path, create)
-        _hold()
+        self.store = self._connect(create)
         self.transactions = 0
         self.largest = 0  # the most quads one transaction wrote (tests hold it to CHUNK_QUADS)
         self._unflushed = 0
@@ -186,35 +183,72 @@ class TraceStore:
         graph = ox.NamedNode(STORE_GRAPH)
         versions = [lexical(q.object) for q in self.store.quads_for_pattern(
             graph, term("storeVersion"), None, graph)]
-        if not versions:
-            if create is None or any(True for _ in self.store.quads_for_pattern(None, None, None)):
-                raise StoreError(f"{path} is not a trace store of ioa-check (it has no "
-                                 "store version)")
+        if not versions and create is not None and self._empty():
             self._make(create)
+        elif not versions:
+            # Another feeder of a shared store may have made it since it was read.
+            versions = [lexical(q.object) for q in self.store.quads_for_pattern(
+                graph, term("storeVersion"), None, graph)]
+            if not versions:
+                raise StoreError(f"{self.path} is not a trace store of ioa-check (it has no "
+                                 "store version)")
         elif len(versions) != 1 or versions[0] not in map(str, READ_VERSIONS):
-            raise StoreError(f"{path} is a trace store of version {', '.join(versions)}; this "
-                             f"ioa-check reads versions {', '.join(map(str, READ_VERSIONS))}")
-        self.version = int(lexical(next(self.store.quads_for_pattern(
-            graph, term("storeVersion"), None, graph)).object))
+            raise StoreError(f"{self.path} is a trace store of version {', '.join(versions)}; "
+                             f"this ioa-check reads versions {', '.join(map(str, READ_VERSIONS))}")
+        self.version = int(lexical(next(iter(self.store.quads_for_pattern(
+            graph, term("storeVersion"), None, graph))).object))
         modes = [lexical(q.object) for q in self.store.quads_for_pattern(
             graph, term("mode"), None, graph)]
         if len(modes) > 1 or (self.version > 1 and not modes):
-            raise StoreError(f"{path} is damaged: it records {len(modes)} modes, not one")
+            raise StoreError(f"{self.path} is damaged: it records {len(modes)} modes, not one")
         self.mode: str | None = modes[0] if modes else None
+
+    # What differs between the embedded store and a remote one (:mod:`.remote`): how it is
+    # reached, where a private store's key is, and how a write is kept to one writer.
+
+    def _connect(self, create: str | None) -> Any:
+        store = _open(self.path, create)
+        _hold()
+        return store
+
+    def _empty(self) -> bool:
+        return not any(True for _ in self.store.quads_for_pattern(None, None, None))
+
+    @property
+    def key_location(self) -> str:
+        """The file a private store's key is in."""
+        return key_path(self.path)
+
+    def _read_key(self) -> bytes:
+        return read_key(self.path)
+
+    def _new_key(self) -> bytes:
+        """A new private store's key (or the one a creation cut short left)."""
+        key = read_key(self.path) if os.path.lexists(key_path(self.path)) else _create_key(
+            self.path)
+        with contextlib.suppress(FileNotFoundError):  # a creation cut short left it
+            os.unlink(os.path.join(self.path, _PARTIAL_KEY))
+        return key
+
+    def _plain_allowed(self) -> None:
+        if os.path.lexists(key_path(self.path)):
+            raise StoreError(_KEY_WITHOUT_STORE.format(path=self.path))
+
+    def writing(self) -> contextlib.AbstractContextManager[None]:
+        """Held around the reads and writes that record one run: the embedded store's lock
+        makes this process its only writer already."""
+        return contextlib.nullcontext()
 
     def _make(self, mode: str) -> None:
         """A new store: its key (a private one), then its version and mode in one transaction,
         under the lock. A key file already there (a creation cut short after writing it, or
         put there for the store to use) is used if it is a key this store can keep."""
         if mode == PRIVATE:
-            key = read_key(self.path) if os.path.lexists(key_path(self.path)) else _create_key(
-                self.path)
-            with contextlib.suppress(FileNotFoundError):  # a creation cut short left it
-                os.unlink(os.path.join(self.path, _PARTIAL_KEY))
+            key = self._new_key()
             mode = f"{PRIVATE}:{key_fingerprint(key)}"
             self._key = key
-        elif os.path.lexists(key_path(self.path)):
-            raise StoreError(_KEY_WITHOUT_STORE.format(path=self.path))
+        else:
+            self._plain_allowed()
         graph = ox.NamedNode(STORE_GRAPH)
         self.commit([ox.Quad(graph, term("storeVersion"), _integer(STORE_VERSION), graph),
                      ox.Quad(graph, term("mode"), _text(mode), graph)])
@@ -228,10 +262,10 @@ class TraceStore:
         records (a replaced key is refused, never used: its references would join nothing)."""
         if self._key is None:
             assert self.mode is not None and self.private
-            key = read_key(self.path)
+            key = self._read_key()
             if key_fingerprint(key) != self.mode.partition(":")[2]:
                 raise StoreKeyError(
-                    f"{key_path(self.path)} is not the key the store {self.path} was made with "
+                    f"{self.key_location} is not the key the store {self.path} was made with "
                     "(it was replaced): its references cannot be made with another key; put "
                     "the store's own key file back (nothing was written)")
             self._key = key
@@ -403,6 +437,158 @@ class TraceStore:
         return self.store.query(text, substitutions=bound or None)
 
 
+class RemoteTraceStore(TraceStore):
+    """A trace store on a SPARQL 1.1 server: :class:`~.store.TraceStore`'s interface, its
+    graphs on the server. A private one's key is in ``key_file`` (``--store-key``), never on
+    the server."""
+
+    def __init__(self, url: str, create: str | None = None,
+                 key_file: str | None = None) -> None:
+        self.url = url
+        self.key_file = key_file
+        self._turn: Turn | None = None
+        super().__init__(server_name(url), create)
+
+    def _connect(self, create: str | None) -> SparqlServer:
+        server = SparqlServer(self.url)
+        _hold()  # the tests' hook: two feeders started, then let go at once
+        return server
+
+    def _empty(self) -> bool:
+        server: SparqlServer = self.store
+        return server.empty()
+
+    @property
+    def key_location(self) -> str:
+        if self.key_file is None:
+            return "--store-key"
+        return self.key_file
+
+    def _read_key(self) -> bytes:
+        if self.key_file is None:
+            raise StoreKeyError(
+                f"{self.path} is a private store: give its key file with --store-key FILE "
+                "(the key that made it; it is never kept on the server)")
+        return read_key(self.path, self.key_file)
+
+    def _new_key(self) -> bytes:
+        if self.key_file is None:
+            raise StoreKeyError(
+                f"{self.path} would be made a private store: give --store-key FILE, where its "
+                "new key is written (mode 0600) or an existing key of "
+                f"{KEY_FILE}'s form is read; or --store-plain-ids")
+        if os.path.lexists(self.key_file):
+            return read_key(self.path, self.key_file)
+        return _create_key(os.path.dirname(os.path.abspath(self.key_file)), self.key_file)
+
+    def _plain_allowed(self) -> None:
+        if self.key_file is not None:
+            raise StoreError("--store-key goes with a private store, not --store-plain-ids")
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        if self._turn is not None:  # already held: one turn covers the nested writes
+            yield
+            return
+        turn = Turn(self.store)
+        turn.take()
+        self._turn = turn
+        self._next_verdict = None  # read again under the turn: others wrote since
+        try:
+            yield
+        finally:
+            self._turn = None
+            turn.give_back()
+
+    def _fence(self) -> str:
+        return self._turn.fence() if self._turn is not None else ""
+
+    def commit(self, quads: list[ox.Quad]) -> None:
+        block = data_block(quads)
+        if self._turn is None:
+            self.store.update(f"INSERT DATA {{ {block} }}")
+        else:
+            self.store.update(f"INSERT {{ {block} }} WHERE {{ {self._fence()} }}")
+        self._committed(len(quads))
+
+    def replace(self, graph: str, quads: list[ox.Quad]) -> None:
+        name = str(ox.NamedNode(graph))
+        fence = self._fence()
+        self.store.update(
+            f"DELETE {{ GRAPH {name} {{ ?s ?p ?o }} }} WHERE {{ {fence} GRAPH {name} "
+            f"{{ ?s ?p ?o }} }} ; INSERT {{ {data_block(quads)} }} WHERE {{ {fence} }}")
+        self._committed(len(quads))
+
+    def drop(self, graph: str) -> None:
+        name = str(ox.NamedNode(graph))
+        fence = self._fence()
+        self.store.update(f"DELETE {{ GRAPH {name} {{ ?s ?p ?o }} }} WHERE {{ {fence} GRAPH "
+                          f"{name} {{ ?s ?p ?o }} }}")
+        self._committed(0)
+
+    def holds(self, graph: str) -> bool:
+        rows = self.store.select(
+            f"SELECT ?s WHERE {{ GRAPH {ox.NamedNode(graph)} {{ ?s ?p ?o }} }} LIMIT 1")
+        return bool(rows)
+
+    def flush(self) -> None:
+        """Each update is durable when the server answers it."""
+
+    def next_verdict(self) -> int:
+        """The next verdict number: read under the turn (other feeders write between turns),
+        then counted on while the turn lasts."""
+        if self._next_verdict is None:
+            rows = self.store.select(
+                f"SELECT (MAX(?n) AS ?last) WHERE {{ GRAPH <{VERDICTS}> "
+                f"{{ ?v <{term('sequence').value}> ?n }} }}")
+            value = rows[0].get("last") if rows else None
+            self._next_verdict = (int(lexical(value)) if value is not None else 0) + 1
+        number = self._next_verdict
+        self._next_verdict += 1
+        return number
+
+    def current_audit_key(self, run_iri: str) -> str | None:
+        rows = self.store.select(
+            f"SELECT ?key WHERE {{ GRAPH <{VERDICTS}> {{ ?v <{term('auditedRun').value}> "
+            f"{ox.NamedNode(run_iri)} ; <{term('sequence').value}> ?n ; "
+            f"<{term('auditKey').value}> ?key }} }} ORDER BY DESC(?n) LIMIT 1")
+        return lexical(rows[0]["key"]) if rows and "key" in rows[0] else None
+
+    def query(self, text: str, substitutions: dict[str, str] | None = None) -> Any:
+        """``text`` on the server, each parameter bound by a ``VALUES`` block after the
+        query, which binds what the query selects: a parameter it does not select would be
+        ignored there, so it is refused (pyoxigraph binds it inside, on a folder)."""
+        bound = {ox.Variable(k): ox.Literal(v) for k, v in (substitutions or {}).items()}
+        result = self.store.query(text, bound or None)
+        if bound:
+            selected = {v.value for v in result.variables} if isinstance(
+                result, ox.QuerySolutions) else set()
+            unselected = sorted(set(substitutions or ()) - selected)
+            if unselected:
+                raise ValueError(
+                    f"on a store on a SPARQL server, a --param binds a variable the query "
+                    f"selects; it does not select {', '.join('?' + n for n in unselected)}")
+        return result
+
+
+def is_remote(location: str) -> bool:
+    """Whether ``--store`` names a SPARQL 1.1 server (an ``http://`` or ``https://`` URL)
+    rather than a folder."""
+    return location.lower().startswith(("http://", "https://"))
+
+
+def open_store(location: str, create: str | None = None,
+               key_file: str | None = None) -> TraceStore:
+    """The store ``--store`` names: an embedded one in a folder, or one on a SPARQL 1.1
+    server (:class:`~.remote.RemoteTraceStore`), whose private key is in ``key_file``."""
+    if is_remote(location):
+        return RemoteTraceStore(location, create, key_file)
+    if key_file is not None:
+        raise StoreError("--store-key is for a store on a SPARQL server: an embedded store "
+                         f"keeps its key in its folder ({KEY_FILE})")
+    return TraceStore(location, create)
+
+
 def _hold() -> None:
     flag = os.environ.get(HOLD_ENV)
     if not flag:
@@ -479,11 +665,11 @@ def key_path(path: str) -> str:
     return os.path.join(path, KEY_FILE)
 
 
-def read_key(path: str) -> bytes:
-    """The key of the store at ``path``: a regular file of its own (not a link), owned by
-    this user and readable by its owner only, of :data:`KEY_BYTES` bytes; anything else is
-    a :class:`StoreKeyError` naming what to do."""
-    where = key_path(path)
+def read_key(path: str, where: str | None = None) -> bytes:
+    """The key of the store at ``path`` (in ``where``, by default its folder's key file): a
+    regular file of its own (not a link), owned by this user and readable by its owner only,
+    of :data:`KEY_BYTES` bytes; anything else is a :class:`StoreKeyError` naming what to do."""
+    where = where or key_path(path)
     try:
         # O_NONBLOCK: a FIFO put in its place is refused below, not waited on.
         handle = os.open(where, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -523,11 +709,14 @@ def read_key(path: str) -> bytes:
     return data
 
 
-def _create_key(path: str) -> bytes:
-    """A new store's key: 32 random bytes, written and synced under another name, linked to
-    its own (never over a file there) and the folder synced, so that the store never records
-    the fingerprint of a key its folder could lose in a crash."""
-    partial = os.path.join(path, _PARTIAL_KEY)
+def _create_key(path: str, where: str | None = None) -> bytes:
+    """A new store's key (in ``where``, by default its folder's key file): 32 random bytes,
+    written and synced under another name, linked to its own (never over a file there) and
+    the folder synced, so that the store never records the fingerprint of a key its folder
+    could lose in a crash."""
+    where = where or key_path(path)
+    folder_path = os.path.dirname(os.path.abspath(where))
+    partial = os.path.join(folder_path, f".{os.path.basename(where)}.partial")
     try:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)  # a creation cut short left it; it was never used
@@ -538,12 +727,12 @@ def _create_key(path: str) -> bytes:
         finally:
             os.close(handle)
         try:
-            os.link(partial, key_path(path))
+            os.link(partial, where)
         except FileExistsError:
             pass  # read and held to the rules below, whoever wrote it
         finally:
             os.unlink(partial)
-        folder = os.open(path, os.O_RDONLY)
+        folder = os.open(folder_path, os.O_RDONLY)
         try:
             os.fsync(folder)
         finally:
@@ -551,7 +740,7 @@ def _create_key(path: str) -> bytes:
     except OSError as exc:
         raise StoreUnavailable(f"the key of the trace store {path} cannot be written: "
                                f"{exc.strerror}") from None
-    return read_key(path)
+    return read_key(path, where)
 
 
 # --- what the audit needs of a run ------------------------------------------------------------
@@ -1078,11 +1267,12 @@ class Feed:
     the key it was made with). Any other mode is refused before anything is read."""
 
     def __init__(self, path: str, consumer: str, plain: bool = False,
-                 include_content: bool = False, trajectory: bool = False) -> None:
+                 include_content: bool = False, trajectory: bool = False,
+                 key_file: str | None = None) -> None:
         if not consumer:
             raise StoreError("--consumer must not be empty")
         wanted = (PLAIN + ("+content" if include_content else "")) if plain else PRIVATE
-        self.store = TraceStore(path, create=wanted)
+        self.store = open_store(path, create=wanted, key_file=key_file)
         self.store.admit(wanted)
         self.consumer = consumer
         self.trajectory = trajectory
@@ -1198,6 +1388,15 @@ def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     ``recorded`` is the run as its record holds it (by default the run judged). A run's
     graph, once stored with its trajectory, keeps it; asked for, the trajectory is added to
     a stored run's graph that lacks it."""
+    with store.writing():
+        return _record_run(store, audit, declarations, disclose, grounds, instant, judged_by,
+                           consumer, mode, stored_record, recorded, trajectory)
+
+
+def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
+                disclose: Disclosure, grounds: Basis, instant: ox.Literal, judged_by: str,
+                consumer: str | None, mode: str, stored_record: str | None,
+                recorded: Run | None, trajectory: bool) -> int:
     run = audit.run
     iri = disclose.run_iri(run.ident)
     if stored_record is None:

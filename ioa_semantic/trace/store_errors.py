@@ -1,0 +1,22 @@
+"""What keeps a trace store from being used: its own errors, apart so that the store's
+backends (:mod:`.store`, the SPARQL client of :mod:`.remote`) share them without importing
+each other."""
+
+from __future__ import annotations
+
+from .._exceptions import ConfigurationError, IoaSemanticError
+
+
+class StoreError(ConfigurationError):
+    """The store cannot be used as asked: not a trace store, another mode, a rewritten input
+    (exit status 2)."""
+
+
+class StoreUnavailable(IoaSemanticError):
+    """The store cannot be opened or written: another process holds it, the folder is not
+    writable, the disk is full (exit status 74, the environment's)."""
+
+
+class StoreKeyError(StoreError):
+    """A private store's key file is missing, replaced, truncated, a link, or readable by
+    others (exit status 2: the store cannot be used until its own key is back)."""
