@@ -395,3 +395,100 @@ def test_a_feeder_killed_holding_its_turn_delays_a_rerun_by_the_lease_only(
     rerun = feed(inputs, server.url, tmp_path, PLAIN, "--manifests", MANIFESTS, env=env)
     assert rerun.returncode in (0, 1, 3), rerun.stderr.decode()
     _exact(server, _count(tmp_path, inputs))
+
+
+class _Trickle:
+    """A server that answers 200 at once, then its body one byte at a time, each well within
+    any read timeout, for ever (until ``stop``, or a minute, so that a test fails, not hangs)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.sent = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:  # closed before any request came
+            return
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/sparql-results+json"
+                         b"\r\ntransfer-encoding: chunked\r\n\r\n")
+            deadline = time.monotonic() + 60
+            while not self.stop.is_set() and time.monotonic() < deadline:
+                try:
+                    conn.sendall(b"1\r\n \r\n")
+                except OSError:
+                    return
+                self.sent += 1
+                self.stop.wait(0.02)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+def test_a_server_that_trickles_an_endless_answer_is_given_up_at_the_answer_deadline(
+        ) -> None:
+    """Each byte comes well within the read timeout (which httpx counts per read), so only a
+    deadline for the whole answer ends the wait: StoreUnavailable naming the server, the
+    answer left unread (a deadline, not a measured duration)."""
+    trickle = _Trickle()
+    try:
+        remote = SparqlServer(trickle.url, read_timeout=30, answer_timeout=0.5)
+        with pytest.raises(StoreUnavailable, match=f"the trace store {trickle.url} did not "
+                                                   "finish its answer within 0.5 s"):
+            remote.select("SELECT * WHERE { ?s ?p ?o }")
+        assert not trickle.stop.is_set()  # given up on while the server still sent
+        remote.close()
+    finally:
+        trickle.close()
+
+
+def test_turns_given_back_leave_the_lock_graph_small(server: Server) -> None:
+    """Each turn given back forgets the turns before it: the lock graph stays a few triples
+    however many runs were recorded (its greatest turn number, all the fence needs, is
+    kept), so taking a turn does not slow down as the store grows."""
+    remote = SparqlServer(server.url)
+    for _ in range(30):
+        turn = Turn(remote)
+        turn.take()
+        turn.give_back()
+    (row,) = server.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{LOCK_GRAPH}> "
+                           "{ ?s ?p ?o } }")
+    (last,) = server.select(f"SELECT (MAX(?t) AS ?last) WHERE {{ GRAPH <{LOCK_GRAPH}> "
+                            f"{{ ?s <{IOAT}turn> ?t }} }}")
+    assert last["last"] == "30" and int(row["n"]) <= 10, (row, last)
+    remote.close()
+
+
+def test_a_stale_claim_of_an_old_turn_is_not_held(server: Server) -> None:
+    """A feeder that read the greatest turn long ago and claims a turn others have since
+    passed does not hold it (its writes would be fenced off): it claims again."""
+    remote = SparqlServer(server.url)
+    for _ in range(3):
+        turn = Turn(remote)
+        turn.take()
+        turn.give_back()
+    stale = Turn(remote)
+    assert not stale._claim(2)
+    stale.take()
+    assert stale.number == 4
+    stale.give_back()
+    remote.close()
+
+
+def test_a_damaged_turn_number_is_a_clear_error(server: Server) -> None:
+    """Someone with write access put a turn number that is no integer: an error naming the
+    store, not a traceback."""
+    remote = SparqlServer(server.url)
+    remote.update(f"INSERT DATA {{ GRAPH <{LOCK_GRAPH}> {{ <urn:x> <{IOAT}turn> \"many\" }} }}")
+    with pytest.raises(StoreUnavailable, match="turn number"):
+        Turn(remote).take()
+    remote.close()

@@ -58,6 +58,9 @@ TURN_WAIT = 300.0
 # Per request: to connect, and to get each part of the answer.
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 120.0
+# Per request, the whole answer: httpx's read timeout bounds each read, not their sum, so a
+# server that sends a byte now and then would otherwise be waited for without end.
+ANSWER_TIMEOUT = 600.0
 # The largest answer read from a server (a hostile one could send for ever).
 MAX_ANSWER_BYTES = 256 << 20
 _RESULTS = "application/sparql-results+json"
@@ -85,7 +88,8 @@ class SparqlServer:
     trace store uses (``quads_for_pattern``, ``extend``, ``update``, ``query``, ``flush``)."""
 
     def __init__(self, url: str, max_bytes: int = MAX_ANSWER_BYTES,
-                 read_timeout: float = READ_TIMEOUT) -> None:
+                 read_timeout: float = READ_TIMEOUT,
+                 answer_timeout: float = ANSWER_TIMEOUT) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise StoreError(f"--store {shown(url)} is not an http:// or https:// URL")
@@ -96,6 +100,7 @@ class SparqlServer:
         self.url = url.rstrip("/")
         self.name = shown(url)
         self.max_bytes = max_bytes
+        self.answer_timeout = answer_timeout
         import httpx  # here: the embedded store, the default, never needs it
 
         # Credentials in the URL go as HTTP basic authentication (httpx takes them from it);
@@ -112,12 +117,17 @@ class SparqlServer:
         place where the server's and httpx's errors become :class:`StoreUnavailable`."""
         import httpx
 
+        deadline = time.monotonic() + self.answer_timeout
         try:
             with self._client.stream(
                     "POST", f"{self.url}/{endpoint}", content=body.encode("utf-8"),
                     headers={"content-type": kind, "accept": accept}) as answer:
                 chunks, size = [], 0
                 for chunk in answer.iter_bytes():
+                    if time.monotonic() > deadline:
+                        raise StoreUnavailable(
+                            f"the trace store {self.name} did not finish its answer within "
+                            f"{self.answer_timeout:g} s; nothing more was read")
                     size += len(chunk)
                     if size > self.max_bytes:
                         raise StoreUnavailable(
@@ -264,7 +274,15 @@ class Turn:
             f"PREFIX ioat: <{IOAT}> SELECT (MAX(?n) AS ?last) WHERE {{ GRAPH "
             f"{self._graph} {{ ?t ioat:turn ?n }} }}")
         value = rows[0].get("last") if rows else None
-        return int(value.value) if value is not None else None
+        if value is None:
+            return None
+        if not isinstance(value, ox.Literal) or not value.value.isdigit():
+            # Written by someone else than a feeder: no turn can be numbered after it.
+            raise StoreUnavailable(
+                f"the trace store {self.server.name} holds a turn number that is not one "
+                f"({str(value)[:80]}) in the graph <{LOCK_GRAPH}>: it is damaged; remove "
+                "that graph when no feeder runs")
+        return int(value.value)
 
     def _free(self, number: int) -> bool:
         """Whether no claim of turn ``number`` is live (given back, or older than the lease)."""
@@ -285,15 +303,34 @@ class Turn:
         rows = self.server.select(
             f"PREFIX ioat: <{IOAT}> SELECT ?token WHERE {{ GRAPH {self._graph} {{ "
             f"{self._turn(number)} ioat:claim ?c . ?c ioat:token ?token }} }}")
-        if [r["token"].value for r in rows if "token" in r] == [self.token]:
+        if [r["token"].value for r in rows if "token" in r] == [self.token] and not bool(
+                self.server.query(self._later(number))):
+            # The only claim, and of the greatest turn: a feeder that read the greatest
+            # number long ago claims a turn others passed (and forgot, see give_back), whose
+            # writes the fence would drop.
             return True
         self._done(number)  # lost (or both lost): the claim is given back at once
         return False
+
+    def _forget(self, number: int) -> None:
+        """Remove the turns before ``number`` and their claims: only the greatest turn
+        number counts (to number the next, and to fence), and a lock graph that kept every
+        turn would make each :meth:`take` read more as the store grows."""
+        self.server.update(
+            f"PREFIX ioat: <{IOAT}> DELETE {{ GRAPH {self._graph} {{ ?s ?p ?o }} }} WHERE {{ "
+            f"GRAPH {self._graph} {{ ?s ?p ?o "
+            f"FILTER NOT EXISTS {{ ?s ioat:turn ?m FILTER(?m >= {number}) }} "
+            f"FILTER NOT EXISTS {{ ?t ioat:claim ?s ; ioat:turn ?k FILTER(?k >= {number}) }} "
+            "} }")
 
     def _done(self, number: int) -> None:
         self.server.update(
             f"PREFIX ioat: <{IOAT}> INSERT DATA {{ GRAPH {self._graph} {{ "
             f"{self._claim_node(number, self.token)} ioat:done true }} }}")
+
+    def _later(self, number: int) -> str:
+        return (f"ASK {{ GRAPH {self._graph} {{ ?later <{IOAT + 'turn'}> ?n "
+                f"FILTER(?n > {number}) }} }}")
 
     def fence(self) -> str:
         """The WHERE of a write under this turn: it applies only while no later turn was
@@ -306,10 +343,9 @@ class Turn:
         """End the turn: an error if it was overtaken (some fenced writes may not apply)."""
         assert self.number is not None
         number, self.number = self.number, None
-        overtaken = bool(self.server.query(
-            f"ASK {{ GRAPH {self._graph} {{ ?later <{IOAT + 'turn'}> ?n "
-            f"FILTER(?n > {number}) }} }}"))
+        overtaken = bool(self.server.query(self._later(number)))
         self._done(number)
+        self._forget(number)
         if overtaken:
             raise StoreUnavailable(
                 f"the trace store {self.server.name}: this feeder held its turn to write for "
