@@ -492,3 +492,63 @@ def test_a_damaged_turn_number_is_a_clear_error(server: Server) -> None:
     with pytest.raises(StoreUnavailable, match="turn number"):
         Turn(remote).take()
     remote.close()
+
+
+class _Answers:
+    """A server that answers every request with one status, media type and body."""
+
+    def __init__(self, status: int, media: str, body: bytes) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self.send_response(status)
+                self.send_header("content-type", media)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def test_a_server_that_refuses_the_feeders_own_queries_is_74_not_a_traceback(
+        tmp_path: Path) -> None:
+    """A 400 to a query the feeder itself made (not a SPARQL server at that path, or one that
+    lacks a feature the turns use) is the store's failing, exit 74 naming the server, with the
+    first line of what it said."""
+    from test_trace_store import ioa
+
+    refusing = _Answers(400, "text/plain", b"Parse error: no such thing\nsecond line")
+    try:
+        proc = feed([SMOKE], refusing.url, tmp_path, PLAIN)
+        assert proc.returncode == 74, proc.stderr
+        assert f"the trace store {refusing.url} refused a query".encode() in proc.stderr
+        assert b"Parse error: no such thing" in proc.stderr and b"second line" not in proc.stderr
+        proc = ioa(["trace", "query", refusing.url, "runs"], tmp_path)
+        assert proc.returncode == 74 and b"refused a query" in proc.stderr, proc.stderr
+    finally:
+        refusing.close()
+
+
+def test_an_answer_in_sparql_results_xml_is_read(tmp_path: Path) -> None:
+    """A server that answers in the XML results format whatever the Accept asked for."""
+    xml = (b'<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#">'
+           b'<head><variable name="n"/></head><results><result><binding name="n">'
+           b'<literal>7</literal></binding></result></results></sparql>')
+    answering = _Answers(200, "application/sparql-results+xml; charset=utf-8", xml)
+    try:
+        remote = SparqlServer(answering.url)
+        assert [row["n"].value for row in remote.select("SELECT ?n {}")] == ["7"]
+        remote.close()
+    finally:
+        answering.close()

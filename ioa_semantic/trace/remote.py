@@ -45,7 +45,7 @@ import pyoxigraph as ox
 
 from .graph import IOAT
 from .privacy import IRI_BASE
-from .store_errors import StoreError, StoreUnavailable
+from .store_errors import QueryRefused, StoreError, StoreUnavailable
 
 LOCK_GRAPH = f"{IRI_BASE}lock"
 # How long a turn is held at most: a feeder that died holding one delays the others so long.
@@ -64,6 +64,7 @@ ANSWER_TIMEOUT = 600.0
 # The largest answer read from a server (a hostile one could send for ever).
 MAX_ANSWER_BYTES = 256 << 20
 _RESULTS = "application/sparql-results+json"
+_RESULTS_XML = "application/sparql-results+xml"
 _TRIPLES = "application/n-triples"
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -142,8 +143,10 @@ class SparqlServer:
                 f"the trace store {self.name} cannot be reached ({type(exc).__name__}): "
                 "nothing more was written; run again when the server is back") from None
         if status == 400 and endpoint == "query":
-            # The query is not SPARQL, or not the server's: the caller's error, not the store's.
-            raise SyntaxError(_said(data))
+            # The query is not SPARQL, or not the server's: the user's error when the query
+            # is the user's (RemoteTraceStore.query says so), else the store's.
+            raise QueryRefused(f"the trace store {self.name} refused a query (HTTP status "
+                               f"400): {_said(data)}")
         if not 200 <= status < 300:
             raise StoreUnavailable(
                 f"the trace store {self.name} refused a request to /{endpoint} with HTTP "
@@ -166,7 +169,9 @@ class SparqlServer:
         try:
             if media == _TRIPLES:
                 return iter([q.triple for q in ox.parse(data, format=ox.RdfFormat.N_TRIPLES)])
-            return ox.parse_query_results(data, format=ox.QueryResultsFormat.JSON)
+            results = (ox.QueryResultsFormat.XML if media == _RESULTS_XML
+                       else ox.QueryResultsFormat.JSON)  # XML: a server that ignores Accept
+            return ox.parse_query_results(data, format=results)
         except (SyntaxError, ValueError) as exc:
             raise StoreUnavailable(f"the trace store {self.name} answered what is not SPARQL "
                                    f"results ({media or 'no media type'}): {exc}") from None

@@ -83,6 +83,7 @@ from .remote import shown as server_name
 from .state import Cursor
 
 # Re-exported: callers name them as the store's, wherever they are defined.
+from .store_errors import QueryRefused
 from .store_errors import StoreError as StoreError
 from .store_errors import StoreKeyError as StoreKeyError
 from .store_errors import StoreUnavailable as StoreUnavailable
@@ -559,7 +560,10 @@ class RemoteTraceStore(TraceStore):
         query, which binds what the query selects: a parameter it does not select would be
         ignored there, so it is refused (pyoxigraph binds it inside, on a folder)."""
         bound = {ox.Variable(k): ox.Literal(v) for k, v in (substitutions or {}).items()}
-        result = self.store.query(text, bound or None)
+        try:
+            result = self.store.query(text, bound or None)
+        except QueryRefused as exc:  # the query asked: told as a folder's store tells it
+            raise SyntaxError(str(exc)) from None
         if bound:
             selected = {v.value for v in result.variables} if isinstance(
                 result, ox.QuerySolutions) else set()

@@ -20,3 +20,9 @@ class StoreUnavailable(IoaSemanticError):
 class StoreKeyError(StoreError):
     """A private store's key file is missing, replaced, truncated, a link, or readable by
     others (exit status 2: the store cannot be used until its own key is back)."""
+
+
+class QueryRefused(StoreUnavailable):
+    """The server refused a query as malformed (HTTP 400): the store's failing when the
+    query is the store's own (exit status 74); the user's own query is told it is not SPARQL
+    where it is asked (:meth:`~.store.RemoteTraceStore.query`)."""
