@@ -552,3 +552,16 @@ def test_an_answer_in_sparql_results_xml_is_read(tmp_path: Path) -> None:
         remote.close()
     finally:
         answering.close()
+
+
+def test_the_stored_runs_are_read_one_record_an_answer(tmp_path: Path, server: Server) -> None:
+    """A reaudit reads every stored run's record: one answer a record, so a store whose
+    records together pass the answer cap (256 MiB) is still read, as a folder is."""
+    assert feed(INPUTS, server.url, tmp_path, PLAIN).returncode in (0, 1, 3)
+    store = open_store(server.url)
+    held = list(store.stored_runs())
+    assert len(held) >= 3 and held == sorted(held)
+    largest = max(len(text.encode()) for _, text in held)
+    assert sum(len(text.encode()) for _, text in held) > largest + 4096
+    store.store.max_bytes = largest + 4096  # each record fits, all of them do not
+    assert list(store.stored_runs()) == held
