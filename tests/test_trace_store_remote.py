@@ -565,3 +565,4 @@ def test_the_stored_runs_are_read_one_record_an_answer(tmp_path: Path, server: S
     assert sum(len(text.encode()) for _, text in held) > largest + 4096
     store.store.max_bytes = largest + 4096  # each record fits, all of them do not
     assert list(store.stored_runs()) == held
+    store.store.close()
