@@ -185,7 +185,7 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
                      max_buffered=opts.max_buffered_bytes,
                      # The pages open an embedded store read-only; a SPARQL server's URL has no
                      # folder to open.
-                     pages=None if "://" in opts.store else _pages(
+                     pages=None if is_remote(opts.store) else _pages(
                          opts.store, judge, math.ceil(opts.judge_every)))
     server = uvicorn.Server(ServeConfig(
         app, log_level="warning", access_log=False, lifespan="off", server_header=False,
