@@ -76,7 +76,7 @@ class Budget:
         raise MemoryBound(
             f"cannot be judged within --max-memory {mebibytes(self.limit)}: at {where} "
             f"the process held {mebibytes(now)}, and judging "
-            f"{'and storing ' if self.later == LATER_STAGES_STORE else ''}a run takes about "
-            f"{self.later:g} times again what reading it did; nothing of it was judged "
+            f"{'and storing ' if self.later == LATER_STAGES_STORE else ''}a run takes up to "
+            f"{1 + self.later:g} times what reading it did; nothing of it was judged "
             f"{'or stored ' if self.later == LATER_STAGES_STORE else ''}(raise --max-memory, "
             "or split the run)")
