@@ -62,9 +62,12 @@ def test_a_large_runs_graph_is_written_in_bounded_transactions(
         sizes["load"].append(len(batch))
         load(self, batch)
 
+    compacted: list[int] = []
     monkeypatch.setattr(TraceStore, "commit", spy_commit)
     monkeypatch.setattr(TraceStore, "load", spy_load)
+    monkeypatch.setattr(TraceStore, "compact", lambda self: compacted.append(self.written))
     monkeypatch.setattr(store_module, "CHUNK_QUADS", 5_000)
+    monkeypatch.setattr(store_module, "COMPACT_QUADS", 30_000)
     status = main(["trace", str(run), "--manifests", str(manifests), "--no-shapes",
                    "--format", "json", "--store", str(tmp_path / "store"), "--at", AT])
     assert status == 1
@@ -77,7 +80,21 @@ def test_a_large_runs_graph_is_written_in_bounded_transactions(
     assert len(sizes["load"]) >= 6 and max(sizes["load"]) <= 5_000 + 200, sizes
     assert sum(sizes["load"]) >= len(stored) - 2
     assert max(sizes["commit"]) < 1_000, sizes
+    # The feed wrote past a million quads' worth of the test's scale: the store compacted.
+    assert compacted and compacted[0] >= 30_000
     assert sum(1 for t in stored if t[1] == RECORD_SHA256) == 1
+
+
+def test_a_small_feed_leaves_the_compaction_to_a_larger(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        ) -> None:
+    compacted: list[int] = []
+    monkeypatch.setattr(TraceStore, "compact", lambda self: compacted.append(self.written))
+    run = trace_runs.write_run(tmp_path / "runs", trace_runs.generate(1)[0])
+    main(["trace", str(run), "--no-shapes", "--format", "json", "--store",
+          str(tmp_path / "store"), "--at", AT])
+    capsys.readouterr()
+    assert compacted == []
 
 
 def test_a_write_cut_short_in_a_large_graph_resumes_to_the_store_fed_whole(

@@ -110,6 +110,8 @@ CHUNK_QUADS = 20_000
 # The store's memory tables are written to its files after this many quads: RocksDB keeps
 # them until they fill, one table per index, and a long feed would hold gigabytes.
 FLUSH_QUADS = 60_000
+# A feed that wrote this many quads compacts the store when it ends (TraceStore.finish).
+COMPACT_QUADS = 1_000_000
 
 VERDICTS = f"{IRI_BASE}verdicts"
 STORE_GRAPH = f"{IRI_BASE}store"
@@ -177,6 +179,7 @@ class TraceStore:
         self.store = self._connect(create)
         self.transactions = 0
         self.largest = 0  # the most quads one transaction wrote (tests hold it to CHUNK_QUADS)
+        self.written = 0
         self._unflushed = 0
         hook = os.environ.get(KILL_AFTER_ENV, "")
         self._kill_after = int(hook) if hook.isdigit() else None
@@ -386,8 +389,24 @@ class TraceStore:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
         forget_info_log(self.path)  # a log RocksDB rolled over since it was opened
 
+    def finish(self) -> None:
+        """The end of a feed: :meth:`flush`, and a feed that wrote much (a long run, a day of
+        runs) compacted, so that its many small files and the versions its transactions
+        replaced are merged (RocksDB's compaction, ``Store.optimize``: about a second for
+        100 MB on the machine of docs/performance.md; a small feed leaves it to a larger)."""
+        self.flush()
+        if self.written >= COMPACT_QUADS:
+            self.compact()
+
+    def compact(self) -> None:
+        try:
+            self.store.optimize()
+        except OSError as exc:
+            raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
+
     def _committed(self, quads: int) -> None:
         self.transactions += 1
+        self.written += quads
         self.largest = max(self.largest, quads)
         self._unflushed += quads
         if self._unflushed >= FLUSH_QUADS:
@@ -548,6 +567,9 @@ class RemoteTraceStore(TraceStore):
 
     def flush(self) -> None:
         """Each update is durable when the server answers it."""
+
+    def compact(self) -> None:
+        """A server compacts its store as it sees fit."""
 
     def stored_runs(self) -> Iterator[tuple[str, str]]:
         """As on a folder, but the graph names first, then each record in an answer of its
@@ -1367,7 +1389,7 @@ class Feed:
                                       recorded=recorded, trajectory=self.trajectory)
             except _Narrowed:
                 narrowed.append(names[index] if names else run.ident)
-        self.store.flush()
+        self.store.finish()
         if narrowed:
             raise StoreError(
                 f"{self.store.path} already holds run{'s' if len(narrowed) > 1 else ''} "
