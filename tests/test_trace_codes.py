@@ -149,6 +149,8 @@ def test_every_trace_code_is_reached_by_some_trace_input(tmp_path: Path) -> None
 
     (tmp_path / "outcome.json").write_text(json.dumps(_outcome_from_schema()))
     reached |= run("outcome.json", "no-such-run", "--no-shapes")
+    # A bound the process alone passes: the run is not judged (trace.memory-bound).
+    reached |= run(GOLDEN, "--no-shapes", "--max-memory", "1MiB")
 
     missing = trace_codes() - reached
     assert not missing, f"trace codes no input reaches: {sorted(missing)}"
