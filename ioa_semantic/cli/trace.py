@@ -426,6 +426,12 @@ def _run(opts: argparse.Namespace) -> int:
         cursor = feed.cursor
     consumed = _consume(opts, cursor)
     runs = _complete(_runs(consumed, disclose), opts)
+    # The runs as a store that does not show identities as the report does keeps them are
+    # built now, so that the folds (most of what reading held) are let go before the runs are
+    # judged and recorded.
+    kept_runs = _complete(_runs(consumed, feed.keys, feed.source), opts, say=False) if (
+        feed is not None and (feed.private or disclose.key is not None)) else None
+    consumed.clear()
     seen: dict[str, str] = {}
     for run in runs:
         if not run.calls:
@@ -478,7 +484,7 @@ def _run(opts: argparse.Namespace) -> int:
                   file=sys.stderr)
             return ExitStatus.ENVIRONMENT
     if feed is not None:
-        _record(feed, opts, consumed, declarations, disclose, [r for r, _ in results])
+        _record(feed, opts, kept_runs, declarations, disclose, [r for r, _ in results])
     REPORTERS[opts.format](results, sys.stdout, disclose)
     verdicts: list[Verdict] = [r.verdict for r, _ in results]
     return max(ExitStatus.of(v) for v in verdicts)
@@ -492,12 +498,13 @@ def _feed(opts: argparse.Namespace) -> Feed:
                 opts.store_plain_ids, opts.include_content, opts.trajectory, opts.store_key)
 
 
-def _record(feed: Feed, opts: argparse.Namespace, consumed: Consumed,
+def _record(feed: Feed, opts: argparse.Namespace, kept_runs: list[Run] | None,
             declarations: Declarations, disclose: Disclosure, audits: list[RunAudit]) -> None:
     """The runs recorded as the store keeps them. A store that shows identities as the
-    report does takes the report's audits; otherwise the declarations are read and the runs
-    built again through the store's disclosure, so that nothing the report names and the
-    store does not (a path in a finding, an agent in a reason) reaches the store."""
+    report does takes the report's audits; otherwise the declarations are read again and the
+    runs were built again (``kept_runs``) through the store's disclosure, so that nothing the
+    report names and the store does not (a path in a finding, an agent in a reason) reaches
+    the store."""
     from ..trace.store import Judged, basis
 
     kept = feed.disclosure(declarations)
@@ -505,9 +512,11 @@ def _record(feed: Feed, opts: argparse.Namespace, consumed: Consumed,
         judged = Judged(audits, [a.run for a in audits], declarations, kept)
         read = declarations
     else:
+        assert kept_runs is not None
         read = _declarations(opts, kept)
-        judged = feed.judged(_complete(_runs(consumed, feed.keys, feed.source), opts, say=False),
-                             read, kept)
+        judged = feed.judged(kept_runs, read, kept)
+        if feed.private:
+            kept_runs.clear()  # their records and audits are runs of their own: let go
     grounds = basis(read, kept, opts.manifests, opts.registrations, opts.bindings,
                     opts.profile)
     feed.record(judged, grounds, opts.at, [a.run.ident for a in audits])
