@@ -125,3 +125,66 @@ def test_sizes() -> None:
         with pytest.raises(argparse.ArgumentTypeError):
             _size(bad)
     assert trace_cli.DEFAULT_MAX_MEMORY == memory.DEFAULT_MAX_MEMORY == 512 << 20
+
+
+def _otlp_inputs(folder: Path) -> tuple[Path, Path]:
+    """One trace in two OTLP files: its workflow and agent spans in a small one, and 30,000
+    tool calls of that agent in a large one, 250 a line (about 130 MiB to read)."""
+    import otlp_requests as otlp
+
+    folder.mkdir()
+    small = folder / "small.jsonl"
+    small.write_text(otlp.lines(otlp.request(
+        otlp.span(1, None, {"gen_ai.operation.name": "invoke_workflow",
+                            "gen_ai.workflow.name": "trip-planner"}),
+        otlp.agent(2, 1, "moderator", ["lookup_schedule"]))))
+    large = folder / "large.jsonl"
+    with large.open("w") as out:
+        for first in range(10, 30_010, 250):
+            out.write(otlp.lines(otlp.request(*(otlp.tool(i, 2, "lookup_schedule")
+                                                for i in range(first, first + 250)))))
+    return small, large
+
+
+def _rows(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    return [json.loads(line)["summary"] for line in proc.stdout.splitlines()
+            if line.startswith('{"summary"')]
+
+
+@needs_proc
+def test_an_otlp_input_past_the_bound_leaves_no_trace_judged_on_the_spans_of_another(
+        tmp_path: Path) -> None:
+    """The spans of one trace may be in several files, read together: when one is not read
+    whole, a trace of another is not judged on part of its spans (nor stored), and its
+    cursor keeps what was read, so that a larger bound judges the trace whole."""
+    small, large = _otlp_inputs(tmp_path / "in")
+    store = tmp_path / "store"
+    options = ["--no-shapes", "--format", "json", "--store", store, "--store-plain-ids",
+               "--at", AT]
+    bounded = ioa("trace", small, large, *options, "--max-memory", "160MiB")
+    assert bounded.returncode == 3, bounded.stderr
+    rows = _rows(bounded)
+    assert len(rows) == 2 and all(r["verdict"] == "indeterminate" for r in rows), rows
+    assert all(r["agents"] == {} for r in rows), rows
+    assert all(r["reasons"][0]["code"] == "trace.memory-bound" for r in rows), rows
+    held = graphs(store)
+    assert not any(name.startswith("<urn:ioa-trace:run:") for name in held)
+    assert not held.get("<urn:ioa-trace:verdicts>")
+    whole = ioa("trace", small, large, *options, "--max-memory", "4GiB")
+    [row] = _rows(whole)
+    assert row["calls"]["tool"] == 30_000 and list(row["agents"]) == ["moderator"], row
+
+
+@needs_proc
+def test_memory_is_read_as_long_lines_are_read_not_only_every_batch_of_lines(
+        tmp_path: Path) -> None:
+    """A file of long lines (an OTLP exporter's batch of spans a line) is refused where its
+    reading passes the bound, not once the whole file is read: memory is read every few MiB
+    of input too, whatever --batch-size says."""
+    _, large = _otlp_inputs(tmp_path / "in")  # 120 lines of 250 spans
+    proc = ioa("trace", large, "--no-shapes", "--format", "json", "--max-memory", "96MiB")
+    assert proc.returncode == 3, proc.stderr
+    [row] = _rows(proc)
+    [reason] = row["reasons"]
+    assert reason["code"] == "trace.memory-bound"
+    assert "at line " in reason["message"] and "end of the input" not in reason["message"]
