@@ -7,6 +7,7 @@ The sizes are counted, never timed: the quads each transaction writes (a spy on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,46 @@ def test_the_graph_in_chunks_is_the_graph(tmp_path: Path, size: int, trajectory:
     assert all(len(chunk) <= size for chunk in chunks[:-1])
     if size == 1:
         assert len(chunks) > 50
+
+
+
+def _transitions(stored: set[tuple[str, str, str]]) -> int:
+    return sum(1 for t in stored if t[2].endswith("#Transition>"))
+
+
+def replacement_cut_short(tmp_path: Path, store: Path | str,
+                          read: Callable[[], dict[str, set[tuple[str, str, str]]]],
+                          *more: str) -> None:
+    """A stored large run replaced by its grown version, the write killed after the old graph
+    was dropped: the next feeds still know the run the store held. A feed of part of its calls
+    is refused (it would lose some), and the grown version fed without --trajectory keeps the
+    trajectory the stored graph had, as when nothing was cut short. (On a server too:
+    tests/test_trace_store_remote.py.)"""
+    run = large_run(tmp_path / "runs", 700)
+    manifests = trace_runs.write_manifests(tmp_path / "m")
+    options = ["--manifests", manifests, "--batch-size", "100000", *more]
+    assert feed([run], store, tmp_path, *options, "--trajectory").returncode == 1
+    assert _transitions(run_graph(read())) > 1000
+    events = run / "traces" / "events.jsonl"
+    lines = events.read_text().splitlines(keepends=True)
+    part = tmp_path / "part" / "large-run"
+    (part / "traces").mkdir(parents=True)
+    (part / "traces" / "events.jsonl").write_text("".join(lines[:len(lines) // 2]))
+    events.write_text("".join(lines) + lines[-1].replace("large-run-mas", "large-run-mas-2"))
+    # Transactions of this feed: the input's checkpoint, what the replacement keeps, the old
+    # graph dropped, then a chunk: killed after that, the store holds part of the new graph.
+    killed = feed([run], store, tmp_path, *options, env={KILL_AFTER_ENV: "4"})
+    assert killed.returncode == -9, killed.stderr
+    assert not any(t[1] == RECORD_SHA256 for t in run_graph(read()))
+    narrowed = feed([part], store, tmp_path, *options)
+    assert narrowed.returncode == 2 and b"one invocation" in narrowed.stderr, narrowed.stderr
+    assert feed([run], store, tmp_path, *options).returncode == 1
+    stored = read()
+    assert _transitions(run_graph(stored)) > 1000
+    assert sum(1 for t in run_graph(stored) if t[1] == RECORD_SHA256) == 1
+    assert [name for name in stored if "replacing" in name] == []
+
+
+def test_a_replacement_cut_short_keeps_what_the_replaced_graph_promised(tmp_path: Path) -> None:
+    store = keyed(tmp_path / "store")
+    replacement_cut_short(tmp_path, store, lambda: graphs(store))
