@@ -114,8 +114,14 @@ def test_the_budget_projects_the_later_stages() -> None:
     store = memory.Budget(budget.base + 700 * (1 << 20), memory.LATER_STAGES_STORE)
     assert store.reading_limit == budget.base + 100 * (1 << 20)
     tight = memory.Budget(1, memory.LATER_STAGES)
-    with pytest.raises(memory.MemoryBound, match="--max-memory 0 MiB: at line 7"):
+    with pytest.raises(memory.MemoryBound, match="--max-memory 1 bytes: at line 7") as raised:
         tight.check("line 7")
+    # Said as the bound was given (not "0 MiB").
+    assert "takes up to 2 times what reading it did" in str(raised.value)
+    assert memory.mebibytes(1 << 20) == "1 MiB" and memory.mebibytes(64 << 10) == "64 KiB"
+    assert memory.mebibytes(3 << 29) == "1536 MiB" and memory.mebibytes(1000) == "1000 bytes"
+    with pytest.raises(memory.MemoryBound, match="takes up to 7 times what reading it did"):
+        memory.Budget(1, memory.LATER_STAGES_STORE).check("line 1")
 
 
 def test_sizes() -> None:
@@ -183,6 +189,31 @@ def test_memory_is_read_as_long_lines_are_read_not_only_every_batch_of_lines(
     of input too, whatever --batch-size says."""
     _, large = _otlp_inputs(tmp_path / "in")  # 120 lines of 250 spans
     proc = ioa("trace", large, "--no-shapes", "--format", "json", "--max-memory", "96MiB")
+    assert proc.returncode == 3, proc.stderr
+    [row] = _rows(proc)
+    [reason] = row["reasons"]
+    assert reason["code"] == "trace.memory-bound"
+    assert "at line " in reason["message"] and "end of the input" not in reason["message"]
+
+
+@needs_proc
+def test_memory_is_read_as_pretty_printed_spans_are_read(tmp_path: Path) -> None:
+    """The console exporter's spans (pretty-printed values, never checkpointed) are refused
+    where their reading passes the bound too, not once the whole file is read."""
+    spans = tmp_path / "console.txt"
+    with spans.open("w") as out:
+        for number in range(1, 30_001):
+            out.write(json.dumps({
+                "name": "execute_tool lookup_schedule",
+                "context": {"trace_id": "0x5b8efff798038103d269b633813fc60c",
+                            "span_id": f"0x{number:016x}", "trace_state": "[]"},
+                "kind": "SpanKind.INTERNAL", "parent_id": None if number == 1 else f"0x{1:016x}",
+                "start_time": "2026-12-02T21:24:14.565124Z",
+                "end_time": "2026-12-02T21:24:14.565148Z", "status": {"status_code": "UNSET"},
+                "attributes": {"gen_ai.operation.name": "execute_tool",
+                               "gen_ai.tool.name": "lookup_schedule"},
+                "events": [], "links": []}, indent=4) + "\n")
+    proc = ioa("trace", spans, "--no-shapes", "--format", "json", "--max-memory", "96MiB")
     assert proc.returncode == 3, proc.stderr
     [row] = _rows(proc)
     [reason] = row["reasons"]

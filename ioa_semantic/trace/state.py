@@ -202,7 +202,7 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
                       max_bytes, on_batch)
             return
         if shape is not None and offset == 0:
-            _foreign(shape, raw, fold, max_bytes)
+            _foreign(shape, raw, fold, max_bytes, on_batch)
             return
         # A .json file is one document unless its first line is a whole object: the
         # Collector's file exporter writes one request per line whatever the file is called.
@@ -286,12 +286,17 @@ def _messages(source: Source, reader: _Hashing, fold: Fold, cursor: Cursor | Non
         cursor.checkpoint(source, number, *after, fold.delta())
 
 
-def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
-    """A file of pretty-printed JSON values."""
+def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int,
+             on_batch: Callable[[int], None] | None = None) -> None:
+    """A file of pretty-printed JSON values (``on_batch`` told every :data:`NOTICE_BYTES`)."""
     if shape == "compressed":
         raise formats.compressed()
     text: list[int] = []  # the first and last line of text between values
+    noticed = 0
     for line, piece in formats.values(handle, max_bytes):
+        if on_batch is not None and handle.tell() - noticed >= NOTICE_BYTES:
+            on_batch(line)
+            noticed = handle.tell()
         if piece == b"":
             text = [text[0] if text else line, line]
             continue
