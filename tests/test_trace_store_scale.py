@@ -173,8 +173,9 @@ def replacement_cut_short(tmp_path: Path, store: Path | str,
     (part / "traces").mkdir(parents=True)
     (part / "traces" / "events.jsonl").write_text("".join(lines[:len(lines) // 2]))
     events.write_text("".join(lines) + lines[-1].replace("large-run-mas", "large-run-mas-2"))
-    # Transactions of this feed: the input's checkpoint, what the replacement keeps, the old
-    # graph dropped, then a chunk: killed after that, the store holds part of the new graph.
+    # Transactions of this feed: the input's checkpoint, the old graph dropped (what the
+    # replacement keeps of it written aside), then chunks: killed after the second, the store
+    # holds part of the new graph.
     killed = feed([run], store, tmp_path, *options, env={KILL_AFTER_ENV: "4"})
     assert killed.returncode == -9, killed.stderr
     assert not any(t[1] == RECORD_SHA256 for t in run_graph(read()))

@@ -1503,21 +1503,23 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     # feed drops and writes again (the inputs' checkpoints come before the runs' graphs). A
     # stored graph it replaces is dropped first: what the next feeds must still know of it
     # (its record, which calls a replacement must keep; its trajectory, which it keeps) is
-    # written aside before, and let go once the new graph is whole.
+    # written aside in the same transaction, and let go in the last one.
     if present or kept is not None:
         old = kept[0] if kept is not None else store.objects(iri, "runRecord", iri)[0].value
         aside = ox.NamedNode(_replacing(iri))
-        store.replace(aside.value, [ox.Quad(aside, term("replacedRecord"), _text(old), aside),
-                                    ox.Quad(aside, term("replacedTraced"), ox.Literal(
-                                        "true" if traced else "false"), aside)])
+        store.replace(iri, [ox.Quad(aside, term("replacedRecord"), _text(old), aside),
+                            ox.Quad(aside, term("replacedTraced"), ox.Literal(
+                                "true" if traced else "false"), aside)])
         del old
-    store.drop(iri)
+    else:
+        store.drop(iri)
     store.load(first)
     for chunk in itertools.chain((after,), chunks):
         store.load(chunk)
-    store.commit([*verdict, *marks])
     if present or kept is not None:
-        store.drop(_replacing(iri))
+        store.replace(_replacing(iri), [*verdict, *marks])
+    else:
+        store.commit([*verdict, *marks])
     return written
 
 
