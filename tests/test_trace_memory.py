@@ -219,3 +219,26 @@ def test_memory_is_read_as_pretty_printed_spans_are_read(tmp_path: Path) -> None
     [reason] = row["reasons"]
     assert reason["code"] == "trace.memory-bound"
     assert "at line " in reason["message"] and "end of the input" not in reason["message"]
+
+
+@needs_proc
+@pytest.mark.parametrize("cursor", ["--state", "--store"])
+def test_a_run_refused_midway_is_judged_whole_by_a_later_feed_under_a_larger_bound(
+        tmp_path: Path, cursor: str) -> None:
+    """Refused after its first batch, the run's cursor (a state file, a store) holds that
+    batch with its fold: a later invocation under a bound that holds the run judges it from
+    the checkpoint on, the whole run, as an invocation without a cursor does."""
+    run = trace_runs.write_run(tmp_path / "runs", trace_runs.generate(1)[0])
+    manifests = trace_runs.write_manifests(tmp_path / "m")
+    base = ["trace", run, "--manifests", manifests, "--no-shapes", "--format", "json",
+            "--batch-size", "5"]
+    held = [cursor, tmp_path / "cursor", *(["--store-plain-ids", "--at", AT]
+                                            if cursor == "--store" else [])]
+    refused = ioa(*base, *held, "--max-memory", "1KiB")
+    assert refused.returncode == 3 and "at line 5 " in refused.stderr, refused.stderr
+    assert "--max-memory 1 KiB" in refused.stderr
+    again = ioa(*base, *held)
+    fresh = ioa(*base)
+    assert again.returncode == fresh.returncode == 1
+    assert {k: v for k, v in summary(again).items() if k != "source"} == {
+        k: v for k, v in summary(fresh).items() if k != "source"}
