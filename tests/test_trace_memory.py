@@ -114,8 +114,14 @@ def test_the_budget_projects_the_later_stages() -> None:
     store = memory.Budget(budget.base + 700 * (1 << 20), memory.LATER_STAGES_STORE)
     assert store.reading_limit == budget.base + 100 * (1 << 20)
     tight = memory.Budget(1, memory.LATER_STAGES)
-    with pytest.raises(memory.MemoryBound, match="--max-memory 0 MiB: at line 7"):
+    with pytest.raises(memory.MemoryBound, match="--max-memory 1 bytes: at line 7") as raised:
         tight.check("line 7")
+    # Said as the bound was given (not "0 MiB").
+    assert "takes up to 2 times what reading it did" in str(raised.value)
+    assert memory.mebibytes(1 << 20) == "1 MiB" and memory.mebibytes(64 << 10) == "64 KiB"
+    assert memory.mebibytes(3 << 29) == "1536 MiB" and memory.mebibytes(1000) == "1000 bytes"
+    with pytest.raises(memory.MemoryBound, match="takes up to 7 times what reading it did"):
+        memory.Budget(1, memory.LATER_STAGES_STORE).check("line 1")
 
 
 def test_sizes() -> None:
@@ -125,3 +131,114 @@ def test_sizes() -> None:
         with pytest.raises(argparse.ArgumentTypeError):
             _size(bad)
     assert trace_cli.DEFAULT_MAX_MEMORY == memory.DEFAULT_MAX_MEMORY == 512 << 20
+
+
+def _otlp_inputs(folder: Path) -> tuple[Path, Path]:
+    """One trace in two OTLP files: its workflow and agent spans in a small one, and 30,000
+    tool calls of that agent in a large one, 250 a line (about 130 MiB to read)."""
+    import otlp_requests as otlp
+
+    folder.mkdir()
+    small = folder / "small.jsonl"
+    small.write_text(otlp.lines(otlp.request(
+        otlp.span(1, None, {"gen_ai.operation.name": "invoke_workflow",
+                            "gen_ai.workflow.name": "trip-planner"}),
+        otlp.agent(2, 1, "moderator", ["lookup_schedule"]))))
+    large = folder / "large.jsonl"
+    with large.open("w") as out:
+        for first in range(10, 30_010, 250):
+            out.write(otlp.lines(otlp.request(*(otlp.tool(i, 2, "lookup_schedule")
+                                                for i in range(first, first + 250)))))
+    return small, large
+
+
+def _rows(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    return [json.loads(line)["summary"] for line in proc.stdout.splitlines()
+            if line.startswith('{"summary"')]
+
+
+@needs_proc
+def test_an_otlp_input_past_the_bound_leaves_no_trace_judged_on_the_spans_of_another(
+        tmp_path: Path) -> None:
+    """The spans of one trace may be in several files, read together: when one is not read
+    whole, a trace of another is not judged on part of its spans (nor stored), and its
+    cursor keeps what was read, so that a larger bound judges the trace whole."""
+    small, large = _otlp_inputs(tmp_path / "in")
+    store = tmp_path / "store"
+    options = ["--no-shapes", "--format", "json", "--store", store, "--store-plain-ids",
+               "--at", AT]
+    bounded = ioa("trace", small, large, *options, "--max-memory", "160MiB")
+    assert bounded.returncode == 3, bounded.stderr
+    rows = _rows(bounded)
+    assert len(rows) == 2 and all(r["verdict"] == "indeterminate" for r in rows), rows
+    assert all(r["agents"] == {} for r in rows), rows
+    assert all(r["reasons"][0]["code"] == "trace.memory-bound" for r in rows), rows
+    held = graphs(store)
+    assert not any(name.startswith("<urn:ioa-trace:run:") for name in held)
+    assert not held.get("<urn:ioa-trace:verdicts>")
+    whole = ioa("trace", small, large, *options, "--max-memory", "4GiB")
+    [row] = _rows(whole)
+    assert row["calls"]["tool"] == 30_000 and list(row["agents"]) == ["moderator"], row
+
+
+@needs_proc
+def test_memory_is_read_as_long_lines_are_read_not_only_every_batch_of_lines(
+        tmp_path: Path) -> None:
+    """A file of long lines (an OTLP exporter's batch of spans a line) is refused where its
+    reading passes the bound, not once the whole file is read: memory is read every few MiB
+    of input too, whatever --batch-size says."""
+    _, large = _otlp_inputs(tmp_path / "in")  # 120 lines of 250 spans
+    proc = ioa("trace", large, "--no-shapes", "--format", "json", "--max-memory", "96MiB")
+    assert proc.returncode == 3, proc.stderr
+    [row] = _rows(proc)
+    [reason] = row["reasons"]
+    assert reason["code"] == "trace.memory-bound"
+    assert "at line " in reason["message"] and "end of the input" not in reason["message"]
+
+
+@needs_proc
+def test_memory_is_read_as_pretty_printed_spans_are_read(tmp_path: Path) -> None:
+    """The console exporter's spans (pretty-printed values, never checkpointed) are refused
+    where their reading passes the bound too, not once the whole file is read."""
+    spans = tmp_path / "console.txt"
+    with spans.open("w") as out:
+        for number in range(1, 30_001):
+            out.write(json.dumps({
+                "name": "execute_tool lookup_schedule",
+                "context": {"trace_id": "0x5b8efff798038103d269b633813fc60c",
+                            "span_id": f"0x{number:016x}", "trace_state": "[]"},
+                "kind": "SpanKind.INTERNAL", "parent_id": None if number == 1 else f"0x{1:016x}",
+                "start_time": "2026-12-02T21:24:14.565124Z",
+                "end_time": "2026-12-02T21:24:14.565148Z", "status": {"status_code": "UNSET"},
+                "attributes": {"gen_ai.operation.name": "execute_tool",
+                               "gen_ai.tool.name": "lookup_schedule"},
+                "events": [], "links": []}, indent=4) + "\n")
+    proc = ioa("trace", spans, "--no-shapes", "--format", "json", "--max-memory", "96MiB")
+    assert proc.returncode == 3, proc.stderr
+    [row] = _rows(proc)
+    [reason] = row["reasons"]
+    assert reason["code"] == "trace.memory-bound"
+    assert "at line " in reason["message"] and "end of the input" not in reason["message"]
+
+
+@needs_proc
+@pytest.mark.parametrize("cursor", ["--state", "--store"])
+def test_a_run_refused_midway_is_judged_whole_by_a_later_feed_under_a_larger_bound(
+        tmp_path: Path, cursor: str) -> None:
+    """Refused after its first batch, the run's cursor (a state file, a store) holds that
+    batch with its fold: a later invocation under a bound that holds the run judges it from
+    the checkpoint on, the whole run, as an invocation without a cursor does."""
+    run = trace_runs.write_run(tmp_path / "runs", trace_runs.generate(1)[0])
+    manifests = trace_runs.write_manifests(tmp_path / "m")
+    base = ["trace", run, "--manifests", manifests, "--no-shapes", "--format", "json",
+            "--batch-size", "5"]
+    held = [cursor, tmp_path / "cursor", *(["--store-plain-ids", "--at", AT]
+                                            if cursor == "--store" else [])]
+    refused = ioa(*base, *held, "--max-memory", "1KiB")
+    assert refused.returncode == 3 and "at line 5 " in refused.stderr, refused.stderr
+    assert "--max-memory 1 KiB" in refused.stderr
+    again = ioa(*base, *held)
+    fresh = ioa(*base)
+    assert again.returncode == fresh.returncode == 1
+    assert {k: v for k, v in summary(again).items() if k != "source"} == {
+        k: v for k, v in summary(fresh).items() if k != "source"}

@@ -19,6 +19,9 @@ from hypothesis import strategies as st
 
 from ioa_semantic.trace import events
 from ioa_semantic.trace.events import Fold, Line
+from ioa_semantic.trace.privacy import Disclosure
+
+import otlp_requests
 
 NUMBERS = st.one_of(
     st.integers(min_value=-(1 << 70), max_value=1 << 70).map(str),
@@ -26,7 +29,8 @@ NUMBERS = st.one_of(
     st.sampled_from(["1.0000000000000000001", "1e400", "-1e-400", "0.1", "1E2", "-0",
                      "-0.0", "18446744073709551616", "9223372036854775808",
                      "1733412345.1234567", "123456789.123456789123", "2.5e-320", "1e22",
-                     "9007199254740993", "1.5e300"]),
+                     "9007199254740993", "1.5e300", "12345678901234567.5", "-1e-7",
+                     "1.00000000000000000001e-7"]),
 )
 TEXT = st.one_of(
     st.text(max_size=12),
@@ -181,3 +185,110 @@ def test_a_stream_folds_the_same_whichever_parser_reads_it(
         finally:
             events.FAST_PATH = True
     assert deltas[0] == deltas[1]
+
+
+# --- OTLP requests, mas-lab spans and Jaeger documents as lines ------------------------------
+
+def _jaeger(request: dict[str, Any]) -> dict[str, Any]:
+    """An OTLP request's spans as Jaeger's JSON (tags typed, times in microseconds)."""
+    spans = []
+    for scope in request["resourceSpans"][0]["scopeSpans"]:
+        for span in scope["spans"]:
+            tags = [{"key": a["key"], "type": "string", "value": next(iter(a["value"].values()))}
+                    for a in span["attributes"]]
+            spans.append({"traceID": span.get("traceId", otlp_requests.TRACE),
+                          "spanID": span.get("spanId", "00000000000000aa"),
+                          "operationName": span.get("name", "span"), "references": [],
+                          "startTime": int(span["startTimeUnixNano"]) // 1000,
+                          "duration": 500, "tags": tags, "processID": "p1"})
+    return {"data": [{"traceID": otlp_requests.TRACE, "spans": spans,
+                      "processes": {"p1": {"serviceName": "s", "tags": []}}}]}
+
+
+@st.composite
+def otlp_streams(draw: Any) -> list[bytes]:
+    """Lines of OTLP requests (GenAI and mas-lab spans) or Jaeger documents whose numbers (times,
+    kinds, status codes, int and double attribute values) are drawn from NUMBERS, written as
+    numbers where the exporters write strings, with or without spaces after the separators."""
+    kind = draw(st.sampled_from(["genai", "maslab", "jaeger"]))
+    spans = otlp_requests.maslab_trip() if kind == "maslab" else otlp_requests.trip()
+    numbers: list[str] = []
+
+    def slot(value: Any) -> Any:
+        if draw(st.integers(min_value=0, max_value=3)) == 0:
+            numbers.append(draw(NUMBERS))
+            return f"@@{len(numbers) - 1}@@"
+        return value
+
+    def twist(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: twist(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [twist(v, key) for v in value]
+        if isinstance(value, str) and '"' in value and draw(st.booleans()):
+            return "plain"  # JSON in a string escapes its quotes: the line would be strict's
+        if isinstance(value, bool) or not (isinstance(value, int | float) or key in (
+                "startTimeUnixNano", "endTimeUnixNano", "intValue", "startTime")):
+            return value
+        return slot(value)
+
+    out = []
+    for index in range(draw(st.integers(min_value=1, max_value=3))):
+        chosen = draw(st.lists(st.sampled_from(spans), min_size=1, max_size=len(spans)))
+        extra = otlp_requests.span(9 + index, 2, {"gen_ai.operation.name": "execute_tool",
+                                                  "gen_ai.tool.name": "t", "n": 1.5, "i": 7})
+        request = otlp_requests.request(*chosen, extra)
+        document = twist(_jaeger(request) if kind == "jaeger" else request)
+        written = [document]
+        if kind != "jaeger" and draw(st.booleans()):
+            # An exporter's retry of the request beside a span that escapes a quote: the
+            # same spans read by the other parser are the same spans, not a conflict.
+            quoted = otlp_requests.tool(20 + index, 2, "t")
+            written.append({"resourceSpans": [*document["resourceSpans"], {"scopeSpans": [
+                {"spans": [quoted]}]}]})
+        for item in written:
+            spaced = draw(st.booleans())
+            text = json.dumps(item, ensure_ascii=False,
+                              separators=(", ", ": ") if spaced else (",", ":"))
+            for number, numeral in enumerate(numbers):
+                text = text.replace(f'"@@{number}@@"', numeral)
+            out.append(text.encode("utf-8", "surrogatepass"))
+    return out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(otlp_streams(), st.booleans())
+def test_an_otlp_stream_folds_and_builds_the_same_whichever_parser_reads_it(
+        stream: list[bytes], content: bool) -> None:
+    built = []
+    for fast in (True, False):
+        events.FAST_PATH = fast
+        try:
+            fold = Fold(include_content=content)
+            for seq, data in enumerate(stream, 1):
+                fold.line(Line(seq, 0, data))
+            delta = canon(json.loads(json.dumps(fold.delta(), default=float)))
+            source = events.Source("t.jsonl", "t.jsonl", None, None)
+            runs = repr(events.runs(source, fold, Disclosure(include_content=content)))
+            built.append((delta, runs))
+        finally:
+            events.FAST_PATH = True
+    assert built[0] == built[1]
+
+
+def test_an_exporters_retry_read_by_the_other_parser_is_a_retry() -> None:
+    """A span whose double is no float exactly (a kept text under the strict parser), sent once
+    on a line the fast path reads and again beside a span that escapes a quote (the strict
+    parser's): one call, a repeat, no conflict (its fingerprint is of the float either way)."""
+    number = "1.00000000000000000001e-7"  # the float's JSON is 1e-07 or 1e-7 by encoder
+    spans = [otlp_requests.span(9, 2, {"gen_ai.operation.name": "execute_tool",
+                                       "gen_ai.tool.name": "t", "n": 1.5})]
+    first = json.dumps(otlp_requests.request(*spans)).replace("1.5", number).encode()
+    again = json.dumps(otlp_requests.request(*spans, otlp_requests.tool(20, 2, "t"))).replace(
+        "1.5", number).encode()
+    assert events._plain(first) is not events._NOT_PLAIN
+    assert events._plain(again) is events._NOT_PLAIN
+    fold = Fold()
+    fold.line(Line(1, 0, first))
+    fold.line(Line(2, 0, again))
+    assert (fold.problems, fold.repeats) == ([], 1)

@@ -566,3 +566,10 @@ def test_the_stored_runs_are_read_one_record_an_answer(tmp_path: Path, server: S
     store.store.max_bytes = largest + 4096  # each record fits, all of them do not
     assert list(store.stored_runs()) == held
     store.store.close()
+
+
+def test_a_replacement_cut_short_keeps_what_the_replaced_graph_promised_on_a_server(
+        tmp_path: Path, server: Server) -> None:
+    from test_trace_store_scale import replacement_cut_short
+
+    replacement_cut_short(tmp_path, server.url, server.graphs, PLAIN)

@@ -7,6 +7,7 @@ The sizes are counted, never timed: the quads each transaction writes (a spy on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,75 @@ def test_the_graph_in_chunks_is_the_graph(tmp_path: Path, size: int, trajectory:
     assert all(len(chunk) <= size for chunk in chunks[:-1])
     if size == 1:
         assert len(chunks) > 50
+
+
+
+def _transitions(stored: set[tuple[str, str, str]]) -> int:
+    return sum(1 for t in stored if t[2].endswith("#Transition>"))
+
+
+def replacement_cut_short(tmp_path: Path, store: Path | str,
+                          read: Callable[[], dict[str, set[tuple[str, str, str]]]],
+                          *more: str) -> None:
+    """A stored large run replaced by its grown version, the write killed after the old graph
+    was dropped: the next feeds still know the run the store held. A feed of part of its calls
+    is refused (it would lose some), and the grown version fed without --trajectory keeps the
+    trajectory the stored graph had, as when nothing was cut short. (On a server too:
+    tests/test_trace_store_remote.py.)"""
+    run = large_run(tmp_path / "runs", 700)
+    manifests = trace_runs.write_manifests(tmp_path / "m")
+    options = ["--manifests", manifests, "--batch-size", "100000", *more]
+    assert feed([run], store, tmp_path, *options, "--trajectory").returncode == 1
+    assert _transitions(run_graph(read())) > 1000
+    events = run / "traces" / "events.jsonl"
+    lines = events.read_text().splitlines(keepends=True)
+    part = tmp_path / "part" / "large-run"
+    (part / "traces").mkdir(parents=True)
+    (part / "traces" / "events.jsonl").write_text("".join(lines[:len(lines) // 2]))
+    events.write_text("".join(lines) + lines[-1].replace("large-run-mas", "large-run-mas-2"))
+    # Transactions of this feed: the input's checkpoint, the old graph dropped (what the
+    # replacement keeps of it written aside), then chunks: killed after the second, the store
+    # holds part of the new graph.
+    killed = feed([run], store, tmp_path, *options, env={KILL_AFTER_ENV: "4"})
+    assert killed.returncode == -9, killed.stderr
+    assert not any(t[1] == RECORD_SHA256 for t in run_graph(read()))
+    narrowed = feed([part], store, tmp_path, *options)
+    assert narrowed.returncode == 2 and b"one invocation" in narrowed.stderr, narrowed.stderr
+    assert feed([run], store, tmp_path, *options).returncode == 1
+    stored = read()
+    assert _transitions(run_graph(stored)) > 1000
+    assert sum(1 for t in run_graph(stored) if t[1] == RECORD_SHA256) == 1
+    assert [name for name in stored if "replacing" in name] == []
+
+
+def test_a_replacement_cut_short_keeps_what_the_replaced_graph_promised(tmp_path: Path) -> None:
+    store = keyed(tmp_path / "store")
+    replacement_cut_short(tmp_path, store, lambda: graphs(store))
+
+
+def test_a_large_runs_trajectory_is_taken_in_chunks_as_it_is_made(tmp_path: Path) -> None:
+    """The trajectory of a run of 2,100 calls (60,000 quads of its own) is handed on in
+    chunks as it is made, like the calls' quads: the memory the chunks take at most (traced
+    allocations, not time) grows by far less than the trajectory's quads with it."""
+    import tracemalloc
+
+    run = large_run(tmp_path / "runs", 700)
+    fold = Fold()
+    source = resolve(str(run))
+    consume(source, fold)
+    built = build(source, fold, Disclosure(None, False))
+    declarations = Declarations(manifests=None, bindings=None, registrations=None)
+    peaks, counts = [], []
+    for trajectory in (False, True):
+        tracemalloc.start()
+        taken = 0
+        for chunk in quad_chunks(built, declarations, Disclosure(None, False), "urn:g",
+                                 trajectory, 500):
+            taken += len(chunk)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        counts.append(taken)
+    assert counts[1] - counts[0] > 50_000
+    # Held whole, the trajectory's quads took about 8 MB more; taken as made, what grows is
+    # its ends of each call (a few hundred bytes a call).
+    assert peaks[1] - peaks[0] < 3 << 20, peaks

@@ -335,6 +335,7 @@ def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None
         shown.read(line)
         budget.check(f"line {line}")
 
+    spans_bounded = False  # an input of spans (or of nothing yet) was not read whole
     for index, source in enumerate(sources):
         shown.input(index)
         if source.problem is not None:
@@ -346,6 +347,7 @@ def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None
                     on_batch=batch)
             budget.check(f"the end of the input ({fold.events} events)")
         except MemoryBound as exc:
+            spans_bounded = spans_bounded or fold.format != "events"
             # What was read is let go: the run is not judged on part of it.
             del fold
             # Said on stderr too: a feed's operator (trace serve's log) sees it without the
@@ -361,6 +363,28 @@ def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None
             consumed.append(source._replace(problem=finding("json.unreadable", str(exc))))
             continue
         consumed.append((source, fold))
+    if spans_bounded:
+        _spans_bounded(consumed, opts.max_memory)
+
+
+def _spans_bounded(consumed: Consumed, limit: int) -> None:
+    """The OTLP inputs of ``consumed`` left unjudged: one trace's spans may be in several
+    files, read together (events.otlp_runs), and an input of spans was not read whole, so a
+    trace of these could be judged on part of its spans. What they were read to is in their
+    cursor (--state, --store): a larger bound judges them whole."""
+    from .._codes import finding
+    from ..trace.events import Source
+    from ..trace.memory import mebibytes
+
+    for index, item in enumerate(consumed):
+        if isinstance(item, Source):  # a NamedTuple: told from a pair by its class
+            continue
+        source, fold = item
+        if fold.format == "otlp":
+            consumed[index] = source._replace(problem=finding("trace.memory-bound", (
+                f"not judged: another input of spans was not read within --max-memory "
+                f"{mebibytes(limit)}, and a trace's spans may be in both; nothing of this one "
+                "was judged or stored (raise --max-memory, or give the inputs apart)")))
 
 
 def _runs(consumed: Consumed, disclose: Disclosure,

@@ -259,9 +259,8 @@ class _Builder:
             self.call(run, call, calls, session, session_id, mas_iri)
             yield
         if self.trajectory and run.calls:
-            Trajectory(Sink(self._add, self._link, self._type), self.disclose, run, session,
-                       session_id, self._attribution).build()
-            yield
+            yield from Trajectory(Sink(self._add, self._link, self._type), self.disclose, run,
+                                  session, session_id, self._attribution).steps()
 
     def run_file(self, run: Run, session: str, timed: bool) -> None:
         """What a mas-lab run.json says of the session: its scenario, its status, and its

@@ -43,7 +43,13 @@ def resident() -> int | None:
 
 
 def mebibytes(size: int) -> str:
-    return f"{size / (1 << 20):.0f} MiB"
+    """A size as --max-memory takes it, in its largest whole unit up to MiB (a bound under
+    1 MiB is no "0 MiB")."""
+    if size >= 1 << 20:  # what the process holds, rounded
+        return f"{size / (1 << 20):.0f} MiB"
+    if size >= 1 << 10 and size % (1 << 10) == 0:
+        return f"{size >> 10} KiB"
+    return f"{size} bytes"
 
 
 class Budget:

@@ -175,10 +175,18 @@ class Cursor:
             self._handle = None
 
 
+# The input read between two calls of ``consume``'s ``on_batch`` at most (a line or a message
+# more): the memory bound is read that often (trace/memory.py), one read of /proc a time.
+NOTICE_BYTES = 4 << 20
+
+
 def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int = DEFAULT_BATCH,
             max_bytes: int = DEFAULT_MAX_LINE_BYTES,
             on_batch: Callable[[int], None] | None = None) -> None:
-    """Fold every line of ``source`` not yet consumed, a batch at a time."""
+    """Fold every line of ``source`` not yet consumed, a batch at a time. ``on_batch`` is
+    called with the last line's number after each batch, and after every :data:`NOTICE_BYTES`
+    read within one (no checkpoint there): its caller holds the memory bound, which lines of
+    a few MiB each would pass long before a batch of them ends."""
     assert source.stream is not None
     seq, offset, hasher = cursor.restore(source, fold) if cursor else (0, 0, hashlib.sha256())
     with open(source.stream, "rb") as raw:
@@ -194,7 +202,7 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
                       max_bytes, on_batch)
             return
         if shape is not None and offset == 0:
-            _foreign(shape, raw, fold, max_bytes)
+            _foreign(shape, raw, fold, max_bytes, on_batch)
             return
         # A .json file is one document unless its first line is a whole object: the
         # Collector's file exporter writes one request per line whatever the file is called.
@@ -213,6 +221,7 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
         reader = _Hashing(raw, hasher)
         pending: Line | None = None
         count = 0
+        noticed = offset
         for line in lines(reader, seq, max_bytes):  # type: ignore[arg-type]
             if cursor is not None and not line.data.endswith(b"\n") and (
                     len(line.data) <= max_bytes):
@@ -231,7 +240,10 @@ def consume(source: Source, fold: Fold, cursor: Cursor | None = None, batch: int
                 _advance(source, fold, cursor, pending, hasher)
                 if on_batch is not None:
                     on_batch(pending.seq)
-                pending, count = None, 0
+                pending, count, noticed = None, 0, line.end
+            elif on_batch is not None and line.end - noticed >= NOTICE_BYTES:
+                on_batch(line.seq)
+                noticed = line.end
         if pending is not None:
             _advance(source, fold, cursor, pending, hasher)
 
@@ -241,6 +253,7 @@ def _messages(source: Source, reader: _Hashing, fold: Fold, cursor: Cursor | Non
     """The Collector's protobuf messages not yet consumed, checkpointed a batch at a time
     (a message's number stands for a line's)."""
     count, number = 0, seq
+    noticed = reader.tell()
     # The position and digest after the last message read whole: a message cut short is
     # never consumed.
     after: tuple[int, str] | None = None
@@ -255,7 +268,10 @@ def _messages(source: Source, reader: _Hashing, fold: Fold, cursor: Cursor | Non
                     cursor.checkpoint(source, number, *after, fold.delta())
                 if on_batch is not None:
                     on_batch(number)
-                count = 0
+                count, noticed = 0, reader.tell()
+            elif on_batch is not None and reader.tell() - noticed >= NOTICE_BYTES:
+                on_batch(number)
+                noticed = reader.tell()
     except formats.MessageCutShort as cut:
         if cursor is None:
             raise
@@ -270,12 +286,17 @@ def _messages(source: Source, reader: _Hashing, fold: Fold, cursor: Cursor | Non
         cursor.checkpoint(source, number, *after, fold.delta())
 
 
-def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int) -> None:
-    """A file of pretty-printed JSON values."""
+def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int,
+             on_batch: Callable[[int], None] | None = None) -> None:
+    """A file of pretty-printed JSON values (``on_batch`` told every :data:`NOTICE_BYTES`)."""
     if shape == "compressed":
         raise formats.compressed()
     text: list[int] = []  # the first and last line of text between values
+    noticed = 0
     for line, piece in formats.values(handle, max_bytes):
+        if on_batch is not None and handle.tell() - noticed >= NOTICE_BYTES:
+            on_batch(line)
+            noticed = handle.tell()
         if piece == b"":
             text = [text[0] if text else line, line]
             continue

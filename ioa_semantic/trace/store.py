@@ -1416,14 +1416,16 @@ def record_digest(record: dict[str, Any]) -> str:
     return _sha256(_identity(record).encode("utf-8", "surrogatepass"))
 
 
-def _keeps_every_call(store: TraceStore, iri: str, calls: list[dict[str, Any]]) -> None:
+def _keeps_every_call(store: TraceStore, iri: str, calls: list[dict[str, Any]],
+                      kept: str | None = None) -> None:
     """A stored run is replaced only by one that holds every call it held (events appended
-    to its input): never by part of it."""
-    held = store.objects(iri, "runRecord", iri)
+    to its input): never by part of it. ``kept``: the record a replacement cut short kept."""
+    held = [kept] if kept is not None else [o.value for o in store.objects(
+        iri, "runRecord", iri)]
     if not held:
         return
     try:
-        before = {c["key"] for c in json.loads(held[0].value)["run"]["calls"]}
+        before = {c["key"] for c in json.loads(held[0])["run"]["calls"]}
     except (ValueError, KeyError, TypeError):
         return  # a damaged record: the new one replaces it
     after = {c["key"] for c in calls}
@@ -1461,10 +1463,14 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     digest = record_digest(value)
     key = audit_key(iri, digest, grounds)
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
-    if present and present != [digest] and stored_record is None:
-        _keeps_every_call(store, iri, value["run"]["calls"])
+    # What a replacement cut short kept of the graph it dropped (_replacing): the run the
+    # store held, until a graph of it is whole again.
+    kept = None if present else _kept(store, iri)
+    if stored_record is None and ((present and present != [digest]) or kept is not None):
+        _keeps_every_call(store, iri, value["run"]["calls"],
+                          kept[0] if kept is not None else None)
     del value  # a large run's record is held as its text only while its graph is written
-    traced = bool(present) and _has_trajectory(store, iri)
+    traced = (bool(present) and _has_trajectory(store, iri)) or bool(kept and kept[1])
     rebuild = present != [digest] or (trajectory and not traced)
     verdict: list[ox.Quad] = []
     if present != [digest] or store.current_audit_key(iri) != key:
@@ -1489,16 +1495,49 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
             store.replace(iri, batch)
         else:
             store.commit(batch)
+        if kept is not None:
+            store.drop(_replacing(iri))
         return written
     # A large graph, a transaction a chunk. Its record, the mark that it is complete, comes
     # last with its verdict: a write cut short leaves a graph without a record, which the next
-    # feed drops and writes again (the inputs' checkpoints come before the runs' graphs).
-    store.drop(iri)
+    # feed drops and writes again (the inputs' checkpoints come before the runs' graphs). A
+    # stored graph it replaces is dropped first: what the next feeds must still know of it
+    # (its record, which calls a replacement must keep; its trajectory, which it keeps) is
+    # written aside in the same transaction, and let go in the last one.
+    if present or kept is not None:
+        old = kept[0] if kept is not None else store.objects(iri, "runRecord", iri)[0].value
+        aside = ox.NamedNode(_replacing(iri))
+        store.replace(iri, [ox.Quad(aside, term("replacedRecord"), _text(old), aside),
+                            ox.Quad(aside, term("replacedTraced"), ox.Literal(
+                                "true" if traced else "false"), aside)])
+        del old
+    else:
+        store.drop(iri)
     store.load(first)
     for chunk in itertools.chain((after,), chunks):
         store.load(chunk)
-    store.commit([*verdict, *marks])
+    if present or kept is not None:
+        store.replace(_replacing(iri), [*verdict, *marks])
+    else:
+        store.commit([*verdict, *marks])
     return written
+
+
+def _replacing(iri: str) -> str:
+    """The named graph holding what a replacement of the run ``iri``'s graph keeps of it
+    (outside the runs' names: it is no run's graph)."""
+    return f"{IRI_BASE}replacing:{iri.removeprefix(IRI_BASE)}"
+
+
+def _kept(store: TraceStore, iri: str) -> tuple[str, bool] | None:
+    """The record of the graph a replacement cut short dropped, and whether it held the
+    trajectory; None when none was cut short."""
+    aside = _replacing(iri)
+    record = store.objects(aside, "replacedRecord", aside)
+    if not record:
+        return None
+    traced = store.objects(aside, "replacedTraced", aside)
+    return record[0].value, bool(traced) and traced[0].value == "true"
 
 
 def _has_trajectory(store: TraceStore, iri: str) -> bool:

@@ -57,7 +57,7 @@ the calls, apart from that sort.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -135,12 +135,19 @@ class Trajectory:
         self._ends: dict[str, _Ends] = {}
 
     def build(self) -> None:
+        for _ in self.steps():
+            pass
+
+    def steps(self) -> Iterator[None]:
+        """:meth:`build`, a step at a time (a call each): a large run's trajectory is taken
+        from the sink as it is made (graph.quad_chunks), never whole in memory."""
         calls = self.attribution.calls
         inside: dict[str | None, list[Call]] = {}
         for call in self.run.calls:
             self.visits += 1
             self._ends[call.key] = self._call(call)
             inside.setdefault(self._place(call, calls), []).append(call)
+            yield
         order = _order(self.run.unit)
         for parent, members in inside.items():
             members.sort(key=order)
@@ -148,9 +155,9 @@ class Trajectory:
                 continue
             owner = calls[parent]
             if owner.cls == "agent":
-                self._execution(self._ends[parent], members)
+                yield from self._execution(self._ends[parent], members)
             else:
-                self._enclosed(self._ends[parent], members)
+                yield from self._enclosed(self._ends[parent], members)
         # Calls whose parents loop have no top-level call above them; then the session's
         # boundary is read among all calls.
         top = inside.get(None) or sorted(self.run.calls, key=order)
@@ -231,13 +238,14 @@ class Trajectory:
     def _flow(self, state: str, transition: str) -> None:
         self.sink.link(state, "inputTo", transition)
 
-    def _execution(self, agent: _Ends, members: list[Call]) -> None:
+    def _execution(self, agent: _Ends, members: list[Call]) -> Iterator[None]:
         """An agent's calls, in order: model outputs to the calls they led to and to the next
         model call; results to the next model call; what nothing later takes, to the agent."""
         model: _Ends | None = None  # the agent's latest model call
         waiting: list[_Ends] = []  # results since it, for the next model call
         first = True
         for call in members:
+            yield
             self.visits += 1
             ends = self._ends[call.key]
             if call.start is None:  # no place in the order: its result is the agent's
@@ -259,10 +267,11 @@ class Trajectory:
         if model is not None and not waiting:
             self._flow(model.final, agent.transition)
 
-    def _enclosed(self, owner: _Ends, members: list[Call]) -> None:
+    def _enclosed(self, owner: _Ends, members: list[Call]) -> Iterator[None]:
         """Calls inside a call that is not an agent's execution: each takes the enclosing
         call's input and gives its output back to it."""
         for call in members:
+            yield
             self.visits += 1
             ends = self._ends[call.key]
             if call.start is not None:
