@@ -182,18 +182,23 @@ def test_an_otlp_input_past_the_bound_leaves_no_trace_judged_on_the_spans_of_ano
 
 
 @needs_proc
+def _refused_while_reading(path: Path) -> None:
+    """``path`` is refused under a 96 MiB bound where its reading passes it, not at its end."""
+    proc = ioa("trace", path, "--no-shapes", "--format", "json", "--max-memory", "96MiB")
+    assert proc.returncode == 3, proc.stderr
+    [row] = _rows(proc)
+    [reason] = row["reasons"]
+    assert reason["code"] == "trace.memory-bound"
+    assert "at line " in reason["message"] and "end of the input" not in reason["message"]
+
+
 def test_memory_is_read_as_long_lines_are_read_not_only_every_batch_of_lines(
         tmp_path: Path) -> None:
     """A file of long lines (an OTLP exporter's batch of spans a line) is refused where its
     reading passes the bound, not once the whole file is read: memory is read every few MiB
     of input too, whatever --batch-size says."""
     _, large = _otlp_inputs(tmp_path / "in")  # 120 lines of 250 spans
-    proc = ioa("trace", large, "--no-shapes", "--format", "json", "--max-memory", "96MiB")
-    assert proc.returncode == 3, proc.stderr
-    [row] = _rows(proc)
-    [reason] = row["reasons"]
-    assert reason["code"] == "trace.memory-bound"
-    assert "at line " in reason["message"] and "end of the input" not in reason["message"]
+    _refused_while_reading(large)
 
 
 @needs_proc
@@ -213,12 +218,7 @@ def test_memory_is_read_as_pretty_printed_spans_are_read(tmp_path: Path) -> None
                 "attributes": {"gen_ai.operation.name": "execute_tool",
                                "gen_ai.tool.name": "lookup_schedule"},
                 "events": [], "links": []}, indent=4) + "\n")
-    proc = ioa("trace", spans, "--no-shapes", "--format", "json", "--max-memory", "96MiB")
-    assert proc.returncode == 3, proc.stderr
-    [row] = _rows(proc)
-    [reason] = row["reasons"]
-    assert reason["code"] == "trace.memory-bound"
-    assert "at line " in reason["message"] and "end of the input" not in reason["message"]
+    _refused_while_reading(spans)
 
 
 @needs_proc

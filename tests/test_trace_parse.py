@@ -170,20 +170,25 @@ def streams(draw: Any) -> list[bytes]:
     return out
 
 
+def folded(stream: list[bytes], content: bool, fast: bool) -> Fold:
+    """``stream`` folded with its lines read by the fast path where it takes them, or by the
+    strict parser alone."""
+    events.FAST_PATH = fast
+    try:
+        fold = Fold(include_content=content)
+        for seq, data in enumerate(stream, 1):
+            fold.line(Line(seq, 0, data))
+        return fold
+    finally:
+        events.FAST_PATH = True
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams(), st.booleans())
 def test_a_stream_folds_the_same_whichever_parser_reads_it(
         stream: list[bytes], content: bool) -> None:
-    deltas = []
-    for fast in (True, False):
-        events.FAST_PATH = fast
-        try:
-            fold = Fold(include_content=content)
-            for seq, data in enumerate(stream, 1):
-                fold.line(Line(seq, 0, data))
-            deltas.append(canon(json.loads(json.dumps(fold.delta(), default=float))))
-        finally:
-            events.FAST_PATH = True
+    deltas = [canon(json.loads(json.dumps(folded(stream, content, fast).delta(),
+                                          default=float))) for fast in (True, False)]
     assert deltas[0] == deltas[1]
 
 
@@ -262,17 +267,10 @@ def test_an_otlp_stream_folds_and_builds_the_same_whichever_parser_reads_it(
         stream: list[bytes], content: bool) -> None:
     built = []
     for fast in (True, False):
-        events.FAST_PATH = fast
-        try:
-            fold = Fold(include_content=content)
-            for seq, data in enumerate(stream, 1):
-                fold.line(Line(seq, 0, data))
-            delta = canon(json.loads(json.dumps(fold.delta(), default=float)))
-            source = events.Source("t.jsonl", "t.jsonl", None, None)
-            runs = repr(events.runs(source, fold, Disclosure(include_content=content)))
-            built.append((delta, runs))
-        finally:
-            events.FAST_PATH = True
+        fold = folded(stream, content, fast)
+        delta = canon(json.loads(json.dumps(fold.delta(), default=float)))
+        source = events.Source("t.jsonl", "t.jsonl", None, None)
+        built.append((delta, repr(events.runs(source, fold, Disclosure(include_content=content)))))
     assert built[0] == built[1]
 
 

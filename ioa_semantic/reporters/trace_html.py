@@ -30,22 +30,23 @@ _CLASS_NAMES = {"mas": "MAS call", "agent": "agent call", "llm": "model call",
 
 
 def _environment() -> Any:
-    from jinja2 import Environment, select_autoescape
+    from jinja2 import Environment, FunctionLoader, select_autoescape
 
+    from ..data import read_text
     from . import visible
 
     # Every value the template writes passes through visible() before it is escaped: a tool
     # named with a right-to-left override would otherwise reverse what the row shows.
-    return Environment(autoescape=select_autoescape(default=True, default_for_string=True),
+    # The templates are the package's (data/report), the style they share included by name.
+    return Environment(loader=FunctionLoader(lambda name: read_text("report", name)),
+                       autoescape=select_autoescape(default=True, default_for_string=True),
                        trim_blocks=True, lstrip_blocks=True,
                        finalize=lambda v: visible(v) if isinstance(v, str) else v)
 
 
 def page(runs: list[dict[str, Any]], stream: IO[str]) -> None:
     """The page of ``runs`` (each :func:`~.trace.html_run`'s) on ``stream``."""
-    from ..data import read_text
-
-    template = _environment().from_string(read_text("report", "trace.html"))
+    template = _environment().get_template("trace.html")
     verdicts = [r["verdict"] for r in runs]
     stream.write(template.render(runs=runs, counts={v: verdicts.count(v) for v in
                                                     dict.fromkeys(verdicts)}))
@@ -55,9 +56,7 @@ def runs_page(runs: list[dict[str, Any]], number: int, previous: str | None,
               following: str | None, stream: IO[str]) -> None:
     """``trace serve``'s list of judged runs (``/runs``): one page of ``runs`` (each with
     its ``href``), and links to the pages before and after it."""
-    from ..data import read_text
-
-    template = _environment().from_string(read_text("report", "runs.html"))
+    template = _environment().get_template("runs.html")
     stream.write(template.render(runs=runs, page=number, previous=previous, next=following))
 
 

@@ -72,6 +72,18 @@ class RunPages:
         self.retry_after = retry_after
         self._reads = threading.BoundedSemaphore(max_reads)
 
+    async def _read(self, work: Callable[[], _T]) -> _T | Response:
+        """``work`` (a read of the store) off the event loop, or the 503 that says why the
+        store was not read."""
+        try:
+            return await self._off_loop(work)
+        except _Full:
+            return self._unavailable("the store is being read for as many pages as may be")
+        except TimeoutError:
+            return self._unavailable(f"the store was not read within {self.read_timeout:g} s")
+        except BrowseError as exc:
+            return self._unavailable(str(exc))
+
     async def _off_loop(self, work: Callable[[], _T]) -> _T:
         """``work`` in a worker thread, holding one of the reads' places until it ends."""
         if not self._reads.acquire(blocking=False):
@@ -123,14 +135,10 @@ class RunPages:
             page = None if as_json else self.render.runs(rows, number, previous, following)
             return rows, previous, following, page
 
-        try:
-            rows, previous, following, page = await self._off_loop(read)
-        except _Full:
-            return self._unavailable("the store is being read for as many pages as may be")
-        except TimeoutError:
-            return self._unavailable(f"the store was not read within {self.read_timeout:g} s")
-        except BrowseError as exc:
-            return self._unavailable(str(exc))
+        answer = await self._read(read)
+        if isinstance(answer, Response):
+            return answer
+        rows, previous, following, page = answer
         if page is None:
             return JSONResponse({"runs": rows, "page": number, "previous": previous,
                                  "next": following}, headers=HEADERS)
@@ -151,14 +159,9 @@ class RunPages:
             stored = self.reader.run(name)
             return None if stored is None else self.render.run(rebuilt(stored))
 
-        try:
-            page: str | None = await self._off_loop(read)
-        except _Full:
-            return self._unavailable("the store is being read for as many pages as may be")
-        except TimeoutError:
-            return self._unavailable(f"the store was not read within {self.read_timeout:g} s")
-        except BrowseError as exc:
-            return self._unavailable(str(exc))
+        page = await self._read(read)
+        if isinstance(page, Response):
+            return page
         if page is None:
             return _text(404, "no such run in the store")
         return HTMLResponse(page, headers=HEADERS)
