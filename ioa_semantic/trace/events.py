@@ -214,12 +214,24 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+_PLAIN_INT = 10**31  # an integer of up to 31 digits: within the 10^30 bound below
+
+
 def _instant(value: Any) -> str | None:
     """A Unix timestamp kept exactly as the trace wrote it, in plain decimal notation.
 
     ``xsd:decimal`` has no exponent form, and a timestamp beyond 10^30 seconds is no
     timestamp (formatting one with a huge exponent would exhaust memory).
     """
+    kind = type(value)
+    if kind is float:
+        text = repr(value)
+        # A float's shortest text without an exponent is its plain decimal notation already
+        # (repr writes an exponent from 1e16 and below 1e-4; inf and nan have an n).
+        if "e" not in text and "n" not in text:
+            return text
+    elif kind is int and -_PLAIN_INT < value < _PLAIN_INT:
+        return str(value)
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
