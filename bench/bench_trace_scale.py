@@ -11,16 +11,19 @@ The mas-lab run: a lead agent delegating again and again to three specialists, e
 one to four tools (one call in fifty an undeclared one) and a model, with ids, inputs and
 outputs, as mas-lab writes its events (about 2 events a call). Rows:
 
-* floor: ``orjson.loads`` of each line, in this process;
-* naive: the stdlib ``json.loads`` of each line and the events grouped by call id into
-  dicts (what a first script would do: no checks, no attribution, no verdict), in this process;
+* floor: ``orjson.loads`` of each line;
+* naive: the stdlib ``json.loads`` of each line and the events (spans) grouped by call
+  (span) id into dicts (what a first script would do: no checks, no attribution, no
+  verdict);
 * ``ioa-check trace FILE --no-shapes --format json``, the whole process (start-up included);
 * the same with ``--store DIR`` (a new private store) and ``--max-memory 8GiB`` (the default
   512 MiB refuses runs of this size with a store: the row says what storing takes);
 * the same with ``--store`` under the default bound: the reason it gives, and its peak.
 
-Peak memory is the process's maximum resident set (``wait4``'s ``ru_maxrss``); in-process
-rows report the growth of this process's maximum over the row.
+Peak memory is each row's process's maximum resident set (``ru_maxrss`` of a small wrapper's
+children, started from a small launcher: a process forked from this one would count this
+one's memory). The floor and naive rows run in a process of their own, which holds the
+file's lines in memory before it times them.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -108,41 +110,97 @@ def naive(lines: list[bytes]) -> int:
     calls: dict[str, dict[str, Any]] = {}
     for line in lines:
         event = json.loads(line)
-        calls.setdefault(str(event.get("call_id")), {}).update(event)
+        if "resourceSpans" in event:  # an OTLP request: its spans, by span id
+            for resource in event["resourceSpans"]:
+                for scope in resource.get("scopeSpans", ()):
+                    for span in scope.get("spans", ()):
+                        calls[str(span.get("spanId"))] = span
+        else:
+            calls.setdefault(str(event.get("call_id")), {}).update(event)
     return len(lines)
 
 
-def in_process(function: Callable[[list[bytes]], int], lines: list[bytes],
-               rounds: int) -> tuple[float, int]:
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    times = []
+# Runs commands and answers with each one's wall time, peak resident set and exit status. It
+# is started before the bench allocates anything: a child's peak counts the memory of the
+# process it was forked from until it execs, and this one is small.
+LAUNCHER = """
+import json, subprocess, sys, time
+for line in sys.stdin:
+    args = json.loads(line)
+    start = time.perf_counter()
+    child = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = child.communicate()
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "status": child.returncode, "out": out.decode(),
+                      "err": err.decode()}), flush=True)
+"""
+
+
+class Launcher:
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True)
+
+    def run(self, args: list[str]) -> tuple[float, int, int, str, str]:
+        """``args`` run under the wrapper that says their peak: the wall time (the
+        wrapper's start-up included, about 20 ms), the peak in bytes, the exit status,
+        stdout and stderr."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        wrapped = [sys.executable, "-c", PEAK, *args]
+        self.process.stdin.write(json.dumps(wrapped) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        peak_line, _, err = answer["err"].partition("\n")
+        return (answer["seconds"], int(peak_line), answer["status"], answer["out"], err)
+
+
+# The wrapper a command runs under: it execs nothing itself, it runs the command and says the
+# command's peak (its own is small, so the command's inherited part is too).
+PEAK = """
+import resource, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+out, err = child.communicate()
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+sys.stdout.write(out.decode())
+sys.stderr.write(f"{peak}\\n" + err.decode())
+sys.exit(child.returncode)
+"""
+
+
+def in_process(launcher: Launcher, row_name: str, path: Path, rounds: int) -> tuple[float, int]:
+    """A floor or naive row, in a process of its own: its median time and its peak."""
+    times, peak = [], 0
     for _ in range(rounds):
-        start = time.perf_counter()
-        function(lines)
-        times.append(time.perf_counter() - start)
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-    return sorted(times)[len(times) // 2], grown * 1024
+        _, row_peak, status, out, err = launcher.run(
+            [sys.executable, __file__, "--row", row_name, str(path)])
+        assert status == 0, err
+        times.append(float(out))
+        peak = max(peak, row_peak)
+    return sorted(times)[len(times) // 2], peak
 
 
-def process(args: list[str], rounds: int, fresh: Callable[[], list[str]] | None = None,
-            ) -> tuple[float, int, int, str]:
+def process(launcher: Launcher, args: list[str], rounds: int,
+            fresh: Callable[[], list[str]] | None = None) -> tuple[float, int, int, str]:
     """The median wall time, the largest peak resident set, the exit status and the last
     stderr of ``rounds`` runs of ``ioa-check args`` (``fresh`` adds arguments made anew for
     each run: a new store)."""
     times, peak, status, err = [], 0, 0, ""
     for _ in range(rounds):
         more = fresh() if fresh else []
-        start = time.perf_counter()
-        child = subprocess.Popen([IOA_CHECK, *args, *more], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE)
-        assert child.stderr is not None
-        err = child.stderr.read().decode()
-        _, wait_status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(wait_status)
-        times.append(time.perf_counter() - start)
-        peak = max(peak, usage.ru_maxrss * 1024)
-        status = child.returncode
+        seconds, run_peak, status, _, err = launcher.run([IOA_CHECK, *args, *more])
+        times.append(seconds)
+        peak = max(peak, run_peak)
     return sorted(times)[len(times) // 2], peak, status, err.strip()
+
+
+def one_row(name: str, path: str) -> int:
+    """``--row``: read ``path``'s lines, then time the row's function over them."""
+    lines = Path(path).read_bytes().splitlines()
+    start = time.perf_counter()
+    {"floor": floor, "naive": naive}[name](lines)
+    print(time.perf_counter() - start)
+    return 0
 
 
 def row(name: str, units: int, seconds: float, peak: int, unit: str, note: str = "") -> None:
@@ -167,7 +225,11 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=120_000)
     parser.add_argument("--traces", type=int, default=1400)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--row", nargs=2, metavar=("NAME", "FILE"), help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    if opts.row:
+        return one_row(*opts.row)
+    launcher = Launcher()
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
         run = maslab_run(folder, opts.events)
@@ -188,20 +250,22 @@ def main() -> int:
             print(f"\n{name}: {units:,} {unit}, {len(lines):,} lines, "
                   f"{path.stat().st_size / 1e6:.1f} MB\n")
             print("| row | time | rate | peak memory | note |\n|---|---|---|---|---|")
-            seconds, grown = in_process(floor, lines, opts.rounds)
-            row("floor: orjson.loads a line", units, seconds, grown, unit, "in-process")
-            seconds, grown = in_process(naive, lines, opts.rounds)
-            row("naive: json.loads, grouped by call id", units, seconds, grown, unit,
-                "in-process")
+            seconds, peak = in_process(launcher, "floor", path, opts.rounds)
+            row("floor: orjson.loads a line", units, seconds, peak, unit,
+                "the lines in memory first")
+            seconds, peak = in_process(launcher, "naive", path, opts.rounds)
+            row("naive: json.loads, grouped by call or span id", units, seconds, peak, unit,
+                "the lines in memory first")
             base = ["trace", str(run if path != otlp else otlp), "--no-shapes", "--format", "json"]
             if declared:
                 base += ["--manifests", str(declared)]
-            seconds, peak, status, err = process(base, opts.rounds)
+            seconds, peak, status, err = process(launcher, base, opts.rounds)
             row("ioa-check trace", units, seconds, peak, unit, f"exit {status}")
-            seconds, peak, status, err = process([*base, "--max-memory", "8GiB"], 1, store)
+            seconds, peak, status, err = process(launcher, [*base, "--max-memory", "8GiB"], 1,
+                                                 store)
             row("ioa-check trace --store (--max-memory 8GiB)", units, seconds, peak, unit,
                 f"exit {status}")
-            seconds, peak, status, err = process(base, 1, store)
+            seconds, peak, status, err = process(launcher, base, 1, store)
             bound = err.splitlines()[0][:140] if "--max-memory" in err else f"exit {status}"
             row("ioa-check trace --store (default bound)", units, seconds, peak, unit, bound)
     return 0
