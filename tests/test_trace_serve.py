@@ -114,6 +114,7 @@ def test_the_sdks_otlp_http_exporter_feeds_the_store_judged_once(service: Servic
     export(service.url)
     health = service.judged()
     assert health["accepted"] >= 1 and health["lastJudgeStatus"] == 1, health
+    assert health["judgingRefused"] is None
     err = service.stop()
     assert "stopped" in err
     (run,) = stored_runs(tmp_path / "store")
@@ -124,6 +125,21 @@ def test_the_sdks_otlp_http_exporter_feeds_the_store_judged_once(service: Servic
                            "--manifests", str(tmp_path / "manifests"), "--no-shapes",
                            "--format", "json"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and UNDECLARED_SPAN in proc.stdout
+
+
+def test_a_spool_past_the_judges_memory_bound_is_said_on_healthz(tmp_path: Path) -> None:
+    """The judge reads the whole spool each round: past --max-memory nothing is judged, and
+    /healthz says so (not only the log), with the bound; nothing is stored."""
+    running = Service(tmp_path / "spool", tmp_path / "store",
+                      write_manifests(tmp_path, every_tool=False), "--max-memory", "1MiB")
+    try:
+        export(running.url)
+        health = running.judged()
+        assert health["lastJudgeStatus"] == 3, health
+        assert "--max-memory 1 MiB" in health["judgingRefused"], health
+    finally:
+        running.kill()
+    assert not (tmp_path / "store").exists() or not stored_runs(tmp_path / "store")
 
 
 def test_a_service_killed_after_acknowledging_loses_and_doubles_nothing(

@@ -71,6 +71,9 @@ class Judge:
         self.judged_size = -1  # the spool's size the last round judged
         self._waiting = False  # the last round left runs to complete
         self.round_started: float | None = None  # the round in flight's start, for /healthz
+        # What the last round could not judge within --max-memory, for /healthz: the spool
+        # stays unjudged until the bound is raised (the judge reads it whole each round).
+        self.refused: str | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
@@ -127,9 +130,11 @@ class Judge:
             self.log.flush()
             return
         self.judged_size = size
+        self.refused = None
         for line in text.splitlines():
             if "--max-memory" in line:  # the spool was not judged: the operator's to see
-                self.log.write(f"ioa-check trace serve: {line.removeprefix('ioa-check trace: ')}\n")
+                self.refused = line.removeprefix("ioa-check trace: ")
+                self.log.write(f"ioa-check trace serve: {self.refused}\n")
         self.log.write(f"ioa-check trace serve: judged the spool up to {size} bytes in "
                        f"{time.monotonic() - started:.1f} s (exit status {status})"
                        f"{'; runs wait to complete' if self._waiting else ''}\n")
@@ -192,7 +197,8 @@ class Ingest:
                              "judgedBytes": judge.judged_size if judge else None,
                              "judged": judge.rounds if judge else None,
                              "lastJudgeStatus": judge.last_status if judge else None,
-                             "judgingFor": _since(judge.round_started if judge else None)})
+                             "judgingFor": _since(judge.round_started if judge else None),
+                             "judgingRefused": judge.refused if judge else None})
 
     async def traces(self, request: Request) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
