@@ -232,6 +232,11 @@ def _instant(value: Any) -> str | None:
             return text
     elif kind is int and -_PLAIN_INT < value < _PLAIN_INT:
         return str(value)
+    return _decimal_instant(value)
+
+
+def _decimal_instant(value: Any) -> str | None:
+    """:func:`_instant` for every value, through ``Decimal`` (its shortcut's reference)."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
