@@ -106,14 +106,14 @@ def test_a_small_run_is_judged_under_the_default_bound_with_memory_read_each_bat
 
 
 def test_the_budget_projects_the_later_stages() -> None:
-    budget = memory.Budget(1 << 40, memory.LATER_STAGES)
+    budget = memory.Budget(1 << 40)
     budget.check("line 1")  # far within
     assert budget.checks == 1
     if budget.base is None:
         pytest.skip("resident memory is read from /proc/self/statm")
-    store = memory.Budget(budget.base + 700 * (1 << 20), memory.LATER_STAGES_STORE)
+    store = memory.Budget(budget.base + 700 * (1 << 20), storing=True)
     assert store.reading_limit == budget.base + 100 * (1 << 20)
-    tight = memory.Budget(1, memory.LATER_STAGES)
+    tight = memory.Budget(1)
     with pytest.raises(memory.MemoryBound, match="--max-memory 1 bytes: at line 7") as raised:
         tight.check("line 7")
     # Said as the bound was given (not "0 MiB").
@@ -121,7 +121,7 @@ def test_the_budget_projects_the_later_stages() -> None:
     assert memory.mebibytes(1 << 20) == "1 MiB" and memory.mebibytes(64 << 10) == "64 KiB"
     assert memory.mebibytes(3 << 29) == "1536 MiB" and memory.mebibytes(1000) == "1000 bytes"
     with pytest.raises(memory.MemoryBound, match="takes up to 7 times what reading it did"):
-        memory.Budget(1, memory.LATER_STAGES_STORE).check("line 1")
+        memory.Budget(1, storing=True).check("line 1")
 
 
 def test_sizes() -> None:

@@ -302,7 +302,7 @@ def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declaration
 def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
     from ..reporters.progress import reading
     from ..trace.events import resolve
-    from ..trace.memory import LATER_STAGES, LATER_STAGES_STORE, Budget
+    from ..trace.memory import Budget
     from ..trace.state import StateError
 
     sources = [resolve(path) for path in opts.paths]
@@ -313,7 +313,7 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
     try:
         if cursor is not None:
             cursor.open()
-        budget = Budget(opts.max_memory, LATER_STAGES_STORE if opts.store else LATER_STAGES)
+        budget = Budget(opts.max_memory, storing=bool(opts.store))
         with reading(sys.stderr, len(sources)) as shown:
             _each(sources, opts, cursor, consumed, shown, budget)
     finally:

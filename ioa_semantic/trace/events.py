@@ -150,9 +150,7 @@ def parse(data: bytes, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tu
     return _strict(data, max_bytes)
 
 
-# What _plain answers for a line it leaves to the strict parser. A quote followed by
-# whitespace may be a member name before its colon, which ``":`` would not count (JSON Lines
-# writers put none there).
+# What _plain answers for a line it leaves to the strict parser.
 _NOT_PLAIN: Any = object()
 # Brackets past which a line is left to the strict parser: orjson nests 1,024 levels, the
 # strict parser as deep as Python's recursion allows (fewer), and each says so its own way.
@@ -168,10 +166,11 @@ def _plain(data: bytes) -> Any:
     can be: with no escaped quote and no whitespace after a quote, every member name ends in
     ``":`` and nothing else does, and there must be as many as the objects have members (a
     repeated name, or one spelled with escapes, makes fewer); and no float is as large as 2^63
-    (it may have been written as an integer). A number whose
-    float is not its exact value reads as a plain float here and as the same float with its
-    text kept there (intake.ExactNumber): the trace audit reads numbers as floats either way
-    (tests/test_trace_parse.py holds the folds equal)."""
+    (it may have been written as an integer). A quote followed by whitespace may be a member
+    name before its colon, which ``":`` would not count (JSON Lines writers put none there).
+    A number whose float is not its exact value reads as a plain float here and as the same
+    float with its text kept there (intake.ExactNumber): the trace audit reads numbers as
+    floats either way (tests/test_trace_parse.py holds the folds equal)."""
     if not FAST_PATH or b'\\"' in data or b'" ' in data or b'"\t' in data or (
             b'"\n' in data or b'"\r' in data or (
                 data.count(b"{") + data.count(b"[") > _PLAIN_BRACKETS)):

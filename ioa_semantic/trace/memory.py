@@ -54,11 +54,13 @@ def mebibytes(size: int) -> str:
 
 class Budget:
     """The bound of one invocation: ``limit`` bytes of resident memory at most, of which the
-    later stages of each run want ``later`` times what its reading took."""
+    later stages of each run want :data:`LATER_STAGES` times what its reading took, or
+    :data:`LATER_STAGES_STORE` times when the runs are ``storing`` too."""
 
-    def __init__(self, limit: int, later: float) -> None:
+    def __init__(self, limit: int, storing: bool = False) -> None:
         self.limit = limit
-        self.later = later
+        self.storing = storing
+        self.later = LATER_STAGES_STORE if storing else LATER_STAGES
         self.base = resident()
         self.checks = 0  # how often memory was read (tests count it)
 
@@ -82,7 +84,7 @@ class Budget:
         raise MemoryBound(
             f"cannot be judged within --max-memory {mebibytes(self.limit)}: at {where} "
             f"the process held {mebibytes(now)}, and judging "
-            f"{'and storing ' if self.later == LATER_STAGES_STORE else ''}a run takes up to "
+            f"{'and storing ' if self.storing else ''}a run takes up to "
             f"{1 + self.later:g} times what reading it did; nothing of it was judged "
-            f"{'or stored ' if self.later == LATER_STAGES_STORE else ''}(raise --max-memory, "
+            f"{'or stored ' if self.storing else ''}(raise --max-memory, "
             "or split the run)")
