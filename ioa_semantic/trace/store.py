@@ -1485,10 +1485,21 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     marks = [ox.Quad(graph, term("runRecord"), _text(record), graph),
              ox.Quad(graph, term("recordSha256"), _text(digest), graph)]
     chunks = quad_chunks(run, declarations, disclose, iri, trajectory or traced, CHUNK_QUADS)
+    _write_graph(store, iri, chunks, [*verdict, *marks], bool(present), kept, traced)
+    return written
+
+
+def _write_graph(store: TraceStore, iri: str, chunks: Iterator[list[ox.Quad]],
+                 last: list[ox.Quad], present: bool, kept: tuple[str, bool] | None,
+                 traced: bool) -> None:
+    """The run ``iri``'s graph (``chunks``) written, then ``last`` (its verdict and record,
+    the mark of a whole graph); ``present``: the store holds a whole graph of it, ``kept``:
+    what a replacement cut short kept of one (:func:`_kept`), ``traced``: with its
+    trajectory."""
     first = next(chunks)
     after = next(chunks, None)
     if after is None:  # the whole graph in one transaction, as most runs are
-        batch = [*verdict, *first, *marks]
+        batch = [*last, *first]
         if present or store.holds(iri):
             # The run grew, or gains its trajectory, or a large write of it was cut short:
             # its graph is made again.
@@ -1497,7 +1508,7 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
             store.commit(batch)
         if kept is not None:
             store.drop(_replacing(iri))
-        return written
+        return
     # A large graph, a transaction a chunk. Its record, the mark that it is complete, comes
     # last with its verdict: a write cut short leaves a graph without a record, which the next
     # feed drops and writes again (the inputs' checkpoints come before the runs' graphs). A
@@ -1517,10 +1528,9 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     for chunk in itertools.chain((after,), chunks):
         store.load(chunk)
     if present or kept is not None:
-        store.replace(_replacing(iri), [*verdict, *marks])
+        store.replace(_replacing(iri), last)
     else:
-        store.commit([*verdict, *marks])
-    return written
+        store.commit(last)
 
 
 def _replacing(iri: str) -> str:
