@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .._codes import finding
 from .._files import write_file
 from .._findings import Finding, Severity
+from . import nquads
 from .attribution import Attribution, identified
 from .calls import Ancestry, Call, Run
 from .declarations import Declarations
@@ -597,82 +598,76 @@ class _Triples:
 # The nodes :class:`_QuadBuilder` keeps made: a call's node is wanted by its own triples and
 # its children's, near one another; the cache is emptied when full rather than grow with a run.
 _NODE_CACHE = 8192
+_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
 
 class _QuadBuilder(_Builder):
-    """The builder making pyoxigraph terms where it makes its terms (literals, nodes, the
-    triples of :meth:`_add`, :meth:`_link`, :meth:`_type`): building rdflib terms is most of
-    the rdflib path's cost. What the builder spells with rdflib itself is converted after."""
+    """The builder spelling its terms as N-Quads text where it makes them (literals, nodes,
+    the triples of :meth:`_add`, :meth:`_link`, :meth:`_type`): a pyoxigraph object a term
+    (and a quad) cost more than the store's loading of them. What the builder spells with
+    rdflib itself (the structural nodes' revisable triples) is converted at the end."""
 
-    def __init__(self, declarations: Declarations, disclose: Disclosure,
+    def __init__(self, declarations: Declarations, disclose: Disclosure, sink: _Chunked,
                  trajectory: bool = False) -> None:
         super().__init__(declarations, disclose, trajectory)
-        self._nodes: dict[str, Any] = {}
+        # The builder's graph is the sink: the part of an rdflib Graph the builder uses.
+        self.graph = sink  # type: ignore[assignment]
+        self.sink = sink
+        self._nodes: dict[str, str] = {}
 
     def _hold(self, node: Any) -> None:
-        self.graph.hold(node)  # type: ignore[attr-defined]
+        self.sink.hold(node)
 
-    def _literal(self, value: Any, datatype: str | None = None) -> Any:
-        import pyoxigraph
-
-        xsd = "http://www.w3.org/2001/XMLSchema#"
+    def _literal(self, value: Any, datatype: str | None = None) -> str:
         if datatype == "decimal":
-            return pyoxigraph.Literal(str(Decimal(value)),
-                                      datatype=pyoxigraph.NamedNode(xsd + "decimal"))
+            return nquads.typed(str(Decimal(value)), "decimal")
         if datatype == "double":
-            return pyoxigraph.Literal(repr(float(value)),
-                                      datatype=pyoxigraph.NamedNode(xsd + "double"))
+            return nquads.typed(repr(float(value)), "double")
         if isinstance(value, bool):
-            return pyoxigraph.Literal("true" if value else "false",
-                                      datatype=pyoxigraph.NamedNode(xsd + "boolean"))
+            return nquads.typed("true" if value else "false", "boolean")
         if isinstance(value, int):
-            return pyoxigraph.Literal(str(value), datatype=pyoxigraph.NamedNode(xsd + "integer"))
-        return pyoxigraph.Literal(literal_text(str(value)))
+            return nquads.typed(str(value), "integer")
+        return nquads.string(literal_text(str(value)))
 
-    def _node(self, iri: str) -> Any:
+    def _node(self, iri: str) -> str:
         known = self._nodes.get(iri)
         if known is None:
-            import pyoxigraph
-
             if len(self._nodes) >= _NODE_CACHE:
                 self._nodes.clear()  # a large run's call nodes, each wanted a few times only
-            known = self._nodes[iri] = pyoxigraph.NamedNode(iri)
+            known = self._nodes[iri] = nquads.iri(iri)
         return known
 
-    def _predicate(self, prop: str) -> Any:
+    def _predicate(self, prop: str) -> str:
         return self._node(IOAT + prop.removeprefix("ioat:") if prop.startswith("ioat:")
                           else MAS + prop)
 
     def _add(self, subject: str, prop: str, value: Any, datatype: str | None = None) -> None:
-        self.graph.add((self._node(subject), self._predicate(prop), self._literal(value, datatype)))
+        self.sink.add((self._node(subject), self._predicate(prop), self._literal(value, datatype)))
 
     def _link(self, subject: str, prop: str, target: str) -> None:
-        self.graph.add((self._node(subject), self._predicate(prop), self._node(target)))
+        self.sink.add((self._node(subject), self._predicate(prop), self._node(target)))
 
     def _type(self, subject: str, cls: str) -> None:
-        self.graph.add((self._node(subject),
-                        self._node("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
-                        self._node(MAS + cls)))
+        self.sink.add((self._node(subject), self._node(_RDF_TYPE), self._node(MAS + cls)))
 
 
 def quads(run: Run, declarations: Declarations, disclose: Disclosure, graph: str,
           trajectory: bool = False) -> list[Any]:
     """The graph :func:`build` makes of ``run``, as pyoxigraph quads in the named graph
-    ``graph``: the same builder writes into a plain triple set, making pyoxigraph terms where
-    it can; the rest are converted once each."""
+    ``graph`` (:func:`quad_chunks` read back: what a store is given)."""
     return [quad for chunk in quad_chunks(run, declarations, disclose, graph, trajectory)
             for quad in chunk]
 
 
 def quad_chunks(run: Run, declarations: Declarations, disclose: Disclosure, graph: str,
-                trajectory: bool = False, size: int = 1 << 62) -> Iterator[list[Any]]:
-    """:func:`quads` in chunks of about ``size`` quads, made as they are taken: a large run's
-    graph goes to the store a chunk at a time, never whole in memory. The triples of the
-    structural nodes (agents, tools, models: what :meth:`_Builder.structural` may revise) come
-    in the last chunk; a chunk may repeat a triple another holds (the store keeps it once)."""
-    builder = _QuadBuilder(declarations, disclose, trajectory)
+                trajectory: bool = False, size: int = 1 << 62) -> Iterator[nquads.Chunk]:
+    """The graph :func:`build` makes of ``run`` in the named graph ``graph``, as N-Quads in
+    chunks of about ``size`` quads, made as they are taken: a large run's graph goes to the
+    store a chunk at a time, never whole in memory. The triples of the structural nodes
+    (agents, tools, models: what :meth:`_Builder.structural` may revise) come in the last
+    chunk; a chunk may repeat a triple another holds (the store keeps it once)."""
     sink = _Chunked(size, graph)
-    builder.graph = sink  # type: ignore[assignment]
+    builder = _QuadBuilder(declarations, disclose, sink, trajectory)
     builder.declared_types()
     yield from sink.ready()
     if run.readable:
@@ -684,15 +679,15 @@ def quad_chunks(run: Run, declarations: Declarations, disclose: Disclosure, grap
 class _Chunked:
     """The builder's triple set for :func:`quad_chunks`: the triples of held subjects (the
     structural nodes, which ``set`` revises and ``in`` asks about) stay until the end; the
-    others are handed on as quads in chunks."""
+    others are handed on as N-Quads lines in chunks."""
 
     def __init__(self, size: int, graph: str) -> None:
         self.size = size
-        self.graph = graph
+        self.graph = nquads.iri(graph)
         self.held = _Triples()
         self.subjects: set[Any] = set()
-        self.pending: list[tuple[Any, Any, Any]] = []
-        self.converted: dict[Any, Any] = {}
+        self.pending: list[str] = []
+        self.converted: dict[Any, str] = {}
 
     def bind(self, prefix: str, namespace: str) -> None:
         """Prefixes are a serialization's concern; quads have none."""
@@ -704,7 +699,7 @@ class _Chunked:
         if triple[0] in self.subjects:
             self.held.add(triple)
         else:
-            self.pending.append(triple)
+            self.pending.append(f"{triple[0]} {triple[1]} {triple[2]} {self.graph} .\n")
 
     def set(self, triple: tuple[Any, Any, Any]) -> None:
         # Only structural nodes are revised: were another, a triple handed on could not be.
@@ -715,37 +710,35 @@ class _Chunked:
         assert triple[0] in self.subjects, triple
         return triple in self.held
 
-    def ready(self) -> Iterator[list[Any]]:
+    def ready(self) -> Iterator[nquads.Chunk]:
         while len(self.pending) >= self.size:
             chunk, self.pending = self.pending[:self.size], self.pending[self.size:]
-            yield _to_quads(chunk, self.graph, self.converted)
+            yield nquads.Chunk.lines(chunk)
 
-    def last(self) -> list[Any]:
-        return _to_quads([*self.pending, *self.held.triples], self.graph, self.converted)
+    def last(self) -> nquads.Chunk:
+        term = self._term
+        held = [f"{term(s)} {term(p)} {term(o)} {self.graph} .\n" for s, p, o in self.held.triples]
+        return nquads.Chunk.lines([*self.pending, *held])
 
-
-def _to_quads(triples: Any, graph: str, converted: dict[Any, Any]) -> list[Any]:
-    import pyoxigraph
-    from rdflib import Literal as RdfLiteral
-
-    name = pyoxigraph.NamedNode(graph)
-
-    def term(value: Any) -> Any:
-        if isinstance(value, pyoxigraph.NamedNode | pyoxigraph.Literal):
+    def _term(self, value: Any) -> str:
+        """A term of the held triples in N-Quads: spelled already, or an rdflib term (the
+        builder's :meth:`_Builder.structural` writes with rdflib), converted once each."""
+        if type(value) is str:  # rdflib's terms are strings too, of their own classes
             return value
-        known = converted.get(value)
+        known = self.converted.get(value)
         if known is None:
+            import pyoxigraph as ox
+            from rdflib import Literal as RdfLiteral
+
             if isinstance(value, RdfLiteral):
                 if value.language:
-                    known = pyoxigraph.Literal(str(value), language=value.language)
+                    known = str(ox.Literal(str(value), language=value.language))
                 elif value.datatype is not None:
-                    known = pyoxigraph.Literal(str(value),
-                                               datatype=pyoxigraph.NamedNode(str(value.datatype)))
+                    known = nquads.string(literal_text(str(value))) + "^^" + nquads.iri(
+                        str(value.datatype))
                 else:
-                    known = pyoxigraph.Literal(str(value))
+                    known = nquads.string(literal_text(str(value)))
             else:
-                known = pyoxigraph.NamedNode(str(value))
-            converted[value] = known
+                known = nquads.iri(str(value))
+            self.converted[value] = known
         return known
-
-    return [pyoxigraph.Quad(term(s), term(p), term(o), name) for s, p, o in triples]

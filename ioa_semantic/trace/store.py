@@ -77,6 +77,7 @@ from .calls import Call, Run
 from .declarations import Declarations
 from .events import Fold, Source
 from .graph import IOAT, MAS, quad_chunks
+from .nquads import Chunk
 from .privacy import DELEGATION_PREFIX, IRI_BASE, Disclosure, Private, literal_text
 from .remote import SparqlServer, Turn, data_block
 from .remote import shown as server_name
@@ -335,21 +336,24 @@ class TraceStore:
                     modes.append(mode)
         return modes
 
-    def commit(self, quads: list[ox.Quad]) -> None:
+    def commit(self, quads: list[ox.Quad] | Chunk) -> None:
         """Add ``quads`` in one transaction: all of them are written, or none."""
         try:
-            self.store.extend(quads)
+            if isinstance(quads, Chunk):
+                self.store.load(quads.data, format=ox.RdfFormat.N_QUADS)
+            else:
+                self.store.extend(quads)
         except OSError as exc:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
         self._committed(len(quads))
 
-    def load(self, quads: list[ox.Quad]) -> None:
+    def load(self, quads: Chunk) -> None:
         """Add a chunk of a large run's graph: by Oxigraph's bulk loader, which writes without
         a transaction (faster, and its memory does not grow with the chunk). A chunk cut short
         is part of a graph without its record, dropped and written again by the next feed
         (:func:`record_run`)."""
         try:
-            self.store.bulk_extend(quads)
+            self.store.bulk_load(quads.data, format=ox.RdfFormat.N_QUADS)
         except OSError as exc:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
         self._committed(len(quads))
@@ -363,7 +367,7 @@ class TraceStore:
             raise StoreUnavailable(f"the trace store {self.path} cannot be written: {exc}") from None
         self._committed(0)
 
-    def replace(self, graph: str, quads: list[ox.Quad]) -> None:
+    def replace(self, graph: str, quads: list[ox.Quad] | Chunk) -> None:
         """Drop the named graph ``graph`` and add ``quads``, in one transaction."""
         by_graph: dict[str, list[str]] = {}
         for quad in quads:
@@ -534,7 +538,7 @@ class RemoteTraceStore(TraceStore):
     def _fence(self) -> str:
         return self._turn.fence() if self._turn is not None else ""
 
-    def commit(self, quads: list[ox.Quad]) -> None:
+    def commit(self, quads: list[ox.Quad] | Chunk) -> None:
         block = data_block(quads)
         if self._turn is None:
             self.store.update(f"INSERT DATA {{ {block} }}")
@@ -542,7 +546,7 @@ class RemoteTraceStore(TraceStore):
             self.store.update(f"INSERT {{ {block} }} WHERE {{ {self._fence()} }}")
         self._committed(len(quads))
 
-    def replace(self, graph: str, quads: list[ox.Quad]) -> None:
+    def replace(self, graph: str, quads: list[ox.Quad] | Chunk) -> None:
         name = str(ox.NamedNode(graph))
         fence = self._fence()
         self.store.update(
@@ -550,7 +554,7 @@ class RemoteTraceStore(TraceStore):
             f"{{ ?s ?p ?o }} }} ; INSERT {{ {data_block(quads)} }} WHERE {{ {fence} }}")
         self._committed(len(quads))
 
-    def load(self, quads: list[ox.Quad]) -> None:
+    def load(self, quads: Chunk) -> None:
         self.commit(quads)  # a server has no bulk loader: one update a chunk
 
     def drop(self, graph: str) -> None:
@@ -1489,7 +1493,7 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     return written
 
 
-def _write_graph(store: TraceStore, iri: str, chunks: Iterator[list[ox.Quad]],
+def _write_graph(store: TraceStore, iri: str, chunks: Iterator[Chunk],
                  last: list[ox.Quad], present: bool, kept: tuple[str, bool] | None,
                  traced: bool) -> None:
     """The run ``iri``'s graph (``chunks``) written, then ``last`` (its verdict and record,
@@ -1499,7 +1503,7 @@ def _write_graph(store: TraceStore, iri: str, chunks: Iterator[list[ox.Quad]],
     first = next(chunks)
     after = next(chunks, None)
     if after is None:  # the whole graph in one transaction, as most runs are
-        batch = [*last, *first]
+        batch = Chunk.of(last) + first
         if present or store.holds(iri):
             # The run grew, or gains its trajectory, or a large write of it was cut short:
             # its graph is made again.
@@ -1524,13 +1528,46 @@ def _write_graph(store: TraceStore, iri: str, chunks: Iterator[list[ox.Quad]],
         del old
     else:
         store.drop(iri)
-    store.load(first)
-    for chunk in itertools.chain((after,), chunks):
-        store.load(chunk)
+    _load_all(store, itertools.chain((first, after), chunks))
     if present or kept is not None:
         store.replace(_replacing(iri), last)
     else:
         store.commit(last)
+
+
+def _load_all(store: TraceStore, chunks: Iterator[Chunk]) -> None:
+    """Each of ``chunks`` loaded into ``store`` in order, by a thread of its own while the next
+    is built: the store's bulk loader parses and writes without holding the interpreter, so
+    building the graph (Python) and writing it (Rust) take both cores. At most one chunk waits
+    between them; the thread ends (joined) before this returns, whatever happened, and a
+    chunk that failed to load stops the writing and is raised here."""
+    import queue
+    import threading
+
+    handoff: queue.Queue[Chunk | None] = queue.Queue(maxsize=1)
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        while (chunk := handoff.get()) is not None:
+            if failed:
+                continue  # nothing after a chunk that failed: the feed's end is told
+            try:
+                store.load(chunk)
+            except BaseException as exc:  # raised again by the thread building the chunks
+                failed.append(exc)
+
+    writer = threading.Thread(target=write, name="ioa-check-trace-store-writer", daemon=True)
+    writer.start()
+    try:
+        for chunk in chunks:
+            if failed:
+                break
+            handoff.put(chunk)
+    finally:
+        handoff.put(None)
+        writer.join()
+    if failed:
+        raise failed[0]
 
 
 def _replacing(iri: str) -> str:
