@@ -257,7 +257,7 @@ def test_a_request_with_unknown_fields_first_does_not_stop_the_judging(
     from ioa_semantic.service.traces import PROTOBUF, _parse
 
     body = b"\x78\x01" + _request("after an unknown field")  # field 15, varint 1
-    kept, rejected = _parse(body, PROTOBUF)
+    kept, rejected, _ = _parse(body, PROTOBUF)
     assert rejected == 0
     spool = Spool(str(tmp_path / "spool"))
     spool.append(kept)
@@ -278,7 +278,7 @@ def test_the_judge_reads_every_body_the_service_may_keep(tmp_path: Path) -> None
     span.attributes.add(key="big").value.string_value = "x" * (17 << 20)
     spool = Spool(str(tmp_path / "spool"))
     spool.append(message.SerializeToString())
-    command = judge_command(spool, str(tmp_path / "store"), 1.0, [], 32 << 20)
+    command = [*judge_command(str(tmp_path / "store"), 1.0, [], 32 << 20), spool.path]
     spool.close()
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1, 3), proc.stderr
@@ -318,7 +318,7 @@ def test_ctrl_c_at_the_service_does_not_break_off_its_judge(tmp_path: Path) -> N
 
     spool = Spool(str(tmp_path / "spool"))
     spool.append(_request("judged"))
-    command = judge_command(spool, str(tmp_path / "store"), 1.0, [])
+    command = [*judge_command(str(tmp_path / "store"), 1.0, []), spool.path]
     spool.close()
     flag = tmp_path / "held"
     judge = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -346,7 +346,7 @@ def test_a_gzip_body_of_several_members_is_read_whole() -> None:
     first, second = _request("first"), _request("second")
     body = _gunzip(gzip.compress(first) + gzip.compress(second), 1 << 20)
     assert body == first + second
-    kept, _ = _parse(body, PROTOBUF)
+    kept, _, _ = _parse(body, PROTOBUF)
     request = ExportTraceServiceRequest()
     request.ParseFromString(kept)
     assert [s.name for r in request.resource_spans for sc in r.scope_spans
@@ -453,7 +453,9 @@ def test_a_hanging_judge_shows_in_healthz_and_is_killed_at_stop(tmp_path: Path) 
     assert client.get("/healthz").json()["judgingFor"] is None
     judge.start()
     deadline = time.monotonic() + OPEN_WITHIN
-    while client.get("/healthz").json()["judgingFor"] is None and time.monotonic() < deadline:
+    # The round is in flight once its process is (judgingFor counts from just before).
+    while (judge._process is None or client.get("/healthz").json()["judgingFor"] is None) and (
+            time.monotonic() < deadline):
         time.sleep(0.05)
     assert client.get("/healthz").json()["judgingFor"] >= 0
     process = judge._process

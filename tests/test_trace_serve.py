@@ -128,15 +128,22 @@ def test_the_sdks_otlp_http_exporter_feeds_the_store_judged_once(service: Servic
 
 
 def test_a_spool_past_the_judges_memory_bound_is_said_on_healthz(tmp_path: Path) -> None:
-    """The judge reads the whole spool each round: past --max-memory nothing is judged, and
-    /healthz says so (not only the log), with the bound; nothing is stored."""
+    """What a round cannot judge within --max-memory is not judged, and /healthz says so
+    (not only the log), with the bound; nothing is stored, and the spool keeps it (its
+    segment is not settled, so it is never retired)."""
     running = Service(tmp_path / "spool", tmp_path / "store",
-                      write_manifests(tmp_path, every_tool=False), "--max-memory", "1MiB")
+                      write_manifests(tmp_path, every_tool=False), "--max-memory", "1MiB",
+                      "--retain", "0")
     try:
         export(running.url)
-        health = running.judged()
+        deadline = time.monotonic() + JUDGED_WITHIN
+        while running.health()["judgingRefused"] is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        health = running.health()
         assert health["lastJudgeStatus"] == 3, health
         assert "--max-memory 1 MiB" in health["judgingRefused"], health
+        assert health["judgedBytes"] == 0 and health["spooledBytes"] > 0, health
+        assert health["retiredSegments"] == 0, health
     finally:
         running.kill()
     assert not (tmp_path / "store").exists() or not stored_runs(tmp_path / "store")
@@ -330,3 +337,10 @@ def test_slow_bodies_cannot_hold_the_memory(tmp_path: Path) -> None:
             sock.close()
     finally:
         running.stop()
+
+
+def test_the_parsers_retain_default_is_the_services() -> None:
+    from ioa_semantic.cli.trace_serve import DEFAULT_RETAIN as PARSED
+    from ioa_semantic.service.traces import DEFAULT_RETAIN
+
+    assert PARSED == DEFAULT_RETAIN

@@ -23,6 +23,7 @@ from ioa_semantic.trace import store as store_module
 from ioa_semantic.trace.declarations import Declarations
 from ioa_semantic.trace.events import Fold, build, resolve
 from ioa_semantic.trace.graph import quad_chunks, quads
+from ioa_semantic.trace.nquads import Chunk
 from ioa_semantic.trace.privacy import Disclosure
 from ioa_semantic.trace.state import consume
 from ioa_semantic.trace.store import KILL_AFTER_ENV, TraceStore
@@ -59,7 +60,7 @@ def test_a_large_runs_graph_is_written_in_bounded_transactions(
         sizes["commit"].append(len(batch))
         commit(self, batch)
 
-    def spy_load(self: TraceStore, batch: list[Any]) -> None:
+    def spy_load(self: TraceStore, batch: Chunk) -> None:
         sizes["load"].append(len(batch))
         load(self, batch)
 

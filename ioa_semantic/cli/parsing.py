@@ -154,6 +154,13 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _non_negative_seconds(text: str) -> float:
+    """As :func:`_positive_seconds`, zero allowed (at once)."""
+    if text.strip() in ("0", "0.0"):
+        return 0.0
+    return _positive_seconds(text)
+
+
 def add_limits(parser: argparse.ArgumentParser) -> None:
     defaults = Limits()
     for flag, field, help_text in _LIMITS:

@@ -162,6 +162,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "OpenTelemetry trace whose root span is open counts as complete, "
                              "measured against --at or the clock (default: "
                              f"{DEFAULT_QUIET_PERIOD:g})")
+    parser.add_argument("--waiting-list", metavar="FILE",
+                        help="with --complete-only, write the ids of the runs not complete "
+                             "yet to FILE (JSON; trace serve keeps their spans for them)")
     parser.add_argument("--max-memory", type=_size, default=DEFAULT_MAX_MEMORY, metavar="SIZE",
                         help="the most memory the invocation may hold (bytes, or with KiB, "
                              "MiB or GiB; default: 512MiB): an input whose run cannot be "
@@ -256,6 +259,8 @@ def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) ->
                      "instant the quiet period is measured to)")
     if opts.quiet_period != DEFAULT_QUIET_PERIOD and not opts.complete_only:
         parser.error("--quiet-period goes with --complete-only")
+    if opts.waiting_list and not opts.complete_only:
+        parser.error("--waiting-list goes with --complete-only")
     if opts.trajectory and opts.no_shapes and not (opts.emit_kg or opts.store):
         parser.error("--trajectory builds the trajectory into the knowledge graph: it goes "
                      "with the SHACL check (without --no-shapes), --emit-kg or --store")
@@ -416,7 +421,8 @@ def _runs(consumed: Consumed, disclose: Disclosure,
 
 def _complete(runs: list[Run], opts: argparse.Namespace, say: bool = True) -> list[Run]:
     """The runs to judge now: every run, or under --complete-only those complete; how many
-    wait is said on stderr (they are judged by a later invocation, from --state or --store)."""
+    wait is said on stderr (they are judged by a later invocation, from --state or --store),
+    and which in --waiting-list."""
     if not opts.complete_only:
         return runs
     from datetime import UTC, datetime
@@ -431,7 +437,29 @@ def _complete(runs: list[Run], opts: argparse.Namespace, say: bool = True) -> li
         print(f"ioa-check trace: {waiting} run{'s' if waiting != 1 else ''} not complete yet "
               f"(root span open, a span within the last {opts.quiet_period:g} s): judged by a "
               "later invocation", file=sys.stderr)
+    if say and opts.waiting_list:
+        complete = {id(r) for r in judged}
+        _write_waiting(opts.waiting_list, [r.ident for r in runs if id(r) not in complete])
     return judged
+
+
+WAITING_MARK = "ioa-check-trace-waiting"
+
+
+def is_waiting_list(head: bytes) -> bool:
+    """Whether a file beginning with ``head`` is a --waiting-list this command wrote."""
+    return head.startswith(b'{"' + WAITING_MARK.encode() + b'"')
+
+
+def _write_waiting(path: str, idents: list[str]) -> None:
+    """The runs not complete yet, by id, as a live feed's spool keeps their spans for them
+    (trace serve); replaced whole, never written through a link or over another file."""
+    import json
+
+    from .._files import claim, write_file
+
+    claim(path, is_waiting_list, "a waiting list ioa-check wrote", "--waiting-list")
+    write_file(path, json.dumps({WAITING_MARK: 1, "runs": sorted(idents)}).encode() + b"\n")
 
 
 def _run(opts: argparse.Namespace) -> int:
@@ -511,7 +539,8 @@ def _run(opts: argparse.Namespace) -> int:
         _record(feed, opts, kept_runs, declarations, disclose, [r for r, _ in results])
     REPORTERS[opts.format](results, sys.stdout, disclose)
     verdicts: list[Verdict] = [r.verdict for r, _ in results]
-    return max(ExitStatus.of(v) for v in verdicts)
+    # Under --complete-only every run may still wait: nothing judged, nothing found (0).
+    return max((ExitStatus.of(v) for v in verdicts), default=ExitStatus.COMPATIBLE)
 
 
 def _feed(opts: argparse.Namespace) -> Feed:
@@ -529,7 +558,7 @@ def _record(feed: Feed, opts: argparse.Namespace, kept_runs: list[Run] | None,
     runs were built again (``kept_runs``) through the store's disclosure, so that nothing the
     report names and the store does not (a path in a finding, an agent in a reason) reaches
     the store."""
-    from ..trace.store import Judged, basis
+    from ..trace.store import Judged, RunsNarrowed, basis
 
     kept = feed.disclosure(declarations)
     if not feed.private and disclose.key is None:
@@ -543,4 +572,15 @@ def _record(feed: Feed, opts: argparse.Namespace, kept_runs: list[Run] | None,
             kept_runs.clear()  # their records and audits are runs of their own: let go
     grounds = basis(read, kept, opts.manifests, opts.registrations, opts.bindings,
                     opts.profile)
-    feed.record(judged, grounds, opts.at, [a.run.ident for a in audits])
+    try:
+        feed.record(judged, grounds, opts.at, [a.run.ident for a in audits])
+    except RunsNarrowed as exc:
+        if not opts.complete_only:
+            raise
+        # A live feed (trace serve): spans of a run judged and recorded whole, whose spans
+        # have left the spool since (older than its --retain): the stored run stays as
+        # judged; the operator sees them in the service's log.
+        for name in exc.runs:
+            print(f"ioa-check trace: late spans of run {name}: it was judged and recorded "
+                  "before they came, and its spans have left the spool; not recorded (the "
+                  "store keeps the run as judged)", file=sys.stderr)

@@ -17,11 +17,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._status import ExitStatus
-from .parsing import _Parser, _positive, _positive_seconds, _size
+from .parsing import _non_negative_seconds, _Parser, _positive, _positive_seconds, _size
 from .serve import _bind, _port, _stopped, _url
 from .trace import DEFAULT_MAX_MEMORY, DEFAULT_QUIET_PERIOD, extra_missing
 
 DEFAULT_JUDGE_EVERY = 5.0
+# As service/traces.py's (spelled here so that the parser imports nothing of the service;
+# tests/test_trace_serve.py holds them equal).
+DEFAULT_RETAIN = 300.0
 
 
 def wants(argv: Sequence[str]) -> bool:
@@ -54,14 +57,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="default: 4318, OTLP/HTTP's (0: any free port)")
     parser.add_argument("--max-memory", type=_size, default=DEFAULT_MAX_MEMORY, metavar="SIZE",
                         help="the judge's --max-memory, as for ioa-check trace (default: "
-                             "512MiB); the judge reads the whole spool each round, so a spool "
-                             "past it is not judged, with the reason trace.memory-bound in "
-                             "the service's log")
+                             "512MiB); a round reads what came since the last (and the spans "
+                             "of the runs that wait to complete), and what it cannot judge "
+                             "within the bound stays in the spool, with the reason "
+                             "trace.memory-bound in the service's log")
     parser.add_argument("--quiet-period", type=_positive_seconds, default=DEFAULT_QUIET_PERIOD,
                         metavar="SECONDS",
                         help="a trace whose root span is still open is judged once none of "
                              "its spans is newer than this (default: "
                              f"{DEFAULT_QUIET_PERIOD:g})")
+    parser.add_argument("--retain", type=_non_negative_seconds, default=DEFAULT_RETAIN,
+                        metavar="SECONDS",
+                        help="how long judged spans stay in the spool after the last span of "
+                             "their segment came, so that a late span joins its run (judged "
+                             "again whole); a span later still is told in the log as late and "
+                             f"not recorded (default: {DEFAULT_RETAIN:g})")
     parser.add_argument("--judge-every", type=_positive_seconds, default=DEFAULT_JUDGE_EVERY,
                         metavar="SECONDS",
                         help="how often the spool is judged while it grows or runs wait "
@@ -177,9 +187,10 @@ def _serve(opts: argparse.Namespace, spool: Any) -> int:
     from ..trace.store import is_remote
 
     where = opts.store if is_remote(opts.store) else os.path.abspath(opts.store)
-    command = judge_command(spool, where, opts.quiet_period,
-                            _declarations(opts), opts.max_body_bytes, opts.max_memory)
-    judge = Judge(command, spool, opts.judge_every, sys.stderr, opts.shutdown_timeout)
+    command = judge_command(where, opts.quiet_period, _declarations(opts),
+                            opts.max_body_bytes, opts.max_memory)
+    judge = Judge(command, spool, opts.judge_every, sys.stderr, opts.shutdown_timeout,
+                  opts.retain)
     app = create_app(spool, judge, max_body=opts.max_body_bytes,
                      retry_after=math.ceil(opts.judge_every), body_timeout=opts.body_timeout,
                      max_buffered=opts.max_buffered_bytes,

@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from starlette.applications import Starlette
@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..trace.spool import Spool, SpoolFull
+from ..trace.spool import Segment, Spool, SpoolFull
 from .limits import HeldBytes
 from .runs import RunPages
 
@@ -52,32 +52,66 @@ DEFAULT_BODY_TIMEOUT = 30.0
 # Body bytes all requests being read may hold at once: a flood of slow bodies is refused
 # (503) before it holds the memory.
 DEFAULT_MAX_BUFFERED = 256 << 20
+# How long a judged segment of the spool is kept after its last span came, for late spans of
+# its runs (each joins its run, judged again whole); a span later still is told as late.
+DEFAULT_RETAIN = 300.0
+# Where each judging round writes the runs it left to complete (ioa-check trace --waiting-list).
+WAITING_LIST = "waiting.json"
 # google.rpc.Code INVALID_ARGUMENT, the code of a request that cannot be parsed.
 _INVALID_ARGUMENT = 3
 
 
 class Judge:
-    """The judge thread: ``command`` run as a process whenever there may be runs to judge."""
+    """The judge thread: ``command`` (``ioa-check trace`` but its inputs) run as a process on
+    the spool's segments whenever there may be runs to judge.
+
+    A round reads the segments not yet settled (appended to since a round read them, or
+    holding spans of a run that waits to complete) and the settled ones that hold spans of
+    the same traces (a late span joins its run, which is judged again whole). After a round
+    that judged everything it read (a verdict status, nothing refused), those segments
+    settle, the active one is closed (new spans go to the next), and a settled segment
+    nothing was appended to for ``retain`` seconds leaves the spool: its runs are in the
+    store, and a span of them later still is told in the log as late. So a round reads what
+    came since the last, not the feed's history, and the spool drains."""
 
     def __init__(self, command: Sequence[str], spool: Spool, every: float, log: IO[str],
-                 shutdown_timeout: float = 10.0) -> None:
+                 shutdown_timeout: float = 10.0, retain: float = DEFAULT_RETAIN,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.command = list(command)
         self.spool = spool
         self.every = every
         self.log = log
         self.shutdown_timeout = shutdown_timeout
+        self.retain = retain
+        self.clock = clock
         self.rounds = 0  # judging processes run, for /healthz
         self.last_status: int | None = None
-        self.judged_size = -1  # the spool's size the last round judged
-        self._waiting = False  # the last round left runs to complete
         self.round_started: float | None = None  # the round in flight's start, for /healthz
-        # What the last round could not judge within --max-memory, for /healthz: the spool
-        # stays unjudged until the bound is raised (the judge reads it whole each round).
+        # What the last round could not judge within --max-memory, for /healthz: the
+        # segments it read stay unsettled until the bound is raised.
         self.refused: str | None = None
+        self.late = 0  # runs whose spans came after they were judged and left the spool
+        self.retired = 0  # segments that left the spool
+        self.waiting_list = os.path.join(spool.folder, WAITING_LIST)
+        # What the service knows of each segment: its spans' trace ids, when it was last
+        # appended to (this clock), and its size when a round settled it.
+        self._traces: dict[Segment, set[str]] = {}
+        self._appended: dict[Segment, float] = {}
+        self._settled: dict[Segment, int] = {}
+        self._waiting: set[str] = set()  # trace ids of runs the last round left to complete
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
         self._thread = threading.Thread(target=self._loop, name="trace-judge", daemon=True)
+
+    @property
+    def judged_size(self) -> int:
+        """The bytes of the spool's segments that are settled."""
+        with self._lock:
+            settled = dict(self._settled)
+        return sum(size for segment, size in settled.items()
+                   if self.spool.segment_size(segment) == size)
 
     def start(self) -> None:
         self._thread.start()
@@ -85,26 +119,60 @@ class Judge:
     def wake(self) -> None:
         self._wake.set()
 
+    def appended(self, segment: Segment, traces: set[str]) -> None:
+        """A message with spans of ``traces`` was appended to ``segment``."""
+        with self._lock:
+            self._traces.setdefault(segment, set()).update(traces)
+            self._appended[segment] = self.clock()
+        self._wake.set()
+
     def _loop(self) -> None:
+        self._known()
         while not self._stop.is_set():
-            size = self.spool.size()
-            if size != self.judged_size or self._waiting:
-                self._round(size)
+            inputs = self._inputs()
+            if inputs:
+                self._round(inputs)
+            self._retire()
             self._wake.wait(self.every)
             self._wake.clear()
 
-    def _round(self, size: int) -> None:
+    def _known(self) -> None:
+        """The trace ids of the segments the spool held at start (a restart's): read once."""
+        now = self.clock()
+        for segment in self.spool.segments():
+            traces = _trace_ids(segment.path, self.spool.segment_size(segment))
+            with self._lock:
+                self._traces.setdefault(segment, set()).update(traces)
+                self._appended.setdefault(segment, now)
+
+    def _inputs(self) -> list[tuple[Segment, int]]:
+        """The segments the next round reads, each with its size now; none when every
+        segment is settled."""
+        sizes = {s: self.spool.segment_size(s) for s in self.spool.segments()}
+        with self._lock:
+            open_ = [s for s, size in sizes.items() if size and (
+                self._settled.get(s) != size or self._traces.get(s, set()) & self._waiting)]
+            wanted = set().union(*(self._traces.get(s, set()) for s in open_))
+            related = [s for s, size in sizes.items() if size and s not in open_
+                       and self._traces.get(s, set()) & wanted]
+        return [(s, sizes[s]) for s in sorted([*open_, *related])]
+
+    def _round(self, inputs: list[tuple[Segment, int]]) -> None:
         started = self.round_started = time.monotonic()
         try:
-            self._judge(size, started)
+            if self._judge(inputs, started):
+                self._settle(inputs)
         finally:
             self.round_started = None
 
-    def _judge(self, size: int, started: float) -> None:
+    def _judge(self, inputs: list[tuple[Segment, int]], started: float) -> bool:
+        """One judging process over ``inputs``; whether it judged everything it read."""
         # The judging process ends with this one, however this one ends (cli/trace.py).
         environment = {**os.environ, "IOA_CHECK_TRACE_SERVE_PID": str(os.getpid())}
+        command = [*self.command, "--waiting-list", self.waiting_list,
+                   *(os.path.abspath(segment.path) for segment, _ in inputs)]
         try:
-            self._process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
+            self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                              stderr=subprocess.PIPE, env=environment)
         except OSError as exc:
             # Out of processes or descriptors for now: said, and tried again next round (the
@@ -113,32 +181,66 @@ class Judge:
             self.log.write(f"ioa-check trace serve: the judging process cannot start: "
                            f"{exc.strerror or exc}\n")
             self.log.flush()
-            return
+            return False
         _, err = self._process.communicate()
         status = self._process.returncode
         self._process = None
         if self._stop.is_set() and status < 0:
-            return  # killed at shutdown: the next start judges again from the checkpoint
+            return False  # killed at shutdown: the next start judges again from the checkpoint
         self.rounds += 1
         self.last_status = status
         text = err.decode("utf-8", "replace")
-        self._waiting = "not complete yet" in text
         # Verdicts (0, 1, 3) are the store's to keep; anything else is the operator's to see.
         if status not in (0, 1, 3):
             self.log.write(f"ioa-check trace serve: judging the spool failed (exit status "
                            f"{status}): {text.strip()}\n")
             self.log.flush()
-            return
-        self.judged_size = size
+            return False
         self.refused = None
         for line in text.splitlines():
             if "--max-memory" in line:  # the spool was not judged: the operator's to see
                 self.refused = line.removeprefix("ioa-check trace: ")
                 self.log.write(f"ioa-check trace serve: {self.refused}\n")
-        self.log.write(f"ioa-check trace serve: judged the spool up to {size} bytes in "
+            elif "late spans of run" in line:
+                self.late += 1
+                self.log.write(f"ioa-check trace serve: {line.removeprefix('ioa-check trace: ')}\n")
+        waiting = _waiting(self.waiting_list)
+        with self._lock:
+            self._waiting = waiting
+        read = sum(size for _, size in inputs)
+        self.log.write(f"ioa-check trace serve: judged {len(inputs)} segment"
+                       f"{'s' if len(inputs) != 1 else ''} of the spool ({read} bytes) in "
                        f"{time.monotonic() - started:.1f} s (exit status {status})"
-                       f"{'; runs wait to complete' if self._waiting else ''}\n")
+                       f"{f'; {len(waiting)} runs wait to complete' if waiting else ''}\n")
         self.log.flush()
+        return self.refused is None
+
+    def _settle(self, inputs: list[tuple[Segment, int]]) -> None:
+        """The segments a round judged whole, settled; the active one closed if it was read."""
+        with self._lock:
+            for segment, size in inputs:
+                self._settled[segment] = size
+        if any(segment == self.spool.active for segment, _ in inputs):
+            self.spool.rotate()
+
+    def _retire(self) -> None:
+        """Settled segments quiet for :attr:`retain` seconds, holding no waiting run, removed."""
+        now = self.clock()
+        active = self.spool.active
+        for segment in self.spool.segments():
+            with self._lock:
+                settled = (segment != active
+                           and self._settled.get(segment) == self.spool.segment_size(segment)
+                           and not self._traces.get(segment, set()) & self._waiting
+                           and now - self._appended.get(segment, now) >= self.retain)
+            if not settled:
+                continue
+            self.spool.retire(segment)
+            if segment not in self.spool.segments():
+                self.retired += 1
+                with self._lock:
+                    for known in (self._traces, self._appended, self._settled):
+                        known.pop(segment, None)
 
     def stop(self) -> None:
         """Stop judging: the round in flight has ``shutdown_timeout`` seconds, then is killed
@@ -152,6 +254,45 @@ class Judge:
             except subprocess.TimeoutExpired:
                 process.kill()
         self._thread.join(self.shutdown_timeout + 5)
+
+
+def _waiting(path: str) -> set[str]:
+    """The trace ids a judging round's --waiting-list names (none if it wrote none)."""
+    try:
+        with open(path, "rb") as handle:
+            value = json.loads(handle.read())
+    except (OSError, ValueError):
+        return set()
+    runs = value.get("runs") if isinstance(value, dict) else None
+    return {r for r in runs if isinstance(r, str)} if isinstance(runs, list) else set()
+
+
+def _trace_ids(path: str, size: int) -> set[str]:
+    """The trace ids (hexadecimal) of the spans in a spool segment's first ``size`` bytes."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    found: set[str] = set()
+    try:
+        with open(path, "rb") as handle:
+            while handle.tell() + 4 <= size:
+                length = int.from_bytes(handle.read(4), "big")
+                message = ExportTraceServiceRequest()
+                try:
+                    message.ParseFromString(handle.read(length))
+                except DecodeError:
+                    continue  # the judge says what is wrong with it
+                found |= _message_traces(message)
+    except OSError:
+        pass  # a segment that cannot be read: the judge says so
+    return found
+
+
+def _message_traces(message: Any) -> set[str]:
+    return {span.trace_id.hex() for resource in message.resource_spans
+            for scope in resource.scope_spans for span in scope.spans}
 
 
 class Ingest:
@@ -198,7 +339,10 @@ class Ingest:
                              "judged": judge.rounds if judge else None,
                              "lastJudgeStatus": judge.last_status if judge else None,
                              "judgingFor": _since(judge.round_started if judge else None),
-                             "judgingRefused": judge.refused if judge else None})
+                             "judgingRefused": judge.refused if judge else None,
+                             "segments": len(self.spool.segments()),
+                             "retiredSegments": judge.retired if judge else None,
+                             "lateRuns": judge.late if judge else None})
 
     async def traces(self, request: Request) -> Response:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -233,20 +377,20 @@ class Ingest:
         if decoded is None:
             return _status(media, 413, f"the request body exceeds {self.max_body} bytes once "
                                        "decompressed")
-        message, rejected = decoded
+        message, rejected, traces = decoded
         if len(message) + 4 > self.spool.max_bytes:
             # Never to be kept, however long the client waits: not 503 and Retry-After.
             return _status(media, 413, f"the request is larger than the spool may hold "
                                        f"({self.spool.max_bytes} bytes)")
         if message:
             try:
-                await run_in_threadpool(self.spool.append, message)
+                segment = await run_in_threadpool(self.spool.append, message)
             except SpoolFull as exc:
                 return _status(media, 503, f"{exc}: retry later",
                                {"Retry-After": str(self.retry_after)})
             self.accepted += 1
             if self.judge is not None:
-                self.judge.wake()
+                self.judge.appended(segment, traces)
         return _success(media, rejected)
 
 
@@ -304,7 +448,7 @@ class _Busy(Exception):
 
 
 def _decode(body: bytes, gzipped: bool, media: str,
-            cap: int) -> tuple[bytes, int] | None:
+            cap: int) -> tuple[bytes, int, set[str]] | None:
     """:func:`_parse` of the body, decompressed first if ``gzipped``; None past ``cap``."""
     if gzipped:
         inflated = _gunzip(body, cap)
@@ -335,12 +479,12 @@ def _gunzip(body: bytes, cap: int) -> bytes | None:
             return bytes(out)
 
 
-def _parse(body: bytes, media: str) -> tuple[bytes, int]:
-    """The request as protobuf bytes to spool (empty when it holds no spans) and how many of
-    its spans were rejected; ValueError naming what is wrong. What is spooled is the message
-    serialized again, its unknown fields dropped: the spool's reader takes a message that
-    does not begin with its spans for garbage, and one such request would stop the judging
-    of all after it."""
+def _parse(body: bytes, media: str) -> tuple[bytes, int, set[str]]:
+    """The request as protobuf bytes to spool (empty when it holds no spans), how many of its
+    spans were rejected and the trace ids of those kept; ValueError naming what is wrong.
+    What is spooled is the message serialized again, its unknown fields dropped: the spool's
+    reader takes a message that does not begin with its spans for garbage, and one such
+    request would stop the judging of all after it."""
     from google.protobuf import json_format
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -368,9 +512,10 @@ def _parse(body: bytes, media: str) -> tuple[bytes, int]:
     return _kept(message)
 
 
-def _kept(message: Any) -> tuple[bytes, int]:
+def _kept(message: Any) -> tuple[bytes, int, set[str]]:
     """``message`` without its unknown fields and its spans whose ids are not ids, serialized
-    (empty when no span is left), and how many spans were rejected."""
+    (empty when no span is left), how many spans were rejected, and the trace ids (in
+    hexadecimal) of the spans kept."""
     message.DiscardUnknownFields()
     rejected = 0
     for resource in message.resource_spans:
@@ -381,7 +526,8 @@ def _kept(message: Any) -> tuple[bytes, int]:
             rejected += len(bad)
     spans = any(scope.spans for resource in message.resource_spans
                 for scope in resource.scope_spans)
-    return (bytes(message.SerializeToString()) if spans else b""), rejected
+    return (bytes(message.SerializeToString()) if spans else b""), rejected, _message_traces(
+        message)
 
 
 def _ids_valid(span: Any) -> bool:
@@ -456,13 +602,14 @@ def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX
     return Starlette(routes=routes)
 
 
-def judge_command(spool: Spool, store: str, quiet_period: float,
+def judge_command(store: str, quiet_period: float,
                   declarations: Sequence[str], max_body: int = DEFAULT_MAX_BODY,
                   max_memory: int | None = None) -> list[str]:
-    """The ``ioa-check trace`` command line that judges ``spool`` into ``store``. Its
-    ``--max-line-bytes`` is the largest body the service keeps: a message it acknowledged
-    but the judge would not read would stop the judging of every message after it."""
-    return [sys.executable, "-m", "ioa_semantic", "trace", spool.path, "--store", store,
+    """The ``ioa-check trace`` command line that judges segments of a spool (given after it,
+    by :class:`Judge`) into ``store``. Its ``--max-line-bytes`` is the largest body the
+    service keeps: a message it acknowledged but the judge would not read would stop the
+    judging of every message after it."""
+    return [sys.executable, "-m", "ioa_semantic", "trace", "--store", store,
             "--complete-only", "--quiet-period", repr(quiet_period), "--no-shapes",
             "--max-line-bytes", str(max_body), "--format", "json", *declarations,
             *(["--max-memory", str(max_memory)] if max_memory is not None else [])]

@@ -22,6 +22,15 @@ consumed is cut.
 A folder is a spool when it holds :data:`MARK`; a folder that exists, holds other files and
 no mark is someone's, and is refused (nothing is written to it). The mark and the spans file
 must be regular files, not symbolic links: a FIFO would hold the start forever.
+
+The spans are kept in segments: ``spans.binpb``, then ``spans.1.binpb``, ``spans.2.binpb``
+and so on, appended to the last (the active one) only. The service starts a new segment
+(:meth:`Spool.rotate`) once what it holds was judged, and removes a judged segment
+(:meth:`Spool.retire`) once its runs are in the store and the late spans it waits for can no
+longer come: so a feed that runs for days reads, each round, what arrived since the last
+round and not its whole history, and its spool does not fill. A segment's name is never used
+twice (the active one, the highest, is never removed): the store's cursor knows each by its
+path, and a new file under a consumed name would read as that file rewritten.
 """
 
 from __future__ import annotations
@@ -29,13 +38,15 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import stat
 import threading
-from typing import IO
+from typing import IO, NamedTuple
 
 from .._exceptions import ConfigurationError, IoaSemanticError
 
-SPANS = "spans.binpb"
+SPANS = "spans.binpb"  # the first segment; the n-th after it is spans.<n>.binpb
+_SEGMENT = re.compile(r"spans\.([1-9][0-9]{0,17})\.binpb")
 MARK = "ioa-check-trace-spool.json"
 SPOOL_VERSION = 1
 DEFAULT_MAX_BYTES = 1 << 30
@@ -50,35 +61,48 @@ class SpoolFull(IoaSemanticError):
     refused the write): the request is not acknowledged (the client retries later)."""
 
 
+class Segment(NamedTuple):
+    """One file of the spool: its number (0 for :data:`SPANS`) and path."""
+
+    number: int
+    path: str
+
+
+def segment_name(number: int) -> str:
+    return SPANS if number == 0 else f"spans.{number}.binpb"
+
+
 class Spool:
-    """The spool in ``folder`` (made if absent), at most ``max_bytes`` of spans."""
+    """The spool in ``folder`` (made if absent), at most ``max_bytes`` of spans in all its
+    segments."""
 
     def __init__(self, folder: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.folder = folder
         self.max_bytes = max_bytes
-        self.path = os.path.join(folder, SPANS)
         self._lock = threading.Lock()
         _claim(folder)
-        try:
-            # O_NONBLOCK: a FIFO put there is refused below rather than waited on.
-            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                               | os.O_NONBLOCK, 0o600)
-        except OSError as exc:
-            raise SpoolError(f"spool {folder}: {SPANS} cannot be opened: {exc.strerror}") from None
-        try:
-            if not stat.S_ISREG(os.fstat(self._fd).st_mode):
-                raise SpoolError(f"spool {folder}: {SPANS} is not a regular file")
-            _cut_torn_tail(self._fd)
-        except OSError as exc:
-            os.close(self._fd)
-            raise SpoolError(f"spool {folder}: {SPANS} cannot be read: {exc.strerror}") from None
-        except SpoolError:
-            os.close(self._fd)
-            raise
+        found = _segments(folder)
+        # The bytes of the closed segments (the active one's is its file's size).
+        self._closed: dict[Segment, int] = {}
+        for segment in found[:-1]:
+            self._closed[segment] = _regular_size(folder, segment.path)
+        self.active = found[-1] if found else Segment(0, os.path.join(folder, SPANS))
+        self._fd = _open_segment(folder, self.active.path)
 
-    def append(self, message: bytes) -> None:
-        """``message`` (a serialized ``ExportTraceServiceRequest``) on disk, synced; raises
-        :class:`SpoolFull` when it would take the spool past its bound."""
+    @property
+    def path(self) -> str:
+        """The active segment's path."""
+        return self.active.path
+
+    def segments(self) -> list[Segment]:
+        """Every segment, oldest first, the active one last."""
+        with self._lock:
+            return [*sorted(self._closed), self.active]
+
+    def append(self, message: bytes) -> Segment:
+        """``message`` (a serialized ``ExportTraceServiceRequest``) on disk, synced, in the
+        segment returned; raises :class:`SpoolFull` when it would take the spool past its
+        bound."""
         framed = len(message).to_bytes(4, "big") + message
         with self._lock:
             if self._fd < 0:
@@ -86,7 +110,7 @@ class Spool:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
                 size = os.fstat(self._fd).st_size
-                if size + len(framed) > self.max_bytes:
+                if sum(self._closed.values()) + size + len(framed) > self.max_bytes:
                     raise SpoolFull(f"the spool holds {self.max_bytes} bytes of spans already")
                 try:
                     view = memoryview(framed)
@@ -99,11 +123,52 @@ class Spool:
                     raise SpoolFull(f"the spool cannot be written: {exc.strerror}") from None
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
+            return self.active
 
     def size(self) -> int:
-        """The spool's bytes (0 once closed)."""
-        fd = self._fd
-        return os.fstat(fd).st_size if fd >= 0 else 0
+        """The spool's bytes, all segments (0 once closed)."""
+        with self._lock:
+            fd = self._fd
+            return sum(self._closed.values()) + os.fstat(fd).st_size if fd >= 0 else 0
+
+    def segment_size(self, segment: Segment) -> int:
+        """The bytes of ``segment`` (0 for one removed)."""
+        with self._lock:
+            if segment == self.active:
+                return os.fstat(self._fd).st_size if self._fd >= 0 else 0
+            return self._closed.get(segment, 0)
+
+    def rotate(self) -> Segment | None:
+        """Close the active segment and start the next, unless the active one is empty; the
+        segment closed, or None."""
+        with self._lock:
+            if self._fd < 0 or os.fstat(self._fd).st_size == 0:
+                return None
+            closed = self.active
+            following = Segment(closed.number + 1,
+                                os.path.join(self.folder, segment_name(closed.number + 1)))
+            try:
+                fd = _open_segment(self.folder, following.path, new=True)
+            except SpoolError:
+                return None  # the disk refuses a new file now: appends go on where they were
+            self._closed[closed] = os.fstat(self._fd).st_size
+            os.close(self._fd)
+            self._fd, self.active = fd, following
+            return closed
+
+    def retire(self, segment: Segment) -> None:
+        """Remove the closed ``segment`` (its runs are in the store). The active segment is
+        never removed."""
+        with self._lock:
+            if segment == self.active or segment not in self._closed:
+                return
+            try:
+                os.unlink(segment.path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                return  # kept, and counted, until a later round can remove it
+            del self._closed[segment]
 
     def close(self) -> None:
         """Closed once no append is writing (one cut off at shutdown may still be, in its
@@ -112,6 +177,52 @@ class Spool:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+
+
+def _segments(folder: str) -> list[Segment]:
+    """The segments in ``folder``, oldest first."""
+    found = []
+    for name in os.listdir(folder):
+        match = _SEGMENT.fullmatch(name)
+        if match is not None or name == SPANS:
+            found.append(Segment(int(match.group(1)) if match else 0, os.path.join(folder, name)))
+    return sorted(found)
+
+
+def _regular_size(folder: str, path: str) -> int:
+    """The size of a closed segment, which must be a regular file (not a link, not a FIFO)."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise SpoolError(f"spool {folder}: {os.path.basename(path)} cannot be read: "
+                         f"{exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SpoolError(f"spool {folder}: {os.path.basename(path)} is not a regular file")
+    return info.st_size
+
+
+def _open_segment(folder: str, path: str, new: bool = False) -> int:
+    """The active segment opened for appending (made if absent; ``new``: it must not exist),
+    a torn frame at its end cut off."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        # O_NONBLOCK: a FIFO put there is refused below rather than waited on.
+        fd = os.open(path, flags | (os.O_EXCL if new else 0), 0o600)
+    except OSError as exc:
+        raise SpoolError(f"spool {folder}: {os.path.basename(path)} cannot be opened: "
+                         f"{exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SpoolError(f"spool {folder}: {os.path.basename(path)} is not a regular file")
+        _cut_torn_tail(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise SpoolError(f"spool {folder}: {os.path.basename(path)} cannot be read: "
+                         f"{exc.strerror}") from None
+    except SpoolError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _claim(folder: str) -> None:

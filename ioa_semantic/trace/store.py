@@ -85,6 +85,7 @@ from .state import Cursor
 
 # Re-exported: callers name them as the store's, wherever they are defined.
 from .store_errors import QueryRefused
+from .store_errors import RunsNarrowed as RunsNarrowed
 from .store_errors import StoreError as StoreError
 from .store_errors import StoreKeyError as StoreKeyError
 from .store_errors import StoreUnavailable as StoreUnavailable
@@ -1395,12 +1396,12 @@ class Feed:
                 narrowed.append(names[index] if names else run.ident)
         self.store.finish()
         if narrowed:
-            raise StoreError(
+            raise RunsNarrowed(
                 f"{self.store.path} already holds run{'s' if len(narrowed) > 1 else ''} "
                 f"{', '.join(narrowed)} with calls these inputs do not have (a trace whose "
                 "spans are in several files, fed one file at a time, or another run under the "
                 "same id): not recorded, so that nothing stored is lost; feed every input of "
-                "the run in one invocation (the other runs were recorded)")
+                "the run in one invocation (the other runs were recorded)", narrowed)
         return written
 
 

@@ -12,6 +12,17 @@ class StoreError(ConfigurationError):
     (exit status 2)."""
 
 
+class RunsNarrowed(StoreError):
+    """Runs not recorded because each would replace a stored run and lose some of its calls
+    (``runs``: their names); the others were recorded. Under ``--complete-only`` (a live
+    feed) they are spans that came after their run was judged and its spans had left the
+    spool: told, not an error."""
+
+    def __init__(self, message: str, runs: list[str]) -> None:
+        super().__init__(message)
+        self.runs = runs
+
+
 class StoreUnavailable(IoaSemanticError):
     """The store cannot be opened or written: another process holds it, the folder is not
     writable, the disk is full (exit status 74, the environment's)."""
