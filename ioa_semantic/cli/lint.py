@@ -8,12 +8,11 @@ it and why."""
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
-from collections.abc import Iterable
 
 from .._exceptions import ConfigurationError, ProfileError
+from .._nearest import did_you_mean
 from .._status import ExitStatus
 from ..data import SHAPES_SUFFIX
 from ..pipeline.decision import provenance_problem
@@ -120,11 +119,6 @@ def _explain(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return ExitStatus.COMPATIBLE
 
 
-def _did_you_mean(word: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, sorted(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _condition_problems(artifact: Artifact, profile: Profile) -> list[str]:
     """What a check under ``profile`` will say of the artifact's rule conditions, said before
     a receiver meets it (7.2: a rule's parameter and unit conditions must be defined for its
@@ -136,8 +130,7 @@ def _condition_problems(artifact: Artifact, profile: Profile) -> list[str]:
         for name, lexical, unit in rule.conditions:
             where = f"mappingRules/{index}/conditions/{name}"
             if name not in profile.known_parameters:
-                nearest = difflib.get_close_matches(name, sorted(profile.known_parameters), n=1)
-                hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
+                hint = did_you_mean(name, profile.known_parameters)
                 found.append(f"alignment.condition-unevaluable: {where}: the profile "
                              f"{profile.id} declares no parameter {name!r}{hint}")
                 continue
@@ -159,8 +152,8 @@ def _did_you_mean_member(member: str) -> str:
     """The defined member an unknown one resembles, among the members of its place (the
     artifact's top level, or a mapping rule's for ``mappingRules/N/name``)."""
     if member.startswith("mappingRules/"):
-        return _did_you_mean(member.rsplit("/", 1)[-1], rule_members())
-    return _did_you_mean(member, artifact_members())
+        return did_you_mean(member.rsplit("/", 1)[-1], rule_members())
+    return did_you_mean(member, artifact_members())
 
 
 def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:

@@ -13,9 +13,10 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
+from .._nearest import nearest
 from .._runtime import quick_exit
 from .._status import ExitStatus
 from .._version import __version__
@@ -42,16 +43,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     which is all that parsing a command line needs (building the others' options would be
     most of a cold check's parsing, for nothing)."""
     parser = _Parser(prog="ioa-check", description=check.DESCRIPTION,
-                     epilog="ioa-check COMMAND --help describes each command. " + check.EPILOG)
+                     epilog="ioa-check COMMAND --help describes each command. Without a "
+                            "COMMAND, the words are check's: ioa-check ENVELOPE... --profile "
+                            "NAME|PATH, or ioa-check --list for the shipped profiles and "
+                            "alignment artifacts (ioa-check check --help has every option). "
+                            + check.EPILOG)
     parser.add_argument("--version", action="version", version=f"ioa-check {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module in COMMANDS.items():
         if command is not None and name != command:
             continue
+        # check is also what ioa-check runs without a command; its usage names it all the
+        # same, as the command whose options the line is read by.
         sub = commands.add_parser(name, help=_SUMMARIES[name], description=module.DESCRIPTION,
-                                  epilog=module.EPILOG,
-                                  # check is what ioa-check runs without a command
-                                  prog="ioa-check" if name == "check" else f"ioa-check {name}")
+                                  epilog=module.EPILOG, prog=f"ioa-check {name}")
         module.add_arguments(sub)
         sub.set_defaults(run=module.run, parser=sub)
     return parser
@@ -64,11 +69,34 @@ def run(argv: Sequence[str]) -> int:
         return trace_history.run(argv[1:])  # trace query, trace reaudit: a store's history
     if argv[:1] == ["trace"] and trace_serve.wants(argv[1:]):
         return trace_serve.run(argv[1:])  # trace serve: OTLP/HTTP ingestion
+    if argv[:1] == ["trace"] and len(argv) > 1:
+        _refuse_mistyped(argv[1], (*trace_history.SUBCOMMANDS, "serve"), "trace")
     if not argv or (argv[0] not in COMMANDS and argv[0] not in _TOP_LEVEL):
+        _refuse_mistyped(argv[0] if argv else "", COMMANDS, None)
         argv.insert(0, "check")
     opts = build_parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
     runner: Callable[[argparse.Namespace, argparse.ArgumentParser], int] = opts.run
     return runner(opts, opts.parser)
+
+
+def _refuse_mistyped(word: str, commands: Iterable[str], within: str | None) -> None:
+    """A usage error when ``word`` looks like a mistyped command (of ``within``'s
+    subcommands, or the top level's): a bare word that names no file but resembles a command.
+    Anything else stays the envelope (or trace) it is taken for, as before: a path, a file
+    that exists, an option, or a word like no command."""
+    if (not word or word.startswith("-") or "/" in word or os.sep in word or "." in word
+            or os.path.lexists(word)):
+        return
+    close = nearest(word, commands)
+    if close is None:
+        return
+    parser = build_parser(within)
+    if within is not None:  # the usage of the command whose subcommand was mistyped
+        (subcommands,) = [action for action in parser._actions
+                          if isinstance(action, argparse._SubParsersAction)]
+        parser = subcommands.choices[within]
+    what = f"a subcommand of {within}" if within else "a command"
+    parser.error(f"{word!r} is neither {what} nor a file (did you mean {close!r}?)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

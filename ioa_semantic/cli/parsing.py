@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._files import NotOurs, claim, write_file
+from .._nearest import did_you_mean
 from .._runtime import terminal_columns
 from .._status import ExitStatus
 from ..pipeline.intake import Limits
@@ -33,6 +34,15 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
+    """A parser that refuses with the usage status, and refuses what a command does not
+    take with that command's own usage and the option or choice it resembles.
+
+    argparse hands what a subcommand does not recognise back to the top-level parser, which
+    says "unrecognized arguments" under its own usage (``ioa-check [-h] [--version] COMMAND
+    ...``), naming none of the options that were meant. Here a command's parser (one without
+    subcommands of its own) says it itself, and says it before anything else: argparse would
+    first complain of a required option that the mistyped one was meant to be."""
+
     def __init__(self, *args: Any, **options: Any) -> None:
         options.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **options)
@@ -40,6 +50,48 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None,
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        command = not any(isinstance(action, argparse._SubParsersAction)
+                          for action in self._actions)
+        if command:
+            unknown = self._unknown_options(sys.argv[1:] if args is None else args)
+            if unknown:
+                self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        opts, extras = super().parse_known_args(args, namespace)
+        if command and extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return opts, extras
+
+    def _unknown_options(self, words: Sequence[str]) -> list[str]:
+        """The long options among ``words`` that this parser does not take (neither by name
+        nor as an abbreviation argparse accepts), each with the option it resembles."""
+        options = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        unknown = []
+        for word in words:
+            if word == "--":
+                break  # what follows is positional, whatever it looks like
+            # argparse takes a word with a space for a value, never for an option.
+            if not word.startswith("--") or " " in word:
+                continue
+            flag = word.partition("=")[0]
+            if flag in options or (self.allow_abbrev and any(o.startswith(flag) for o in options)):
+                continue
+            unknown.append(flag + did_you_mean(flag, options))
+        return unknown
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's refusal of a value outside an option's choices, with the choice it
+        resembles."""
+        if (action.choices is not None and isinstance(value, str)
+                and value not in action.choices):
+            choices = ", ".join(map(repr, action.choices))
+            hint = did_you_mean(value, [str(choice) for choice in action.choices])
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}{hint} (choose from {choices})")
+        super()._check_value(action, value)
 
 
 def _instant(value: str) -> datetime:

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
+from .._nearest import did_you_mean
 from .._status import ExitStatus
 from .parsing import _instant, _parameter, _Parser, _positive
 from .trace import extra_missing
@@ -164,7 +165,8 @@ def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         query = shipped[opts.name]
         text, required, runs = query.text, query.parameters, query.runs
     else:
-        raise QueryError(f"no shipped query {opts.name!r}; the shipped ones: "
+        raise QueryError(f"no shipped query {opts.name!r}"
+                         f"{did_you_mean(opts.name, shipped)}; the shipped ones: "
                          + ", ".join(shipped))
     given = dict(opts.param)
     if len(given) != len(opts.param):

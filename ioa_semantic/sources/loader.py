@@ -27,6 +27,7 @@ from .. import data as _resources
 from .._exceptions import ArtifactError, ProfileError, RetrievalError
 from .._instants import instant
 from .._iri import bidi_defect, is_absolute_iri, shown_iri
+from .._nearest import did_you_mean
 from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 from ..pipeline.intake import number_text, parse
 from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
@@ -222,7 +223,15 @@ def resolve_profile(name_or_path: str, retriever: "Retriever | None" = None) -> 
     installed = ", ".join(shipped) or "none"
     raise ProfileError(
         f"unknown profile {name_or_path!r}: not an installed profile (installed: {installed}) "
-        "and not a readable profile file")
+        f"and not a readable profile file{_mistyped(name_or_path, shipped)}")
+
+
+def _mistyped(given: str, shipped: Mapping[str, str]) -> str:
+    """The shipped name that ``given`` resembles, as words to append to its refusal; none for
+    a path (a folder in it): a missing file is not a misspelt name."""
+    if os.sep in given or "/" in given:
+        return ""
+    return did_you_mean(given, shipped)
 
 
 def _read_file(path: str, error: type[Exception]) -> bytes:
@@ -711,7 +720,7 @@ def resolve_artifact(name_or_path: str) -> tuple[str, bytes]:
                 _resources.read_bytes("alignments", shipped[name_or_path]))
     raise ArtifactError(
         f"unknown alignment artifact {name_or_path!r}: no such file and not a shipped artifact "
-        f"(shipped: {', '.join(shipped) or 'none'})")
+        f"(shipped: {', '.join(shipped) or 'none'}){_mistyped(name_or_path, shipped)}")
 
 
 def read_artifact(data: bytes, origin: str, index: int) -> Artifact:

@@ -13,7 +13,6 @@ and ``ioa-check lint`` prints them.
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
-import difflib
 import re
 from collections.abc import Iterable
 from functools import cache
@@ -23,6 +22,7 @@ import pyoxigraph
 
 from .. import data as _resources
 from .._iri import is_absolute_iri
+from .._nearest import did_you_mean
 from .._vocab import IOP, RDF_TYPE, RDFS
 from .parameters import COMPARISONS, DATATYPES
 
@@ -54,8 +54,7 @@ def known_terms() -> frozenset[str]:
 
 
 def _nearest(local: str) -> str:
-    close = difflib.get_close_matches(local, sorted(known_terms()), n=1, cutoff=0.6)
-    return f" (did you mean iop:{close[0]}?)" if close else ""
+    return did_you_mean(local, known_terms(), lambda term: f"iop:{term}")
 
 
 class _Lines:
