@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -31,6 +32,7 @@ import pyoxigraph
 import trace_runs
 from test_trace import GOLDEN, MANIFESTS, MAS_LAB, TRACES
 
+from ioa_semantic.trace.history import iso_instant
 from ioa_semantic.trace.privacy import Private
 from ioa_semantic.trace.store import HOLD_ENV, KEY_FILE, KILL_AFTER_ENV
 
@@ -610,3 +612,23 @@ def test_each_shipped_query_against_an_independent_computation(tmp_path: Path,
     assert table.splitlines()[0].split() == ["runId", "start", "result", "verdicts", "auditedAt",
                                              "judgedBy"]
     assert table.splitlines()[-1] == "(40 rows)"
+    # For people, the runs' starts (Unix seconds in the store, and in JSON) as ISO-8601.
+    starts = [json.loads(line)["start"] for line in ioa(
+        ["trace", "query", store, "runs"], tmp_path).stdout.decode().splitlines()]
+    shown = [line.split()[1] for line in table.splitlines()[2:-1]]
+    assert shown == [iso_instant(start) for start in starts]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", s) for s in shown)
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("1784619197.114939", "2026-07-21T07:33:17.114939Z"),
+    ("1784619197", "2026-07-21T07:33:17Z"),
+    ("1784619197.500", "2026-07-21T07:33:17.5Z"),
+    (1784619197, "2026-07-21T07:33:17Z"),
+    ("-0.25", "1969-12-31T23:59:59.75Z"),
+    ("0.000000001", "1970-01-01T00:00:00.000000001Z"),
+    ("abc", None), ("NaN", None), ("Infinity", None), ("1e400", None), (True, None), (None, None),
+])
+def test_unix_seconds_are_shown_as_iso_8601(value: Any, shown: str | None) -> None:
+    """Every digit the trace wrote is kept; what is no time is shown as it is."""
+    assert iso_instant(value) == shown

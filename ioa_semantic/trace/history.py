@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import pyoxigraph as ox
@@ -60,6 +60,9 @@ PREFIX = "trace_history_"
 _PARAMETER = re.compile(r"^#param\s+([A-Za-z_][A-Za-z0-9_]*)(?::([a-z]+))?\s*(.*)$",
                         re.MULTILINE)
 KINDS = ("run",)
+# "#time NAME...": the variables whose values are Unix seconds (as the traces write times),
+# shown to people as ISO-8601 (``trace query --format table``).
+_TIMES = re.compile(r"^#time((?:\s+[A-Za-z_][A-Za-z0-9_]*)+)\s*$", re.MULTILINE)
 # A run's reference in a private store (Disclosure's "run-" and 20 hex digits).
 _RUN_REFERENCE = re.compile(r"run-[0-9a-f]{20}")
 
@@ -75,6 +78,34 @@ class NamedQuery(NamedTuple):
     parameters: dict[str, str]  # name -> what it is
     text: str
     runs: frozenset[str]  # the parameters that are run ids
+    times: frozenset[str] = frozenset()  # the variables that are Unix seconds
+
+
+def times(text: str) -> frozenset[str]:
+    """The variables ``text`` declares as Unix seconds (``#time NAME...``)."""
+    return frozenset(name for match in _TIMES.finditer(text) for name in match.group(1).split())
+
+
+def iso_instant(value: Any) -> str | None:
+    """Unix seconds (decimal text, as the traces write them, or a number) as ISO-8601 in UTC,
+    its fraction kept to the digits given; None when ``value`` is no such time."""
+    from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        exact = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    if not exact.is_finite():
+        return None
+    seconds = int(exact.to_integral_value(rounding=ROUND_FLOOR))
+    try:
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    fraction = format(exact - seconds, "f").partition(".")[2].rstrip("0")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
 
 
 def parameters(text: str) -> dict[str, str]:
@@ -126,12 +157,13 @@ def named_queries() -> dict[str, NamedQuery]:
         text = data.query(stem)
         comments = []
         for line in text.splitlines():
-            if not line.startswith("#") or line.startswith("#param"):
+            if not line.startswith("#") or line.startswith(("#param", "#time")):
                 break
             comments.append(line.lstrip("# ").strip())
         summary = _first_clause(" ".join(comments))
         name = stem.removeprefix(PREFIX)
-        out[name] = NamedQuery(name, summary, parameters(text), text, run_parameters(text))
+        out[name] = NamedQuery(name, summary, parameters(text), text, run_parameters(text),
+                               times(text))
     return out
 
 
