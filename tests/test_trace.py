@@ -251,7 +251,7 @@ def test_the_smaller_samples_build_graphs_the_shapes_accept_apart_from_quirks(sa
     declarations = Declarations(None, None, None)
     report = check(build_graph(run, declarations, Disclosure()))
     assert report.filtered["trajectory"] > 0 and report.filtered["semantic-groups"] == 1
-    violations = [f for f in report.findings if "(SHACL Violation)" in f.message]
+    violations = [f for f in report.findings if "(SHACL Violation: " in f.message]
     unrecorded = [c for c in run.calls if c.cls == "llm" and c.target is None]
     if not unrecorded:
         assert violations == []

@@ -153,9 +153,10 @@ def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
         if shapes is not None:
             filtered = ", ".join(f"{k} {v}" for k, v in shapes.filtered.items() if v) or "none"
             quiet = [r for r in shapes.findings if r.severity is Severity.INFO]
-            console.print(f"  [dim]shapes: {shapes.results} results; filtered as known quirks: "
-                          f"{filtered}; {len(quiet)} rules of SHACL Warning or Info severity "
-                          "broken (listed by --format json)[/]")
+            console.print(f"  [dim]shapes: {shapes.results} results; not counted, as no graph "
+                          f"built from traces can meet their rules: {filtered}; {len(quiet)} "
+                          "rules of SHACL Warning or Info severity broken (listed by --format "
+                          "json)[/]")
             for reason in shapes.findings:
                 if reason.severity is not Severity.INFO:
                     console.print(f"    {_MARK[reason.severity]} {escape(reason.code)}: "

@@ -487,12 +487,16 @@ def check(graph: Graph, trajectory: bool = False) -> ShapeReport:
         findings.append(finding(
             "trace.shape",
             f"{count} mas:{cls} node{'s' if count > 1 else ''} {_verb(what, count)} mas:{local} "
-            f"(SHACL {severity}); for example {foci[0]}",
+            f"(SHACL {severity}{_WEIGHT.get(severity, '')}); for example {foci[0]}",
             foci[0], severity=Severity.WARNING if severity == "Violation" else Severity.INFO))
     return ShapeReport(len(distinct), filtered, tuple(findings))
 
 
 _RANK = {"Violation": 0, "Warning": 1, "Info": 2}
+# What a shape's severity means here, in the finding's words: the shapes describe the graph,
+# and no result of theirs decides a verdict (the audit does), so a Violation is reported as a
+# warning, said plainly.
+_WEIGHT = {"Violation": ": the ontology requires it; reported, it decides no verdict"}
 
 
 def _session_ends(graph: Graph) -> set[str]:
