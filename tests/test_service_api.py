@@ -323,6 +323,34 @@ def test_a_head_that_never_arrives_is_a_408_problem(tmp_path: Path) -> None:
     problem_of(answer, 408, "late-request")
 
 
+def test_audits_past_their_number_or_their_time_are_503_problems(tmp_path: Path) -> None:
+    """One audit at once, its body held open (a line begun, never ended): another audit is
+    refused (busy); the held one, having written nothing by --audit-timeout, is refused
+    (audit-timed-out)."""
+    with Service(["--profile", "cs-translation", "--audits", "1", "--audit-timeout", "2"],
+                 tmp_path, tmp_path / "stderr.log") as service:
+        host, port = service.url.removeprefix("http://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=HANG) as held, \
+                httpx.Client(timeout=HANG) as client:
+            held.sendall(b"POST /v1/audit HTTP/1.1\r\nHost: a\r\nContent-Type: "
+                         b"application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"5\r\n{\"a\":\r\n")
+            # The held audit is counted once its head is read: until then another one runs.
+            for _ in range(200):
+                other = client.post(f"{service.url}/v1/audit", content=b"{}\n",
+                                    headers={"Content-Type": "application/x-ndjson"})
+                if other.status_code == 503:
+                    break
+            assert "1 audit(s) at once" in problem_of(other, 503, "busy")["detail"]
+            assert other.headers["retry-after"] == "5"
+            answer = b""
+            while chunk := held.recv(65536):
+                answer += chunk
+                if answer.endswith(b"}\n"):
+                    break
+    assert "time bound of 2 s" in problem_of(answer, 503, "audit-timed-out")["detail"]
+
+
 def test_a_bug_is_a_500_problem_and_a_stop_a_503_problem() -> None:
     """What the handlers let escape: a bug (its trace on stderr, not in the answer), and the
     cancellation uvicorn makes of what runs past --shutdown-timeout."""
