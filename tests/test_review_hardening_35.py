@@ -357,7 +357,7 @@ def test_a_worker_killed_from_outside_is_answered_503_or_replaced_never_500(
     from concurrent.futures import ThreadPoolExecutor
 
     import httpx
-    from test_service import HANG, Service, check
+    from test_service import HANG, Service, check, problem_of
     from test_service_hardening import (
         HOSTILE,
         NO_SHAPE_BOUND,
@@ -392,7 +392,7 @@ def test_a_worker_killed_from_outside_is_answered_503_or_replaced_never_500(
         os.kill(busy, signal.SIGKILL)
         stopped = hostile.result(HANG)
         assert stopped.status_code == 503 and stopped.headers["retry-after"] == "1"
-        assert "could not be finished" in stopped.json()["error"]
+        assert "could not be finished" in problem_of(stopped, 503, "check-lost")["detail"]
         for _ in range(10):  # a fresh worker starts within the check's bound (see the module)
             ordinary = check(client, service.url, contract(), ORDINARY)
             if ordinary.status_code == 200:

@@ -107,6 +107,32 @@ def check(client: httpx.Client, base: str, body: bytes, params: list[tuple[str, 
                        headers={"Content-Type": content_type}, timeout=HANG)
 
 
+def problem_of(answer: httpx.Response | bytes, status: int, name: str) -> dict[str, Any]:
+    """The answer's problem details (RFC 9457), held to the service's problem type ``name``
+    (``""``: about:blank) and to the schema the OpenAPI document gives them: the media type,
+    ``type``, ``title``, ``status``, a ``detail``, and ``error``, the same as ``detail`` (the
+    member error answers had before). ``answer`` is a response, or the raw bytes of one."""
+    import jsonschema
+
+    from ioa_semantic.service import problems
+
+    if isinstance(answer, bytes):
+        head, _, content = answer.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        got = int(lines[0].split()[1])
+        fields = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+        media = fields.get("content-type", "")
+    else:
+        got, media, content = answer.status_code, answer.headers["content-type"], answer.content
+    assert (got, media) == (status, "application/problem+json"), (got, media, content[:300])
+    body: dict[str, Any] = json.loads(content)
+    jsonschema.validate(body, problems.schema())
+    kind = problems.PROBLEMS[name or str(status)]
+    assert (body["type"], body["title"], body["status"]) == (kind.uri, kind.title, status), body
+    assert body["detail"].strip() and body["error"] == body["detail"], body
+    return body
+
+
 def dumps(document: Any) -> bytes:
     return json.dumps(document).encode()
 
@@ -252,7 +278,7 @@ def test_an_audit_with_a_bad_line_and_a_conflict_is_the_clis(plain: Service,
 # --- HTTP-level faults ------------------------------------------------------------------------
 
 
-def test_faults_are_4xx_with_a_json_error(plain: Service) -> None:
+def test_faults_are_4xx_problem_details(plain: Service) -> None:
     body = dumps(envelope_62())
     with httpx.Client(base_url=plain.url, timeout=HANG) as client:
         faults = {
@@ -275,18 +301,26 @@ def test_faults_are_4xx_with_a_json_error(plain: Service) -> None:
             "no such route": client.get("/v2/check"),
             "method": client.get("/v1/check"),
         }
-    statuses = {name: response.status_code for name, response in faults.items()}
-    assert statuses == {
-        "unsupported media type": 415, "no media type": 415, "compressed": 415,
-        "unknown query parameter": 400,
-        "param not KEY=VALUE": 400, "param with an empty key": 400, "param key twice": 400,
-        "at without an offset": 400, "at not a time": 400, "at twice": 400,
-        "over the body limit": 413, "audit media type": 415, "audit query": 400,
-        "no such route": 404, "method": 405}
-    for name, response in faults.items():
-        assert response.headers["content-type"] == "application/json", name
-        error = response.json()
-        assert set(error) == {"error"} and error["error"].strip(), (name, error)
+    expected = {
+        "unsupported media type": (415, "unsupported-media-type"),
+        "no media type": (415, "unsupported-media-type"),
+        "compressed": (415, "unsupported-content-coding"),
+        "unknown query parameter": (400, "bad-query"),
+        "param not KEY=VALUE": (400, "bad-query"), "param with an empty key": (400, "bad-query"),
+        "param key twice": (400, "bad-query"), "at without an offset": (400, "bad-query"),
+        "at not a time": (400, "bad-query"), "at twice": (400, "bad-query"),
+        "over the body limit": (413, "body-too-large"),
+        "audit media type": (415, "unsupported-media-type"), "audit query": (400, "bad-query"),
+        "no such route": (404, ""), "method": (405, "")}
+    assert set(faults) == set(expected)
+    problems = {name: problem_of(faults[name], *expected[name]) for name in faults}
+    # Members a client acts on: the limit, the media types taken, the methods allowed.
+    assert problems["over the body limit"]["maxBytes"] == 4 * 1024 * 1024
+    assert problems["unsupported media type"]["accepted"] == ["application/ld+json",
+                                                              "application/json"]
+    assert problems["audit media type"]["accepted"] == [
+        "application/x-ndjson", "application/jsonl", "application/json-lines"]
+    assert faults["method"].headers["allow"] == "POST"
     # The command line's own sentences, for the values it refuses the same way.
     assert faults["param not KEY=VALUE"].json()["error"].endswith("'sourceLang' is not KEY=VALUE")
     assert "has no UTC offset" in faults["at without an offset"].json()["error"]
@@ -328,7 +362,7 @@ def test_a_chunked_body_over_the_limit_is_refused_before_it_ends(plain: Service)
     sock, answer = _raw_request(plain.url, head, body)  # no last chunk: the body never ends
     sock.close()
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
-    assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]
+    assert problem_of(answer, 413, "body-too-large")["maxBytes"] == 4 * 1024 * 1024
 
 
 # --- a slow check among many ------------------------------------------------------------------
@@ -425,7 +459,7 @@ def test_a_check_past_the_time_bound_is_503_and_the_server_goes_on(tmp_path: Pat
         response = check(client, service.url, gate.envelope(), [("at", AT)])
         assert response.status_code == 503
         assert response.headers["retry-after"] == "1"
-        assert "time bound of 1 s" in response.json()["error"]
+        assert "time bound of 1 s" in problem_of(response, 503, "check-timed-out")["detail"]
         gate.opened.set()  # its worker was killed: the fetch it made is left unread
         assert check(client, service.url, dumps(envelope_62()), [("at", AT)]).json()[
             "verdict"] == "compatible"
@@ -439,6 +473,7 @@ def test_a_body_that_does_not_arrive_in_time_is_408(tmp_path: Path) -> None:
         sock, answer = _raw_request(service.url, head, b"{")
         sock.close()
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    problem_of(answer, 408, "late-request")
 
 
 def test_an_audit_body_over_its_limit_is_413(tmp_path: Path) -> None:
@@ -457,7 +492,8 @@ def test_an_audit_body_over_its_limit_is_413(tmp_path: Path) -> None:
         within = client.post(f"{service.url}/v1/audit", content=line * 10,
                              headers={"Content-Type": "application/x-ndjson"})
     assert (declared.status_code, streamed.status_code, within.status_code) == (413, 413, 200)
-    assert declared.json()["error"] == streamed.json()["error"]
+    assert problem_of(declared, 413, "body-too-large") == problem_of(streamed, 413,
+                                                                     "body-too-large")
 
 
 # --- shutdown and the access log --------------------------------------------------------------
@@ -555,6 +591,11 @@ def _routes() -> set[tuple[str, str]]:
             for method in route.methods or () if method != "HEAD"}
 
 
+def concrete(path: str) -> str:
+    """A path of the document with its parameters given (an asset of the API page)."""
+    return path.format(asset="api.js")
+
+
 def test_the_openapi_document_is_what_the_server_does(plain: Service) -> None:
     import jsonschema
 
@@ -570,7 +611,7 @@ def test_the_openapi_document_is_what_the_server_does(plain: Service) -> None:
         def call(path: str, method: str, params: Any = None, content: bytes | None = None,
                  media: str | None = None) -> httpx.Response:
             headers = {"Content-Type": media} if media else {}
-            response = client.request(method, path, params=params, content=content,
+            response = client.request(method, concrete(path), params=params, content=content,
                                       headers=headers)
             if (path, method) in observed:
                 observed[(path, method)].add(response.status_code)
@@ -584,20 +625,20 @@ def test_the_openapi_document_is_what_the_server_does(plain: Service) -> None:
             assert call(path, method, content=content, media=media).status_code == 200
             assert call(path, method, {"unknown": "1"}, content, media).status_code == 400
             # A header that takes one value, given twice (here From: RFC 9110 10.1.2).
-            twice = client.request(method, path, content=content, headers=[
+            twice = client.request(method, concrete(path), content=content, headers=[
                 *([("Content-Type", media)] if media else []), ("From", "a@example.org"),
                 ("From", "b@example.org")])
-            assert twice.status_code == 400 and "from" in twice.json()["error"]
+            assert "from" in problem_of(twice, 400, "bad-request-head")["detail"]
             for other in ("GET", "POST", "PUT", "DELETE"):
                 if (path, other) not in operations:
-                    assert client.request(other, path).status_code == 405
+                    assert client.request(other, concrete(path)).status_code == 405
                     observed[(path, method)].add(405)
             if media:
                 assert call(path, method, content=content, media="text/plain").status_code == 415
-                coded = client.request(method, path, content=content, headers=[
+                coded = client.request(method, concrete(path), content=content, headers=[
                     ("Content-Type", media), ("Content-Encoding", "identity"),
                     ("Content-Encoding", "identity, gzip")])
-                assert coded.status_code == 415 and "gzip" in coded.json()["error"]
+                assert "gzip" in problem_of(coded, 415, "unsupported-content-coding")["detail"]
                 over = (document["paths"][path]["post"]["requestBody"]["description"])
                 assert "bytes" in over
         # The check's parameters: exactly those documented, each taken when well formed.

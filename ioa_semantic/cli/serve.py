@@ -18,7 +18,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,8 +39,11 @@ if TYPE_CHECKING:
 
 DESCRIPTION = ("Serve checks over HTTP (contract 7): POST /v1/check (one envelope), POST "
                "/v1/audit (JSON Lines of registrations), GET /v1/profile, GET /healthz, "
-               "GET /openapi.json, and a page for people at /. Binds to loopback by default; "
-               "it has no authentication of its own.")
+               "GET /openapi.json (OpenAPI 3.1), an interactive page of it at /docs, and a "
+               "page for people at /. Every error answer is RFC 9457 problem details "
+               "(application/problem+json), with the error member of old. No CORS header "
+               "unless --cors-origin names origins. Binds to loopback by default; it has no "
+               "authentication of its own.")
 EPILOG = ("exit status: 0 stopped (SIGTERM or SIGINT: requests in flight are answered if they "
           "finish within --shutdown-timeout, then whatever still runs is stopped), 2 usage or "
           "configuration error, or the serve extra is missing, 74 the address "
@@ -64,6 +68,25 @@ def _port(value: str) -> int:
     if not value.isdigit() or int(value) > 65535:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port (0 to 65535; 0: any free one)")
     return int(value)
+
+
+def _origin(value: str) -> str:
+    """An origin as a browser sends it (RFC 6454: scheme, host, and a port other than the
+    scheme's default), from what the operator wrote."""
+    parts = urllib.parse.urlsplit(value.strip())
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if (parts.scheme not in ("http", "https") or not parts.hostname or port == -1
+            or parts.username is not None or parts.password is not None
+            or parts.path not in ("", "/") or parts.query or parts.fragment):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an origin: SCHEME://HOST[:PORT], the scheme http or https, no "
+            "path (any origin, '*', is not offered: name each one)")
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    default = {"http": 80, "https": 443}[parts.scheme]
+    return f"{parts.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,6 +132,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audits", type=_positive, default=defaults.audits, metavar="N",
                         help="audits run at once; one more is refused with 503 (default: "
                              f"{defaults.audits})")
+    parser.add_argument("--cors-origin", type=_origin, action="append", default=[],
+                        metavar="ORIGIN",
+                        help="an origin (SCHEME://HOST[:PORT]) whose browser applications may "
+                             "call the service and read its answers (CORS; repeatable; "
+                             "default: none, and no CORS header is sent)")
     parser.add_argument("--workers", type=_positive, default=1, metavar="N",
                         help="worker processes, each with its own Checker, --threads and "
                              "--audits, sharing the socket (default: 1, this process)")
@@ -128,11 +156,12 @@ def _refusing(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def build_app(checker: Checker, limits: ServiceLimits | None = None,
-              argv: list[str] | None = None) -> Starlette:
+              argv: list[str] | None = None, cors_origins: Sequence[str] = ()) -> Starlette:
     """The service of ``checker``, answering in the command line's own words (its JSON
     reporters; its --param and --at parsers). With ``argv`` (the options ``checker`` was
     built from, as :func:`_argv_of` gives them), its checks run in worker processes, each
-    building its own Checker from them; without, on threads of this process."""
+    building its own Checker from them; without, on threads of this process.
+    ``cors_origins``: the origins CORS admits (``--cors-origin``)."""
     from ..service.app import Wire, create_app
 
     instant: Callable[[str], datetime] = _refusing(_instant)
@@ -140,7 +169,7 @@ def build_app(checker: Checker, limits: ServiceLimits | None = None,
                 audit_line=AUDIT_LINES["json"], instant=instant,
                 parameter=_refusing(_parameter))
     build = partial(_worker_checker, argv) if argv is not None else None
-    return create_app(checker, wire, limits=limits, build=build)
+    return create_app(checker, wire, limits=limits, build=build, cors_origins=cors_origins)
 
 
 def _worker_checker(argv: list[str]) -> Checker:
@@ -207,6 +236,8 @@ def _argv_of(opts: argparse.Namespace, absolute: bool = True) -> list[str]:
         argv += ["--alignment", made(item)]
     for origin in opts.allow_remote:
         argv += ["--allow-remote", origin]
+    for origin in opts.cors_origin:
+        argv += ["--cors-origin", origin]
     if opts.allow_private_addresses:
         argv.append("--allow-private-addresses")
     for name in _VALUED:
@@ -226,7 +257,7 @@ def worker_app() -> Starlette:
     add_arguments(parser)
     argv = json.loads(os.environ[_WORKER_ARGV])
     opts = parser.parse_args(argv)
-    return build_app(_checker(opts), _limits(opts), argv)
+    return build_app(_checker(opts), _limits(opts), argv, opts.cors_origin)
 
 
 def _stopped(signum: int, frame: Any) -> None:
@@ -286,8 +317,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             Multiprocess(config, sockets=[sock]).run()
         else:
             argv = _argv_of(opts, absolute=False)
-            server = uvicorn.Server(ServeConfig(build_app(checker, limits, argv),
-                                                **options))
+            server = uvicorn.Server(ServeConfig(build_app(checker, limits, argv,
+                                                          opts.cors_origin), **options))
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, _stopped)
             print(started, file=sys.stderr, flush=True)

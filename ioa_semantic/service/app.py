@@ -1,7 +1,9 @@
 """The service's Starlette application: routes, limits, the access log.
 
-Every route answers JSON (the page at ``/`` excepted), and every fault the client can cause
-is a 4xx with ``{"error": "..."}``: 400 an unknown or malformed query parameter or a
+Every route answers JSON (the page at ``/`` and the API page at ``/docs`` excepted), and
+every error answer is RFC 9457 problem details (``application/problem+json``, see
+:mod:`.problems`; its ``error`` member is the ``{"error": "..."}`` of old). A fault the
+client can cause is a 4xx: 400 an unknown or malformed query parameter or a
 single-valued header given more than once, 404 and 405, 408 a body that did not arrive
 within the time bound, 413 a body over the limit, 415 an unsupported media type or any
 content coding. A check that does not finish within the time bound is 503 (the check is
@@ -22,13 +24,15 @@ import re
 import sys
 import threading
 import traceback
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -39,7 +43,8 @@ from .._codes import FIXES
 from .._version import __version__
 from ..audit.inputs import pieces
 from ..audit.run import Audit
-from . import openapi
+from . import api_page, openapi, problems
+from .api_page import ApiPage
 from .limits import (
     AUDIT_ANSWER_TYPE,
     AUDIT_MEDIA_TYPES,
@@ -79,8 +84,13 @@ def answer(value: Any, status: int = 200, headers: Mapping[str, str] | None = No
                     status_code=status, headers=headers, media_type="application/json")
 
 
-def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
-    return answer({"error": message}, status, headers)
+def problem(kind: str, detail: str, headers: Mapping[str, str] | None = None,
+            **members: Any) -> Response:
+    """An error answer: the problem details of ``kind`` (a key of :data:`.problems.PROBLEMS`)
+    for ``detail``, with extension ``members`` (RFC 9457)."""
+    status = problems.PROBLEMS[kind].status if kind in problems.PROBLEMS else int(kind)
+    return Response(problems.encoded(kind, detail, **members), status_code=status,
+                    headers=headers, media_type=problems.PROBLEM_MEDIA_TYPE)
 
 
 class _Refused(Exception):
@@ -109,6 +119,7 @@ class Service:
         self.profile = profile_document(checker)
         self.openapi = json.dumps(openapi.document(limits), indent=1).encode() + b"\n"
         self.page, self.page_policy = page(self.profile, limits)
+        self.api_page = ApiPage()
 
     def close(self) -> None:
         # The server is stopping: what still runs is stopped (the workers are killed), or,
@@ -136,6 +147,25 @@ class Service:
         _query(request, ())
         return Response(self.openapi, media_type="application/json")
 
+    async def api_docs(self, request: Request) -> Response:
+        _query(request, ())
+        if not self.api_page.available:
+            return problem("404", api_page.MISSING)
+        return Response(self.api_page.html, media_type="text/html; charset=utf-8", headers={
+            "Content-Security-Policy": api_page.POLICY, "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"})
+
+    async def api_asset(self, request: Request) -> Response:
+        _query(request, ())
+        name = request.path_params["asset"]
+        found = self.api_page.asset(name)
+        if found is None:
+            return problem("404", api_page.MISSING if not self.api_page.available
+                           else f"the API page has no asset {name!r}")
+        content, media_type = found
+        return Response(content, media_type=media_type, headers={
+            "X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"})
+
     async def check(self, request: Request) -> Response:
         deadline = _deadline(request, self.limits.timeout)
         _media_type(request, CHECK_MEDIA_TYPES)
@@ -147,15 +177,16 @@ class Service:
             try:
                 answered = await self.checks.run(Job(body, params, at), deadline)
             except TimeoutError:
-                return error(503, f"the check did not finish within the server's time bound "
-                                  f"of {self.limits.timeout:g} s", {"Retry-After": "1"})
+                return problem("check-timed-out", "the check did not finish within the "
+                               f"server's time bound of {self.limits.timeout:g} s",
+                               {"Retry-After": "1"})
             except WorkerLost as exc:
-                return error(503, f"the check could not be finished: {exc}",
-                             {"Retry-After": "1"})
+                return problem("check-lost", f"the check could not be finished: {exc}",
+                               {"Retry-After": "1"})
             except WorkerBug as exc:
                 print("ioa-check serve: internal error in a check (a bug; please report it "
                       f"with this trace):\n{exc}", file=sys.stderr)
-                return error(500, "internal error")
+                return problem("500", "internal error")
         finally:
             self.bodies.give(sum(held))
         request.state.verdict = answered.verdict
@@ -174,10 +205,10 @@ class Service:
                     continue
                 key, val = self.wire.parameter(value)
             except ValueError as exc:
-                raise _Refused(error(400, f"query parameter {name}: {exc}")) from None
+                raise _Refused(problem("bad-query", f"query parameter {name}: {exc}")) from None
             if key in params:
-                raise _Refused(error(400, f"query parameter param: {key} is given more than "
-                                          "once"))
+                raise _Refused(problem("bad-query", f"query parameter param: {key} is given "
+                                                    "more than once"))
             params[key] = val
         return params, at
 
@@ -188,8 +219,9 @@ class Service:
         _declared_length(request, self.limits.max_audit_bytes)
         with self._audits_lock:
             if self._audits >= self.limits.audits:
-                return error(503, f"the server runs {self.limits.audits} audit(s) at once, and "
-                                  "as many are running: try again later", {"Retry-After": "5"})
+                return problem("busy", f"the server runs {self.limits.audits} audit(s) at "
+                                       "once, and as many are running: try again later",
+                               {"Retry-After": "5"})
             self._audits += 1
         return _AuditAnswer(self, request, deadline)
 
@@ -270,9 +302,9 @@ class _AuditAnswer(Response):
                     item = await queue.get()
             except TimeoutError:
                 if not self._started:
-                    await error(503, "the audit did not finish within the server's time "
-                                     f"bound of {limits.audit_timeout:g} s")(scope, receive,
-                                                                              self._send)
+                    await problem("audit-timed-out", "the audit did not finish within the "
+                                  f"server's time bound of {limits.audit_timeout:g} s")(
+                        scope, receive, self._send)
                 return False
             if item is END:
                 break
@@ -317,8 +349,8 @@ async def _disconnected(receive: Receive, stopped: threading.Event,
 
 
 def _too_large(cap: int) -> Response:
-    return error(413, f"the request body is over the server's limit of {cap} bytes",
-                 {"Connection": "close"})
+    return problem("body-too-large", f"the request body is over the server's limit of {cap} "
+                   "bytes", {"Connection": "close"}, maxBytes=cap)
 
 
 # --- what every request is held to --------------------------------------------------------
@@ -338,7 +370,7 @@ def _query(request: Request, names: tuple[str, ...]) -> list[tuple[str, str]]:
         if name not in names:
             known = f" (this route takes {', '.join(names)})" if names else \
                 " (this route takes none)"
-            raise _Refused(error(400, f"unknown query parameter {name!r}{known}"))
+            raise _Refused(problem("bad-query", f"unknown query parameter {name!r}{known}"))
     return items
 
 
@@ -347,7 +379,8 @@ def _media_type(request: Request, accepted: tuple[str, ...]) -> None:
     media = given.partition(";")[0].strip().lower()
     if media not in accepted:
         said = f"{media!r} is not accepted" if media else "no Content-Type is given"
-        raise _Refused(error(415, f"{said}: send {' or '.join(accepted)}"))
+        raise _Refused(problem("unsupported-media-type", f"{said}: send {' or '.join(accepted)}",
+                               accepted=list(accepted)))
     # The body is judged as its bytes: a compressed one would be judged as its compression.
     # Content-Encoding is a list (RFC 9110 8.4), and may be split over several fields: every
     # coding of every field is read, and only identity is accepted.
@@ -355,8 +388,8 @@ def _media_type(request: Request, accepted: tuple[str, ...]) -> None:
         for coding in field.split(","):
             coding = coding.strip().lower()
             if coding not in ("identity", ""):
-                raise _Refused(error(415, f"Content-Encoding {coding!r} is not accepted: send "
-                                          "the body as it is"))
+                raise _Refused(problem("unsupported-content-coding", f"Content-Encoding "
+                                       f"{coding!r} is not accepted: send the body as it is"))
 
 
 # The request fields RFC 9110 defines as one value, not a list (its ``#`` rule), which a
@@ -373,14 +406,14 @@ def _single_fields(scope: Scope) -> None:
     for name, _ in scope["headers"]:
         name = name.lower()
         if name in seen and name.decode("latin-1") in SINGLE_FIELDS:
-            raise _Refused(error(400, f"the header {name.decode('latin-1')} is given more "
-                                      "than once", {"Connection": "close"}))
+            raise _Refused(problem("bad-request-head", f"the header {name.decode('latin-1')} "
+                                   "is given more than once", {"Connection": "close"}))
         seen.add(name)
     if b"transfer-encoding" in seen and b"content-length" in seen:
         # Two framings: h11 reads the chunks, a proxy in front may have read the length and
         # take what follows for another request (smuggling). RFC 9112 6.1: refuse, and close.
-        raise _Refused(error(400, "the request has both Transfer-Encoding and Content-Length: "
-                                  "send one", {"Connection": "close"}))
+        raise _Refused(problem("bad-request-head", "the request has both Transfer-Encoding "
+                               "and Content-Length: send one", {"Connection": "close"}))
 
 
 def _declared_length(request: Request, cap: int) -> None:
@@ -405,14 +438,15 @@ async def _body(request: Request, cap: int, deadline: float, bound: float, bodie
                 if size > cap:
                     raise _Refused(_too_large(cap))
                 if not bodies.take(len(chunk)):
-                    raise _Refused(error(503, "the server holds as many request bodies as it "
-                                              f"may ({bodies.cap} bytes): try again later",
-                                         {"Retry-After": "1", "Connection": "close"}))
+                    raise _Refused(problem("busy", "the server holds as many request bodies "
+                                           f"as it may ({bodies.cap} bytes): try again later",
+                                           {"Retry-After": "1", "Connection": "close"}))
                 held.append(len(chunk))
                 chunks.append(chunk)
     except TimeoutError:
-        raise _Refused(error(408, "the request body did not arrive within the server's time "
-                                  f"bound of {bound:g} s", {"Connection": "close"})) from None
+        raise _Refused(problem("late-request", "the request body did not arrive within the "
+                               f"server's time bound of {bound:g} s",
+                               {"Connection": "close"})) from None
     return b"".join(chunks)
 
 
@@ -424,8 +458,8 @@ class AccessLog:
     is none; ``cut`` for an audit's answer that was cut short), milliseconds. Never the
     query (it may hold task parameters) nor the body.
 
-    It also answers what the handlers refuse (:class:`_Refused`) and what escapes them (a
-    bug: 500, its traceback on stderr), so that every request has its line and its status.
+    It is the outermost layer, so that every request has its line, a CORS preflight
+    included; :class:`Faults`, inside it, answers what the handlers refuse.
     """
 
     def __init__(self, app: ASGIApp, stream: IO[str]) -> None:
@@ -448,25 +482,7 @@ class AccessLog:
             await send(message)
 
         try:
-            _single_fields(scope)
             await self.app(scope, receive, sending)
-        except _Refused as refused:
-            if not status:
-                await refused.response(scope, receive, sending)
-        except ClientDisconnect:
-            pass  # nobody to answer; the line says so
-        except asyncio.CancelledError:
-            # uvicorn cancels what is still running past --shutdown-timeout: the request is
-            # answered (its check's worker is killed), and the request ends here.
-            if not status:
-                await error(503, "the server is stopping: try again later",
-                            {"Retry-After": "1", "Connection": "close"})(scope, receive, sending)
-        except Exception:
-            print("ioa-check serve: internal error (a bug; please report it with this trace):",
-                  file=sys.stderr)
-            traceback.print_exc(file=sys.stderr)
-            if not status:
-                await error(500, "internal error")(scope, receive, sending)
         finally:
             self.write(scope, status[0] if status else None,
                        scope["state"].get("verdict"), loop.time() - scope["ioa.arrived"])
@@ -490,12 +506,79 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() and c != " " else f"%{ord(c):02X}" for c in text)
 
 
+class Faults:
+    """What the handlers refuse (:class:`_Refused`) answered, and what escapes them (a bug:
+    500, its traceback on stderr), as problem details; a request whose head the service
+    refuses (:func:`_single_fields`) is refused here. It sits inside the CORS layer, so that
+    a browser application on a named origin reads these answers too.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started: list[bool] = []
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.append(True)
+            await send(message)
+
+        try:
+            _single_fields(scope)
+            await self.app(scope, receive, sending)
+        except _Refused as refused:
+            if not started:
+                await refused.response(scope, receive, sending)
+        except ClientDisconnect:
+            pass  # nobody to answer; the access line says so
+        except asyncio.CancelledError:
+            # uvicorn cancels what is still running past --shutdown-timeout: the request is
+            # answered (its check's worker is killed), and the request ends here.
+            if not started:
+                await problem("stopping", "the server is stopping: try again later",
+                              {"Retry-After": "1", "Connection": "close"})(scope, receive,
+                                                                            sending)
+        except Exception:
+            print("ioa-check serve: internal error (a bug; please report it with this trace):",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            if not started:
+                await problem("500", "internal error")(scope, receive, sending)
+
+
+class NamedOrigins(CORSMiddleware):
+    """Starlette's CORS, for the origins the operator names (``--cors-origin``): a browser
+    application there may call every route and read every answer, error answers included
+    (``Retry-After`` is exposed). A preflight it refuses is answered as problem details, with
+    no CORS header, so the browser refuses the call."""
+
+    def __init__(self, app: ASGIApp, origins: Sequence[str]) -> None:
+        super().__init__(app, allow_origins=list(origins), allow_methods=["GET", "POST"],
+                         allow_headers=["Content-Type"], expose_headers=["Retry-After"],
+                         max_age=600)
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code == 200:
+            return response
+        refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")
+        return problem("cors-refused", f"the CORS preflight is refused ({refused} not "
+                                       "allowed): this service admits the origins its "
+                                       "--cors-origin options name, the methods GET and POST, "
+                                       "and the request header Content-Type",
+                       {"Vary": "Origin"})
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     allowed = dict(exc.headers or {})
     messages = {404: f"no route {request.url.path!r} (see /openapi.json)",
                 405: f"{request.method} is not allowed here"}
-    return error(exc.status_code, messages.get(exc.status_code, exc.detail), allowed)
+    return problem(str(exc.status_code), messages.get(exc.status_code, exc.detail), allowed)
 
 
 # --- what the service says of itself ------------------------------------------------------
@@ -549,15 +632,17 @@ def page(profile: dict[str, Any], limits: ServiceLimits) -> tuple[bytes, str]:
 
 
 def create_app(checker: Checker, wire: Wire, *, limits: ServiceLimits | None = None,
-               log: IO[str] | None = None, build: Build | None = None) -> Starlette:
+               log: IO[str] | None = None, build: Build | None = None,
+               cors_origins: Sequence[str] = ()) -> Starlette:
     """The service of ``checker`` as a Starlette application (contract 7).
 
     ``build`` makes a Checker like ``checker`` in a worker process (picklable: a function at
     a module's top level, or a partial of one); with it, checks run in ``limits.threads``
     worker processes that are killed at the time bound (:mod:`.workers`); without it, on as
     many threads of this process. Audits run on ``checker``, on threads. ``log`` receives
-    the access log (default: stderr). The workers start with the application's lifespan,
-    and are killed when it ends.
+    the access log (default: stderr). ``cors_origins``: the origins whose browser
+    applications may call the service (CORS; none by default: no CORS header). The workers
+    start with the application's lifespan, and are killed when it ends.
     """
     service = Service(checker, wire, limits or ServiceLimits(), build)
 
@@ -573,12 +658,19 @@ def create_app(checker: Checker, wire: Wire, *, limits: ServiceLimits | None = N
         Route("/", service.index, methods=["GET"]),
         Route("/healthz", service.healthz, methods=["GET"]),
         Route("/openapi.json", service.openapi_json, methods=["GET"]),
+        Route("/docs", service.api_docs, methods=["GET"]),
+        Route("/docs/{asset}", service.api_asset, methods=["GET"]),
         Route("/v1/profile", service.profile_info, methods=["GET"]),
         Route("/v1/check", service.check, methods=["POST"]),
         Route("/v1/audit", service.audit, methods=["POST"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error})
+    # From the inside out: faults answered, then CORS (so that it sees those answers), then
+    # the access log (so that a preflight has its line too).
+    app.add_middleware(Faults)
+    if cors_origins:
+        app.add_middleware(NamedOrigins, origins=cors_origins)
     app.add_middleware(AccessLog, stream=log or sys.stderr)
     app.state.service = service
     return app

@@ -12,14 +12,49 @@ from typing import Any
 
 from .. import data as _resources
 from .._version import __version__
+from . import problems
+from .api_page import ASSETS
 from .limits import AUDIT_ANSWER_TYPE, AUDIT_MEDIA_TYPES, CHECK_MEDIA_TYPES, ServiceLimits
+from .problems import PROBLEM_MEDIA_TYPE
 
 _JSON = "application/json"
 
 
 def _error(description: str) -> dict[str, Any]:
     return {"description": description,
-            "content": {_JSON: {"schema": {"$ref": "#/components/schemas/Error"}}}}
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+
+
+def _components(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """A shipped JSON Schema as components: ``name`` for the schema itself, and each of its
+    ``$defs`` under its own name, capitalised, with the references to them rewritten.
+
+    The shipped schema names itself (``$id``), so that its ``#/$defs/...`` references are
+    relative to it: legal in OpenAPI 3.1, but refused by the tools that validate the
+    document or generate clients from it (openapi-spec-validator resolves them against the
+    document). Here the schema has no ``$id`` and every reference is the document's own.
+    """
+    definitions = schema.get("$defs", {})
+    renamed = {f"#/$defs/{key}": f"#/components/schemas/{key[:1].upper()}{key[1:]}"
+               for key in definitions}
+
+    def rewritten(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: (renamed[value] if key == "$ref" and value in renamed
+                          else rewritten(value))
+                    for key, value in node.items()}
+        if isinstance(node, list):
+            return [rewritten(item) for item in node]
+        return node
+
+    top = {key: value for key, value in schema.items()
+           if key not in ("$defs", "$id", "$schema")}
+    top["description"] = (f"{schema.get('description', schema.get('title', name))} "
+                          f"(the package's output.schema.json, {schema.get('$id')})").strip()
+    components = {name: rewritten(top)}
+    for key, definition in definitions.items():
+        components[renamed[f"#/$defs/{key}"].rpartition("/")[2]] = rewritten(definition)
+    return components
 
 
 def document(limits: ServiceLimits) -> dict[str, Any]:
@@ -42,8 +77,10 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
                        "(draft-zhang-dmsc-ioa-semantic-interaction-03)",
             "description": (
                 "The validation service of ioa-semantic. It binds to loopback by default and "
-                "has no authentication of its own. Every fault a client causes is a 4xx "
-                "with a JSON body {\"error\": ...}."),
+                "has no authentication of its own. Every error answer is RFC 9457 problem "
+                "details (application/problem+json: type, title, status, detail, and error, "
+                "the same as detail); every fault a client causes is a 4xx. An interactive "
+                "page of this document is at /docs."),
             "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
         },
         "paths": {
@@ -146,6 +183,29 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
                                       "content": {"text/html": {"schema": {"type": "string"}}}},
                               **no_query},
             }},
+            "/docs": {"get": {
+                "operationId": "apiPage",
+                "summary": "This document as an interactive page (Swagger UI, served by the "
+                           "service: the page fetches nothing from elsewhere)",
+                "responses": {"200": {"description": "the page",
+                                      "content": {"text/html": {"schema": {"type": "string"}}}},
+                              **no_query,
+                              "404": _error("no such route, or the serve extra's swagger-ui-py "
+                                            "is not installed")},
+            }},
+            "/docs/{asset}": {"get": {
+                "operationId": "apiPageAsset",
+                "summary": "A file the API page links",
+                "parameters": [{"name": "asset", "in": "path", "required": True,
+                                "schema": {"type": "string", "enum": sorted(ASSETS)}}],
+                "responses": {"200": {"description": "the file",
+                                      "content": {media.partition(";")[0]: {"schema": {
+                                          "type": "string"}}
+                                                  for media in sorted(set(ASSETS.values()))}},
+                              **no_query,
+                              "404": _error("no such asset, or the serve extra's swagger-ui-py "
+                                            "is not installed")},
+            }},
             "/openapi.json": {"get": {
                 "operationId": "openapi",
                 "summary": "This document",
@@ -155,9 +215,8 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
             }},
         },
         "components": {"schemas": {
-            "Error": {"type": "object", "required": ["error"],
-                      "properties": {"error": {"type": "string"}}},
-            "CheckResult": _resources.read_json("", "output.schema.json"),
+            "Problem": problems.schema(),
+            **_components(_resources.read_json("", "output.schema.json"), "CheckResult"),
             "Profile": {
                 "type": "object", "required": ["id", "revision", "accepted", "extension"],
                 "properties": {

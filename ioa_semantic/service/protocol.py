@@ -12,17 +12,20 @@ request arrived on it) until the head is complete; when it fires first, the clie
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .problems import PROBLEM_MEDIA_TYPE, encoded
+
 # A 408 written as is: the head never arrived, so h11 has no request to answer.
-_LATE_BODY = b'{"error": "the request head did not arrive within the server\'s time bound"}\n'
-_LATE = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-         b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_LATE_BODY), _LATE_BODY))
+_LATE_BODY = encoded("late-request",
+                     "the request head did not arrive within the server's time bound")
+_LATE = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: " + PROBLEM_MEDIA_TYPE.encode()
+         + b"\r\nconnection: close\r\ncontent-length: %d\r\n\r\n%s"
+         % (len(_LATE_BODY), _LATE_BODY))
 
 
 class ServeConfig(uvicorn.Config):
@@ -68,11 +71,11 @@ class HeadBoundProtocol(H11Protocol):
 
     def send_400_response(self, msg: str) -> None:
         """A head h11 refuses (malformed, two Host fields, two Content-Length fields that
-        differ, ...) is answered as every other fault is: JSON, ``{"error": ...}``."""
-        body = json.dumps({"error": f"the request is not valid HTTP/1.1 ({msg.rstrip('.')})"}
-                          ).encode() + b"\n"
+        differ, ...) is answered as every other fault is: problem details."""
+        body = encoded("bad-request-head",
+                       f"the request is not valid HTTP/1.1 ({msg.rstrip('.')})")
         event = h11.Response(status_code=400, reason=b"Bad Request", headers=[
-            (b"content-type", b"application/json"), (b"connection", b"close"),
+            (b"content-type", PROBLEM_MEDIA_TYPE.encode()), (b"connection", b"close"),
             (b"content-length", str(len(body)).encode())])
         for part in (event, h11.Data(data=body), h11.EndOfMessage()):
             output = self.conn.send(part)
