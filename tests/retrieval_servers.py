@@ -18,8 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-# How long any server socket waits on a silent peer before the handler gives up.
-SOCKET_TIMEOUT = 3.0
+# How long any server socket waits on a silent peer before the handler gives up: a hang
+# guard, long enough that a client starved of the CPU on a loaded machine is still served.
+SOCKET_TIMEOUT = 60.0
+# How long a handler that holds a response back (``stall``, ``late``, ``drip``) holds it at
+# most when the server is not closed first: a hang guard, never what a test waits for. A test
+# that needs a response to be slow gets one that is certainly slow, however slow the client.
+HOLD = 600.0
 
 
 @dataclass(frozen=True)
@@ -165,8 +170,9 @@ def endless(chunk_size: int = 64 * 1024, max_chunks: int = 1024) -> Callable[[_H
     return serve
 
 
-def drip(interval: float = 0.05, max_bytes: int = 200) -> Callable[[_Handler], None]:
-    """A body sent one byte per ``interval`` (bounded), until the client hangs up."""
+def drip(interval: float = 0.05, max_bytes: int = int(HOLD / 0.05)) -> Callable[[_Handler], None]:
+    """A body sent one byte per ``interval`` (bounded), until the client hangs up or the
+    server closes."""
 
     def serve(handler: _Handler) -> None:
         handler.start_unbounded()
@@ -184,7 +190,7 @@ def drip(interval: float = 0.05, max_bytes: int = 200) -> Callable[[_Handler], N
     return serve
 
 
-def late(delay: float = SOCKET_TIMEOUT, reply: Reply = Reply(b"{}")) -> Callable[[_Handler], None]:
+def late(delay: float = HOLD, reply: Reply = Reply(b"{}")) -> Callable[[_Handler], None]:
     """Nothing for ``delay`` seconds (or until the server closes), then ``reply``."""
 
     def serve(handler: _Handler) -> None:
@@ -202,7 +208,7 @@ def late(delay: float = SOCKET_TIMEOUT, reply: Reply = Reply(b"{}")) -> Callable
 def stall(handler: _Handler) -> None:
     """Headers, then nothing until the server closes."""
     handler.start_unbounded()
-    handler.server.owner.closing.wait(SOCKET_TIMEOUT)
+    handler.server.owner.closing.wait(HOLD)
 
 
 class Sentinel:

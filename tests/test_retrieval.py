@@ -41,17 +41,18 @@ from retrieval_servers import (
     Stopwatch,
     drip,
     endless,
-    late,
     redirect,
     stall,
 )
 
 trustme = pytest.importorskip("trustme", reason="trustme is needed for the HTTPS test servers")
 
-# What a stalled server is answered after at the latest (a hang guard, not a bound on the
-# time a refusal takes: which budget cut a fetch short is told by its code, its message and
-# the server's log of requests, never by a clock; issue 35).
-FAST = 2.0
+# A hang guard, never a measure: the budgets of a fetch that must succeed, and how long a
+# test waits for its threads. Which budget cut a fetch short is told by its code, its message
+# and the server's log of requests, never by a clock (issue 35); a fetch that must be cut
+# short is made certainly slow (a server that holds its answer until it closes), and one that
+# must not gets budgets a loaded machine cannot use up.
+HANG = 120.0
 TEST_NAMES = frozenset({"ctx.test", "other.test", "wrong.test"})
 CONTEXT = {"@context": {"@version": 1.1, "name": "http://schema.org/name"}}
 CONTEXT_BYTES = json.dumps(CONTEXT).encode()
@@ -105,15 +106,17 @@ Policy = Callable[..., RetrievalPolicy]
 
 @pytest.fixture
 def policy(client_tls: ssl.SSLContext) -> Policy:
-    """A policy for loopback servers: private addresses allowed, short budgets."""
+    """A policy for loopback servers: private addresses allowed, budgets no fetch that should
+    succeed can reach (a test about a budget sets it short)."""
 
     def make(*origins: str, **options: Any) -> RetrievalPolicy:
         settings: dict[str, Any] = {
             "allow_private_addresses": True,
             "resolver": loopback,
             "verify": client_tls,
-            "connect_timeout": 1.0,
-            "total_timeout": 2.0,
+            "connect_timeout": HANG,
+            "total_timeout": HANG,
+            "check_timeout": HANG,
         }
         settings.update(options)
         return RetrievalPolicy(origins=origins, **settings)
@@ -454,19 +457,34 @@ def test_the_check_deadline_cuts_a_fetch_short(https: LoopbackServer, policy: Po
 
 def test_past_the_check_deadline_a_fetch_is_refused_at_once(https: LoopbackServer,
                                                             policy: Policy) -> None:
-    https.routes["/late1"] = https.routes["/late2"] = late(delay=2.0)
+    """On a clock the server moves: each slow answer moves it past the deadline the test
+    means to pass, then holds the response; the retriever's next read finds the deadline gone.
+    With a real clock, the first fetch would have had to take under 0.2 s for the second's own
+    deadline to come before the check's."""
+    now = [0.0]
+
+    def passing(to: float) -> Callable[[Any], None]:
+        def serve(handler: Any) -> None:
+            now[0] = to
+            stall(handler)
+        return serve
+
+    # Fetches may take 100 s each, the check 150 s, on the test's clock (a hang guard too).
+    https.routes["/late1"] = passing(101.0)  # past its own deadline, 100 s after it started
+    https.routes["/late2"] = passing(151.0)  # past the check's, before its own (101 + 100 s)
     https.routes["/other.jsonld"] = Reply(CONTEXT_BYTES)
-    retriever = Retriever(policy(https.origin(), total_timeout=0.4, check_timeout=0.6))
+    retriever = Retriever(policy(https.origin(), total_timeout=100.0, check_timeout=150.0),
+                          clock=lambda: now[0])
     retriever.fetch_json(https.url("/ctx.jsonld"))  # the first attempt starts the check's clock
     error, _ = refused(retriever, https.url("/late1"))
     assert error.code == "retrieval.timeout"
-    assert "total 0.4 s" in error.message  # its own deadline came first
+    assert "total 100.0 s" in error.message  # its own deadline came first
     error, _ = refused(retriever, https.url("/late2"))
     assert error.code == "retrieval.timeout"
-    assert "the rest of the check's 0.6 s" in error.message  # cut short, not its own 0.4 s
+    assert "the rest of the check's 150.0 s" in error.message  # cut short, not its own 100 s
     error, _ = refused(retriever, https.url("/other.jsonld"))
     assert error.code == "retrieval.timeout"
-    assert "used its time budget of 0.6 s" in error.message
+    assert "used its time budget of 150.0 s" in error.message
     # At once: refused without a request, as the server's log shows.
     assert https.requests == ["/ctx.jsonld", "/late1", "/late2"]
     # What the check already has is still served.
@@ -695,8 +713,8 @@ def test_the_cache_is_thread_safe() -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(FAST * 5)
-    assert not failures
+        thread.join(HANG)
+    assert not failures and not any(thread.is_alive() for thread in threads)
     assert len(cache) <= 50 and cache.size <= 10_000
 
 

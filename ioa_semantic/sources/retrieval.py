@@ -293,11 +293,17 @@ class Retriever:
     The budgets are this object's state, so one retriever is one check: every attempt counts
     against ``max_fetches`` whether it succeeds or not, and the check's deadline starts with
     its first attempt.
+
+    ``clock`` (seconds, monotonic) is what every deadline is read from, the fetch's and the
+    check's, down to the time each socket read is given; a test passes one it moves itself,
+    so which deadline cut a fetch short does not depend on how fast the machine is.
     """
 
-    def __init__(self, policy: RetrievalPolicy, cache: ResourceCache | None = None) -> None:
+    def __init__(self, policy: RetrievalPolicy, cache: ResourceCache | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.policy = policy
         self.cache = cache if cache is not None else ResourceCache()
+        self._clock = clock
         self._loaded: dict[str, Resource] = {}
         # A URL that failed once fails again in this check without a second attempt.
         self._failed: dict[str, RetrievalError] = {}
@@ -408,7 +414,7 @@ class Retriever:
         """Count an admitted fetch against the budget; the first one starts the check's clock."""
         self._attempts += 1
         if self._deadline is None:
-            self._deadline = time.monotonic() + self.policy.check_timeout
+            self._deadline = self._clock() + self.policy.check_timeout
 
     def _admit(self, url: str) -> None:
         """Refuse before any lookup or connection: retrieval off, origin, credentials, budgets.
@@ -434,7 +440,7 @@ class Retriever:
             raise RetrievalError("retrieval.budget", url,
                                  f"{url} is not retrieved: the check has used its budget of "
                                  f"{policy.max_fetches} fetch attempts")
-        if self._deadline is not None and time.monotonic() >= self._deadline:
+        if self._deadline is not None and self._clock() >= self._deadline:
             raise RetrievalError("retrieval.timeout", url,
                                  f"{url} is not retrieved: the check has used its time budget "
                                  f"of {policy.check_timeout} s")
@@ -470,7 +476,7 @@ class Retriever:
                   raw_types: frozenset[str] | None = None) -> Resource:
         """The one place where foreign errors become retrieval reasons."""
         # The fetch's own deadline, or the check's if that comes first.
-        own = time.monotonic() + self.policy.total_timeout
+        own = self._clock() + self.policy.total_timeout
         deadline = own if self._deadline is None else min(own, self._deadline)
         try:
             return self._exchange(url, pin, raw_types, deadline)
@@ -497,7 +503,7 @@ class Retriever:
                   deadline: float) -> Resource:
         policy = self.policy
         accepted_types = raw_types or policy.accepted_types
-        backend = _GuardedBackend(policy, deadline)
+        backend = _GuardedBackend(policy, deadline, self._clock)
         transport = _GuardedTransport(self._tls_context(), backend)
         headers = {
             "Accept": ", ".join(sorted(accepted_types)),
@@ -515,7 +521,8 @@ class Retriever:
                     raise RetrievalError("retrieval.redirect-refused", url,
                                          f"{url} redirects to {current}, whose origin is not on "
                                          "the allow-list")
-                with client.stream("GET", current, timeout=_timeout(policy, deadline)) as response:
+                timeout = _timeout(policy, deadline, self._clock)
+                with client.stream("GET", current, timeout=timeout) as response:
                     if response.has_redirect_location:
                         current = current.join(response.headers["Location"])
                         continue
@@ -613,8 +620,8 @@ def _parse_url(url: str) -> httpx.URL:
         raise RetrievalError("retrieval.failed", url, f"{url!r} is not a URL: {exc}") from exc
 
 
-def _timeout(policy: RetrievalPolicy, deadline: float) -> httpx.Timeout:
-    remaining = deadline - time.monotonic()
+def _timeout(policy: RetrievalPolicy, deadline: float, clock: Callable[[], float]) -> httpx.Timeout:
+    remaining = deadline - clock()
     if remaining <= 0:
         raise httpcore.TimeoutException("the fetch used its whole time budget")
     return httpx.Timeout(connect=min(policy.connect_timeout, remaining), read=remaining,
@@ -633,12 +640,14 @@ class _AddressRefused(Exception):
 class _DeadlineStream(httpcore.NetworkStream):
     """A network stream whose every read and write gets at most the time left for the fetch."""
 
-    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
+    def __init__(self, stream: httpcore.NetworkStream, deadline: float,
+                 clock: Callable[[], float]) -> None:
         self._stream = stream
         self._deadline = deadline
+        self._clock = clock
 
     def _within(self, timeout: float | None) -> float:
-        remaining = self._deadline - time.monotonic()
+        remaining = self._deadline - self._clock()
         if remaining <= 0:
             raise httpcore.ReadTimeout("the fetch used its whole time budget")
         return remaining if timeout is None else min(timeout, remaining)
@@ -659,7 +668,7 @@ class _DeadlineStream(httpcore.NetworkStream):
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
         secured = self._stream.start_tls(ssl_context, server_hostname, self._within(timeout))
-        return _DeadlineStream(secured, self._deadline)
+        return _DeadlineStream(secured, self._deadline, self._clock)
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
@@ -673,9 +682,11 @@ def _system_resolver(host: str, port: int) -> list[str]:
 class _GuardedBackend(httpcore.NetworkBackend):
     """Resolves once, checks every address, and connects to the address it checked."""
 
-    def __init__(self, policy: RetrievalPolicy, deadline: float) -> None:
+    def __init__(self, policy: RetrievalPolicy, deadline: float,
+                 clock: Callable[[], float]) -> None:
         self._policy = policy
         self._deadline = deadline
+        self._clock = clock
         self._sockets = httpcore.SyncBackend()
         # Whether a connection went to a non-public address (only possible when allowed), so
         # that a cached copy is not served later under a policy that forbids it.
@@ -699,7 +710,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
             except httpcore.ConnectError as exc:
                 failure = exc
                 continue
-            return _DeadlineStream(stream, self._deadline)
+            return _DeadlineStream(stream, self._deadline, self._clock)
         raise failure
 
     def connect_unix_socket(
@@ -714,7 +725,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
     def _within(self, timeout: float | None) -> float:
-        remaining = self._deadline - time.monotonic()
+        remaining = self._deadline - self._clock()
         if remaining <= 0:
             raise httpcore.ConnectTimeout("the fetch used its whole time budget")
         return remaining if timeout is None else min(timeout, remaining)
