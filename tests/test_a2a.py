@@ -27,7 +27,7 @@ a2a = pytest.importorskip("a2a")
 uvicorn = pytest.importorskip("uvicorn")
 
 import httpx  # noqa: E402
-from a2a.client.client import ClientCallContext  # noqa: E402
+from a2a.client.client import ClientCallContext, ClientConfig  # noqa: E402
 from a2a.client.client_factory import create_client  # noqa: E402
 from a2a.client.service_parameters import ServiceParametersFactory  # noqa: E402
 from a2a.server.agent_execution.agent_executor import AgentExecutor  # noqa: E402
@@ -35,6 +35,7 @@ from a2a.server.routes.agent_card_routes import create_agent_card_routes  # noqa
 from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes  # noqa: E402
 from a2a.server.tasks import InMemoryTaskStore  # noqa: E402
 from a2a.types import a2a_pb2 as pb  # noqa: E402
+from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER  # noqa: E402
 from google.protobuf import json_format, struct_pb2  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
@@ -52,6 +53,11 @@ from ioa_semantic.a2a import (  # noqa: E402
 from support import dumps, envelope_62  # noqa: E402
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
+# A hang guard, never a measure: how long a test waits for an agent to start or stop, a
+# request to be answered or a held check to finish, and the gate's time limit wherever the
+# test is not about that limit. The gate's default limit (10 s) and the SDK client's (5 s)
+# are limits a loaded machine can reach: 200 concurrent checks queue on the gate's 4 threads.
+HANG = 600.0
 
 
 class Translator(AgentExecutor):
@@ -90,6 +96,7 @@ class Agent:
                                                     protocol_version="1.0")])
         self.executor = Translator()
         self.store = InMemoryTaskStore()
+        gate.setdefault("check_timeout", HANG)
         self.handler = SemanticGateHandler(agent_executor=self.executor, task_store=self.store,
                                            agent_card=self.card, checker=checker,
                                            disclosure=disclosure, clock=lambda: AT, **gate)
@@ -101,7 +108,7 @@ class Agent:
 
     def __enter__(self) -> Agent:
         self.thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG
         while not self.server.started:
             assert time.monotonic() < deadline, "the agent did not start"
             time.sleep(0.02)
@@ -109,7 +116,7 @@ class Agent:
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
-        self.thread.join(10)
+        self.thread.join(HANG)
 
 
 @pytest.fixture(scope="module")
@@ -129,14 +136,17 @@ def message(envelope: bytes | None, *, extensions: bool = True) -> pb.Message:
 
 
 async def send(url: str, msg: pb.Message, *, header: bool = True) -> list[Any]:
-    client = await create_client(url)
-    parameters = ServiceParametersFactory.create([activation()]) if header else None
-    context = ClientCallContext(service_parameters=parameters)
-    try:
-        return [event async for event in client.send_message(
-            pb.SendMessageRequest(message=msg), context=context)]
-    finally:
-        await client.close()
+    # The SDK's own HTTP client would wait 5 s for an answer: a hang guard instead.
+    async with httpx.AsyncClient(timeout=HANG,
+                                 headers={VERSION_HEADER: PROTOCOL_VERSION_CURRENT}) as http:
+        client = await create_client(url, ClientConfig(httpx_client=http))
+        parameters = ServiceParametersFactory.create([activation()]) if header else None
+        context = ClientCallContext(service_parameters=parameters)
+        try:
+            return [event async for event in client.send_message(
+                pb.SendMessageRequest(message=msg), context=context)]
+        finally:
+            await client.close()
 
 
 def refusal(url: str, msg: pb.Message, *, header: bool = True) -> Any:
@@ -146,7 +156,7 @@ def refusal(url: str, msg: pb.Message, *, header: bool = True) -> Any:
 
 
 def test_the_card_advertises_the_profile_as_a_hint(agent: Agent) -> None:
-    card = httpx.get(agent.url + "/.well-known/agent-card.json", timeout=10).json()
+    card = httpx.get(agent.url + "/.well-known/agent-card.json", timeout=HANG).json()
     parsed = json_format.ParseDict(card, pb.AgentCard(), ignore_unknown_fields=True)
     assert read_profile_extension(parsed) == {
         "required": True, "ontologyIds": ["https://example.org/onto/agent-core"],
@@ -231,7 +241,7 @@ def test_two_envelope_parts_are_refused(agent: Agent, second: str) -> None:
 def _raw_send(url: str, msg: pb.Message, headers: dict[str, str]) -> dict[str, Any]:
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
             "params": {"message": json_format.MessageToDict(msg)}}
-    answer: dict[str, Any] = httpx.post(url + "/a2a", json=body, timeout=10,
+    answer: dict[str, Any] = httpx.post(url + "/a2a", json=body, timeout=HANG,
                                         headers={"A2A-Version": "1.0", **headers}).json()
     return answer
 
@@ -276,7 +286,7 @@ def test_concurrent_requests_of_mixed_verdicts(agent: Agent) -> None:
         return kind, "result" in answer
 
     async def run() -> list[tuple[str, bool]]:
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with httpx.AsyncClient(timeout=HANG) as client:
             return await asyncio.gather(*(one(k, client) for k in kinds))
 
     results = asyncio.run(run())
@@ -339,7 +349,7 @@ def test_the_example_runs_as_the_readme_says(tmp_path: Any) -> None:
     agent_process = subprocess.Popen([sys.executable, str(examples / "agent.py"), str(port)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -349,10 +359,10 @@ def test_the_example_runs_as_the_readme_says(tmp_path: Any) -> None:
                 time.sleep(0.1)
         out = subprocess.run([sys.executable, str(examples / "client.py"),
                               f"http://127.0.0.1:{port}"], capture_output=True, text=True,
-                             timeout=60).stdout
+                             timeout=HANG).stdout
     finally:
         agent_process.terminate()
-        agent_process.wait(timeout=10)
+        agent_process.wait(timeout=HANG)
     assert "compatible: accepted" in out
     assert "incompatible: refused" in out and "incompatible" in out.split("refused:")[1]
 
@@ -376,7 +386,7 @@ class HeldChecker(Checker):
         self.checked.append(held)
         if held:
             self.entered.set()
-            self.release.wait(30)
+            self.release.wait(HANG)
         try:
             return super().check(envelope, **options)
         finally:
@@ -413,9 +423,9 @@ def test_a_slow_check_does_not_hold_up_another_request(held: tuple[Agent, HeldCh
     agent, checker = held
 
     async def run() -> tuple[dict[str, Any], dict[str, Any], bool]:
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=HANG) as client:
             slow = asyncio.ensure_future(_post(client, agent.url, message(held_envelope())))
-            assert await asyncio.to_thread(checker.entered.wait, 10), "the slow check never began"
+            assert await asyncio.to_thread(checker.entered.wait, HANG), "the slow check never began"
             normal = (await _post(client, agent.url, message(dumps(envelope_62())))).json()
             still_held = not checker.finished.is_set()
             checker.release.set()
@@ -444,7 +454,7 @@ def test_a_check_past_the_time_limit_is_refused_and_the_agent_does_not_run(
     assert info["metadata"] == {"verdict": "indeterminate", "codes": [], "remedies": [],
                                 "timeout": 0.5}
     checker.release.set()
-    assert checker.finished.wait(10)
+    assert checker.finished.wait(HANG)
     assert agent.executor.runs == 0
 
 
@@ -464,8 +474,8 @@ def test_a_request_that_waits_past_the_limit_for_a_busy_gate_is_never_checked() 
                                         "remedies": [], "timeout": 0.5}
         finally:
             checker.release.set()
-        assert checker.finished.wait(10)
-        agent.handler.check_timeout = 10
+        assert checker.finished.wait(HANG)
+        agent.handler.check_timeout = HANG
         events = asyncio.run(send(agent.url, message(dumps(envelope_62()))))
         assert any("translated" in str(e) for e in events)
     # The held envelope and the last one were checked; the one refused while waiting was not.
