@@ -100,7 +100,8 @@ def line(decision: Any) -> str:
     return out.getvalue()
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.sampled_from(ENVELOPES), st.integers(0, 4), PARAMETERS)
 def test_the_compiled_engine_evaluates_compiled_shapes_as_the_reference_does(
         engines: dict[str, Checker], data: bytes, extra: int, params: dict[str, str]) -> None:
