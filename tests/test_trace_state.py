@@ -137,14 +137,16 @@ def kill_at_checkpoints(command: list[str], cwd: Path, state: Path,
     for target in targets:
         proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
+        # A hang guard only (the loop ends with the run): at a minute, a run a loaded
+        # machine slowed past it would go unkilled, and the wait for its end time out.
+        deadline = time.monotonic() + 600
         while proc.poll() is None and time.monotonic() < deadline:
             if state.exists() and state.read_bytes().count(b"\n") > target:
                 proc.send_signal(signal.SIGKILL)
                 kills.append(target)
                 break
             time.sleep(0.002)
-        proc.wait(timeout=60)
+        proc.wait(timeout=600)
     return kills
 
 
