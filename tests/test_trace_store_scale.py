@@ -7,15 +7,20 @@ The sizes are counted, never timed: the quads each transaction writes (a spy on
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
 import trace_runs
+from test_trace_nquads import SOURCE as NQUADS_SOURCE
+from test_trace_nquads import runs as nquads_runs
 from test_trace_store import feed, graphs, keyed
 
 from ioa_semantic.cli.main import main
@@ -220,3 +225,78 @@ def test_a_large_runs_trajectory_is_taken_in_chunks_as_it_is_made(tmp_path: Path
     # Held whole, the trajectory's quads took about 8 MB more; taken as made, what grows is
     # its ends of each call (a few hundred bytes a call).
     assert peaks[1] - peaks[0] < 3 << 20, peaks
+
+
+RECORD = "<https://example.org/ioa/trace#runRecord>"
+PARTS = "<https://example.org/ioa/trace#runRecordParts>"
+
+
+def _record_of(store: Path) -> tuple[str, str]:
+    """The one run's record text (reassembled) and its stored digest."""
+    opened = TraceStore(str(store))
+    try:
+        (name, text), = opened.stored_runs()
+        (digest,) = opened.objects(name, "recordSha256", name)
+        return text, str(digest.value)
+    finally:
+        opened.store.flush()
+        del opened
+
+
+def test_a_large_record_is_stored_in_parts_and_read_back_whole(tmp_path: Path) -> None:
+    """A record past the part size is written in parts with the graph's chunks, never whole;
+    read back it is the record a feed that stores it whole writes, with the same digest, so
+    a feed of the same run again writes nothing, and a write cut short among the parts
+    resumes to the store fed whole."""
+    run = large_run(tmp_path / "runs", 700)
+    manifests = trace_runs.write_manifests(tmp_path / "m")
+    options = ["--manifests", manifests, "--batch-size", "100000"]
+    whole, parted = keyed(tmp_path / "whole"), keyed(tmp_path / "parted")
+    assert feed([run], whole, tmp_path, *options).returncode == 1
+    small = {"IOA_CHECK_TEST_RECORD_PART_CHARS": "50000"}
+    assert feed([run], parted, tmp_path, *options, env=small).returncode == 1
+    stored = run_graph(graphs(parted))
+    (count,) = [t[2] for t in stored if t[1] == PARTS]
+    assert int(count.split('"')[1]) > 5
+    assert not any(t[1] == RECORD for t in stored)
+    assert any(t[1] == RECORD for t in run_graph(graphs(whole)))
+    text, digest = _record_of(parted)
+    assert (text, digest) == _record_of(whole)
+    assert store_module.record_digest(json.loads(text)) == digest
+    # Fed again: judged so already, nothing written.
+    before = graphs(parted)
+    again = feed([run], parted, tmp_path, *options, env=small)
+    assert again.returncode == 1 and graphs(parted) == before
+    assert _record_of(parted) == (text, digest)
+    # Cut short among the parts (transactions: the checkpoint, the graph dropped, two
+    # graph chunks and a last one, then the parts): no record; fed again, whole.
+    for after in (7, 9):
+        killed = keyed(tmp_path / f"killed-{after}")
+        cut = feed([run], killed, tmp_path, *options, env={**small, KILL_AFTER_ENV: str(after)})
+        assert cut.returncode == -9, cut.stderr
+        part = run_graph(graphs(killed))
+        assert not any(t[1] in (RECORD_SHA256, PARTS) for t in part)
+        assert feed([run], killed, tmp_path, *options, env=small).returncode == 1
+        assert _record_of(killed) == (text, digest)
+
+
+@settings(max_examples=60, deadline=None)
+@given(nquads_runs(), st.booleans())
+def test_the_record_made_a_call_at_a_time_is_the_record(events: list[dict[str, Any]],
+                                                       identity: bool) -> None:
+    """Whatever the run holds (names of every character, a run id that spells a JSON
+    string), the record's pieces join to ``json.dumps`` of the record, and the identity's to
+    the text its digest was always taken of."""
+    fold = Fold()
+    for seq, event in enumerate(events, 1):
+        fold.value(seq, event)
+    run = build(NQUADS_SOURCE, fold, Disclosure(None, False))
+    run = run._replace(run_id='"calls-0", "x": [', mas="\u2028\x00")
+    value = {"mode": "plain", "run": store_module.run_record(run)}
+    joined = "".join(store_module.record_pieces("plain", run, identity))
+    if identity:
+        assert joined == store_module._identity(value)
+    else:
+        assert joined == json.dumps(value, ensure_ascii=False)
+    assert store_module.pieces_digest(store_module.record_pieces("plain", run, True)) == (
+        store_module.record_digest(value))

@@ -184,6 +184,14 @@ class Reader:
             text = lexical(held[0])
             chars = len(text)
             record = text if chars <= self.max_record_chars else None
+        else:  # a large run's record, in parts: never drawn, its length counted by the store
+            answer = store.query(
+                "SELECT (SUM(STRLEN(?part)) AS ?chars) WHERE { GRAPH ?run { ?node "
+                f"{term('recordPart')} ?part }} }}",
+                substitutions={ox.Variable("run"): ox.NamedNode(run_iri)})
+            assert isinstance(answer, ox.QuerySolutions)
+            for row in answer:
+                chars = int(lexical(row["chars"])) if row["chars"] is not None else 0
         verdict = {"reasons": _reasons(store, props),
                    "agents": sorted((_agent(store, ox.NamedNode(a))
                                      for a in props.get("agentVerdict", [])),

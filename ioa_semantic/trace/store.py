@@ -59,9 +59,10 @@ import hmac
 import itertools
 import json
 import os
+import secrets
 import signal
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from urllib.parse import quote
@@ -109,6 +110,12 @@ LINKED_CALLS = 5
 # record and verdict, the mark of a complete graph, last): one transaction holds its writes
 # in memory, six index entries a quad.
 CHUNK_QUADS = 20_000
+# A run's record (its JSON, ``ioat:runRecord``) past this many characters is stored in parts
+# of about this size (``ioat:recordPart`` of ``RUN:record:N``, their number
+# ``ioat:runRecordParts``), each made, written and let go in turn with the graph's chunks: a
+# long run's record is hundreds of megabytes, and held whole it was copied five times over
+# on its way to the store.
+RECORD_PART_CHARS = 4 << 20
 # The store's memory tables are written to its files after this many quads: RocksDB keeps
 # them until they fill, one table per index, and a long feed would hold gigabytes.
 FLUSH_QUADS = 60_000
@@ -120,6 +127,9 @@ STORE_GRAPH = f"{IRI_BASE}store"
 # A test hook: the process kills itself with SIGKILL right after committing this many
 # transactions, so the crash tests interrupt a real run at exact points between batches.
 KILL_AFTER_ENV = "IOA_CHECK_TEST_KILL_AFTER_TRANSACTIONS"
+# A test hook: a run's record is stored in parts of this many characters (RECORD_PART_CHARS
+# otherwise), so that the crash tests cut a write among the parts of a small run's record.
+PART_CHARS_ENV = "IOA_CHECK_TEST_RECORD_PART_CHARS"
 # A test hook: once the store is open (its lock taken), the process creates this file and
 # waits until it is removed (at most a minute), so that a test can run a second process
 # against a store a first one certainly holds.
@@ -465,7 +475,29 @@ class TraceStore:
         """Each stored run's graph name and record (JSON), in graph-name order."""
         found = [(lexical(q.graph_name), lexical(q.object)) for q in self.store.quads_for_pattern(
             None, term("runRecord"), None, None) if isinstance(q.graph_name, ox.NamedNode)]
+        for quad in self.store.quads_for_pattern(None, term("runRecordParts"), None, None):
+            if isinstance(quad.graph_name, ox.NamedNode):
+                text = self.record_text(quad.graph_name.value)
+                if text is not None:
+                    found.append((quad.graph_name.value, text))
         yield from sorted(found)
+
+    def record_text(self, iri: str) -> str | None:
+        """The record of the run ``iri``: its one literal, or its parts joined (a large run's);
+        None when the store holds no whole record of it."""
+        held = self.objects(iri, "runRecord", iri)
+        if held:
+            return str(held[0].value)
+        count = self.objects(iri, "runRecordParts", iri)
+        if not count:
+            return None
+        parts = []
+        for index in range(int(lexical(count[0]))):
+            part = self.objects(record_part(iri, index), "recordPart", iri)
+            if not part:
+                return None  # a damaged record: told as none (the next feed writes it again)
+            parts.append(str(part[0].value))
+        return "".join(parts)
 
     def query(self, text: str, substitutions: dict[str, str] | None = None) -> Any:
         bound: dict[ox.Variable, Any] = {ox.Variable(k): ox.Literal(v)
@@ -579,14 +611,15 @@ class RemoteTraceStore(TraceStore):
     def stored_runs(self) -> Iterator[tuple[str, str]]:
         """As on a folder, but the graph names first, then each record in an answer of its
         own: all records in one answer would pass the answer cap on a large store."""
-        record = term("runRecord")
+        record, parts = term("runRecord"), term("runRecordParts")
         names = sorted(lexical(row["g"]) for row in self.store.select(
-            f"SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ ?s {record} ?record }} }}")
+            f"SELECT DISTINCT ?g WHERE {{ GRAPH ?g {{ {{ ?s {record} ?record }} UNION "
+            f"{{ ?s {parts} ?parts }} }} }}")
             if isinstance(row.get("g"), ox.NamedNode))
         for name in names:
-            graph = ox.NamedNode(name)
-            yield from sorted((name, lexical(quad.object)) for quad in
-                              self.store.quads_for_pattern(None, record, None, graph))
+            text = self.record_text(name)
+            if text is not None:
+                yield name, text
 
     def next_verdict(self) -> int:
         """The next verdict number: read under the turn (other feeders write between turns),
@@ -803,17 +836,73 @@ def _create_key(path: str, where: str | None = None) -> bytes:
 # --- what the audit needs of a run ------------------------------------------------------------
 
 
-def run_record(run: Run) -> dict[str, Any]:
-    """``run`` as plain JSON: every field of the run and of its calls, findings as dicts."""
+def run_record(run: Run, calls: Any = None) -> dict[str, Any]:
+    """``run`` as plain JSON: every field of the run and of its calls, findings as dicts
+    (``calls``, when given, stands for the calls)."""
     out: dict[str, Any] = {}
     for field, value in run._asdict().items():
         if field == "calls":
-            out[field] = [call._asdict() for call in value]
+            out[field] = [call._asdict() for call in value] if calls is None else calls
         elif field == "findings":
             out[field] = [_finding_json(f) for f in value]
         else:
             out[field] = value
     return out
+
+
+def record_pieces(mode: str, run: Run, identity: bool = False) -> Iterator[str]:
+    """The text of the record ``{"mode": mode, "run": run_record(run)}`` (``json.dumps``,
+    UTF-8 kept, keys in the run's order) a call at a time, never whole; ``identity``: without
+    the run's source (:func:`record_digest`'s text). The calls go where a random marker
+    stands in the rest of the record, so no text of the run can be taken for it."""
+    marker = f"calls-{secrets.token_hex(16)}"
+    head = run_record(run, marker)
+    if identity:
+        del head["source"]
+    before, after = json.dumps({"mode": mode, "run": head}, ensure_ascii=False).split(
+        f'"{marker}"')
+    yield before + "["
+    for index, call in enumerate(run.calls):
+        yield (", " if index else "") + json.dumps(call._asdict(), ensure_ascii=False)
+    yield "]" + after
+
+
+def pieces_digest(pieces: Iterable[str]) -> str:
+    """:func:`record_digest` of a record given as :func:`record_pieces` (``identity``)."""
+    hasher = hashlib.sha256()
+    for piece in pieces:
+        hasher.update(piece.encode("utf-8", "surrogatepass"))
+    return hasher.hexdigest()
+
+
+class _RecordParts:
+    """The parts of a run's record, each about :data:`RECORD_PART_CHARS` characters, made as
+    they are taken; :attr:`count` says how many were made."""
+
+    def __init__(self, pieces: Iterator[str]) -> None:
+        self.pieces = pieces
+        self.count = 0
+
+    def __iter__(self) -> Iterator[str]:
+        hook = os.environ.get(PART_CHARS_ENV, "")
+        limit = int(hook) if hook.isdigit() and int(hook) > 0 else RECORD_PART_CHARS
+        part: list[str] = []
+        size = 0
+        for piece in self.pieces:
+            part.append(piece)
+            size += len(piece)
+            if size >= limit:
+                self.count += 1
+                yield "".join(part)
+                part, size = [], 0
+        if part:
+            self.count += 1
+            yield "".join(part)
+
+
+def record_part(iri: str, index: int) -> str:
+    """The node of a run's record's ``index``-th part, in the run's graph."""
+    return f"{iri}:record:{index}"
 
 
 def run_from_record(record: dict[str, Any]) -> Run:
@@ -1421,19 +1510,19 @@ def record_digest(record: dict[str, Any]) -> str:
     return _sha256(_identity(record).encode("utf-8", "surrogatepass"))
 
 
-def _keeps_every_call(store: TraceStore, iri: str, calls: list[dict[str, Any]],
+def _keeps_every_call(store: TraceStore, iri: str, after: set[str],
                       kept: str | None = None) -> None:
     """A stored run is replaced only by one that holds every call it held (events appended
-    to its input): never by part of it. ``kept``: the record a replacement cut short kept."""
-    held = [kept] if kept is not None else [o.value for o in store.objects(
-        iri, "runRecord", iri)]
-    if not held:
+    to its input; ``after``: the new run's call keys): never by part of it. ``kept``: the
+    record a replacement cut short kept."""
+    held = kept if kept is not None else store.record_text(iri)
+    if held is None:
         return
     try:
-        before = {c["key"] for c in json.loads(held[0])["run"]["calls"]}
+        before = {c["key"] for c in json.loads(held)["run"]["calls"]}
     except (ValueError, KeyError, TypeError):
         return  # a damaged record: the new one replaces it
-    after = {c["key"] for c in calls}
+    del held
     if not before <= after:
         raise _Narrowed
 
@@ -1458,23 +1547,24 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
                 recorded: Run | None, trajectory: bool) -> int:
     run = audit.run
     iri = disclose.run_iri(run.ident)
+    kept_run = recorded or run
     if stored_record is None:
-        value: dict[str, Any] = {"mode": mode, "run": run_record(recorded or run)}
         # Key order is kept (not sorted): reports list members in the order the fold made them.
-        record = json.dumps(value, ensure_ascii=False)
+        digest = pieces_digest(record_pieces(mode, kept_run, identity=True))
+        calls = {call.key for call in kept_run.calls}
     else:
-        record = stored_record
-        value = json.loads(record)
-    digest = record_digest(value)
+        value = json.loads(stored_record)
+        digest = record_digest(value)
+        calls = {c["key"] for c in value["run"]["calls"]}
+        del value
     key = audit_key(iri, digest, grounds)
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
     # What a replacement cut short kept of the graph it dropped (_replacing): the run the
     # store held, until a graph of it is whole again.
     kept = None if present else _kept(store, iri)
     if stored_record is None and ((present and present != [digest]) or kept is not None):
-        _keeps_every_call(store, iri, value["run"]["calls"],
-                          kept[0] if kept is not None else None)
-    del value  # a large run's record is held as its text only while its graph is written
+        _keeps_every_call(store, iri, calls, kept[0] if kept is not None else None)
+    del calls
     traced = (bool(present) and _has_trajectory(store, iri)) or bool(kept and kept[1])
     rebuild = present != [digest] or (trajectory and not traced)
     verdict: list[ox.Quad] = []
@@ -1487,24 +1577,44 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
             store.commit(verdict)
         return written  # judged so already, and that is the run's current verdict
     graph = ox.NamedNode(iri)
-    marks = [ox.Quad(graph, term("runRecord"), _text(record), graph),
-             ox.Quad(graph, term("recordSha256"), _text(digest), graph)]
-    chunks = quad_chunks(run, declarations, disclose, iri, trajectory or traced, CHUNK_QUADS)
-    _write_graph(store, iri, chunks, [*verdict, *marks], bool(present), kept, traced)
+    parts = _RecordParts(iter((stored_record,)) if stored_record is not None
+                         else record_pieces(mode, kept_run))
+    texts = iter(parts)
+    first = next(texts)
+    second = next(texts, None)
+    # A record of one part is written whole with the marks; a larger one in parts, after the
+    # graph's chunks, each let go once written.
+    whole = first if second is None else None
+
+    def marks() -> list[ox.Quad]:
+        """The record (whole, or the number of its parts) and its digest: written last."""
+        held = (ox.Quad(graph, term("runRecord"), _text(whole), graph) if whole is not None
+                else ox.Quad(graph, term("runRecordParts"), _integer(parts.count), graph))
+        return [*verdict, held, ox.Quad(graph, term("recordSha256"), _text(digest), graph)]
+
+    chunks: Iterator[Chunk] = quad_chunks(run, declarations, disclose, iri,
+                                          trajectory or traced, CHUNK_QUADS)
+    if second is not None:
+        chunks = itertools.chain(chunks, (
+            Chunk.of([ox.Quad(ox.NamedNode(record_part(iri, index)), term("recordPart"),
+                              _text(text), graph)])
+            for index, text in enumerate(itertools.chain((first, second), texts))))
+    del first, second
+    _write_graph(store, iri, chunks, marks, bool(present), kept, traced)
     return written
 
 
 def _write_graph(store: TraceStore, iri: str, chunks: Iterator[Chunk],
-                 last: list[ox.Quad], present: bool, kept: tuple[str, bool] | None,
-                 traced: bool) -> None:
-    """The run ``iri``'s graph (``chunks``) written, then ``last`` (its verdict and record,
-    the mark of a whole graph); ``present``: the store holds a whole graph of it, ``kept``:
-    what a replacement cut short kept of one (:func:`_kept`), ``traced``: with its
-    trajectory."""
+                 last: Callable[[], list[ox.Quad]], present: bool,
+                 kept: tuple[str, bool] | None, traced: bool) -> None:
+    """The run ``iri``'s graph (``chunks``) written, then ``last()`` (its verdict and record,
+    the mark of a whole graph, made once the chunks are); ``present``: the store holds a
+    whole graph of it, ``kept``: what a replacement cut short kept of one (:func:`_kept`),
+    ``traced``: with its trajectory."""
     first = next(chunks)
     after = next(chunks, None)
     if after is None:  # the whole graph in one transaction, as most runs are
-        batch = Chunk.of(last) + first
+        batch = Chunk.of(last()) + first
         if present or store.holds(iri):
             # The run grew, or gains its trajectory, or a large write of it was cut short:
             # its graph is made again.
@@ -1521,7 +1631,8 @@ def _write_graph(store: TraceStore, iri: str, chunks: Iterator[Chunk],
     # (its record, which calls a replacement must keep; its trajectory, which it keeps) is
     # written aside in the same transaction, and let go in the last one.
     if present or kept is not None:
-        old = kept[0] if kept is not None else store.objects(iri, "runRecord", iri)[0].value
+        old = kept[0] if kept is not None else store.record_text(iri)
+        assert old is not None  # present: the graph is whole, its record with it
         aside = ox.NamedNode(_replacing(iri))
         store.replace(iri, [ox.Quad(aside, term("replacedRecord"), _text(old), aside),
                             ox.Quad(aside, term("replacedTraced"), ox.Literal(
@@ -1531,9 +1642,9 @@ def _write_graph(store: TraceStore, iri: str, chunks: Iterator[Chunk],
         store.drop(iri)
     _load_all(store, itertools.chain((first, after), chunks))
     if present or kept is not None:
-        store.replace(_replacing(iri), last)
+        store.replace(_replacing(iri), last())
     else:
-        store.commit(last)
+        store.commit(last())
 
 
 def _load_all(store: TraceStore, chunks: Iterator[Chunk]) -> None:
