@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any, NamedTuple
@@ -286,6 +287,10 @@ def _payload(event: dict[str, Any], members: tuple[str, ...]) -> Any:
     return None
 
 
+_PHASES = {"start": "start", "end": "end"}
+_LINE_OF = {"start": "startLine", "end": "endLine"}
+
+
 class Fold:
     """The calls of one input so far, as plain JSON; fed one event at a time.
 
@@ -501,7 +506,10 @@ class Fold:
         return None
 
     def _merge(self, seq: int, call: dict[str, Any], phase: str, event: dict[str, Any]) -> None:
-        call[f"{phase}Line"] = seq
+        # The phase's own spelling of its members: one string for every call (a string made
+        # for each would cost a long run's fold a few bytes an event).
+        phase = _PHASES[phase]
+        call[_LINE_OF[phase]] = seq
         instant = _instant(event.get("timestamp"))
         if instant is not None:
             call[phase] = instant
@@ -509,14 +517,14 @@ class Fold:
         parent = _text(event.get("parent_call_id"))
         # mas-lab writes an execution_end whose parent is the call itself: not a parent.
         if parent and parent != call["id"] and (phase == "start" or "parent" not in call):
-            call["parent"] = parent
+            call["parent"] = sys.intern(parent)  # the parent's every child names it
         target = self._target(call["cls"], event)
         self._agree(seq, call, "target", target)
         if call["cls"] == "processing" and _text(event.get("processing_name")):
             call.setdefault("label", event["processing_name"])
         status = _text(event.get("status"))
         if status and phase == "end":
-            call["status"] = status
+            call["status"] = sys.intern(status)
         if call["cls"] == "llm":
             for field, value in _usage(event).items():
                 call.setdefault("tokens", {})[field] = value
@@ -544,7 +552,8 @@ class Fold:
         if value is None:
             return
         if field not in call:
-            call[field] = value
+            # Agents, tools and models are few, named by every call: held once (interned).
+            call[field] = sys.intern(value)
         elif call[field] is not None and call[field] != value:
             self.problems.append(["trace.call-conflict", seq, call["id"] or call["key"]])
             call[field] = None
