@@ -179,9 +179,8 @@ def _command_line_work(module: str) -> Iterator[str]:
             elif (isinstance(func, ast.Attribute) and func.attr == "exit"
                   and isinstance(func.value, ast.Name) and func.value.id == "sys"):
                 yield "sys.exit"
-        elif isinstance(node, ast.Name) and node.id == "ExitStatus":
-            yield "ExitStatus"
-        elif isinstance(node, ast.alias) and node.name == "ExitStatus":
+        elif (isinstance(node, ast.Name) and node.id == "ExitStatus") or (
+                isinstance(node, ast.alias) and node.name == "ExitStatus"):
             yield "ExitStatus"
 
 
