@@ -12,7 +12,7 @@ import json
 import sys
 from datetime import UTC, datetime
 
-from .._exceptions import SigningKeyError
+from .._exceptions import ConfigurationError, SigningKeyError
 from .._status import ExitStatus
 from ..pipeline import provenance
 from ..sources.loader import read_artifact, resolve_artifact
@@ -102,9 +102,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return ExitStatus.INCOMPATIBLE
     # After the artifact's own problems, which a later --created would not cure.
     overlap = _overlap_problem(artifact.valid_from, artifact.valid_until, created, opts.expires)
-    if overlap is not None:
-        print(f"ioa-check sign: {opts.artifact}: {overlap}; not signed", file=sys.stderr)
-        return ExitStatus.USAGE
+    if overlap is not None:  # a usage error: other --created or --expires would sign it
+        raise ConfigurationError(f"{opts.artifact}: {overlap}; not signed")
     text = json.dumps(signed, indent=2, ensure_ascii=False) + "\n"
     write_output(opts.output, text.encode("utf-8"), ours=is_signed,
                  what="an artifact ioa-check sign wrote (one with an eddsa-jcs-2022 proof)")
