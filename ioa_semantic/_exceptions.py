@@ -37,6 +37,32 @@ class SigningKeyError(ConfigurationError):
     """A signing key file cannot be read, or holds no Ed25519 private key."""
 
 
+class EnvironmentFailure(IoaSemanticError):
+    """The environment failed the run, not the input or the tool: a file that cannot be
+    written, a port that cannot be listened on (exit status 74 on the command line)."""
+
+
+# The name a failure to write standard output gives it (the command line says it so).
+STANDARD_OUTPUT = "standard output"
+
+
+class WriteFailed(EnvironmentFailure):
+    """A file a command writes (an output, an audit's state or journal, a key) could not be
+    written: the disk is full, the folder is missing or read-only. ``name`` is the file, or
+    :data:`STANDARD_OUTPUT`."""
+
+    def __init__(self, name: str, error: OSError) -> None:
+        super().__init__(f"cannot write {name}: {error.strerror or error}")
+        self.name = name
+        self.error = error
+
+
+class ClusterStopped(IoaSemanticError):
+    """An audit on a Dask cluster could not finish: the cluster went away (the scheduler
+    lost, the connection closed). Neither a verdict nor a bug of the input's: exit status
+    70 on the command line, with no verdict."""
+
+
 class RetrievalError(IoaSemanticError):
     """A resource was not retrieved; ``code`` is the ``retrieval.*`` reason."""
 

@@ -21,10 +21,22 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO
 
-from ._exceptions import ConfigurationError
+from ._exceptions import ConfigurationError, WriteFailed
 
 # What recognising a file reads of it: every format's marker is in its first line or so.
 HEAD_BYTES = 1 << 16
+
+
+@contextlib.contextmanager
+def writing(name: str) -> Iterator[None]:
+    """An OSError while writing ``name`` as :class:`WriteFailed` naming it. A reader that went
+    away stays a BrokenPipeError (the command line then ends as a shell's pipe does)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise WriteFailed(name, exc) from exc
 
 
 class NotOurs(ConfigurationError):

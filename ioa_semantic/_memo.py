@@ -3,85 +3,88 @@
 Every cache that outlives one check (reviewed contexts, the compiled engine's active
 contexts, a Checker's decisions) is one of these: bounded by the bytes its entries are said
 to weigh (each caller sizes its entries from what it keys them by, which the document limits
-bound), with the entries not used since they were last passed over evicted first (the
-"second chance" approximation of least recently used), so that threads sharing a Checker
-never see an entry half added or half evicted.
+bound), with the least recently used entries evicted first, so that threads sharing a
+Checker never see an entry half added or half evicted.
 
-A lookup takes no lock: it is one dictionary lookup and one store into the entry, each of
-which CPython performs whole (a dictionary lookup survives the dictionary changing under
-it), so it needs none, and it is what every document costs several times over. Adding and
-evicting take the lock.
+The map and its eviction are cachetools' ``LRUCache`` (each entry weighed by the size its
+caller gives). cachetools is not thread-safe, and a lookup reorders the entries, so every
+operation takes the lock.
 """
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import threading
-from collections import OrderedDict
 from typing import Any, Generic, TypeVar
+
+from cachetools import LRUCache
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 
+def _weight(entry: tuple[Any, int]) -> int:
+    """What an entry (value, size) weighs: the size its caller gave."""
+    return entry[1]
+
+
 class BoundedCache(Generic[K, V]):
     """A map of at most ``max_bytes`` bytes (as its entries are sized) and, when given, at
-    most ``max_entries`` entries; past them, the oldest entry not used since it was last
-    passed over goes first."""
+    most ``max_entries`` entries; past them, the least recently used entry goes first."""
 
     def __init__(self, max_bytes: int, max_entries: int | None = None) -> None:
-        self.max_bytes = max_bytes
         self.max_entries = max_entries
-        # key -> [value, size, used since it was last passed over]
-        self._entries: OrderedDict[K, list[Any]] = OrderedDict()
-        self._bytes = 0
+        # key -> (value, size)
+        self._entries: Any = LRUCache(max_bytes, getsizeof=_weight)
         self._lock = threading.Lock()
 
+    @property
+    def max_bytes(self) -> int:
+        """The bound on the bytes its entries weigh."""
+        return int(self._entries.maxsize)
+
     def get(self, key: K) -> V | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        entry[2] = True
+        with self._lock:
+            try:
+                entry = self._entries[key]
+            except KeyError:
+                return None
         return entry[0]  # type: ignore[no-any-return]
 
     def __contains__(self, key: object) -> bool:
-        return key in self._entries
+        with self._lock:
+            return key in self._entries
 
     def put(self, key: K, value: V, size: int) -> None:
         """Remember ``value`` as weighing ``size`` bytes; one heavier than the whole bound
         is not remembered."""
-        if size > self.max_bytes:
-            return
         with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            # Added as used: a new entry is not the first to go when it makes room for itself.
-            self._entries[key] = [value, size, True]
-            self._bytes += size
-            self._evict(self.max_bytes)
+            if size > self._entries.maxsize:
+                return
+            # The old entry goes first: what the new one makes room for is counted without it.
+            self._entries.pop(key, None)
+            self._entries[key] = (value, size)  # the most recently used: the last to go
+            while self.max_entries is not None and len(self._entries) > self.max_entries:
+                self._entries.popitem()
 
     def resize(self, max_bytes: int) -> None:
+        """Bound it to ``max_bytes`` from now on, evicting the least recently used entries
+        that no longer fit."""
         with self._lock:
-            self.max_bytes = max_bytes
-            self._evict(max_bytes)
-
-    def _evict(self, max_bytes: int) -> None:
-        """Evict until within the bounds (the lock held): an entry used since it was last
-        passed over goes to the back once, so each pass ends within one round."""
-        entries = self._entries
-        while entries and (self._bytes > max_bytes or (
-                self.max_entries is not None and len(entries) > self.max_entries)):
-            key, entry = entries.popitem(last=False)
-            if entry[2] and len(entries) > 0:
-                entry[2] = False
-                entries[key] = entry
-                continue
-            self._bytes -= entry[1]
+            old = self._entries
+            # cachetools fixes a cache's bound when it is made: the entries move, least
+            # recently used first, into one of the new bound, which evicts as they arrive.
+            self._entries = LRUCache(max_bytes, getsizeof=_weight)
+            while old:
+                key, entry = old.popitem()
+                if entry[1] <= max_bytes:
+                    self._entries[key] = entry
 
     @property
     def size(self) -> int:
         """The bytes its entries weigh now."""
-        return self._bytes
+        with self._lock:
+            return int(self._entries.currsize)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            return len(self._entries)

@@ -380,3 +380,42 @@ def test_a_full_disk_under_the_cluster_is_exit_74_naming_the_file(tmp_path: Path
     assert run.returncode == 74, run.stderr.decode()
     assert run.stderr.decode().strip().splitlines()[-1].startswith(
         "ioa-check: cannot write /dev/full: ")
+
+
+def test_a_cluster_that_goes_away_is_exit_70_said_in_one_line_with_no_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The library raises ClusterStopped (audit.dask.connected); the command line alone says
+    it and maps it to 70, the output left as it was and the cluster closed as lost."""
+    from distributed.comm.core import CommClosedError
+
+    from ioa_semantic.audit import dask as on_dask
+    from ioa_semantic.cli.main import main
+
+    closed: list[bool] = []
+
+    class Gone:
+        client = None
+
+        def __init__(self, address: str) -> None:
+            pass
+
+        def close(self, lost: bool = False) -> None:
+            closed.append(lost)
+
+    def lost_on_submit(*args: Any, **options: Any) -> None:
+        raise CommClosedError("in <TCP (closed)>: Stream is closed")
+
+    monkeypatch.setattr(on_dask, "Cluster", Gone)
+    monkeypatch.setattr(on_dask, "ClusterAudit", lost_on_submit)
+    (tmp_path / "r.jsonl").write_text(line(registration_63()) + "\n")
+    (tmp_path / "out.jsonl").write_text("")
+    monkeypatch.chdir(tmp_path)
+    status = main(["audit", "r.jsonl", "--profile", "cs-translation", "--scheduler",
+                   "tcp://127.0.0.1:1", "--output", "out.jsonl", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert (status, out) == (70, "")
+    assert err == ("ioa-check: the audit on the Dask cluster stopped: CommClosedError: in "
+                   "<TCP (closed)>: Stream is closed\n")
+    assert closed == [True]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "r.jsonl"]

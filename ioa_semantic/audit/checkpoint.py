@@ -15,8 +15,8 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     pass
 
-from .._exceptions import IoaSemanticError
-from .._files import NotOurs, claim, first_line, write_file
+from .._exceptions import ConfigurationError, WriteFailed
+from .._files import NotOurs, claim, first_line, write_file, writing
 from . import inputs
 from .inputs import FileRead, Fingerprint, Mark, Piece
 from .judge import Declared
@@ -33,31 +33,9 @@ class Tally(Protocol):
                 where: tuple[str, int | None]) -> None: ...
 
 
-class Refused(IoaSemanticError):
+class Refused(ConfigurationError):
     """A state that is not resumed (exit status 2): unreadable, corrupt, of another version, or
     written for files that are no longer as it records them. Nothing has been written."""
-
-
-class WriteFailed(IoaSemanticError):
-    """A file the audit writes (its output, a state or its journal) could not be written: the
-    environment failed the run (exit status 74), not the input."""
-
-    def __init__(self, name: str, error: OSError) -> None:
-        super().__init__(f"cannot write {name}: {error.strerror or error}")
-        self.name = name
-        self.error = error
-
-
-@contextlib.contextmanager
-def writing(name: str) -> Iterator[None]:
-    """An OSError while writing ``name`` as :class:`WriteFailed` naming it. A reader that went
-    away stays a BrokenPipeError (the command line then ends as a shell's pipe does)."""
-    try:
-        yield
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise WriteFailed(name, exc) from exc
 
 
 class Output:

@@ -9,8 +9,9 @@ the checker once, cuts its partitions into lines as the local audit cuts its blo
 client takes the results back partition by partition in input order, with a bounded number
 of partitions in flight, and hands them to the same reporters. The declarations of valid
 registrations stay on the cluster, where a Dask group-by on capability IRI finds the
-conflicts; only the conflicting groups come back. Output and exit status are the local
-audit's.
+conflicts; only the conflicting groups come back. The command line writes the output and
+derives the exit status as for the local audit; a cluster that goes away is
+:class:`ClusterStopped`.
 
 Importing this module imports Dask; the command line imports it only for ``--scheduler``.
 """
@@ -23,7 +24,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
-import io
 import itertools
 import logging
 import operator
@@ -46,24 +46,19 @@ from fsspec.utils import read_block
 
 from .._checker import Checker
 from .._codes import finding
-from .._exceptions import ConfigurationError
-from .._files import Replacement
-from .._status import ExitStatus
+from .._exceptions import ClusterStopped, ConfigurationError
 from ..pipeline.intake import Limits
 from ..sources.loader import read_profile, resolve_profile
-from .checkpoint import Output, writing
 from .inputs import AUDITED_SUFFIXES, Lines, audited_files, document_items, items_of
 from .judge import Item, Result
 from .kinds import Kinds
 from .run import Asked, Audit, Conflict
-from .workers import batched, judge_batch, kinds_for
+from .workers import judge_batch, kinds_for
 
 # About 20,000 registrations of 400 bytes: seconds of work for a worker, so the task overhead
 # (milliseconds) is noise, and small enough that the workers stay evenly busy.
 DEFAULT_PARTITION_BYTES = 8 << 20
 _BATCH = 256
-# Contract 2: an audit that could not finish is the internal-error status, not a verdict.
-_STOPPED = ExitStatus.INTERNAL
 
 
 class Partition(NamedTuple):
@@ -484,7 +479,7 @@ class ClusterAudit(Audit):
 # --- progress -------------------------------------------------------------------------------
 
 
-class _Progress:
+class Progress:
     """Partitions finished on the cluster (from the scheduler's task completions) and
     registrations written, on stderr when it is a terminal; nothing otherwise."""
 
@@ -514,50 +509,29 @@ class _Progress:
                 yield result
 
 
-# --- the command ----------------------------------------------------------------------------
+# --- the command line's entry -----------------------------------------------------------
 
 
-def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, scheduler: str,
-          partition_bytes: int | None, report: Callable[[Any, Iterable[Any], IO[str]], None],
-          render: Callable[[Result], str] | None, output: str | None,
-          asked: Asked | None = None) -> int:
-    """``ioa-check audit --scheduler``: the exit status; ConfigurationError for a usage error."""
+def setup_of(profile: str, limits: Limits, engine: str) -> Setup:
+    """What the workers build their checker from: the profile named (read here, on the
+    client, so that workers need no access to it), the limits and the engine.
+    Raises :class:`ConfigurationError` for a profile that cannot be had."""
     source, data = resolve_profile(profile)
-    setup = Setup(source, data, limits, engine)
+    return Setup(source, data, limits, engine)
+
+
+@contextlib.contextmanager
+def connected(scheduler: str) -> Iterator[Cluster]:
+    """A cluster to audit on, closed on leaving. A cluster that goes away meanwhile (the
+    scheduler lost, the connection closed) is :class:`ClusterStopped`: no verdict, no bug.
+    Raises :class:`ConfigurationError` for a scheduler that cannot be reached."""
     cluster = Cluster(scheduler)
     lost = False
     try:
-        name = output or "standard output"
-        replacement = None
-        with writing(name):
-            # A file is written beside the output and renamed over it once the report is
-            # complete: a lost cluster leaves the previous file in place, never a torn one.
-            replacement = Replacement(output) if output else None
-        stream: IO[str] = io.TextIOWrapper(replacement.stream, encoding="utf-8") if (
-            replacement is not None) else sys.stdout
-        out = Output(stream, name)  # a full disk is WriteFailed naming the file (exit 74)
-        try:
-            progress = _Progress(sys.stderr)
-            run = ClusterAudit(cluster.client, setup, partition_bytes or DEFAULT_PARTITION_BYTES,
-                               on_partition=progress.partition_done if progress.bar else None,
-                               asked=asked)
-            report(run, batched(progress.track(run.results_of(paths)), render),
-                   out)  # type: ignore[arg-type]  # Output writes as a stream does
-            if replacement is not None:
-                out.flush()
-                with writing(name):
-                    replacement.commit()
-            return run.exit_status()
-        except (CommClosedError, TimeoutError, CancelledError) as exc:
-            # The cluster went away (scheduler lost, connection closed): no bug, no verdict.
-            print(f"ioa-check: the audit on the Dask cluster stopped: {type(exc).__name__}: {exc}",
-                  file=sys.stderr)
-            lost = True
-            return _STOPPED
-        finally:
-            if replacement is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-                replacement.discard()  # once committed, there is nothing left to remove
+        yield cluster
+    except (CommClosedError, TimeoutError, CancelledError) as exc:
+        lost = True
+        raise ClusterStopped(f"the audit on the Dask cluster stopped: {type(exc).__name__}: "
+                             f"{exc}") from exc
     finally:
         cluster.close(lost)

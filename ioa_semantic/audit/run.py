@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 from .._findings import Finding
 from .._runtime import frozen
-from .._status import ExitStatus
 from .checkpoint import Checkpoint
 from .conflicts import ConflictIndex
 from .inputs import Piece
@@ -164,9 +163,3 @@ class Audit:
     def summary(self, conflicts: int) -> dict[str, Any]:
         return {"summary": {"total": self.total, "status": dict(self.statuses),
                             "codes": dict(sorted(self.codes.items())), "conflicts": conflicts}}
-
-    def exit_status(self) -> ExitStatus:
-        return ExitStatus.of_audit(self.statuses["invalid"], self.statuses["indeterminate"],
-                                   len(self.conflicts()))
-
-

@@ -8,10 +8,11 @@ import io
 import os
 import sys
 from datetime import UTC, datetime
+from typing import IO, TYPE_CHECKING
 
 from .._checker import ENGINES, Checker
-from .._exceptions import ConfigurationError
-from .._files import NotOurs, Replacement, claim, is_stream, one_file
+from .._exceptions import STANDARD_OUTPUT, ConfigurationError
+from .._files import NotOurs, Replacement, claim, is_stream, one_file, writing
 from .._status import ExitStatus
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
 from .parsing import (
@@ -20,8 +21,10 @@ from .parsing import (
     add_limits,
     add_shape_timeout,
     limits_of,
-    unwritable_stdout,
 )
+
+if TYPE_CHECKING:
+    from ..audit.run import Asked, Audit
 
 DESCRIPTION = ("Audit capability registrations (draft 6.3): files, folders (*.json, *.jsonld, "
                "*.jsonl) and - for JSON Lines on stdin.")
@@ -66,9 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "bytes, one task each (default: 8 MiB)")
 
 
-def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # noqa: C901
-    """The audit, reported; the exit status."""
-    from ..audit.checkpoint import Checkpoint, Output, Refused, WriteFailed, writing
+def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The audit, reported; the exit status. The errors of the tool (a profile, a state or a
+    file that is not ours: usage; an output that cannot be written: environment) are
+    raised, for cli.main to say."""
+    from ..audit.checkpoint import Checkpoint, Output
     from ..audit.inputs import pieces
     from ..audit.run import Asked, Audit
 
@@ -82,44 +87,19 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
         parser.error("--state cannot be used with --scheduler")
     if opts.partition_bytes and not opts.scheduler:
         parser.error("--partition-bytes needs --scheduler")
-    try:
-        checker = Checker(opts.profile, limits=limits_of(opts),
-                          engine=opts.engine, shape_timeout=opts.shape_timeout)
-    except ConfigurationError as exc:
-        print(f"ioa-check: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
+    checker = Checker(opts.profile, limits=limits_of(opts),
+                      engine=opts.engine, shape_timeout=opts.shape_timeout)
     asked = Asked(tuple(opts.paths), (checker.profile.id, checker.profile.revision),
                   (opts.at or datetime.now(UTC)).astimezone(UTC))
-    try:
-        _claim(opts)
-    except NotOurs as exc:
-        print(f"ioa-check: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
+    _claim(opts)
     if opts.scheduler:
-        # Dask is an optional extra: nothing of it is imported without --scheduler.
-        try:
-            from ..audit import dask as _dask
-        except ModuleNotFoundError as exc:
-            print(f"ioa-check: --scheduler needs Dask, and {exc.name} is not installed: "
-                  "pip install 'ioa-semantic[dask]'", file=sys.stderr)
-            return ExitStatus.USAGE
-        try:
-            return _dask.audit(opts.paths, profile=opts.profile,
-                               limits=limits_of(opts), engine=opts.engine,
-                               scheduler=opts.scheduler, partition_bytes=opts.partition_bytes,
-                               report=AUDIT_REPORTERS[opts.format],
-                               render=AUDIT_LINES.get(opts.format), output=opts.output,
-                               asked=asked)
-        except ConfigurationError as exc:
-            print(f"ioa-check: {exc}", file=sys.stderr)
-            return ExitStatus.USAGE
-        except WriteFailed as exc:
-            print(f"ioa-check: {exc}", file=sys.stderr)
-            return ExitStatus.ENVIRONMENT
+        return _on_cluster(opts, asked)
 
     replacement: Replacement | None = None
-    try:
-        # backslashreplace: a file name that is not UTF-8 is named in escapes, never as bytes.
+    # backslashreplace: a file name that is not UTF-8 is named in escapes, never as bytes.
+    # An output that cannot be opened is the environment's (a folder missing, read-only),
+    # not a usage error.
+    with writing(opts.output or STANDARD_OUTPUT):
         if opts.output and opts.state:
             # A resumable run keeps what the last run wrote; the checkpoint truncates it.
             opened = open(opts.output, "a+", encoding="utf-8",  # noqa: SIM115
@@ -132,18 +112,17 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
                                       errors="backslashreplace")
         else:
             opened = None
-    except OSError as exc:  # the environment's (a folder missing, read-only), not a usage error
-        print(f"ioa-check: cannot write {opts.output}: {exc.strerror or exc}", file=sys.stderr)
-        return ExitStatus.ENVIRONMENT
-    out = Output(opened or sys.stdout, opts.output or "standard output")
+    out = Output(opened or sys.stdout, opts.output or STANDARD_OUTPUT)
     try:
+        # A state that cannot be resumed is Refused (usage); one that cannot be written is
+        # WriteFailed, and stays as the last checkpoint left it: rerun to resume.
         checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None  # type: ignore[arg-type]
         run = Audit(checker, checkpoint, asked)
         batches = run.batches(pieces(opts.paths, limits=checker.limits,
                                      fingerprint=checkpoint.fingerprint if checkpoint else None),
                               jobs=opts.jobs, render=AUDIT_LINES.get(opts.format))
         AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)  # type: ignore[arg-type]
-        status = run.exit_status()
+        status = status_of(run)
         if checkpoint is not None:
             checkpoint.finish()
         if replacement is not None:
@@ -155,20 +134,63 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
         else:
             out.flush()
         return status
-    except Refused as exc:
-        print(f"ioa-check: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
-    except WriteFailed as exc:  # the state stays as the last checkpoint left it: rerun to resume
-        if opened is None:
-            return unwritable_stdout(exc.error)
-        print(f"ioa-check: {exc}", file=sys.stderr)
-        return ExitStatus.ENVIRONMENT
     finally:
         if opened is not None and not opened.closed:
             with contextlib.suppress(OSError):  # a write failed already, and was reported
                 opened.close()
         if replacement is not None:
             replacement.discard()  # once committed, there is nothing left to remove
+
+
+def status_of(run: Audit) -> ExitStatus:
+    """An audit's exit status, once every registration is in (contract 2): 1 for any
+    invalid registration or conflict, else 3 for any indeterminate one, else 0."""
+    return ExitStatus.of_audit(run.statuses["invalid"], run.statuses["indeterminate"],
+                               len(run.conflicts()))
+
+
+def _on_cluster(opts: argparse.Namespace, asked: Asked) -> int:
+    """``--scheduler``: the audit judged on a Dask cluster, reported as the local one; the
+    exit status. A cluster that goes away is ClusterStopped (70, no verdict)."""
+    # Dask is an optional extra: nothing of it is imported without --scheduler.
+    try:
+        from ..audit import dask as _dask
+    except ModuleNotFoundError as exc:
+        raise ConfigurationError(f"--scheduler needs Dask, and {exc.name} is not installed: "
+                                 "pip install 'ioa-semantic[dask]'") from exc
+    from ..audit.checkpoint import Output
+    from ..audit.workers import batched
+
+    setup = _dask.setup_of(opts.profile, limits_of(opts), opts.engine)
+    render = AUDIT_LINES.get(opts.format)
+    with _dask.connected(opts.scheduler) as cluster:
+        name = opts.output or STANDARD_OUTPUT
+        replacement = None
+        with writing(name):
+            # A file is written beside the output and renamed over it once the report is
+            # complete: a lost cluster leaves the previous file in place, never a torn one.
+            replacement = Replacement(opts.output) if opts.output else None
+        stream: IO[str] = io.TextIOWrapper(replacement.stream, encoding="utf-8") if (
+            replacement is not None) else sys.stdout
+        out = Output(stream, name)  # a full disk is WriteFailed naming the file (exit 74)
+        try:
+            progress = _dask.Progress(sys.stderr)
+            run = _dask.ClusterAudit(
+                cluster.client, setup, opts.partition_bytes or _dask.DEFAULT_PARTITION_BYTES,
+                on_partition=progress.partition_done if progress.bar else None, asked=asked)
+            AUDIT_REPORTERS[opts.format](run, batched(progress.track(run.results_of(opts.paths)),
+                                                      render),
+                                         out)  # type: ignore[arg-type]  # Output writes as a stream does
+            if replacement is not None:
+                out.flush()
+                with writing(name):
+                    replacement.commit()
+            return status_of(run)
+        finally:
+            if replacement is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+                replacement.discard()  # once committed, there is nothing left to remove
 
 
 def _claim(opts: argparse.Namespace) -> None:

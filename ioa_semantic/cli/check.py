@@ -11,7 +11,8 @@ from typing import IO
 from .. import data as _resources
 from .._checker import ENGINES, Checker
 from .._codes import finding
-from .._exceptions import ConfigurationError
+from .._exceptions import STANDARD_OUTPUT
+from .._files import writing
 from .._findings import Decision, ProfileRef, Verdict
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
@@ -23,7 +24,6 @@ from .parsing import (
     _parameter,
     add_checker_arguments,
     limits_of,
-    unwritable_stdout,
 )
 
 DESCRIPTION = ("Judge SemanticProfile envelopes (draft-zhang-dmsc-ioa-semantic-interaction-03) "
@@ -105,10 +105,9 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                                 source=name,
                                 remedies=remedies.for_decision(Verdict.INDETERMINATE, reasons))
                        for name in opts.envelopes]
-        return _report(REPORTERS[opts.format], unavailable) or ExitStatus.INDETERMINATE
-    except ConfigurationError as exc:
-        print(f"ioa-check: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
+        _report(REPORTERS[opts.format], unavailable)
+        return ExitStatus.INDETERMINATE
+    # Any other ConfigurationError is the usage status, said by cli.main.
     params = dict(opts.param)
     decisions = []
     for name in opts.envelopes:
@@ -117,20 +116,15 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             decisions.append(data._replace(profile=checker.profile_ref))
             continue
         decisions.append(checker.check(data, params=params, at=opts.at, source=name))
-    return _report(REPORTERS[opts.format], decisions) or max(
-        ExitStatus.of(d.verdict) for d in decisions)
+    _report(REPORTERS[opts.format], decisions)
+    return max(ExitStatus.of(d.verdict) for d in decisions)
 
 
 def _report(reporter: Callable[[Iterable[Decision], IO[str]], None],
-            decisions: list[Decision]) -> ExitStatus | None:
-    """``decisions`` written to stdout and flushed; ENVIRONMENT, said on stderr, when stdout
-    cannot be written (a full disk, /dev/full). A reader that went away is BrokenPipeError,
+            decisions: list[Decision]) -> None:
+    """``decisions`` written to stdout and flushed. Raises :class:`WriteFailed` when stdout
+    cannot be written (a full disk, /dev/full); a reader that went away is BrokenPipeError,
     for :func:`main`."""
-    try:
+    with writing(STANDARD_OUTPUT):
         reporter(decisions, sys.stdout)
         sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        return unwritable_stdout(exc)
-    return None

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from .._exceptions import ConfigurationError, ProfileError
+from .._exceptions import ProfileError
 from .._nearest import did_you_mean
 from .._status import ExitStatus
 from ..data import SHAPES_SUFFIX
@@ -71,13 +71,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ..reporters.lint import REPORTERS, Linted, Problem
     from .lint_shapes import lint_shape_files
 
-    profile = None
-    if opts.profile:
-        try:
-            profile = load_profile(opts.profile)
-        except ConfigurationError as exc:
-            print(f"ioa-check lint: {exc}", file=sys.stderr)
-            return ExitStatus.USAGE
+    # A profile that cannot be loaded is a ConfigurationError: the usage status (cli.main).
+    profile = load_profile(opts.profile) if opts.profile else None
     reports = []
     for name in opts.files:
         if name.endswith(SHAPES_SUFFIX):
@@ -104,15 +99,13 @@ def _explain(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ..sources.loader import load_shape_files
     from .lint_shapes import explain, read_shape_file
 
-    try:
-        if opts.profile:
-            files = load_shape_files(load_profile(opts.profile))
-        else:
-            files = tuple(read_shape_file(name) for name in opts.files)
-        explained = explain(files)
-    except ConfigurationError as exc:  # ShapesUnreadable among them
-        print(f"ioa-check lint: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
+    # What cannot be read (ShapesUnreadable among them) is a ConfigurationError: the usage
+    # status (cli.main).
+    if opts.profile:
+        files = load_shape_files(load_profile(opts.profile))
+    else:
+        files = tuple(read_shape_file(name) for name in opts.files)
+    explained = explain(files)
     if not files and opts.format == "text":
         print(f"{opts.profile}: the profile names no shape files")
     REPORTERS[opts.format].explain(explained, sys.stdout)

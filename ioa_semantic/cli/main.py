@@ -4,7 +4,9 @@
 ENVELOPE...``), ``audit`` (capability registrations in bulk), ``lint`` (profile and artifact
 files), ``trace`` (execution traces), ``sign`` and ``keygen`` (signed artifacts) and ``serve``
 (the validation service). Each command's module adds its arguments and runs it; this one
-parses, dispatches, and turns what escapes into the contract's exit status.
+parses, dispatches, and turns what escapes into the contract's exit status: the commands
+raise the errors of the library's tree (_exceptions), and :func:`said` is the one place that
+says them and maps them to a status.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
+from .._exceptions import (
+    STANDARD_OUTPUT,
+    ClusterStopped,
+    ConfigurationError,
+    EnvironmentFailure,
+    IoaSemanticError,
+    WriteFailed,
+)
 from .._nearest import nearest
 from .._runtime import quick_exit
 from .._status import ExitStatus
@@ -101,8 +111,9 @@ def _refuse_mistyped(word: str, commands: Iterable[str], within: str | None) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     _undecodable_as_escapes()
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        return run(sys.argv[1:] if argv is None else argv)
+        return run(argv)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -111,13 +122,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # what a shell reports for a process ended by SIGPIPE
+    except IoaSemanticError as exc:
+        status = said(exc, argv[0] if argv and argv[0] in COMMANDS else "check")
+        if status is not None:
+            return status
+        return _internal_error()
     except Exception:  # a bug: say so, and put no verdict on stdout
-        print("ioa-check: internal error (a bug; please report it with this trace):",
-              file=sys.stderr)
-        import traceback
+        return _internal_error()
 
-        traceback.print_exc(file=sys.stderr)
-        return ExitStatus.INTERNAL
+
+# The contract's exit status (section 2, "Exit status") of each error of the tool that a
+# command lets escape, the first that matches: any other that escapes is a bug.
+STATUS_OF_ERROR: tuple[tuple[type[IoaSemanticError], ExitStatus], ...] = (
+    (ConfigurationError, ExitStatus.USAGE),  # a bad profile, a file that is not ours, ...
+    (EnvironmentFailure, ExitStatus.ENVIRONMENT),  # a full disk, a port taken
+    (ClusterStopped, ExitStatus.INTERNAL),  # no verdict, and no bug either: no trace
+)
+# The commands that name themselves on standard error; the others say "ioa-check".
+_SPEAKERS = {"lint": "ioa-check lint", "sign": "ioa-check sign", "keygen": "ioa-check keygen"}
+
+
+def said(exc: IoaSemanticError, command: str) -> ExitStatus | None:
+    """``exc`` said on standard error, one line naming what failed, as ``command`` says it;
+    its exit status. None for an error the command line does not expect (a bug)."""
+    status = next((status for kind, status in STATUS_OF_ERROR if isinstance(exc, kind)), None)
+    if status is None:
+        return None
+    if isinstance(exc, WriteFailed) and exc.name == STANDARD_OUTPUT:
+        # Whichever command it was, and with what is left in stdout's buffer sent nowhere.
+        return unwritable_stdout(exc.error)
+    print(f"{_SPEAKERS.get(command, 'ioa-check')}: {exc}", file=sys.stderr)
+    return status
+
+
+def _internal_error() -> ExitStatus:
+    print("ioa-check: internal error (a bug; please report it with this trace):",
+          file=sys.stderr)
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+    return ExitStatus.INTERNAL
 
 
 def _undecodable_as_escapes() -> None:

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .._files import NotOurs, claim, write_file
+from .._exceptions import STANDARD_OUTPUT, ConfigurationError, WriteFailed
+from .._files import claim, write_file
 from .._nearest import did_you_mean
 from .._runtime import terminal_columns
 from .._status import ExitStatus
@@ -224,14 +225,15 @@ def limits_of(opts: argparse.Namespace) -> Limits:
     return Limits(**{field: getattr(opts, field) for _, field, _ in _LIMITS})
 
 
-def write_output(path: str | None, data: bytes, prog: str, *, private: bool = False,
-                 ours: Callable[[bytes], bool] | None = None, what: str = "") -> ExitStatus:
-    """``data`` written to the file ``path`` (standard output when None); the environment's
-    status, said on stderr naming the file, when it cannot be written. ``private``: a new
+def write_output(path: str | None, data: bytes, *, private: bool = False,
+                 ours: Callable[[bytes], bool] | None = None, what: str = "") -> None:
+    """``data`` written to the file ``path`` (standard output when None). ``private``: a new
     file only its owner can read, never one that exists (a key is not overwritten).
     Otherwise a file there is replaced only if ``ours`` recognises it as ``what`` (a previous
-    output of the command: see _files.claim), atomically; anything else is the usage status,
-    the file untouched."""
+    output of the command: see _files.claim), atomically. Raises :class:`WriteFailed` naming
+    the file when it cannot be written (the environment's status), and a
+    :class:`ConfigurationError` when a file there is not to be replaced (the usage status,
+    the file untouched)."""
     if path is None:
         try:
             sys.stdout.buffer.write(data)
@@ -239,8 +241,8 @@ def write_output(path: str | None, data: bytes, prog: str, *, private: bool = Fa
         except BrokenPipeError:
             raise
         except OSError as exc:
-            return unwritable_stdout(exc)
-        return ExitStatus.COMPATIBLE
+            raise WriteFailed(STANDARD_OUTPUT, exc) from exc
+        return
     try:
         if private:
             # O_EXCL also refuses a symbolic link, even one that points nowhere.
@@ -251,21 +253,15 @@ def write_output(path: str | None, data: bytes, prog: str, *, private: bool = Fa
             claim(path, ours or (lambda head: False), what or "a file ioa-check wrote",
                   "--output")
             write_file(path, data)
-    except FileExistsError:
-        print(f"{prog}: {path} exists; it is not overwritten", file=sys.stderr)
-        return ExitStatus.USAGE
-    except NotOurs as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
+    except FileExistsError as exc:
+        raise ConfigurationError(f"{path} exists; it is not overwritten") from exc
     except OSError as exc:
-        print(f"{prog}: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
-        return ExitStatus.ENVIRONMENT
-    return ExitStatus.COMPATIBLE
+        raise WriteFailed(path, exc) from exc
 
 
 def unwritable_stdout(exc: OSError) -> ExitStatus:
     """Say on stderr that standard output cannot be written; the environment's status."""
-    print(f"ioa-check: cannot write standard output: {exc.strerror or exc}", file=sys.stderr)
+    print(f"ioa-check: {WriteFailed(STANDARD_OUTPUT, exc)}", file=sys.stderr)
     # What is left in its buffer would fail again when the interpreter flushes it at exit.
     with contextlib.suppress(OSError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

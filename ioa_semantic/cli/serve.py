@@ -25,7 +25,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._checker import ENGINES, Checker
-from .._exceptions import ConfigurationError
+from .._exceptions import ConfigurationError, EnvironmentFailure
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS
@@ -272,24 +272,19 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
         from ..service.app import create_app  # noqa: F401 (Starlette is there, or not)
     except ModuleNotFoundError as exc:
-        print(f"ioa-check: serve needs the serve extra, and {exc.name} is not installed: "
-              f"{_EXTRA}", file=sys.stderr)
-        return ExitStatus.USAGE
-    try:
-        checker = _checker(opts)
-    except ConfigurationError as exc:  # an unavailable remote profile included: no service
-        print(f"ioa-check: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
+        raise ConfigurationError(f"serve needs the serve extra, and {exc.name} is not "
+                                 f"installed: {_EXTRA}") from exc
+    # A ConfigurationError (an unavailable remote profile included: no service) is the usage
+    # status, said by cli.main.
+    checker = _checker(opts)
     limits = _limits(opts)
     try:
         sock = _bind(opts.host, opts.port)
     except socket.gaierror as exc:
-        print(f"ioa-check: --host {opts.host}: {exc.strerror}", file=sys.stderr)
-        return ExitStatus.USAGE
+        raise ConfigurationError(f"--host {opts.host}: {exc.strerror}") from exc
     except OSError as exc:
-        print(f"ioa-check: cannot listen on {opts.host}:{opts.port}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return ExitStatus.ENVIRONMENT
+        raise EnvironmentFailure(f"cannot listen on {opts.host}:{opts.port}: "
+                                 f"{exc.strerror or exc}") from exc
     from ..service.protocol import ServeConfig
 
     options: dict[str, Any] = {

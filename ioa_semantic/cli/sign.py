@@ -12,7 +12,7 @@ import json
 import sys
 from datetime import UTC, datetime
 
-from .._exceptions import ArtifactError, SigningKeyError
+from .._exceptions import ConfigurationError, SigningKeyError
 from .._status import ExitStatus
 from ..pipeline import provenance
 from ..sources.loader import read_artifact, resolve_artifact
@@ -78,12 +78,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     window = provenance.window_problem(created, opts.expires)
     if window is not None:
         parser.error(f"--expires: {window}")
-    try:
-        origin, data = resolve_artifact(opts.artifact)
-        key = provenance.read_key(_read(opts.key), opts.key)
-    except (ArtifactError, SigningKeyError) as exc:
-        print(f"ioa-check sign: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
+    origin, data = resolve_artifact(opts.artifact)  # ArtifactError, SigningKeyError: usage
+    key = provenance.read_key(_read(opts.key), opts.key)
     artifact = read_artifact(data, origin, 0)
     if artifact.malformed:
         for problem in artifact.problems:
@@ -106,12 +102,12 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return ExitStatus.INCOMPATIBLE
     # After the artifact's own problems, which a later --created would not cure.
     overlap = _overlap_problem(artifact.valid_from, artifact.valid_until, created, opts.expires)
-    if overlap is not None:
-        print(f"ioa-check sign: {opts.artifact}: {overlap}; not signed", file=sys.stderr)
-        return ExitStatus.USAGE
+    if overlap is not None:  # a usage error: other --created or --expires would sign it
+        raise ConfigurationError(f"{opts.artifact}: {overlap}; not signed")
     text = json.dumps(signed, indent=2, ensure_ascii=False) + "\n"
-    return write_output(opts.output, text.encode("utf-8"), "ioa-check sign", ours=is_signed,
-                        what="an artifact ioa-check sign wrote (one with an eddsa-jcs-2022 proof)")
+    write_output(opts.output, text.encode("utf-8"), ours=is_signed,
+                 what="an artifact ioa-check sign wrote (one with an eddsa-jcs-2022 proof)")
+    return ExitStatus.COMPATIBLE
 
 
 def is_signed(head: bytes) -> bool:

@@ -11,10 +11,12 @@ the first :data:`PER_CODE`, each with at most :data:`PLACES` registrations. Memo
 page's size are bounded by the number of codes (a registry of them), not by the input's
 size; the counts are exact, and the page says of each code how many it left out.
 
-The template, its style and its script are package data (``data/report/``): the style and the
-script are inlined and allowed by their hashes in the page's Content-Security-Policy, so the
-page fetches nothing and runs no script but its own. Everything from the input (ids,
-sources, messages, paths, remedies' members, the inputs' names) is escaped, and the
+The page is rendered by Jinja2 with autoescaping on, from templates that are package data
+(``data/report/audit*.html``; a row of the registrations' table is rendered as it is kept), as
+the trace report is. Its style and its script are package data too: they are inlined and
+allowed by their hashes in the page's Content-Security-Policy, so the page fetches nothing and
+runs no script but its own. Everything from the input (ids, sources, messages, paths,
+remedies' members, the inputs' names) is escaped (the templates' ``text`` filter), and the
 characters that hide or reorder text (controls, bidirectional overrides and isolates, zero
 width characters, tag characters) are shown as their code points (``<U+202E>``): a reader sees
 what a registration holds, not what it would make the page look like.
@@ -26,18 +28,17 @@ import base64
 import hashlib
 import html
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import cache
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..audit.judge import Judged, Result
-    from ..audit.run import Audit, Conflict
+    from ..audit.run import Audit
 
 from .. import data
 from .._codes import CODES
-from .._findings import Severity
 from .._version import __version__
 from . import json_text
 
@@ -83,65 +84,12 @@ def _place(source: str, position: int | None) -> str:
     return f"{noun} {position + 1:,}"
 
 
-def _pointer(path: str) -> str:
-    """A reason's path (a JSON Pointer, or an IRI): "" is the whole document."""
-    return f"<code>{text(path)}</code>" if path else '<span class="muted">the whole document</span>'
+def _row(result: Result, codes: list[str]) -> Any:
+    """One registration as a table row (see audit-row.html), rendered as it is kept."""
+    from markupsafe import Markup
 
-
-def _value(key: str, value: Any) -> str:
-    """A remedy's member: a path as a reason's, a string as code, anything else as its
-    compact JSON."""
-    if key == "path" and isinstance(value, str):
-        return _pointer(value)
-    if isinstance(value, str):
-        return f"<code>{text(value)}</code>"
-    return f"<code>{text(json_text(value, separators=(', ', ': ')))}</code>"
-
-
-def _reason_items(result: Result) -> str:
-    items = []
-    for reason in result.reasons[:REASONS]:
-        severity = "" if reason.severity is Severity.ERROR else (
-            f' <span class="sev-{reason.severity}">({reason.severity})</span>')
-        items.append(f"<li><code>{text(reason.code)}</code>{severity} "
-                     f'<span class="muted">§{text(reason.section)} at</span> '
-                     f"{_pointer(reason.path)}: {text(reason.message)}</li>")
-    more = len(result.reasons) - REASONS
-    if more > 0:
-        items.append(f'<li class="cut">and {more:,} more reasons</li>')
-    return f'<ul class="reasons">{"".join(items)}</ul>'
-
-
-def _remedy_items(result: Result) -> str:
-    remedies = result.remedies
-    if not remedies:
-        return '<span class="none">none</span>'
-    items = []
-    for remedy in remedies[:REASONS]:
-        members = "".join(f"; {text(key)} {_value(key, value)}"
-                          for key, value in remedy.as_dict().items()
-                          if key not in ("action", "by", "codes"))
-        items.append(f"<li><strong>{text(remedy.action)}</strong> by {text(remedy.by)} "
-                     f'<span class="muted">(for {text(", ".join(remedy.codes))})</span>'
-                     f"{members}</li>")
-    more = len(remedies) - REASONS
-    if more > 0:
-        items.append(f'<li class="cut">and {more:,} more remedies</li>')
-    return f'<ul class="remedies">{"".join(items)}</ul>'
-
-
-def _row(result: Result, codes: Iterable[str]) -> str:
-    """One registration as a table row (see the template for its attributes)."""
-    status = result.status
-    ident = (f"<bdi>{text(result.id)}</bdi>" if result.id is not None
-             else '<span class="none">no id</span>')
-    return (f'<tr class="registration" data-status="{status}" '
-            f'data-codes="{html.escape(" ".join(codes))}">'
-            f'<td><span class="status {status}">{status}</span></td>'
-            f"<td><bdi>{text(result.source)}</bdi></td>"
-            f'<td class="num">{_place(result.source, result.position)}</td>'
-            f'<th scope="row">{ident}</th>'
-            f"<td>{_reason_items(result)}</td><td>{_remedy_items(result)}</td></tr>\n")
+    return Markup(_environment().get_template("audit-row.html").render(result=result,
+                                                                        codes=codes))
 
 
 class Listing:
@@ -176,45 +124,45 @@ class Listing:
 
 def audit_html(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
     """The audit's page, written once every batch is in (a page's totals come first)."""
+    from markupsafe import Markup
+
     listing = Listing()
     for batch in batches:  # only the results with a reason: the rest are counted by the audit
         for result in batch.notable:
             listing.add(result)
     conflicts = audit.conflicts()
     summary = audit.summary(len(conflicts))
-    slots: dict[str, Callable[[], str | Iterable[str]]] = {
-        "csp": _policy,
-        "version": lambda: text(__version__),
-        "title": lambda: _title(summary["summary"]),
-        "lead": lambda: _lead(summary["summary"]),
-        "style": lambda: _asset("audit.css"),
-        "totals": lambda: _totals(summary["summary"]),
-        "summary": lambda: _script_json(summary),
-        "chart": lambda: _chart(summary["summary"]["codes"]),
-        "codes": lambda: _codes(summary["summary"]["codes"], listing, len(conflicts)),
-        "conflicts": lambda: _conflicts(conflicts),
-        "left_out": lambda: _left_out(listing),
-        "findings": lambda: _findings(listing),
-        "made": lambda: _made(audit),
-        "script": lambda: _asset("audit.js"),
-    }
-    for literal, slot in _template():
-        stream.write(literal)
-        if slot:
-            filled = slots[slot]()
-            if isinstance(filled, str):
-                stream.write(filled)
-            else:
-                for piece in filled:
-                    stream.write(piece)
+    counts = summary["summary"]
+    template = _environment().get_template("audit.html")
+    # The style, the script and the policy are the package's own; the summary is JSON made
+    # safe inside a script element. Everything else is escaped as the template writes it.
+    stream.writelines(template.generate(
+        csp=Markup(_policy()), version=__version__, title=_title(counts), lead=_lead(counts),
+        style=Markup(_asset("audit.css")), script=Markup(_asset("audit.js")),
+        totals=_totals(counts), summary_json=Markup(_script_json(summary)),
+        chart=_chart(counts["codes"]), codes=_codes(counts["codes"], listing, len(conflicts)),
+        conflicts=conflicts, listing=listing, made=_made(audit)))
 
 
 @cache
-def _template() -> tuple[tuple[str, str], ...]:
-    """The template as (literal text, the slot after it) pairs; the last slot is ""."""
-    parts = re.split(r"\{\{(\w+)\}\}", data.read_text("report", "audit.html"))
-    parts.append("")
-    return tuple((parts[i], parts[i + 1]) for i in range(0, len(parts), 2))
+def _environment() -> Any:
+    """The report's templates (data/report), autoescaped, with the filters that write a
+    string from the input (``text``), a count (``number``, ``counted``) and a remedy's
+    member (``compact_json``), and a registration's place (``place``)."""
+    from jinja2 import Environment, FunctionLoader, select_autoescape
+    from markupsafe import Markup
+
+    environment = Environment(
+        loader=FunctionLoader(lambda name: data.read_text("report", name)),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    environment.filters.update(
+        text=lambda value, limit=CHARS: Markup(text(value, limit)),
+        number=lambda count: f"{count:,}", counted=_counted,
+        compact_json=lambda value: json_text(value, separators=(", ", ": ")))
+    environment.globals.update(place=_place, REASONS=REASONS, PLACES=PLACES,
+                               PER_CODE=PER_CODE)
+    return environment
 
 
 @cache
@@ -262,57 +210,37 @@ def _lead(summary: dict[str, Any]) -> str:
                f"{_counted(summary['conflicts'], 'conflict')}."))
 
 
-def _totals(summary: dict[str, Any]) -> Iterator[str]:
-    def entry(ident: str, label: str, count: int, kind: str = "") -> str:
-        kind = f' class="{kind}"' if kind and count else ""  # a colour for what there is
-        return (f'<div{kind}><dt>{label}</dt><dd id="{ident}" data-count="{count}">'
-                f"{count:,}</dd></div>\n")
-
-    yield entry("total", "Registrations", summary["total"])
-    for status in _STATUSES:
-        yield entry(f"status-{status}", status.capitalize(), summary["status"][status], status)
-    yield entry("conflict-count", "Conflicts", summary["conflicts"], "invalid")
+def _totals(summary: dict[str, Any]) -> list[tuple[str, str, int, str]]:
+    """(element id, label, count, the status whose colour it takes when not 0)."""
+    return [("total", "Registrations", summary["total"], ""),
+            *((f"status-{status}", status.capitalize(), summary["status"][status], status)
+              for status in _STATUSES),
+            ("conflict-count", "Conflicts", summary["conflicts"], "invalid")]
 
 
 def _ranked(codes: dict[str, int]) -> list[tuple[str, int]]:
     return sorted(codes.items(), key=lambda item: (-item[1], item[0]))
 
 
-def _chart(codes: dict[str, int]) -> str:
-    """The most frequent codes as horizontal bars, in inline SVG (the codes table below says
-    the same in numbers)."""
+def _chart(codes: dict[str, int]) -> dict[str, Any] | None:
+    """The most frequent codes' bars (see audit-chart.html): each (code, count, top, length),
+    in a picture of ``width`` by ``height``; None when no code was found."""
     top = _ranked(codes)[:CHART]
     if not top:
-        return '<p class="muted">No registration carries a reason.</p>'
+        return None
     row, label, bars, width = 26, 300, 380, 780
-    height = row * len(top) + 8
     most = top[0][1]
-    described = ", ".join(f"{code} {count:,}" for code, count in top)
-    parts = [f'<svg id="codes-chart" class="chart" role="img" viewBox="0 0 {width} {height}" '
-             f'aria-labelledby="codes-chart-title"><title id="codes-chart-title">The '
-             f"{len(top)} most frequent codes, by reasons: {text(described, 10_000)}</title>"]
-    for at, (code, count) in enumerate(top):
-        y = 4 + at * row
-        length = max(1.0, bars * count / most)
-        parts.append(f'<text x="0" y="{y + 17}">{text(code)}</text>'
-                     f'<rect class="bar" x="{label}" y="{y + 3}" width="{length:.1f}" '
-                     f'height="{row - 8}"></rect>'
-                     f'<text x="{label + length + 6:.1f}" y="{y + 17}">{count:,}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    return {"row": row, "label": label, "width": width, "height": row * len(top) + 8,
+            "described": ", ".join(f"{code} {count:,}" for code, count in top),
+            "bars": [(code, count, 4 + at * row, max(1.0, bars * count / most))
+                     for at, (code, count) in enumerate(top)]}
 
 
-def _codes(codes: dict[str, int], listing: Listing, conflicts: int) -> Iterator[str]:
-    if not codes:
-        return
-    yield ('<table id="codes"><caption>Every code of the audit, most frequent first: its '
-           "reasons, the registrations that carry it, how many of them the table below lists "
-           "and how many it leaves out (registration.conflict counts conflicts, listed under "
-           "Conflicts).</caption>\n<thead><tr><th scope=\"col\">Code</th>"
-           '<th scope="col">Meaning</th><th scope="col">Section</th>'
-           '<th scope="col" class="num">Reasons</th><th scope="col" class="num">Registrations'
-           '</th><th scope="col" class="num">Listed</th><th scope="col" class="num">Left out'
-           "</th></tr></thead>\n<tbody>\n")
+def _codes(codes: dict[str, int], listing: Listing,
+           conflicts: int) -> list[tuple[str, str, str, int, int, int]]:
+    """Every code, most frequent first: (code, meaning, section, reasons, registrations that
+    carry it, those listed)."""
+    rows = []
     for code, count in _ranked(codes):
         entry = CODES.get(code)
         meaning, section = (entry.meaning, entry.section) if entry else ("", "")
@@ -320,66 +248,12 @@ def _codes(codes: dict[str, int], listing: Listing, conflicts: int) -> Iterator[
             carrying, listed = conflicts, min(conflicts, PER_CODE)
         else:
             carrying, listed = listing.carrying.get(code, 0), listing.listed.get(code, 0)
-        yield (f'<tr><th scope="row"><code>{text(code)}</code></th><td>{text(meaning)}</td>'
-               f'<td>{text(section)}</td><td class="num">{count:,}</td>'
-               f'<td class="num">{carrying:,}</td><td class="num">{listed:,}</td>'
-               f'<td class="num">{carrying - listed:,}</td></tr>\n')
-    yield "</tbody></table>\n"
+        rows.append((code, meaning, section, count, carrying, listed))
+    return rows
 
 
-def _conflicts(conflicts: list[Conflict]) -> Iterator[str]:
-    if not conflicts:
-        yield '<p class="muted">No capability is registered with conflicting declarations.</p>'
-        return
-    shown = conflicts[:PER_CODE]
-    many = len(conflicts) > 1
-    yield (f"<p>{_counted(len(conflicts), 'capability IRI')} {'are each' if many else 'is'} "
-           "registered with different inputs, outputs or ontology by registrations valid on "
-           "their own (registration.conflict)"
-           + (f"; the first {len(shown):,} are listed, {len(conflicts) - len(shown):,} left out"
-              if len(shown) < len(conflicts) else "") + ".</p>\n")
-    yield ('<table id="conflicts-table"><thead><tr><th scope="col">Capability</th>'
-           '<th scope="col">Registered by</th></tr></thead>\n<tbody>\n')
-    for conflict in shown:
-        places = [f"<li><bdi>{text(source)}</bdi> {_place(source, index)}</li>"
-                  for source, index in conflict.registrations[:PLACES]]
-        more = len(conflict.registrations) - PLACES
-        if more > 0:
-            places.append(f'<li class="cut">and {more:,} more registrations</li>')
-        yield (f'<tr><th scope="row"><bdi>{text(conflict.id)}</bdi></th>'
-               f'<td><ul class="places">{"".join(places)}</ul></td></tr>\n')
-    yield "</tbody></table>\n"
-
-
-def _left_out(listing: Listing) -> str:
-    listed = len(listing.rows)
-    left = listing.seen - listed
-    if not listing.seen:
-        return "No registration carries a reason."
-    said = (f"{_counted(listing.seen, 'registration')} "
-            f"{'carry' if listing.seen > 1 else 'carries'} a reason (not valid, or valid with a "
-            f"warning); listed: {listed:,}")
-    if not left:
-        return said + (", every one." if listed > 1 else ".")
-    return (said + f". Left out: {left:,}, since the table keeps the first {PER_CODE:,} "
-            "registrations of each code, in input order (the Codes table says how many of each "
-            "code it left out; the counts are exact). Every result is in "
-            "<code>--format json</code>.")
-
-
-def _findings(listing: Listing) -> Iterator[str]:
-    if not listing.rows:
-        return
-    yield ('<table id="findings"><caption>Registrations that carry a reason, in input order; '
-           "lines and items are counted from 1.</caption>\n<thead><tr>"
-           '<th scope="col">Status</th><th scope="col">Source</th>'
-           '<th scope="col" class="num">Place</th><th scope="col">Capability id</th>'
-           '<th scope="col">Reasons</th><th scope="col">Remedies</th></tr></thead>\n<tbody>\n')
-    yield from listing.rows
-    yield "</tbody></table>\n"
-
-
-def _made(audit: Audit) -> Iterator[str]:
+def _made(audit: Audit) -> dict[str, Any]:
+    """What the audit was made with: its inputs, profile and revision, and instant."""
     asked = audit.asked
     if asked is not None:
         inputs: Iterable[str] = asked.inputs
@@ -390,13 +264,6 @@ def _made(audit: Audit) -> Iterator[str]:
         profile = ((audit.checker.profile.id, audit.checker.profile.revision)
                    if audit.checker is not None else None)
         at = datetime.now(UTC)
-    listed = "".join(f"<li><bdi>{text(name)}</bdi></li>" for name in inputs)
-    yield ("<dt>Inputs</dt><dd>" + (f'<ul id="made-inputs" class="inputs">{listed}</ul>' if listed
-                                    else '<ul id="made-inputs" class="inputs"></ul>'
-                                         '<span class="none">not recorded</span>') + "</dd>\n")
     ident, revision = profile if profile is not None else ("", "")
-    yield f'<dt>Profile</dt><dd id="made-profile"><bdi>{text(ident)}</bdi></dd>\n'
-    yield f'<dt>Revision</dt><dd id="made-revision">{text(revision)}</dd>\n'
-    instant = at.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    yield f'<dt>Instant</dt><dd id="made-at"><time datetime="{instant}">{instant}</time></dd>\n'
-    yield f'<dt>ioa-semantic</dt><dd id="made-version">{text(__version__)}</dd>\n'
+    return {"inputs": tuple(inputs), "profile": ident, "revision": revision,
+            "at": at.astimezone(UTC).isoformat().replace("+00:00", "Z")}

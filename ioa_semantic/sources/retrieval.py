@@ -77,7 +77,6 @@ import socket
 import ssl
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -85,6 +84,7 @@ from typing import Any, NamedTuple
 
 import httpcore
 import httpx
+from cachetools import TTLCache
 from pyld import iri_resolver
 
 from .._codes import CODES
@@ -224,6 +224,10 @@ class ResourceCache:
     another. Bounded by entry count and by the bytes of the bodies; entries expire after
     ``ttl`` seconds so that an unpinned context is eventually fetched again. Failures are not
     cached. Two checks that miss at the same time both fetch.
+
+    The map, its expiry and its eviction by bytes are cachetools' ``TTLCache`` (least
+    recently used first); the entry count is bounded here. cachetools is not thread-safe,
+    and a lookup reorders the entries, so every operation takes the lock.
     """
 
     def __init__(
@@ -236,52 +240,46 @@ class ResourceCache:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.ttl = ttl
-        self._clock = clock
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[str, str | None], tuple[float, Resource]] = OrderedDict()
-        self._bytes = 0
+        # (url, pin) -> Resource, each weighing its body's bytes
+        self._entries: Any = TTLCache(max_bytes, ttl, timer=clock, getsizeof=_body_bytes)
 
     def get(self, url: str, pin: str | None) -> Resource | None:
         with self._lock:
-            entry = self._entries.get((url, pin))
-            if entry is None:
-                return None
-            stored, resource = entry
-            if self._clock() - stored > self.ttl:
-                self._drop((url, pin))
-                return None
-            self._entries.move_to_end((url, pin))
+            self._entries.expire()  # an expired entry is dropped, not only passed over
+            resource: Resource | None = self._entries.get((url, pin))
             return resource
 
     def put(self, url: str, pin: str | None, resource: Resource) -> None:
         if resource.size > self.max_bytes:
             return
         with self._lock:
-            if (url, pin) in self._entries:
-                self._drop((url, pin))
-            self._entries[(url, pin)] = (self._clock(), resource)
-            self._bytes += resource.size
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                self._drop(next(iter(self._entries)))
+            # The old entry goes first: what the new one makes room for is counted without it.
+            self._entries.pop((url, pin), None)
+            self._entries[(url, pin)] = resource
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem()
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self._bytes = 0
 
     def __len__(self) -> int:
         with self._lock:
+            self._entries.expire()
             return len(self._entries)
 
     @property
     def size(self) -> int:
         """Bytes of the cached bodies."""
         with self._lock:
-            return self._bytes
+            self._entries.expire()
+            return int(self._entries.currsize)
 
-    def _drop(self, key: tuple[str, str | None]) -> None:
-        _, resource = self._entries.pop(key)
-        self._bytes -= resource.size
+
+def _body_bytes(resource: Resource) -> int:
+    """What a cached resource weighs: its body's bytes."""
+    return resource.size
 
 
 class Retriever:
