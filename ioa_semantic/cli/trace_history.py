@@ -12,7 +12,6 @@ word is ``query`` or ``reaudit`` here; a trace in a folder of that name is given
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 from collections.abc import Sequence
@@ -187,43 +186,20 @@ def _query(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return ExitStatus.COMPATIBLE
 
 
-def _cell(value: Any, time: bool = False) -> str:
-    from ..trace.history import iso_instant
-
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    shown = iso_instant(value) if time else None
-    return shown if shown is not None else str(value).replace("\n", " ")
-
-
-# The table's lines: none around it, dashes under the header (one run a column).
-_RULED = "    \n    \n -  \n    \n    \n    \n    \n    \n"
-
-
 def _table(variables: Sequence[str], rows: list[dict[str, Any]], stream: IO[str],
            instants: frozenset[str] = frozenset()) -> None:
-    """Columns as wide as their widest cell, numbers right-aligned, the query's times
-    (``#time``) as ISO-8601; printed by rich, in plain text whatever the terminal."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+    """The rows as a table for people (reporters/table.py), the query's times (``#time``)
+    as ISO-8601."""
+    from ..reporters.table import write_table
+    from ..trace.history import iso_instant
 
-    numeric = [bool(rows) and all(isinstance(row[v], int | float) and not isinstance(
-        row[v], bool) for row in rows if row[v] is not None) for v in variables]
-    table = Table(box=box.Box(_RULED, ascii=True), show_edge=False, pad_edge=False,
-                  padding=(0, 1), collapse_padding=True)
-    for name, right in zip(variables, numeric, strict=True):
-        table.add_column(name, justify="right" if right else "left")
-    for row in rows:
-        table.add_row(*(_cell(row[v], v in instants) for v in variables))
-    out = io.StringIO()
-    # Wide enough never to wrap a cell; no colour, no markup read in the cells.
-    Console(file=out, width=1 << 20, color_system=None, force_terminal=False, markup=False,
-            highlight=False, emoji=False).print(table)
-    stream.writelines(line.rstrip() + "\n" for line in out.getvalue().splitlines())
-    stream.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+    def shown(name: str, value: Any) -> Any:
+        if name not in instants:
+            return value
+        instant = iso_instant(value)
+        return value if instant is None else instant
+
+    write_table(variables, [{v: shown(v, row[v]) for v in variables} for row in rows], stream)
 
 
 # --- reaudit ------------------------------------------------------------------------------------
