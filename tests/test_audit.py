@@ -22,7 +22,7 @@ from ioa_semantic.audit.inputs import documents
 from ioa_semantic.audit.run import Audit
 from ioa_semantic.reporters.audit import is_report
 
-from support import IOA_CHECK, registration_63, write_registrations
+from support import IOA_CHECK, registration_63, sarif_of, write_registrations
 
 
 def audit(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, list[dict[str, Any]]]:
@@ -323,7 +323,7 @@ def test_sarif_output(tmp_path: Path) -> None:
     proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
                            "--format", "sarif"], cwd=tmp_path, capture_output=True, timeout=60)
     assert proc.returncode == 1 and proc.stderr == b""
-    sarif = json.loads(proc.stdout)
+    sarif = sarif_of(proc.stdout)
     assert sarif["version"] == "2.1.0"
     run = sarif["runs"][0]
     rules = {rule["id"] for rule in run["tool"]["driver"]["rules"]}
@@ -332,7 +332,7 @@ def test_sarif_output(tmp_path: Path) -> None:
     assert {r["ruleId"] for r in run["results"]} <= rules
     missing = run["results"][0]
     assert missing["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "r.jsonl"}, "region": {"startLine": 2}}
+        "artifactLocation": {"uri": "r.jsonl"}, "region": {"startLine": 2, "startColumn": 1}}
     assert [loc["physicalLocation"]["region"]["startLine"]
             for loc in run["results"][1]["locations"]] == [1, 3]
     assert run["properties"]["summary"]["conflicts"] == 1

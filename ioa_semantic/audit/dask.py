@@ -241,9 +241,11 @@ def _kinds(setup: Setup) -> Kinds | None:
     return kinds_for(_checker(setup))
 
 
-def read_partition(part: Partition, limits: Limits | None = None) -> tuple[list[Item], int]:
+def read_partition(part: Partition, limits: Limits | None = None,
+                   place: bool = False) -> tuple[list[Item], int]:
     """A partition's items, JSON Lines positions counted from its first line, and how many
-    lines it spans (so the client can number the next partition's)."""
+    lines it spans (so the client can number the next partition's); with ``place``, an
+    array's items with their text (see :func:`document_items`)."""
     if part.problem is not None:
         return [(part.source, None, None, (finding("json.unreadable", part.problem),))], 0
     try:
@@ -253,7 +255,7 @@ def read_partition(part: Partition, limits: Limits | None = None) -> tuple[list[
             f"{part.source} (bytes from {part.start})")
         return [(part.source, None, None, (finding("json.unreadable", _cannot_read(where, exc)),))], 0
     if not part.lines:
-        return list(document_items(part.source, block, limits)), 0
+        return list(document_items(part.source, block, limits, place)), 0
     # Cut into lines as the local audit cuts its blocks (items_of): a line's text ends before
     # its line break, so a json.syntax message gives the position the local audit gives (a
     # line read from a stream keeps its b"\n", after which the parser's end of input lies on
@@ -274,22 +276,25 @@ def _line_count(block: bytes) -> int:
     return block.count(b"\n") + (1 if block and not block.endswith(b"\n") else 0)
 
 
-def judge_partition(part: Partition, setup: Setup,
-                    buckets: int) -> tuple[tuple[list[Result], int], list[Bucket]]:
-    """A worker's task: ``((results, lines spanned), records by bucket)``.
+def judge_partition(part: Partition, setup: Setup, buckets: int,
+                    place: bool = False) -> tuple[tuple[list[Result], int], list[Bucket]]:
+    """A worker's task: ``((results, lines spanned), records by bucket)``; with ``place``,
+    each reason placed in the text judged (a JSON Lines record's lines count from its own,
+    so the client's renumbering of positions leaves them right).
 
     The records gather the partition's valid registrations by capability IRI (one record per
     IRI and partition), and the records by a stable hash of the IRI into ``buckets``.
     """
     checker = _checker(setup)
-    items, lines = read_partition(part, checker.limits)
+    items, lines = read_partition(part, checker.limits, place)
     results: list[Result] = []
     firsts: dict[str, tuple[Any, ...]] = {}
     registrations: dict[str, list[tuple[int, int]]] = {}
     differing: set[str] = set()
     kinds = _kinds(setup)
     for start in range(0, len(items), _BATCH):
-        for result, declaration in _judged(checker, items[start:start + _BATCH], part, kinds):
+        for result, declaration in _judged(checker, items[start:start + _BATCH], part, kinds,
+                                           place):
             results.append(result)
             if declaration is None or result.id is None:
                 continue
@@ -310,17 +315,17 @@ def _bucket_of(iri: str, buckets: int) -> int:
     return zlib.crc32(iri.encode()) % buckets
 
 
-def _judged(checker: Checker, batch: list[Item], part: Partition,
-            kinds: Kinds | None = None) -> list[tuple[Result, tuple[Any, ...] | None]]:
+def _judged(checker: Checker, batch: list[Item], part: Partition, kinds: Kinds | None = None,
+            place: bool = False) -> list[tuple[Result, tuple[Any, ...] | None]]:
     try:
-        return judge_batch(checker, batch, kinds)
+        return judge_batch(checker, batch, kinds, place)
     except Exception:
         # Judging does not raise on any input; if it does, a registration met a bug. Only that
         # one is reported (naming the partition), and the partition is not retried forever.
         pairs: list[tuple[Result, tuple[Any, ...] | None]] = []
         for item in batch:
             try:
-                pairs.extend(judge_batch(checker, [item], kinds))
+                pairs.extend(judge_batch(checker, [item], kinds, place))
             except Exception as exc:
                 reason = finding("json.unreadable", f"could not be audited in partition {part.seq} "
                                  f"({part.source} from byte {part.start}): {type(exc).__name__}: "
@@ -357,8 +362,10 @@ class ClusterAudit(Audit):
     """The audit, judged on a cluster: the reporters read it as they read a local one."""
 
     def __init__(self, client: Client, setup: Setup, partition_bytes: int = DEFAULT_PARTITION_BYTES,
-                 on_partition: Callable[[Any], None] | None = None, asked: Asked | None = None) -> None:
+                 on_partition: Callable[[Any], None] | None = None, asked: Asked | None = None,
+                 place: bool = False) -> None:
         super().__init__(None, asked=asked)
+        self.place = place
         self.client = client
         self.setup = setup
         self.partition_bytes = partition_bytes
@@ -392,7 +399,7 @@ class ClusterAudit(Audit):
     def _submit(self, part: Partition, attempt: str = "") -> tuple[Partition, Future[Any], Future[Any]]:
         key = f"ioa-audit-{self.run_id}-{part.seq}{attempt}"
         judged = self.client.submit(judge_partition, part, self.setup, self.buckets,
-                                    key=f"{key}-judge")
+                                    self.place, key=f"{key}-judge")
         results = self.client.submit(operator.getitem, judged, 0, key=f"{key}-results")
         records = self.client.submit(operator.getitem, judged, 1, key=f"{key}-records")
         if not attempt:
@@ -436,10 +443,13 @@ class ClusterAudit(Audit):
             yield result
 
     def conflicts(self) -> list[Conflict]:
+        """As the local audit's: computed and counted in the codes on the first call only (a
+        report that asks again, the SARIF's exit status, counts each conflict once)."""
         if self._found is None:
             self._found = self._conflicts_on_cluster()
-        for _ in self._found:
-            self.codes["registration.conflict"] = self.codes.get("registration.conflict", 0) + 1
+            for _ in self._found:
+                self.codes["registration.conflict"] = (
+                    self.codes.get("registration.conflict", 0) + 1)
         return list(self._found)
 
     def _group_by(self, records: list[Future[Any]]) -> Future[Any] | None:
@@ -520,7 +530,7 @@ class _Progress:
 def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, scheduler: str,
           partition_bytes: int | None, report: Callable[[Any, Iterable[Any], IO[str]], None],
           render: Callable[[Result], str] | None, output: str | None,
-          asked: Asked | None = None) -> int:
+          asked: Asked | None = None, place: bool = False) -> int:
     """``ioa-check audit --scheduler``: the exit status; ConfigurationError for a usage error."""
     source, data = resolve_profile(profile)
     setup = Setup(source, data, limits, engine)
@@ -540,7 +550,7 @@ def audit(paths: list[str], *, profile: str, limits: Limits, engine: str, schedu
             progress = _Progress(sys.stderr)
             run = ClusterAudit(cluster.client, setup, partition_bytes or DEFAULT_PARTITION_BYTES,
                                on_partition=progress.partition_done if progress.bar else None,
-                               asked=asked)
+                               asked=asked, place=place)
             report(run, batched(progress.track(run.results_of(paths)), render),
                    out)  # type: ignore[arg-type]  # Output writes as a stream does
             if replacement is not None:

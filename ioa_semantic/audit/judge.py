@@ -17,6 +17,7 @@ from .._vocab import IOA
 from ..pipeline import remedies
 from ..sources.loader import registration_parameter_problems
 from .kinds import Kinds, Unknown
+from .places import Place
 
 
 class Result(NamedTuple):
@@ -27,6 +28,10 @@ class Result(NamedTuple):
     id: str | None
     status: str
     reasons: tuple[Finding, ...]
+    # Where the reasons' paths stand in the text read, by pointer (see .places.placed), for
+    # a report that locates findings: None unless the audit was asked to place them or
+    # without a text (a file not read). A JSON Lines record's lines count from its own.
+    places: tuple[tuple[str, Place], ...] | None = None
 
     @property
     def plain(self) -> bool:

@@ -38,14 +38,21 @@ class Conflict(NamedTuple):
             {"source": source, "index": index} for source, index in self.registrations]}}
 
 
+# Where the documentation site is published (mkdocs.yml's site_url): a SARIF report's rules
+# link to their code's entry on its reason codes page (``--docs-url`` for another).
+DOCS_URL = "https://ioa-semantic.readthedocs.io/en/latest/"
+
+
 class Asked(NamedTuple):
     """What an audit was made with, for a report that says so (``--format html``): the inputs
     as given, the profile's id and revision, and the instant of the audit (no judgement of a
-    registration depends on it: it dates the report)."""
+    registration depends on it: it dates the report); and the documentation site a report
+    links to (``--format sarif``)."""
 
     inputs: tuple[str, ...]
     profile: tuple[str, str]
     at: datetime
+    docs: str = DOCS_URL
 
 
 class Audit:
@@ -89,10 +96,10 @@ class Audit:
         return self._count(result)
 
     def batches(self, pieces: Iterable[Piece], jobs: int = 1,
-                render: Render | None = None) -> Iterator[Judged]:
+                render: Render | None = None, place: bool = False) -> Iterator[Judged]:
         """Every piece of the input (see :func:`pieces`) judged and recorded, in input
         order; ``jobs`` worker processes; ``render`` writes each result's line where it was
-        judged.
+        judged; ``place`` places each reason in the text judged (``pieces`` cut with it).
 
         With a checkpoint, the pieces an interrupted run completed are read again, proven the
         same and skipped (``pieces`` cut with the checkpoint's fingerprint), and the state
@@ -103,18 +110,19 @@ class Audit:
         # time on a large audit), and forked workers keep sharing their pages. Unfrozen when
         # the run ends, so that a library caller's process is left as it was.
         with frozen():
-            yield from self._judged(pieces, jobs, render)
+            yield from self._judged(pieces, jobs, render, place)
 
-    def _judged(self, pieces: Iterable[Piece], jobs: int, render: Render | None) -> Iterator[Judged]:
+    def _judged(self, pieces: Iterable[Piece], jobs: int, render: Render | None,
+                place: bool) -> Iterator[Judged]:
         if self.checkpoint is not None:
             self.checkpoint.resume(self)
             pieces = self.checkpoint.remaining(pieces, self)
         kinds = kinds_for(self.judging)
         if jobs <= 1:
-            judged: Iterable[Judged] = (judge_piece(self.judging, piece, render, kinds)
+            judged: Iterable[Judged] = (judge_piece(self.judging, piece, render, kinds, place)
                                         for piece in pieces)
         else:
-            judged = _in_workers(self.judging, pieces, jobs, render, kinds)
+            judged = _in_workers(self.judging, pieces, jobs, render, kinds, place)
         try:
             for batch in judged:
                 self.record_batch(batch)

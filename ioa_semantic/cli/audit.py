@@ -13,7 +13,8 @@ from .._checker import ENGINES, Checker
 from .._exceptions import ConfigurationError
 from .._files import NotOurs, Replacement, claim, is_stream, one_file
 from .._status import ExitStatus
-from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
+from ..audit.run import DOCS_URL
+from ..reporters.audit import AUDIT_LINES, AUDIT_PLACED, AUDIT_REPORTERS, with_progress
 from .parsing import (
     _instant,
     _positive,
@@ -47,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the instant of the audit, which the html report states (ISO-8601 "
                              "with a UTC offset; default: now); no registration's judgement "
                              "depends on it")
+    parser.add_argument("--docs-url", type=_docs_url, default=DOCS_URL, metavar="URL",
+                        help="the documentation site the sarif report's rules link to (their "
+                             f"code on its codes/ page; default: {DOCS_URL})")
     add_limits(parser)
     add_shape_timeout(parser)
     parser.add_argument("--engine", choices=ENGINES, default="compiled",
@@ -89,7 +93,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
         print(f"ioa-check: {exc}", file=sys.stderr)
         return ExitStatus.USAGE
     asked = Asked(tuple(opts.paths), (checker.profile.id, checker.profile.revision),
-                  (opts.at or datetime.now(UTC)).astimezone(UTC))
+                  (opts.at or datetime.now(UTC)).astimezone(UTC), opts.docs_url)
     try:
         _claim(opts)
     except NotOurs as exc:
@@ -109,7 +113,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
                                scheduler=opts.scheduler, partition_bytes=opts.partition_bytes,
                                report=AUDIT_REPORTERS[opts.format],
                                render=AUDIT_LINES.get(opts.format), output=opts.output,
-                               asked=asked)
+                               asked=asked, place=opts.format in AUDIT_PLACED)
         except ConfigurationError as exc:
             print(f"ioa-check: {exc}", file=sys.stderr)
             return ExitStatus.USAGE
@@ -139,9 +143,11 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
     try:
         checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None  # type: ignore[arg-type]
         run = Audit(checker, checkpoint, asked)
+        place = opts.format in AUDIT_PLACED
         batches = run.batches(pieces(opts.paths, limits=checker.limits,
-                                     fingerprint=checkpoint.fingerprint if checkpoint else None),
-                              jobs=opts.jobs, render=AUDIT_LINES.get(opts.format))
+                                     fingerprint=checkpoint.fingerprint if checkpoint else None,
+                                     place=place),
+                              jobs=opts.jobs, render=AUDIT_LINES.get(opts.format), place=place)
         AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)  # type: ignore[arg-type]
         status = run.exit_status()
         if checkpoint is not None:
@@ -169,6 +175,13 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:  # no
                 opened.close()
         if replacement is not None:
             replacement.discard()  # once committed, there is nothing left to remove
+
+
+def _docs_url(text: str) -> str:
+    """A documentation site's base URL, ending in ``/`` (the codes page is under it)."""
+    if not text.startswith(("https://", "http://")):
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    return text if text.endswith("/") else text + "/"
 
 
 def _claim(opts: argparse.Namespace) -> None:

@@ -14,9 +14,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..audit.judge import Judged, Result
+    from ..audit.places import Place
     from ..audit.run import Audit
 
-from .._findings import Severity
+from .._findings import Finding, Remedy, Severity
 from . import json_text
 from .check import text_console
 
@@ -108,22 +109,28 @@ AUDIT_REPORTERS: dict[str, Callable[[Audit, Iterable[Judged], IO[str]], None]] =
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
+# The reporters that locate each reason in the text it was judged from (the audit then
+# places them where it judges, see audit/places.py).
+AUDIT_PLACED = frozenset({"sarif"})
+
+# The start of a SARIF report of ioa-check: what is_report recognizes (its rules and tool
+# come after the results, once the rules that fired are known).
+_SARIF_HEAD = ('{"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", '
+               '"properties": {"producer": "ioa-check"}, "runs": [{"results": [')
+
 
 def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
     """SARIF 2.1.0, streamed: one result per reason of a registration that is not valid, and
-    one per conflict, located in the file (and line, for JSON Lines) it came from."""
+    one per conflict, located in the file (line and column of the member the reason's path
+    names); then the rules that fired, each with its page of the docs, and the invocation
+    with the command's exit status. docs/audit.md, "SARIF"."""
     from .._codes import CODES
     from .._version import __version__
+    from ..audit.run import DOCS_URL
 
-    rules = [{"id": code, "shortDescription": {"text": entry.meaning},
-              "properties": {"draftSection": entry.section, "family": entry.family}}
-             for code, entry in sorted(CODES.items())]
-    head = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0"}
-    tool = {"driver": {"name": "ioa-check", "version": __version__,
-                       "informationUri": "https://datatracker.ietf.org/doc/draft-zhang-dmsc-ioa-semantic-interaction/",
-                       "rules": rules}}
-    stream.write(json.dumps(head)[:-1] + ', "runs": [{"tool": ' + json.dumps(tool)
-                 + ', "results": [')
+    docs = audit.asked.docs if audit.asked is not None else DOCS_URL
+    stream.write(_SARIF_HEAD)
+    fired: dict[str, int] = {}  # code -> its ruleIndex, in the order codes first fired
     first = True
 
     def emit(item: dict[str, Any]) -> None:
@@ -131,35 +138,118 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> Non
         stream.write(("" if first else ",\n") + json_text(item))
         first = False
 
-    def location(source: str, position: int | None, pointer: str) -> dict[str, Any]:
-        physical: dict[str, Any] = {"artifactLocation": {"uri": source}}
-        if position is not None and source.endswith(".jsonl"):
-            physical["region"] = {"startLine": position + 1}
-        where: dict[str, Any] = {"physicalLocation": physical}
-        if pointer:
-            where["logicalLocations"] = [{"fullyQualifiedName": pointer}]
-        return where
-
     for result in (result for batch in batches for result in batch.notable):
-        # SARIF's fixes are replacements of artifact content, which a remedy does not know
-        # (it says what must change, not to what): remedies go in the result's properties.
-        answered = {code: [r.as_dict() for r in result.remedies if code in r.codes]
+        answered = {code: [r for r in result.remedies if code in r.codes]
                     for code in {reason.code for reason in result.reasons}}
+        places = dict(result.places or ())
         for reason in result.reasons:
-            emit({"ruleId": reason.code, "level": _SARIF_LEVEL[reason.severity],
-                  "message": {"text": reason.message},
-                  "locations": [location(result.source, result.position, reason.path)],
-                  "properties": {"status": result.status, "id": result.id,
-                                 "index": result.position, "draftSection": reason.section,
-                                 "remedies": answered[reason.code]}})
+            # A path the text does not hold (an IRI, a member missing): the registration's start.
+            place = places.get(reason.path) or places.get("")
+            remedies = answered[reason.code]
+            # SARIF's fixes are replacements of artifact content: a reason whose member must
+            # have a value the receiver defines is one (_fix); any other remedy says what
+            # must change, not to what, and stays advice, in the message.
+            fix = _fix(reason, result.source, result.position, places)
+            advice = [r for r in remedies if fix is None or not _answered_by_fix(r, reason)]
+            text = reason.message.rstrip(".") + "." + "".join(
+                f" Remedy: {_advice(r)}." for r in advice)
+            item: dict[str, Any] = {
+                "ruleId": reason.code, "ruleIndex": fired.setdefault(reason.code, len(fired)),
+                "level": _SARIF_LEVEL[reason.severity], "message": {"text": text},
+                "locations": [_location(result.source, result.position, place, reason.path)]}
+            if fix is not None:
+                item["fixes"] = [fix]
+            item["properties"] = {"status": result.status, "id": result.id,
+                                  "index": result.position, "draftSection": reason.section,
+                                  "remedies": [r.as_dict() for r in remedies]}
+            emit(item)
     conflicts = audit.conflicts()
     for conflict in conflicts:
-        emit({"ruleId": conflict.code, "level": "error",
+        emit({"ruleId": conflict.code,
+              "ruleIndex": fired.setdefault(conflict.code, len(fired)), "level": "error",
               "message": {"text": f"{conflict.id} is registered with different inputs, outputs "
                                   "or ontology"},
-              "locations": [location(s, i, "") for s, i in conflict.registrations]})
-    summary = audit.summary(len(conflicts))
-    stream.write('], "properties": ' + json.dumps(summary) + "}]}\n")
+              "locations": [_location(s, i, None, "") for s, i in conflict.registrations]})
+    status = audit.exit_status()
+    rules = [{"id": code, "shortDescription": {"text": CODES[code].meaning},
+              "helpUri": f"{docs}codes/#{code}",
+              "properties": {"draftSection": CODES[code].section,
+                             "family": CODES[code].family}}
+             for code in fired]
+    tool = {"driver": {"name": "ioa-check", "version": __version__,
+                       "informationUri": "https://datatracker.ietf.org/doc/draft-zhang-dmsc-ioa-semantic-interaction/",
+                       "rules": rules}}
+    # The report is written whole only when the audit ran to its end: the execution
+    # succeeded, whatever it found (the exit status says that).
+    invocation = {"executionSuccessful": True, "exitCode": int(status),
+                  "exitCodeDescription": _AUDIT_EXIT[int(status)]}
+    stream.write('], "tool": ' + json_text(tool) + ', "invocations": ' + json_text([invocation])
+                 + ', "columnKind": "utf16CodeUnits", "properties": '
+                 + json_text(audit.summary(len(conflicts))) + "}]}\n")
+
+
+# What an audit's exit status says (contract 2, "Exit status").
+_AUDIT_EXIT = {0: "every registration valid, no conflict",
+               1: "some registration invalid, or a conflict",
+               3: "some registration indeterminate, none invalid, no conflict"}
+
+
+def _location(source: str, position: int | None, place: Place | None,
+              pointer: str) -> dict[str, Any]:
+    """A reason's location: its file, and the line and column of the member its path names
+    (a JSON Lines record's place counts lines from the record's own; unplaced, the
+    registration's start: its line of a JSON Lines file, else the file's first)."""
+    record = position if position is not None and _is_lines(source) else None
+    if place is None:
+        region = {"startLine": 1 if record is None else record + 1, "startColumn": 1}
+    else:
+        region = {"startLine": place.line + (0 if record is None else record),
+                  "startColumn": place.column}
+    where: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": source},
+                                                  "region": region}}
+    if pointer:
+        where["logicalLocations"] = [{"fullyQualifiedName": pointer}]
+    return where
+
+
+def _is_lines(source: str) -> bool:
+    return source == "-" or source.endswith(".jsonl")
+
+
+def _fix(reason: Finding, source: str, position: int | None,
+         places: dict[str, Place]) -> dict[str, Any] | None:
+    """The SARIF fix of a reason whose correction is textual: a baseline term defined
+    otherwise in the sender's context (``jsonld.term-redefinition``) gets the baseline's
+    definition, IRIs in full, as the member's value; None for every other reason, and where
+    the text does not hold the member."""
+    if reason.code != "jsonld.term-redefinition":
+        return None
+    from ..pipeline.contexts import baseline_definition  # the reporter's only use of it
+
+    place = places.get(reason.path)
+    term = reason.path.rpartition("/")[2].replace("~1", "/").replace("~0", "~")
+    value = baseline_definition(term)
+    if place is None or value is None:
+        return None
+    shift = position if position is not None and _is_lines(source) else 0
+    region = {"startLine": place.value_line + shift, "startColumn": place.value_column,
+              "endLine": place.end_line + shift, "endColumn": place.end_column}
+    return {"description": {"text": f"define {term!r} as the baseline 6.1 context does"},
+            "artifactChanges": [{"artifactLocation": {"uri": source}, "replacements": [
+                {"deletedRegion": region,
+                 "insertedContent": {"text": json.dumps(value, ensure_ascii=False)}}]}]}
+
+
+def _answered_by_fix(remedy: Remedy, reason: Finding) -> bool:
+    """Whether ``remedy`` is the correction a fix of ``reason`` writes out."""
+    return remedy.action == "correct-input" and remedy.as_dict().get("path") == reason.path
+
+
+def _advice(remedy: Remedy) -> str:
+    """A remedy in a sentence: its action, who can act, and its members."""
+    members = {k: v for k, v in remedy.as_dict().items() if k not in ("action", "by", "codes")}
+    detail = ", ".join(f"{k} {json.dumps(v, ensure_ascii=False)}" for k, v in members.items())
+    return f"{remedy.action} (by the {remedy.by}{'; ' + detail if detail else ''})"
 
 
 AUDIT_REPORTERS["sarif"] = audit_sarif
@@ -190,7 +280,9 @@ def is_report(head: bytes) -> bool:
     generator, or the text report's first line (a status in capitals or the counts)."""
     line = head.split(b"\n", 1)[0]
     if line.startswith(b'{"$schema": "https://json.schemastore.org/sarif-2.1.0.json"'):
-        return b'"driver": {"name": "ioa-check"' in head
+        # This version's head, or an earlier one's (its tool first).
+        return line.startswith(_SARIF_HEAD.encode()) or (
+            b'"driver": {"name": "ioa-check"' in head)
     if line.startswith(b"<!DOCTYPE html>"):
         return b'<meta name="generator" content="ioa-check ' in head
     if line.startswith(b"{"):
