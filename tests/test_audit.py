@@ -132,7 +132,9 @@ def test_conflicting_declarations_name_every_registration(tmp_path: Path) -> Non
                           "code": "registration.conflict",
                           "registrations": [{"source": "r.jsonl", "index": 0},
                                             {"source": "r.jsonl", "index": 2},
-                                            {"source": "r.jsonl", "index": 4}]}]
+                                            {"source": "r.jsonl", "index": 4}],
+                          "differences": [{"member": "/inputs", "values": [
+                              ["text/plain"], ["text/plain"], ["application/pdf"]]}]}]
     assert out[-1]["summary"]["conflicts"] == 1
     assert [r["status"] for r in out[:5]] == ["valid", "valid", "valid", "invalid", "valid"]
 
@@ -234,7 +236,10 @@ def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path: Path)
     conflicts = [r["conflict"] for r in records if "conflict" in r]
     registrations = [{"source": "r.jsonl", "index": i} for i in range(40, 2500, 650)]
     assert conflicts == [{"id": "https://example.org/onto/cs#Cap40",
-                          "code": "registration.conflict", "registrations": registrations}]
+                          "code": "registration.conflict", "registrations": registrations,
+                          "differences": [{"member": "/outputs", "values": [
+                              ["text/plain"], ["text/plain"], ["text/plain"],
+                              ["application/pdf"]]}]}]
 
 
 def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ from .checkpoint import Output, writing
 from .inputs import AUDITED_SUFFIXES, Lines, audited_files, document_items, items_of
 from .judge import Item, Result
 from .kinds import Kinds
-from .run import Asked, Audit, Conflict
+from .run import Asked, Audit, Conflict, differences
 from .workers import batched, judge_batch, kinds_for
 
 # About 20,000 registrations of 400 bytes: seconds of work for a worker, so the task overhead
@@ -88,8 +88,9 @@ class Setup(NamedTuple):
     engine: str
 
 
-# (capability IRI, first declaration, another differs?, [(partition seq, position), ...])
-Record = tuple[str, tuple[Any, ...], bool, list[tuple[int, int]]]
+# (capability IRI, first declaration, another differs?, [(partition seq, position), ...]), a
+# position followed by its declaration where that is not the first one
+Record = tuple[str, tuple[Any, ...], bool, list[tuple[Any, ...]]]
 # A partition's records for one hash bucket of capability IRIs, pickled: what the group-by
 # moves. As bytes they take a seventh of the memory they take as objects (about 70 bytes a
 # record, not 500) while they wait on the workers, and move without being walked again.
@@ -289,7 +290,8 @@ def judge_partition(part: Partition, setup: Setup, buckets: int,
     items, lines = read_partition(part, checker.limits, place)
     results: list[Result] = []
     firsts: dict[str, tuple[Any, ...]] = {}
-    registrations: dict[str, list[tuple[int, int]]] = {}
+    # (seq, position) of each registration; with its declaration where it is not the first's
+    registrations: dict[str, list[tuple[Any, ...]]] = {}
     differing: set[str] = set()
     kinds = _kinds(setup)
     for start in range(0, len(items), _BATCH):
@@ -298,10 +300,11 @@ def judge_partition(part: Partition, setup: Setup, buckets: int,
             results.append(result)
             if declaration is None or result.id is None:
                 continue
+            key: tuple[Any, ...] = (part.seq, -1 if result.position is None else result.position)
             if firsts.setdefault(result.id, declaration) != declaration:
                 differing.add(result.id)
-            registrations.setdefault(result.id, []).append(
-                (part.seq, -1 if result.position is None else result.position))
+                key = (*key, declaration)
+            registrations.setdefault(result.id, []).append(key)
     by_bucket: dict[int, list[Record]] = {}
     for iri, first in firsts.items():
         by_bucket.setdefault(_bucket_of(iri, buckets), []).append(
@@ -339,19 +342,24 @@ def _bucket(pair: Bucket) -> int:
 
 
 def _conflicting_in(groups: Iterable[tuple[int, list[Bucket]]]) -> list[Any]:
-    """``[(iri, registrations)]`` for every capability IRI of these buckets whose records,
-    from every partition, do not all declare the same."""
-    found: list[tuple[str, list[tuple[int, int]]]] = []
+    """``[(iri, registrations, declarations)]`` for every capability IRI of these buckets
+    whose records, from every partition, do not all declare the same: its registrations in
+    input order, each one's declaration beside it."""
+    found: list[tuple[str, list[tuple[int, int]], list[tuple[Any, ...]]]] = []
     for _, parts in groups:
         firsts: dict[str, tuple[Any, ...]] = {}
-        registrations: dict[str, list[tuple[int, int]]] = {}
+        registrations: dict[str, list[tuple[tuple[int, int], tuple[Any, ...]]]] = {}
         differing: set[str] = set()
         for iri, declaration, differs, keys in itertools.chain.from_iterable(
                 pickle.loads(records) for _, records in parts):
             if differs or firsts.setdefault(iri, declaration) != declaration:
                 differing.add(iri)
-            registrations.setdefault(iri, []).extend(keys)
-        found.extend((iri, sorted(registrations[iri])) for iri in differing)
+            # A registration's own declaration, where it is not its partition's first.
+            registrations.setdefault(iri, []).extend(
+                ((key[0], key[1]), key[2] if len(key) > 2 else declaration) for key in keys)
+        for iri in differing:
+            ordered = sorted(registrations[iri], key=lambda pair: pair[0])
+            found.append((iri, [key for key, _ in ordered], [d for _, d in ordered]))
     return found
 
 
@@ -469,7 +477,7 @@ class ClusterAudit(Audit):
         return future
 
     def _conflicts_on_cluster(self) -> list[Conflict]:
-        found: list[tuple[str, list[tuple[int, int]]]] = []
+        found: list[tuple[str, list[tuple[int, int]], list[tuple[Any, ...]]]] = []
         try:
             if self._grouping is not None:
                 found = self._grouping.result()
@@ -480,8 +488,9 @@ class ClusterAudit(Audit):
         self._grouping = None
         self._submitted, self._records = [], []
         found.sort(key=lambda conflict: conflict[1][0])  # by the IRI's first registration
-        return [Conflict(iri, "registration.conflict", tuple(self._place(key) for key in keys))
-                for iri, keys in found]
+        return [Conflict(iri, "registration.conflict", tuple(self._place(key) for key in keys),
+                         differences(declared))
+                for iri, keys, declared in found]
 
     def _place(self, key: tuple[int, int]) -> tuple[str, int | None]:
         seq, position = key

@@ -80,6 +80,19 @@ def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None)
 _DECLARATIONS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
+# The members a declaration compares, as a registration names them (JSON Pointers).
+DECLARED_MEMBERS = ("/inputs", "/outputs", "/ontologyId", "/ontologyVersion")
+
+
+def declared_values(declaration: tuple[Any, ...]) -> tuple[list[str], ...]:
+    """What a declaration says of each of :data:`DECLARED_MEMBERS`, as compared: media types
+    in their compared form, sorted; the ontology's ids and versions (the profile's single
+    ontology for a registration that names none; none at all where the profile has several)."""
+    inputs, outputs, ontology = declaration
+    ids, versions = ontology if ontology is not None else ((), ())
+    return list(inputs), list(outputs), list(ids), list(versions)
+
+
 _DECLARATIONS_LIMIT = 4096
 
 

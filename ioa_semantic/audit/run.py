@@ -24,18 +24,46 @@ from .._status import ExitStatus
 from .checkpoint import Checkpoint
 from .conflicts import ConflictIndex
 from .inputs import Piece
-from .judge import Judged, Render, Result
+from .judge import DECLARED_MEMBERS, Judged, Render, Result, declared_values
 from .workers import _in_workers, judge_piece, judged_items, kinds_for
 
 
+class Difference(NamedTuple):
+    """A member the registrations of a conflict declare differently, and what each declares
+    (in the order of the registrations; None where the declaration was not kept, see
+    :mod:`.conflicts`)."""
+
+    member: str  # a JSON Pointer of DECLARED_MEMBERS
+    values: tuple[list[str] | None, ...]
+
+
 class Conflict(NamedTuple):
+    """A capability IRI registered with conflicting declarations: every registration of it,
+    and the members they declare differently, side by side."""
+
     id: str
     code: str
     registrations: tuple[tuple[str, int | None], ...]
+    differences: tuple[Difference, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"conflict": {"id": self.id, "code": self.code, "registrations": [
-            {"source": source, "index": index} for source, index in self.registrations]}}
+            {"source": source, "index": index} for source, index in self.registrations],
+            "differences": [{"member": d.member, "values": list(d.values)}
+                            for d in self.differences]}}
+
+
+def differences(declarations: Iterable[tuple[Any, ...] | None]) -> tuple[Difference, ...]:
+    """The members that ``declarations`` (one per registration of an IRI) declare
+    differently, each with every registration's value. A member the kept declarations agree
+    on is left out, unless a declaration was not kept and they agree on every member: then
+    every member is shown, for the registration not kept may differ in any."""
+    said = [None if d is None else declared_values(d) for d in declarations]
+    found = [Difference(member, tuple(None if s is None else s[n] for s in said))
+             for n, member in enumerate(DECLARED_MEMBERS)]
+    differing = tuple(d for d in found
+                      if len({tuple(v) for v in d.values if v is not None}) > 1)
+    return differing or (tuple(found) if None in said else ())
 
 
 # Where the documentation site is published (mkdocs.yml's site_url): a SARIF report's rules
@@ -162,8 +190,9 @@ class Audit:
         """The conflicts, once every registration is in: computed (and counted in the codes)
         on the first call, the same list on every later one."""
         if self._conflicts is None:
-            self._conflicts = [Conflict(ident, "registration.conflict", registrations)
-                               for ident, registrations in self._index.conflicts()]
+            self._conflicts = [
+                Conflict(ident, "registration.conflict", registrations, differences(declared))
+                for ident, registrations, declared in self._index.conflicts()]
             if self._conflicts:
                 self.codes["registration.conflict"] = (
                     self.codes.get("registration.conflict", 0) + len(self._conflicts))

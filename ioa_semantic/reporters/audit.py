@@ -15,10 +15,10 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..audit.judge import Judged, Result
     from ..audit.places import Place
-    from ..audit.run import Audit
+    from ..audit.run import Audit, Conflict
 
 from .._findings import Finding, Remedy, Severity
-from . import json_text
+from . import declared_text, json_text
 from .check import text_console
 
 
@@ -76,6 +76,8 @@ def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None
         places = ", ".join(_place(s, i) for s, i in conflict.registrations)
         console.print(f"[bold red]CONFLICT[/] {escape(conflict.id)} registered differently by "
                       f"{escape(places)}")
+        for member, values in _side_by_side(conflict):
+            console.print(f"  {escape(member)}: {escape(values)}")
     summary = audit.summary(len(conflicts))["summary"]
     status = summary["status"]
     console.print(f"{_counted(summary['total'], 'registration')}: {status['valid']} valid, "
@@ -85,6 +87,16 @@ def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None
     for code, count in top:
         example = examples.get(code, "")
         console.print(f"  {count:6d} {escape(code)}" + (f"  e.g. {escape(example)}" if example else ""))
+
+
+def _side_by_side(conflict: Conflict) -> Iterator[tuple[str, str]]:
+    """Each member the conflict's registrations declare differently, with what each one
+    declares, in the order of the registrations."""
+    for difference in conflict.differences:
+        yield difference.member, " | ".join(
+            f"{_place(source, index)} {declared_text(value)}"
+            for (source, index), value in zip(conflict.registrations, difference.values,
+                                              strict=True))
 
 
 def _place(source: str, position: int | None) -> str:
@@ -168,8 +180,11 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> Non
         emit({"ruleId": conflict.code,
               "ruleIndex": fired.setdefault(conflict.code, len(fired)), "level": "error",
               "message": {"text": f"{conflict.id} is registered with different inputs, outputs "
-                                  "or ontology"},
-              "locations": [_location(s, i, None, "") for s, i in conflict.registrations]})
+                                  "or ontology" + "".join(
+                                      f"; {member}: {values}"
+                                      for member, values in _side_by_side(conflict)) + "."},
+              "locations": [_location(s, i, None, "") for s, i in conflict.registrations],
+              "properties": {"differences": conflict.as_dict()["conflict"]["differences"]}})
     status = audit.exit_status()
     rules = [{"id": code, "shortDescription": {"text": CODES[code].meaning},
               "helpUri": f"{docs}codes/#{code}",

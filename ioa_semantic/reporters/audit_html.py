@@ -39,7 +39,7 @@ from .. import data
 from .._codes import CODES
 from .._findings import Severity
 from .._version import __version__
-from . import json_text
+from . import declared_text, json_text
 
 # The registrations listed per code: enough to see what goes wrong and where, few enough that
 # a page of every code the registry has stays readable (and within some megabytes).
@@ -339,7 +339,8 @@ def _conflicts(conflicts: list[Conflict]) -> Iterator[str]:
            + (f"; the first {len(shown):,} are listed, {len(conflicts) - len(shown):,} left out"
               if len(shown) < len(conflicts) else "") + ".</p>\n")
     yield ('<table id="conflicts-table"><thead><tr><th scope="col">Capability</th>'
-           '<th scope="col">Registered by</th></tr></thead>\n<tbody>\n')
+           '<th scope="col">Registered by</th><th scope="col">What differs</th></tr></thead>\n'
+           '<tbody>\n')
     for conflict in shown:
         places = [f"<li><bdi>{text(source)}</bdi> {_place(source, index)}</li>"
                   for source, index in conflict.registrations[:PLACES]]
@@ -347,8 +348,26 @@ def _conflicts(conflicts: list[Conflict]) -> Iterator[str]:
         if more > 0:
             places.append(f'<li class="cut">and {more:,} more registrations</li>')
         yield (f'<tr><th scope="row"><bdi>{text(conflict.id)}</bdi></th>'
-               f'<td><ul class="places">{"".join(places)}</ul></td></tr>\n')
+               f'<td><ul class="places">{"".join(places)}</ul></td>'
+               f"<td>{_differences(conflict)}</td></tr>\n")
     yield "</tbody></table>\n"
+
+
+def _differences(conflict: Conflict) -> str:
+    """The members the conflict's registrations declare differently, side by side: a row per
+    registration (the first PLACES), a column per member."""
+    if not conflict.differences:
+        return ""
+    head = "".join(f'<th scope="col"><code>{text(d.member)}</code></th>'
+                   for d in conflict.differences)
+    rows = []
+    for number, (source, index) in enumerate(conflict.registrations[:PLACES]):
+        cells = "".join(f"<td><bdi>{text(declared_text(d.values[number]))}</bdi></td>"
+                        for d in conflict.differences)
+        rows.append(f'<tr><th scope="row"><bdi>{text(source)}</bdi> {_place(source, index)}'
+                    f"</th>{cells}</tr>")
+    return (f'<table class="differs"><thead><tr><th scope="col">Registration</th>{head}</tr>'
+            f'</thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 def _left_out(listing: Listing) -> str:
