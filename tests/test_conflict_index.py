@@ -14,18 +14,19 @@ Where = tuple[str, "int | None"]
 
 
 def plain_conflicts(entries: list[tuple[str, tuple[Any, ...], Where]]
-                    ) -> list[tuple[str, tuple[Where, ...]]]:
+                    ) -> list[tuple[str, tuple[Where, ...], tuple[Any, ...]]]:
     """The index as the contract states it, with every IRI and declaration in full."""
     first: dict[str, tuple[Any, ...]] = {}
-    every: dict[str, list[Where]] = {}
+    every: dict[str, list[tuple[Where, Any]]] = {}
     conflicting: set[str] = set()
     for ident, declaration, where in entries:
         if ident not in first:
             first[ident] = declaration
         elif declaration != first[ident]:
             conflicting.add(ident)
-        every.setdefault(ident, []).append(where)
-    return [(ident, tuple(every[ident])) for ident in first if ident in conflicting]
+        every.setdefault(ident, []).append((where, declaration))
+    return [(ident, tuple(w for w, _ in every[ident]), tuple(d for _, d in every[ident]))
+            for ident in first if ident in conflicting]
 
 
 declarations = st.tuples(st.lists(st.sampled_from(["text/plain", "application/json",
@@ -58,4 +59,24 @@ def test_a_conflict_names_every_registration_in_order() -> None:
     index.add("urn:cap:2", one, ("b.jsonl", 7))  # the same declaration again: no conflict
     index.add("urn:cap:1", other, ("b.jsonl", 2**65))  # an index past the packed width
     assert list(index.conflicts()) == [
-        ("urn:cap:1", (("a.jsonl", 0), ("b.jsonl", None), ("b.jsonl", 2**65)))]
+        ("urn:cap:1", (("a.jsonl", 0), ("b.jsonl", None), ("b.jsonl", 2**65)),
+         (one, one, other))]
+
+
+def test_declarations_past_the_bound_are_not_kept_and_said_so(monkeypatch: Any) -> None:
+    """What differs is told from the distinct declarations kept, up to a bound: memory stays
+    one record per IRI whatever the senders declare; a declaration first seen past the bound
+    is None (not kept), the conflict is still found by its digest."""
+    from ioa_semantic.audit import conflicts
+
+    monkeypatch.setattr(conflicts, "DECLARATIONS_KEPT", 2)
+    index = ConflictIndex()
+    kinds = [((f"text/x-{n}",), ("text/plain",), None) for n in range(4)]
+    for n, declaration in enumerate(kinds):
+        index.add(f"urn:cap:{n}", declaration, ("a.jsonl", n))
+    index.add("urn:cap:0", kinds[1], ("b.jsonl", 0))
+    index.add("urn:cap:3", kinds[0], ("b.jsonl", 1))
+    assert len(index._declared) == 2
+    assert list(index.conflicts()) == [
+        ("urn:cap:0", (("a.jsonl", 0), ("b.jsonl", 0)), (kinds[0], kinds[1])),
+        ("urn:cap:3", (("a.jsonl", 3), ("b.jsonl", 1)), (None, kinds[0]))]

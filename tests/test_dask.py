@@ -35,7 +35,7 @@ from ioa_semantic.audit.dask import partitions, read_partition
 from ioa_semantic.audit.inputs import documents, items_of, pieces
 from ioa_semantic.audit.judge import Item
 
-from support import AT, IOA_CHECK, registration_63
+from support import AT, IOA_CHECK, registration_63, sarif_of
 
 PARTITION = 16384  # bytes: the 1,200-line file below is cut into about 35 byte ranges
 
@@ -111,6 +111,10 @@ def test_the_cluster_audit_prints_what_the_local_audit_prints(
     assert remote.stderr == b"", remote.stderr.decode()
     assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout)
     assert remote.returncode == 1
+    if fmt == "sarif":  # placed on the cluster's workers as the local audit places them
+        results = sarif_of(remote.stdout)["runs"][0]["results"]
+        assert any(loc["physicalLocation"]["region"]["startColumn"] > 1
+                   for r in results for loc in r["locations"])
     judged = {str(task["key"]) for task in stream.data if str(task["key"]).endswith("-judge")}
     big = (corpus / "big.jsonl").stat().st_size
     # Every byte range of big.jsonl, and every other file, was a task of its own.

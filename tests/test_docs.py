@@ -27,4 +27,4 @@ def test_the_reason_codes_page_is_current() -> None:
 def test_the_reason_codes_page_lists_every_registered_code() -> None:
     text = (DOCS / "codes.md").read_text()
     for code in CODES:
-        assert f"| `{code}` |" in text, code
+        assert f"| <span id=\"{code}\"></span>`{code}` |" in text, code

@@ -7,8 +7,12 @@ about as many declarations (senders combine their media types). Each IRI is held
 20-byte BLAKE2b digest of its text mapped to 32 bytes: a 20-byte digest of its first
 declaration and the number of the source and the index where it was first registered
 (sources are held once each). A collision of either digest would take about 2**80 tries.
-An IRI met again keeps its text and the list of every registration of it, which the
-conflict's report names; a declaration is only ever compared, so its digest is enough.
+An IRI met again keeps its text and the list of every registration of it with its
+declaration's digest, which the conflict's report names. To say what differs, the index also
+keeps the distinct declarations themselves, up to :data:`DECLARATIONS_KEPT` of them: an
+audit's registrations declare few distinct things, and past the bound (a directory whose
+senders each declare their own) a conflict's report says of a registration whose
+declaration was first seen then that it was not kept.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 Where = tuple[str, "int | None"]
 
 _DIGEST = 20
+# Distinct declarations kept to say what differs in a conflict (a few hundred bytes each).
+DECLARATIONS_KEPT = 1 << 16
 _PLACE = struct.Struct("<IQ")  # source number, index + 1 (0: none)
 
 
@@ -44,9 +50,11 @@ class ConflictIndex:
         self._first: dict[bytes, Any] = {}
         self._sources: list[str] = []
         self._source_numbers: dict[str, int] = {}
-        # digest -> (IRI, every registration of it), for an IRI registered more than once
-        self._again: dict[bytes, tuple[str, list[Where]]] = {}
+        # digest -> (IRI, every registration of it, the digest of each one's declaration), for
+        # an IRI registered more than once
+        self._again: dict[bytes, tuple[str, list[Where], list[bytes]]] = {}
         self._conflicting: set[bytes] = set()
+        self._declared: dict[bytes, tuple[Any, ...]] = {}  # digest -> declaration, bounded
 
     def __len__(self) -> int:
         return len(self._first)
@@ -55,6 +63,8 @@ class ConflictIndex:
         """One valid registration of ``ident`` declaring ``declaration``, at ``where``."""
         key = _digest(ident)
         declared = declaration_digest(declaration)
+        if declared not in self._declared and len(self._declared) < DECLARATIONS_KEPT:
+            self._declared[declared] = declaration
         first = self._first.get(key)
         if first is None:
             self._first[key] = self._packed(declared, where)
@@ -62,20 +72,22 @@ class ConflictIndex:
         first_declared, first_where = self._unpacked(first)
         again = self._again.get(key)
         if again is None:
-            again = self._again[key] = (ident, [first_where])
+            again = self._again[key] = (ident, [first_where], [first_declared])
         again[1].append(where)
+        again[2].append(declared)
         if declared != first_declared:
             self._conflicting.add(key)
 
-    def conflicts(self) -> Iterator[tuple[str, tuple[Where, ...]]]:
-        """Each IRI registered with differing declarations and every registration of it, in
-        the order the IRIs were first registered."""
+    def conflicts(self) -> Iterator[tuple[str, tuple[Where, ...], tuple[Any, ...]]]:
+        """Each IRI registered with differing declarations, every registration of it and
+        each one's declaration (None where it was not kept), in the order the IRIs were
+        first registered."""
         if not self._conflicting:
             return
         for key in self._first:
             if key in self._conflicting:
-                ident, registrations = self._again[key]
-                yield ident, tuple(registrations)
+                ident, registrations, declared = self._again[key]
+                yield ident, tuple(registrations), tuple(map(self._declared.get, declared))
 
     def _packed(self, declared: bytes, where: Where) -> Any:
         source, index = where

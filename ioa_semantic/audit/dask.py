@@ -52,7 +52,7 @@ from ..sources.loader import read_profile, resolve_profile
 from .inputs import AUDITED_SUFFIXES, Lines, audited_files, document_items, items_of
 from .judge import Item, Result
 from .kinds import Kinds
-from .run import Asked, Audit, Conflict
+from .run import Asked, Audit, Conflict, differences
 from .workers import judge_batch, kinds_for
 
 # About 20,000 registrations of 400 bytes: seconds of work for a worker, so the task overhead
@@ -83,8 +83,9 @@ class Setup(NamedTuple):
     engine: str
 
 
-# (capability IRI, first declaration, another differs?, [(partition seq, position), ...])
-Record = tuple[str, tuple[Any, ...], bool, list[tuple[int, int]]]
+# (capability IRI, first declaration, another differs?, [(partition seq, position), ...]), a
+# position followed by its declaration where that is not the first one
+Record = tuple[str, tuple[Any, ...], bool, list[tuple[Any, ...]]]
 # A partition's records for one hash bucket of capability IRIs, pickled: what the group-by
 # moves. As bytes they take a seventh of the memory they take as objects (about 70 bytes a
 # record, not 500) while they wait on the workers, and move without being walked again.
@@ -236,9 +237,11 @@ def _kinds(setup: Setup) -> Kinds | None:
     return kinds_for(_checker(setup))
 
 
-def read_partition(part: Partition, limits: Limits | None = None) -> tuple[list[Item], int]:
+def read_partition(part: Partition, limits: Limits | None = None,
+                   place: bool = False) -> tuple[list[Item], int]:
     """A partition's items, JSON Lines positions counted from its first line, and how many
-    lines it spans (so the client can number the next partition's)."""
+    lines it spans (so the client can number the next partition's); with ``place``, an
+    array's items with their text (see :func:`document_items`)."""
     if part.problem is not None:
         return [(part.source, None, None, (finding("json.unreadable", part.problem),))], 0
     try:
@@ -248,7 +251,7 @@ def read_partition(part: Partition, limits: Limits | None = None) -> tuple[list[
             f"{part.source} (bytes from {part.start})")
         return [(part.source, None, None, (finding("json.unreadable", _cannot_read(where, exc)),))], 0
     if not part.lines:
-        return list(document_items(part.source, block, limits)), 0
+        return list(document_items(part.source, block, limits, place)), 0
     # Cut into lines as the local audit cuts its blocks (items_of): a line's text ends before
     # its line break, so a json.syntax message gives the position the local audit gives (a
     # line read from a stream keeps its b"\n", after which the parser's end of input lies on
@@ -269,29 +272,34 @@ def _line_count(block: bytes) -> int:
     return block.count(b"\n") + (1 if block and not block.endswith(b"\n") else 0)
 
 
-def judge_partition(part: Partition, setup: Setup,
-                    buckets: int) -> tuple[tuple[list[Result], int], list[Bucket]]:
-    """A worker's task: ``((results, lines spanned), records by bucket)``.
+def judge_partition(part: Partition, setup: Setup, buckets: int,
+                    place: bool = False) -> tuple[tuple[list[Result], int], list[Bucket]]:
+    """A worker's task: ``((results, lines spanned), records by bucket)``; with ``place``,
+    each reason placed in the text judged (a JSON Lines record's lines count from its own,
+    so the client's renumbering of positions leaves them right).
 
     The records gather the partition's valid registrations by capability IRI (one record per
     IRI and partition), and the records by a stable hash of the IRI into ``buckets``.
     """
     checker = _checker(setup)
-    items, lines = read_partition(part, checker.limits)
+    items, lines = read_partition(part, checker.limits, place)
     results: list[Result] = []
     firsts: dict[str, tuple[Any, ...]] = {}
-    registrations: dict[str, list[tuple[int, int]]] = {}
+    # (seq, position) of each registration; with its declaration where it is not the first's
+    registrations: dict[str, list[tuple[Any, ...]]] = {}
     differing: set[str] = set()
     kinds = _kinds(setup)
     for start in range(0, len(items), _BATCH):
-        for result, declaration in _judged(checker, items[start:start + _BATCH], part, kinds):
+        for result, declaration in _judged(checker, items[start:start + _BATCH], part, kinds,
+                                           place):
             results.append(result)
             if declaration is None or result.id is None:
                 continue
+            key: tuple[Any, ...] = (part.seq, -1 if result.position is None else result.position)
             if firsts.setdefault(result.id, declaration) != declaration:
                 differing.add(result.id)
-            registrations.setdefault(result.id, []).append(
-                (part.seq, -1 if result.position is None else result.position))
+                key = (*key, declaration)
+            registrations.setdefault(result.id, []).append(key)
     by_bucket: dict[int, list[Record]] = {}
     for iri, first in firsts.items():
         by_bucket.setdefault(_bucket_of(iri, buckets), []).append(
@@ -305,17 +313,17 @@ def _bucket_of(iri: str, buckets: int) -> int:
     return zlib.crc32(iri.encode()) % buckets
 
 
-def _judged(checker: Checker, batch: list[Item], part: Partition,
-            kinds: Kinds | None = None) -> list[tuple[Result, tuple[Any, ...] | None]]:
+def _judged(checker: Checker, batch: list[Item], part: Partition, kinds: Kinds | None = None,
+            place: bool = False) -> list[tuple[Result, tuple[Any, ...] | None]]:
     try:
-        return judge_batch(checker, batch, kinds)
+        return judge_batch(checker, batch, kinds, place)
     except Exception:
         # Judging does not raise on any input; if it does, a registration met a bug. Only that
         # one is reported (naming the partition), and the partition is not retried forever.
         pairs: list[tuple[Result, tuple[Any, ...] | None]] = []
         for item in batch:
             try:
-                pairs.extend(judge_batch(checker, [item], kinds))
+                pairs.extend(judge_batch(checker, [item], kinds, place))
             except Exception as exc:
                 reason = finding("json.unreadable", f"could not be audited in partition {part.seq} "
                                  f"({part.source} from byte {part.start}): {type(exc).__name__}: "
@@ -329,19 +337,24 @@ def _bucket(pair: Bucket) -> int:
 
 
 def _conflicting_in(groups: Iterable[tuple[int, list[Bucket]]]) -> list[Any]:
-    """``[(iri, registrations)]`` for every capability IRI of these buckets whose records,
-    from every partition, do not all declare the same."""
-    found: list[tuple[str, list[tuple[int, int]]]] = []
+    """``[(iri, registrations, declarations)]`` for every capability IRI of these buckets
+    whose records, from every partition, do not all declare the same: its registrations in
+    input order, each one's declaration beside it."""
+    found: list[tuple[str, list[tuple[int, int]], list[tuple[Any, ...]]]] = []
     for _, parts in groups:
         firsts: dict[str, tuple[Any, ...]] = {}
-        registrations: dict[str, list[tuple[int, int]]] = {}
+        registrations: dict[str, list[tuple[tuple[int, int], tuple[Any, ...]]]] = {}
         differing: set[str] = set()
         for iri, declaration, differs, keys in itertools.chain.from_iterable(
                 pickle.loads(records) for _, records in parts):
             if differs or firsts.setdefault(iri, declaration) != declaration:
                 differing.add(iri)
-            registrations.setdefault(iri, []).extend(keys)
-        found.extend((iri, sorted(registrations[iri])) for iri in differing)
+            # A registration's own declaration, where it is not its partition's first.
+            registrations.setdefault(iri, []).extend(
+                ((key[0], key[1]), key[2] if len(key) > 2 else declaration) for key in keys)
+        for iri in differing:
+            ordered = sorted(registrations[iri], key=lambda pair: pair[0])
+            found.append((iri, [key for key, _ in ordered], [d for _, d in ordered]))
     return found
 
 
@@ -352,8 +365,10 @@ class ClusterAudit(Audit):
     """The audit, judged on a cluster: the reporters read it as they read a local one."""
 
     def __init__(self, client: Client, setup: Setup, partition_bytes: int = DEFAULT_PARTITION_BYTES,
-                 on_partition: Callable[[Any], None] | None = None, asked: Asked | None = None) -> None:
+                 on_partition: Callable[[Any], None] | None = None, asked: Asked | None = None,
+                 place: bool = False) -> None:
         super().__init__(None, asked=asked)
+        self.place = place
         self.client = client
         self.setup = setup
         self.partition_bytes = partition_bytes
@@ -387,7 +402,7 @@ class ClusterAudit(Audit):
     def _submit(self, part: Partition, attempt: str = "") -> tuple[Partition, Future[Any], Future[Any]]:
         key = f"ioa-audit-{self.run_id}-{part.seq}{attempt}"
         judged = self.client.submit(judge_partition, part, self.setup, self.buckets,
-                                    key=f"{key}-judge")
+                                    self.place, key=f"{key}-judge")
         results = self.client.submit(operator.getitem, judged, 0, key=f"{key}-results")
         records = self.client.submit(operator.getitem, judged, 1, key=f"{key}-records")
         if not attempt:
@@ -431,10 +446,13 @@ class ClusterAudit(Audit):
             yield result
 
     def conflicts(self) -> list[Conflict]:
+        """As the local audit's: computed and counted in the codes on the first call only (a
+        report that asks again, the SARIF's exit status, counts each conflict once)."""
         if self._found is None:
             self._found = self._conflicts_on_cluster()
-        for _ in self._found:
-            self.codes["registration.conflict"] = self.codes.get("registration.conflict", 0) + 1
+            for _ in self._found:
+                self.codes["registration.conflict"] = (
+                    self.codes.get("registration.conflict", 0) + 1)
         return list(self._found)
 
     def _group_by(self, records: list[Future[Any]]) -> Future[Any] | None:
@@ -454,7 +472,7 @@ class ClusterAudit(Audit):
         return future
 
     def _conflicts_on_cluster(self) -> list[Conflict]:
-        found: list[tuple[str, list[tuple[int, int]]]] = []
+        found: list[tuple[str, list[tuple[int, int]], list[tuple[Any, ...]]]] = []
         try:
             if self._grouping is not None:
                 found = self._grouping.result()
@@ -465,8 +483,9 @@ class ClusterAudit(Audit):
         self._grouping = None
         self._submitted, self._records = [], []
         found.sort(key=lambda conflict: conflict[1][0])  # by the IRI's first registration
-        return [Conflict(iri, "registration.conflict", tuple(self._place(key) for key in keys))
-                for iri, keys in found]
+        return [Conflict(iri, "registration.conflict", tuple(self._place(key) for key in keys),
+                         differences(declared))
+                for iri, keys, declared in found]
 
     def _place(self, key: tuple[int, int]) -> tuple[str, int | None]:
         seq, position = key

@@ -21,6 +21,7 @@ from .._codes import finding
 from .._findings import Finding
 from ..pipeline.intake import Limits, parse
 from .judge import Item
+from .places import Element, elements, position
 
 AUDITED_SUFFIXES = (".json", ".jsonld", ".jsonl")
 
@@ -64,11 +65,12 @@ Piece = list[Item] | Lines
 
 def pieces(paths: Iterable[str], stdin: IO[bytes] | None = None,
            limits: Limits | None = None,
-           fingerprint: Fingerprint | None = None) -> Iterator[Piece]:
+           fingerprint: Fingerprint | None = None, place: bool = False) -> Iterator[Piece]:
     """The registrations of ``paths`` as :func:`documents` finds them, in the pieces an audit
     judges and checkpoints: JSON Lines in blocks of whole lines, read and cut without
     looking at each line, and every other item in batches. A ``fingerprint`` hashes every
-    file's bytes as they are read (for a resume to prove them the same)."""
+    file's bytes as they are read (for a resume to prove them the same); with ``place``, an
+    array's items carry their text (see :func:`document_items`)."""
     batch: list[Item] = []
     for path in paths:
         if path == "-":
@@ -76,9 +78,9 @@ def pieces(paths: Iterable[str], stdin: IO[bytes] | None = None,
                                                     else sys.stdin.buffer)
         elif os.path.isdir(path):
             found = (unit for file_path in audited_files(path)
-                     for unit in _file(file_path, limits, _blocks, fingerprint))
+                     for unit in _file(file_path, limits, _blocks, fingerprint, place))
         else:
-            found = _file(path, limits, _blocks, fingerprint)
+            found = _file(path, limits, _blocks, fingerprint, place)
         for unit in found:
             if type(unit) is Lines:
                 if batch:
@@ -106,7 +108,7 @@ def audited_files(folder: str) -> list[str]:
 
 def _file(path: str, limits: Limits | None,
           lines: Callable[[str, IO[bytes]], Iterator[Any]],
-          fingerprint: Fingerprint | None = None) -> Iterator[Any]:
+          fingerprint: Fingerprint | None = None, place: bool = False) -> Iterator[Any]:
     """The items of one file; a JSON Lines file's as ``lines`` reads them. A ``fingerprint``
     hashes the blocks of lines as they are cut, and any other file whole."""
     try:
@@ -141,11 +143,16 @@ def _file(path: str, limits: Limits | None,
     if fingerprint is not None:
         fingerprint.read(data)
         fingerprint.closed()
-    yield from document_items(path, data, limits)
+    yield from document_items(path, data, limits, place)
 
 
-def document_items(path: str, data: bytes, limits: Limits | None = None) -> Iterator[Item]:
-    """The registrations in the bytes of a ``*.json``/``*.jsonld`` file: one, or an array's."""
+def document_items(path: str, data: bytes, limits: Limits | None = None,
+                   place: bool = False) -> Iterator[Item]:
+    """The registrations in the bytes of a ``*.json``/``*.jsonld`` file: one, or an array's.
+
+    With ``place``, an array's items come as :class:`Element`: each with its own text, cut
+    from these bytes where a position-tracking pass over them finds it, and where that text
+    begins in the file (to place the item's findings; its judgement is of the node)."""
     if data.lstrip()[:1] != b"[":
         yield path, None, data, ()
         return
@@ -154,11 +161,22 @@ def document_items(path: str, data: bytes, limits: Limits | None = None) -> Iter
     if not intake.ok:
         yield path, None, None, intake.findings
         return
+    spans = _element_texts(data) if place else None
     for index, element in enumerate(intake.document or ()):
+        if spans is not None and isinstance(element, dict) and index < len(spans):
+            text, line, column = spans[index]
+            yield path, index, Element(element, text, line, column), ()
+            continue
         yield path, index, element if isinstance(element, dict) else None, () if isinstance(
             element, dict) else (finding("json.not-object",
                                          f"element {index} is not a registration object",
                                          f"/{index}"),)
+
+
+def _element_texts(data: bytes) -> list[tuple[str, int, int]]:
+    """The text of each item of the array ``data`` holds, and the line and column it begins at."""
+    text = data.decode("utf-8", "replace")
+    return [(text[start:end], *position(text, start)) for start, end in elements(text)]
 
 
 def _lines(source: str, stream: IO[bytes]) -> Iterator[tuple[str, int | None, bytes | None,

@@ -17,6 +17,7 @@ from .._vocab import IOA
 from ..pipeline import remedies
 from ..sources.loader import registration_parameter_problems
 from .kinds import Kinds, Unknown
+from .places import Place
 
 
 class Result(NamedTuple):
@@ -27,6 +28,10 @@ class Result(NamedTuple):
     id: str | None
     status: str
     reasons: tuple[Finding, ...]
+    # Where the reasons' paths stand in the text read, by pointer (see .places.placed), for
+    # a report that locates findings: None unless the audit was asked to place them or
+    # without a text (a file not read). A JSON Lines record's lines count from its own.
+    places: tuple[tuple[str, Place], ...] | None = None
 
     @property
     def plain(self) -> bool:
@@ -73,6 +78,19 @@ def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None)
 
 
 _DECLARATIONS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+# The members a declaration compares, as a registration names them (JSON Pointers).
+DECLARED_MEMBERS = ("/inputs", "/outputs", "/ontologyId", "/ontologyVersion")
+
+
+def declared_values(declaration: tuple[Any, ...]) -> tuple[list[str], ...]:
+    """What a declaration says of each of :data:`DECLARED_MEMBERS`, as compared: media types
+    in their compared form, sorted; the ontology's ids and versions (the profile's single
+    ontology for a registration that names none; none at all where the profile has several)."""
+    inputs, outputs, ontology = declaration
+    ids, versions = ontology if ontology is not None else ((), ())
+    return list(inputs), list(outputs), list(ids), list(versions)
 
 
 _DECLARATIONS_LIMIT = 4096

@@ -23,28 +23,63 @@ from .._runtime import frozen
 from .checkpoint import Checkpoint
 from .conflicts import ConflictIndex
 from .inputs import Piece
-from .judge import Judged, Render, Result
+from .judge import DECLARED_MEMBERS, Judged, Render, Result, declared_values
 from .workers import _in_workers, judge_piece, judged_items, kinds_for
 
 
+class Difference(NamedTuple):
+    """A member the registrations of a conflict declare differently, and what each declares
+    (in the order of the registrations; None where the declaration was not kept, see
+    :mod:`.conflicts`)."""
+
+    member: str  # a JSON Pointer of DECLARED_MEMBERS
+    values: tuple[list[str] | None, ...]
+
+
 class Conflict(NamedTuple):
+    """A capability IRI registered with conflicting declarations: every registration of it,
+    and the members they declare differently, side by side."""
+
     id: str
     code: str
     registrations: tuple[tuple[str, int | None], ...]
+    differences: tuple[Difference, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"conflict": {"id": self.id, "code": self.code, "registrations": [
-            {"source": source, "index": index} for source, index in self.registrations]}}
+            {"source": source, "index": index} for source, index in self.registrations],
+            "differences": [{"member": d.member, "values": list(d.values)}
+                            for d in self.differences]}}
+
+
+def differences(declarations: Iterable[tuple[Any, ...] | None]) -> tuple[Difference, ...]:
+    """The members that ``declarations`` (one per registration of an IRI) declare
+    differently, each with every registration's value. A member the kept declarations agree
+    on is left out, unless a declaration was not kept and they agree on every member: then
+    every member is shown, for the registration not kept may differ in any."""
+    said = [None if d is None else declared_values(d) for d in declarations]
+    found = [Difference(member, tuple(None if s is None else s[n] for s in said))
+             for n, member in enumerate(DECLARED_MEMBERS)]
+    differing = tuple(d for d in found
+                      if len({tuple(v) for v in d.values if v is not None}) > 1)
+    return differing or (tuple(found) if None in said else ())
+
+
+# Where the documentation site is published (mkdocs.yml's site_url): a SARIF report's rules
+# link to their code's entry on its reason codes page (``--docs-url`` for another).
+DOCS_URL = "https://ioa-semantic.readthedocs.io/en/latest/"
 
 
 class Asked(NamedTuple):
     """What an audit was made with, for a report that says so (``--format html``): the inputs
     as given, the profile's id and revision, and the instant of the audit (no judgement of a
-    registration depends on it: it dates the report)."""
+    registration depends on it: it dates the report); and the documentation site a report
+    links to (``--format sarif``)."""
 
     inputs: tuple[str, ...]
     profile: tuple[str, str]
     at: datetime
+    docs: str = DOCS_URL
 
 
 class Audit:
@@ -88,10 +123,10 @@ class Audit:
         return self._count(result)
 
     def batches(self, pieces: Iterable[Piece], jobs: int = 1,
-                render: Render | None = None) -> Iterator[Judged]:
+                render: Render | None = None, place: bool = False) -> Iterator[Judged]:
         """Every piece of the input (see :func:`pieces`) judged and recorded, in input
         order; ``jobs`` worker processes; ``render`` writes each result's line where it was
-        judged.
+        judged; ``place`` places each reason in the text judged (``pieces`` cut with it).
 
         With a checkpoint, the pieces an interrupted run completed are read again, proven the
         same and skipped (``pieces`` cut with the checkpoint's fingerprint), and the state
@@ -102,18 +137,19 @@ class Audit:
         # time on a large audit), and forked workers keep sharing their pages. Unfrozen when
         # the run ends, so that a library caller's process is left as it was.
         with frozen():
-            yield from self._judged(pieces, jobs, render)
+            yield from self._judged(pieces, jobs, render, place)
 
-    def _judged(self, pieces: Iterable[Piece], jobs: int, render: Render | None) -> Iterator[Judged]:
+    def _judged(self, pieces: Iterable[Piece], jobs: int, render: Render | None,
+                place: bool) -> Iterator[Judged]:
         if self.checkpoint is not None:
             self.checkpoint.resume(self)
             pieces = self.checkpoint.remaining(pieces, self)
         kinds = kinds_for(self.judging)
         if jobs <= 1:
-            judged: Iterable[Judged] = (judge_piece(self.judging, piece, render, kinds)
+            judged: Iterable[Judged] = (judge_piece(self.judging, piece, render, kinds, place)
                                         for piece in pieces)
         else:
-            judged = _in_workers(self.judging, pieces, jobs, render, kinds)
+            judged = _in_workers(self.judging, pieces, jobs, render, kinds, place)
         try:
             for batch in judged:
                 self.record_batch(batch)
@@ -153,8 +189,9 @@ class Audit:
         """The conflicts, once every registration is in: computed (and counted in the codes)
         on the first call, the same list on every later one."""
         if self._conflicts is None:
-            self._conflicts = [Conflict(ident, "registration.conflict", registrations)
-                               for ident, registrations in self._index.conflicts()]
+            self._conflicts = [
+                Conflict(ident, "registration.conflict", registrations, differences(declared))
+                for ident, registrations, declared in self._index.conflicts()]
             if self._conflicts:
                 self.codes["registration.conflict"] = (
                     self.codes.get("registration.conflict", 0) + len(self._conflicts))

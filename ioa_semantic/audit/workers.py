@@ -26,6 +26,7 @@ from .judge import (
     judge_node,
 )
 from .kinds import Kinds
+from .places import Element, places
 
 _WORKER_CHECKER: Checker | None = None
 
@@ -42,17 +43,49 @@ def kinds_for(checker: Checker) -> Kinds | None:
                  keep=frozenset({_INPUTS, _OUTPUTS, _ONTOLOGY_ID, _ONTOLOGY_VERSION}))
 
 
-def judge_batch(checker: Checker, batch: Iterable[Item],
-                kinds: Kinds | None = None) -> list[tuple[Result, tuple[Any, ...] | None]]:
+def judge_batch(checker: Checker, batch: Iterable[Item], kinds: Kinds | None = None,
+                place: bool = False) -> list[tuple[Result, tuple[Any, ...] | None]]:
     """A batch of items judged together: the unit of work of every audit runner.
 
     Local workers and a cluster's workers alike call this, so they report the same.
     """
-    return list(judged_items(checker, batch, kinds))
+    return list(judged_items(checker, batch, kinds, place))
 
 
-def judged_items(checker: Checker, items: Iterable[Item],
-                 kinds: Kinds | None = None) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
+def judged_items(checker: Checker, items: Iterable[Item], kinds: Kinds | None = None,
+                 place: bool = False) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
+    """Each item's result and declaration, in order; with ``place``, each result with a
+    reason placed in the text it was judged from (an array's items come as :class:`Element`,
+    see :func:`.inputs.document_items`)."""
+    if not place:
+        yield from _judged_items(checker, items, kinds)
+        return
+    items = list(items)
+    # An array's item is judged as the plain dict it was read as.
+    unwrapped = [(source, index, dict(document) if isinstance(document, Element) else document,
+                  problems) for source, index, document, problems in items]
+    for item, (result, declaration) in zip(items, _judged_items(checker, unwrapped, kinds),
+                                           strict=True):
+        yield placed(result, item[2]), declaration
+
+
+def placed(result: Result, document: Any) -> Result:
+    """``result`` with the places of its reasons' paths in ``document``'s text, when it has
+    reasons and its text is at hand (an unreadable file has none)."""
+    if not result.reasons:
+        return result
+    if isinstance(document, Element):
+        text, line, column = document.text, document.line, document.column
+    elif isinstance(document, bytes):
+        text, line, column = document.decode("utf-8", "replace"), 1, 1
+    else:
+        return result
+    found = places(text, {"", *(reason.path for reason in result.reasons)}, line, column)
+    return result._replace(places=tuple(sorted(found.items())))
+
+
+def _judged_items(checker: Checker, items: Iterable[Item],
+                  kinds: Kinds | None = None) -> Iterator[tuple[Result, tuple[Any, ...] | None]]:
     if checker.constraints is not None:
         # The profile's shapes, applied to the batch's valid registrations together.
         from .constraints import constrained
@@ -70,7 +103,7 @@ def judged_items(checker: Checker, items: Iterable[Item],
 
 
 def judge_together(checker: Checker, batch: Iterable[Item], render: Render | None = None,
-                   kinds: Kinds | None = None) -> Judged:
+                   kinds: Kinds | None = None, place: bool = False) -> Judged:
     """A batch judged into what the audit counts and the reporters write: where it is
     judged (a worker), so that the process writing the output handles a batch, not each
     registration in it."""
@@ -78,7 +111,7 @@ def judge_together(checker: Checker, batch: Iterable[Item], render: Render | Non
     notable: list[Result] = []
     declarations: list[Declared] = []
     size = 0
-    for result, declaration in judged_items(checker, batch, kinds):
+    for result, declaration in judged_items(checker, batch, kinds, place):
         size += 1
         if render is not None:
             lines.append(render(result))
@@ -108,18 +141,18 @@ def _as_judged(batch: list[Result], render: Render | None) -> Judged:
 
 
 def judge_piece(checker: Checker, piece: Piece, render: Render | None = None,
-                kinds: Kinds | None = None) -> Judged:
+                kinds: Kinds | None = None, place: bool = False) -> Judged:
     """A piece of the input judged (in a worker, where a block of lines is also split)."""
-    return judge_together(checker, items_of(piece), render, kinds)
+    return judge_together(checker, items_of(piece), render, kinds, place)
 
 
-def _judge_in_worker(piece: Piece, render: Render | None) -> Judged:
+def _judge_in_worker(piece: Piece, render: Render | None, place: bool) -> Judged:
     assert _WORKER_CHECKER is not None, "a worker is started with its checker"
-    return judge_piece(_WORKER_CHECKER, piece, render, _WORKER_KINDS)
+    return judge_piece(_WORKER_CHECKER, piece, render, _WORKER_KINDS, place)
 
 
 def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Render | None,
-                kinds: Kinds | None) -> Iterator[Judged]:
+                kinds: Kinds | None, place: bool = False) -> Iterator[Judged]:
     """Judge pieces in forked workers that inherit the built checker, keeping input order.
 
     At most a few pieces per worker are in flight, so memory does not grow with the input
@@ -134,7 +167,7 @@ def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Re
     with context.Pool(jobs) as pool:
         pending: deque[Any] = deque()
         for piece in pieces:
-            pending.append(pool.apply_async(_judge_in_worker, (piece, render)))
+            pending.append(pool.apply_async(_judge_in_worker, (piece, render, place)))
             if len(pending) >= 4 * jobs:
                 yield pending.popleft().get()
         while pending:

@@ -7,14 +7,22 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from .._checker import ENGINES, Checker
 from .._exceptions import STANDARD_OUTPUT, ConfigurationError
 from .._files import NotOurs, Replacement, claim, is_stream, one_file, writing
 from .._status import ExitStatus
-from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS, with_progress
+from ..audit.run import DOCS_URL
+from ..reporters.audit import (
+    AUDIT_INVOKED,
+    AUDIT_LINES,
+    AUDIT_PLACED,
+    AUDIT_REPORTERS,
+    with_progress,
+)
 from .parsing import (
     _instant,
     _positive,
@@ -24,6 +32,7 @@ from .parsing import (
 )
 
 if TYPE_CHECKING:
+    from ..audit.judge import Judged
     from ..audit.run import Asked, Audit
 
 DESCRIPTION = ("Audit capability registrations (draft 6.3): files, folders (*.json, *.jsonld, "
@@ -50,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the instant of the audit, which the html report states (ISO-8601 "
                              "with a UTC offset; default: now); no registration's judgement "
                              "depends on it")
+    parser.add_argument("--docs-url", type=_docs_url, default=DOCS_URL, metavar="URL",
+                        help="the documentation site the sarif report's rules link to (their "
+                             f"code on its codes/ page; default: {DOCS_URL})")
     add_limits(parser)
     add_shape_timeout(parser)
     parser.add_argument("--engine", choices=ENGINES, default="compiled",
@@ -90,7 +102,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     checker = Checker(opts.profile, limits=limits_of(opts),
                       engine=opts.engine, shape_timeout=opts.shape_timeout)
     asked = Asked(tuple(opts.paths), (checker.profile.id, checker.profile.revision),
-                  (opts.at or datetime.now(UTC)).astimezone(UTC))
+                  (opts.at or datetime.now(UTC)).astimezone(UTC), opts.docs_url)
     _claim(opts)
     if opts.scheduler:
         return _on_cluster(opts, asked)
@@ -118,10 +130,12 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         # WriteFailed, and stays as the last checkpoint left it: rerun to resume.
         checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None  # type: ignore[arg-type]
         run = Audit(checker, checkpoint, asked)
+        place = opts.format in AUDIT_PLACED
         batches = run.batches(pieces(opts.paths, limits=checker.limits,
-                                     fingerprint=checkpoint.fingerprint if checkpoint else None),
-                              jobs=opts.jobs, render=AUDIT_LINES.get(opts.format))
-        AUDIT_REPORTERS[opts.format](run, with_progress(batches, sys.stderr), out)  # type: ignore[arg-type]
+                                     fingerprint=checkpoint.fingerprint if checkpoint else None,
+                                     place=place),
+                              jobs=opts.jobs, render=AUDIT_LINES.get(opts.format), place=place)
+        _reporter(opts.format)(run, with_progress(batches, sys.stderr), out)  # type: ignore[arg-type]
         status = status_of(run)
         if checkpoint is not None:
             checkpoint.finish()
@@ -147,6 +161,31 @@ def status_of(run: Audit) -> ExitStatus:
     invalid registration or conflict, else 3 for any indeterminate one, else 0."""
     return ExitStatus.of_audit(run.statuses["invalid"], run.statuses["indeterminate"],
                                len(run.conflicts()))
+
+
+# What an audit's exit status says (contract 2, "Exit status"), for a report that states it.
+_STATUS_SAYS = {ExitStatus.COMPATIBLE: "every registration valid, no conflict",
+                ExitStatus.INCOMPATIBLE: "some registration invalid, or a conflict",
+                ExitStatus.INDETERMINATE: "some registration indeterminate, none invalid, "
+                                          "no conflict"}
+
+
+def invocation_of(run: Audit) -> dict[str, Any]:
+    """An audit's SARIF invocation, with its exit status. The report is written whole only
+    when the audit ran to its end: the execution succeeded, whatever it found (the exit
+    status says that)."""
+    status = status_of(run)
+    return {"executionSuccessful": True, "exitCode": int(status),
+            "exitCodeDescription": _STATUS_SAYS[status]}
+
+
+def _reporter(fmt: str) -> Callable[[Audit, Iterable[Judged], IO[str]], None]:
+    """The reporter of ``--format fmt``; one that states the invocation is given the
+    command's (invocation_of)."""
+    invoked = AUDIT_INVOKED.get(fmt)
+    if invoked is None:
+        return AUDIT_REPORTERS[fmt]
+    return lambda run, batches, stream: invoked(run, batches, stream, invocation_of)
 
 
 def _on_cluster(opts: argparse.Namespace, asked: Asked) -> int:
@@ -177,10 +216,11 @@ def _on_cluster(opts: argparse.Namespace, asked: Asked) -> int:
             progress = _dask.Progress(sys.stderr)
             run = _dask.ClusterAudit(
                 cluster.client, setup, opts.partition_bytes or _dask.DEFAULT_PARTITION_BYTES,
-                on_partition=progress.partition_done if progress.bar else None, asked=asked)
-            AUDIT_REPORTERS[opts.format](run, batched(progress.track(run.results_of(opts.paths)),
-                                                      render),
-                                         out)  # type: ignore[arg-type]  # Output writes as a stream does
+                on_partition=progress.partition_done if progress.bar else None, asked=asked,
+                place=opts.format in AUDIT_PLACED)
+            _reporter(opts.format)(run, batched(progress.track(run.results_of(opts.paths)),
+                                                render),
+                                   out)  # type: ignore[arg-type]  # Output writes as a stream does
             if replacement is not None:
                 out.flush()
                 with writing(name):
@@ -191,6 +231,13 @@ def _on_cluster(opts: argparse.Namespace, asked: Asked) -> int:
                 with contextlib.suppress(OSError):
                     stream.close()
                 replacement.discard()  # once committed, there is nothing left to remove
+
+
+def _docs_url(text: str) -> str:
+    """A documentation site's base URL, ending in ``/`` (the codes page is under it)."""
+    if not text.startswith(("https://", "http://")):
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    return text if text.endswith("/") else text + "/"
 
 
 def _claim(opts: argparse.Namespace) -> None:

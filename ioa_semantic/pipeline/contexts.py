@@ -55,6 +55,18 @@ def baseline_context() -> dict[str, Any]:
     return context
 
 
+def baseline_definition(term: str) -> str | dict[str, str] | None:
+    """The baseline's definition of ``term`` with its IRIs written in full, which means the
+    same in any context a sender writes (whatever prefixes it binds); None for a term the
+    baseline does not define."""
+    definition = _baseline().definitions.get(term)
+    if definition is None or definition.iri is None:
+        return None
+    if definition.type is None:
+        return definition.iri
+    return {"@id": definition.iri, "@type": definition.type}
+
+
 class Definition(NamedTuple):
     """A term definition reduced to what decides its meaning: IRI, coercion, container."""
 

@@ -24,6 +24,15 @@ def json_text(value: Any, **options: Any) -> str:
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def declared_text(value: list[str] | None) -> str:
+    """What a registration declares of a member, for people (an audit's conflicts, text and
+    HTML): its values, ``(none)`` for no value, ``(not kept)`` where the audit did not keep
+    the declaration (docs/audit.md, "Conflicts")."""
+    if value is None:
+        return "(not kept)"
+    return ", ".join(value) if value else "(none)"
+
+
 # What a report may quote (a trace's names, a profile's sh:message, a file name) and a
 # terminal would obey or reorder: every C0 control (a line feed would forge a line of the
 # report), DEL and the C1 controls (ESC starts a sequence that moves the cursor or clears

@@ -14,10 +14,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..audit.judge import Judged, Result
-    from ..audit.run import Audit
+    from ..audit.places import Place
+    from ..audit.run import Audit, Conflict
 
-from .._findings import Severity
-from . import json_text
+from .._findings import Finding, Remedy, Severity
+from . import declared_text, json_text
 from .check import text_console
 
 
@@ -75,6 +76,8 @@ def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None
         places = ", ".join(_place(s, i) for s, i in conflict.registrations)
         console.print(f"[bold red]CONFLICT[/] {escape(conflict.id)} registered differently by "
                       f"{escape(places)}")
+        for member, values in _side_by_side(conflict):
+            console.print(f"  {escape(member)}: {escape(values)}")
     summary = audit.summary(len(conflicts))["summary"]
     status = summary["status"]
     console.print(f"{_counted(summary['total'], 'registration')}: {status['valid']} valid, "
@@ -84,6 +87,16 @@ def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None
     for code, count in top:
         example = examples.get(code, "")
         console.print(f"  {count:6d} {escape(code)}" + (f"  e.g. {escape(example)}" if example else ""))
+
+
+def _side_by_side(conflict: Conflict) -> Iterator[tuple[str, str]]:
+    """Each member the conflict's registrations declare differently, with what each one
+    declares, in the order of the registrations."""
+    for difference in conflict.differences:
+        yield difference.member, " | ".join(
+            f"{_place(source, index)} {declared_text(value)}"
+            for (source, index), value in zip(conflict.registrations, difference.values,
+                                              strict=True))
 
 
 def _place(source: str, position: int | None) -> str:
@@ -108,22 +121,34 @@ AUDIT_REPORTERS: dict[str, Callable[[Audit, Iterable[Judged], IO[str]], None]] =
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
+# The reporters that locate each reason in the text it was judged from (the audit then
+# places them where it judges, see audit/places.py).
+AUDIT_PLACED = frozenset({"sarif"})
 
-def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
+# The start of a SARIF report of ioa-check: what is_report recognizes (its rules and tool
+# come after the results, once the rules that fired are known).
+_SARIF_HEAD = ('{"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", '
+               '"properties": {"producer": "ioa-check"}, "runs": [{"results": [')
+
+
+# An audit's SARIF invocation (exitCode and the like), made once every registration is in:
+# the command line's to make, for a reporter never names an exit status (cli/audit.py).
+Invocation = Callable[["Audit"], dict[str, Any]]
+
+
+def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str],
+                invocation: Invocation | None = None) -> None:
     """SARIF 2.1.0, streamed: one result per reason of a registration that is not valid, and
-    one per conflict, located in the file (and line, for JSON Lines) it came from."""
+    one per conflict, located in the file (line and column of the member the reason's path
+    names); then the rules that fired, each with its page of the docs, and the invocation
+    that ``invocation`` makes of the audit (none without it). docs/audit.md, "SARIF"."""
     from .._codes import CODES
     from .._version import __version__
+    from ..audit.run import DOCS_URL
 
-    rules = [{"id": code, "shortDescription": {"text": entry.meaning},
-              "properties": {"draftSection": entry.section, "family": entry.family}}
-             for code, entry in sorted(CODES.items())]
-    head = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0"}
-    tool = {"driver": {"name": "ioa-check", "version": __version__,
-                       "informationUri": "https://datatracker.ietf.org/doc/draft-zhang-dmsc-ioa-semantic-interaction/",
-                       "rules": rules}}
-    stream.write(json.dumps(head)[:-1] + ', "runs": [{"tool": ' + json.dumps(tool)
-                 + ', "results": [')
+    docs = audit.asked.docs if audit.asked is not None else DOCS_URL
+    stream.write(_SARIF_HEAD)
+    fired: dict[str, int] = {}  # code -> its ruleIndex, in the order codes first fired
     first = True
 
     def emit(item: dict[str, Any]) -> None:
@@ -131,38 +156,121 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> Non
         stream.write(("" if first else ",\n") + json_text(item))
         first = False
 
-    def location(source: str, position: int | None, pointer: str) -> dict[str, Any]:
-        physical: dict[str, Any] = {"artifactLocation": {"uri": source}}
-        if position is not None and source.endswith(".jsonl"):
-            physical["region"] = {"startLine": position + 1}
-        where: dict[str, Any] = {"physicalLocation": physical}
-        if pointer:
-            where["logicalLocations"] = [{"fullyQualifiedName": pointer}]
-        return where
-
     for result in (result for batch in batches for result in batch.notable):
-        # SARIF's fixes are replacements of artifact content, which a remedy does not know
-        # (it says what must change, not to what): remedies go in the result's properties.
-        answered = {code: [r.as_dict() for r in result.remedies if code in r.codes]
+        answered = {code: [r for r in result.remedies if code in r.codes]
                     for code in {reason.code for reason in result.reasons}}
+        places = dict(result.places or ())
         for reason in result.reasons:
-            emit({"ruleId": reason.code, "level": _SARIF_LEVEL[reason.severity],
-                  "message": {"text": reason.message},
-                  "locations": [location(result.source, result.position, reason.path)],
-                  "properties": {"status": result.status, "id": result.id,
-                                 "index": result.position, "draftSection": reason.section,
-                                 "remedies": answered[reason.code]}})
+            # A path the text does not hold (an IRI, a member missing): the registration's start.
+            place = places.get(reason.path) or places.get("")
+            remedies = answered[reason.code]
+            # SARIF's fixes are replacements of artifact content: a reason whose member must
+            # have a value the receiver defines is one (_fix); any other remedy says what
+            # must change, not to what, and stays advice, in the message.
+            fix = _fix(reason, result.source, result.position, places)
+            advice = [r for r in remedies if fix is None or not _answered_by_fix(r, reason)]
+            text = reason.message.rstrip(".") + "." + "".join(
+                f" Remedy: {_advice(r)}." for r in advice)
+            item: dict[str, Any] = {
+                "ruleId": reason.code, "ruleIndex": fired.setdefault(reason.code, len(fired)),
+                "level": _SARIF_LEVEL[reason.severity], "message": {"text": text},
+                "locations": [_location(result.source, result.position, place, reason.path)]}
+            if fix is not None:
+                item["fixes"] = [fix]
+            item["properties"] = {"status": result.status, "id": result.id,
+                                  "index": result.position, "draftSection": reason.section,
+                                  "remedies": [r.as_dict() for r in remedies]}
+            emit(item)
     conflicts = audit.conflicts()
     for conflict in conflicts:
-        emit({"ruleId": conflict.code, "level": "error",
+        emit({"ruleId": conflict.code,
+              "ruleIndex": fired.setdefault(conflict.code, len(fired)), "level": "error",
               "message": {"text": f"{conflict.id} is registered with different inputs, outputs "
-                                  "or ontology"},
-              "locations": [location(s, i, "") for s, i in conflict.registrations]})
-    summary = audit.summary(len(conflicts))
-    stream.write('], "properties": ' + json.dumps(summary) + "}]}\n")
+                                  "or ontology" + "".join(
+                                      f"; {member}: {values}"
+                                      for member, values in _side_by_side(conflict)) + "."},
+              "locations": [_location(s, i, None, "") for s, i in conflict.registrations],
+              "properties": {"differences": conflict.as_dict()["conflict"]["differences"]}})
+    rules = [{"id": code, "shortDescription": {"text": CODES[code].meaning},
+              "helpUri": f"{docs}codes/#{code}",
+              "properties": {"draftSection": CODES[code].section,
+                             "family": CODES[code].family}}
+             for code in fired]
+    tool = {"driver": {"name": "ioa-check", "version": __version__,
+                       "informationUri": "https://datatracker.ietf.org/doc/draft-zhang-dmsc-ioa-semantic-interaction/",
+                       "rules": rules}}
+    invocations = ("" if invocation is None
+                   else ', "invocations": ' + json_text([invocation(audit)]))
+    stream.write('], "tool": ' + json_text(tool) + invocations
+                 + ', "columnKind": "utf16CodeUnits", "properties": '
+                 + json_text(audit.summary(len(conflicts))) + "}]}\n")
+
+
+def _location(source: str, position: int | None, place: Place | None,
+              pointer: str) -> dict[str, Any]:
+    """A reason's location: its file, and the line and column of the member its path names
+    (a JSON Lines record's place counts lines from the record's own; unplaced, the
+    registration's start: its line of a JSON Lines file, else the file's first)."""
+    record = position if position is not None and _is_lines(source) else None
+    if place is None:
+        region = {"startLine": 1 if record is None else record + 1, "startColumn": 1}
+    else:
+        region = {"startLine": place.line + (0 if record is None else record),
+                  "startColumn": place.column}
+    where: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": source},
+                                                  "region": region}}
+    if pointer:
+        where["logicalLocations"] = [{"fullyQualifiedName": pointer}]
+    return where
+
+
+def _is_lines(source: str) -> bool:
+    return source == "-" or source.endswith(".jsonl")
+
+
+def _fix(reason: Finding, source: str, position: int | None,
+         places: dict[str, Place]) -> dict[str, Any] | None:
+    """The SARIF fix of a reason whose correction is textual: a baseline term defined
+    otherwise in the sender's context (``jsonld.term-redefinition``) gets the baseline's
+    definition, IRIs in full, as the member's value; None for every other reason, and where
+    the text does not hold the member."""
+    if reason.code != "jsonld.term-redefinition":
+        return None
+    from ..pipeline.contexts import baseline_definition  # the reporter's only use of it
+
+    place = places.get(reason.path)
+    term = reason.path.rpartition("/")[2].replace("~1", "/").replace("~0", "~")
+    value = baseline_definition(term)
+    if place is None or value is None:
+        return None
+    shift = position if position is not None and _is_lines(source) else 0
+    region = {"startLine": place.value_line + shift, "startColumn": place.value_column,
+              "endLine": place.end_line + shift, "endColumn": place.end_column}
+    return {"description": {"text": f"define {term!r} as the baseline 6.1 context does"},
+            "artifactChanges": [{"artifactLocation": {"uri": source}, "replacements": [
+                {"deletedRegion": region,
+                 "insertedContent": {"text": json.dumps(value, ensure_ascii=False)}}]}]}
+
+
+def _answered_by_fix(remedy: Remedy, reason: Finding) -> bool:
+    """Whether ``remedy`` is the correction a fix of ``reason`` writes out."""
+    return remedy.action == "correct-input" and remedy.as_dict().get("path") == reason.path
+
+
+def _advice(remedy: Remedy) -> str:
+    """A remedy in a sentence: its action, who can act, and its members."""
+    members = {k: v for k, v in remedy.as_dict().items() if k not in ("action", "by", "codes")}
+    detail = ", ".join(f"{k} {json.dumps(v, ensure_ascii=False)}" for k, v in members.items())
+    return f"{remedy.action} (by the {remedy.by}{'; ' + detail if detail else ''})"
 
 
 AUDIT_REPORTERS["sarif"] = audit_sarif
+
+# The reporters that state the command's invocation (SARIF's ``invocations``), with the
+# Invocation the command line gives them.
+AUDIT_INVOKED: dict[str, Callable[[Audit, Iterable[Judged], IO[str], Invocation], None]] = {
+    "sarif": audit_sarif,
+}
 
 
 def audit_html(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None:
@@ -190,7 +298,9 @@ def is_report(head: bytes) -> bool:
     generator, or the text report's first line (a status in capitals or the counts)."""
     line = head.split(b"\n", 1)[0]
     if line.startswith(b'{"$schema": "https://json.schemastore.org/sarif-2.1.0.json"'):
-        return b'"driver": {"name": "ioa-check"' in head
+        # This version's head, or an earlier one's (its tool first).
+        return line.startswith(_SARIF_HEAD.encode()) or (
+            b'"driver": {"name": "ioa-check"' in head)
     if line.startswith(b"<!DOCTYPE html>"):
         return b'<meta name="generator" content="ioa-check ' in head
     if line.startswith(b"{"):

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 from .. import data
 from .._codes import CODES
 from .._version import __version__
-from . import json_text
+from . import declared_text, json_text
 
 # The registrations listed per code: enough to see what goes wrong and where, few enough that
 # a page of every code the registry has stays readable (and within some megabytes).
@@ -147,8 +147,9 @@ def audit_html(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None
 @cache
 def _environment() -> Any:
     """The report's templates (data/report), autoescaped, with the filters that write a
-    string from the input (``text``), a count (``number``, ``counted``) and a remedy's
-    member (``compact_json``), and a registration's place (``place``)."""
+    string from the input (``text``), a count (``number``, ``counted``), a remedy's member
+    (``compact_json``) and what a registration declares of a member (``declared``, a
+    conflict's), and a registration's place (``place``)."""
     from jinja2 import Environment, FunctionLoader, select_autoescape
     from markupsafe import Markup
 
@@ -159,6 +160,7 @@ def _environment() -> Any:
     environment.filters.update(
         text=lambda value, limit=CHARS: Markup(text(value, limit)),
         number=lambda count: f"{count:,}", counted=_counted,
+        declared=lambda value: Markup(text(declared_text(value))),
         compact_json=lambda value: json_text(value, separators=(", ", ": ")))
     environment.globals.update(place=_place, REASONS=REASONS, PLACES=PLACES,
                                PER_CODE=PER_CODE)
