@@ -7,6 +7,9 @@ The convention, which the pages follow (docs/testing.md, "Commands in the docs")
 * a command is expected to exit 0 unless its line (or, for a command continued over
   several lines, one of them) carries a comment naming its status: ``# exit 1``, or words
   around it (``# incompatible (exit 1)``);
+* a ``text`` block right after a ``sh`` block, preceded by ``<!-- docs-test: output -->``, is
+  the standard output of that block's last command, compared line by line (trailing spaces
+  aside); an unmarked one is an illustration (it may be shortened) and is not compared;
 * a block that cannot run in CI (it installs from a network, starts a server, runs the test
   suite itself) is preceded by ``<!-- docs-test: skip (REASON) -->``, and is not run;
 * a page's blocks run in order, in one fresh folder per page that holds a copy of
@@ -19,6 +22,7 @@ The convention, which the pages follow (docs/testing.md, "Commands in the docs")
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -32,6 +36,7 @@ import pytest
 
 from support import ROOT, SHARED
 
+OUTPUT_MARKER = "<!-- docs-test: output -->"
 SKIP_MARKER = re.compile(r"<!--\s*docs-test:\s*skip\s*\((?P<reason>[^)]+)\)\s*-->")
 EXIT_COMMENT = re.compile(r"#.*\bexit (?:status )?(?P<status>\d+)\b")
 HEREDOC = re.compile(r"<<-?\s*(?P<quote>['\"]?)(?P<word>\w+)(?P=quote)")
@@ -49,6 +54,7 @@ class Command:
     text: str
     line: int
     status: int
+    output: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,10 +81,26 @@ def blocks(page: Path) -> list[Block]:
         end = next(i for i in range(start + 1, len(lines)) if lines[i].strip() == "```")
         before = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
         marker = SKIP_MARKER.search(before)
-        found.append(Block(start + 1, tuple(_commands(lines[start + 1:end], start + 2)),
+        commands = _commands(lines[start + 1:end], start + 2)
+        output = _output(lines, end + 1)
+        if output is not None and commands:
+            commands[-1] = dataclasses.replace(commands[-1], output=output)
+        found.append(Block(start + 1, tuple(commands),
                            marker.group("reason") if marker else None))
         index = end + 1
     return found
+
+
+def _output(lines: list[str], index: int) -> str | None:
+    """The output a page shows for the command before ``index``: a ``text`` block marked
+    ``<!-- docs-test: output -->`` that follows its ``sh`` block."""
+    following = [i for i in range(index, min(index + 4, len(lines))) if lines[i].strip()]
+    if len(following) < 2 or lines[following[0]].strip() != OUTPUT_MARKER \
+            or lines[following[1]].strip() != "```text":
+        return None
+    start = following[1] + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].strip() == "```")
+    return "\n".join(lines[start:end])
 
 
 def _commands(lines: list[str], first: int) -> list[Command]:
@@ -136,13 +158,30 @@ def test_a_block_is_split_into_commands_with_their_stated_status(tmp_path: Path)
     assert [(c.line, c.status) for c in first.commands] == [(5, 3), (7, 0), (10, 1)]
     assert first.commands[1].text == "cat > f <<'EOF'\nfor x\nEOF"
     assert first.skip is None and second.skip == "a server"
+    assert all(command.output is None for command in first.commands)
+
+
+def test_an_output_block_marked_as_such_is_the_last_commands_output(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```sh\necho a\necho b\n```\n\n<!-- docs-test: output -->\n```text\nb\n```\n"
+                    "\n```sh\necho c\n```\n\n```text\nc\n```\n")
+    first, second = blocks(page)
+    assert [c.output for c in first.commands] == [None, "b"]
+    assert [c.output for c in second.commands] == [None]  # not marked: an illustration
 
 
 def _script(commands: list[Command], statuses: Path) -> str:
     parts = []
     for command in commands:
-        parts += [command.text, f'echo "{command.line} $?" >> {statuses}']
+        text = command.text
+        if command.output is not None:  # its standard output kept, to compare with the page's
+            text = f"{{ {text}\n}} > {statuses.parent / f'output-{command.line}'}"
+        parts += [text, f'echo "{command.line} $?" >> {statuses}']
     return "\n".join(parts) + "\n"
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.rstrip().splitlines()]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
@@ -179,4 +218,10 @@ def test_every_command_shown_runs_as_shown(page: Path, tmp_path: Path) -> None:
     wrong = [f"{_page_id(page)}:{c.line}: exit {got.get(str(c.line), 'none')}, the page says "
              f"{c.status}: {c.text.splitlines()[0]}" for c in commands
              if got.get(str(c.line)) != str(c.status)]
+    for command in commands:
+        shown = tmp_path / f"output-{command.line}"
+        if command.output is not None and (not shown.exists() or
+                                           _lines(shown.read_text()) != _lines(command.output)):
+            wrong.append(f"{_page_id(page)}:{command.line}: printed otherwise than the page "
+                         f"shows:\n{shown.read_text() if shown.exists() else '(nothing)'}")
     assert not wrong, "\n".join(wrong) + f"\n--- output:\n{printed[-4000:]}"
