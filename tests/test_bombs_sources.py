@@ -1,6 +1,6 @@
 """The bomb suite for the inputs besides the envelope (issue "Bounded cost", item 1): alignment
 artifacts, capability registrations, profiles and execution traces, at sizes up to the maxima
-the README states ("Limits and guarantees").
+docs/limits.md states ("Limits and guarantees", once the README's).
 
 Each family builds, for a size ``n``, the files of one shape that could make a stage
 superlinear and the command line that checks them; the data is made here, not stored. Work is
@@ -319,7 +319,7 @@ FAMILIES: dict[str, Callable[[int], Case]] = {
     "trace: agents, graph emitted": trace_agents_graph,
 }
 
-# The largest n of each family (the maxima of README "Limits and guarantees").
+# The largest n of each family (the maxima of docs/limits.md).
 SIZES: dict[str, int] = {
     "artifact: mapping rules": 1600,
     "artifact: rules of one source": 1600,

@@ -99,7 +99,7 @@ def test_the_123_envelope_reads_incompatible_with_its_reason_and_remedy(
     assert isinstance(remedies, list)
     assert [li.get_attribute("data-action") for li in driver.find_elements(
         By.CSS_SELECTOR, "#remedies li.remedy")] == [r["action"] for r in remedies]
-    # WCAG 2 AA (4.5:1), which the README promises, for every text of the page with a
+    # WCAG 2 AA (4.5:1), which docs/tutorials/service.md promises, for every text of the page with a
     # result on it: the banner, the reasons' table, the remedies.
     ratio, where = driver.execute_script(LOWEST_CONTRAST)
     assert ratio >= 4.5, where

@@ -1,7 +1,7 @@
 """The shipped `legal-translation` profile and its SHACL shapes (draft 5.4), beyond what the
 data-driven cases (tests/cases/compatibility/legal-* and shapes-*) can say: how its shapes
 are routed, that it works by name from any folder, what a profile author is told when a shape
-file cannot be read, and that the README's worked examples run as written.
+file cannot be read, and that the worked examples of docs/profiles.md run as written.
 
 Requirements: R-5.4-2 (the accepted profile's required constraints are evaluated), R-5.4-5
 (SHACL expresses them).
@@ -63,10 +63,10 @@ def test_the_shipped_shapes_are_routed_as_documented() -> None:
     routes = {r.shape.removeprefix(SHAPES): r.engine for r in checker.constraints.routes}
     assert routes == ROUTES
     assert {r.source for r in checker.constraints.routes} == {SHAPES_FILE}
-    # The README's table of the shapes says the same.
-    readme = (ROOT / "README.md").read_text()
+    # The table of the shapes in docs/profiles.md says the same.
+    page = (ROOT / "docs" / "profiles.md").read_text()
     for shape, engine in ROUTES.items():
-        row = next(line for line in readme.splitlines() if line.startswith(f"| `{shape}` |"))
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{shape}` |"))
         assert row.rstrip(" |").endswith({"compiled": "compiled", "pyshacl": "pySHACL"}[engine]), row
 
 
@@ -233,13 +233,14 @@ def test_a_shape_file_is_read_beside_its_profile_whatever_the_working_folder(
     assert [r["code"] for r in json.loads(run.stdout)["reasons"]] == ["constraint.shape-violated"]
 
 
-# --- the README ----------------------------------------------------------------------------
+# --- docs/profiles.md ----------------------------------------------------------------------
 
 
-def _readme_blocks() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("### Domain constraints in SHACL")
-    section = readme[start:readme.index("\n### ", start + 1)]
+def _profiles_page_blocks() -> list[str]:
+    """The sh blocks of docs/profiles.md's "Domain constraints in SHACL" (once the README's)."""
+    page = (ROOT / "docs" / "profiles.md").read_text()
+    start = page.index("## Domain constraints in SHACL")
+    section = page[start:page.index("\n## ", start + 1)]
     blocks = []
     while "```sh\n" in section:
         start = section.index("```sh\n") + len("```sh\n")
@@ -256,10 +257,10 @@ def _bash(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=300, env=env, check=False)
 
 
-def test_the_readmes_worked_example_runs_as_written_in_an_empty_folder(tmp_path: Path) -> None:
+def test_the_profiles_pages_worked_example_runs_as_written_in_an_empty_folder(tmp_path: Path) -> None:
     """The profile, its shape and the envelope are written by the example itself; the last
     check (French law) is incompatible, the one before (Austrian law) compatible."""
-    worked, _ = _readme_blocks()
+    worked, _ = _profiles_page_blocks()
     run = _bash(worked, tmp_path)
     assert run.returncode == 1, run.stderr
     out = run.stdout
@@ -270,8 +271,8 @@ def test_the_readmes_worked_example_runs_as_written_in_an_empty_folder(tmp_path:
     assert "the jurisdiction must be DE, AT, CH or LI" in out
 
 
-def test_the_readmes_shipped_profile_commands_run_as_written(tmp_path: Path) -> None:
-    _, shipped = _readme_blocks()
+def test_the_profiles_pages_shipped_profile_commands_run_as_written(tmp_path: Path) -> None:
+    _, shipped = _profiles_page_blocks()
     shutil.copytree(EXAMPLES, tmp_path / "examples")
     run = _bash(shipped, tmp_path)
     assert run.returncode == 0, run.stderr  # the last: compatible, with the advice
@@ -282,18 +283,13 @@ def test_the_readmes_shipped_profile_commands_run_as_written(tmp_path: Path) -> 
 
 
 def test_the_constraints_pages_worked_example_decides_as_it_says(tmp_path: Path) -> None:
-    """docs/constraints.md's profile and shapes, with the README's envelope: the four checks
-    it lists, in order: compatible with the advice, compatible, incompatible (the
-    jurisdiction), indeterminate (no jurisdiction)."""
+    """docs/constraints.md's worked example, its blocks run in order in an empty folder (they
+    write the profile, its shapes and the envelope): the four checks it lists, in order:
+    compatible with the advice, compatible, incompatible (the jurisdiction), indeterminate
+    (no jurisdiction)."""
     page = (ROOT / "docs" / "constraints.md").read_text()
     page = page[page.index("## A worked example"):]
-    turtle = [block.split("```", 1)[0] for block in page.split("```turtle\n")[1:]]
-    (tmp_path / "legal-de.ttl").write_text(turtle[0])
-    (tmp_path / "legal-de.shapes.ttl").write_text(turtle[1])
-    worked, _ = _readme_blocks()
-    envelope = worked[worked.index("cat > contract.jsonld <<'JSON'\n") + 31:worked.index("\nJSON\n")]
-    (tmp_path / "contract.jsonld").write_text(envelope)
-    commands = page.split("```sh\n")[1].split("```", 1)[0]
+    commands = "\n".join(block.split("```", 1)[0] for block in page.split("```sh\n")[1:])
     run = _bash(commands, tmp_path)
     assert run.returncode == 3, run.stderr
     verdicts = [line.split()[0] for line in run.stdout.splitlines() if line.endswith(" revision 1")]

@@ -1,7 +1,8 @@
 """What the trace audit's pages promise, held to the installed command where it does otherwise.
 
-Each test is a claim of README.md's "The trace audit" or docs/trace.md that the command
-breaks, run through real subprocesses on the shipped OpenTelemetry example.
+Each test is a claim of docs/tutorials/traces.md (once the README's "The trace audit") or
+docs/trace.md that the command breaks, run through real subprocesses on the shipped
+OpenTelemetry example.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def test_an_opaque_key_of_any_bytes_in_the_environment_is_no_traceback(
 
 
 def test_query_list_names_each_query_in_a_whole_sentence(tmp_path: Path) -> None:
-    # README: "`ioa-check trace query --list` names the shipped queries". The summary of
+    # docs/tutorials/traces.md: "`ioa-check trace query --list` names the shipped queries". The summary of
     # verdict_changes is cut inside its parenthesis: "... (run ids as the verdicts name them".
     proc = ioa(["trace", "query", "--list"], tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()

@@ -773,20 +773,22 @@ def test_two_workers_answer_as_one_process_does_and_stop_on_sigterm(plain: Servi
     assert len(service.access_lines()) == len(bodies)
 
 
-# --- the README's section, run as written -------------------------------------------------------
+# --- the service tutorial, run as written --------------------------------------------------------
 
 
-def _readme_blocks() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## The validation service")
-    section = readme[start:readme.index("\n## ", start + 1)]
+def _tutorial_blocks() -> list[str]:
+    page = (ROOT / "docs" / "tutorials" / "service.md").read_text()
+    start = page.index("## 1. Start the service")
+    section = page[start:page.index("\n## 3.", start + 1)]
     return re.findall(r"```sh\n(.*?)```\n", section, re.S)
 
 
-def test_the_readmes_service_commands_run_as_written(tmp_path: Path) -> None:
-    """The server's command as the README gives it (on a free port instead of 8080, which
-    may be taken here), then its curl commands, in a folder holding the examples."""
-    serve, calls = _readme_blocks()
+def test_the_service_tutorials_commands_run_as_written(tmp_path: Path) -> None:
+    """The server's command as the service tutorial gives it (on a free port instead of 8080,
+    which may be taken here), then its curl commands, in a folder holding the examples (the
+    docs' command test skips both blocks: one starts a server, the other calls it)."""
+    serve, calls = _tutorial_blocks()
+    serve = serve.replace("\\\n", " ")
     (command,) = [line for line in serve.splitlines() if line.startswith("ioa-check serve ")]
     args = command.removeprefix("ioa-check serve ").replace("--port 8080", "").split()
     import shutil

@@ -360,9 +360,10 @@ def test_two_modes_never_mix(tmp_path: Path) -> None:
 
 
 def test_reaudit_names_an_agent_declared_since_its_run_was_stored(tmp_path: Path) -> None:
-    """The README's example: the smoke run's agent is no trip-planner agent, so the store
-    holds it by its reference; judged again against a manifest that declares it, the store's
-    own key matches it to its declaration, and the new verdict names it."""
+    """The traces tutorial's example (once the README's): the smoke run's agent is no
+    trip-planner agent, so the store holds it by its reference; judged again against a
+    manifest that declares it, the store's own key matches it to its declaration, and the
+    new verdict names it."""
     store = tmp_path / "s"
     assert feed([GOLDEN, SMOKE], store, tmp_path, "--manifests", MANIFESTS).returncode == 3
     hidden = ref(store, "agent", "qa-agent")
