@@ -11,8 +11,9 @@ out-of-memory kill.
 
 The projection's factors are measured (docs/performance.md, "The trace audit at scale"): on
 a run of 120,000 mas-lab events, what follows the reading took 0.4 times what the reading
-took without a store, and 5 times with a store (the run's record, its graph and verdict
-written through the store's own memory tables); the factors below keep a margin over both.
+took without a store, and 1.5 times with a store (the run built again as the store keeps it
+and judged, its graph written in chunks, its record in parts); on a run of 1,000,000, 1.1
+times with a store. The factors below keep a margin of two over each.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .._exceptions import IoaSemanticError
 DEFAULT_MAX_MEMORY = 512 << 20
 # What follows reading takes, in multiples of what reading took (see above).
 LATER_STAGES = 1.0
-LATER_STAGES_STORE = 6.0
+LATER_STAGES_STORE = 3.0
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
