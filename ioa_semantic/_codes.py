@@ -12,6 +12,10 @@ from typing import NamedTuple
 
 from ._findings import Finding, Severity, Verdict
 
+# Where the documentation site is published (mkdocs.yml's site_url): a SARIF report's rules
+# link to their code's entry on its reason codes page (``--docs-url`` for another).
+DOCS_URL = "https://ioa-semantic.readthedocs.io/en/latest/"
+
 FAMILIES = (
     "json",
     "jsonld",

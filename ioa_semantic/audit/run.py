@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from .._checker import Checker
 
+from .._codes import DOCS_URL as DOCS_URL  # re-exported: the docs site's address
 from .._findings import Finding
 from .._runtime import frozen
 from .checkpoint import Checkpoint
@@ -65,9 +66,6 @@ def differences(declarations: Iterable[tuple[Any, ...] | None]) -> tuple[Differe
     return differing or (tuple(found) if None in said else ())
 
 
-# Where the documentation site is published (mkdocs.yml's site_url): a SARIF report's rules
-# link to their code's entry on its reason codes page (``--docs-url`` for another).
-DOCS_URL = "https://ioa-semantic.readthedocs.io/en/latest/"
 
 
 class Asked(NamedTuple):

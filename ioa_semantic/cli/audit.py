@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from .._checker import ENGINES, Checker
+from .._codes import DOCS_URL
 from .._exceptions import STANDARD_OUTPUT, ConfigurationError
 from .._files import NotOurs, Replacement, claim, is_stream, one_file, writing
 from .._status import ExitStatus
-from ..audit.run import DOCS_URL
 from ..reporters.audit import (
     AUDIT_INVOKED,
     AUDIT_LINES,
