@@ -113,8 +113,9 @@ class Browser:
 
 @contextmanager
 def chromium(folder: Path, *, javascript: bool = True, width: int = 1280,
-             height: int = 900) -> Iterator[Browser]:
-    """A headless Chromium session, quit at the end; ``javascript=False`` runs none."""
+             height: int = 900, downloads: Path | None = None) -> Iterator[Browser]:
+    """A headless Chromium session, quit at the end; ``javascript=False`` runs none;
+    ``downloads``: the folder where what a page downloads is saved, without asking."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -137,9 +138,14 @@ def chromium(folder: Path, *, javascript: bool = True, width: int = 1280,
             "--disable-extensions", "--lang=en-US",
             f"--user-data-dir={profile}"):
         options.add_argument(argument)
+    prefs: dict[str, Any] = {}
     if not javascript:
-        options.add_experimental_option(
-            "prefs", {"profile.managed_default_content_settings.javascript": 2})
+        prefs["profile.managed_default_content_settings.javascript"] = 2
+    if downloads is not None:
+        prefs.update({"download.default_directory": str(downloads),
+                      "download.prompt_for_download": False})
+    if prefs:
+        options.add_experimental_option("prefs", prefs)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(executable_path=CHROMEDRIVER, log_output=str(folder / "chromedriver.log"))
     with stack:

@@ -673,7 +673,8 @@ def test_the_openapi_document_is_what_the_server_does(plain: Service) -> None:
 
 # --- the page ---------------------------------------------------------------------------------
 
-PAGE_IDS = ("check-form", "envelope", "envelope-file", "file-status", "params", "add-param",
+PAGE_IDS = ("check-form", "envelope", "envelope-file", "sample", "file-status", "params",
+            "add-param", "result-heading", "download-report",
             "at", "at-now", "expiry-note", "submit", "status", "outcome", "verdict",
             "verdict-hint", "summary", "error", "evaluated", "reasons", "remedies", "evidence",
             "excluded", "candidates", "raw-json", "profile-id", "profile-revision",
@@ -732,6 +733,9 @@ def test_the_page_is_self_contained_labelled_and_has_its_ids(plain: Service) -> 
     parsed = json.loads(facts.group(1))
     assert parsed["profile"]["id"] == "https://example.org/profiles/cs-translation"
     assert parsed["fixes"]["domain"] and parsed["fixes"]["json.too-large"]
+    # The sample envelope travels inside the page (package data, no path of the server).
+    assert json.loads(parsed["sample"]["text"]) == json.loads(
+        (EXAMPLES / "envelope-6.2.jsonld").read_text())
 
 
 def test_serve_without_its_extra_says_so_and_exits_2(tmp_path: Path) -> None:

@@ -612,7 +612,11 @@ def page(profile: dict[str, Any], limits: ServiceLimits) -> tuple[bytes, str]:
     Security Policy that lets exactly its own inline script and style run (and fetch only
     from this server)."""
     text = _resources.read_text("web", "index.html")
-    facts = {"profile": profile, "fixes": FIXES, "maxBodyBytes": limits.max_body_bytes}
+    # The sample envelope is package data (the draft's 6.2 example), sent inside the page:
+    # what a person starts from names no file of the server.
+    facts = {"profile": profile, "fixes": FIXES, "maxBodyBytes": limits.max_body_bytes,
+             "sample": {"name": "draft 6.2 example",
+                        "text": _resources.read_text("web", "sample-envelope.jsonld")}}
     # Inside <script type="application/json">: nothing of the data may close the element.
     encoded = json.dumps(facts, ensure_ascii=False).replace("<", "\\u003c").replace(
         ">", "\\u003e").replace("&", "\\u0026")
