@@ -13,9 +13,7 @@ found, failing before its fix.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +48,53 @@ def test_a_narrowing_feed_with_complete_only_is_refused_outside_trace_serve(
     assert second.returncode == 2, second.stderr
     assert "left the spool" not in second.stderr, second.stderr
     assert list(calls_by_run(store, tmp_path).values()) == [WHOLE]
+
+
+def test_a_late_span_in_a_round_begun_right_after_its_append_joins_its_run(
+        tmp_path: Path) -> None:
+    """The judge thread's round may begin the moment an append returns, before the request's
+    handler goes on: the round must know the new segment's traces already (they are the
+    spool's with the bytes), so it reads the retained segment of the same trace too."""
+    from io import StringIO
+
+    from starlette.testclient import TestClient
+
+    from ioa_semantic.service.traces import Judge, create_app, judge_command
+    from ioa_semantic.trace.spool import Segment, Spool
+
+    manifests = Path(write_manifests(tmp_path, every_tool=False))
+    store = tmp_path / "store"
+    log = StringIO()
+
+    class RacedSpool(Spool):
+        """A spool whose every append is followed, at once, by a judging round: the judge
+        thread winning the race against the request's handler."""
+
+        def append(self, message: bytes, *args: object, **kwargs: object) -> Segment:
+            segment = super().append(message, *args, **kwargs)  # type: ignore[arg-type]
+            inputs = judge._inputs()
+            if inputs:
+                judge._round(inputs)
+            return segment
+
+    spool = RacedSpool(str(tmp_path / "spool"))
+    command = judge_command(str(store), 300.0, ["--manifests", str(manifests)])
+    judge = Judge(command, spool, 3600.0, log, retain=100000.0)
+    client = TestClient(create_app(spool, judge))
+    try:
+        answer = client.post("/v1/traces", json=trace(3))
+        assert answer.status_code == 200, answer.text
+        late = trace(3, keep={"00f067aa0ba9020d"},
+                     renamed={"00f067aa0ba9020d": "00f067aa0ba902ff"})
+        answer = client.post("/v1/traces", json=late)
+        assert answer.status_code == 200, answer.text
+        # The judge thread's next rounds, until nothing is left to read.
+        for _ in range(3):
+            inputs = judge._inputs()
+            if inputs:
+                judge._round(inputs)
+    finally:
+        spool.close()
+    assert "late spans" not in log.getvalue(), log.getvalue()
+    # The run's first segment was retained: the late span joined its run.
+    assert list(calls_by_run(store, tmp_path).values()) == [WHOLE + 1], log.getvalue()

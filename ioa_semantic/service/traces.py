@@ -228,9 +228,12 @@ class Judge:
         now = self.clock()
         active = self.spool.active
         for segment in self.spool.segments():
+            # Asked outside the judge's lock: an append holds the spool's while it tells the
+            # judge (appended), so the judge's is never held waiting for the spool's.
+            size = self.spool.segment_size(segment)
             with self._lock:
                 settled = (segment != active
-                           and self._settled.get(segment) == self.spool.segment_size(segment)
+                           and self._settled.get(segment) == size
                            and not self._traces.get(segment, set()) & self._waiting
                            and now - self._appended.get(segment, now) >= self.retain)
             if not settled:
@@ -384,13 +387,16 @@ class Ingest:
                                        f"({self.spool.max_bytes} bytes)")
         if message:
             try:
-                segment = await run_in_threadpool(self.spool.append, message)
+                # The judge is told the traces with the append, under the spool's lock: a
+                # round begun once the bytes are there knows them (told after, a round in
+                # between read a late span without its run's retained segment).
+                judge = self.judge
+                await run_in_threadpool(self.spool.append, message, None if judge is None
+                                        else lambda segment: judge.appended(segment, traces))
             except SpoolFull as exc:
                 return _status(media, 503, f"{exc}: retry later",
                                {"Retry-After": str(self.retry_after)})
             self.accepted += 1
-            if self.judge is not None:
-                self.judge.appended(segment, traces)
         return _success(media, rejected)
 
 
