@@ -98,3 +98,43 @@ def test_a_late_span_in_a_round_begun_right_after_its_append_joins_its_run(
     assert "late spans" not in log.getvalue(), log.getvalue()
     # The run's first segment was retained: the late span joined its run.
     assert list(calls_by_run(store, tmp_path).values()) == [WHOLE + 1], log.getvalue()
+
+
+def test_a_span_appended_while_a_round_starts_is_never_told_late(tmp_path: Path) -> None:
+    """A round reads the segments it chose, as they were when it chose them: a late span
+    appended between the choice and the judging process's reading (the active segment grew)
+    was read without its run's retained segment, and told as late ("its spans have left the
+    spool", counted in lateRuns) though that segment was there and a later round recorded it."""
+    from io import StringIO
+
+    from starlette.testclient import TestClient
+
+    from ioa_semantic.service.traces import Judge, create_app, judge_command
+    from ioa_semantic.trace.spool import Spool
+
+    manifests = Path(write_manifests(tmp_path, every_tool=False))
+    store = tmp_path / "store"
+    log = StringIO()
+    spool = Spool(str(tmp_path / "spool"))
+    command = judge_command(str(store), 300.0, ["--manifests", str(manifests)])
+    judge = Judge(command, spool, 3600.0, log, retain=100000.0)
+    client = TestClient(create_app(spool, judge))
+    try:
+        assert client.post("/v1/traces", json=trace(3)).status_code == 200
+        judge._round(judge._inputs())
+        # Another trace's spans come; the judge chooses what its next round reads...
+        assert client.post("/v1/traces", json=trace(4)).status_code == 200
+        chosen = judge._inputs()
+        # ... and the late span of the first trace comes before the judging process reads.
+        late = trace(3, keep={"00f067aa0ba9020d"},
+                     renamed={"00f067aa0ba9020d": "00f067aa0ba902ff"})
+        assert client.post("/v1/traces", json=late).status_code == 200
+        judge._round(chosen)
+        for _ in range(3):
+            inputs = judge._inputs()
+            if inputs:
+                judge._round(inputs)
+    finally:
+        spool.close()
+    assert judge.late == 0 and "late spans" not in log.getvalue(), log.getvalue()
+    assert sorted(calls_by_run(store, tmp_path).values()) == [WHOLE, WHOLE + 1], log.getvalue()
