@@ -575,7 +575,10 @@ def _record(feed: Feed, opts: argparse.Namespace, kept_runs: list[Run] | None,
     try:
         feed.record(judged, grounds, opts.at, [a.run.ident for a in audits])
     except RunsNarrowed as exc:
-        if not opts.complete_only:
+        # Only trace serve's judge feeds a spool whose segments leave it: for any other feed
+        # (--complete-only included) an input without some of a stored run's calls is the
+        # operator's error (docs/trace.md), never told as late spans.
+        if not (opts.complete_only and os.environ.get(PARENT_ENV, "").isdigit()):
             raise
         # A live feed (trace serve): spans of a run judged and recorded whole, whose spans
         # have left the spool since (older than its --retain): the stored run stays as

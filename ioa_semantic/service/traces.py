@@ -99,6 +99,9 @@ class Judge:
         self._appended: dict[Segment, float] = {}
         self._settled: dict[Segment, int] = {}
         self._waiting: set[str] = set()  # trace ids of runs the last round left to complete
+        # Trace ids the last round read part of (spans appended after it chose its segments,
+        # without the retained segments of their traces): judged again whole by the next.
+        self._rejudge: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -197,16 +200,25 @@ class Judge:
             self.log.flush()
             return False
         self.refused = None
+        rejudge: set[str] = set()
         for line in text.splitlines():
             if "--max-memory" in line:  # the spool was not judged: the operator's to see
                 self.refused = line.removeprefix("ioa-check trace: ")
                 self.log.write(f"ioa-check trace serve: {self.refused}\n")
             elif "late spans of run" in line:
+                late = re.search(r"late spans of run (\S+):", line)
+                if late is not None and self._held_elsewhere(late.group(1), inputs):
+                    # Not late: spans appended after the round chose its segments (the
+                    # judging process reads a file to its end), read without the retained
+                    # segment holding the trace's other spans. The next round reads both.
+                    rejudge.add(late.group(1))
+                    continue
                 self.late += 1
                 self.log.write(f"ioa-check trace serve: {line.removeprefix('ioa-check trace: ')}\n")
         waiting = _waiting(self.waiting_list)
         with self._lock:
             self._waiting = waiting
+            self._rejudge = rejudge
         read = sum(size for _, size in inputs)
         self.log.write(f"ioa-check trace serve: judged {len(inputs)} segment"
                        f"{'s' if len(inputs) != 1 else ''} of the spool ({read} bytes) in "
@@ -215,11 +227,20 @@ class Judge:
         self.log.flush()
         return self.refused is None
 
+    def _held_elsewhere(self, trace: str, inputs: list[tuple[Segment, int]]) -> bool:
+        """Whether a segment of the spool that a round did not read holds spans of ``trace``."""
+        chosen = {segment for segment, _ in inputs}
+        others = [s for s in self.spool.segments() if s not in chosen]
+        with self._lock:
+            return any(trace in self._traces.get(s, ()) for s in others)
+
     def _settle(self, inputs: list[tuple[Segment, int]]) -> None:
-        """The segments a round judged whole, settled; the active one closed if it was read."""
+        """The segments a round judged whole, settled (but those holding a trace to judge
+        again whole); the active one closed if it was read."""
         with self._lock:
             for segment, size in inputs:
-                self._settled[segment] = size
+                if not self._traces.get(segment, set()) & self._rejudge:
+                    self._settled[segment] = size
         if any(segment == self.spool.active for segment, _ in inputs):
             self.spool.rotate()
 
@@ -228,10 +249,14 @@ class Judge:
         now = self.clock()
         active = self.spool.active
         for segment in self.spool.segments():
+            # Asked outside the judge's lock: an append holds the spool's while it tells the
+            # judge (appended), so the judge's is never held waiting for the spool's.
+            size = self.spool.segment_size(segment)
             with self._lock:
                 settled = (segment != active
-                           and self._settled.get(segment) == self.spool.segment_size(segment)
-                           and not self._traces.get(segment, set()) & self._waiting
+                           and self._settled.get(segment) == size
+                           and not self._traces.get(segment, set()) & (
+                               self._waiting | self._rejudge)
                            and now - self._appended.get(segment, now) >= self.retain)
             if not settled:
                 continue
@@ -384,13 +409,16 @@ class Ingest:
                                        f"({self.spool.max_bytes} bytes)")
         if message:
             try:
-                segment = await run_in_threadpool(self.spool.append, message)
+                # The judge is told the traces with the append, under the spool's lock: a
+                # round begun once the bytes are there knows them (told after, a round in
+                # between read a late span without its run's retained segment).
+                judge = self.judge
+                await run_in_threadpool(self.spool.append, message, None if judge is None
+                                        else lambda segment: judge.appended(segment, traces))
             except SpoolFull as exc:
                 return _status(media, 503, f"{exc}: retry later",
                                {"Retry-After": str(self.retry_after)})
             self.accepted += 1
-            if self.judge is not None:
-                self.judge.appended(segment, traces)
         return _success(media, rejected)
 
 

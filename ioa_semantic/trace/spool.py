@@ -41,6 +41,7 @@ import os
 import re
 import stat
 import threading
+from collections.abc import Callable
 from typing import IO, NamedTuple
 
 from .._exceptions import ConfigurationError, IoaSemanticError
@@ -99,10 +100,13 @@ class Spool:
         with self._lock:
             return [*sorted(self._closed), self.active]
 
-    def append(self, message: bytes) -> Segment:
+    def append(self, message: bytes,
+               written: Callable[[Segment], None] | None = None) -> Segment:
         """``message`` (a serialized ``ExportTraceServiceRequest``) on disk, synced, in the
         segment returned; raises :class:`SpoolFull` when it would take the spool past its
-        bound."""
+        bound. ``written`` is told the segment before any other thread can learn the
+        segment's new size: a judge that sees the bytes knows what they hold (their traces),
+        and never reads them without the other segments of those traces."""
         framed = len(message).to_bytes(4, "big") + message
         with self._lock:
             if self._fd < 0:
@@ -123,6 +127,8 @@ class Spool:
                     raise SpoolFull(f"the spool cannot be written: {exc.strerror}") from None
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
+            if written is not None:
+                written(self.active)
             return self.active
 
     def size(self) -> int:
