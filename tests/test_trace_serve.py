@@ -344,3 +344,20 @@ def test_the_parsers_retain_default_is_the_services() -> None:
     from ioa_semantic.service.traces import DEFAULT_RETAIN
 
     assert PARSED == DEFAULT_RETAIN
+
+
+@pytest.mark.parametrize("spelled", ["0", "0.0", "00", "0e0", "-0", " 0 "])
+def test_retain_zero_is_taken_however_it_is_spelled(spelled: str) -> None:
+    from ioa_semantic.cli.parsing import _non_negative_seconds
+
+    assert _non_negative_seconds(spelled) == 0.0
+
+
+@pytest.mark.parametrize("spelled", ["-1", "nan", "inf", "x", ""])
+def test_retain_refuses_what_is_no_duration(spelled: str) -> None:
+    import argparse
+
+    from ioa_semantic.cli.parsing import _non_negative_seconds
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        _non_negative_seconds(spelled)

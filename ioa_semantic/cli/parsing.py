@@ -208,9 +208,12 @@ def _positive_seconds(text: str) -> float:
 
 
 def _non_negative_seconds(text: str) -> float:
-    """As :func:`_positive_seconds`, zero allowed (at once)."""
-    if text.strip() in ("0", "0.0"):
-        return 0.0
+    """As :func:`_positive_seconds`, zero allowed (at once), however it is spelled."""
+    try:
+        if float(text) == 0:
+            return 0.0
+    except ValueError:
+        pass  # said as _positive_seconds says it
     return _positive_seconds(text)
 
 
