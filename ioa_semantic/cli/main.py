@@ -123,12 +123,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # what a shell reports for a process ended by SIGPIPE
     except IoaSemanticError as exc:
-        status = said(exc, argv[0] if argv and argv[0] in COMMANDS else "check")
+        status = said(exc, _command(argv))
         if status is not None:
             return status
         return _internal_error()
     except Exception:  # a bug: say so, and put no verdict on stdout
         return _internal_error()
+
+
+def _command(argv: Sequence[str]) -> str:
+    """The command a command line runs, as its errors name it (``trace query``, ``check``)."""
+    if argv[:1] == ["trace"] and len(argv) > 1 and argv[1] in ("query", "reaudit", "serve"):
+        return f"trace {argv[1]}"
+    return argv[0] if argv and argv[0] in COMMANDS else "check"
 
 
 # The contract's exit status (section 2, "Exit status") of each error of the tool that a
@@ -139,7 +146,9 @@ STATUS_OF_ERROR: tuple[tuple[type[IoaSemanticError], ExitStatus], ...] = (
     (ClusterStopped, ExitStatus.INTERNAL),  # no verdict, and no bug either: no trace
 )
 # The commands that name themselves on standard error; the others say "ioa-check".
-_SPEAKERS = {"lint": "ioa-check lint", "sign": "ioa-check sign", "keygen": "ioa-check keygen"}
+_SPEAKERS = {"lint": "ioa-check lint", "sign": "ioa-check sign", "keygen": "ioa-check keygen",
+             "trace": "ioa-check trace", "trace query": "ioa-check trace query",
+             "trace reaudit": "ioa-check trace reaudit", "trace serve": "ioa-check trace serve"}
 
 
 def said(exc: IoaSemanticError, command: str) -> ExitStatus | None:

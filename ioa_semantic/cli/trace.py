@@ -211,25 +211,16 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if extra_missing():
         return 2
 
-    from .._exceptions import ConfigurationError
-
     _check_options(opts, parser)
-    from ..trace.store import StoreUnavailable
+    # What fails is raised, and said by main as this command: a configuration's error (2),
+    # the store's or the disk's (74).
+    if opts.emit_kg:
+        from .._files import claim
+        from ..trace.graph import is_graph
 
-    try:
-        if opts.emit_kg:
-            from .._files import claim
-            from ..trace.graph import is_graph
-
-            # Refused before any work: a graph is written only where none is, or over one.
-            claim(opts.emit_kg, is_graph, "a knowledge graph ioa-check wrote", "--emit-kg")
-        return _run(opts)
-    except ConfigurationError as exc:
-        print(f"ioa-check trace: {exc}", file=sys.stderr)
-        return 2
-    except StoreUnavailable as exc:  # the environment's: another process holds the store
-        print(f"ioa-check trace: {exc}", file=sys.stderr)
-        return ExitStatus.ENVIRONMENT
+        # Refused before any work: a graph is written only where none is, or over one.
+        claim(opts.emit_kg, is_graph, "a knowledge graph ioa-check wrote", "--emit-kg")
+    return _run(opts)
 
 
 def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -463,6 +454,7 @@ def _write_waiting(path: str, idents: list[str]) -> None:
 
 
 def _run(opts: argparse.Namespace) -> int:
+    from .._exceptions import WriteFailed
     from .._findings import Verdict
     from ..reporters.trace import REPORTERS
     from ..trace.audit import audit
@@ -532,9 +524,7 @@ def _run(opts: argparse.Namespace) -> int:
         try:
             emit(graphs, opts.emit_kg)
         except OSError as exc:  # the environment's (a folder missing, a full disk): 74
-            print(f"ioa-check trace: cannot write {opts.emit_kg}: {exc.strerror}",
-                  file=sys.stderr)
-            return ExitStatus.ENVIRONMENT
+            raise WriteFailed(opts.emit_kg, exc) from None
     if feed is not None:
         _record(feed, opts, kept_runs, declarations, disclose, [r for r, _ in results])
     REPORTERS[opts.format](results, sys.stdout, disclose)

@@ -116,18 +116,9 @@ def run(argv: Sequence[str]) -> int:
     opts = parser.parse_args(list(argv))
     if extra_missing():
         return ExitStatus.USAGE
-    from .._exceptions import ConfigurationError
-    from ..trace.store import StoreUnavailable
-
-    try:
-        status: int = opts.run(opts, opts.parser)
-        return status
-    except ConfigurationError as exc:
-        print(f"ioa-check trace {opts.history}: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
-    except StoreUnavailable as exc:
-        print(f"ioa-check trace {opts.history}: {exc}", file=sys.stderr)
-        return ExitStatus.ENVIRONMENT
+    # Errors (a configuration's: 2; the store's: 74) are main's to say, as this command.
+    status: int = opts.run(opts, opts.parser)
+    return status
 
 
 # --- query --------------------------------------------------------------------------------------

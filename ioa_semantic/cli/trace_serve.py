@@ -108,13 +108,9 @@ def run(argv: Sequence[str]) -> int:
         print(f"ioa-check trace serve: needs the serve and otlp extras, and {exc.name} is "
               "not installed: pip install 'ioa-semantic[trace,serve,otlp]'", file=sys.stderr)
         return ExitStatus.USAGE
-    from ..trace.spool import Spool, SpoolError
+    from ..trace.spool import Spool
 
-    try:
-        spool = Spool(opts.spool, opts.max_spool_bytes)
-    except SpoolError as exc:
-        print(f"ioa-check trace serve: {exc}", file=sys.stderr)
-        return ExitStatus.USAGE
+    spool = Spool(opts.spool, opts.max_spool_bytes)  # a SpoolError is main's to say (2)
     try:
         return _serve(opts, spool)
     finally:
@@ -175,15 +171,15 @@ def _shown(store: str) -> str:
 def _serve(opts: argparse.Namespace, spool: Any) -> int:
     import uvicorn
 
+    from .._exceptions import EnvironmentFailure
     from ..service.protocol import ServeConfig
     from ..service.traces import Judge, create_app, judge_command
 
     try:
         sock = _bind(opts.host, opts.port)
     except OSError as exc:
-        print(f"ioa-check trace serve: cannot listen on {opts.host}:{opts.port}: "
-              f"{exc.strerror or exc}", file=sys.stderr)
-        return ExitStatus.ENVIRONMENT
+        raise EnvironmentFailure(f"cannot listen on {opts.host}:{opts.port}: "
+                                 f"{exc.strerror or exc}") from None
     from ..trace.store import is_remote
 
     where = opts.store if is_remote(opts.store) else os.path.abspath(opts.store)

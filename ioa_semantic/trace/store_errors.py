@@ -4,7 +4,7 @@ each other."""
 
 from __future__ import annotations
 
-from .._exceptions import ConfigurationError, IoaSemanticError
+from .._exceptions import ConfigurationError, EnvironmentFailure
 
 
 class StoreError(ConfigurationError):
@@ -23,7 +23,7 @@ class RunsNarrowed(StoreError):
         self.runs = runs
 
 
-class StoreUnavailable(IoaSemanticError):
+class StoreUnavailable(EnvironmentFailure):
     """The store cannot be opened or written: another process holds it, the folder is not
     writable, the disk is full (exit status 74, the environment's)."""
 
