@@ -189,6 +189,18 @@ def served(argv: Sequence[str], port: int, folder: Path, *, ready: str = "/healt
                     process.wait()
 
 
+@contextmanager
+def serving_the_page(folder: Path) -> Iterator[str]:
+    """``ioa-check serve --profile cs-translation`` on a free port (the page's tests' service):
+    its base URL."""
+    from support import IOA_CHECK
+
+    port = free_port()
+    with served([IOA_CHECK, "serve", "--profile", "cs-translation", "--port", str(port)],
+                port, folder) as base:
+        yield base
+
+
 def _wait_until_ready(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
     deadline = time.monotonic() + START_SECONDS
     while True:

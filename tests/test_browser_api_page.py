@@ -11,8 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from browser import Browser, free_port, require_browser, served
-from support import IOA_CHECK
+from browser import Browser, require_browser, serving_the_page
 
 require_browser(module=True)
 
@@ -24,10 +23,7 @@ WAIT = 60  # seconds: a bound that only catches a hang
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("serve-api")
-    port = free_port()
-    with served([IOA_CHECK, "serve", "--profile", "cs-translation", "--port", str(port)],
-                port, folder) as base:
+    with serving_the_page(tmp_path_factory.mktemp("serve-api")) as base:
         yield base
 
 

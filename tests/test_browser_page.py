@@ -14,7 +14,7 @@ import httpx
 import pytest
 from test_browser_report import LOWEST_CONTRAST
 
-from browser import Browser, free_port, require_browser, served
+from browser import Browser, free_port, require_browser, served, serving_the_page
 from support import CONFORMANCE, IOA_CHECK
 
 require_browser(module=True)
@@ -33,10 +33,7 @@ needs_shared = pytest.mark.skipif(not (CASES / "draft-6.2-envelope").exists(),
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("serve")
-    port = free_port()
-    with served([IOA_CHECK, "serve", "--profile", "cs-translation", "--port", str(port)],
-                port, folder) as base:
+    with serving_the_page(tmp_path_factory.mktemp("serve")) as base:
         yield base
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from browser import Browser, chromium, free_port, require_browser, served
+from browser import Browser, chromium, free_port, require_browser, served, serving_the_page
 from support import CONFORMANCE, IOA_CHECK, ROOT
 
 require_browser(module=True)
@@ -35,10 +35,7 @@ ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])/(?:[^\s'\"/]+/)+[^\s'\"/]+\.json\w*")
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("serve")
-    port = free_port()
-    with served([IOA_CHECK, "serve", "--profile", "cs-translation", "--port", str(port)],
-                port, folder) as base:
+    with serving_the_page(tmp_path_factory.mktemp("serve")) as base:
         yield base
 
 
