@@ -419,7 +419,11 @@ def _complete(runs: list[Run], opts: argparse.Namespace, say: bool = True) -> li
     from datetime import UTC, datetime
     from decimal import Decimal
 
-    now = Decimal(str((opts.at or datetime.now(UTC)).timestamp()))
+    # One reading of the clock an invocation: the report's runs and the store's (a private
+    # store's runs are built again) must wait, or not, alike.
+    if getattr(opts, "complete_at", None) is None:
+        opts.complete_at = opts.at or datetime.now(UTC)
+    now = Decimal(str(opts.complete_at.timestamp()))
     quiet = Decimal(str(opts.quiet_period))
     judged = [r for r in runs if not r.readable or r.root_ended or r.last_instant is None
               or now - Decimal(r.last_instant) >= quiet]
