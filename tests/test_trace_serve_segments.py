@@ -227,8 +227,8 @@ def test_segments_are_named_once_and_the_highest_is_active(tmp_path: Path) -> No
     assert first == Segment(0, str(folder / SPANS))
     spool.append(b"b" * 20)
     assert spool.size() == 14 + 24 and spool.segment_size(first) == 14
-    spool.retire(spool.active)  # the active one is never removed
-    spool.retire(first)
+    assert not spool.retire(spool.active)  # the active one is never removed
+    assert spool.retire(first)
     assert spool.size() == 24 and [s.number for s in spool.segments()] == [1]
     second = spool.rotate()
     spool.retire(second)  # type: ignore[arg-type]

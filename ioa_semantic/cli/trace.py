@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .._status import ExitStatus
@@ -410,20 +411,16 @@ def _runs(consumed: Consumed, disclose: Disclosure,
     return runs
 
 
-def _complete(runs: list[Run], opts: argparse.Namespace, say: bool = True) -> list[Run]:
-    """The runs to judge now: every run, or under --complete-only those complete; how many
-    wait is said on stderr (they are judged by a later invocation, from --state or --store),
-    and which in --waiting-list."""
+def _complete(runs: list[Run], opts: argparse.Namespace, at: datetime,
+              say: bool = True) -> list[Run]:
+    """The runs to judge now: every run, or under --complete-only those complete at ``at``;
+    how many wait is said on stderr (they are judged by a later invocation, from --state or
+    --store), and which in --waiting-list."""
     if not opts.complete_only:
         return runs
-    from datetime import UTC, datetime
     from decimal import Decimal
 
-    # One reading of the clock an invocation: the report's runs and the store's (a private
-    # store's runs are built again) must wait, or not, alike.
-    if getattr(opts, "complete_at", None) is None:
-        opts.complete_at = opts.at or datetime.now(UTC)
-    now = Decimal(str(opts.complete_at.timestamp()))
+    now = Decimal(str(at.timestamp()))
     quiet = Decimal(str(opts.quiet_period))
     judged = [r for r in runs if not r.readable or r.root_ended or r.last_instant is None
               or now - Decimal(r.last_instant) >= quiet]
@@ -473,11 +470,14 @@ def _run(opts: argparse.Namespace) -> int:
     if feed is not None:
         cursor = feed.cursor
     consumed = _consume(opts, cursor)
-    runs = _complete(_runs(consumed, disclose), opts)
+    # One reading of the clock an invocation: the report's runs and the store's (a private
+    # store's runs are built again) wait, or not, alike.
+    at = opts.at or datetime.now(UTC)
+    runs = _complete(_runs(consumed, disclose), opts, at)
     # The runs as a store that does not show identities as the report does keeps them are
     # built now, so that the folds (most of what reading held) are let go before the runs are
     # judged and recorded.
-    kept_runs = _complete(_runs(consumed, feed.keys, feed.source), opts, say=False) if (
+    kept_runs = _complete(_runs(consumed, feed.keys, feed.source), opts, at, say=False) if (
         feed is not None and (feed.private or disclose.key is not None)) else None
     consumed.clear()
     seen: dict[str, str] = {}

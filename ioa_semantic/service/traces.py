@@ -119,9 +119,6 @@ class Judge:
     def start(self) -> None:
         self._thread.start()
 
-    def wake(self) -> None:
-        self._wake.set()
-
     def appended(self, segment: Segment, traces: set[str]) -> None:
         """A message with spans of ``traces`` was appended to ``segment``."""
         with self._lock:
@@ -260,8 +257,7 @@ class Judge:
                            and now - self._appended.get(segment, now) >= self.retain)
             if not settled:
                 continue
-            self.spool.retire(segment)
-            if segment not in self.spool.segments():
+            if self.spool.retire(segment):
                 self.retired += 1
                 with self._lock:
                     for known in (self._traces, self._appended, self._settled):

@@ -162,19 +162,20 @@ class Spool:
             self._fd, self.active = fd, following
             return closed
 
-    def retire(self, segment: Segment) -> None:
-        """Remove the closed ``segment`` (its runs are in the store). The active segment is
-        never removed."""
+    def retire(self, segment: Segment) -> bool:
+        """Remove the closed ``segment`` (its runs are in the store); whether it left. The
+        active segment is never removed."""
         with self._lock:
             if segment == self.active or segment not in self._closed:
-                return
+                return False
             try:
                 os.unlink(segment.path)
             except FileNotFoundError:
                 pass
             except OSError:
-                return  # kept, and counted, until a later round can remove it
+                return False  # kept, and counted, until a later round can remove it
             del self._closed[segment]
+            return True
 
     def close(self) -> None:
         """Closed once no append is writing (one cut off at shutdown may still be, in its
