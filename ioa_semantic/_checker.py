@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from cachetools import LRUCache
 
@@ -78,6 +78,39 @@ def shapes() -> ShapeSet:
 EnvelopeInput = bytes | str | dict[str, Any]
 
 
+class Checked(NamedTuple):
+    """One check as a :class:`DecisionRecorder` receives it: what is needed to judge it again.
+
+    ``envelope`` is the bytes judged (a dict envelope as its JSON text), ``params`` the task
+    parameters the caller gave (not those the envelope carries), ``at`` the evaluation
+    instant, and ``instance`` the digests of the envelope instance's pair (``@id`` and
+    ``profileVersion``) and content as the revision memory holds them (5.3), or None.
+    """
+
+    envelope: bytes
+    params: Mapping[str, str]
+    at: datetime
+    decision: Decision
+    instance: tuple[bytes, bytes] | None
+
+
+class Offered(NamedTuple):
+    """What a Checker was built from, as a decision log keeps it: the profile as named (a
+    shipped name or a path) and each registration and artifact as (origin, bytes)."""
+
+    profile: str
+    capabilities: tuple[tuple[str, bytes], ...]
+    alignments: tuple[tuple[str, bytes], ...]
+
+
+class DecisionRecorder(Protocol):
+    """Receives every decision a Checker makes (a decision log, issue 40); it is called on
+    the checking thread, after the decision, and what it raises escapes the check."""
+
+    def record(self, checker: Checker, checked: Checked) -> None:
+        """Keep one decision."""
+
+
 class Checker:
     """Judges envelopes against one accepted profile (draft 7.1).
 
@@ -104,6 +137,7 @@ class Checker:
         retrieval: RetrievalPolicy | None = None,
         engine: str = "compiled",
         shape_timeout: float = SHAPE_TIMEOUT,
+        recorder: DecisionRecorder | None = None,
     ) -> None:
         if not 0 < shape_timeout < float("inf"):
             raise ConfigurationError(f"shape_timeout must be a positive number of seconds, not "
@@ -148,9 +182,22 @@ class Checker:
                                       if parameter.name not in BUILT_IN),
         )
         self._shapes = shapes()
+        capabilities = list(capabilities)
+        offered = list(alignments)
+        #: Who receives each decision (a decision log), or None.
+        self.recorder = recorder
+        #: What this Checker was built from, kept only for a recorder (it may judge again).
+        self.offered: Offered | None = None
+        if recorder is not None:
+            self.offered = Offered(
+                profile if isinstance(profile, str) else self.profile.source,
+                tuple(_read(item, "capability registration", RegistrationError)
+                      for item in capabilities),
+                tuple((f"<artifact {i}>", item) if isinstance(item, bytes)
+                      else resolve_artifact(str(item)) for i, item in enumerate(
+                          a for a in offered if not (isinstance(a, str) and is_remote(a)))))
         self.registrations = tuple(
             self._registration(item, i) for i, item in enumerate(capabilities))
-        offered = list(alignments)
         self._remote_artifacts = tuple(str(a) for a in offered
                                        if isinstance(a, str) and is_remote(a))
         self.artifacts = tuple(self._artifact(item, i) for i, item in enumerate(
@@ -172,7 +219,7 @@ class Checker:
              "verificationMethod": a.proof.method or None if a.proof else None}
             for a in self.artifacts)
         # What every decision of this Checker depends on, whatever the envelope (rule 15).
-        self._fixed_dependencies = {
+        self._fixed_dependencies: dict[str, Any] = {
             "profile": {"id": self.profile.id, "revision": self.profile.revision,
                         "sha256": self.profile.digest,
                         **({"shapes": self.constraints.dependencies()}
@@ -237,8 +284,29 @@ class Checker:
         return self._retrieval_policy is not None
 
     @property
+    def remote_artifacts(self) -> tuple[str, ...]:
+        """The artifacts offered by URL (retrieved for each check)."""
+        return self._remote_artifacts
+
+    @property
     def profile_ref(self) -> ProfileRef:
         return self._profile_ref
+
+    @property
+    def profile_dependencies(self) -> Mapping[str, Any]:
+        """What every decision records of the profile: id, revision, sha256 and the digests
+        of its shape files (rule 15)."""
+        profile: Mapping[str, Any] = self._fixed_dependencies["profile"]
+        return profile
+
+    def forget_instances(self) -> None:
+        """Forget every instance content seen (5.3): a decision log judged again starts each
+        logged Checker's memory afresh, as that Checker started. The cached decisions go
+        too: one found ambiguous against a content now forgotten is no longer ambiguous, and
+        a cache hit would serve it as it was."""
+        with self._instances_lock:
+            self._instances.clear()
+            self._cache = BoundedCache(self._cache.max_bytes, max_entries=self._cache_size)
 
     def _registration(self, item: str | Path | bytes, index: int) -> Registration:
         origin, data = _read(item, "capability registration", RegistrationError)
@@ -294,7 +362,8 @@ class Checker:
         if key is not None:
             cached = self._cache.get(key)
             if cached is not None and self._still_first(cached):
-                return _as_asked(cached[0], source, _instant(at))
+                return self._recorded(envelope, params, at, _as_asked(
+                    cached[0], source, _instant(at)), cached[1])
         contents: list[tuple[bytes, bytes]] = []
         stops = bounded.stops()
         decision = self._decide(envelope, params, at, source, contents)
@@ -303,7 +372,24 @@ class Checker:
         if key is not None and bounded.stops() == stops:
             self._cache.put(key, (decision, contents[0] if contents else None),
                             _weight(decision))
+        return self._recorded(envelope, params, at, decision, contents[0] if contents else None)
+
+    def _recorded(self, envelope: EnvelopeInput, params: Mapping[str, str], at: datetime,
+                  decision: Decision, instance: tuple[bytes, bytes] | None) -> Decision:
+        """``decision``, given to the recorder first when there is one."""
+        if self.recorder is not None:
+            data = (json.dumps(envelope, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                    if isinstance(envelope, dict) else envelope.encode("utf-8", "surrogatepass")
+                    if isinstance(envelope, str) else envelope)
+            self.recorder.record(self, Checked(data, dict(params), at, decision, instance))
         return decision
+
+    def remember_instance(self, pair: bytes, content: bytes) -> None:
+        """Take ``content`` as the first content seen of the instance ``pair`` unless one is
+        already held (5.3): how a decision log judged again restores what the checker that
+        logged it had seen, so a revision found ambiguous then is ambiguous again."""
+        with self._instances_lock:
+            self._instances.setdefault(pair, content)
 
     def _still_first(self, cached: tuple[Decision, tuple[bytes, bytes] | None]) -> bool:
         """Whether a cached decision may be served: its instance's content is (again) the
@@ -342,8 +428,10 @@ class Checker:
         instance: dict[str, str | None] = {"id": None, "profileVersion": None}
         # The task parameters the decision rests on, whatever gave them (contract 15).
         judged: dict[str, Any] = dict(params)
+        reference: str | None = None
         if not baseline.rejected and baseline.node is not None:
             instance = _instance(baseline.node)
+            reference = _referenced(baseline.node)
             findings.extend(self._revision_findings(baseline.node, instance, contents))
             fetched, unavailable = self._fetch_artifacts(baseline.node, retriever)
             task = task_from(baseline.node, params, self.profile.parameters)
@@ -358,7 +446,7 @@ class Checker:
                     "jsonld.expansion-error",
                     f"the expanded envelope holds a value no RDF store accepts: {exc}"))
                 return self._decision_of(findings, source, judged, at, retriever,
-                                         instance=instance)
+                                         instance=instance, reference=reference)
             findings.extend(outcome.findings)
             # An artifact that could not be fetched matters where a mapping was needed and
             # not established (S4: unavailable, not absent); elsewhere it is a warning.
@@ -370,7 +458,7 @@ class Checker:
             ontology, proposed = outcome.ontology, outcome.remedies
         return self._decision_of(findings, source, judged, at, retriever, ontology=ontology,
                                  evidence=evidence, excluded=excluded, candidates=candidates,
-                                 proposed=proposed, instance=instance)
+                                 proposed=proposed, instance=instance, reference=reference)
 
     def _revision_findings(self, node: dict[str, Any], instance: Mapping[str, str | None],
                            contents: list[tuple[bytes, bytes]] | None = None) -> list[Finding]:
@@ -406,7 +494,8 @@ class Checker:
                      excluded: list[dict[str, Any]] | None = None,
                      candidates: list[dict[str, Any]] | None = None,
                      proposed: Iterable[Remedy] = (),
-                     instance: Mapping[str, str | None] | None = None) -> Decision:
+                     instance: Mapping[str, str | None] | None = None,
+                     reference: str | None = None) -> Decision:
         """The verdict of ``findings`` (rule 14) with everything the decision records."""
         if findings:
             verdict = combine(f.effect for f in findings
@@ -421,7 +510,8 @@ class Checker:
             evidence=evidence or (),
             excluded=excluded or (),
             candidates=candidates or (),
-            dependencies=self._dependencies(ontology or {}, params, at, retriever, instance),
+            dependencies=self._dependencies(ontology or {}, params, at, retriever, instance,
+                                            reference),
             at=at.isoformat().replace("+00:00", "Z"),
             remedies=remedies.for_decision(verdict, reasons, proposed),
         )
@@ -430,7 +520,7 @@ class Checker:
                          retriever: Retriever | None) -> tuple[list[Artifact], list[Finding]]:
         """Artifacts offered by URL, and the one an alignmentRef names if it is not offered."""
         wanted = list(self._remote_artifacts)
-        reference = node.get(_ALIGNMENT_REF, [{}])[0].get("@id")
+        reference = _referenced(node)
         if (reference and is_remote(reference) and reference not in wanted
                 and not any(a.id == reference for a in self.artifacts)):
             wanted.append(reference)
@@ -454,7 +544,8 @@ class Checker:
 
     def _dependencies(self, ontology: Mapping[str, str], params: Mapping[str, Any],
                       at: datetime, retriever: Retriever | None = None,
-                      instance: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+                      instance: Mapping[str, str | None] | None = None,
+                      reference: str | None = None) -> dict[str, Any]:
         return {
             # Which instance revision was judged (5.3): its identifier and profileVersion.
             "instance": dict(instance or {"id": None, "profileVersion": None}),
@@ -468,12 +559,21 @@ class Checker:
             ],
             "capabilities": self._fixed_dependencies["capabilities"],
             "parameters": dict(sorted(params.items())),
+            # The artifact the envelope's alignmentRef names: whether one of that id is
+            # offered decided whether it was to be retrieved (S5: offering it changes that).
+            "alignmentRef": reference,
         }
 
 
 # Envelope instances (@id, profileVersion) whose first content a Checker remembers.
 INSTANCES = 65536
 _PROFILE_VERSION = "https://example.org/ioa/semantic#profileVersion"
+
+
+def _referenced(node: dict[str, Any]) -> str | None:
+    """The artifact an expanded envelope's alignmentRef names, or None."""
+    reference = (node.get(_ALIGNMENT_REF) or [{}])[0].get("@id")
+    return reference if isinstance(reference, str) else None
 
 
 def _instance(node: dict[str, Any]) -> dict[str, str | None]:

@@ -365,7 +365,7 @@ def test_every_command_and_option_has_help_text() -> None:
 
     commands = _commands()
     assert [name for name, _ in commands] == ["ioa-check", "check", "audit", "lint", "trace",
-                                              "sign", "keygen", "serve"]
+                                              "sign", "keygen", "serve", "impact"]
     silent = [f"{name} {'/'.join(action.option_strings) or action.dest}"
               for name, parser in commands for action in parser._actions
               if not isinstance(action, argparse._SubParsersAction) and not action.help]

@@ -13,7 +13,7 @@ Every import counts, wherever it stands (at the top of a module, inside a functi
   store), ``decision``, ``engine``;
 * ``compiled`` (imports the pipeline; the pipeline never imports it);
 * ``_checker``;
-* the products: ``audit``, ``trace``, ``a2a``, ``negotiation``, ``service``;
+* the products: ``audit``, ``trace``, ``a2a``, ``negotiation``, ``service``, ``impact``;
 * ``reporters``;
 * ``cli``; and the package's face, ``__init__`` and ``__main__``.
 
@@ -86,7 +86,7 @@ def layer(module: str) -> int:
     for index, stage in enumerate(STAGES):
         if module == stage or (stage == "sources" and top == "sources"):
             return 1 + index
-    group = {"audit": "products", "trace": "products", "a2a": "products",
+    group = {"audit": "products", "trace": "products", "a2a": "products", "impact": "products",
              "negotiation": "products", "service": "products",
              "__init__": "face", "__main__": "face"}.get(top, top)
     assert group in ABOVE, f"{module} is in no layer: name it in tests/test_layers.py"

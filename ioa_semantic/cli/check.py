@@ -16,12 +16,14 @@ from .._files import writing
 from .._findings import Decision, ProfileRef, Verdict
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
+from ..impact.log import MAX_BYTES, DecisionLog
 from ..pipeline import remedies
 from ..reporters.check import REPORTERS
 from ..sources.loader import ProfileUnavailable
 from .parsing import (
     _instant,
     _parameter,
+    _size,
     add_checker_arguments,
     limits_of,
 )
@@ -32,7 +34,7 @@ EPILOG = ("exit status: 0 compatible, 1 incompatible, 2 usage or configuration e
           "3 indeterminate, 4 invalid, 70 internal error, 74 the output cannot be written")
 # The other commands' names: an envelope of one of these names that does not exist is a
 # subcommand written after an option (see run).
-COMMANDS = ("audit", "lint", "trace", "sign", "keygen", "serve")
+COMMANDS = ("audit", "lint", "trace", "sign", "keygen", "serve", "impact")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="evaluation instant, ISO-8601 with a UTC offset (default: now)")
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text",
                         help="text (default) or json (one line per envelope, contract 2)")
+    parser.add_argument("--log", metavar="PATH",
+                        help="append each decision to this decision log (JSON Lines; the "
+                             "envelopes kept in PATH.objects), for ioa-check impact")
+    parser.add_argument("--log-max-bytes", type=_size, default=MAX_BYTES, metavar="SIZE",
+                        help="rotate the decision log past this size (default 64MiB)")
     parser.add_argument("--list", action="store_true",
                         help="list the shipped profiles and alignment artifacts, then exit")
 
@@ -96,7 +103,9 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                               limits=limits_of(opts),
                               allow_remote=opts.allow_remote, engine=opts.engine,
                               allow_private_addresses=opts.allow_private_addresses,
-                              shape_timeout=opts.shape_timeout)
+                              shape_timeout=opts.shape_timeout,
+                              recorder=DecisionLog(opts.log, max_bytes=opts.log_max_bytes)
+                              if opts.log else None)
     except ProfileUnavailable as exc:
         # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.
         reasons = (finding(exc.code, str(exc), exc.url, subject=exc.url),)

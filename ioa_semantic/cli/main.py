@@ -30,11 +30,23 @@ from .._nearest import nearest
 from .._runtime import quick_exit
 from .._status import ExitStatus
 from .._version import __version__
-from . import audit, check, keygen, lint, serve, sign, trace, trace_history, trace_serve
+from . import (
+    audit,
+    check,
+    impact,
+    keygen,
+    lint,
+    serve,
+    sign,
+    trace,
+    trace_history,
+    trace_serve,
+)
 from .parsing import _Parser, unwritable_stdout
 
 COMMANDS: dict[str, ModuleType] = {"check": check, "audit": audit, "lint": lint, "trace": trace,
-                                    "sign": sign, "keygen": keygen, "serve": serve}
+                                    "sign": sign, "keygen": keygen, "serve": serve,
+                                    "impact": impact}
 _SUMMARIES = {
     "check": "judge envelopes (the default command: ioa-check ENVELOPE... --profile NAME)",
     "audit": "audit capability registrations in bulk",
@@ -43,6 +55,7 @@ _SUMMARIES = {
     "sign": "sign an alignment artifact with an Ed25519 key (a Data Integrity proof)",
     "keygen": "make an Ed25519 signing key and print its did:key",
     "serve": "serve checks and audits over HTTP, with a page for people (the serve extra)",
+    "impact": "which logged decisions a new profile, artifact or instant would flip",
 }
 # What the top-level parser answers itself; anything else not naming a command is check's.
 _TOP_LEVEL = ("-h", "--help", "--version")
@@ -146,7 +159,8 @@ STATUS_OF_ERROR: tuple[tuple[type[IoaSemanticError], ExitStatus], ...] = (
     (ClusterStopped, ExitStatus.INTERNAL),  # no verdict, and no bug either: no trace
 )
 # The commands that name themselves on standard error; the others say "ioa-check".
-_SPEAKERS = {"lint": "ioa-check lint", "sign": "ioa-check sign", "keygen": "ioa-check keygen",
+_SPEAKERS = {"lint": "ioa-check lint", "impact": "ioa-check impact", "sign": "ioa-check sign",
+             "keygen": "ioa-check keygen",
              "trace": "ioa-check trace", "trace query": "ioa-check trace query",
              "trace reaudit": "ioa-check trace reaudit", "trace serve": "ioa-check trace serve"}
 

@@ -1,0 +1,157 @@
+"""A change to what decisions rest on, and which logged decisions it can touch (S5).
+
+A :class:`Change` names a new or revised profile, artifacts added, artifacts withdrawn (by
+``artifactId``) and another evaluation instant. Each is a :class:`Part`; a logged decision is
+judged again when at least one part :meth:`Part.touches` it, and skipped otherwise, with the
+reason. The test is sound first: a part touches every decision that read what it changes
+(the log's ``dependencies.read``, docs/impact.md "What a decision depends on").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from ..sources.loader import Artifact, Profile, load_profile, read_artifact, resolve_artifact
+
+
+class Change(NamedTuple):
+    """A change as named: ``profile`` a profile name or file (new or revised), ``added``
+    artifact files or shipped names, ``withdrawn`` artifactIds, ``at`` another instant."""
+
+    profile: str | None = None
+    added: tuple[str, ...] = ()
+    withdrawn: tuple[str, ...] = ()
+    at: datetime | None = None
+
+
+class Added(NamedTuple):
+    """An artifact the change adds: where it came from, its bytes and what it says."""
+
+    origin: str
+    data: bytes
+    artifact: Artifact
+
+
+class Part(NamedTuple):
+    """One part of a change: ``kind`` (``profile``, ``artifact-added``,
+    ``artifact-withdrawn``, ``instant``), ``label`` (the cause as a report names it) and what
+    it holds."""
+
+    kind: str
+    label: str
+    profile: Profile | None = None
+    profile_source: str | None = None
+    added: Added | None = None
+    withdrawn: str | None = None
+    at: datetime | None = None
+
+    def touches(self, entry: Mapping[str, Any], profile_now: Mapping[str, Any] | None
+                ) -> str | None:
+        """None when this part can change the logged decision ``entry``; else why it cannot
+        (the reason a skip is counted under). ``profile_now`` is what the new profile's
+        decisions record of it (its dependencies), for a profile part."""
+        configuration = entry["configuration"]
+        read = entry["dependencies"]["read"]
+        if self.kind == "profile":
+            assert self.profile is not None and profile_now is not None
+            logged = configuration["profile"]
+            if logged.get("id") != self.profile.id:
+                return "judged under another profile"
+            if {k: v for k, v in logged.items() if k != "source"} == dict(profile_now):
+                return "the profile is unchanged"
+            return None
+        offered = configuration["alignments"]
+        if self.kind == "artifact-withdrawn":
+            if not any(a.get("artifactId") == self.withdrawn for a in offered):
+                return "the withdrawn artifact was not offered"
+            if read["artifacts"] or _referenced(entry) == self.withdrawn:
+                return None
+        if self.kind == "artifact-added":
+            assert self.added is not None
+            if any(a["sha256"] == self.added.artifact.digest for a in offered):
+                return "the added artifact was already offered"
+            # The envelope's alignmentRef is retrieved unless an artifact of its id is
+            # offered (the Checker's _fetch_artifacts): adding the first one changes that.
+            reference = _referenced(entry)
+            if read["artifacts"] or (reference is not None
+                                     and reference == self.added.artifact.id
+                                     and not any(a.get("artifactId") == reference
+                                                 for a in offered)):
+                return None
+        if not read["artifacts"]:
+            return f"no artifact was read: {read.get('notReadBecause', 'none was screened')}"
+        assert self.at is not None
+        if not entry["dependencies"]["artifacts"]:
+            return "no artifact was offered: no validity limit was read"
+        logged_sides = [_sides(a) for a in entry["dependencies"]["artifacts"]]
+        if logged_sides == [_sides_at(a, self.at) for a in entry["dependencies"]["artifacts"]]:
+            return "the instant is on the same side of every validity limit"
+        return None
+
+
+def _referenced(entry: Mapping[str, Any]) -> str | None:
+    reference = entry["dependencies"].get("alignmentRef")
+    return reference if isinstance(reference, str) else None
+
+
+_SIDES = ("notYetValidAtEvaluation", "expiredAtEvaluation", "proofNotYetValidAtEvaluation",
+          "proofExpiredAtEvaluation")
+
+
+def _sides(logged: Mapping[str, Any]) -> tuple[bool, ...]:
+    return tuple(bool(logged.get(k)) for k in _SIDES)
+
+
+def _sides_at(logged: Mapping[str, Any], at: datetime) -> tuple[bool, ...]:
+    """Where ``at`` stands against a logged artifact's limits, as Artifact.validity_at
+    puts it: before validFrom, at or after validUntil, before the proof's created, at or
+    after its expires."""
+    def limit(name: str) -> datetime | None:
+        value = logged.get(name)
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+    valid_from, valid_until = limit("validFrom"), limit("validUntil")
+    created, expires = limit("proofCreated"), limit("proofExpires")
+    return (valid_from is not None and at < valid_from,
+            valid_until is not None and at >= valid_until,
+            created is not None and at < created,
+            expires is not None and at >= expires)
+
+
+def parts_of(change: Change) -> list[Part]:
+    """The parts of ``change``, each loaded (a profile or artifact that cannot be read is a
+    :class:`~ioa_semantic.ConfigurationError`)."""
+    parts: list[Part] = []
+    if change.profile is not None:
+        profile = load_profile(change.profile)
+        parts.append(Part("profile", f"profile {profile.id} revision {profile.revision} "
+                          f"({profile.source}, sha256 {profile.digest[:12]})",
+                          profile=profile, profile_source=change.profile))
+    for index, name in enumerate(change.added):
+        origin, data = resolve_artifact(name)
+        artifact = read_artifact(data, origin, index)
+        named = (f"{artifact.id} revision {artifact.revision}" if artifact.id
+                 else f"{origin} (malformed)")
+        parts.append(Part("artifact-added", f"artifact added: {named}",
+                          added=Added(origin, data, artifact)))
+    parts.extend(Part("artifact-withdrawn", f"artifact withdrawn: {ident}", withdrawn=ident)
+                 for ident in dict.fromkeys(change.withdrawn))
+    if change.at is not None:
+        instant = change.at.isoformat().replace("+00:00", "Z")
+        parts.append(Part("instant", f"instant {instant}", at=change.at))
+    return parts
+
+
+def applies(parts: Sequence[Part], entry: Mapping[str, Any],
+            profile_now: Mapping[str, Any] | None) -> tuple[list[Part], list[str]]:
+    """The parts that touch ``entry`` and, when none does, why each does not."""
+    touching, reasons = [], []
+    for part in parts:
+        why = part.touches(entry, profile_now)
+        if why is None:
+            touching.append(part)
+        else:
+            reasons.append(why)
+    return touching, reasons

@@ -1,0 +1,297 @@
+"""The decision log: each decision a Checker makes, as one JSON line, with what judging it
+again needs (issue 40, item 1; draft S5).
+
+A line holds the envelope's digest (the envelope itself is kept once, by the sha256 of its
+bytes, in the content-addressed folder beside the log, ``LOG.objects``, as are the
+registrations and artifacts the Checker was built from), the task parameters given, the
+evaluation instant, the decision (verdict and reasons) and its dependencies: what the
+decision read. The format is versioned (:data:`FORMAT`) and described in docs/impact.md.
+
+The log rotates by size: when a line would take the current file past ``max_bytes``, the
+file becomes ``LOG.N`` (N one more than the highest present) and a new ``LOG`` begins; the
+segments read oldest first are ``LOG.1``, ``LOG.2``, ... then ``LOG``. A log that is cut (a
+write interrupted) or damaged is read up to the damage in each segment, with a
+:class:`Damage` saying where and why; reading never raises for what a line holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from .._checker import Checked, Checker
+from .._exceptions import ConfigurationError
+from .._files import writing
+from .._findings import Severity, Verdict
+
+#: The line format's name and version; a reader refuses a line of another.
+FORMAT = "ioa-decision-log/1"
+#: Rotation size by default (64 MiB).
+MAX_BYTES = 64 << 20
+# The reason codes that say a mapping was looked up for a capability and not established:
+# the pairs a later artifact could provide (their path is the capability).
+_LOOKED_UP = frozenset({"alignment.no-accepted-mapping", "alignment.condition-unevaluable",
+                        "alignment.ambiguous", "alignment.not-offered"})
+_SEGMENT = re.compile(r"\.(\d+)$")
+
+
+def objects_folder(log: str) -> str:
+    """The content-addressed folder beside ``log`` (shared by all its segments)."""
+    return f"{log}.objects"
+
+
+def object_path(log: str, digest: str) -> str:
+    return os.path.join(objects_folder(log), digest[:2], digest)
+
+
+class DecisionLog:
+    """A :class:`~ioa_semantic.DecisionRecorder` that appends each decision to ``path``.
+
+    Give it to a Checker (``Checker(..., recorder=DecisionLog(path))``); it may be shared
+    by threads. Writing failures raise :class:`~ioa_semantic.WriteFailed`.
+    """
+
+    def __init__(self, path: str, *, max_bytes: int = MAX_BYTES) -> None:
+        if max_bytes <= 0:
+            raise ConfigurationError(f"the decision log's rotation size must be positive, not "
+                                     f"{max_bytes}")
+        self.path = path
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        # Each Checker's configuration, written once per Checker (its objects stored).
+        self._configurations: dict[int, dict[str, Any]] = {}
+
+    def record(self, checker: Checker, checked: Checked) -> None:
+        """Append one decision (and keep its envelope in the objects folder)."""
+        line = json.dumps(self._line(checker, checked), ensure_ascii=False,
+                          separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+        with self._lock, writing(self.path):
+            try:
+                size = os.path.getsize(self.path)
+            except FileNotFoundError:
+                size = 0
+            if size and size + len(line) > self.max_bytes:
+                os.replace(self.path, f"{self.path}.{_next_segment(self.path)}")
+            with open(self.path, "ab") as handle:
+                handle.write(line)
+
+    def _line(self, checker: Checker, checked: Checked) -> dict[str, Any]:
+        decision = checked.decision
+        configuration = self._configuration(checker)
+        envelope = self._keep(checked.envelope)
+        dependencies = dict(decision.dependencies)
+        return {
+            "format": FORMAT,
+            # Which Checker judged it: its revision memory (5.3) is its own.
+            "checker": configuration["checker"],
+            "envelope": {"sha256": envelope, "source": decision.source},
+            "params": dict(sorted(checked.params.items())),
+            "at": decision.at,
+            "configuration": {k: v for k, v in configuration.items() if k != "checker"},
+            "decision": {"verdict": str(decision.verdict),
+                         "reasons": [f.as_dict() for f in decision.findings]},
+            "dependencies": {**_thawed(dependencies), "read": reads(
+                decision.findings, dependencies, bool(configuration["capabilities"]))},
+            "instance": ({"pair": checked.instance[0].hex(), "content": checked.instance[1].hex()}
+                         if checked.instance is not None else None),
+        }
+
+    def _configuration(self, checker: Checker) -> dict[str, Any]:
+        with self._lock:
+            known = self._configurations.get(id(checker))
+        if known is not None:
+            return known
+        offered = checker.offered
+        if offered is None:
+            raise ConfigurationError("a decision log needs the Checker built with it "
+                                     "(Checker(..., recorder=log))")
+        profile = offered.profile
+        if os.path.exists(profile):
+            profile = os.path.abspath(profile)
+        configuration = {
+            "profile": {"source": profile,
+                        **_thawed(checker.profile_dependencies)},
+            "capabilities": [{"origin": origin, "sha256": self._keep(data)}
+                             for origin, data in offered.capabilities],
+            "alignments": [{"origin": origin, "sha256": self._keep(data),
+                            "artifactId": a.id or None, "revision": a.revision or None}
+                           for (origin, data), a in zip(offered.alignments, checker.artifacts,
+                                                        strict=True)],
+            "engine": checker.engine,
+            # Remote resources are not kept: a decision that could retrieve is not judged
+            # again (impact counts it as unjudgeable).
+            "retrieval": checker.retrieval_enabled or bool(checker.remote_artifacts),
+            "checker": uuid.uuid4().hex,
+        }
+        with self._lock:
+            self._configurations[id(checker)] = configuration
+        return configuration
+
+    def _keep(self, data: bytes) -> str:
+        """``data`` kept under its sha256 in the objects folder; its digest."""
+        digest = hashlib.sha256(data).hexdigest()
+        target = object_path(self.path, digest)
+        if os.path.exists(target):
+            return digest
+        folder = os.path.dirname(target)
+        with writing(target):
+            os.makedirs(folder, exist_ok=True)
+            # Written aside and renamed: a reader never finds half an object under its name.
+            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".part-")
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            os.replace(temporary, target)
+        return digest
+
+
+def reads(findings: Any, dependencies: Mapping[str, Any], offered: bool) -> dict[str, Any]:
+    """What a decision read beyond its profile, as :mod:`.change` tests it: whether the offered
+    artifacts (and the instant, through their validity limits) were read at all, and the
+    capabilities a mapping was looked up for and not established.
+
+    Artifacts are screened only when the envelope passed the baseline, its ontology version
+    is accepted (``readAs``) and registrations are offered (pipeline.decision.evaluate);
+    otherwise none of them, nor the instant, can change the decision.
+    """
+    ontology = dependencies.get("ontology") or {}
+    if not ontology:
+        why = "the envelope was rejected before compatibility was evaluated"
+    elif "readAs" not in ontology:
+        why = "the envelope's ontology version is not accepted"
+    elif not offered:
+        why = "no registrations were offered"
+    else:
+        why = None
+    looked_up = sorted({f.path for f in findings if f.code in _LOOKED_UP})
+    return {"artifacts": why is None, **({"notReadBecause": why} if why else {}),
+            "lookups": [{"capability": c, "source": {"ontologyId": ontology.get("id"),
+                                                     "ontologyVersion": ontology.get("readAs")},
+                         "established": False} for c in looked_up]}
+
+
+def _thawed(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thawed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_thawed(v) for v in value]
+    return value
+
+
+def _next_segment(path: str) -> int:
+    return max((n for _, n in _segments(path)), default=0) + 1
+
+
+def _segments(path: str) -> list[tuple[str, int]]:
+    folder = os.path.dirname(path) or "."
+    base = os.path.basename(path)
+    found = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    for name in names:
+        if name.startswith(base + "."):
+            match = _SEGMENT.search(name[len(base):])
+            if match and name[len(base):] == match.group(0):
+                found.append((os.path.join(folder, name), int(match.group(1))))
+    return sorted(found, key=lambda s: s[1])
+
+
+class Logged(NamedTuple):
+    """One decision read back from a log: where it stands (``log`` segment and 1-based
+    ``line``) and the line as written."""
+
+    log: str
+    line: int
+    entry: dict[str, Any]
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict(self.entry["decision"]["verdict"])
+
+    @property
+    def at(self) -> datetime:
+        return datetime.fromisoformat(self.entry["at"])
+
+
+class Damage(NamedTuple):
+    """Where a log stops being readable and why; the lines before it were read."""
+
+    log: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.log}, line {self.line}: {self.reason}; the rest of this file is not read"
+
+
+def read_log(path: str) -> Iterator[Logged | Damage]:
+    """The decisions of the log at ``path``, its rotated segments first, oldest first; a
+    :class:`Damage` where a segment stops being readable. A log that cannot be opened at
+    all is a :class:`~ioa_semantic.ConfigurationError`."""
+    segments = [p for p, _ in _segments(path)]
+    if os.path.exists(path) or not segments:
+        segments.append(path)
+    for number, segment in enumerate(segments):
+        try:
+            handle = open(segment, "rb")  # noqa: SIM115 (closed below, as it is read)
+        except OSError as exc:
+            if number == len(segments) - 1 and segments[:-1] and isinstance(
+                    exc, FileNotFoundError):
+                continue  # rotated just now, and nothing written since
+            raise ConfigurationError(f"{segment}: the decision log cannot be read: "
+                                     f"{exc.strerror}") from exc
+        with handle:
+            yield from _lines(segment, handle)
+
+
+def _lines(segment: str, handle: Any) -> Iterator[Logged | Damage]:
+    for number, raw in enumerate(handle, start=1):
+        if not raw.endswith(b"\n"):
+            yield Damage(segment, number, "the file ends inside a line (a write was cut)")
+            return
+        problem = None
+        try:
+            entry = json.loads(raw)
+        except (ValueError, RecursionError):
+            entry, problem = None, "not a JSON line"
+        if problem is None:
+            problem = _problem(entry)
+        if problem is not None:
+            yield Damage(segment, number, problem)
+            return
+        yield Logged(segment, number, entry)
+
+
+def _problem(entry: Any) -> str | None:
+    """Why ``entry`` is not a decision line this reader can use, or None."""
+    if not isinstance(entry, dict):
+        return "not a JSON object"
+    if entry.get("format") != FORMAT:
+        return f"not a line of {FORMAT} (format {entry.get('format')!r})"
+    try:
+        sha = entry["envelope"]["sha256"]
+        assert isinstance(sha, str) and re.fullmatch("[0-9a-f]{64}", sha)
+        assert isinstance(entry["params"], dict)
+        datetime.fromisoformat(entry["at"])
+        configuration = entry["configuration"]
+        assert isinstance(configuration["profile"]["source"], str)
+        for item in (*configuration["capabilities"], *configuration["alignments"]):
+            assert re.fullmatch("[0-9a-f]{64}", item["sha256"])
+        Verdict(entry["decision"]["verdict"])
+        for reason in entry["decision"]["reasons"]:
+            Severity(reason["severity"])
+            assert all(isinstance(reason[k], str) for k in ("code", "path", "section"))
+        assert isinstance(entry["dependencies"]["read"]["artifacts"], bool)
+        assert isinstance(entry["dependencies"]["artifacts"], list)
+    except (AssertionError, KeyError, TypeError, ValueError) as exc:
+        return f"a member is missing or of the wrong kind ({type(exc).__name__}: {exc})"
+    return None

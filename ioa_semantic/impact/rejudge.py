@@ -1,0 +1,286 @@
+"""Impact: the logged decisions a change can touch, judged again; those that flip, and why.
+
+:class:`Impact` reads a decision log (:mod:`.log`), asks each part of the change whether it
+touches each decision (:mod:`.change`), judges again only those some part touches, under
+the logged configuration with the change applied, and yields a :class:`Flip` for each
+decision whose verdict or reasons change; its :attr:`Impact.summary` counts the rest (how
+many were skipped and why). Reasons are compared by code, severity, path and section, not
+by message: a message may quote the instant, which a cached decision does not keep either.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from .._checker import Checker
+from .._exceptions import IoaSemanticError
+from .._findings import Decision
+from .change import Change, Part, applies, parts_of
+from .log import Damage, Logged, object_path, read_log
+
+# The reasons' identity in a comparison (see the module's docstring).
+_IDENTITY = ("code", "severity", "path", "section")
+# Checkers kept at once (one per configuration the change produces).
+_CHECKERS = 8
+
+
+def _identity(reason: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(reason.get(k, "")) for k in _IDENTITY)
+
+
+class Flip(NamedTuple):
+    """A logged decision whose verdict or reasons the change alters."""
+
+    log: str
+    line: int
+    source: str
+    envelope: str
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    added: tuple[Mapping[str, Any], ...]
+    removed: tuple[Mapping[str, Any], ...]
+    causes: tuple[str, ...]
+
+    @property
+    def transition(self) -> str:
+        return f"{self.before['verdict']} -> {self.after['verdict']}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"log": self.log, "line": self.line, "source": self.source,
+                "envelope": self.envelope, "transition": self.transition,
+                "before": dict(self.before), "after": dict(self.after),
+                "added": [dict(r) for r in self.added],
+                "removed": [dict(r) for r in self.removed], "causes": list(self.causes)}
+
+
+class Summary(NamedTuple):
+    """What an impact run found, in counts: ``decisions`` read, ``rejudged``, ``skipped`` by
+    reason, ``unchanged`` (judged again, the same), ``flipped``, flips by cause and by verdict
+    transition, ``unjudgeable`` by reason, and the log's damage (``warnings``)."""
+
+    change: tuple[str, ...]
+    decisions: int
+    rejudged: int
+    skipped: Mapping[str, int]
+    unchanged: int
+    flipped: int
+    causes: Mapping[str, int]
+    transitions: Mapping[str, int]
+    unjudgeable: Mapping[str, int]
+    warnings: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"change": list(self.change), "decisions": self.decisions,
+                "rejudged": self.rejudged, "skipped": dict(self.skipped),
+                "unchanged": self.unchanged, "flipped": self.flipped,
+                "causes": dict(self.causes), "transitions": dict(self.transitions),
+                "unjudgeable": dict(self.unjudgeable), "warnings": list(self.warnings)}
+
+
+class _Unjudgeable(IoaSemanticError):
+    """A logged decision that cannot be judged again (its reason is counted, not raised out
+    of an impact run)."""
+
+
+class _Configuration(NamedTuple):
+    profile: str
+    capabilities: tuple[tuple[str, bytes], ...]
+    alignments: tuple[tuple[str, bytes], ...]
+    engine: str
+
+
+class Impact:
+    """The impact of ``change`` on the decisions logged in ``logs`` (each a log path, read
+    with its rotated segments). Iterate it for the flips; :attr:`summary` is then complete.
+    With ``everything``, every decision is judged again (what the skipping is tested
+    against)."""
+
+    def __init__(self, logs: Sequence[str], change: Change, *, everything: bool = False) -> None:
+        self.logs = tuple(logs)
+        self.change = change
+        self.parts = parts_of(change)
+        self.everything = everything
+        self.summary: Summary | None = None
+        self._checkers: dict[_Configuration, _Replay] = {}
+        self._profile_now: Mapping[str, Any] | None = None
+        #: Every decision judged again: (log, line) -> the decision (for tests).
+        self.judged: dict[tuple[str, int], Decision] = {}
+
+    def __iter__(self) -> Iterator[Flip]:
+        skipped: Counter[str] = Counter()
+        unjudgeable: Counter[str] = Counter()
+        causes: Counter[str] = Counter()
+        transitions: Counter[str] = Counter()
+        warnings: list[str] = []
+        decisions = rejudged = unchanged = flipped = 0
+        # Each logged Checker's instance contents, in log order (5.3): a replay restores them.
+        seen: dict[str, list[tuple[bytes, bytes]]] = {}
+        for item in (x for log in self.logs for x in read_log(log)):
+            if isinstance(item, Damage):
+                warnings.append(str(item))
+                continue
+            decisions += 1
+            entry = item.entry
+            run = str(entry.get("checker", ""))
+            instance = entry.get("instance")
+            if isinstance(instance, dict):
+                seen.setdefault(run, []).append((bytes.fromhex(instance["pair"]),
+                                                 bytes.fromhex(instance["content"])))
+            touching, reasons = applies(self.parts, entry, self._profile_dependencies(entry))
+            if not touching and not self.everything:
+                skipped[reasons[0] if len(set(reasons)) == 1 else
+                        "; ".join(sorted(set(reasons))) or "the change is empty"] += 1
+                continue
+            try:
+                # Under the whole change: the parts that do not touch it change nothing it read.
+                after = self._judge(item, self.parts, seen.get(run, []), run)
+            except _Unjudgeable as exc:
+                unjudgeable[str(exc)] += 1
+                continue
+            rejudged += 1
+            self.judged[(item.log, item.line)] = after
+            flip = self._compare(item, after)
+            if flip is None:
+                unchanged += 1
+                continue
+            if len(touching) > 1:
+                flip = flip._replace(causes=self._causes(item, touching, seen.get(run, []),
+                                                         run))
+            else:
+                flip = flip._replace(causes=tuple(p.label for p in touching))
+            flipped += 1
+            transitions[flip.transition] += 1
+            for cause in flip.causes:
+                causes[cause] += 1
+            yield flip
+        self.summary = Summary(tuple(p.label for p in self.parts), decisions, rejudged,
+                               dict(skipped), unchanged, flipped, dict(causes),
+                               dict(transitions), dict(unjudgeable), tuple(warnings))
+
+    def _profile_dependencies(self, entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """What decisions under the changed profile record of it (built once)."""
+        part = next((p for p in self.parts if p.kind == "profile"), None)
+        if part is None:
+            return None
+        if self._profile_now is None:
+            assert part.profile is not None
+            self._profile_now = dict(Checker(part.profile).profile_dependencies)
+        return self._profile_now
+
+    def _configuration(self, item: Logged, parts: Iterable[Part]) -> _Configuration:
+        """The logged decision's configuration with ``parts`` applied."""
+        logged = item.entry["configuration"]
+        root = _root(item.log)
+        profile = logged["profile"]["source"]
+        alignments = [(a["origin"], _object(root, a["sha256"]), a.get("artifactId"))
+                      for a in logged["alignments"]]
+        # Withdrawals first: an artifact withdrawn is one that was offered, never one the
+        # same change adds (a revision is withdrawn and added under one artifactId).
+        for part in sorted(parts, key=lambda p: p.kind != "artifact-withdrawn"):
+            if part.kind == "profile" and part.profile is not None and (
+                    part.profile.id == logged["profile"].get("id")):
+                profile = str(part.profile_source)
+            elif part.kind == "artifact-withdrawn":
+                alignments = [a for a in alignments if a[2] != part.withdrawn]
+            elif part.kind == "artifact-added" and part.added is not None:
+                alignments.append((part.added.origin, part.added.data, part.added.artifact.id))
+        capabilities = tuple((c["origin"], _object(root, c["sha256"]))
+                             for c in logged["capabilities"])
+        return _Configuration(profile, capabilities,
+                              tuple((origin, data) for origin, data, _ in alignments),
+                              str(logged.get("engine", "compiled")))
+
+    def _judge(self, item: Logged, parts: Iterable[Part], seen: list[tuple[bytes, bytes]],
+               run: str) -> Decision:
+        parts = list(parts)
+        if item.entry["configuration"].get("retrieval"):
+            raise _Unjudgeable("it could retrieve remote resources, which are not kept")
+        configuration = self._configuration(item, parts)
+        replay = self._checkers.pop(configuration, None)
+        if replay is None:
+            try:
+                replay = _Replay(configuration)
+            except IoaSemanticError as exc:
+                raise _Unjudgeable(f"the configuration cannot be built again: {exc}") from exc
+            if len(self._checkers) >= _CHECKERS:
+                self._checkers.pop(next(iter(self._checkers)))
+        self._checkers[configuration] = replay  # the most recently used last
+        replaced = configuration.profile != item.entry["configuration"]["profile"]["source"]
+        if not replaced and not replay.matches(item.entry):
+            raise _Unjudgeable("the profile changed since the decision was logged (name the "
+                               "revised file with --profile)")
+        envelope = _object(_root(item.log), item.entry["envelope"]["sha256"])
+        at = next((p.at for p in parts if p.kind == "instant" and p.at is not None), item.at)
+        return replay.judge(envelope, item.entry["params"], at,
+                            item.entry["envelope"].get("source", "-"), seen, run)
+
+    def _compare(self, item: Logged, after: Decision) -> Flip | None:
+        logged = item.entry["decision"]
+        before = {_identity(r): r for r in logged["reasons"]}
+        now = {_identity(r.as_dict()): r.as_dict() for r in after.findings}
+        if logged["verdict"] == str(after.verdict) and before.keys() == now.keys():
+            return None
+        return Flip(item.log, item.line, item.entry["envelope"].get("source", "-"),
+                    item.entry["envelope"]["sha256"], logged,
+                    {"verdict": str(after.verdict), "reasons": list(now.values())},
+                    tuple(r for k, r in now.items() if k not in before),
+                    tuple(r for k, r in before.items() if k not in now), ())
+
+    def _causes(self, item: Logged, touching: Sequence[Part],
+                seen: list[tuple[bytes, bytes]], run: str) -> tuple[str, ...]:
+        """The parts that flip the decision alone; all of them when none does alone."""
+        alone = []
+        for part in touching:
+            try:
+                decision = self._judge(item, [part], seen, run)
+            except _Unjudgeable:
+                continue
+            if self._compare(item, decision) is not None:
+                alone.append(part.label)
+        return tuple(alone) or (" + ".join(p.label for p in touching),)
+
+
+class _Replay:
+    """A Checker for one configuration, with its revision memory kept as the logged
+    Checker's was at each decision."""
+
+    def __init__(self, configuration: _Configuration) -> None:
+        self.checker = Checker(configuration.profile,
+                               capabilities=[data for _, data in configuration.capabilities],
+                               alignments=[data for _, data in configuration.alignments],
+                               engine=configuration.engine)
+        self.run: str | None = None
+        self.position = 0
+
+    def matches(self, entry: Mapping[str, Any]) -> bool:
+        """Whether this Checker's profile is the one the decision was judged under."""
+        logged = {k: v for k, v in entry["configuration"]["profile"].items() if k != "source"}
+        return logged == dict(self.checker.profile_dependencies)
+
+    def judge(self, envelope: bytes, params: Mapping[str, str], at: datetime, source: str,
+              seen: list[tuple[bytes, bytes]], run: str) -> Decision:
+        if run != self.run:
+            self.checker.forget_instances()
+            self.run, self.position = run, 0
+        for pair, content in seen[self.position:]:
+            self.checker.remember_instance(pair, content)
+        self.position = len(seen)
+        return self.checker.check(envelope, params=params, at=at, source=source)
+
+
+def _root(log: str) -> str:
+    """The log a segment belongs to (``LOG.3`` is ``LOG``'s): its objects folder is shared."""
+    head, _, tail = log.rpartition(".")
+    return head if tail.isdigit() and head and os.path.isdir(f"{head}.objects") else log
+
+
+def _object(root: str, digest: str) -> bytes:
+    try:
+        with open(object_path(root, digest), "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise _Unjudgeable(f"an object the decision names is not kept ({exc.strerror})") from exc

@@ -1,0 +1,216 @@
+"""The decision log and ``ioa-check impact`` (issue 40, items 1 and 2; draft S5)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from ioa_semantic import Checker
+from ioa_semantic.cli.main import main
+from ioa_semantic.impact import FORMAT, Change, DecisionLog, Impact, read_log
+from ioa_semantic.impact.log import Damage, Logged, objects_folder
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ENVELOPE = (EXAMPLES / "envelope-12.1.jsonld").read_bytes()
+PROVIDER = str(EXAMPLES / "provider-12.1.jsonld")
+CS_DOC = "https://example.org/align/cs-doc-v1"
+JUNE = datetime(2026, 6, 1, tzinfo=UTC)
+LANGUAGES = {"sourceLang": "zh", "targetLang": "en"}
+
+
+def logged(tmp_path: Path, *, alignments: tuple[str, ...] = ("cs-doc-v1",),
+           checks: tuple[tuple[bytes, dict[str, str]], ...] = ((ENVELOPE, LANGUAGES),),
+           max_bytes: int = 1 << 20) -> str:
+    log = str(tmp_path / "decisions.jsonl")
+    checker = Checker("cs-translation", capabilities=[PROVIDER], alignments=alignments,
+                      recorder=DecisionLog(log, max_bytes=max_bytes))
+    for envelope, params in checks:
+        checker.check(envelope, params=params, at=JUNE, source="e.jsonld")
+    return log
+
+
+def entries(log: str) -> list[Logged | Damage]:
+    return list(read_log(log))
+
+
+def test_a_decision_is_logged_with_its_envelope_kept_once_by_digest(tmp_path: Path) -> None:
+    log = logged(tmp_path, checks=((ENVELOPE, LANGUAGES), (ENVELOPE, {})))
+    first, second = entries(log)
+    assert isinstance(first, Logged) and isinstance(second, Logged)
+    line = first.entry
+    assert line["format"] == FORMAT
+    assert line["decision"] == {"verdict": "compatible", "reasons": []}
+    assert line["params"] == LANGUAGES and line["at"] == "2026-06-01T00:00:00Z"
+    assert line["dependencies"]["read"]["artifacts"] is True
+    digest = line["envelope"]["sha256"]
+    assert second.entry["envelope"]["sha256"] == digest
+    kept = Path(objects_folder(log), digest[:2], digest)
+    assert kept.read_bytes() == ENVELOPE
+    # The pair looked up and not found (no languages: the condition cannot be evaluated).
+    assert second.entry["dependencies"]["read"]["lookups"][0]["capability"] == (
+        "https://example.org/onto/cs#TechTranslation")
+
+
+def test_the_log_rotates_by_size_and_is_read_oldest_first(tmp_path: Path) -> None:
+    params = [{"sourceLang": f"l{i}"} for i in range(5)]
+    log = logged(tmp_path, checks=tuple((ENVELOPE, p) for p in params), max_bytes=4000)
+    assert Path(log + ".1").exists() and Path(log + ".2").exists()
+    read = entries(log)
+    assert [e.entry["params"] for e in read if isinstance(e, Logged)] == params
+
+
+def test_a_cut_or_damaged_log_is_read_up_to_the_damage_with_a_reason(tmp_path: Path) -> None:
+    log = logged(tmp_path, checks=((ENVELOPE, LANGUAGES), (ENVELOPE, {}), (ENVELOPE, {})))
+    lines = Path(log).read_bytes().splitlines(keepends=True)
+    Path(log).write_bytes(lines[0] + lines[1][:40])
+    read = entries(log)
+    assert isinstance(read[0], Logged)
+    assert isinstance(read[1], Damage) and "cut" in read[1].reason and read[1].line == 2
+    Path(log).write_bytes(lines[0] + b'{"format": "ioa-decision-log/1"}\n' + lines[2])
+    read = entries(log)
+    assert [type(e) for e in read] == [Logged, Damage]
+    assert isinstance(read[1], Damage) and "missing" in read[1].reason
+
+
+def test_the_command_says_the_damage_and_judges_what_it_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = logged(tmp_path)
+    with open(log, "ab") as handle:
+        handle.write(b"\x00garbage")
+    status = main(["impact", log, "--at", "2027-01-01T00:00:00Z", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert "line 2" in err and "cut" in err and "Traceback" not in err
+    summary = json.loads(out.splitlines()[-1])["summary"]
+    assert summary["decisions"] == 1 and summary["flipped"] == 1
+    assert summary["warnings"]
+
+
+def test_an_instant_past_a_validity_limit_flips_and_one_before_is_skipped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = logged(tmp_path)
+    assert main(["impact", log, "--at", "2026-07-01T00:00:00Z", "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["rejudged"] == 0
+    assert summary["skipped"] == {"the instant is on the same side of every validity limit": 1}
+    assert main(["impact", log, "--at", "2027-01-01T00:00:00Z", "--format", "json"]) == 1
+    flip, last = (json.loads(x) for x in capsys.readouterr().out.splitlines())
+    assert flip["transition"] == "compatible -> indeterminate"
+    assert {r["code"] for r in flip["added"]} == {"alignment.no-accepted-mapping",
+                                                  "alignment.expired"}
+    assert flip["causes"] == ["instant 2027-01-01T00:00:00Z"]
+    assert last["summary"]["transitions"] == {"compatible -> indeterminate": 1}
+
+
+def test_an_artifact_added_for_a_pair_looked_up_and_not_found_flips_it(tmp_path: Path) -> None:
+    # No artifact offered: the mapping was looked up and not found.
+    log = logged(tmp_path, alignments=())
+    impact = Impact([log], Change(added=("cs-doc-v1",)))
+    (flip,) = list(impact)
+    assert flip.transition == "indeterminate -> compatible"
+    assert [r["code"] for r in flip.removed] == ["alignment.no-accepted-mapping"]
+    assert flip.causes == (f"artifact added: {CS_DOC} revision 1",)
+
+
+def test_what_a_decision_did_not_read_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    invalid = b"{"
+    unaccepted = ENVELOPE.replace(b'"1.0"', b'"9.9"')
+    log = logged(tmp_path, checks=((invalid, {}), (unaccepted, {}), (ENVELOPE, LANGUAGES)))
+    impact = Impact([log], Change(withdrawn=(CS_DOC,)))
+    (flip,) = list(impact)
+    assert flip.line == 3
+    assert impact.summary is not None
+    assert impact.summary.skipped == {
+        "no artifact was read: the envelope was rejected before compatibility was evaluated": 1,
+        "no artifact was read: the envelope's ontology version is not accepted": 1}
+    unrelated = Impact([log], Change(withdrawn=("https://example.org/align/other",)))
+    assert list(unrelated) == []
+    assert unrelated.summary is not None and unrelated.summary.rejudged == 0
+
+
+def test_a_revised_profile_replaces_the_logged_one(tmp_path: Path) -> None:
+    log = logged(tmp_path)
+    shipped = Path(__file__).resolve().parents[1] / "ioa_semantic/data/profiles/cs-translation.ttl"
+    revised = tmp_path / "revised.ttl"
+    revised.write_text(shipped.read_text().replace("mapping-authority", "other-authority"))
+    (flip,) = list(Impact([log], Change(profile=str(revised))))
+    assert "alignment.untrusted" in {r["code"] for r in flip.added}
+    same = Impact([log], Change(profile="cs-translation"))
+    assert list(same) == [] and same.summary is not None
+    assert same.summary.skipped == {"the profile is unchanged": 1}
+
+
+NAMED = ENVELOPE.replace(b'"@type": "ioa:SemanticProfile",',
+                         b'"@type": "ioa:SemanticProfile", "@id": "urn:e:1",')
+
+
+def test_an_ambiguous_instance_revision_is_ambiguous_again_when_judged_again(
+        tmp_path: Path) -> None:
+    # 5.3: the same @id (and no profileVersion) with two contents; the second is ambiguous
+    # in the Checker that logged them. The first, under a version not accepted, read no
+    # artifact and is skipped; the second is judged again, as ambiguous as it was.
+    unaccepted = NAMED.replace(b'"1.0"', b'"9.9"')
+    log = logged(tmp_path, checks=((unaccepted, LANGUAGES), (NAMED, LANGUAGES)))
+    second = entries(log)[1]
+    assert isinstance(second, Logged)
+    assert "profile.revision-ambiguous" in {r["code"] for r in
+                                            second.entry["decision"]["reasons"]}
+    impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)))
+    (flip,) = list(impact)
+    assert flip.line == 2 and "profile.revision-ambiguous" in {
+        r["code"] for r in flip.after["reasons"]}
+    assert impact.summary is not None and impact.summary.rejudged == 1
+
+
+def test_each_logged_checker_s_memory_of_instances_is_its_own(tmp_path: Path) -> None:
+    # Two runs of one configuration: the named instance is ambiguous in the first (another
+    # content came first) and not in the second, which saw it first; so again when judged.
+    other = NAMED.replace(b'"LLM"', b'"large language model"')
+    log = logged(tmp_path, checks=((other, LANGUAGES), (NAMED, LANGUAGES)))
+    logged(tmp_path, checks=((NAMED, LANGUAGES),))
+    verdicts = [e.entry["decision"]["verdict"] for e in entries(log) if isinstance(e, Logged)]
+    assert verdicts == ["compatible", "indeterminate", "compatible"]
+    impact = Impact([log], Change(at=datetime(2026, 7, 1, tzinfo=UTC)), everything=True)
+    assert list(impact) == []
+    assert impact.summary is not None and impact.summary.unchanged == 3
+
+
+def test_a_change_must_be_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as usage:
+        main(["impact", str(tmp_path / "none.jsonl"), "--format", "json"])
+    assert usage.value.code == 2
+    assert main(["impact", str(tmp_path / "none.jsonl"), "--at", "2027-01-01T00:00:00Z"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "cannot be read" in err
+
+
+def test_check_logs_with_an_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "d.jsonl"
+    assert main(["check", str(EXAMPLES / "envelope-12.1.jsonld"), "--profile", "cs-translation",
+                 "--at", "2026-06-01T00:00:00Z", "--log", str(log)]) == 0
+    capsys.readouterr()
+    (line,) = entries(str(log))
+    assert isinstance(line, Logged) and line.entry["configuration"]["profile"]["source"] == (
+        "cs-translation")
+
+
+def test_an_artifact_added_under_the_id_an_alignment_ref_names_is_judged_against_it(
+        tmp_path: Path) -> None:
+    # No registration offered, so no artifact is screened; but the envelope's alignmentRef
+    # names cs-doc-v1, which was to be retrieved (and refused) because none of that id was
+    # offered: offering one changes that.
+    referring = ENVELOPE.replace(b'"@type": "ioa:SemanticProfile",',
+                                 b'"@type": "ioa:SemanticProfile", '
+                                 b'"ioa:alignmentRef": {"@id": "' + CS_DOC.encode() + b'"},')
+    log = str(tmp_path / "d.jsonl")
+    checker = Checker("cs-translation", recorder=DecisionLog(log))
+    checker.check(referring, at=JUNE)
+    checker.check(ENVELOPE, at=JUNE)
+    impact = Impact([log], Change(added=("cs-doc-v1",)))
+    (flip,) = list(impact)
+    assert flip.line == 1 and [r["code"] for r in flip.removed] == ["retrieval.prohibited"]
+    assert impact.summary is not None and impact.summary.skipped == {
+        "no artifact was read: no registrations were offered": 1}

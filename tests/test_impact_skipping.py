@@ -1,0 +1,164 @@
+"""Honest skipping (issue 40, item 4): for random corpora of logged decisions and random
+changes, no decision ``ioa-check impact`` skips is one whose full judgement under the change
+differs from what was logged; and every decision it judges again is judged as the full
+judgement judges it. How many it skips is measured (hypothesis events, and a floor)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from ioa_semantic import Checker
+from ioa_semantic.impact import Change, DecisionLog, Impact, read_log
+from ioa_semantic.impact.log import Logged
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+CS_DOC = "https://example.org/align/cs-doc-v1"
+_12_1 = (EXAMPLES / "envelope-12.1.jsonld").read_bytes()
+_NAMED = _12_1.replace(b'"@type": "ioa:SemanticProfile",',
+                       b'"@type": "ioa:SemanticProfile", "@id": "urn:e:1",')
+# The shipped examples and mutations of them: another ontology version (not accepted), an
+# alignmentRef, malformed JSON, a named instance and another content under its name (5.3).
+ENVELOPES = (
+    _12_1,
+    (EXAMPLES / "envelope-6.2.jsonld").read_bytes(),
+    (EXAMPLES / "legal-contract.jsonld").read_bytes(),
+    _12_1.replace(b'"1.0"', b'"9.9"'),
+    _12_1.replace(b'"@type": "ioa:SemanticProfile",', b'"@type": "ioa:SemanticProfile", '
+                  b'"ioa:alignmentRef": {"@id": "' + CS_DOC.encode() + b'"},'),
+    b'{"@type": ',
+    _NAMED,
+    _NAMED.replace(b'"LLM"', b'"large language model"'),
+)
+PARAMS: tuple[dict[str, str], ...] = (
+    {}, {"sourceLang": "zh", "targetLang": "en"}, {"sourceLang": "fr", "targetLang": "en"})
+INSTANTS = tuple(datetime.fromisoformat(t) for t in (
+    "2025-01-01T00:00:00+00:00", "2026-06-01T00:00:00+00:00", "2026-09-15T00:00:00+00:00",
+    "2026-12-31T00:00:00+00:00", "2027-06-01T00:00:00+00:00"))
+
+
+def _variants() -> dict[str, dict[str, Any]]:
+    """Artifacts made from the shipped 12.4 one: later revisions, a later validFrom, another
+    issuer, a member the project does not define, another artifact under other conditions."""
+    shipped = json.loads((ROOT / "ioa_semantic/data/alignments/cs-doc-v1.json").read_text())
+
+    def revised(**members: Any) -> dict[str, Any]:
+        return {**shipped, **members}
+
+    french = revised(artifactId="https://example.org/align/cs-doc-fr", revision="1")
+    french["mappingRules"] = [{**rule, "conditions": {**rule.get("conditions", {}),
+                                                      "sourceLang": "fr"}}
+                              for rule in shipped["mappingRules"]]
+    return {
+        "later": revised(revision="2", validUntil="2027-12-31T00:00:00Z"),
+        "not-yet": revised(revision="3", validFrom="2026-09-01T00:00:00Z"),
+        "untrusted": revised(revision="4", assertedBy="https://example.org/someone"),
+        "unknown-member": revised(revision="5", remark="kept"),
+        "french": french,
+    }
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[dict[str, str]]:
+    """Names of the artifacts and profiles a corpus or a change draws from, as files."""
+    with tempfile.TemporaryDirectory() as folder:
+        files = {"cs-doc-v1": "cs-doc-v1"}
+        for name, document in _variants().items():
+            path = Path(folder, f"{name}.json")
+            path.write_text(json.dumps(document))
+            files[name] = str(path)
+        shipped = (ROOT / "ioa_semantic/data/profiles/cs-translation.ttl").read_text()
+        for name, text in {
+            "other-issuer": shipped.replace("mapping-authority", "someone"),
+            "revision-2": shipped.replace('iop:revision "1"', 'iop:revision "2"'),
+        }.items():
+            path = Path(folder, f"{name}.ttl")
+            path.write_text(text)
+            files[name] = str(path)
+        yield files
+
+
+ARTIFACTS = ("cs-doc-v1", "later", "not-yet", "untrusted", "unknown-member", "french")
+corpus = st.lists(st.tuples(
+    st.booleans(),  # registrations offered
+    st.lists(st.sampled_from(ARTIFACTS), max_size=3, unique=True),
+    st.lists(st.tuples(st.sampled_from(range(len(ENVELOPES))),
+                       st.sampled_from(range(len(PARAMS))),
+                       st.sampled_from(range(len(INSTANTS)))), min_size=1, max_size=5),
+), min_size=1, max_size=2)  # each item one Checker's run
+change = st.tuples(
+    st.sampled_from((None, "other-issuer", "revision-2", "cs-translation")),
+    st.lists(st.sampled_from(ARTIFACTS), max_size=2, unique=True),
+    st.lists(st.sampled_from((CS_DOC, "https://example.org/align/cs-doc-fr")), max_size=1),
+    st.sampled_from((None, *range(len(INSTANTS)))),
+)
+
+
+def _same(entry: dict[str, Any], judged: Any) -> bool:
+    def key(r: dict[str, Any]) -> tuple[str, ...]:
+        return (r["code"], r["severity"], r["path"], r["section"])
+
+    logged = entry["decision"]
+    return logged["verdict"] == str(judged.verdict) and (
+        {key(r) for r in logged["reasons"]} == {key(f.as_dict()) for f in judged.findings})
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(runs=corpus, described=change)
+def test_no_decision_skipped_is_one_the_change_flips(
+        pool: dict[str, str], runs: list[Any], described: tuple[Any, ...]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        log = str(Path(folder, "decisions.jsonl"))
+        for offered, artifacts, checks in runs:
+            checker = Checker("cs-translation",
+                              capabilities=[EXAMPLES / "provider-12.1.jsonld"] if offered else [],
+                              alignments=[pool[a] for a in artifacts],
+                              recorder=DecisionLog(log))
+            for envelope, params, instant in checks:
+                checker.check(ENVELOPES[envelope], params=PARAMS[params],
+                              at=INSTANTS[instant])
+        profile, added, withdrawn, instant = described
+        the_change = Change(pool.get(profile, profile) if profile else None,
+                            tuple(pool[a] for a in added), tuple(withdrawn),
+                            INSTANTS[instant] if instant is not None else None)
+        selective = Impact([log], the_change)
+        flipped = {(f.log, f.line) for f in selective}
+        full = Impact([log], the_change, everything=True)
+        list(full)
+        entries = [e for e in read_log(log) if isinstance(e, Logged)]
+        assert len(full.judged) == len(entries)
+        for item in entries:
+            where = (item.log, item.line)
+            judged = full.judged[where]
+            if where not in selective.judged:
+                assert _same(item.entry, judged), (where, the_change)  # soundness
+            else:
+                assert selective.judged[where] == judged
+                assert (where in flipped) == (not _same(item.entry, judged))
+        skipped = len(entries) - len(selective.judged)
+        event(f"skipped {10 * skipped // len(entries) * 10}% of the decisions")
+        assert selective.summary is not None
+        assert sum(selective.summary.skipped.values()) == skipped
+
+
+def test_a_narrow_change_skips_most_of_a_corpus(tmp_path: Path, pool: dict[str, str]) -> None:
+    # A withdrawal over decisions of which few read artifacts: the others are skipped.
+    log = str(tmp_path / "decisions.jsonl")
+    checker = Checker("cs-translation", capabilities=[EXAMPLES / "provider-12.1.jsonld"],
+                      alignments=["cs-doc-v1"], recorder=DecisionLog(log))
+    for envelope in (*ENVELOPES[3:4] * 4, ENVELOPES[5], ENVELOPES[0]):
+        checker.check(envelope, at=INSTANTS[1])
+    impact = Impact([log], Change(withdrawn=(CS_DOC,)))
+    list(impact)
+    assert impact.summary is not None
+    assert (impact.summary.decisions, impact.summary.rejudged) == (6, 1)
