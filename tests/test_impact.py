@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from ioa_semantic import Checker
+from ioa_semantic._checker import Checked
 from ioa_semantic.cli.main import main
 from ioa_semantic.impact import FORMAT, Change, DecisionLog, Impact, read_log
 from ioa_semantic.impact.log import Damage, Logged, objects_folder
@@ -214,3 +216,62 @@ def test_an_artifact_added_under_the_id_an_alignment_ref_names_is_judged_against
     assert flip.line == 1 and [r["code"] for r in flip.removed] == ["retrieval.prohibited"]
     assert impact.summary is not None and impact.summary.skipped == {
         "no artifact was read: no registrations were offered": 1}
+
+
+def test_writers_of_one_log_rotating_it_at_once_lose_and_repeat_no_line(tmp_path: Path) -> None:
+    # The service's worker processes each append to the log through a DecisionLog of their
+    # own: here eight, on threads (the file lock holds between open files as between
+    # processes), rotating every few lines.
+    log = str(tmp_path / "d.jsonl")
+    checker = Checker("cs-translation", recorder=DecisionLog(str(tmp_path / "first.jsonl")))
+    decision = checker.check(ENVELOPE, at=JUNE)
+    writers = [DecisionLog(log, max_bytes=5000) for _ in range(8)]
+
+    def write(index: int) -> None:
+        for n in range(60):
+            writers[index].record(checker, Checked(ENVELOPE, {"sourceLang": f"w{index}-{n}"},
+                                                   JUNE, decision, None))
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    read = entries(log)
+    assert all(isinstance(e, Logged) for e in read)
+    assert sorted(e.entry["params"]["sourceLang"] for e in read if isinstance(e, Logged)) == (
+        sorted(f"w{i}-{n}" for i in range(8) for n in range(60)))
+
+
+def test_the_service_logs_what_its_check_workers_decide(tmp_path: Path) -> None:
+    pytest.importorskip("uvicorn")
+    import re
+    import signal
+    import subprocess
+    import time
+
+    import httpx
+
+    from support import IOA_CHECK
+
+    log, stderr = tmp_path / "d.jsonl", tmp_path / "stderr"
+    with stderr.open("wb") as handle:
+        service = subprocess.Popen([IOA_CHECK, "serve", "--profile", "cs-translation",
+                                    "--alignment", "cs-doc-v1", "--log", "d.jsonl",
+                                    "--port", "0"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=handle)
+    try:
+        deadline = time.monotonic() + 60  # a liveness bound, not a measure
+        while not (found := re.search(r"listening on (http://\S+)", stderr.read_text())):
+            assert service.poll() is None and time.monotonic() < deadline, stderr.read_text()
+            time.sleep(0.05)
+        answer = httpx.post(f"{found.group(1)}/v1/check", content=ENVELOPE,
+                            params={"at": "2026-06-01T00:00:00Z"},
+                            headers={"Content-Type": "application/ld+json"}, timeout=60)
+        assert answer.status_code == 200
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(60)
+    (line,) = entries(str(log))
+    assert isinstance(line, Logged) and line.entry["decision"]["verdict"] == "compatible"
+    assert line.entry["configuration"]["alignments"][0]["artifactId"] == CS_DOC

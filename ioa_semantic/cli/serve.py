@@ -28,9 +28,10 @@ from .._checker import ENGINES, Checker
 from .._exceptions import ConfigurationError, EnvironmentFailure
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
+from ..impact.log import MAX_BYTES, DecisionLog
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS
 from ..reporters.check import REPORTERS
-from .parsing import _instant, _parameter, _positive, add_checker_arguments, limits_of
+from .parsing import _instant, _parameter, _positive, _size, add_checker_arguments, limits_of
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -137,6 +138,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an origin (SCHEME://HOST[:PORT]) whose browser applications may "
                              "call the service and read its answers (CORS; repeatable; "
                              "default: none, and no CORS header is sent)")
+    parser.add_argument("--log", metavar="PATH",
+                        help="append each check's decision to this decision log (JSON Lines; "
+                             "the envelopes kept in PATH.objects), for ioa-check impact; every "
+                             "worker appends to it")
+    parser.add_argument("--log-max-bytes", type=_size, default=MAX_BYTES, metavar="SIZE",
+                        help="rotate the decision log past this size (default 64MiB)")
     parser.add_argument("--workers", type=_positive, default=1, metavar="N",
                         help="worker processes, each with its own Checker, --threads and "
                              "--audits, sharing the socket (default: 1, this process)")
@@ -205,7 +212,9 @@ def _checker(opts: argparse.Namespace) -> Checker:
         return Checker(opts.profile, capabilities=opts.capability, alignments=opts.alignment,
                        limits=limits_of(opts), allow_remote=opts.allow_remote,
                        engine=opts.engine, allow_private_addresses=opts.allow_private_addresses,
-                       shape_timeout=opts.shape_timeout)
+                       shape_timeout=opts.shape_timeout,
+                       recorder=DecisionLog(opts.log, max_bytes=opts.log_max_bytes)
+                       if opts.log else None)
 
 
 def _limits(opts: argparse.Namespace) -> ServiceLimits:
@@ -240,6 +249,9 @@ def _argv_of(opts: argparse.Namespace, absolute: bool = True) -> list[str]:
         argv += ["--cors-origin", origin]
     if opts.allow_private_addresses:
         argv.append("--allow-private-addresses")
+    if opts.log:
+        # Absolute whatever the worker's folder: every worker appends to the one log.
+        argv += ["--log", os.path.abspath(opts.log), "--log-max-bytes", str(opts.log_max_bytes)]
     for name in _VALUED:
         argv += ["--" + name.replace("_", "-"), str(getattr(opts, name))]
     return argv

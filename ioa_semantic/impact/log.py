@@ -16,6 +16,7 @@ write interrupted) or damaged is read up to the damage in each segment, with a
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -74,14 +75,27 @@ class DecisionLog:
         line = json.dumps(self._line(checker, checked), ensure_ascii=False,
                           separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
         with self._lock, writing(self.path):
-            try:
-                size = os.path.getsize(self.path)
-            except FileNotFoundError:
-                size = 0
-            if size and size + len(line) > self.max_bytes:
-                os.replace(self.path, f"{self.path}.{_next_segment(self.path)}")
+            self._append(line)
+
+    def _append(self, line: bytes) -> None:
+        """``line`` appended in one write, the file rotated first when it would pass
+        ``max_bytes``. The service's worker processes append to one log: each holds the
+        file's lock (flock) while it looks at the size, rotates and writes, and one that
+        finds the file rotated under it opens the new one."""
+        while True:
             with open(self.path, "ab") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+                try:
+                    current = os.stat(self.path)
+                except FileNotFoundError:
+                    continue
+                if current.st_ino != os.fstat(handle.fileno()).st_ino:
+                    continue  # rotated while this process waited for the lock
+                if current.st_size and current.st_size + len(line) > self.max_bytes:
+                    os.replace(self.path, f"{self.path}.{_next_segment(self.path)}")
+                    continue
                 handle.write(line)
+                return
 
     def _line(self, checker: Checker, checked: Checked) -> dict[str, Any]:
         decision = checked.decision
