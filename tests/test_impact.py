@@ -275,3 +275,22 @@ def test_the_service_logs_what_its_check_workers_decide(tmp_path: Path) -> None:
     (line,) = entries(str(log))
     assert isinstance(line, Logged) and line.entry["decision"]["verdict"] == "compatible"
     assert line.entry["configuration"]["alignments"][0]["artifactId"] == CS_DOC
+
+
+def test_a_line_of_the_wrong_kind_is_damage_and_a_lost_envelope_is_counted(
+        tmp_path: Path) -> None:
+    log = logged(tmp_path, checks=((ENVELOPE, LANGUAGES), (ENVELOPE, {})))
+    first, second = Path(log).read_text().splitlines(keepends=True)
+    entry = json.loads(first)
+    entry["dependencies"]["artifacts"][0]["validUntil"] = "2026-12-31"  # no UTC offset
+    Path(log).write_text(json.dumps(entry) + "\n" + second)
+    (damage,) = entries(log)
+    assert isinstance(damage, Damage) and "validUntil" not in damage.reason
+    assert "instant" in damage.reason
+    Path(log).write_text(first + second)
+    digest = json.loads(first)["envelope"]["sha256"]
+    Path(objects_folder(log), digest[:2], digest).unlink()
+    impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)))
+    assert list(impact) == []
+    assert impact.summary is not None and impact.summary.unjudgeable == {
+        "an object the decision names is not kept (No such file or directory)": 2}

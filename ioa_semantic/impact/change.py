@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from .._exceptions import ConfigurationError
 from ..sources.loader import Artifact, Profile, load_profile, read_artifact, resolve_artifact
 
 
@@ -139,6 +140,8 @@ def parts_of(change: Change) -> list[Part]:
     parts.extend(Part("artifact-withdrawn", f"artifact withdrawn: {ident}", withdrawn=ident)
                  for ident in dict.fromkeys(change.withdrawn))
     if change.at is not None:
+        if change.at.tzinfo is None:
+            raise ConfigurationError(f"the instant {change.at.isoformat()} has no UTC offset")
         instant = change.at.isoformat().replace("+00:00", "Z")
         parts.append(Part("instant", f"instant {instant}", at=change.at))
     return parts

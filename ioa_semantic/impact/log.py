@@ -286,26 +286,51 @@ def _lines(segment: str, handle: Any) -> Iterator[Logged | Damage]:
 
 
 def _problem(entry: Any) -> str | None:
-    """Why ``entry`` is not a decision line this reader can use, or None."""
+    """Why ``entry`` is not a decision line this reader can use, or None: every member an
+    impact run reads is checked here, so that no line read gets as far as a traceback."""
     if not isinstance(entry, dict):
         return "not a JSON object"
     if entry.get("format") != FORMAT:
         return f"not a line of {FORMAT} (format {entry.get('format')!r})"
     try:
-        sha = entry["envelope"]["sha256"]
-        assert isinstance(sha, str) and re.fullmatch("[0-9a-f]{64}", sha)
-        assert isinstance(entry["params"], dict)
-        datetime.fromisoformat(entry["at"])
+        _need(_digest(entry["envelope"]["sha256"]), "envelope.sha256")
+        _need(isinstance(entry["params"], dict)
+              and all(isinstance(v, str) for v in entry["params"].values()), "params")
+        _instant_of(entry["at"])
         configuration = entry["configuration"]
-        assert isinstance(configuration["profile"]["source"], str)
+        _need(isinstance(configuration["profile"]["source"], str), "configuration.profile")
         for item in (*configuration["capabilities"], *configuration["alignments"]):
-            assert re.fullmatch("[0-9a-f]{64}", item["sha256"])
+            _need(_digest(item["sha256"]), "configuration: an object's sha256")
         Verdict(entry["decision"]["verdict"])
         for reason in entry["decision"]["reasons"]:
             Severity(reason["severity"])
-            assert all(isinstance(reason[k], str) for k in ("code", "path", "section"))
-        assert isinstance(entry["dependencies"]["read"]["artifacts"], bool)
-        assert isinstance(entry["dependencies"]["artifacts"], list)
-    except (AssertionError, KeyError, TypeError, ValueError) as exc:
+            _need(all(isinstance(reason[k], str) for k in ("code", "path", "section")),
+                  "decision.reasons")
+        dependencies = entry["dependencies"]
+        _need(isinstance(dependencies["read"]["artifacts"], bool), "dependencies.read")
+        for artifact in dependencies["artifacts"]:
+            for limit in ("validFrom", "validUntil", "proofCreated", "proofExpires"):
+                if artifact.get(limit) is not None:
+                    _instant_of(artifact[limit])
+        instance = entry.get("instance")
+        if instance is not None:
+            _need(_digest(instance["pair"]) and _digest(instance["content"]), "instance")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return f"a member is missing or of the wrong kind ({type(exc).__name__}: {exc})"
     return None
+
+
+def _need(condition: bool, member: str) -> None:
+    if not condition:
+        raise ValueError(f"{member} is not as {FORMAT} writes it")
+
+
+def _digest(value: Any) -> bool:
+    return isinstance(value, str) and re.fullmatch("[0-9a-f]{64}", value) is not None
+
+
+def _instant_of(value: Any) -> datetime:
+    """An instant with a UTC offset, as a line writes them."""
+    instant = datetime.fromisoformat(value)
+    _need(instant.tzinfo is not None, f"the instant {value!r}")
+    return instant
