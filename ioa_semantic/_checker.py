@@ -78,6 +78,25 @@ def shapes() -> ShapeSet:
 EnvelopeInput = bytes | str | dict[str, Any]
 
 
+def context_policy(profile: Profile) -> ContextPolicy:
+    """What a sender's contexts may do under ``profile``: with its permitted types and its
+    retrieval settings, all the baseline stage reads of a profile."""
+    return ContextPolicy(
+        allow_vocab=profile.allow_vocab,
+        allow_base=profile.allow_base,
+        allowed_schemes=profile.allowed_schemes,
+        ignorable_terms=profile.ignorable_terms,
+        parameter_terms=frozenset(term for term, parameter in profile.parameter_terms().items()
+                                  if parameter.name not in BUILT_IN),
+    )
+
+
+def baseline_reads(profile: Profile) -> tuple[Any, ...]:
+    """What the baseline stage reads of ``profile`` (an envelope it rejects was judged on
+    this and nothing else of the profile): two profiles equal here reject alike."""
+    return (context_policy(profile), profile.permitted_types, profile.retrieval)
+
+
 class Checked(NamedTuple):
     """One check as a :class:`DecisionRecorder` receives it: what is needed to judge it again.
 
@@ -148,6 +167,8 @@ class Checker:
         # everything else to "reference" (pyld, the shapes in full, the named SPARQL queries);
         # the differential tests hold the two to the same decisions.
         self.engine = engine
+        #: The bound on each evaluation of the profile's shapes, in seconds.
+        self.shape_timeout = shape_timeout
         # Retrieval is off unless the profile or the caller names origins (contract 4).
         # ``retrieval`` is a ready RetrievalPolicy (tests give it a resolver and a test CA);
         # otherwise the policy is the profile's section plus ``allow_remote``.
@@ -172,15 +193,7 @@ class Checker:
             # do not hold) run in a worker process, killed past ``shape_timeout`` seconds.
             self.constraints = ProfileShapes(shape_files, shape_timeout)
         self.limits = limits or Limits()
-        self.policy = ContextPolicy(
-            allow_vocab=self.profile.allow_vocab,
-            allow_base=self.profile.allow_base,
-            allowed_schemes=self.profile.allowed_schemes,
-            ignorable_terms=self.profile.ignorable_terms,
-            parameter_terms=frozenset(term for term, parameter in
-                                      self.profile.parameter_terms().items()
-                                      if parameter.name not in BUILT_IN),
-        )
+        self.policy = context_policy(self.profile)
         self._shapes = shapes()
         capabilities = list(capabilities)
         offered = list(alignments)

@@ -294,3 +294,28 @@ def test_a_line_of_the_wrong_kind_is_damage_and_a_lost_envelope_is_counted(
     assert list(impact) == []
     assert impact.summary is not None and impact.summary.unjudgeable == {
         "an object the decision names is not kept (No such file or directory)": 2}
+
+
+def test_an_envelope_rejected_at_the_baseline_is_skipped_by_a_profile_the_baseline_reads_alike(
+        tmp_path: Path) -> None:
+    log = logged(tmp_path, checks=((b"{", {}), (ENVELOPE, LANGUAGES)))
+    shipped = Path(__file__).resolve().parents[1] / "ioa_semantic/data/profiles/cs-translation.ttl"
+    revised = tmp_path / "revised.ttl"
+    revised.write_text(shipped.read_text().replace('iop:revision "1"', 'iop:revision "2"'))
+    impact = Impact([log], Change(profile=str(revised)))
+    assert list(impact) == []
+    assert impact.summary is not None and impact.summary.rejudged == 1
+    assert impact.summary.skipped == {"rejected before compatibility was evaluated, and what "
+                                      "the baseline reads of the profile is unchanged": 1}
+
+
+def test_the_limits_a_decision_was_judged_under_are_logged_and_judged_under_again(
+        tmp_path: Path) -> None:
+    from ioa_semantic import Limits
+
+    log = str(tmp_path / "d.jsonl")
+    checker = Checker("cs-translation", limits=Limits(max_bytes=100), recorder=DecisionLog(log))
+    assert checker.check(ENVELOPE, at=JUNE).verdict == "invalid"  # json.too-large
+    impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)), everything=True)
+    assert list(impact) == []
+    assert impact.summary is not None and impact.summary.unchanged == 1

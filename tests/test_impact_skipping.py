@@ -131,9 +131,9 @@ def test_no_decision_skipped_is_one_the_change_flips(
         the_change = Change(pool.get(profile, profile) if profile else None,
                             tuple(pool[a] for a in added), tuple(withdrawn),
                             INSTANTS[instant] if instant is not None else None)
-        selective = Impact([log], the_change)
+        selective = Impact([log], the_change, keep=True)
         flipped = {(f.log, f.line) for f in selective}
-        full = Impact([log], the_change, everything=True)
+        full = Impact([log], the_change, everything=True, keep=True)
         list(full)
         entries = [e for e in read_log(log) if isinstance(e, Logged)]
         assert len(full.judged) == len(entries)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from .._checker import baseline_reads
 from .._exceptions import ConfigurationError
 from ..sources.loader import Artifact, Profile, load_profile, read_artifact, resolve_artifact
 
@@ -48,11 +49,12 @@ class Part(NamedTuple):
     withdrawn: str | None = None
     at: datetime | None = None
 
-    def touches(self, entry: Mapping[str, Any], profile_now: Mapping[str, Any] | None
-                ) -> str | None:
+    def touches(self, entry: Mapping[str, Any], profile_now: Mapping[str, Any] | None,
+                profile_before: Profile | None = None) -> str | None:
         """None when this part can change the logged decision ``entry``; else why it cannot
         (the reason a skip is counted under). ``profile_now`` is what the new profile's
-        decisions record of it (its dependencies), for a profile part."""
+        decisions record of it (its dependencies), for a profile part; ``profile_before``
+        the profile the decision was judged under, when it could be read as it was."""
         configuration = entry["configuration"]
         read = entry["dependencies"]["read"]
         if self.kind == "profile":
@@ -62,6 +64,10 @@ class Part(NamedTuple):
                 return "judged under another profile"
             if {k: v for k, v in logged.items() if k != "source"} == dict(profile_now):
                 return "the profile is unchanged"
+            if (read.get("stage") == "baseline" and profile_before is not None
+                    and baseline_reads(profile_before) == baseline_reads(self.profile)):
+                return ("rejected before compatibility was evaluated, and what the baseline "
+                        "reads of the profile is unchanged")
             return None
         offered = configuration["alignments"]
         if self.kind == "artifact-withdrawn":
@@ -148,11 +154,12 @@ def parts_of(change: Change) -> list[Part]:
 
 
 def applies(parts: Sequence[Part], entry: Mapping[str, Any],
-            profile_now: Mapping[str, Any] | None) -> tuple[list[Part], list[str]]:
+            profile_now: Mapping[str, Any] | None, profile_before: Profile | None = None
+            ) -> tuple[list[Part], list[str]]:
     """The parts that touch ``entry`` and, when none does, why each does not."""
     touching, reasons = [], []
     for part in parts:
-        why = part.touches(entry, profile_now)
+        why = part.touches(entry, profile_now, profile_before)
         if why is None:
             touching.append(part)
         else:

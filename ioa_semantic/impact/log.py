@@ -140,6 +140,8 @@ class DecisionLog:
                            for (origin, data), a in zip(offered.alignments, checker.artifacts,
                                                         strict=True)],
             "engine": checker.engine,
+            "limits": checker.limits._asdict(),
+            "shapeTimeout": checker.shape_timeout,
             # Remote resources are not kept: a decision that could retrieve is not judged
             # again (impact counts it as unjudgeable).
             "retrieval": checker.retrieval_enabled or bool(checker.remote_artifacts),
@@ -185,7 +187,11 @@ def reads(findings: Any, dependencies: Mapping[str, Any], offered: bool) -> dict
     else:
         why = None
     looked_up = sorted({f.path for f in findings if f.code in _LOOKED_UP})
-    return {"artifacts": why is None, **({"notReadBecause": why} if why else {}),
+    # Rejected at the baseline: the only way to no ontology but an RDF store that refused a
+    # value (jsonld.expansion-error), which came after the artifacts were fetched.
+    rejected = not ontology and not any(f.code == "jsonld.expansion-error" for f in findings)
+    return {"stage": "baseline" if rejected else "outcome",
+            "artifacts": why is None, **({"notReadBecause": why} if why else {}),
             "lookups": [{"capability": c, "source": {"ontologyId": ontology.get("id"),
                                                      "ontologyVersion": ontology.get("readAs")},
                          "established": False} for c in looked_up]}

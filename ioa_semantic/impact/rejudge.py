@@ -19,6 +19,9 @@ from typing import Any, NamedTuple
 from .._checker import Checker
 from .._exceptions import IoaSemanticError
 from .._findings import Decision
+from ..pipeline.bounded import SHAPE_TIMEOUT
+from ..pipeline.intake import Limits
+from ..sources.loader import Profile, load_profile
 from .change import Change, Part, applies, parts_of
 from .log import Damage, Logged, object_path, read_log
 
@@ -91,23 +94,28 @@ class _Configuration(NamedTuple):
     capabilities: tuple[tuple[str, bytes], ...]
     alignments: tuple[tuple[str, bytes], ...]
     engine: str
+    limits: tuple[tuple[str, Any], ...] = ()
+    shape_timeout: float | None = None
 
 
 class Impact:
     """The impact of ``change`` on the decisions logged in ``logs`` (each a log path, read
     with its rotated segments). Iterate it for the flips; :attr:`summary` is then complete.
     With ``everything``, every decision is judged again (what the skipping is tested
-    against)."""
+    against); with ``keep``, each decision judged again is kept in :attr:`judged`."""
 
-    def __init__(self, logs: Sequence[str], change: Change, *, everything: bool = False) -> None:
+    def __init__(self, logs: Sequence[str], change: Change, *, everything: bool = False,
+                 keep: bool = False) -> None:
         self.logs = tuple(logs)
         self.change = change
         self.parts = parts_of(change)
         self.everything = everything
+        self.keep = keep
         self.summary: Summary | None = None
         self._checkers: dict[_Configuration, _Replay] = {}
         self._profile_now: Mapping[str, Any] | None = None
-        #: Every decision judged again: (log, line) -> the decision (for tests).
+        self._profiles_before: dict[str, Profile | None] = {}
+        #: With ``keep``: every decision judged again, by (log, line).
         self.judged: dict[tuple[str, int], Decision] = {}
 
     def __iter__(self) -> Iterator[Flip]:
@@ -130,7 +138,8 @@ class Impact:
             if isinstance(instance, dict):
                 seen.setdefault(run, []).append((bytes.fromhex(instance["pair"]),
                                                  bytes.fromhex(instance["content"])))
-            touching, reasons = applies(self.parts, entry, self._profile_dependencies(entry))
+            touching, reasons = applies(self.parts, entry, self._profile_dependencies(entry),
+                                        self._profile_before(entry))
             if not touching and not self.everything:
                 skipped[reasons[0] if len(set(reasons)) == 1 else
                         "; ".join(sorted(set(reasons))) or "the change is empty"] += 1
@@ -142,7 +151,8 @@ class Impact:
                 unjudgeable[str(exc)] += 1
                 continue
             rejudged += 1
-            self.judged[(item.log, item.line)] = after
+            if self.keep:
+                self.judged[(item.log, item.line)] = after
             flip = self._compare(item, after)
             if flip is None:
                 unchanged += 1
@@ -171,6 +181,22 @@ class Impact:
             self._profile_now = dict(Checker(part.profile).profile_dependencies)
         return self._profile_now
 
+    def _profile_before(self, entry: Mapping[str, Any]) -> Profile | None:
+        """The profile a decision was judged under, read again from where it was named, when
+        the change revises a profile and the file is still as it was logged (else None)."""
+        if not any(p.kind == "profile" for p in self.parts):
+            return None
+        logged = entry["configuration"]["profile"]
+        source = logged["source"]
+        if source not in self._profiles_before:
+            try:
+                profile: Profile | None = load_profile(source)
+            except IoaSemanticError:
+                profile = None
+            self._profiles_before[source] = profile
+        found = self._profiles_before[source]
+        return found if found is not None and found.digest == logged.get("sha256") else None
+
     def _configuration(self, item: Logged, parts: Iterable[Part]) -> _Configuration:
         """The logged decision's configuration with ``parts`` applied."""
         logged = item.entry["configuration"]
@@ -190,9 +216,13 @@ class Impact:
                 alignments.append((part.added.origin, part.added.data, part.added.artifact.id))
         capabilities = tuple((c["origin"], _object(root, c["sha256"]))
                              for c in logged["capabilities"])
+        limits = logged.get("limits")
+        timeout = logged.get("shapeTimeout")
         return _Configuration(profile, capabilities,
                               tuple((origin, data) for origin, data, _ in alignments),
-                              str(logged.get("engine", "compiled")))
+                              str(logged.get("engine", "compiled")),
+                              tuple(sorted(limits.items())) if isinstance(limits, dict) else (),
+                              float(timeout) if isinstance(timeout, (int, float)) else None)
 
     def _judge(self, item: Logged, parts: Iterable[Part], seen: list[tuple[bytes, bytes]],
                run: str) -> Decision:
@@ -249,10 +279,15 @@ class _Replay:
     Checker's was at each decision."""
 
     def __init__(self, configuration: _Configuration) -> None:
+        try:
+            limits = Limits(**dict(configuration.limits))
+        except TypeError as exc:
+            raise _Unjudgeable(f"the logged limits are not this version's: {exc}") from exc
         self.checker = Checker(configuration.profile,
                                capabilities=[data for _, data in configuration.capabilities],
                                alignments=[data for _, data in configuration.alignments],
-                               engine=configuration.engine)
+                               engine=configuration.engine, limits=limits,
+                               shape_timeout=configuration.shape_timeout or SHAPE_TIMEOUT)
         self.run: str | None = None
         self.position = 0
 
