@@ -193,8 +193,8 @@ def reads(findings: Any, dependencies: Mapping[str, Any], offered: bool) -> dict
     return {"stage": "baseline" if rejected else "outcome",
             "artifacts": why is None, **({"notReadBecause": why} if why else {}),
             "lookups": [{"capability": c, "source": {"ontologyId": ontology.get("id"),
-                                                     "ontologyVersion": ontology.get("readAs")},
-                         "established": False} for c in looked_up]}
+                                                     "ontologyVersion": ontology.get("readAs")}}
+                        for c in looked_up]}
 
 
 def _thawed(value: Any) -> Any:
