@@ -301,12 +301,36 @@ def test_an_envelope_rejected_at_the_baseline_is_skipped_by_a_profile_the_baseli
     log = logged(tmp_path, checks=((b"{", {}), (ENVELOPE, LANGUAGES)))
     shipped = Path(__file__).resolve().parents[1] / "ioa_semantic/data/profiles/cs-translation.ttl"
     revised = tmp_path / "revised.ttl"
-    revised.write_text(shipped.read_text().replace('iop:revision "1"', 'iop:revision "2"'))
+    revised.write_text(shipped.read_text().replace(
+        "iop:permittedDomain cs:ComputerScience ;", "iop:permittedDomain cs:ComputerScience, "
+        "law:Law ;"))
     impact = Impact([log], Change(profile=str(revised)))
     assert list(impact) == []
     assert impact.summary is not None and impact.summary.rejudged == 1
     assert impact.summary.skipped == {"rejected before compatibility was evaluated, and what "
                                       "the baseline reads of the profile is unchanged": 1}
+
+
+def test_a_profile_revised_in_trust_alone_touches_only_what_read_artifacts(
+        tmp_path: Path) -> None:
+    unaccepted = ENVELOPE.replace(b'"1.0"', b'"9.9"')
+    log = logged(tmp_path, checks=((unaccepted, {}), (ENVELOPE, LANGUAGES)))
+    shipped = Path(__file__).resolve().parents[1] / "ioa_semantic/data/profiles/cs-translation.ttl"
+    trusting = tmp_path / "trusting.ttl"
+    trusting.write_text(shipped.read_text().replace(
+        "iop:trustedIssuer <https://example.org/mapping-authority> .",
+        "iop:trustedIssuer <https://example.org/mapping-authority>, <https://example.org/b> ."))
+    impact = Impact([log], Change(profile=str(trusting)))
+    assert list(impact) == []
+    assert impact.summary is not None and impact.summary.rejudged == 1
+    (why,) = impact.summary.skipped
+    assert why.startswith("the profile differs only in the artifacts it accepts")
+    bumped = tmp_path / "bumped.ttl"
+    bumped.write_text(shipped.read_text().replace('iop:revision "1"', 'iop:revision "2"'))
+    impact = Impact([log], Change(profile=str(bumped)))
+    assert list(impact) == [] and impact.summary is not None
+    assert impact.summary.skipped == {
+        "the profile differs only in what no decision reads (its revision)": 2}
 
 
 def test_the_limits_a_decision_was_judged_under_are_logged_and_judged_under_again(

@@ -80,6 +80,12 @@ def pool() -> Iterator[dict[str, str]]:
         for name, text in {
             "other-issuer": shipped.replace("mapping-authority", "someone"),
             "revision-2": shipped.replace('iop:revision "1"', 'iop:revision "2"'),
+            "trusting": shipped.replace(
+                "iop:trustedIssuer <https://example.org/mapping-authority> .",
+                "iop:trustedIssuer <https://example.org/mapping-authority>, "
+                "<https://example.org/someone> ."),
+            "law-too": shipped.replace("iop:permittedDomain cs:ComputerScience ;",
+                                       "iop:permittedDomain cs:ComputerScience, law:Law ;"),
         }.items():
             path = Path(folder, f"{name}.ttl")
             path.write_text(text)
@@ -96,7 +102,8 @@ corpus = st.lists(st.tuples(
                        st.sampled_from(range(len(INSTANTS)))), min_size=1, max_size=5),
 ), min_size=1, max_size=2)  # each item one Checker's run
 change = st.tuples(
-    st.sampled_from((None, "other-issuer", "revision-2", "cs-translation")),
+    st.sampled_from((None, "other-issuer", "revision-2", "trusting", "law-too",
+                     "cs-translation")),
     st.lists(st.sampled_from(ARTIFACTS), max_size=2, unique=True),
     st.lists(st.sampled_from((CS_DOC, "https://example.org/align/cs-doc-fr")), max_size=1),
     st.sampled_from((None, *range(len(INSTANTS)))),

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pyoxigraph
 
 from .._checker import baseline_reads
 from .._exceptions import ConfigurationError
+from .._vocab import IOP
+
+if TYPE_CHECKING:
+    from rdflib import Graph
 from ..sources.loader import Artifact, Profile, load_profile, read_artifact, resolve_artifact
 
 
@@ -58,17 +64,7 @@ class Part(NamedTuple):
         configuration = entry["configuration"]
         read = entry["dependencies"]["read"]
         if self.kind == "profile":
-            assert self.profile is not None and profile_now is not None
-            logged = configuration["profile"]
-            if logged.get("id") != self.profile.id:
-                return "judged under another profile"
-            if {k: v for k, v in logged.items() if k != "source"} == dict(profile_now):
-                return "the profile is unchanged"
-            if (read.get("stage") == "baseline" and profile_before is not None
-                    and baseline_reads(profile_before) == baseline_reads(self.profile)):
-                return ("rejected before compatibility was evaluated, and what the baseline "
-                        "reads of the profile is unchanged")
-            return None
+            return self._touches_profile(entry, profile_now, profile_before)
         offered = configuration["alignments"]
         if self.kind == "artifact-withdrawn":
             if not any(a.get("artifactId") == self.withdrawn for a in offered):
@@ -96,6 +92,93 @@ class Part(NamedTuple):
         if logged_sides == [_sides_at(a, self.at) for a in entry["dependencies"]["artifacts"]]:
             return "the instant is on the same side of every validity limit"
         return None
+
+    def _touches_profile(self, entry: Mapping[str, Any], profile_now: Mapping[str, Any] | None,
+                         profile_before: Profile | None) -> str | None:
+        """:meth:`touches` for a profile part."""
+        read = entry["dependencies"]["read"]
+        assert self.profile is not None and profile_now is not None
+        logged = entry["configuration"]["profile"]
+        if logged.get("id") != self.profile.id:
+            return "judged under another profile"
+        if {k: v for k, v in logged.items() if k != "source"} == dict(profile_now):
+            return "the profile is unchanged"
+        difference = (profile_difference(profile_before, self.profile)
+                      if profile_before is not None else "other")
+        if difference == "none":
+            return "the profile differs only in what no decision reads (its revision)"
+        if difference == "trust" and not read["artifacts"]:
+            return ("the profile differs only in the artifacts it accepts, and no artifact "
+                    f"was read: {read.get('notReadBecause')}")
+        if (read.get("stage") == "baseline" and profile_before is not None
+                and baseline_reads(profile_before) == baseline_reads(self.profile)):
+            return ("rejected before compatibility was evaluated, and what the baseline "
+                    "reads of the profile is unchanged")
+        return None
+
+
+# What a profile says of the artifacts it accepts: read only where artifacts are screened
+# (pipeline.decision.screen_artifacts and judge_mapped, the mapping_candidates query's
+# ?trusted), and by the remedies, which are not compared.
+_TRUST_FIELDS = frozenset({"trusted_issuers", "issuer_bindings", "pins", "preferred_issuers"})
+_TRUST_TERMS = frozenset(IOP + t for t in ("trustedIssuer", "issuerBinding", "artifactPin",
+                                           "preferIssuer"))
+# What no decision's verdict or reasons read: where the file was, its digest and its
+# revision (which the decision's profile member shows); the graph is compared on its own.
+_UNREAD_FIELDS = frozenset({"source", "digest", "revision", "quads"})
+
+
+def profile_difference(before: Profile, after: Profile) -> str:
+    """How two revisions of a profile differ, as decisions read them: ``none`` (in nothing
+    a verdict or reason reads), ``trust`` (only in the artifacts they accept: trusted
+    issuers, issuer bindings, pins, preferences) or ``other``.
+
+    Sound first: a profile with SHACL shapes of its own is ``other`` (a shape may read any
+    statement of the profile), and the two graphs, but for the statements of trust and the
+    revision, must be isomorphic, besides every field read from them being equal."""
+    if before.shapes or after.shapes:
+        return "other"
+    for name in Profile._fields:
+        if name not in _UNREAD_FIELDS | _TRUST_FIELDS and (
+                getattr(before, name) != getattr(after, name)):
+            return "other"
+    from rdflib.compare import isomorphic  # rdflib: only for a change that revises a profile
+
+    if not isomorphic(_untrusted_graph(before), _untrusted_graph(after)):
+        return "other"
+    if any(getattr(before, name) != getattr(after, name) for name in _TRUST_FIELDS):
+        return "trust"
+    return "none"
+
+
+def _untrusted_graph(profile: Profile) -> Graph:
+    """The profile's statements but its trust (with what hangs from each) and its revision."""
+    from rdflib import BNode, Graph, Literal, URIRef
+
+    def term(node: Any) -> Any:
+        if isinstance(node, pyoxigraph.NamedNode):
+            return URIRef(node.value)
+        if isinstance(node, pyoxigraph.BlankNode):
+            return BNode(node.value)
+        return Literal(node.value, lang=node.language,
+                       datatype=None if node.language else URIRef(node.datatype.value))
+
+    triples = {(term(q.subject), term(q.predicate), term(q.object)) for q in profile.quads}
+    dropped = {o for s, p, o in triples if str(p) in _TRUST_TERMS and isinstance(o, BNode)}
+    pending = list(dropped)
+    while pending:  # what hangs from a dropped entry goes with it
+        node = pending.pop()
+        for s, _, o in triples:
+            if s == node and isinstance(o, BNode) and o not in dropped:
+                dropped.add(o)
+                pending.append(o)
+    graph = Graph()
+    for s, p, o in triples:
+        if (str(p) in _TRUST_TERMS or s in dropped
+                or (str(p) == IOP + "revision" and str(s) == profile.id)):
+            continue
+        graph.add((s, p, o))
+    return graph
 
 
 def _referenced(entry: Mapping[str, Any]) -> str | None:
