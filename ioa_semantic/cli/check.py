@@ -9,14 +9,13 @@ from collections.abc import Callable, Iterable
 from typing import IO
 
 from .. import data as _resources
-from .._checker import ENGINES, Checker
+from .._checker import ENGINES, Checker, DecisionRecorder
 from .._codes import finding
 from .._exceptions import STANDARD_OUTPUT
 from .._files import writing
 from .._findings import Decision, ProfileRef, Verdict
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
-from ..impact.log import MAX_BYTES, DecisionLog
 from ..pipeline import remedies
 from ..reporters.check import REPORTERS
 from ..sources.loader import ProfileUnavailable
@@ -50,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log", metavar="PATH",
                         help="append each decision to this decision log (JSON Lines; the "
                              "envelopes kept in PATH.objects), for ioa-check impact")
-    parser.add_argument("--log-max-bytes", type=_size, default=MAX_BYTES, metavar="SIZE",
+    parser.add_argument("--log-max-bytes", type=_size, default="64MiB", metavar="SIZE",
                         help="rotate the decision log past this size (default 64MiB)")
     parser.add_argument("--list", action="store_true",
                         help="list the shipped profiles and alignment artifacts, then exit")
@@ -104,8 +103,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                               allow_remote=opts.allow_remote, engine=opts.engine,
                               allow_private_addresses=opts.allow_private_addresses,
                               shape_timeout=opts.shape_timeout,
-                              recorder=DecisionLog(opts.log, max_bytes=opts.log_max_bytes)
-                              if opts.log else None)
+                              recorder=_recorder(opts))
     except ProfileUnavailable as exc:
         # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.
         reasons = (finding(exc.code, str(exc), exc.url, subject=exc.url),)
@@ -127,6 +125,16 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         decisions.append(checker.check(data, params=params, at=opts.at, source=name))
     _report(REPORTERS[opts.format], decisions)
     return max(ExitStatus.of(d.verdict) for d in decisions)
+
+
+def _recorder(opts: argparse.Namespace) -> DecisionRecorder | None:
+    """The decision log ``--log`` names, or None. Imported only then: a check without a log
+    pays nothing for it."""
+    if not opts.log:
+        return None
+    from ..impact.log import DecisionLog
+
+    return DecisionLog(opts.log, max_bytes=opts.log_max_bytes)
 
 
 def _report(reporter: Callable[[Iterable[Decision], IO[str]], None],

@@ -24,11 +24,10 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .._checker import ENGINES, Checker
+from .._checker import ENGINES, Checker, DecisionRecorder
 from .._exceptions import ConfigurationError, EnvironmentFailure
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
-from ..impact.log import MAX_BYTES, DecisionLog
 from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS
 from ..reporters.check import REPORTERS
 from .parsing import _instant, _parameter, _positive, _size, add_checker_arguments, limits_of
@@ -142,7 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="append each check's decision to this decision log (JSON Lines; "
                              "the envelopes kept in PATH.objects), for ioa-check impact; every "
                              "worker appends to it")
-    parser.add_argument("--log-max-bytes", type=_size, default=MAX_BYTES, metavar="SIZE",
+    parser.add_argument("--log-max-bytes", type=_size, default="64MiB", metavar="SIZE",
                         help="rotate the decision log past this size (default 64MiB)")
     parser.add_argument("--workers", type=_positive, default=1, metavar="N",
                         help="worker processes, each with its own Checker, --threads and "
@@ -213,8 +212,16 @@ def _checker(opts: argparse.Namespace) -> Checker:
                        limits=limits_of(opts), allow_remote=opts.allow_remote,
                        engine=opts.engine, allow_private_addresses=opts.allow_private_addresses,
                        shape_timeout=opts.shape_timeout,
-                       recorder=DecisionLog(opts.log, max_bytes=opts.log_max_bytes)
-                       if opts.log else None)
+                       recorder=_recorder(opts))
+
+
+def _recorder(opts: argparse.Namespace) -> DecisionRecorder | None:
+    """The decision log ``--log`` names (each worker process opens its own), or None."""
+    if not opts.log:
+        return None
+    from ..impact.log import DecisionLog
+
+    return DecisionLog(opts.log, max_bytes=opts.log_max_bytes)
 
 
 def _limits(opts: argparse.Namespace) -> ServiceLimits:

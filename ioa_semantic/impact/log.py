@@ -23,7 +23,6 @@ import os
 import re
 import tempfile
 import threading
-import uuid
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -35,7 +34,7 @@ from .._findings import Severity, Verdict
 
 #: The line format's name and version; a reader refuses a line of another.
 FORMAT = "ioa-decision-log/1"
-#: Rotation size by default (64 MiB).
+#: Rotation size by default (64 MiB; the command line's --log-max-bytes says the same).
 MAX_BYTES = 64 << 20
 # The reason codes that say a mapping was looked up for a capability and not established:
 # the pairs a later artifact could provide (their path is the capability).
@@ -145,7 +144,7 @@ class DecisionLog:
             # Remote resources are not kept: a decision that could retrieve is not judged
             # again (impact counts it as unjudgeable).
             "retrieval": checker.retrieval_enabled or bool(checker.remote_artifacts),
-            "checker": uuid.uuid4().hex,
+            "checker": os.urandom(16).hex(),
         }
         with self._lock:
             self._configurations[id(checker)] = configuration
