@@ -139,7 +139,8 @@ class Checker:
     reason at check time. ``shape_timeout`` (seconds) bounds each evaluation of the
     profile's shapes that pySHACL makes (SHACL-SPARQL, the Core constraints the compiled
     checks do not hold): past it the evaluation is stopped and the check is indeterminate
-    (``constraint.shape-unevaluable``).
+    (``constraint.shape-unevaluable``). ``recorder`` receives every decision with what judging
+    it again needs (:class:`~ioa_semantic.impact.DecisionLog` writes a decision log).
     """
 
     def __init__(

@@ -239,3 +239,16 @@ def test_the_command_line_judges_its_envelopes_as_one_checkers_life(tmp_path: Pa
     assert a["verdict"] == "compatible" and b["verdict"] == "indeterminate"
     assert "profile.revision-ambiguous" in [r["code"] for r in b["reasons"]]
     assert run.returncode == 3
+
+
+def test_an_empty_alignment_ref_names_no_artifact_and_the_decision_records_none() -> None:
+    # Expansion keeps an empty array: no value, as the decision stage reads it (it was an
+    # IndexError, an internal error, where the Checker looked for an artifact to fetch).
+    envelope = envelope_62()
+    envelope["ioa:alignmentRef"] = []
+    decision = Checker("cs-translation").check(dumps(envelope), at=AT)
+    assert decision.verdict is Verdict.COMPATIBLE
+    assert decision.dependencies["alignmentRef"] is None
+    envelope["ioa:alignmentRef"] = {"@id": "https://example.org/align/cs-doc-v1"}
+    named = Checker("cs-translation").check(dumps(envelope), at=AT)
+    assert named.dependencies["alignmentRef"] == "https://example.org/align/cs-doc-v1"
