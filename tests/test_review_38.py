@@ -245,3 +245,28 @@ def test_a_command_line_of_thousands_of_unknown_options_costs_a_few_suggestions(
     assert len(searched) == 10
     assert said.count("(did you mean '--format'?)") == 10
     assert said.rstrip().endswith("--fromat9 (did you mean '--format'?) and 19990 more")
+
+
+def test_an_artifact_of_thousands_of_unknown_members_costs_a_few_suggestions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """lint (the artifacts' hook) says every unknown member; the first ten with the member
+    they resemble."""
+    from ioa_semantic._nearest import did_you_mean as real
+    from ioa_semantic.cli import lint, main
+
+    searched: list[str] = []
+
+    def counted(word: str, known: Any, *rest: Any) -> str:
+        searched.append(word)
+        return real(word, known, *rest)
+
+    monkeypatch.setattr(lint, "did_you_mean", counted)
+    artifact = json.loads((ROOT / "ioa_semantic" / "data" / "alignments" / "cs-doc-v1.json")
+                          .read_text(encoding="utf-8"))
+    artifact.update({f"validUntill{n}": 1 for n in range(5_000)})
+    (tmp_path / "artifact.json").write_text(json.dumps(artifact), encoding="utf-8")
+    assert main.run(["lint", str(tmp_path / "artifact.json")]) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 5_000 and len(searched) == 10
+    assert sum("(did you mean 'validUntil'?)" in line for line in said) == 10

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._exceptions import STANDARD_OUTPUT, ConfigurationError, WriteFailed
 from .._files import claim, write_file
-from .._nearest import did_you_mean
+from .._nearest import SUGGESTED, did_you_mean
 from .._runtime import terminal_columns
 from .._status import ExitStatus
 from ..pipeline.intake import Limits
@@ -32,10 +32,6 @@ class _Formatter(argparse.HelpFormatter):
         if options.get("width") is None:
             options["width"] = terminal_columns() - 2  # as argparse takes it from shutil
         super().__init__(prog, **options)
-
-
-# How many unknown options a refusal names (each with the option it resembles).
-_SUGGESTED = 10
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,10 +106,10 @@ class _Parser(argparse.ArgumentParser):
             if flag in options or (self.allow_abbrev and any(o.startswith(flag) for o in options)):
                 continue
             unknown.append(flag)
-        # A suggestion costs a similarity search over the options: the first few are named
-        # with theirs, the rest counted, so a hostile command line (thousands of options, as
-        # many as the system lets through) costs the refusal little and its message stays short.
-        named = [flag + did_you_mean(flag, options) for flag in unknown[:_SUGGESTED]]
+        # The first few are named with the options they resemble, the rest counted: a hostile
+        # command line (thousands of options, as many as the system lets through) costs the
+        # refusal little, and its message stays short.
+        named = [flag + did_you_mean(flag, options) for flag in unknown[:SUGGESTED]]
         rest = len(unknown) - len(named)
         return named + ([f"and {rest} more"] if rest else [])
 
