@@ -69,8 +69,10 @@ def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None
         if result.status == "valid":
             continue
         style = "magenta" if result.status == "invalid" else "yellow"
-        console.print(f"[bold {style}]{result.status.upper()}[/] {escape(where)} "
-                      f"{escape(result.id or '')}")
+        # A registration whose id could not be read (not JSON, no @id) is named by its place
+        # alone, with nothing after it.
+        named = f"{where} {result.id}" if result.id else where
+        console.print(f"[bold {style}]{result.status.upper()}[/] {escape(named)}")
         for reason in result.reasons:
             console.print(f"  {escape(reason.code)} [dim](section {reason.section}, at "
                           f"{escape(reason.path or '/')})[/] {escape(reason.message)}")
