@@ -11,6 +11,11 @@ contract's rule 4, labels are never identifiers, holds for the tool's own names 
 
 from collections.abc import Callable, Iterable
 
+# How many unknown words of one input (a command line, an artifact) are each given the name
+# they resemble: a suggestion is a similarity search over the known names, and a hostile
+# input holds as many unknown words as its size allows; past these, they are only named.
+SUGGESTED = 10
+
 
 def nearest(word: str, known: Iterable[str]) -> str | None:
     """The known name most like ``word``, or None when none is close (difflib's cutoff)."""

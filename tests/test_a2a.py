@@ -365,6 +365,8 @@ def test_the_example_runs_as_the_readme_says(tmp_path: Any) -> None:
         agent_process.wait(timeout=HANG)
     assert "compatible: accepted" in out
     assert "incompatible: refused" in out and "incompatible" in out.split("refused:")[1]
+    # The refusal says why: the reason code the gate discloses (its default, codes).
+    assert "(domain.binding-not-permitted)" in out.split("refused:")[1]
 
 
 HOLD = "HOLD-THIS-CHECK"

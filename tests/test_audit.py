@@ -193,6 +193,11 @@ def test_text_output_and_output_file(tmp_path: Path) -> None:
                              capture_output=True, timeout=60)
     assert to_file.returncode == 1 and to_file.stdout == b""
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 3
+    (tmp_path / "broken.jsonl").write_text('{"@type": "ioa:Capability"\n')
+    proc = subprocess.run([IOA_CHECK, "audit", "broken.jsonl", "--profile", "cs-translation"],
+                          cwd=tmp_path, capture_output=True, timeout=60, text=True)
+    # A line with no id to show is named by its place alone, no blank after it.
+    assert proc.stdout.startswith("INVALID broken.jsonl:1\n"), proc.stdout
 
 
 @pytest.mark.parametrize("engine", ["compiled", "reference"])

@@ -3,9 +3,14 @@ the code registry, as tests/test_traceability.py holds docs/conformance.md to th
 
 import importlib
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 from ioa_semantic._codes import CODES
 
@@ -148,3 +153,28 @@ def test_the_architecture_layout_covers_every_package() -> None:
     entries = _layout()
     packages = {path.parent.name + "/" for path in PACKAGE.glob("*/__init__.py")}
     assert packages <= set(entries), sorted(packages - set(entries))
+
+
+# --- the site as mkdocs builds it --------------------------------------------------------------
+
+# A Sphinx role left as written, as Markdown renders it (``:class:`Checker``` becomes
+# ``:class:<code>Checker</code>``) or untouched inside a code span.
+ROLE_MARKUP = re.compile(r":(?:py:)?[a-z]+:(?:<code>|`)")
+# Building the whole site takes seconds; a generous bound that only a hang reaches.
+BUILD_DEADLINE = 600
+
+
+def test_the_api_page_renders_the_docstrings_sphinx_roles(tmp_path: Path) -> None:
+    """The API page shows the docstrings' Sphinx roles (``:class:`Checker```) as links to
+    what the page documents, or as code, never as literal markup (docs/api_roles.py)."""
+    pytest.importorskip("mkdocstrings_handlers.python", reason="the docs extra is not installed")
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+                    "--config-file", str(ROOT / "mkdocs.yml"), "--site-dir", str(tmp_path)],
+                   check=True, timeout=BUILD_DEADLINE, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    page = (tmp_path / "reference" / "api" / "index.html").read_text()
+    article = page[page.index("<article"):page.index("</article>")]
+    assert 'id="ioa_semantic.Checker"' in article  # the docstrings are on the page
+    assert not ROLE_MARKUP.findall(article), sorted(set(ROLE_MARKUP.findall(article)))
+    # check()'s docstring names the Checker with a role: a link to it now.
+    assert '<a class="autorefs autorefs-internal"' in article
+    assert 'href="#ioa_semantic.Checker"><code>Checker</code></a>' in article

@@ -15,8 +15,9 @@ The convention, which the pages follow (docs/testing.md, "Commands in the docs")
 * a page's blocks run in order, in one fresh folder per page that holds a copy of
   ``examples/`` (so a later block may use what an earlier one wrote), with the installed
   ``ioa-check`` first on ``PATH``, and with the repository's sibling ``../shared`` beside the
-  folder when it exists (a page that names ``../shared`` is skipped without it, as the tests
-  that need it are).
+  folder when it exists (without it, a page runs up to its first command that names
+  ``../shared``, as the tests that need it skip: a reader without it can follow the page that
+  far).
 """
 
 from __future__ import annotations
@@ -136,6 +137,19 @@ def _commands(lines: list[str], first: int) -> list[Command]:
     return commands
 
 
+def runnable(page: Path, shared: bool) -> list[Command]:
+    """The commands of a page that run: those of its blocks not marked skip and, without
+    ``../shared``, only those before the first that names it (the later ones may use what it
+    made)."""
+    commands = [command for block in blocks(page) if block.skip is None
+                for command in block.commands]
+    if not shared:
+        cut = next((index for index, command in enumerate(commands)
+                    if "../shared" in command.text), len(commands))
+        commands = commands[:cut]
+    return commands
+
+
 def _page_id(page: Path) -> str:
     return str(page.relative_to(ROOT))
 
@@ -170,6 +184,15 @@ def test_an_output_block_marked_as_such_is_the_last_commands_output(tmp_path: Pa
     assert [c.output for c in second.commands] == [None]  # not marked: an illustration
 
 
+def test_without_shared_a_page_runs_up_to_its_first_command_naming_it(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```sh\necho a\n```\n\n```sh\necho b\nls ../shared/x\necho c\n```\n\n"
+                    "```sh\necho d\n```\n")
+    assert [c.text for c in runnable(page, shared=False)] == ["echo a", "echo b"]
+    assert [c.text for c in runnable(page, shared=True)] == [
+        "echo a", "echo b", "ls ../shared/x", "echo c", "echo d"]
+
+
 def _script(commands: list[Command], statuses: Path) -> str:
     parts = []
     for command in commands:
@@ -186,12 +209,11 @@ def _lines(text: str) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
 def test_every_command_shown_runs_as_shown(page: Path, tmp_path: Path) -> None:
-    runnable = [block for block in blocks(page) if block.skip is None]
-    commands = [command for block in runnable for command in block.commands]
+    commands = runnable(page, shared=SHARED.is_dir())
     if not commands:
-        pytest.skip("every block of the page is marked docs-test: skip")
-    if any("../shared" in command.text for command in commands) and not SHARED.is_dir():
-        pytest.skip("the page names ../shared, which is absent")
+        pytest.skip("the page's first command names ../shared, which is absent"
+                    if runnable(page, shared=True) else
+                    "every block of the page is marked docs-test: skip")
     folder = tmp_path / "ioa-semantic"
     shutil.copytree(ROOT / "examples", folder / "examples")
     if SHARED.is_dir():

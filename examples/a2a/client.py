@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from a2a.client.client import ClientCallContext
 from a2a.client.client_factory import create_client
 from a2a.client.service_parameters import ServiceParametersFactory
 from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import A2AError
 
 from ioa_semantic.a2a import activation, attach_envelope
 
@@ -37,8 +39,10 @@ async def ask(url: str, name: str, body: bytes) -> None:
         async for event in client.send_message(pb.SendMessageRequest(message=message),
                                                context=context):
             print(f"{name}: accepted: {event.message.parts[0].text}")
-    except Exception as exc:  # the agent's refusal arrives as an A2A error
-        print(f"{name}: refused: {exc}")
+    except A2AError as refused:  # the agent's refusal, its data as the gate discloses it
+        data = refused.data if isinstance(refused.data, Mapping) else {}
+        codes = ", ".join(data.get("codes", ()))
+        print(f"{name}: refused: {refused}" + (f" ({codes})" if codes else ""))
     finally:
         await client.close()
 

@@ -174,7 +174,12 @@ def said(exc: IoaSemanticError, command: str) -> ExitStatus | None:
     if isinstance(exc, WriteFailed) and exc.name == STANDARD_OUTPUT:
         # Whichever command it was, and with what is left in stdout's buffer sent nowhere.
         return unwritable_stdout(exc.error)
-    print(f"{_SPEAKERS.get(command, 'ioa-check')}: {exc}", file=sys.stderr)
+    from ..reporters import visible
+
+    # An error names what failed (a file, a profile's term) as it was given: what a terminal
+    # would obey in it is shown, never sent.
+    print(visible(f"{_SPEAKERS.get(command, 'ioa-check')}: {exc}", surrogates=False),
+          file=sys.stderr)
     return status
 
 

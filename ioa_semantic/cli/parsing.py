@@ -19,7 +19,7 @@ from typing import Any
 
 from .._exceptions import STANDARD_OUTPUT, ConfigurationError, WriteFailed
 from .._files import claim, write_file
-from .._nearest import did_you_mean
+from .._nearest import SUGGESTED, did_you_mean
 from .._runtime import terminal_columns
 from .._status import ExitStatus
 from ..pipeline.intake import Limits
@@ -49,8 +49,13 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **options)
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        from ..reporters import visible
+
         self.print_usage(sys.stderr)
-        self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
+        # argparse quotes the words it refuses as they were given ("unrecognized arguments:
+        # ..."): a word of a hostile command line (a file name a hook passes) may hold an
+        # escape sequence, which is shown, never sent to the terminal.
+        self.exit(ExitStatus.USAGE, f"{self.prog}: error: {visible(message, surrogates=False)}\n")
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None,
@@ -66,6 +71,26 @@ class _Parser(argparse.ArgumentParser):
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return opts, extras
 
+    def _parse_optional(self, arg_string: str) -> Any:
+        """argparse's reading of a word as an option or not, but a word that names a file
+        that exists and is none of this parser's options (by name, ``OPTION=VALUE`` or an
+        abbreviation) is the file: pre-commit passes the changed files after the hook's
+        options, with no ``--`` before them (there is no place for one), and a file named
+        ``-x.json`` must be checked, not refused as an unknown option."""
+        if self._names_a_file(arg_string):
+            return None  # a positional argument
+        return super()._parse_optional(arg_string)
+
+    def _names_a_file(self, word: str) -> bool:
+        if not word.startswith("-") or word in ("-", "--"):
+            return False
+        flag = word.partition("=")[0]
+        options = self._option_string_actions
+        return flag not in options and not (
+            self.allow_abbrev and flag.startswith("--")
+            and any(o.startswith(flag) for o in options if o.startswith("--"))
+        ) and os.path.lexists(word)
+
     def _unknown_options(self, words: Sequence[str]) -> list[str]:
         """The long options among ``words`` that this parser does not take (neither by name
         nor as an abbreviation argparse accepts), each with the option it resembles."""
@@ -75,13 +100,18 @@ class _Parser(argparse.ArgumentParser):
             if word == "--":
                 break  # what follows is positional, whatever it looks like
             # argparse takes a word with a space for a value, never for an option.
-            if not word.startswith("--") or " " in word:
+            if not word.startswith("--") or " " in word or self._names_a_file(word):
                 continue
             flag = word.partition("=")[0]
             if flag in options or (self.allow_abbrev and any(o.startswith(flag) for o in options)):
                 continue
-            unknown.append(flag + did_you_mean(flag, options))
-        return unknown
+            unknown.append(flag)
+        # The first few are named with the options they resemble, the rest counted: a hostile
+        # command line (thousands of options, as many as the system lets through) costs the
+        # refusal little, and its message stays short.
+        named = [flag + did_you_mean(flag, options) for flag in unknown[:SUGGESTED]]
+        rest = len(unknown) - len(named)
+        return named + ([f"and {rest} more"] if rest else [])
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         """argparse's refusal of a value outside an option's choices, with the choice it

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..audit.run import Audit, Conflict
 
 from .._findings import Finding, Remedy, Severity
-from . import declared_text, json_text
+from . import Visible, declared_text, json_text
 from .check import text_console
 
 
@@ -57,7 +57,10 @@ def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None
     """For people: every registration that is not valid, the conflicts, then the counts."""
     from rich.markup import escape
 
-    console = text_console(stream)
+    # A file name, an @id or a message quoting the input may hold what a terminal obeys (an
+    # escape sequence): every line is shown through Visible. Lone surrogates (a file name's
+    # undecodable bytes) are left to the stream's backslashreplace, as the check's report.
+    console = Visible(text_console(stream), surrogates=False)
     examples: dict[str, str] = {}
     for result in (result for batch in batches for result in batch.notable):
         where = _place(result.source, result.position)
@@ -66,8 +69,10 @@ def audit_text(audit: Audit, batches: Iterable[Judged], stream: IO[str]) -> None
         if result.status == "valid":
             continue
         style = "magenta" if result.status == "invalid" else "yellow"
-        console.print(f"[bold {style}]{result.status.upper()}[/] {escape(where)} "
-                      f"{escape(result.id or '')}")
+        # A registration whose id could not be read (not JSON, no @id) is named by its place
+        # alone, with nothing after it.
+        named = f"{where} {result.id}" if result.id else where
+        console.print(f"[bold {style}]{result.status.upper()}[/] {escape(named)}")
         for reason in result.reasons:
             console.print(f"  {escape(reason.code)} [dim](section {reason.section}, at "
                           f"{escape(reason.path or '/')})[/] {escape(reason.message)}")
@@ -217,11 +222,31 @@ def _location(source: str, position: int | None, place: Place | None,
     else:
         region = {"startLine": place.line + (0 if record is None else record),
                   "startColumn": place.column}
-    where: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": source},
+    where: dict[str, Any] = {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(source)},
                                                   "region": region}}
     if pointer:
         where["logicalLocations"] = [{"fullyQualifiedName": pointer}]
     return where
+
+
+def artifact_uri(source: str) -> str:
+    """A source (a path as found, or ``-``) as SARIF's ``artifactLocation.uri``, a URI
+    reference (RFC 3986): a relative path percent-encoded but for its slashes (a space, a
+    ``#``, a ``%``, a ``:`` that would read as a scheme, a backslash, a character beyond
+    ASCII: as its UTF-8 bytes, a file name's undecodable byte as itself), an absolute path
+    as a ``file:`` URI. docs/audit.md, "SARIF"."""
+    import os
+    from pathlib import Path
+    from urllib.parse import quote
+
+    if source == "-":
+        return source  # standard input: a valid reference, and what the JSON lines say
+    path = Path(source)
+    if path.is_absolute():
+        # as_uri percent-encodes as quote does (by os.fsencode's bytes).
+        return path.as_uri()
+    # os.fsencode: a lone surrogate (PEP 383) goes back to the byte it stands for.
+    return quote(os.fsencode(path.as_posix() if os.sep == "\\" else source), safe="/")
 
 
 def _is_lines(source: str) -> bool:
@@ -247,7 +272,7 @@ def _fix(reason: Finding, source: str, position: int | None,
     region = {"startLine": place.value_line + shift, "startColumn": place.value_column,
               "endLine": place.end_line + shift, "endColumn": place.end_column}
     return {"description": {"text": f"define {term!r} as the baseline 6.1 context does"},
-            "artifactChanges": [{"artifactLocation": {"uri": source}, "replacements": [
+            "artifactChanges": [{"artifactLocation": {"uri": artifact_uri(source)}, "replacements": [
                 {"deletedRegion": region,
                  "insertedContent": {"text": json.dumps(value, ensure_ascii=False)}}]}]}
 

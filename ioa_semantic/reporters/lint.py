@@ -15,7 +15,7 @@ from typing import IO, Any, NamedTuple
 
 from .._findings import Severity
 from ..pipeline.constraints import ShapeRoute
-from . import json_text
+from . import json_text, visible
 
 
 class Problem(NamedTuple):
@@ -57,13 +57,20 @@ class Explained(NamedTuple):
     routes: tuple[ShapeRoute, ...]
 
 
+def _line(text: str) -> str:
+    # File names and messages quote the input (a profile's terms, an artifact's members):
+    # what a terminal would obey in them is shown, never written raw; lone surrogates (a file
+    # name's undecodable bytes) are left to the stream's backslashreplace.
+    return visible(text, surrogates=False) + "\n"
+
+
 def lint_text(files: Iterable[Linted], stream: IO[str]) -> None:
     for linted in files:
         if not linted.problems:
-            stream.write(f"{linted.file}: ok{linted.note}\n")
+            stream.write(_line(f"{linted.file}: ok{linted.note}"))
         for problem in linted.problems:
             mark = "warning: " if problem.severity is Severity.WARNING else ""
-            stream.write(f"{linted.file}: {mark}{problem.message}\n")
+            stream.write(_line(f"{linted.file}: {mark}{problem.message}"))
 
 
 def lint_json(files: Iterable[Linted], stream: IO[str]) -> None:
@@ -81,9 +88,9 @@ NO_TOP_LEVEL = "no shape in it has a target, so nothing in it is checked by itse
 def explain_text(files: Iterable[Explained], stream: IO[str]) -> None:
     for explained in files:
         if not explained.routes:
-            stream.write(f"{explained.file}: {NO_TOP_LEVEL}\n")
+            stream.write(_line(f"{explained.file}: {NO_TOP_LEVEL}"))
         for route in explained.routes:
-            stream.write(f"{explained.file}: {route.shape}: {route.engine}: {route.why}\n")
+            stream.write(_line(f"{explained.file}: {route.shape}: {route.engine}: {route.why}"))
 
 
 def explain_json(files: Iterable[Explained], stream: IO[str]) -> None:

@@ -5,8 +5,10 @@ Printed by rich, with its colour, markup, highlighting and wrapping off and its 
 from the cells, never from the terminal: the same rows give the same bytes on a terminal,
 in a pipe and in a test. Columns are as wide as their widest cell (as a terminal shows
 them: a wide character takes two), two spaces apart; a column of numbers is right-aligned
-under its left-aligned name. A tab in a cell is printed as the spaces to its stop, and a
-carriage return not at all (as rich prints them).
+under its left-aligned name. A tab in a cell is printed as the spaces to its stop; any other
+character a terminal would obey or hide (an escape sequence's ESC, a carriage return, a
+bidirectional override: what a trace's names may carry) is shown as its code point
+(reporters.visible), in the column names too.
 """
 
 from __future__ import annotations
@@ -35,10 +37,13 @@ def write_table(variables: Sequence[str], rows: Sequence[Mapping[str, Any]],
     from rich.table import Table
     from rich.text import Text
 
+    from . import visible
+
     # A tab as the spaces to its stop, which is what rich prints (and measures) for it.
-    cells = [[cell(row[v]).expandtabs() for v in variables] for row in rows]
+    cells = [[visible(cell(row[v]).expandtabs()) for v in variables] for row in rows]
+    names = [visible(v) for v in variables]
     widths = [max([cell_len(v)] + [cell_len(r[i]) for r in cells])
-              for i, v in enumerate(variables)]
+              for i, v in enumerate(names)]
     numeric = [bool(rows) and all(isinstance(row[v], int | float) and not isinstance(
         row[v], bool) for row in rows if row[v] is not None) for v in variables]
     table = Table(box=None, show_header=False, show_edge=False, pad_edge=False,
@@ -47,7 +52,7 @@ def write_table(variables: Sequence[str], rows: Sequence[Mapping[str, Any]],
         table.add_column(justify="right" if number else "left", no_wrap=True)
     # The header is a row of its own: rich would align a numeric column's name to the right.
     table.add_row(*(Text(name.ljust(width + len(name) - cell_len(name)), justify="left")
-                    for name, width in zip(variables, widths, strict=True)))
+                    for name, width in zip(names, widths, strict=True)))
     table.add_row(*(Text("-" * width) for width in widths))
     for row in cells:
         table.add_row(*(Text(value) for value in row))

@@ -670,6 +670,11 @@ def create_app(checker: Checker, wire: Wire, *, limits: ServiceLimits | None = N
     ]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error})
+    # A path the service does not serve is a 404 problem, "/v1/check/" too: Starlette's
+    # answer to a trailing slash is a redirect to an absolute URL it builds from the Host
+    # header (a client's word, which a cache in front would keep), which the OpenAPI
+    # document does not list and which is no problem document.
+    app.router.redirect_slashes = False
     # From the inside out: faults answered, then CORS (so that it sees those answers), then
     # the access log (so that a preflight has its line too).
     app.add_middleware(Faults)
