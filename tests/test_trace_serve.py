@@ -227,6 +227,13 @@ def test_requests_get_the_otlp_http_status_codes(tmp_path: Path) -> None:
         assert answer.headers["content-type"] == "application/x-protobuf"
         assert b"ExportTraceServiceRequest" in answer.content
         assert running.health()["spooledBytes"] == spooled  # nothing refused was kept
+        # A trailing slash names no route: 404, never a redirect built from the Host header.
+        for path, method in (("/v1/traces/", "POST"), ("/healthz/", "GET")):
+            answer = httpx.request(method, running.url + path, content=body, timeout=30,
+                                   headers={"content-type": "application/json",
+                                            "host": "attacker.example"},
+                                   follow_redirects=False)
+            assert answer.status_code == 404 and "location" not in answer.headers, path
         # The spool's bound: refused with 503 and when to retry, nothing kept.
         for _ in range(5):
             answer = httpx.post(url, content=body, timeout=30,

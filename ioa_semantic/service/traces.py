@@ -623,7 +623,11 @@ def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX
         # {run:path}: a plain store's run may be named with a "/" (sent as %2F).
         routes += [Route("/runs", pages.runs, methods=["GET"]),
                    Route("/runs/{run:path}", pages.run, methods=["GET"])]
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes)
+    # As the validation service: a trailing slash is an unknown route (404), never a redirect
+    # to a URL built from the client's Host header.
+    app.router.redirect_slashes = False
+    return app
 
 
 def judge_command(store: str, quiet_period: float,
