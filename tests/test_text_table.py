@@ -11,8 +11,36 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ioa_semantic.cli.trace_history import _table as hand_written
 from ioa_semantic.reporters.table import write_table
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).replace("\n", " ")
+
+
+def hand_written(variables: Sequence[str], rows: Sequence[Mapping[str, Any]],
+                 stream: io.StringIO) -> None:
+    """The printer ``trace query`` had before rich (its layout is the contract): columns as
+    wide as their widest cell, numbers right-aligned. Kept here as the reference, since the
+    command's own printer is now the one under test."""
+    cells = [[_cell(row[v]) for v in variables] for row in rows]
+    widths = [max([len(v)] + [len(r[i]) for r in cells]) for i, v in enumerate(variables)]
+    numeric = [bool(rows) and all(isinstance(row[v], int | float) and not isinstance(
+        row[v], bool) for row in rows if row[v] is not None) for v in variables]
+
+    def line(values: Sequence[str], header: bool = False) -> str:
+        return "  ".join(value.rjust(w) if n and not header else value.ljust(w)
+                         for value, w, n in zip(values, widths, numeric, strict=True)).rstrip()
+
+    stream.write(line(variables, True) + "\n")
+    stream.write("  ".join("-" * w for w in widths) + "\n")
+    for row in cells:
+        stream.write(line(row) + "\n")
+    stream.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
 
 
 def printed(variables: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
