@@ -709,3 +709,11 @@ def test_a_run_over_the_shape_limit_says_the_check_was_not_run(tmp_path: Path) -
     proc = trace([GOLDEN, "--format", "json"], tmp_path, shapes=True)
     (shapes,) = [s["shapes"] for s in records(proc)[1]]
     assert "trace.shapes-not-run" not in {f["code"] for f in shapes["findings"]}
+
+
+def test_the_text_report_counts_one_in_the_singular(tmp_path: Path) -> None:
+    event = {"kind": "tool_call_start", "agent_id": "solo", "call_id": "c1", "tool_name": "t",
+             "run_id": "r1", "timestamp": 1796200200.0}
+    (tmp_path / "events.jsonl").write_text(json.dumps(event) + "\n")
+    text = trace(["events.jsonl", "--no-shapes"], tmp_path).stdout.decode()
+    assert "run r1, 1 event, 1 agent\n" in text, text

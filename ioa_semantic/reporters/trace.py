@@ -19,12 +19,18 @@ from ..trace.privacy import Disclosure
 from . import Visible, json_text
 
 
+def _counted(number: int, plural: str) -> str:
+    """``number`` of what ``plural`` names ("events", "spans", "agents"): one in the singular."""
+    return f"{number} {plural.removesuffix('s') if number == 1 else plural}"
+
+
 def _call(call: Call, disclose: Disclosure) -> dict[str, Any]:
     out: dict[str, Any] = {"id": disclose.call(call.ref) if call.id else None,
                            "line": call.first_line}
     for side in ("input", "output"):
-        if getattr(call, side) is not None:
-            out[side] = getattr(call, side)
+        digest = getattr(call, side)
+        if digest is not None:
+            out[side] = digest.as_json()
     if disclose.include_content and call.content:
         out["content"] = call.content
     return out
@@ -123,7 +129,8 @@ def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
         record = summary_record(run, shapes, disclose)["summary"]
         console.print(f"[{_STYLE[run.verdict]}]{str(run.verdict).upper()}[/] "
                       f"{escape(record['source'])}  [dim]run {escape(str(record['run']))}, "
-                      f"{run.run.events} {run.run.unit}, {len(run.agents)} agents[/]")
+                      f"{_counted(run.run.events, run.run.unit)}, "
+                      f"{_counted(len(run.agents), 'agents')}[/]")
         for agent in run.agents:
             console.print(f"  agent {escape(disclose.agent(agent.agent))}: {verdict(agent.verdict)}")
             for use in agent.uses:
