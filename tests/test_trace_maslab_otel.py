@@ -139,7 +139,7 @@ def test_the_schema_s_example_span_reads_as_a_tool_call_of_moderator(tmp_path: P
     assert use["tool"] == "delegate_to_schedule_agent"
     (call,) = use["calls"]
     assert call["id"] is None and call["line"] == 1
-    assert call["input"] == digest("{}") and call["output"] == digest("...")
+    assert call["input"] == digest("{}").as_json() and call["output"] == digest("...").as_json()
     assert report["agents"] == {"moderator": "indeterminate"}  # no declaration was given
     assert report["events"] == 1 and report["calls"] == {"tool": 1}
     assert not _reasons(report, "trace.incomplete") and status == 3

@@ -30,7 +30,7 @@ import trace_runs
 from test_trace import GOLDEN, MANIFESTS, SMALLER, TRACES
 from test_trace_store import graphs, revised_manifests, tampered
 
-from ioa_semantic.trace.calls import Call, Run
+from ioa_semantic.trace.calls import Call, Digest, Run
 
 OTEL = EXAMPLES / "trace" / "otel"
 AT = "2026-12-02T00:00:00Z"
@@ -457,7 +457,7 @@ def _call(key: str, cls: str, parent: str | None, start: int | None, agent: str 
                 parent_id=parent, start=None if start is None else str(start),
                 end=None if start is None else str(start + 1), first_line=1, status=None,
                 label=None, tokens={}, finish=None, temperature=None, response_id=None,
-                input={"sha256": "0" * 64, "chars": 1}, output=None, content=None,
+                input=Digest("0" * 64, 1), output=None, content=None,
                 ambiguous=())
 
 

@@ -385,12 +385,18 @@ def _spans_bounded(consumed: Consumed, limit: int) -> None:
 
 
 def _runs(consumed: Consumed, disclose: Disclosure,
-          named: Callable[[Source, Disclosure], Source] | None = None) -> list[Run]:
+          named: Callable[[Source, Disclosure], Source] | None = None,
+          like: list[Run] | None = None) -> list[Run]:
     """The runs of what was consumed, worded through ``disclose``, each input named by
-    ``named`` (a private store names it by its reference)."""
+    ``named`` (a private store names it by its reference). ``like``: the runs of the same
+    inputs worded otherwise (the report's), whose calls these share: a long run's calls are
+    held once, not once a wording."""
     from ..trace.events import Source, build, otlp_runs, unreadable
 
     runs: list[Run] = []
+    # The runs ``like`` holds of inputs read alone, in the order of the inputs (its OTLP runs,
+    # one per trace, stand at the first OTLP input's place: told apart by their unit).
+    alone = [r for r in like if r.unit != "spans"] if like is not None else None
     # OTLP inputs are read together: one trace's spans may be in several files.
     spans: list[tuple[Source, Fold]] = []
     spans_at = 0  # their runs take the place of the first OTLP input
@@ -406,8 +412,13 @@ def _runs(consumed: Consumed, disclose: Disclosure,
                 spans_at = len(runs)
             spans.append((source, fold))
         else:
-            runs.append(build(source, fold, disclose))
-    runs[spans_at:spans_at] = otlp_runs(spans, disclose) if spans else []
+            prior = alone[len(runs)] if alone is not None else None
+            runs.append(build(source, fold, disclose, calls=prior.calls if (
+                prior is not None and prior.events == fold.events) else None))
+    if spans:
+        # A trace's calls do not depend on the wording either; its runs are told by their id.
+        shared = {r.run_id: r.calls for r in like if r.unit == "spans"} if like else None
+        runs[spans_at:spans_at] = otlp_runs(spans, disclose, shared)
     return runs
 
 
@@ -473,13 +484,16 @@ def _run(opts: argparse.Namespace) -> int:
     # One reading of the clock an invocation: the report's runs and the store's (a private
     # store's runs are built again) wait, or not, alike.
     at = opts.at or datetime.now(UTC)
-    runs = _complete(_runs(consumed, disclose), opts, at)
+    all_runs = _runs(consumed, disclose)
+    runs = _complete(all_runs, opts, at)
     # The runs as a store that does not show identities as the report does keeps them are
     # built now, so that the folds (most of what reading held) are let go before the runs are
     # judged and recorded.
-    kept_runs = _complete(_runs(consumed, feed.keys, feed.source), opts, at, say=False) if (
+    kept_runs = _complete(_runs(consumed, feed.keys, feed.source, all_runs), opts, at,
+                          say=False) if (
         feed is not None and (feed.private or disclose.key is not None)) else None
     consumed.clear()
+    del all_runs  # the runs --complete-only has not kept are let go
     seen: dict[str, str] = {}
     for run in runs:
         if not run.calls:

@@ -14,6 +14,30 @@ _SUCCESS = {"ok": True, "success": True, "succeeded": True, "completed": True,
 # --- the immutable result -------------------------------------------------------------------
 
 
+class Digest(NamedTuple):
+    """A piece of content as the audit keeps it: its SHA-256 (hex) and length in characters.
+
+    A pair, not a dict: a long run holds two a call to its end, and a dict of two members
+    weighs as much as the rest of the call. Its JSON is the object ``{"sha256", "chars"}``
+    (:meth:`as_json`), as the reports, records and checkpoints have always written it.
+    """
+
+    sha256: str
+    chars: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "chars": self.chars}
+
+    @classmethod
+    def of(cls, value: Any) -> Digest:
+        """A digest from its JSON: an object (reports, records), or a pair (a checkpoint, which
+        writes the fold's calls as they are)."""
+        if isinstance(value, dict):
+            return cls(value["sha256"], value["chars"])
+        sha256, chars = value
+        return cls(sha256, chars)
+
+
 class Call(NamedTuple):
     """One call of a run, its parent resolved to another call's key (or None)."""
 
@@ -33,8 +57,8 @@ class Call(NamedTuple):
     finish: str | None
     temperature: float | None
     response_id: str | None
-    input: dict[str, Any] | None
-    output: dict[str, Any] | None
+    input: Digest | None
+    output: Digest | None
     content: dict[str, Any] | None
     ambiguous: tuple[str, ...]
     # An A2A client span under which the trace holds no agent span: a call into an agent the

@@ -33,7 +33,7 @@ from ..pipeline.intake import Limits
 from ..pipeline.intake import parse as parse_json
 from . import formats, maslab_otel, nesting, otlp, runfile
 from .attribution import Attribution
-from .calls import Call, Run
+from .calls import Call, Digest, Run
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -621,6 +621,7 @@ class Fold:
 
     def restore(self, delta: dict[str, Any]) -> None:
         for call in delta["calls"]:
+            _digests(call)
             self.calls[call["key"]] = call
         for signature, stack in delta["open"].items():
             if stack:
@@ -639,9 +640,18 @@ class Fold:
         if "tree" in delta:
             self.tree.load(delta["tree"])
         for record in delta.get("maslab", ()):
+            _digests(record)
             self.maslab[record["key"]] = record
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
+
+
+def _digests(call: dict[str, Any]) -> None:
+    """A call of a checkpoint with its digests as the fold holds them (its JSON has pairs)."""
+    for side in ("input", "output"):
+        value = call.get(side)
+        if value is not None:
+            call[side] = Digest.of(value)
 
 
 def unreadable(source: Source, disclose: Disclosure) -> Run:
@@ -661,9 +671,12 @@ def runs(source: Source, fold: Fold, disclose: Disclosure) -> list[Run]:
     return otlp_runs([(source, fold)], disclose)
 
 
-def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[Run]:
+def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure,
+              shared: dict[str | None, tuple[Call, ...]] | None = None) -> list[Run]:
     """The runs of OTLP inputs read together, one per trace id: a trace whose spans several
-    files hold (each service's exporter its own file, or a rotated file) is one run."""
+    files hold (each service's exporter its own file, or a rotated file) is one run.
+    ``shared``: the calls of the same traces' runs worded otherwise, by trace id: a run whose
+    calls equal them holds those, so that its calls are held once."""
     by_trace: dict[str, dict[str, dict[str, Any]]] = {}
     files: dict[str, list[str]] = {}  # trace -> the inputs holding its spans, in input order
     # A problem of a span whose trace is known belongs to that trace's run. One of a line, or
@@ -727,11 +740,13 @@ def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure) -> list[R
         problems = own.get(trace, []) + (own.get(None, []) if n == 0 else [])
         skipped = everywhere + unused.get(trace, 0)
         if trace in maslab:
-            out.append(_maslab_run(", ".join(files[trace]), maslab[trace], by_trace.get(trace, {}),
-                                   disclose, problems, skipped))
+            run = _maslab_run(", ".join(files[trace]), maslab[trace], by_trace.get(trace, {}),
+                              disclose, problems, skipped)
         else:
-            out.append(_otlp_run(", ".join(files[trace]), trace, list(by_trace[trace].values()),
-                                 disclose, problems, skipped))
+            run = _otlp_run(", ".join(files[trace]), trace, list(by_trace[trace].values()),
+                            disclose, problems, skipped)
+        calls = shared.get(run.run_id) if shared is not None else None
+        out.append(run._replace(calls=calls) if calls == run.calls else run)
     return out
 
 
@@ -800,7 +815,7 @@ def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Dis
             parent=parent_id if known else None, parent_id=parent_id, start=raw.get("start"),
             end=raw.get("end"), first_line=raw["first"], status=raw.get("status"),
             label=f"A2A {raw['a2a']['method']}" if remote else None,
-            tokens=dict(raw.get("tokens", {})), finish=raw.get("finish"),
+            tokens=_tokens(raw), finish=raw.get("finish"),
             temperature=raw.get("temperature"), response_id=raw.get("responseId"),
             input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
             ambiguous=tuple(raw.get("ambiguous", ())), remote=remote,
@@ -845,8 +860,8 @@ def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Dis
             f"{otlp.table()['attributes']['operation'][0]} of the GenAI table, no mas-lab span "
             f"name with {maslab_otel.table()['prefix']}* attributes", severity=Severity.WARNING))
     conversation = next((c["conversation"] for c in ordered if "conversation" in c), None)
-    instants = [Decimal(c[member]) for c in ordered for member in ("start", "end")
-                if c.get(member) is not None]
+    latest = max((Decimal(c[member]) for c in ordered for member in ("start", "end")
+                  if c.get(member) is not None), default=None)
     return Run(
         source=source, run_id=trace, session_id=conversation or trace,
         mas=roots[0]["agent"] if roots else None, calls=tuple(calls), events=len(raws),
@@ -855,7 +870,7 @@ def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Dis
         definitions={agent: dict(sorted(tools.items())) for agent, tools in sorted(
             definitions.items())},
         root_ended=any(c.get("parent") is None and c.get("end") is not None for c in ordered),
-        last_instant=str(max(instants)) if instants else None)
+        last_instant=str(latest) if latest is not None else None)
 
 
 def _started(call: dict[str, Any]) -> tuple[int, Decimal, str]:
@@ -990,9 +1005,10 @@ def _worded(problem: list[Any], disclose: Disclosure, source: str | None) -> Fin
 
 
 def build(source: Source, fold: Fold, disclose: Disclosure,
-          place: nesting.Place = nesting.by_line) -> Run:
+          place: nesting.Place = nesting.by_line, calls: tuple[Call, ...] | None = None) -> Run:
     """The fold of one input as a :class:`Run`: parents resolved, findings worded, each at
-    the ``place`` of the event it is about."""
+    the ``place`` of the event it is about. ``calls``: the calls a build of the same fold made
+    already (they do not depend on ``disclose``): a run worded twice holds its calls once."""
     run_info = runfile.read_object(os.path.join(source.run_folder, "run_info.json")) if (
         source.run_folder) else {}
     run_file = runfile.read(source.run_folder, disclose) if source.run_folder else (
@@ -1016,9 +1032,10 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
         roots[0].get("agent") if roots else None)
     settled = nesting.settle(fold.calls, fold.tree, disclose, place)
     findings: list[Finding] = [*run_file.findings, *settled.findings]
-    calls = []
+    made: list[Call] = []
     for raw in ordered:
-        calls.append(_call(raw, fold.calls, by_id, settled.candidates.get(raw["key"])))
+        if calls is None:
+            made.append(_call(raw, fold.calls, by_id, settled.candidates.get(raw["key"])))
         missing = [p for p in ("start", "end") if raw.get(f"{p}Line") is None]
         if missing:
             findings.append(finding(
@@ -1050,12 +1067,24 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
             "another run's events in this one's stream, judged as this run's", path,
             severity=Severity.WARNING))
     return Run(
-        source=source.given, run_id=run_id, session_id=session_id, mas=mas, calls=tuple(calls),
-        events=fold.events, kinds=dict(sorted(fold.kinds.items())),
+        source=source.given, run_id=run_id, session_id=session_id, mas=mas,
+        calls=tuple(made) if calls is None else calls, events=fold.events,
+        kinds=dict(sorted(fold.kinds.items())),
         unknown=dict(sorted(fold.unknown.items())), records=tuple(fold.records),
         findings=tuple(findings), skipped=skipped, readable=True, scenario=run_file.scenario,
         status=run_file.status, created_at=run_file.created_at,
         duration_secs=run_file.duration_secs)
+
+
+# A call without token counts (every call but a model's) holds this one empty mapping, never
+# written to: an empty dict a call would weigh a long run down by 64 bytes a call.
+_NO_TOKENS: dict[str, int] = {}
+
+
+def _tokens(raw: dict[str, Any]) -> dict[str, int]:
+    """A call's token counts, its own copy (the fold's may change as it reads on)."""
+    tokens = raw.get("tokens")
+    return dict(tokens) if tokens else _NO_TOKENS
 
 
 def _call_name(raw: dict[str, Any], disclose: Disclosure,
@@ -1077,7 +1106,7 @@ def _call(raw: dict[str, Any], calls: dict[str, dict[str, Any]], by_id: dict[str
         target=raw.get("target"), parent=parent if parent != raw["key"] else None,
         parent_id=parent_id, start=raw.get("start"), end=raw.get("end"),
         first_line=raw["first"], status=raw.get("status"), label=raw.get("label"),
-        tokens=dict(raw.get("tokens", {})), finish=raw.get("finish"),
+        tokens=_tokens(raw), finish=raw.get("finish"),
         temperature=raw.get("temperature"), response_id=raw.get("responseId"),
         input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
         ambiguous=tuple(raw.get("ambiguous", ())), candidates=candidates)

@@ -249,13 +249,16 @@ class _Builder:
             if mas_iri is not None:
                 self._link(session, "executesSession", mas_iri)
                 self._link(session, "executes", mas_iri)
-            starts = [Decimal(c.start) for c in run.calls if c.start is not None]
-            ends = [Decimal(c.end) for c in run.calls if c.end is not None]
-            if starts and ends:
-                self._add(session, "startTime", str(min(starts)), "decimal")
-                self._add(session, "endTime", str(max(ends)), "decimal")
-                self._add(session, "duration", (max(ends) - min(starts)) * 1000, "double")
-            self.run_file(run, session, bool(starts and ends))
+            # The run's span, taken in one pass: a list of every call's instants would weigh
+            # a long run's graph down by a hundred bytes a call.
+            first = min((Decimal(c.start) for c in run.calls if c.start is not None), default=None)
+            last = max((Decimal(c.end) for c in run.calls if c.end is not None), default=None)
+            timed = first is not None and last is not None
+            if first is not None and last is not None:
+                self._add(session, "startTime", str(first), "decimal")
+                self._add(session, "endTime", str(last), "decimal")
+                self._add(session, "duration", (last - first) * 1000, "double")
+            self.run_file(run, session, timed)
         for call in run.calls:
             self.call(run, call, calls, session, session_id, mas_iri)
             yield
@@ -347,8 +350,8 @@ class _Builder:
         for side in ("input", "output"):
             digest = getattr(call, side)
             if digest is not None:
-                self._add(iri, f"ioat:{side}Sha256", digest["sha256"])
-                self._add(iri, f"ioat:{side}Chars", digest["chars"])
+                self._add(iri, f"ioat:{side}Sha256", digest.sha256)
+                self._add(iri, f"ioat:{side}Chars", digest.chars)
 
     def _call_name(self, call: Call) -> str:
         if call.cls == "agent":
@@ -618,6 +621,8 @@ class _QuadBuilder(_Builder):
         self.graph = sink  # type: ignore[assignment]
         self.sink = sink
         self._nodes: dict[str, str] = {}
+        self._predicates: dict[str, str] = {}
+        self._constants: dict[str, str] = {}
 
     def _hold(self, node: Any) -> None:
         self.sink.hold(node)
@@ -642,8 +647,13 @@ class _QuadBuilder(_Builder):
         return known
 
     def _predicate(self, prop: str) -> str:
-        return self._node(IOAT + prop.removeprefix("ioat:") if prop.startswith("ioat:")
-                          else MAS + prop)
+        # The properties are a few dozen, wanted by every call: kept apart from the nodes,
+        # whose cache the calls' own nodes empty again and again.
+        known = self._predicates.get(prop)
+        if known is None:
+            known = self._predicates[prop] = nquads.iri(
+                IOAT + prop.removeprefix("ioat:") if prop.startswith("ioat:") else MAS + prop)
+        return known
 
     def _add(self, subject: str, prop: str, value: Any, datatype: str | None = None) -> None:
         self.sink.add((self._node(subject), self._predicate(prop), self._literal(value, datatype)))
@@ -652,7 +662,14 @@ class _QuadBuilder(_Builder):
         self.sink.add((self._node(subject), self._predicate(prop), self._node(target)))
 
     def _type(self, subject: str, cls: str) -> None:
-        self.sink.add((self._node(subject), self._node(_RDF_TYPE), self._node(MAS + cls)))
+        self.sink.add((self._node(subject), self._constant(_RDF_TYPE), self._constant(MAS + cls)))
+
+    def _constant(self, iri: str) -> str:
+        """A node every call may name (rdf:type, a class), kept as the properties are."""
+        known = self._constants.get(iri)
+        if known is None:
+            known = self._constants[iri] = nquads.iri(iri)
+        return known
 
 
 def quads(run: Run, declarations: Declarations, disclose: Disclosure, graph: str,

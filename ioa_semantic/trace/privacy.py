@@ -22,6 +22,8 @@ import os
 from typing import Any
 from urllib.parse import quote
 
+from .calls import Digest
+
 # The mas-lab convention for the tool an agent calls to delegate to another.
 DELEGATION_PREFIX = "delegate_to_"
 
@@ -54,12 +56,16 @@ def iri_part(name: str) -> str:
     return quote(_utf8(name), safe="")
 
 
-def digest(value: Any) -> dict[str, Any]:
-    """``{"sha256", "chars"}`` of a piece of content: text as UTF-8, anything else as canonical JSON."""
+def digest(value: Any) -> Digest:
+    """The :class:`Digest` of a piece of content: text as UTF-8, anything else as canonical JSON."""
     text = value if isinstance(value, str) else json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return {"sha256": hashlib.sha256(_utf8(text)).hexdigest(),
-            "chars": len(text)}
+    return Digest(hashlib.sha256(_utf8(text)).hexdigest(), len(text))
+
+
+# The references :class:`Disclosure` keeps made (a keyed reference costs an HMAC, about a
+# microsecond).
+_REF_CACHE = 16384
 
 
 class Disclosure:
@@ -88,6 +94,11 @@ class Disclosure:
             return value
         cached = self._cache.get((kind, value))
         if cached is None:
+            if len(self._cache) >= _REF_CACHE:
+                # Agents, tools and runs are few and asked for often; calls and digests are
+                # many, each asked for a few times near one another: a cache as large as a
+                # long run's calls would hold a few hundred bytes a call to the end.
+                self._cache.clear()
             mac = hmac.new(self.key, _utf8(f"{kind}\0{value}"), hashlib.sha256).hexdigest()
             cached = self._cache[(kind, value)] = f"{kind}-{mac[:20]}"
         return cached

@@ -74,7 +74,7 @@ from .._findings import Finding, Severity, Verdict
 from .._version import __version__
 from .audit import AgentAudit, RunAudit, Use
 from .audit import audit as judge
-from .calls import Call, Run
+from .calls import Call, Digest, Run
 from .declarations import Declarations
 from .events import Fold, Source
 from .graph import IOAT, MAS, quad_chunks
@@ -842,11 +842,21 @@ def run_record(run: Run, calls: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for field, value in run._asdict().items():
         if field == "calls":
-            out[field] = [call._asdict() for call in value] if calls is None else calls
+            out[field] = [call_record(call) for call in value] if calls is None else calls
         elif field == "findings":
             out[field] = [_finding_json(f) for f in value]
         else:
             out[field] = value
+    return out
+
+
+def call_record(call: Call) -> dict[str, Any]:
+    """``call`` as plain JSON, as a run's record holds it (its digests as objects)."""
+    out = call._asdict()
+    for side in ("input", "output"):
+        digest = out[side]
+        if digest is not None:
+            out[side] = digest.as_json()
     return out
 
 
@@ -863,7 +873,7 @@ def record_pieces(mode: str, run: Run, identity: bool = False) -> Iterator[str]:
         f'"{marker}"')
     yield before + "["
     for index, call in enumerate(run.calls):
-        yield (", " if index else "") + json.dumps(call._asdict(), ensure_ascii=False)
+        yield (", " if index else "") + json.dumps(call_record(call), ensure_ascii=False)
     yield "]" + after
 
 
@@ -911,7 +921,9 @@ def run_from_record(record: dict[str, Any]) -> Run:
         value: Any = record.get(field)
         if field == "calls":
             value = tuple(Call(**{**call, "ambiguous": tuple(call.get("ambiguous") or ()),
-                                  "candidates": _keys(call.get("candidates"))})
+                                  "candidates": _keys(call.get("candidates")),
+                                  "input": _digest(call.get("input")),
+                                  "output": _digest(call.get("output"))})
                           for call in value)
         elif field == "findings":
             value = tuple(_finding_of(f) for f in value)
@@ -919,6 +931,10 @@ def run_from_record(record: dict[str, Any]) -> Run:
             value = tuple(value)
         fields[field] = value
     return Run(**fields)
+
+
+def _digest(value: Any) -> Digest | None:
+    return Digest.of(value) if value is not None else None
 
 
 def _keys(value: list[str] | None) -> tuple[str, ...] | None:
@@ -944,8 +960,8 @@ def private_run(run: Run, disclose: Private) -> Run:
     def ref(value: str | None) -> str | None:
         return disclose.call(value) if value else value
 
-    def text(value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if value is None else {**value, "sha256": disclose.text(value["sha256"])}
+    def text(value: Digest | None) -> Digest | None:
+        return None if value is None else value._replace(sha256=disclose.text(value.sha256))
 
     def target(call: Call) -> str | None:
         if not call.target:
@@ -989,10 +1005,17 @@ def revealed(run: Run, disclose: Private) -> Run:
             return DELEGATION_PREFIX + (agent(value[len(DELEGATION_PREFIX):]) or "")
         return value
 
-    calls = tuple(call._replace(
-        agent=agent(call.agent),
-        target=agent(call.target) if call.cls == "agent" else tool(call.target)
-        if call.cls == "tool" else call.target) for call in run.calls)
+    def shown(call: Call) -> Call:
+        # A call that names nothing published since it was stored is the record's own: a
+        # feed's run, revealed as it is recorded, holds its calls once.
+        named = agent(call.agent)
+        target = agent(call.target) if call.cls == "agent" else tool(call.target) if (
+            call.cls == "tool") else call.target
+        if named == call.agent and target == call.target:
+            return call
+        return call._replace(agent=named, target=target)
+
+    calls = tuple(shown(call) for call in run.calls)
     return run._replace(
         calls=calls, mas=systems.get(run.mas, run.mas) if run.mas else run.mas,
         definitions={agent(name) or name: {tool(t) or t: span for t, span in tools.items()}

@@ -215,13 +215,13 @@ class Trajectory:
         if digest is None:
             sink.add(iri, "content", NOT_RECORDED)
             return
-        sink.add(iri, "ioat:contentSha256", digest["sha256"])
-        sink.add(iri, "ioat:contentChars", digest["chars"])
+        sink.add(iri, "ioat:contentSha256", digest.sha256)
+        sink.add(iri, "ioat:contentChars", digest.chars)
         content = call.content or {}
         if self.disclose.include_content and side in content:
             sink.add(iri, "content", text_of(content[side]))
         else:
-            sink.add(iri, "content", WITHHELD.format(**digest))
+            sink.add(iri, "content", WITHHELD.format(**digest.as_json()))
 
     def _claim(self, execution: str, ends: _Ends) -> None:
         """An execution element's States, and the Transition's own endpoints."""

@@ -1,0 +1,90 @@
+"""A long run's calls are held once however many ways they are worded or shown: a private
+store's runs share the report's calls, a run revealed as it was recorded shares its record's,
+and the keyed references a disclosure keeps are bounded, not one a call to the end.
+
+Each test states the sharing by identity (what the memory saving rests on) beside the
+equality that keeps it honest: what is shared is what a build of its own would have made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+
+from ioa_semantic.cli import trace as trace_cli
+from ioa_semantic.trace import privacy, store
+from ioa_semantic.trace.events import Fold, Source, build, resolve
+from ioa_semantic.trace.privacy import Disclosure, Private
+from ioa_semantic.trace.state import consume
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "trace"
+MASLAB = EXAMPLES / "mas-lab" / "run"
+OTLP = EXAMPLES / "otel" / "otlp.jsonl"
+
+
+def consumed(*paths: Path) -> list[Source | tuple[Source, Fold]]:
+    out: list[Source | tuple[Source, Fold]] = []
+    for path in paths:
+        source = resolve(str(path))
+        fold = Fold()
+        consume(source, fold)
+        out.append((source, fold))
+    return out
+
+
+def test_a_private_stores_runs_share_the_reports_calls_whatever_the_order_of_inputs() -> None:
+    # OTLP inputs are read together and their runs stand at the first one's place: a mas-lab
+    # run after them is matched to its own run, not to a trace's.
+    inputs = consumed(OTLP, MASLAB)
+    shown = Disclosure(None)
+    keyed = Private(b"k" * 32, frozenset(), frozenset())
+    report = trace_cli._runs(inputs, shown)
+    kept = trace_cli._runs(inputs, keyed, like=report)
+    alone = trace_cli._runs(inputs, keyed)
+    assert [r.unit for r in report] == [r.unit for r in kept] == ["spans"] * (
+        len(report) - 1) + ["events"]
+    assert kept == alone  # the same runs as a build of their own
+    for mine, theirs in zip(kept, report, strict=True):
+        assert mine.calls is theirs.calls
+    # The wording is the keyed one's still: the runs differ in their sources' findings only.
+    assert [r.findings for r in kept] == [r.findings for r in alone]
+
+
+def test_calls_of_another_fold_are_not_taken_for_a_runs_own() -> None:
+    # A run built against calls of a fold it was not read from would hold another run's calls:
+    # _runs gives a build the calls only of the same input (its events counted alike).
+    inputs = consumed(MASLAB)
+    other = consumed(OTLP)
+    shown = Disclosure(None)
+    unlike = trace_cli._runs(other, shown)
+    plain = [r for r in unlike if r.unit != "spans"]
+    assert plain == []
+    kept = trace_cli._runs(inputs, shown, like=trace_cli._runs(inputs, shown))
+    source, fold = inputs[0]  # type: ignore[misc]
+    assert kept[0] == build(source, fold, shown)
+
+
+def test_a_run_revealed_as_its_record_holds_it_shares_the_records_calls() -> None:
+    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
+    run = build(source, fold, Disclosure(None))
+    keys = Private(b"k" * 32, frozenset(), frozenset())
+    recorded = store.private_run(run, keys)
+    same = store.revealed(recorded, keys)  # nothing published since: nothing to turn back
+    assert same.calls == recorded.calls
+    assert all(a is b for a, b in zip(same.calls, recorded.calls, strict=True))
+    agents = {c.agent for c in run.calls if c.agent}
+    published = Private(b"k" * 32, frozenset(agents), frozenset())
+    named = store.revealed(recorded, published)  # every agent published since: all named
+    assert {c.agent for c in named.calls if c.agent} == agents
+
+
+def test_a_disclosures_references_are_bounded_and_unchanged_by_the_bound() -> None:
+    disclose = Disclosure(b"k" * 32)
+    first = [disclose.call(f"call-{n}") for n in range(privacy._REF_CACHE * 3)]
+    assert len(disclose._cache) <= privacy._REF_CACHE
+    again = Disclosure(b"k" * 32)
+    assert [again.call(f"call-{n}") for n in reversed(range(len(first)))] == first[::-1]
+    assert disclose.call("call-0") == first[0]  # made again after the cache let it go
