@@ -299,9 +299,10 @@ def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declaration
 def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
     from ..reporters.progress import reading
     from ..trace.events import resolve
-    from ..trace.memory import Budget
+    from ..trace.memory import Budget, return_large_buffers
     from ..trace.state import StateError
 
+    return_large_buffers()  # before the budget reads the memory it starts from
     sources = [resolve(path) for path in opts.paths]
     keys = [s.key for s in sources if s.problem is None]
     if len(keys) != len(set(keys)):
