@@ -130,3 +130,15 @@ def test_a_chunk_of_terms_reads_back_as_those_terms() -> None:
     chunk = Chunk.of(made)
     assert len(chunk) == 3 and list(chunk) == made
     assert list(chunk + Chunk.of(made[:1])) == [*made, made[0]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(alphabet="AZaz09_.~-", max_size=20),
+                 st.text(st.characters(blacklist_categories=()), max_size=20)))
+def test_a_names_part_of_an_iri_is_its_percent_encoding(name: str) -> None:
+    # The unreserved names skip quote(): the part must be what quote() gives, every time.
+    from urllib.parse import quote
+
+    from ioa_semantic.trace.privacy import iri_part
+
+    assert iri_part(name) == quote(name.encode("utf-8", "surrogatepass"), safe="")
