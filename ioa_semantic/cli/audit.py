@@ -16,13 +16,6 @@ from .._codes import DOCS_URL
 from .._exceptions import STANDARD_OUTPUT, ConfigurationError
 from .._files import NotOurs, Replacement, claim, is_stream, one_file, writing
 from .._status import ExitStatus
-from ..reporters.audit import (
-    AUDIT_INVOKED,
-    AUDIT_LINES,
-    AUDIT_PLACED,
-    AUDIT_REPORTERS,
-    with_progress,
-)
 from .parsing import (
     _instant,
     _positive,
@@ -45,6 +38,10 @@ EPILOG = ("--output replaces only an audit report, --state only an audit state, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # The reporters are imported where this command is built or run, never by the others:
+    # a check's cold start does not pay for the audit's reports.
+    from ..reporters.audit import AUDIT_REPORTERS
+
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="a registration file, a folder of them, a JSON Lines file, or - "
                              "for JSON Lines on standard input")
@@ -88,6 +85,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ..audit.checkpoint import Checkpoint, Output
     from ..audit.inputs import pieces
     from ..audit.run import Asked, Audit
+    from ..reporters.audit import AUDIT_LINES, AUDIT_PLACED, with_progress
 
     if opts.state and (not opts.output or opts.format != "json"):
         parser.error("--state needs --output FILE and --format json")
@@ -182,6 +180,8 @@ def invocation_of(run: Audit) -> dict[str, Any]:
 def _reporter(fmt: str) -> Callable[[Audit, Iterable[Judged], IO[str]], None]:
     """The reporter of ``--format fmt``; one that states the invocation is given the
     command's (invocation_of)."""
+    from ..reporters.audit import AUDIT_INVOKED, AUDIT_REPORTERS
+
     invoked = AUDIT_INVOKED.get(fmt)
     if invoked is None:
         return AUDIT_REPORTERS[fmt]
@@ -199,6 +199,7 @@ def _on_cluster(opts: argparse.Namespace, asked: Asked) -> int:
                                  "pip install 'ioa-semantic[dask]'") from exc
     from ..audit.checkpoint import Output
     from ..audit.workers import batched
+    from ..reporters.audit import AUDIT_LINES, AUDIT_PLACED
 
     setup = _dask.setup_of(opts.profile, limits_of(opts), opts.engine)
     render = AUDIT_LINES.get(opts.format)

@@ -9,8 +9,6 @@ import sys
 from .._exceptions import STANDARD_OUTPUT
 from .._files import writing
 from .._status import ExitStatus
-from ..impact import Change, Impact
-from ..reporters.impact import REPORTERS
 from .parsing import _instant
 
 DESCRIPTION = ("Judge again the decisions of a decision log (ioa-check check --log) that a "
@@ -22,6 +20,9 @@ EPILOG = ("exit status: 0 nothing flips, 1 some decision flips, 2 usage or confi
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Imported where this command is built or run, never by the others' cold start.
+    from ..reporters.impact import REPORTERS
+
     parser.add_argument("logs", nargs="+", metavar="LOG",
                         help="a decision log (its rotated segments LOG.1, LOG.2, ... are read "
                              "first)")
@@ -40,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """The impact reported; 1 when some decision flips."""
+    from ..impact import Change, Impact
+    from ..reporters.impact import REPORTERS
+
     change = Change(opts.profile, tuple(opts.artifact), tuple(opts.withdraw), opts.at)
     if change == Change():
         parser.error("name a change: --profile, --artifact, --withdraw or --at")

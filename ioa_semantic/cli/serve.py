@@ -28,7 +28,6 @@ from .._checker import ENGINES, Checker, DecisionRecorder
 from .._exceptions import ConfigurationError, EnvironmentFailure
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
-from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS
 from ..reporters.check import REPORTERS
 from .parsing import _instant, _parameter, _positive, _size, add_checker_arguments, limits_of
 
@@ -171,6 +170,8 @@ def build_app(checker: Checker, limits: ServiceLimits | None = None,
     from ..service.app import Wire, create_app
 
     instant: Callable[[str], datetime] = _refusing(_instant)
+    from ..reporters.audit import AUDIT_LINES, AUDIT_REPORTERS  # the service's, not a check's
+
     wire = Wire(decisions=REPORTERS["json"], audit=AUDIT_REPORTERS["json"],
                 audit_line=AUDIT_LINES["json"], instant=instant,
                 parameter=_refusing(_parameter))

@@ -1,0 +1,25 @@
+"""A check's cold start imports what a check uses, nothing of the other commands (issue 39,
+item 4: what the command does not use, it does not import). Counted in modules, never timed."""
+
+from __future__ import annotations
+
+from support import run_python
+
+# The machinery of the other commands: their libraries and their reporters.
+OTHERS = ("ioa_semantic.impact", "ioa_semantic.audit", "ioa_semantic.trace",
+          "ioa_semantic.service", "ioa_semantic.a2a", "ioa_semantic.reporters.audit",
+          "ioa_semantic.reporters.impact", "ioa_semantic.reporters.trace",
+          "ioa_semantic.reporters.lint")
+
+
+def test_a_check_imports_none_of_the_other_commands_machinery() -> None:
+    script = (
+        "import io, sys, contextlib\n"
+        "from ioa_semantic.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation',"
+        " '--at', '2026-06-01T00:00:00Z'])\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({OTHERS!r})))\n")
+    proc = run_python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().strip() == "[]", proc.stderr
