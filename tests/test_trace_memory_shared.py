@@ -88,3 +88,27 @@ def test_a_disclosures_references_are_bounded_and_unchanged_by_the_bound() -> No
     again = Disclosure(b"k" * 32)
     assert [again.call(f"call-{n}") for n in reversed(range(len(first)))] == first[::-1]
     assert disclose.call("call-0") == first[0]  # made again after the cache let it go
+
+
+def test_a_checkpoint_gives_back_the_digests_old_and_new_checkpoints_wrote() -> None:
+    # A checkpoint's JSON holds the fold's calls as they are: a digest as a pair now, as an
+    # object in a store fed before; both read back as the digest the fold holds.
+    import json
+
+    from ioa_semantic.trace.calls import Digest
+
+    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
+    delta = json.loads(json.dumps(fold.delta()))
+    digested = [c for c in delta["calls"] if c.get("input") is not None]
+    assert digested and all(isinstance(c["input"], list) for c in digested)
+    old = json.loads(json.dumps(delta))
+    for call in old["calls"]:
+        for side in ("input", "output"):
+            if call.get(side) is not None:
+                call[side] = dict(zip(("sha256", "chars"), call[side], strict=True))
+    for written in (delta, old):
+        again = Fold()
+        again.restore(written)
+        assert again.calls == fold.calls
+        assert all(isinstance(c.get("input"), Digest | None) for c in again.calls.values())
+        assert build(source, again, Disclosure(None)) == build(source, fold, Disclosure(None))
