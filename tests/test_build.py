@@ -93,3 +93,18 @@ def test_compiled_without_a_compiler_is_refused(monkeypatch: pytest.MonkeyPatch)
         backend._compiles(editable=False)
     monkeypatch.setenv("IOA_SEMANTIC_BUILD", "auto")
     assert backend._compiles(editable=False) is False
+
+
+def test_a_number_kept_by_its_text_is_copied_and_pickled_with_it() -> None:
+    """A JSON number whose float is not its value keeps its text through pyld's deep copy
+    and a worker's pickle, in either build (the compiled one held a float as a C double and
+    refused float's own way of copying the subclass: the check then failed in pyld)."""
+    import copy
+    import pickle
+
+    from ioa_semantic.pipeline.intake import ExactNumber, number_text, parse
+
+    document = parse(b'{"size": 1024.0000000000000001}').document
+    for again in (copy.deepcopy(document), pickle.loads(pickle.dumps(document))):
+        assert type(again["size"]) is ExactNumber
+        assert number_text(again["size"]) == "1024.0000000000000001"

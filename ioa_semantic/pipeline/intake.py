@@ -139,15 +139,23 @@ class ExactNumber(float):
         number.text = text
         return number
 
+    def __reduce__(self) -> tuple[type["ExactNumber"], tuple[str]]:
+        # Copied (pyld deep-copies a document) and pickled by its text: float's own way calls
+        # __new__ with the float, which the compiled build refuses (text is a str there).
+        return (ExactNumber, (self.text,))
 
-def _number(text: str) -> float:
+
+# An ExactNumber passes through `object`, never `float`: mypyc holds a float as a C double,
+# which would drop the subclass and its text (a compiled build then compared 1024.0 for
+# 1024.0000000000000001).
+def _number(text: str) -> object:
     number = float(text)
     if not math.isfinite(number) or Decimal(repr(number)) != Decimal(text):
         return ExactNumber(text)
     return number  # the float's shortest text is the number's value: nothing to keep
 
 
-def number_text(number: float) -> str:
+def number_text(number: object) -> str:
     """A JSON number's exact decimal text (``0.1`` is one tenth, not a binary rounding)."""
     if isinstance(number, ExactNumber):
         exact = Decimal(number.text)
