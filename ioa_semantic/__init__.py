@@ -11,6 +11,7 @@ from ._runtime import paused as _paused
 
 # The imports allocate what lives as long as the process: see _runtime.
 with _paused():
+    from ._build import build_kind
     from ._checker import Checker, check
     from ._exceptions import (
         ArtifactError,
@@ -42,6 +43,7 @@ __all__ = [
     "Severity",
     "Verdict",
     "__version__",
+    "build_kind",
     "cache_bytes",
     "check",
     "expand",

@@ -36,6 +36,10 @@ class BoundedCache(Generic[K, V]):
         # key -> (value, size)
         self._entries: Any = LRUCache(max_bytes, getsizeof=_weight)
         self._lock = threading.Lock()
+        # Lookups that found their key, and those that did not: what a memo saves, counted
+        # (and what the tests read to know that a memo answers, in either build).
+        self.hits = 0
+        self.misses = 0
 
     @property
     def max_bytes(self) -> int:
@@ -47,7 +51,9 @@ class BoundedCache(Generic[K, V]):
             try:
                 entry = self._entries[key]
             except KeyError:
+                self.misses += 1
                 return None
+            self.hits += 1
         return entry[0]  # type: ignore[no-any-return]
 
     def __contains__(self, key: object) -> bool:
@@ -78,6 +84,11 @@ class BoundedCache(Generic[K, V]):
                 key, entry = old.popitem()
                 if entry[1] <= max_bytes:
                     self._entries[key] = entry
+
+    def remembered_keys(self) -> list[K]:
+        """The keys it holds now, the least recently used first: what was remembered."""
+        with self._lock:
+            return list(self._entries)
 
     @property
     def size(self) -> int:

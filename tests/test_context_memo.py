@@ -258,57 +258,60 @@ def test_the_review_by_members_declines_what_is_not_objects() -> None:
 
 def test_a_context_of_definitions_met_before_is_judged_by_lookups(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without this the tests above could pass by the memo never answering."""
-    judged: list[str] = []
-    judge = contexts._review_definition
+    """Without this the tests above could pass by the memo never answering. A definition
+    judged is one the memo did not hold, and each is remembered: the terms of the memo's new
+    keys are the definitions judged (read from the memo, not by patching the judge, which
+    compiled code calls directly); the others were looked up."""
+    memo: BoundedCache[tuple[Any, ...], Any] = BoundedCache(1 << 20)
+    monkeypatch.setattr(contexts, "_DEFINITIONS", memo)
 
-    def counted(key: str, *args: Any) -> Any:
-        judged.append(key)
-        return judge(key, *args)
+    def judged(context: dict[str, Any]) -> tuple[list[str], Any]:
+        before, misses = set(memo.remembered_keys()), memo.misses
+        review = _review(context)
+        new = sorted(key[0] for key in memo.remembered_keys() if key not in before)
+        assert memo.misses - misses == len(new)  # every definition judged was remembered
+        return new, review
 
-    monkeypatch.setattr(contexts, "_review_definition", counted)
-    monkeypatch.setattr(contexts, "_DEFINITIONS", BoundedCache(1 << 20))
     first = {"@version": 1.1, "sem": IOA, "accepts": "sem:inputs",
              "produces": {"@id": "sem:outputs", "@container": "@set"}, "inputs": "sem:inputs"}
-    _review(first)
-    assert sorted(judged) == ["accepts", "inputs", "produces", "sem"]
-    judged.clear()
+    assert judged(first)[0] == ["accepts", "inputs", "produces", "sem"]
     # Another sender: another prefix name for the same namespace (a term of its own: the
     # baseline's ioa, held to the baseline), another order, one namespace of its own. The
     # definitions that use the prefix are the first sender's, whatever it is called.
     second = {"ioa": IOA, "inputs": "ioa:inputs", "mine": "https://s2.example/ns#",
               "produces": {"@id": "ioa:outputs", "@container": "@set"}, "accepts": "ioa:inputs"}
-    assert _review(second)[0] == ()
-    assert judged == ["ioa", "mine"]
-    judged.clear()
+    hits = memo.hits
+    new, review = judged(second)
+    assert review[0] == ()
+    assert new == ["ioa", "mine"]
+    assert memo.hits - hits == 3  # inputs, produces and accepts: looked up
     third = {"accepts": "i:inputs", "i": IOA, "inputs": {"@id": "i:inputs"},
              "produces": {"@id": "i:outputs", "@container": "@set"}}
-    assert _review(third)[0] == ()
-    assert judged == ["i", "inputs"]  # a string and an object are two definitions
+    hits = memo.hits
+    new, review = judged(third)
+    assert review[0] == ()
+    assert new == ["i", "inputs"]  # a string and an object are two definitions
+    assert memo.hits - hits == 2
 
 
 def test_the_scheme_memo_answers_a_new_senders_iris(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without this the walk's memo could be dead code: a second sender's terms and compact
-    references, expanding to IRIs met before, are not checked again."""
-    checked: list[str] = []
-    from ioa_semantic._iri import iri_scheme as check  # what the walk imports as rfc3987_scheme
-
-    def counted(iri: str) -> str | None:
-        checked.append(iri)
-        return check(iri)
-
-    monkeypatch.setattr(walk, "rfc3987_scheme", counted)
-    monkeypatch.setattr(walk, "_SCHEMES", BoundedCache(1 << 20))
+    references, expanding to IRIs met before, are not checked again: an IRI is checked
+    when its lookup misses (read from the memo, not by patching the check, which compiled
+    code calls directly)."""
+    memo: BoundedCache[str, str] = BoundedCache(1 << 20)
+    monkeypatch.setattr(walk, "_SCHEMES", memo)
     registration = registration_63()
     assert restricted_expansion(registration, POLICY) is not None
-    assert checked
-    checked.clear()
+    checked, misses = memo.remembered_keys(), memo.misses
+    assert checked and misses == len(checked)
     context = registration["@context"]
     registration["@context"] = {("ioa2" if k == "ioa" else k): v.replace("ioa:", "ioa2:")
                                 if isinstance(v, str) else v for k, v in context.items()}
     registration["@type"] = "ioa2:Capability"
     assert restricted_expansion(registration, POLICY) is not None
-    assert checked == []
+    assert memo.misses == misses and memo.hits > 0
+    assert sorted(memo.remembered_keys()) == sorted(checked)
 
 
 def test_the_definition_memo_stays_within_its_bytes() -> None:

@@ -3,7 +3,7 @@
 Every import counts, wherever it stands (at the top of a module, inside a function, under
 ``TYPE_CHECKING``): a deferred import is still a dependency. The layers, from the bottom:
 
-* the core: ``_codes``, ``_findings``, ``_exceptions``, ``_files``, ``_vocab``, ``_iri``,
+* the core: ``_build``, ``_codes``, ``_findings``, ``_exceptions``, ``_files``, ``_vocab``, ``_iri``,
   ``_memo``, ``_status``, ``_version``, ``_runtime``, ``_instants``, ``_nearest``, ``data``;
 * the reference pipeline and the sources, in stage order: ``pipeline.intake``, then
   ``pipeline.provenance`` (the proofs the loader verifies), then ``sources`` (profiles,
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ioa_semantic"
-CORE = {"_codes", "_findings", "_exceptions", "_files", "_vocab", "_iri", "_memo", "_status",
+CORE = {"_build", "_codes", "_findings", "_exceptions", "_files", "_vocab", "_iri", "_memo", "_status",
         "_version", "_runtime", "_instants", "_nearest", "data"}
 STAGES = ("pipeline.intake", "pipeline.provenance", "sources", "pipeline.contexts",
           "pipeline.expansion",

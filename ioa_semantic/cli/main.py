@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
+from .._build import build_kind
 from .._exceptions import (
     STANDARD_OUTPUT,
     ClusterStopped,
@@ -61,6 +62,16 @@ _SUMMARIES = {
 _TOP_LEVEL = ("-h", "--help", "--version")
 
 
+class _Version(argparse.Action):
+    """``--version``: the release and which build answers (ioa_semantic._build), the build
+    found only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        sys.stdout.write(f"ioa-check {__version__} ({build_kind()})\n")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line's parser; with ``command``, one that knows only that command,
     which is all that parsing a command line needs (building the others' options would be
@@ -71,7 +82,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                             "NAME|PATH, or ioa-check --list for the shipped profiles and "
                             "alignment artifacts (ioa-check check --help has every option). "
                             + check.EPILOG)
-    parser.add_argument("--version", action="version", version=f"ioa-check {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, default=argparse.SUPPRESS,
+                        help="show the version and the build (compiled or pure), then exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module in COMMANDS.items():
         if command is not None and name != command:

@@ -198,56 +198,62 @@ class CompiledTables(NamedTuple):
     @classmethod
     def build(cls, fixed_quads: Sequence[pyoxigraph.Quad]) -> "CompiledTables":
         """Run every compile query once over the fixed quads."""
-        store = pyoxigraph.Store()
-        store.bulk_extend(fixed_quads)
+        return _built_tables(fixed_quads)
 
-        def select(name: str) -> "list[tuple[Any, ...]]":
-            solutions = store.query(_resources.query(name))
-            assert isinstance(solutions, pyoxigraph.QuerySolutions), name
-            variables = [v.value for v in solutions.variables]
-            return [tuple(_term(s[v]) for v in variables) for s in solutions]
 
-        registrations = _group(
-            ((capability, ontology, version), (order(graph), plain(graph)))
-            for graph, capability, ontology, version in select("compile_registrations"))
-        trusted = frozenset(issuer for issuer, in select("compile_trusted_issuers"))
-        rules = [(*row[:-2], _flag(row[-2]), _flag(row[-1]))
-                 for row in select("compile_mapping_rules")]
-        return cls(
-            acceptance=_group(
-                ((ontology, version),
-                 {"readAs": plain(read_as), "relationship": plain(relationship),
-                  "scope": plain(scope)})
-                for ontology, version, read_as, relationship, scope
-                in select("compile_ontology_acceptance")),
-            permitted_domains=frozenset(
-                domain for domain, in select("compile_permitted_domains")),
-            senses=_group(
-                (sense, (order(domain), {
-                    "known": _flag(known), "domain": plain(domain),
-                    "permitted": None if permitted is None else _flag(permitted)}))
-                for sense, known, domain, permitted in select("compile_concepts")),
-            intents=_group(
-                (intent, (order(required), required,
-                          {"known": _flag(known), "required": plain(required)}))
-                for intent, known, required in select("compile_intent_requirements")),
-            intent_domains=_group(
-                (intent, (domain, order(domain),
-                          {"domain": plain(domain), "permitted": _flag(permitted)}))
-                for intent, domain, permitted in select("compile_intent_domains")),
-            capabilities=_group(
-                (capability, {"known": _flag(known), "input": plain(inputs),
-                              "output": plain(outputs)})
-                for capability, known, inputs, outputs in select("compile_capabilities")),
-            registrations=registrations,
-            trusted_issuers=trusted,
-            readings=_group((r.requested, r) for r in _readings(rules, registrations, trusted)),
-            conditions=tuple(
-                ((order(graph), order(rule), order(parameter), order(value), order(unit)),
-                 {"artifactGraph": plain(graph), "rule": plain(rule),
-                  "parameter": plain(parameter), "value": plain(value), "unit": plain(unit)})
-                for graph, rule, parameter, value, unit in select("compile_rule_conditions")),
-        )
+def _built_tables(fixed_quads: Sequence[pyoxigraph.Quad]) -> CompiledTables:
+    # A function of the module, not the classmethod's body: mypyc cannot compile a closure
+    # (select's, the generators') inside a method of a NamedTuple.
+    store = pyoxigraph.Store()
+    store.bulk_extend(fixed_quads)
+
+    def select(name: str) -> "list[tuple[Any, ...]]":
+        solutions = store.query(_resources.query(name))
+        assert isinstance(solutions, pyoxigraph.QuerySolutions), name
+        variables = [v.value for v in solutions.variables]
+        return [tuple(_term(s[v]) for v in variables) for s in solutions]
+
+    registrations = _group(
+        ((capability, ontology, version), (order(graph), plain(graph)))
+        for graph, capability, ontology, version in select("compile_registrations"))
+    trusted = frozenset(issuer for issuer, in select("compile_trusted_issuers"))
+    rules = [(*row[:-2], _flag(row[-2]), _flag(row[-1]))
+             for row in select("compile_mapping_rules")]
+    return CompiledTables(
+        acceptance=_group(
+            ((ontology, version),
+             {"readAs": plain(read_as), "relationship": plain(relationship),
+              "scope": plain(scope)})
+            for ontology, version, read_as, relationship, scope
+            in select("compile_ontology_acceptance")),
+        permitted_domains=frozenset(
+            domain for domain, in select("compile_permitted_domains")),
+        senses=_group(
+            (sense, (order(domain), {
+                "known": _flag(known), "domain": plain(domain),
+                "permitted": None if permitted is None else _flag(permitted)}))
+            for sense, known, domain, permitted in select("compile_concepts")),
+        intents=_group(
+            (intent, (order(required), required,
+                      {"known": _flag(known), "required": plain(required)}))
+            for intent, known, required in select("compile_intent_requirements")),
+        intent_domains=_group(
+            (intent, (domain, order(domain),
+                      {"domain": plain(domain), "permitted": _flag(permitted)}))
+            for intent, domain, permitted in select("compile_intent_domains")),
+        capabilities=_group(
+            (capability, {"known": _flag(known), "input": plain(inputs),
+                          "output": plain(outputs)})
+            for capability, known, inputs, outputs in select("compile_capabilities")),
+        registrations=registrations,
+        trusted_issuers=trusted,
+        readings=_group((r.requested, r) for r in _readings(rules, registrations, trusted)),
+        conditions=tuple(
+            ((order(graph), order(rule), order(parameter), order(value), order(unit)),
+             {"artifactGraph": plain(graph), "rule": plain(rule),
+              "parameter": plain(parameter), "value": plain(value), "unit": plain(unit)})
+            for graph, rule, parameter, value, unit in select("compile_rule_conditions")),
+    )
 
 
 def _readings(rules: Iterable[Sequence[Any]],

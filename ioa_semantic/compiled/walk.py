@@ -319,9 +319,13 @@ class _RestrictedWalk:
                 if kind is str:
                     colons += item.count(":")
                     if coerced:
-                        iri = ids.get(item, _MISSING)  # _restricted_iri's memo, read in place
-                        if iri is _MISSING:
+                        # _restricted_iri's memo, read in place. The sentinel has a local of
+                        # its own: iri is a str or None, which mypyc checks on assignment.
+                        remembered = ids.get(item, _MISSING)
+                        if remembered is _MISSING:
                             iri = _restricted_iri(item, active, False, schemes)
+                        else:
+                            iri = remembered
                         if iri is None and self.dropped is not None:
                             iri = as_written(item, active)
                         if iri is None:

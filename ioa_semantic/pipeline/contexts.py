@@ -541,7 +541,9 @@ def _judgement_weight(key: str, written: Any, strings: Resolved, judgement: Judg
 # itself, or its @id, not starting with "@"): its judgement reads nothing of that string but
 # its expansion, which the key holds (Resolved), so that "sem:inputs" and "ioa:inputs" are
 # one definition wherever the two prefixes mean one IRI.
-_AN_IRI = ("an IRI",)
+# Typed as a tuple of any length, which is always one object: mypyc holds a tuple of fixed
+# length unboxed and boxes it anew where it is read, so `is _AN_IRI` would never hold.
+_AN_IRI: tuple[str, ...] = ("an IRI",)
 
 
 def _written(value: Any) -> Any:

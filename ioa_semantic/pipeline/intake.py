@@ -14,8 +14,9 @@ import re
 import threading
 from collections.abc import Callable
 from decimal import Decimal
-from itertools import accumulate
 from typing import Any, NamedTuple
+
+from mypy_extensions import mypyc_attr
 
 from .._codes import finding
 from .._findings import Finding
@@ -63,9 +64,14 @@ class Intake(NamedTuple):
 def _nests_deeper_than(text: str, limit: int) -> bool:
     # Strings are removed first so that brackets inside them do not count; what remains is
     # a run of brackets whose running sum is the depth, read only until it passes the limit.
+    # A loop, not a generator expression: mypyc would make that a list of every bracket.
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_DEPTH_STEP)
-    return any(depth > limit for depth in accumulate(
-        1 if step == "+" else -1 for step in brackets))
+    depth = 0
+    for step in brackets:
+        depth += 1 if step == "+" else -1
+        if depth > limit:
+            return True
+    return False
 
 
 _PARSERS = threading.local()
@@ -116,6 +122,9 @@ def _has_lone_surrogate(document: Any) -> bool:
     return False
 
 
+# A subclass of float: a Python class in the compiled build too (mypyc compiles no subclass
+# of a builtin type).
+@mypyc_attr(native_class=False)
 class ExactNumber(float):
     """A JSON number with a fraction or an exponent whose binary float is not its value
     (``1024.0000000000000001``, ``1e-400``): the float, with its text kept. Values compare
@@ -126,19 +135,27 @@ class ExactNumber(float):
     text: str
 
     def __new__(cls, text: str) -> "ExactNumber":
-        number = super().__new__(cls, text)
+        number = float.__new__(cls, text)
         number.text = text
         return number
 
+    def __reduce__(self) -> tuple[type["ExactNumber"], tuple[str]]:
+        # Copied (pyld deep-copies a document) and pickled by its text: float's own way calls
+        # __new__ with the float, which the compiled build refuses (text is a str there).
+        return (ExactNumber, (self.text,))
 
-def _number(text: str) -> float:
+
+# An ExactNumber passes through `object`, never `float`: mypyc holds a float as a C double,
+# which would drop the subclass and its text (a compiled build then compared 1024.0 for
+# 1024.0000000000000001).
+def _number(text: str) -> object:
     number = float(text)
     if not math.isfinite(number) or Decimal(repr(number)) != Decimal(text):
         return ExactNumber(text)
     return number  # the float's shortest text is the number's value: nothing to keep
 
 
-def number_text(number: float) -> str:
+def number_text(number: object) -> str:
     """A JSON number's exact decimal text (``0.1`` is one tenth, not a binary rounding)."""
     if isinstance(number, ExactNumber):
         exact = Decimal(number.text)
