@@ -202,3 +202,19 @@ def test_a_run_stops_at_its_next_flip_once_stopped(tmp_path: Path) -> None:
     stopped.set()
     with pytest.raises(ImpactStopped):
         run(asked, json_lines, shape_timeout=10.0, stopped=stopped)
+
+
+def test_a_logged_limit_above_the_services_is_judged_under_the_services(
+        tmp_path: Path) -> None:
+    """A client's log does not lift what a request may cost: decisions logged under the
+    default --max-bytes are judged under the service's smaller one, under which their
+    registration is too large to be read."""
+    log = write_log(tmp_path)
+    with Service(["--profile", "cs-translation", "--max-bytes", "1200"], tmp_path,
+                 tmp_path / "stderr.log") as small:
+        answer = post(small, upload(log, {"at": "2027-01-01T00:00:00Z"}))
+    assert answer.status_code == 200, answer.text
+    summary = json.loads(answer.content.splitlines()[-1])["summary"]
+    assert summary["flipped"] == 0
+    (why,) = summary["unjudgeable"]
+    assert "json.too-large" in why and "over the limit of 1200" in why

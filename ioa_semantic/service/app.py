@@ -263,7 +263,7 @@ class Service:
         loop = asyncio.get_running_loop()
         job = loop.run_in_executor(self.audit_threads, partial(
             impacts.run, asked, self.wire.impact, shape_timeout=self.checker.shape_timeout,
-            stopped=stopped))
+            stopped=stopped, limits=self.checker.limits._asdict()))
         try:
             async with asyncio.timeout_at(deadline):
                 answered = await asyncio.shield(job)

@@ -19,8 +19,8 @@ The service reads nothing of its own for a client: a logged profile that is a fi
 client's path) is not read, so a decision judged under one is judged again only when the
 change revises that profile (else it is counted as not judged again); a profile in the
 change that names shape files or enables remote retrieval is refused, as is an artifact
-named by anything but a shipped name. A logged shape timeout above the service's own is
-judged under the service's.
+named by anything but a shipped name. A logged limit or shape timeout above the service's
+own is judged under the service's: a client's log does not lift what one request may cost.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import IO, Any, NamedTuple
 
@@ -150,10 +150,11 @@ def _objects(value: Any) -> dict[str, bytes]:
     return objects
 
 
-def _lines(log: str, shape_timeout: float) -> Iterator[str]:
+def _lines(log: str, shape_timeout: float, limits: Mapping[str, Any]) -> Iterator[str]:
     """The log's lines, each with a profile file the service will not read named
-    :data:`NOT_KEPT` and its shape timeout held to ``shape_timeout``; a line that is not a
-    decision's is left as it is (the run reports it as damage)."""
+    :data:`NOT_KEPT`, and its shape timeout and limits held to ``shape_timeout`` and
+    ``limits``; a line that is not a decision's is left as it is (the run reports it as
+    damage)."""
     parts = log.split("\n")
     shipped = _resources.shipped_profiles()
     for number, raw in enumerate(parts):
@@ -175,6 +176,13 @@ def _lines(log: str, shape_timeout: float) -> Iterator[str]:
         timeout = configuration.get("shapeTimeout")
         if isinstance(timeout, (int, float)) and timeout > shape_timeout:
             configuration["shapeTimeout"] = shape_timeout
+        logged = configuration.get("limits")
+        if isinstance(logged, dict):
+            for name, value in logged.items():
+                ceiling = limits.get(name)
+                if (isinstance(value, (int, float)) and isinstance(ceiling, (int, float))
+                        and value > ceiling):
+                    logged[name] = ceiling
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
         yield line if last else line + "\n"
 
@@ -194,13 +202,16 @@ class _Stoppable(Impact):
 
 
 def run(request: ImpactRequest, write: Callable[[Impact, IO[str]], None], *,
-        shape_timeout: float, stopped: threading.Event) -> bytes:
+        shape_timeout: float, stopped: threading.Event,
+        limits: Mapping[str, Any] | None = None) -> bytes:
     """The JSON Lines ``write`` makes of the impact ``request`` asks (flips, then the
-    summary), every name in them relative to the request's folder."""
+    summary), every name in them relative to the request's folder. ``shape_timeout`` and
+    ``limits`` (a :class:`~ioa_semantic.pipeline.intake.Limits` as a dict) are the most a
+    logged decision is judged under."""
     with tempfile.TemporaryDirectory(prefix="ioa-impact-") as folder:
         log = os.path.join(folder, "log")
         with open(log, "w", encoding="utf-8", errors="surrogatepass", newline="") as handle:
-            handle.writelines(_lines(request.log, shape_timeout))
+            handle.writelines(_lines(request.log, shape_timeout, limits or {}))
         for digest, content in request.objects.items():
             target = object_path(log, digest)
             os.makedirs(os.path.dirname(target), exist_ok=True)
