@@ -611,6 +611,8 @@ def test_the_openapi_document_is_what_the_server_does(plain: Service) -> None:
     assert set(operations) == _routes()
     observed: dict[tuple[str, str], set[int]] = {key: set() for key in operations}
     body = dumps(envelope_62())
+    # An impact run of an empty log: a summary of nothing.
+    impact_body = dumps({"log": "", "change": {"at": AT}})
     with httpx.Client(base_url=plain.url, timeout=HANG) as client:
         def call(path: str, method: str, params: Any = None, content: bytes | None = None,
                  media: str | None = None) -> httpx.Response:
@@ -625,7 +627,8 @@ def test_the_openapi_document_is_what_the_server_does(plain: Service) -> None:
             operation = operations[(path, method)]
             media = next(iter(operation["requestBody"]["content"])) if (
                 "requestBody" in operation) else None
-            content = (body if path == "/v1/check" else body + b"\n") if media else None
+            content = ({"/v1/check": body, "/v1/impact": impact_body}.get(path, body + b"\n")
+                       if media else None)
             assert call(path, method, content=content, media=media).status_code == 200
             assert call(path, method, {"unknown": "1"}, content, media).status_code == 400
             # A header that takes one value, given twice (here From: RFC 9110 10.1.2).
@@ -661,6 +664,16 @@ def test_the_openapi_document_is_what_the_server_does(plain: Service) -> None:
                                 f"Content-Length: {(1 << 30) + 1}\r\n", b"")
     sock.close()
     observed[("/v1/audit", "POST")].add(int(answer.split()[1]))
+    sock, answer = _raw_request(plain.url, "POST /v1/impact HTTP/1.1\r\nHost: test\r\n"
+                                "Content-Type: application/json\r\n"
+                                f"Content-Length: {(16 << 20) + 1}\r\n", b"")
+    sock.close()
+    observed[("/v1/impact", "POST")].add(int(answer.split()[1]))
+    with httpx.Client(base_url=plain.url, timeout=HANG) as client:
+        refused = client.post("/v1/impact", content=dumps({"log": "", "change": {}}),
+                              headers={"Content-Type": "application/json"})
+        observed[("/v1/impact", "POST")].add(problem_of(refused, 422, "bad-impact-request")[
+            "status"])
     with httpx.Client(base_url=plain.url, timeout=HANG) as client:
         assert client.get("/no/such/route").status_code == 404
     for key, statuses in observed.items():

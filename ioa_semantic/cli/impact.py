@@ -36,7 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
                         help="judge at this instant instead of each decision's own")
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text",
-                        help="text (default) or json (one line per flip, then a summary)")
+                        help="text (default), json (one line per flip, then a summary), sarif "
+                             "(SARIF 2.1.0: one result per flip, at its line of the log) or "
+                             "html (one self-contained page: totals, transition matrix, a "
+                             "filterable table of the flips)")
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

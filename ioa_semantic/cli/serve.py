@@ -22,7 +22,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .._checker import ENGINES, Checker, DecisionRecorder
 from .._exceptions import ConfigurationError, EnvironmentFailure
@@ -34,10 +34,12 @@ from .parsing import _instant, _parameter, _positive, _size, add_checker_argumen
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from ..impact import Impact
     from ..service.limits import ServiceLimits
 
 DESCRIPTION = ("Serve checks over HTTP (contract 7): POST /v1/check (one envelope), POST "
-               "/v1/audit (JSON Lines of registrations), GET /v1/profile, GET /healthz, "
+               "/v1/audit (JSON Lines of registrations), POST /v1/impact (a decision log and a "
+               "change, judged as ioa-check impact judges them), GET /v1/profile, GET /healthz, "
                "GET /openapi.json (OpenAPI 3.1), an interactive page of it at /docs, and a "
                "page for people at /. Every error answer is RFC 9457 problem details "
                "(application/problem+json), with the error member of old. No CORS header "
@@ -106,6 +108,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-audit-bytes", type=_positive, default=defaults.max_audit_bytes,
                         metavar="N",
                         help=f"largest body of POST /v1/audit (default: {defaults.max_audit_bytes})")
+    parser.add_argument("--max-impact-bytes", type=_positive,
+                        default=defaults.max_impact_bytes, metavar="N",
+                        help="largest body of POST /v1/impact, a decision log with its objects "
+                             "and a change, held whole (default: "
+                             f"{defaults.max_impact_bytes})")
     parser.add_argument("--timeout", type=_seconds, default=defaults.timeout, metavar="SECONDS",
                         help="time bound of a check, from its arrival to its answer: past it, "
                              f"503 (default: {defaults.timeout:g})")
@@ -174,9 +181,17 @@ def build_app(checker: Checker, limits: ServiceLimits | None = None,
 
     wire = Wire(decisions=REPORTERS["json"], audit=AUDIT_REPORTERS["json"],
                 audit_line=AUDIT_LINES["json"], instant=instant,
-                parameter=_refusing(_parameter))
+                parameter=_refusing(_parameter), impact=_impact_lines)
     build = partial(_worker_checker, argv) if argv is not None else None
     return create_app(checker, wire, limits=limits, build=build, cors_origins=cors_origins)
+
+
+def _impact_lines(impact: Impact, stream: IO[str]) -> None:
+    """``/v1/impact``'s answer, as ``impact --format json`` prints it (the impact stage is
+    imported by the first request that asks for one, as by ``check --log``)."""
+    from ..reporters.impact import json_lines
+
+    json_lines(impact, stream)
 
 
 def _worker_checker(argv: list[str]) -> Checker:
@@ -232,13 +247,15 @@ def _limits(opts: argparse.Namespace) -> ServiceLimits:
                          max_audit_bytes=opts.max_audit_bytes, timeout=opts.timeout,
                          audit_timeout=opts.audit_timeout, threads=opts.threads,
                          audits=opts.audits, max_buffered_bytes=opts.max_buffered_bytes,
-                         header_timeout=opts.header_timeout)
+                         header_timeout=opts.header_timeout,
+                         max_impact_bytes=opts.max_impact_bytes)
 
 
 # The options a worker is given again, as parsed (paths made absolute: see _argv_of).
 _VALUED = ("engine", "max_bytes", "max_depth", "max_values", "max_contexts", "max_terms",
            "max_body_bytes", "max_audit_bytes", "timeout", "audit_timeout", "threads", "audits",
-           "max_buffered_bytes", "header_timeout", "shutdown_timeout", "shape_timeout")
+           "max_buffered_bytes", "header_timeout", "shutdown_timeout", "shape_timeout",
+           "max_impact_bytes")
 
 
 def _argv_of(opts: argparse.Namespace, absolute: bool = True) -> list[str]:

@@ -1,4 +1,5 @@
-"""Reporters of an impact run (``ioa-check impact``): each flip, then the summary.
+"""Reporters of an impact run (``ioa-check impact``): each flip, then the summary, as text,
+JSON Lines, SARIF 2.1.0 or one HTML page (:mod:`.impact_html`, imported only for it).
 
 They render what :class:`~ioa_semantic.impact.Impact` yields and its summary; they decide
 nothing. The ``--format`` choices are the keys of :data:`REPORTERS`.
@@ -59,5 +60,94 @@ def _flip(console: Visible, flip: Flip, escape: Callable[[str], str]) -> None:
     console.print("  caused by " + escape("; ".join(flip.causes)))
 
 
-REPORTERS: dict[str, Callable[[Impact, IO[str]], None]] = {"text": text, "json": json_lines}
+# --- SARIF (ioa-check impact --format sarif) ---------------------------------------------------
+
+# The rule of a flip that adds no reason (it only removes some): no reason code fired.
+REMOVED_ONLY = "impact.reasons-removed"
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+_SEVERITY_ORDER = ("error", "warning", "info")
+
+
+def _rule_of(flip: Flip) -> str:
+    """A flip's rule: the most severe reason code it adds (the first of them in the order
+    they are added), or :data:`REMOVED_ONLY`."""
+    for severity in _SEVERITY_ORDER:
+        for reason in flip.added:
+            if reason.get("severity") == severity:
+                return str(reason.get("code"))
+    return str(flip.added[0].get("code")) if flip.added else REMOVED_ONLY
+
+
+def _flip_message(flip: Flip) -> str:
+    """A flip in a sentence: the verdicts before and after, the reasons added and removed,
+    and the cause."""
+    text = (f"{flip.source}: {flip.before['verdict']} \u2192 {flip.after['verdict']}")
+    if flip.added:
+        text += "; adds " + ", ".join(_reason(r) for r in flip.added)
+    if flip.removed:
+        text += "; removes " + ", ".join(_reason(r) for r in flip.removed)
+    return text + "; caused by " + "; ".join(flip.causes) + "."
+
+
+def sarif(impact: Impact, stream: IO[str]) -> None:
+    """SARIF 2.1.0, streamed: one result per flip (its rule the most severe reason code it
+    adds), located at the decision's line in the log; then the rules that fired and the
+    summary as the run's properties. docs/impact.md, "SARIF"."""
+    from .._codes import CODES, DOCS_URL
+    from .._version import __version__
+    from .audit import artifact_uri
+
+    stream.write('{"$schema": "https://json.schemastore.org/sarif-2.1.0.json", '
+                 '"version": "2.1.0", "properties": {"producer": "ioa-check impact"}, '
+                 '"runs": [{"results": [')
+    fired: dict[str, int] = {}  # rule id -> its ruleIndex, in the order rules first fired
+    first = True
+    for flip in impact:
+        rule = _rule_of(flip)
+        severities = {str(r.get("severity")) for r in flip.added}
+        level = next((_SARIF_LEVEL[s] for s in _SEVERITY_ORDER if s in severities), "note")
+        item: dict[str, Any] = {
+            "ruleId": rule, "ruleIndex": fired.setdefault(rule, len(fired)), "level": level,
+            "message": {"text": _flip_message(flip)},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": artifact_uri(flip.log)},
+                "region": {"startLine": flip.line, "startColumn": 1}},
+                "logicalLocations": [{"fullyQualifiedName": flip.source,
+                                      "kind": "resource"}]}],
+            # The flip as --format json has it, but the verdicts' whole reasons (the added
+            # and removed are what changed).
+            "properties": {**{k: v for k, v in flip.as_dict().items()
+                              if k not in ("before", "after")},
+                           "before": flip.before["verdict"], "after": flip.after["verdict"],
+                           "addedCodes": sorted({str(r.get("code")) for r in flip.added})}}
+        stream.write(("" if first else ",\n") + json_text(item))
+        first = False
+    rules = []
+    for rule in fired:
+        if rule in CODES:
+            rules.append({"id": rule, "shortDescription": {"text": CODES[rule].meaning},
+                          "helpUri": f"{DOCS_URL}codes/#{rule}",
+                          "properties": {"draftSection": CODES[rule].section,
+                                         "family": CODES[rule].family}})
+        else:
+            rules.append({"id": rule, "shortDescription": {
+                "text": "the change removes reasons of a decision and adds none"},
+                "helpUri": f"{DOCS_URL}impact/"})
+    tool = {"driver": {"name": "ioa-check", "version": __version__,
+                       "informationUri": "https://datatracker.ietf.org/doc/draft-zhang-dmsc-ioa-semantic-interaction/",
+                       "rules": rules}}
+    assert impact.summary is not None
+    stream.write('], "tool": ' + json_text(tool) + ', "columnKind": "utf16CodeUnits", '
+                 '"properties": ' + json_text({"summary": impact.summary.as_dict()}) + "}]}\n")
+
+
+def html(impact: Impact, stream: IO[str]) -> None:
+    """One self-contained HTML page (see :mod:`.impact_html`, imported only for it)."""
+    from .impact_html import impact_html
+
+    impact_html(impact, stream)
+
+
+REPORTERS: dict[str, Callable[[Impact, IO[str]], None]] = {
+    "text": text, "json": json_lines, "sarif": sarif, "html": html}
 

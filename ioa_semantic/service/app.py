@@ -27,6 +27,7 @@ import traceback
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from functools import partial
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 from starlette.applications import Starlette
@@ -50,6 +51,7 @@ from .limits import (
     AUDIT_MEDIA_TYPES,
     CHECK_MEDIA_TYPES,
     EXTENSION_URI,
+    IMPACT_MEDIA_TYPES,
     HeldBytes,
     ServiceLimits,
 )
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from .._checker import Checker
     from .._findings import Decision
     from ..audit.judge import Judged, Result
+    from ..impact import Impact
 
 class Wire(NamedTuple):
     """How the service writes answers and reads query values: the command line's own.
@@ -67,7 +70,9 @@ class Wire(NamedTuple):
     ``decisions`` writes check results as ``--format json`` does; ``audit`` and
     ``audit_line`` write an audit as ``audit --format json`` does; ``instant`` and
     ``parameter`` read ``at`` and ``param`` as ``--at`` and ``--param`` are read, and raise
-    ValueError (with the sentence the command line would print) for what they refuse.
+    ValueError (with the sentence the command line would print) for what they refuse;
+    ``impact`` writes an impact run as ``impact --format json`` does (without it,
+    ``/v1/impact`` answers 404).
     """
 
     decisions: Callable[[Iterable[Decision], IO[str]], None]
@@ -75,6 +80,7 @@ class Wire(NamedTuple):
     audit_line: Callable[[Result], str]
     instant: Callable[[str], datetime]
     parameter: Callable[[str], tuple[str, str]]
+    impact: Callable[[Impact, IO[str]], None] | None = None
 
 
 def answer(value: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -224,6 +230,63 @@ class Service:
                                {"Retry-After": "5"})
             self._audits += 1
         return _AuditAnswer(self, request, deadline)
+
+    async def impact(self, request: Request) -> Response:
+        """An uploaded log and change judged (:mod:`.impacts`), answered at once: the JSON
+        Lines ``ioa-check impact --format json`` prints. It runs on an audit's thread and
+        counts as one of the audits run at once."""
+        from . import impacts  # the impact stage: only for a request that asks for it
+
+        if self.wire.impact is None:
+            return problem("404", f"no route {request.url.path!r} (see /openapi.json)")
+        deadline = _deadline(request, self.limits.audit_timeout)
+        _media_type(request, IMPACT_MEDIA_TYPES)
+        _query(request, ())
+        held: list[int] = []
+        try:
+            body = await _body(request, self.limits.max_impact_bytes, deadline,
+                               self.limits.audit_timeout, self.bodies, held)
+            try:
+                asked = impacts.read_request(body, self.wire.instant)
+            except impacts.ImpactRefused as exc:
+                return problem("bad-impact-request", str(exc))
+        finally:
+            self.bodies.give(sum(held))
+        del body
+        with self._audits_lock:
+            if self._audits >= self.limits.audits:
+                return problem("busy", f"the server runs {self.limits.audits} audit(s) or "
+                                       "impact run(s) at once, and as many are running: try "
+                                       "again later", {"Retry-After": "5"})
+            self._audits += 1
+        stopped = threading.Event()
+        loop = asyncio.get_running_loop()
+        job = loop.run_in_executor(self.audit_threads, partial(
+            impacts.run, asked, self.wire.impact, shape_timeout=self.checker.shape_timeout,
+            stopped=stopped, limits=self.checker.limits._asdict()))
+        try:
+            async with asyncio.timeout_at(deadline):
+                answered = await asyncio.shield(job)
+        except impacts.ImpactRefused as exc:
+            self.audit_ended()
+            return problem("bad-impact-request", str(exc))
+        except TimeoutError:
+            # The run stops at its next flip (its folder removed then), and counts until then.
+            stopped.set()
+            job.add_done_callback(self._impact_ended)
+            return problem("impact-timed-out", "the impact run did not finish within the "
+                           f"server's time bound of {self.limits.audit_timeout:g} s")
+        except BaseException:  # a bug in the run, or this request cancelled
+            stopped.set()
+            job.add_done_callback(self._impact_ended)
+            raise
+        self.audit_ended()
+        return Response(answered, media_type=AUDIT_ANSWER_TYPE)
+
+    def _impact_ended(self, job: asyncio.Future[bytes]) -> None:
+        if not job.cancelled():
+            job.exception()  # retrieved: a stopped run's end is no error of anyone's
+        self.audit_ended()
 
     def audit_ended(self) -> None:
         with self._audits_lock:
@@ -667,6 +730,7 @@ def create_app(checker: Checker, wire: Wire, *, limits: ServiceLimits | None = N
         Route("/v1/profile", service.profile_info, methods=["GET"]),
         Route("/v1/check", service.check, methods=["POST"]),
         Route("/v1/audit", service.audit, methods=["POST"]),
+        Route("/v1/impact", service.impact, methods=["POST"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_error})

@@ -9,6 +9,8 @@ from typing import NamedTuple
 CHECK_MEDIA_TYPES = ("application/ld+json", "application/json")
 AUDIT_MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 AUDIT_ANSWER_TYPE = "application/x-ndjson"
+# An impact request: one JSON object (service/impacts.py); its answer is JSON Lines.
+IMPACT_MEDIA_TYPES = ("application/json",)
 # The 12.2 fragment's extension URI (the draft calls it an example; the A2A gate's default).
 EXTENSION_URI = "https://example.org/extensions/semantic-profile/v1"
 
@@ -25,7 +27,9 @@ class ServiceLimits(NamedTuple):
     :mod:`.workers`); ``audits``: audits run at once (one more is refused with 503);
     ``max_buffered_bytes``: the check bodies held at once, all requests together (a body
     that would pass it is refused with 503); ``header_timeout``: seconds to read a request's
-    head (past it, 408 and the connection is closed).
+    head (past it, 408 and the connection is closed); ``max_impact_bytes``: an impact
+    request's body (a decision log and its objects, held whole: within
+    ``max_buffered_bytes``, the cap on the bodies held at once).
     """
 
     max_body_bytes: int = 4 << 20
@@ -36,6 +40,7 @@ class ServiceLimits(NamedTuple):
     audits: int = 2
     max_buffered_bytes: int = 64 << 20
     header_timeout: float = 10.0
+    max_impact_bytes: int = 16 << 20
 
 
 

@@ -14,7 +14,13 @@ from .. import data as _resources
 from .._version import __version__
 from . import problems
 from .api_page import ASSETS
-from .limits import AUDIT_ANSWER_TYPE, AUDIT_MEDIA_TYPES, CHECK_MEDIA_TYPES, ServiceLimits
+from .limits import (
+    AUDIT_ANSWER_TYPE,
+    AUDIT_MEDIA_TYPES,
+    CHECK_MEDIA_TYPES,
+    IMPACT_MEDIA_TYPES,
+    ServiceLimits,
+)
 from .problems import PROBLEM_MEDIA_TYPE
 
 _JSON = "application/json"
@@ -55,6 +61,42 @@ def _components(schema: dict[str, Any], name: str) -> dict[str, Any]:
     for key, definition in definitions.items():
         components[renamed[f"#/$defs/{key}"].rpartition("/")[2]] = rewritten(definition)
     return components
+
+
+_IMPACT_REQUEST: dict[str, Any] = {
+    "type": "object", "required": ["log", "change"], "additionalProperties": False,
+    "description": "a decision log and the change to judge it under (docs/serve.md, "
+                   "\"Impact\")",
+    "properties": {
+        "log": {"type": "string",
+                "description": "the decision log's lines (ioa-decision-log/1), as they are "
+                               "in the file"},
+        "objects": {"type": "object",
+                    "description": "what the lines name by sha256 (envelopes, registrations, "
+                                   "artifacts: LOG.objects), each its bytes in base64",
+                    "propertyNames": {"pattern": "^[0-9a-f]{64}$"},
+                    "additionalProperties": {"type": "string",
+                                             "contentEncoding": "base64"}},
+        "change": {
+            "type": "object", "additionalProperties": False,
+            "description": "at least one of its members",
+            "properties": {
+                "profile": {"type": "string",
+                            "description": "a new or revised profile (Turtle), as --profile: "
+                                           "it may name no shape file and enable no "
+                                           "retrieval"},
+                "artifacts": {"type": "array", "items": {"oneOf": [
+                    {"type": "object", "description": "an alignment artifact"},
+                    {"type": "string", "description": "a shipped artifact's name"}]},
+                    "description": "artifacts added, as --artifact"},
+                "withdraw": {"type": "array", "items": {"type": "string"},
+                             "description": "artifactIds withdrawn, as --withdraw"},
+                "at": {"type": "string", "format": "date-time",
+                       "description": "another instant, as --at"},
+            },
+        },
+    },
+}
 
 
 def document(limits: ServiceLimits) -> dict[str, Any]:
@@ -160,6 +202,46 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
                                   f"the time bound ({limits.audit_timeout:g} s)"),
                 },
             }},
+            "/v1/impact": {"post": {
+                "operationId": "impact",
+                "summary": "Judge again the decisions of an uploaded decision log that a "
+                           "change touches: the JSON Lines `ioa-check impact LOG --format "
+                           "json` prints",
+                "requestBody": {
+                    "required": True,
+                    "description": "the log, the objects its lines name and the change (at "
+                                   f"most {limits.max_impact_bytes} bytes)",
+                    "content": {media: {"schema": {
+                        "$ref": "#/components/schemas/ImpactRequest"}}
+                        for media in IMPACT_MEDIA_TYPES},
+                },
+                "responses": {
+                    "200": {"description": (
+                        "one line per decision whose verdict or reasons change, then the "
+                        "summary line, as `ioa-check impact --format json` prints them (the "
+                        "log named `log`, the change's profile `profile.ttl`, its artifacts "
+                        "`artifact-N.json`)"),
+                        "content": {AUDIT_ANSWER_TYPE: {"schema": {"type": "string"}}}},
+                    "400": bad_query,
+                    "404": unknown_route,
+                    "405": _error("method not allowed"),
+                    "408": _error("the request head did not arrive within "
+                                  f"{limits.header_timeout:g} s, or its body within the time "
+                                  f"bound ({limits.audit_timeout:g} s)"),
+                    "413": _error(f"the body is over {limits.max_impact_bytes} bytes"),
+                    "415": _error("the Content-Type is not one of "
+                                  + ", ".join(IMPACT_MEDIA_TYPES)
+                                  + ", or a Content-Encoding header names a coding other "
+                                  "than identity"),
+                    "422": _error(problems.PROBLEMS["bad-impact-request"].when),
+                    "500": internal,
+                    "503": _error(f"as many audits and impact runs as the server runs at once "
+                                  f"({limits.audits}) are running, the body would take the "
+                                  "bodies the server holds at once past "
+                                  f"{limits.max_buffered_bytes} bytes, or the run did not "
+                                  f"finish within the time bound ({limits.audit_timeout:g} s)"),
+                },
+            }},
             "/v1/profile": {"get": {
                 "operationId": "profile",
                 "summary": "The profile checks are made under, its 12.2 extension fragment "
@@ -216,6 +298,7 @@ def document(limits: ServiceLimits) -> dict[str, Any]:
         },
         "components": {"schemas": {
             "Problem": problems.schema(),
+            "ImpactRequest": _IMPACT_REQUEST,
             **_components(_resources.read_json("", "output.schema.json"), "CheckResult"),
             "Profile": {
                 "type": "object", "required": ["id", "revision", "accepted", "extension"],

@@ -53,14 +53,21 @@ PROBLEMS = _types(
                 "a CORS preflight from an origin --cors-origin does not name, or for a method "
                 "or a header the service does not take"),
     ProblemType("", 404, "Not Found", "no such route"),
+    ProblemType("bad-impact-request", 422, "Impact request refused",
+                "a /v1/impact body that is not the JSON object it takes (a member unknown, "
+                "missing or of the wrong kind, an object whose bytes do not have its sha256, "
+                "no change named), a profile or artifact of the change that cannot be read, "
+                "or one that would make the service read a file or retrieve (a profile "
+                "naming shape files or enabling retrieval, an artifact named otherwise than "
+                "by a shipped name)"),
     ProblemType("", 405, "Method Not Allowed", "the route does not take this method (Allow "
                                                "says which it takes)"),
     ProblemType("late-request", 408, "Request did not arrive in time",
                 "the request head did not arrive within --header-timeout, or its body within "
                 "the route's time bound (the connection is closed)"),
     ProblemType("body-too-large", 413, "Request body over the limit",
-                "the body is over --max-body-bytes (a check) or --max-audit-bytes (an audit); "
-                "maxBytes says the limit"),
+                "the body is over --max-body-bytes (a check), --max-audit-bytes (an audit) or "
+                "--max-impact-bytes (an impact run); maxBytes says the limit"),
     ProblemType("unsupported-media-type", 415, "Media type not accepted",
                 "the Content-Type is not one the route takes; accepted lists those it takes"),
     ProblemType("unsupported-content-coding", 415, "Content coding not accepted",
@@ -74,9 +81,12 @@ PROBLEMS = _types(
                 "the worker process running the check ended (Retry-After)"),
     ProblemType("audit-timed-out", 503, "Audit not started in time",
                 "the audit wrote nothing within --audit-timeout"),
+    ProblemType("impact-timed-out", 503, "Impact run not finished in time",
+                "the impact run did not finish within --audit-timeout (it is stopped)"),
     ProblemType("busy", 503, "Server busy",
-                "as many audits as --audits allows are running, or the body would take the "
-                "check bodies held at once past --max-buffered-bytes (Retry-After)"),
+                "as many audits and impact runs as --audits allows are running, or the body "
+                "would take the request bodies held at once (checks', impact runs') past "
+                "--max-buffered-bytes (Retry-After)"),
     ProblemType("stopping", 503, "Server stopping",
                 "the server is stopping and the request was not finished within "
                 "--shutdown-timeout (Retry-After)"),

@@ -1,0 +1,255 @@
+"""``POST /v1/impact``: an uploaded decision log and a change, judged as ``ioa-check impact
+--format json`` judges them (issue 40, item 5; docs/serve.md, "Impact").
+
+The body is one JSON object (docs/serve.md has its schema, as the OpenAPI document does)::
+
+    {"log": "<the log's JSON Lines>",
+     "objects": {"<sha256>": "<the object's bytes, base64>", ...},
+     "change": {"profile": "<a profile, Turtle>", "artifacts": [<an artifact> | "<shipped
+                name>", ...], "withdraw": ["<artifactId>", ...], "at": "<instant>"}}
+
+``objects`` are what the log's lines name by sha256 (envelopes, registrations, artifacts:
+``LOG.objects`` of a log on disk); each is refused unless its bytes have that digest. The
+request is laid out as the command line would find it, in a folder of its own that is
+removed afterwards: the log as ``log``, its objects in ``log.objects``, the profile as
+``profile.ttl``, the artifacts as ``artifact-N.json``; the answer names them so (never the
+folder).
+
+The service reads nothing of its own for a client: a logged profile that is a file (the
+client's path) is not read, so a decision judged under one is judged again only when the
+change revises that profile (else it is counted as not judged again); a profile in the
+change that names shape files or enables remote retrieval is refused, as is an artifact
+named by anything but a shipped name. A logged limit or shape timeout above the service's
+own is judged under the service's: a client's log does not lift what one request may cost.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+from typing import IO, Any, NamedTuple
+
+from .. import data as _resources
+from .._exceptions import IoaSemanticError
+from ..impact import Change, Flip, Impact
+from ..impact.log import object_path
+
+# What a logged profile file (a path of the client's) becomes: a name no profile has, so
+# that the decision is judged again only under the change's revision of that profile.
+NOT_KEPT = "(a profile file of the client's: the service does not read it)"
+_DIGEST = re.compile("[0-9a-f]{64}")
+_MEMBERS = frozenset({"log", "objects", "change"})
+_CHANGE_MEMBERS = frozenset({"profile", "artifacts", "withdraw", "at"})
+
+
+class ImpactRefused(IoaSemanticError):
+    """A body ``/v1/impact`` does not take, or a change it cannot read: the sentence says
+    what and where (the service answers it as a 422 problem)."""
+
+
+class ImpactStopped(IoaSemanticError):
+    """The impact run was stopped (past its time bound, or the client left)."""
+
+
+class ImpactRequest(NamedTuple):
+    """What a ``/v1/impact`` body asks, read and checked (nothing written yet)."""
+
+    log: str
+    objects: dict[str, bytes]
+    profile: str | None
+    artifacts: tuple[dict[str, Any] | str, ...]
+    withdraw: tuple[str, ...]
+    at: datetime | None
+
+
+def read_request(body: bytes, instant: Callable[[str], datetime]) -> ImpactRequest:
+    """The request ``body`` holds; :class:`ImpactRefused` saying why it is not one.
+    ``instant`` reads ``at`` as ``--at`` is read (ValueError for what it refuses)."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise ImpactRefused(f"the body is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ImpactRefused("the body is not a JSON object")
+    _members(document, _MEMBERS, "the body")
+    log = document.get("log")
+    if not isinstance(log, str):
+        raise ImpactRefused("log: the decision log's lines, as one string, are required")
+    objects = _objects(document.get("objects", {}))
+    change = document.get("change")
+    if not isinstance(change, dict):
+        raise ImpactRefused("change: an object is required (profile, artifacts, withdraw, at)")
+    _members(change, _CHANGE_MEMBERS, "change")
+    profile = change.get("profile")
+    if profile is not None and not isinstance(profile, str):
+        raise ImpactRefused("change.profile: a profile's Turtle text, as a string")
+    artifacts = change.get("artifacts", [])
+    if not isinstance(artifacts, list):
+        raise ImpactRefused("change.artifacts: an array")
+    shipped = _resources.shipped_alignments()
+    for number, artifact in enumerate(artifacts):
+        if isinstance(artifact, str) and artifact not in shipped:
+            raise ImpactRefused(f"change.artifacts[{number}]: {artifact!r} is not a shipped "
+                                f"artifact (shipped: {', '.join(shipped) or 'none'}); send "
+                                "an artifact as its JSON object")
+        if not isinstance(artifact, (str, dict)):
+            raise ImpactRefused(f"change.artifacts[{number}]: an artifact object or a "
+                                "shipped artifact's name")
+    withdraw = change.get("withdraw", [])
+    if not isinstance(withdraw, list) or not all(isinstance(w, str) for w in withdraw):
+        raise ImpactRefused("change.withdraw: an array of artifactIds")
+    at = change.get("at")
+    when = None
+    if at is not None:
+        try:
+            when = instant(at) if isinstance(at, str) else None
+        except ValueError as exc:
+            raise ImpactRefused(f"change.at: {exc}") from None
+        if when is None:
+            raise ImpactRefused("change.at: an ISO-8601 instant with a UTC offset, as a string")
+    if profile is None and not artifacts and not withdraw and when is None:
+        raise ImpactRefused("change: name a change (profile, artifacts, withdraw or at)")
+    return ImpactRequest(log, objects, profile, tuple(artifacts), tuple(withdraw), when)
+
+
+def _members(value: dict[str, Any], known: frozenset[str], where: str) -> None:
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ImpactRefused(f"{where}: unknown member {unknown[0]!r} (it takes "
+                            f"{', '.join(sorted(known))})")
+
+
+def _objects(value: Any) -> dict[str, bytes]:
+    if not isinstance(value, dict):
+        raise ImpactRefused("objects: an object of sha256 to base64")
+    objects = {}
+    for digest, encoded in value.items():
+        if _DIGEST.fullmatch(digest) is None:
+            raise ImpactRefused(f"objects: {digest[:80]!r} is not a sha256 (64 lowercase hex "
+                                "digits)")
+        try:
+            content = base64.b64decode(encoded, validate=True) if isinstance(encoded, str) \
+                else None
+        except (binascii.Error, ValueError):
+            content = None
+        if content is None:
+            raise ImpactRefused(f"objects.{digest}: not base64")
+        if hashlib.sha256(content).hexdigest() != digest:
+            raise ImpactRefused(f"objects.{digest}: the bytes' sha256 is "
+                                f"{hashlib.sha256(content).hexdigest()}")
+        objects[digest] = content
+    return objects
+
+
+def _lines(log: str, shape_timeout: float, limits: Mapping[str, Any]) -> Iterator[str]:
+    """The log's lines, each with a profile file the service will not read named
+    :data:`NOT_KEPT`, and its shape timeout and limits held to ``shape_timeout`` and
+    ``limits``; a line that is not a decision's is left as it is (the run reports it as
+    damage)."""
+    parts = log.split("\n")
+    shipped = _resources.shipped_profiles()
+    for number, raw in enumerate(parts):
+        last = number == len(parts) - 1
+        if last and raw == "":
+            return
+        try:
+            entry = json.loads(raw)
+            configuration = entry["configuration"]
+            profile = configuration["profile"]
+        except (ValueError, RecursionError, KeyError, TypeError):
+            yield raw if last else raw + "\n"
+            continue
+        if not isinstance(profile, dict):
+            yield raw if last else raw + "\n"
+            continue
+        if profile.get("source") not in shipped:
+            profile["source"] = NOT_KEPT
+        timeout = configuration.get("shapeTimeout")
+        if isinstance(timeout, (int, float)) and timeout > shape_timeout:
+            configuration["shapeTimeout"] = shape_timeout
+        logged = configuration.get("limits")
+        if isinstance(logged, dict):
+            for name, value in logged.items():
+                ceiling = limits.get(name)
+                if (isinstance(value, (int, float)) and isinstance(ceiling, (int, float))
+                        and value > ceiling):
+                    logged[name] = ceiling
+        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+        yield line if last else line + "\n"
+
+
+class _Stoppable(Impact):
+    """An impact run that stops at its next flip once ``stopped`` is set."""
+
+    def __init__(self, logs: list[str], change: Change, stopped: threading.Event) -> None:
+        super().__init__(logs, change)
+        self.stopped = stopped
+
+    def __iter__(self) -> Iterator[Flip]:
+        for flip in super().__iter__():
+            if self.stopped.is_set():
+                raise ImpactStopped("stopped")
+            yield flip
+
+
+def run(request: ImpactRequest, write: Callable[[Impact, IO[str]], None], *,
+        shape_timeout: float, stopped: threading.Event,
+        limits: Mapping[str, Any] | None = None) -> bytes:
+    """The JSON Lines ``write`` makes of the impact ``request`` asks (flips, then the
+    summary), every name in them relative to the request's folder. ``shape_timeout`` and
+    ``limits`` (a :class:`~ioa_semantic.pipeline.intake.Limits` as a dict) are the most a
+    logged decision is judged under."""
+    with tempfile.TemporaryDirectory(prefix="ioa-impact-") as folder:
+        log = os.path.join(folder, "log")
+        with open(log, "w", encoding="utf-8", errors="surrogatepass", newline="") as handle:
+            handle.writelines(_lines(request.log, shape_timeout, limits or {}))
+        for digest, content in request.objects.items():
+            target = object_path(log, digest)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as kept:
+                kept.write(content)
+        profile = None
+        if request.profile is not None:
+            profile = os.path.join(folder, "profile.ttl")
+            with open(profile, "w", encoding="utf-8", newline="") as turtle:
+                turtle.write(request.profile)
+        added = []
+        for number, artifact in enumerate(request.artifacts, start=1):
+            if isinstance(artifact, str):
+                added.append(artifact)  # a shipped name (read_request holds it to one)
+                continue
+            path = os.path.join(folder, f"artifact-{number}.json")
+            with open(path, "w", encoding="utf-8") as document:
+                json.dump(artifact, document, ensure_ascii=False)
+            added.append(path)
+        prefix = folder + os.sep
+
+        def named(text: str) -> str:
+            return text.replace(prefix, "")
+
+        try:
+            impact = _Stoppable([log], Change(profile, tuple(added), request.withdraw,
+                                              request.at), stopped)
+            for part in impact.parts:
+                if part.profile is not None and part.profile.shapes:
+                    raise ImpactRefused("change.profile names shape files: the service reads "
+                                        "no file for a client")
+                if part.profile is not None and part.profile.retrieval.origins:
+                    raise ImpactRefused("change.profile enables remote retrieval: the "
+                                        "service retrieves nothing for a client")
+            stream = io.StringIO()
+            write(impact, stream)
+        except (ImpactRefused, ImpactStopped):
+            raise
+        except IoaSemanticError as exc:  # a profile or artifact that cannot be read
+            raise ImpactRefused(named(str(exc))) from None
+        return named(stream.getvalue()).encode("utf-8", "surrogatepass")
