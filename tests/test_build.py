@@ -20,7 +20,7 @@ import pytest
 import ioa_semantic
 from ioa_semantic import _build
 
-from support import IOA_CHECK
+from support import IOA_CHECK, ROOT
 
 BACKEND = Path(__file__).resolve().parents[1] / "build_backend" / "backend.py"
 
@@ -108,3 +108,15 @@ def test_a_number_kept_by_its_text_is_copied_and_pickled_with_it() -> None:
     for again in (copy.deepcopy(document), pickle.loads(pickle.dumps(document))):
         assert type(again["size"]) is ExactNumber
         assert number_text(again["size"]) == "1024.0000000000000001"
+
+
+def test_every_subpackage_is_installed() -> None:
+    # The packages are listed by name (pyproject.toml); one left out installs without it, and
+    # only a non-editable install shows it (an editable one maps the whole source tree).
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts)
+             for init in (ROOT / "ioa_semantic").rglob("__init__.py")}
+    assert found == listed
