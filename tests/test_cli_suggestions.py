@@ -183,7 +183,8 @@ def _every_command() -> list[tuple[str, argparse.ArgumentParser]]:
 def test_the_walk_reaches_every_command() -> None:
     assert [words for words, _ in _every_command()] == [
         "ioa-check", "ioa-check check", "ioa-check audit", "ioa-check lint", "ioa-check trace",
-        "ioa-check sign", "ioa-check keygen", "ioa-check serve", "ioa-check trace query",
+        "ioa-check sign", "ioa-check keygen", "ioa-check serve", "ioa-check impact",
+        "ioa-check trace query",
         "ioa-check trace reaudit", "ioa-check trace serve"]
 
 
