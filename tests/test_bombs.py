@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from bombs import FAMILIES, largest, within_limits
-from operations import caches_off, growth, n_log_n_ratio, operations
+from operations import caches_off, counted, growth, n_log_n_ratio, operations
 
 from ioa_semantic import Checker, Limits, Verdict
 
@@ -33,6 +33,7 @@ ENGINES = {name: Checker("cs-translation", engine=name, cache_size=0)
 SIZES = {name: largest(build) for name, build in FAMILIES.items()}
 
 
+@counted
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("shape", FAMILIES)
 def test_work_grows_at_most_n_log_n(shape: str, engine: str) -> None:
