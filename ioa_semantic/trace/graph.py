@@ -253,12 +253,11 @@ class _Builder:
             # a long run's graph down by a hundred bytes a call.
             first = min((Decimal(c.start) for c in run.calls if c.start is not None), default=None)
             last = max((Decimal(c.end) for c in run.calls if c.end is not None), default=None)
-            timed = first is not None and last is not None
             if first is not None and last is not None:
                 self._add(session, "startTime", str(first), "decimal")
                 self._add(session, "endTime", str(last), "decimal")
                 self._add(session, "duration", (last - first) * 1000, "double")
-            self.run_file(run, session, timed)
+            self.run_file(run, session, first is not None and last is not None)
         for call in run.calls:
             self.call(run, call, calls, session, session_id, mas_iri)
             yield
@@ -621,7 +620,9 @@ class _QuadBuilder(_Builder):
         self.graph = sink  # type: ignore[assignment]
         self.sink = sink
         self._nodes: dict[str, str] = {}
-        self._predicates: dict[str, str] = {}
+        # The properties (by their names) and the nodes every call may name (rdf:type, the
+        # classes; by their IRIs): a few dozen, kept apart from the nodes, whose cache the
+        # calls' own nodes empty again and again.
         self._constants: dict[str, str] = {}
 
     def _hold(self, node: Any) -> None:
@@ -647,11 +648,9 @@ class _QuadBuilder(_Builder):
         return known
 
     def _predicate(self, prop: str) -> str:
-        # The properties are a few dozen, wanted by every call: kept apart from the nodes,
-        # whose cache the calls' own nodes empty again and again.
-        known = self._predicates.get(prop)
+        known = self._constants.get(prop)
         if known is None:
-            known = self._predicates[prop] = nquads.iri(
+            known = self._constants[prop] = nquads.iri(
                 IOAT + prop.removeprefix("ioat:") if prop.startswith("ioat:") else MAS + prop)
         return known
 
@@ -665,7 +664,8 @@ class _QuadBuilder(_Builder):
         self.sink.add((self._node(subject), self._constant(_RDF_TYPE), self._constant(MAS + cls)))
 
     def _constant(self, iri: str) -> str:
-        """A node every call may name (rdf:type, a class), kept as the properties are."""
+        """A node every call may name (rdf:type, a class), kept as the properties are (an IRI
+        is never a property's name: the names have no "//")."""
         known = self._constants.get(iri)
         if known is None:
             known = self._constants[iri] = nquads.iri(iri)
