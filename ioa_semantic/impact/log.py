@@ -16,6 +16,7 @@ write interrupted) or damaged is read up to the damage in each segment, with a
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -29,7 +30,7 @@ from typing import Any, NamedTuple
 
 from .._checker import Checked, Checker
 from .._exceptions import ConfigurationError
-from .._files import writing
+from .._files import claim, first_line, writing
 from .._findings import Severity, Verdict
 
 #: The line format's name and version; a reader refuses a line of another.
@@ -41,6 +42,10 @@ MAX_BYTES = 64 << 20
 _LOOKED_UP = frozenset({"alignment.no-accepted-mapping", "alignment.condition-unevaluable",
                         "alignment.ambiguous", "alignment.not-offered"})
 _SEGMENT = re.compile(r"\.(\d+)$")
+# How every line begins (json.dumps with the members in the order :meth:`DecisionLog._line`
+# gives them): how a file is told to be a decision log before anything is appended to it.
+_MARK = b'{"format":"' + FORMAT.encode() + b'"'
+
 
 
 def objects_folder(log: str) -> str:
@@ -63,6 +68,9 @@ class DecisionLog:
         if max_bytes <= 0:
             raise ConfigurationError(f"the decision log's rotation size must be positive, not "
                                      f"{max_bytes}")
+        # Appending to a file that is not a decision log would corrupt it, and rotating it
+        # would rename it: the path is claimed first, as every file ioa-check writes is.
+        claim(path, is_decision_log, "a decision log", "decision log", streams=False)
         self.path = path
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
@@ -82,19 +90,24 @@ class DecisionLog:
         file's lock (flock) while it looks at the size, rotates and writes, and one that
         finds the file rotated under it opens the new one."""
         while True:
-            with open(self.path, "ab") as handle:
+            # Never through a link (claim refused one; one put there since is not followed).
+            handle = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o666)
+            try:
                 fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
                 try:
                     current = os.stat(self.path)
                 except FileNotFoundError:
                     continue
-                if current.st_ino != os.fstat(handle.fileno()).st_ino:
+                if current.st_ino != os.fstat(handle).st_ino:
                     continue  # rotated while this process waited for the lock
                 if current.st_size and current.st_size + len(line) > self.max_bytes:
                     os.replace(self.path, f"{self.path}.{_next_segment(self.path)}")
                     continue
-                handle.write(line)
+                _write(handle, line, current.st_size)
                 return
+            finally:
+                os.close(handle)
 
     def _line(self, checker: Checker, checked: Checked) -> dict[str, Any]:
         decision = checked.decision
@@ -165,6 +178,28 @@ class DecisionLog:
                 out.write(data)
             os.replace(temporary, target)
         return digest
+
+
+def _write(handle: int, line: bytes, size: int) -> None:
+    """``line`` appended to the file open as ``handle``, ``size`` bytes long before it. A write
+    that fails half way (a full disk) is cut back off: a torn line would stop a reader there,
+    and every decision appended after it would be lost to impact."""
+    try:
+        view = memoryview(line)
+        while view:
+            view = view[os.write(handle, view):]
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(handle, size)
+        raise
+
+
+def is_decision_log(head: bytes) -> bool:
+    """Whether a file beginning with ``head`` is a decision log: its first line is one of
+    :data:`FORMAT` (as :class:`DecisionLog` writes its members, ``format`` first), or the
+    start of one that a cut write left torn."""
+    line = first_line(head)
+    return line.startswith(_MARK) or (b"\n" not in head and _MARK.startswith(line))
 
 
 def reads(findings: Any, dependencies: Mapping[str, Any], offered: bool) -> dict[str, Any]:
@@ -299,6 +334,8 @@ def _problem(entry: Any) -> str | None:
         return f"not a line of {FORMAT} (format {entry.get('format')!r})"
     try:
         _need(_digest(entry["envelope"]["sha256"]), "envelope.sha256")
+        _need(isinstance(entry["envelope"].get("source", "-"), str), "envelope.source")
+        _need(isinstance(entry.get("checker", ""), str), "checker")
         _need(isinstance(entry["params"], dict)
               and all(isinstance(v, str) for v in entry["params"].values()), "params")
         _instant_of(entry["at"])
@@ -306,6 +343,19 @@ def _problem(entry: Any) -> str | None:
         _need(isinstance(configuration["profile"]["source"], str), "configuration.profile")
         for item in (*configuration["capabilities"], *configuration["alignments"]):
             _need(_digest(item["sha256"]), "configuration: an object's sha256")
+            _need(isinstance(item["origin"], str)
+                  and isinstance(item.get("artifactId"), (str, type(None))),
+                  "configuration: an object's origin or artifactId")
+        _need(isinstance(configuration.get("engine", ""), str), "configuration.engine")
+        # The limits a decision is judged again under: counts, as Limits holds them (a NaN,
+        # a string or a list would lift a limit or fail inside the judgement).
+        limits = configuration.get("limits", {})
+        _need(isinstance(limits, dict) and all(_count(v) for v in limits.values()),
+              "configuration.limits")
+        timeout = configuration.get("shapeTimeout")
+        _need(timeout is None or (isinstance(timeout, (int, float))
+                                  and not isinstance(timeout, bool)
+                                  and 0 < timeout < float("inf")), "configuration.shapeTimeout")
         Verdict(entry["decision"]["verdict"])
         for reason in entry["decision"]["reasons"]:
             Severity(reason["severity"])
@@ -328,6 +378,10 @@ def _problem(entry: Any) -> str | None:
 def _need(condition: bool, member: str) -> None:
     if not condition:
         raise ValueError(f"{member} is not as {FORMAT} writes it")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _digest(value: Any) -> bool:

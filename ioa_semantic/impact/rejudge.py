@@ -10,7 +10,10 @@ by message: a message may quote the instant, which a cached decision does not ke
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -127,7 +130,7 @@ class Impact:
         decisions = rejudged = unchanged = flipped = 0
         # Each logged Checker's instance contents, in log order (5.3): a replay restores them.
         seen: dict[str, list[tuple[bytes, bytes]]] = {}
-        for item in (x for log in self.logs for x in read_log(log)):
+        for item in self._read():
             if isinstance(item, Damage):
                 warnings.append(str(item))
                 continue
@@ -170,6 +173,11 @@ class Impact:
         self.summary = Summary(tuple(p.label for p in self.parts), decisions, rejudged,
                                dict(skipped), unchanged, flipped, dict(causes),
                                dict(transitions), dict(unjudgeable), tuple(warnings))
+
+    def _read(self) -> Iterator[Logged | Damage]:
+        """Each log's lines, in order (a run that can be stopped looks in between)."""
+        for log in self.logs:
+            yield from read_log(log)
 
     def _profile_dependencies(self, entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """What decisions under the changed profile record of it (built once)."""
@@ -314,8 +322,24 @@ def _root(log: str) -> str:
 
 
 def _object(root: str, digest: str) -> bytes:
+    """The bytes kept under ``digest``, once they are known to have it. The folder is only a
+    cache of names: what stands under a name (edited, swapped, a link out of the folder, a
+    pipe that would never end) is judged only when its bytes have that sha256."""
     try:
-        with open(object_path(root, digest), "rb") as handle:
-            return handle.read()
+        handle = os.open(object_path(root, digest), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
-        raise _Unjudgeable(f"an object the decision names is not kept ({exc.strerror})") from exc
+        why = ("a symbolic link, which is not followed" if exc.errno == errno.ELOOP
+               else exc.strerror)
+        raise _Unjudgeable(f"an object the decision names is not kept ({why})") from exc
+    with open(handle, "rb") as kept:
+        if not stat.S_ISREG(os.fstat(kept.fileno()).st_mode):
+            raise _Unjudgeable("an object the decision names is not kept (not a file)")
+        try:
+            data = kept.read()
+        except OSError as exc:
+            raise _Unjudgeable(f"an object the decision names cannot be read ({exc.strerror})"
+                               ) from exc
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise _Unjudgeable("an object the decision names does not have the sha256 it is kept "
+                           "under (changed since it was logged)")
+    return data

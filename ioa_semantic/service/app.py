@@ -271,7 +271,8 @@ class Service:
             self.audit_ended()
             return problem("bad-impact-request", str(exc))
         except TimeoutError:
-            # The run stops at its next flip (its folder removed then), and counts until then.
+            # The run stops at the next decision it reads (its folder removed then), and counts
+            # until then.
             stopped.set()
             job.add_done_callback(self._impact_ended)
             return problem("impact-timed-out", "the impact run did not finish within the "

@@ -20,7 +20,8 @@ client's path) is not read, so a decision judged under one is judged again only 
 change revises that profile (else it is counted as not judged again); a profile in the
 change that names shape files or enables remote retrieval is refused, as is an artifact
 named by anything but a shipped name. A logged limit or shape timeout above the service's
-own is judged under the service's: a client's log does not lift what one request may cost.
+own, or none, or one that is not a number, is judged under the service's: a client's log
+does not lift what one request may cost.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import binascii
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import tempfile
@@ -40,8 +42,8 @@ from typing import IO, Any, NamedTuple
 
 from .. import data as _resources
 from .._exceptions import IoaSemanticError
-from ..impact import Change, Flip, Impact
-from ..impact.log import object_path
+from ..impact import Change, Impact
+from ..impact.log import Damage, Logged, object_path
 
 # What a logged profile file (a path of the client's) becomes: a name no profile has, so
 # that the decision is judged again only under the change's revision of that profile.
@@ -173,32 +175,41 @@ def _lines(log: str, shape_timeout: float, limits: Mapping[str, Any]) -> Iterato
             continue
         if profile.get("source") not in shipped:
             profile["source"] = NOT_KEPT
+        # Only a limit the log states, as a number, at or under the service's own is kept:
+        # anything else (absent, null, NaN, a string) would otherwise be judged under the
+        # library's default or under no limit at all.
         timeout = configuration.get("shapeTimeout")
-        if isinstance(timeout, (int, float)) and timeout > shape_timeout:
+        if not (_number(timeout) and 0 < timeout <= shape_timeout):
             configuration["shapeTimeout"] = shape_timeout
-        logged = configuration.get("limits")
+        logged = configuration.setdefault("limits", {})
         if isinstance(logged, dict):
-            for name, value in logged.items():
-                ceiling = limits.get(name)
-                if (isinstance(value, (int, float)) and isinstance(ceiling, (int, float))
-                        and value > ceiling):
+            for name, ceiling in limits.items():
+                value = logged.get(name)
+                if not (_number(value) and value <= ceiling):
                     logged[name] = ceiling
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
         yield line if last else line + "\n"
 
 
+def _number(value: Any) -> bool:
+    """A finite number (JSON's, so never a bool)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
 class _Stoppable(Impact):
-    """An impact run that stops at its next flip once ``stopped`` is set."""
+    """An impact run that stops at the next decision it reads once ``stopped`` is set (at a
+    flip only, a run that flips nothing would go on to the log's end after its answer)."""
 
     def __init__(self, logs: list[str], change: Change, stopped: threading.Event) -> None:
         super().__init__(logs, change)
         self.stopped = stopped
 
-    def __iter__(self) -> Iterator[Flip]:
-        for flip in super().__iter__():
+    def _read(self) -> Iterator[Logged | Damage]:
+        for item in super()._read():
             if self.stopped.is_set():
                 raise ImpactStopped("stopped")
-            yield flip
+            yield item
 
 
 def run(request: ImpactRequest, write: Callable[[Impact, IO[str]], None], *,

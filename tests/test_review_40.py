@@ -1,0 +1,274 @@
+"""A hostile review of issue 40's surfaces (review40): the decision log as a writer meets the
+user's files and a full disk, the log and its objects folder as an attacker may leave them,
+and ``POST /v1/impact`` as a client may call it. Each test drives the installed command, or
+the service as a real process, or the library where only it can stage the fault.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ioa_semantic import Checker
+from ioa_semantic.impact import DecisionLog, read_log
+from ioa_semantic.impact.log import Logged, object_path
+
+from support import IOA_CHECK, ROOT
+
+EXAMPLES = ROOT / "examples"
+ENVELOPE = (EXAMPLES / "envelope-12.1.jsonld").read_bytes()
+# Another envelope, judged otherwise (incompatible: outside the profile's domains).
+OTHER = (EXAMPLES / "legal-contract.jsonld").read_bytes()
+PROVIDER = str(EXAMPLES / "provider-12.1.jsonld")
+JUNE = datetime(2026, 6, 1, tzinfo=UTC)
+LANGUAGES = {"sourceLang": "zh", "targetLang": "en"}
+# Past the shipped artifact's validUntil: the logged decision flips when judged again.
+LATER = "2027-06-01T00:00:00Z"
+HANG = 120.0  # a liveness deadline only: a run that hangs fails instead of blocking
+
+
+def write_log(folder: Path) -> Path:
+    """``folder/log``: one compatible decision, with the shipped artifact offered."""
+    log = folder / "log"
+    Checker("cs-translation", capabilities=[PROVIDER], alignments=["cs-doc-v1"],
+            recorder=DecisionLog(str(log))).check(ENVELOPE, params=LANGUAGES, at=JUNE,
+                                                  source="a.jsonld")
+    return log
+
+
+def envelope_object(log: Path) -> Path:
+    (entry,) = [e for e in read_log(str(log)) if isinstance(e, Logged)]
+    return Path(object_path(str(log), entry.entry["envelope"]["sha256"]))
+
+
+def impact(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([IOA_CHECK, "impact", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=HANG, env={**os.environ, "NO_COLOR": "1"})
+
+
+def summary_of(output: str) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads(output.splitlines()[-1])["summary"]
+    return summary
+
+
+# --- the objects folder: a name is not a proof (high) ------------------------------------------
+
+def test_an_object_whose_bytes_do_not_have_its_sha256_is_not_judged(tmp_path: Path) -> None:
+    """The envelope kept under the logged digest replaced by another: judging those bytes
+    reported a flip (compatible -> incompatible, "caused by" the instant) of a decision that
+    was never made. The object is refused and the decision counted as not judged again."""
+    log = write_log(tmp_path)
+    envelope_object(log).write_bytes(OTHER)
+    done = impact("log", "--at", LATER, "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = summary_of(done.stdout)
+    assert summary["flipped"] == 0 and summary["rejudged"] == 0
+    (why,) = summary["unjudgeable"]
+    assert "sha256" in why
+
+
+def test_a_link_out_of_the_objects_folder_is_not_followed(tmp_path: Path) -> None:
+    """A symbolic link under an object's name is not followed, whatever it points at (here
+    the right bytes, elsewhere: the folder holds objects, not pointers to the user's files)."""
+    log = write_log(tmp_path)
+    kept = envelope_object(log)
+    outside = tmp_path / "elsewhere.jsonld"
+    outside.write_bytes(kept.read_bytes())
+    kept.unlink()
+    kept.symlink_to(outside)
+    done = impact("log", "--at", LATER, "--format", "json", cwd=tmp_path)
+    summary = summary_of(done.stdout)
+    assert summary["flipped"] == 0
+    (why,) = summary["unjudgeable"]
+    assert "symbolic link" in why
+
+
+def test_a_named_pipe_under_an_objects_name_does_not_hang_the_run(tmp_path: Path) -> None:
+    log = write_log(tmp_path)
+    kept = envelope_object(log)
+    kept.unlink()
+    os.mkfifo(kept)
+    done = impact("log", "--at", LATER, "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (why,) = summary_of(done.stdout)["unjudgeable"]
+    assert "not a file" in why
+
+
+# --- the writer and the user's files (high, medium) ----------------------------------------------
+
+def check_logged(log: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [IOA_CHECK, str(EXAMPLES / "envelope-12.1.jsonld"), "--profile", "cs-translation",
+         "--at", "2026-06-01T00:00:00Z", "--format", "json", "--log", log],
+        cwd=cwd, capture_output=True, text=True, timeout=HANG)
+
+
+def test_check_log_never_appends_to_a_file_that_is_not_a_decision_log(tmp_path: Path) -> None:
+    """``--log`` given the envelope's own name (or any file of the user's): a decision line was
+    appended to it, and rotation would have renamed it. It is refused (exit 2), untouched."""
+    mine = tmp_path / "notes.json"
+    mine.write_bytes(b'{"mine": true}\n')
+    done = check_logged(str(mine), tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "is not a decision log" in done.stderr and "Traceback" not in done.stderr
+    assert mine.read_bytes() == b'{"mine": true}\n'
+    assert not Path(f"{mine}.objects").exists()
+
+
+def test_check_log_does_not_write_through_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "someone-elses"
+    target.write_bytes(b"")
+    (tmp_path / "link").symlink_to(target)
+    done = check_logged("link", tmp_path)
+    assert done.returncode == 2 and "symbolic link" in done.stderr
+    assert target.read_bytes() == b""
+
+
+def test_check_log_appends_to_its_own_log(tmp_path: Path) -> None:
+    for _ in range(2):
+        assert check_logged("log", tmp_path).returncode == 0
+    assert [type(e) for e in read_log(str(tmp_path / "log"))] == [Logged, Logged]
+
+
+# A Checker logs a decision, the file size limit (a full disk, as the process sees it) makes
+# the next append fail half way, and once it is lifted a third decision is logged.
+_FULL_DISK = """
+import resource, signal, sys
+from datetime import UTC, datetime
+from ioa_semantic import Checker
+from ioa_semantic._exceptions import WriteFailed
+from ioa_semantic.impact import DecisionLog
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead
+log, envelope = sys.argv[1], open(sys.argv[2], "rb").read()
+checker = Checker("cs-translation", recorder=DecisionLog(log))
+june = datetime(2026, 6, 1, tzinfo=UTC)
+checker.check(envelope, params={"sourceLang": "zh"}, at=june)
+size = open(log, "rb").seek(0, 2)
+resource.setrlimit(resource.RLIMIT_FSIZE, (size + 300, resource.RLIM_INFINITY))
+try:
+    checker.check(envelope, params={"sourceLang": "en"}, at=june)
+except WriteFailed:
+    print("write failed")
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+checker.check(envelope, params={"sourceLang": "de"}, at=june)
+"""
+
+
+def test_a_write_that_fails_half_way_leaves_no_torn_line(tmp_path: Path) -> None:
+    """A full disk cut a line: the reader stopped there, and every decision logged after the
+    disk had room again was lost to impact. The torn part is cut back off."""
+    log = tmp_path / "log"
+    done = subprocess.run([sys.executable, "-c", _FULL_DISK, str(log),
+                           str(EXAMPLES / "envelope-12.1.jsonld")],
+                          capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "write failed\n"
+    read = list(read_log(str(log)))
+    assert all(isinstance(e, Logged) for e in read), read
+    assert [e.entry["params"]["sourceLang"] for e in read if isinstance(e, Logged)] == [
+        "zh", "de"]
+
+
+# --- a line's members of the wrong kind (medium) ---------------------------------------------
+
+def _set(path: tuple[str, ...], value: Any) -> Any:
+    def change(entry: dict[str, Any]) -> None:
+        *parents, last = path
+        for name in parents:
+            entry = entry[name]
+        entry[last] = value
+    return change
+
+
+@pytest.mark.parametrize(("member", "value"), [
+    (("envelope", "source"), ["a.jsonld"]),
+    (("configuration", "limits", "max_bytes"), "10"),
+    (("configuration", "limits", "max_bytes"), float("nan")),
+    (("configuration", "capabilities", 0, "origin"), [1]),
+    (("configuration", "alignments", 0, "artifactId"), {"x": 1}),
+    (("configuration", "shapeTimeout"), float("nan")),
+], ids=["source", "limit-string", "limit-nan", "origin", "artifact-id", "timeout-nan"])
+@pytest.mark.parametrize("format_", ["text", "html"])
+def test_a_member_of_the_wrong_kind_is_damage_not_a_traceback(
+        tmp_path: Path, member: tuple[Any, ...], value: Any, format_: str) -> None:
+    """Such lines ended in a traceback (exit 70), or were judged under no limit at all (a
+    NaN ``max_bytes`` compares false with every size)."""
+    log = write_log(tmp_path)
+    entry = json.loads(log.read_text())
+    _set(member, value)(entry)
+    log.write_text(json.dumps(entry) + "\n")
+    done = impact("log", "--at", LATER, "--format", format_, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "line 1: a member is missing or of the wrong kind" in done.stderr
+
+
+# --- POST /v1/impact ----------------------------------------------------------------------
+
+def upload(log: Path, change: dict[str, Any], edit: Any = None) -> dict[str, Any]:
+    objects = {}
+    for folder, _, names in os.walk(f"{log}.objects"):
+        for name in names:
+            objects[name] = base64.b64encode((Path(folder) / name).read_bytes()).decode()
+    lines = log.read_text(encoding="utf-8")
+    if edit is not None:
+        entry = json.loads(lines)
+        edit(entry)
+        lines = json.dumps(entry) + "\n"
+    return {"log": lines, "objects": objects, "change": change}
+
+
+def test_a_limit_the_log_omits_or_writes_as_no_number_is_the_services(tmp_path: Path) -> None:
+    """The service holds a logged limit above its own to its own, but a limit the line leaves
+    out was judged under the library's default, and a NaN one under none (NaN > ceiling is
+    false): either way a client's log lifted ``--max-bytes``. Under the service's 1200 bytes
+    the logged registration is too large to be read, whatever the line says."""
+    pytest.importorskip("uvicorn")
+    import httpx
+    from test_service import Service
+
+    log = write_log(tmp_path)
+    edits = {"omitted": lambda e: e["configuration"].pop("limits"),
+             "max-bytes-omitted": lambda e: e["configuration"]["limits"].pop("max_bytes"),
+             "nan": _set(("configuration", "limits", "max_bytes"), float("nan"))}
+    with Service(["--profile", "cs-translation", "--max-bytes", "1200"], tmp_path,
+                 tmp_path / "stderr.log") as small:
+        for name, edit in edits.items():
+            answer = httpx.post(f"{small.url}/v1/impact", timeout=HANG,
+                                content=json.dumps(upload(log, {"at": LATER}, edit)).encode(),
+                                headers={"Content-Type": "application/json"})
+            assert answer.status_code == 200, (name, answer.text)
+            summary = json.loads(answer.content.splitlines()[-1])["summary"]
+            assert summary["flipped"] == 0, name
+            (why,) = summary["unjudgeable"]
+            assert "json.too-large" in why, (name, why)
+
+
+def test_a_stopped_run_ends_at_the_next_decision_even_when_nothing_flips(
+        tmp_path: Path) -> None:
+    """Past --audit-timeout the service answers 503 and sets the run's event; the run looked
+    at it only at a flip, so a log whose decisions flip nothing was judged to its end on the
+    audit's thread (holding one of --audits) after the answer. It stops at the next decision."""
+    from ioa_semantic.reporters.impact import json_lines
+    from ioa_semantic.service.impacts import ImpactStopped, read_request, run
+
+    log = write_log(tmp_path)
+    # The same instant's side of every limit: read, then skipped; nothing flips.
+    asked = read_request(json.dumps(upload(log, {"at": "2026-07-01T00:00:00Z"})).encode(),
+                         datetime.fromisoformat)
+    stopped = threading.Event()
+    answered = run(asked, json_lines, shape_timeout=10.0, stopped=stopped)
+    assert json.loads(answered.splitlines()[-1])["summary"]["decisions"] == 1
+    stopped.set()
+    with pytest.raises(ImpactStopped):
+        run(asked, json_lines, shape_timeout=10.0, stopped=stopped)
+
