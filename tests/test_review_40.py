@@ -69,7 +69,7 @@ def test_an_object_whose_bytes_do_not_have_its_sha256_is_not_judged(tmp_path: Pa
     log = write_log(tmp_path)
     envelope_object(log).write_bytes(OTHER)
     done = impact("log", "--at", LATER, "--format", "json", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     summary = summary_of(done.stdout)
     assert summary["flipped"] == 0 and summary["rejudged"] == 0
     (why,) = summary["unjudgeable"]
@@ -98,9 +98,27 @@ def test_a_named_pipe_under_an_objects_name_does_not_hang_the_run(tmp_path: Path
     kept.unlink()
     os.mkfifo(kept)
     done = impact("log", "--at", LATER, "--format", "json", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     (why,) = summary_of(done.stdout)["unjudgeable"]
     assert "not a file" in why
+
+
+# --- the exit status: "nothing flips" only when it is established (medium) -------------------
+
+def test_nothing_flips_is_exit_0_only_when_every_decision_was_read_and_judged(
+        tmp_path: Path) -> None:
+    """A log damaged after its first line (the rest not read) answered exit 0, "nothing
+    flips", to a gate that publishes on 0: the unread decisions may flip. Exit 3 says it is
+    not established (as an indeterminate verdict does), and a clean run is still 0."""
+    log = write_log(tmp_path)
+    same_side = ("log", "--at", "2026-07-01T00:00:00Z", "--format", "json")
+    assert impact(*same_side, cwd=tmp_path).returncode == 0
+    with log.open("ab") as handle:
+        handle.write(b"\x00 a line no decision log holds\n")
+    done = impact(*same_side, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    summary = summary_of(done.stdout)
+    assert summary["flipped"] == 0 and summary["warnings"]
 
 
 # --- the writer and the user's files (high, medium) ----------------------------------------------
@@ -207,7 +225,7 @@ def test_a_member_of_the_wrong_kind_is_damage_not_a_traceback(
     _set(member, value)(entry)
     log.write_text(json.dumps(entry) + "\n")
     done = impact("log", "--at", LATER, "--format", format_, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     assert "line 1: a member is missing or of the wrong kind" in done.stderr
 

@@ -16,7 +16,8 @@ DESCRIPTION = ("Judge again the decisions of a decision log (ioa-check check --l
                "another instant. Reports each decision whose verdict or reasons change, and "
                "how many were skipped and why.")
 EPILOG = ("exit status: 0 nothing flips, 1 some decision flips, 2 usage or configuration "
-          "error, 70 internal error, 74 the output cannot be written")
+          "error, 3 nothing flips but some decision was not judged again or not read (the log "
+          "is damaged), 70 internal error, 74 the output cannot be written")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """The impact reported; 1 when some decision flips."""
+    """The impact reported; 1 when some decision flips, else 3 when some decision was not
+    judged again or not read."""
     from ..impact import Change, Impact
     from ..reporters.impact import REPORTERS
 
@@ -57,4 +59,10 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     assert impact.summary is not None
     for warning in impact.summary.warnings:
         print(f"ioa-check impact: warning: {warning}", file=sys.stderr)
-    return ExitStatus.INCOMPATIBLE if impact.summary.flipped else ExitStatus.COMPATIBLE
+    if impact.summary.flipped:
+        return ExitStatus.INCOMPATIBLE
+    # A decision the change touches and that could not be judged again, or one that a damaged
+    # log kept from being read, may flip: "nothing flips" is not established (S4).
+    if impact.summary.unjudgeable or impact.summary.warnings:
+        return ExitStatus.INDETERMINATE
+    return ExitStatus.COMPATIBLE
