@@ -290,3 +290,39 @@ def test_a_stopped_run_ends_at_the_next_decision_even_when_nothing_flips(
     with pytest.raises(ImpactStopped):
         run(asked, json_lines, shape_timeout=10.0, stopped=stopped)
 
+
+
+# --- scale: a profile revision compared once, not once a decision (medium) -------------------
+
+def test_two_revisions_of_a_profile_are_compared_once_for_a_whole_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a revision differs only in what no decision reads (its revision number, its
+    trust) compares the two graphs, some 20 ms for the shipped profile: it ran for every
+    logged decision, five hours of a million-decision log before anything was judged."""
+    from importlib.resources import files
+
+    from ioa_semantic.impact import Change, Impact
+    from ioa_semantic.impact import change as change_module
+
+    log = tmp_path / "log"
+    checker = Checker("cs-translation", capabilities=[PROVIDER], alignments=["cs-doc-v1"],
+                      recorder=DecisionLog(str(log)))
+    for language in ("zh", "de", "fr", "es"):
+        checker.check(ENVELOPE, params={**LANGUAGES, "sourceLang": language}, at=JUNE)
+    shipped = files("ioa_semantic.data").joinpath("profiles/cs-translation.ttl").read_text()
+    revised = tmp_path / "revision-2.ttl"
+    revised.write_text(shipped.replace('iop:revision "1"', 'iop:revision "2"'))
+    compared: list[str] = []
+    original = change_module.profile_difference
+
+    def counted(before: Any, after: Any) -> str:
+        compared.append(before.source)
+        return original(before, after)
+
+    monkeypatch.setattr(change_module, "profile_difference", counted)
+    run = Impact([str(log)], Change(profile=str(revised)))
+    assert list(run) == []
+    assert run.summary is not None and run.summary.decisions == 4
+    assert run.summary.skipped == {
+        "the profile differs only in what no decision reads (its revision)": 4}
+    assert len(compared) == 1, compared

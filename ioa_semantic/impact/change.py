@@ -9,6 +9,7 @@ reason. The test is sound first: a part touches every decision that read what it
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -103,7 +104,7 @@ class Part(NamedTuple):
             return "judged under another profile"
         if {k: v for k, v in logged.items() if k != "source"} == dict(profile_now):
             return "the profile is unchanged"
-        difference = (profile_difference(profile_before, self.profile)
+        difference = (_difference(profile_before, self.profile)
                       if profile_before is not None else "other")
         if difference == "none":
             return "the profile differs only in what no decision reads (its revision)"
@@ -149,6 +150,28 @@ def profile_difference(before: Profile, after: Profile) -> str:
     if any(getattr(before, name) != getattr(after, name) for name in _TRUST_FIELDS):
         return "trust"
     return "none"
+
+
+# profile_difference's answers by the two revisions' files (where each was read, and the
+# sha256 of its bytes): comparing the graphs costs milliseconds, and a log holds a million
+# decisions judged under one revision. Bounded: a service compares a pair per request.
+_DIFFERENCES: dict[tuple[str, str, str, str], str] = {}
+_DIFFERENCES_KEPT = 64
+_DIFFERENCES_LOCK = threading.Lock()
+
+
+def _difference(before: Profile, after: Profile) -> str:
+    """:func:`profile_difference`, computed once per pair of profile files."""
+    key = (before.source, before.digest, after.source, after.digest)
+    with _DIFFERENCES_LOCK:
+        found = _DIFFERENCES.get(key)
+    if found is None:
+        found = profile_difference(before, after)
+        with _DIFFERENCES_LOCK:  # the service's impact runs share it, each on a thread
+            if len(_DIFFERENCES) >= _DIFFERENCES_KEPT:
+                _DIFFERENCES.pop(next(iter(_DIFFERENCES)))
+            _DIFFERENCES[key] = found
+    return found
 
 
 def _untrusted_graph(profile: Profile) -> Graph:
