@@ -326,3 +326,19 @@ def test_two_revisions_of_a_profile_are_compared_once_for_a_whole_log(
     assert run.summary.skipped == {
         "the profile differs only in what no decision reads (its revision)": 4}
     assert len(compared) == 1, compared
+
+
+# --- a line without end (low) ----------------------------------------------------------------
+
+def test_a_line_longer_than_the_readers_limit_is_damage_not_read_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file without line ends (gigabytes of it) was read into memory whole as one line."""
+    from ioa_semantic.impact import log as log_module
+
+    log = write_log(tmp_path)
+    with log.open("ab") as handle:
+        handle.write(b"x" * 5000 + b"\n")
+    monkeypatch.setattr(log_module, "LINE_LIMIT", 4096)
+    (first, damage) = read_log(str(log))
+    assert isinstance(first, Logged)
+    assert damage == log_module.Damage(str(log), 2, "a line longer than 4096 bytes")

@@ -35,6 +35,9 @@ from .._findings import Severity, Verdict
 
 #: The line format's name and version; a reader refuses a line of another.
 FORMAT = "ioa-decision-log/1"
+#: The longest line a reader takes (far over any decision's line: the envelope itself is not
+#: in it, only its digest and reasons).
+LINE_LIMIT = 256 << 20
 #: Rotation size by default (64 MiB; the command line's --log-max-bytes says the same).
 MAX_BYTES = 64 << 20
 # The reason codes that say a mapping was looked up for a capability and not established:
@@ -308,7 +311,14 @@ def read_log(path: str) -> Iterator[Logged | Damage]:
 
 
 def _lines(segment: str, handle: Any) -> Iterator[Logged | Damage]:
-    for number, raw in enumerate(handle, start=1):
+    number = 0
+    while raw := handle.readline(LINE_LIMIT + 1):
+        number += 1
+        if len(raw) > LINE_LIMIT:
+            # Read whole, a file of no line ends (not a log, or a damaged one) would be held
+            # in memory at once, however large.
+            yield Damage(segment, number, f"a line longer than {LINE_LIMIT} bytes")
+            return
         if not raw.endswith(b"\n"):
             yield Damage(segment, number, "the file ends inside a line (a write was cut)")
             return
