@@ -342,3 +342,24 @@ def test_a_line_longer_than_the_readers_limit_is_damage_not_read_whole(
     (first, damage) = read_log(str(log))
     assert isinstance(first, Logged)
     assert damage == log_module.Damage(str(log), 2, "a line longer than 4096 bytes")
+
+
+# --- a Checker's configuration is its own (high) -------------------------------------------
+
+def test_each_checker_sharing_a_log_is_logged_with_its_own_configuration(
+        tmp_path: Path) -> None:
+    """The log kept each Checker's configuration by id(): a Checker collected leaves its id
+    to the next one made (CPython reuses the memory at once), whose decisions were then logged
+    as the first one's, with its artifacts and its Checker identifier, and judged again so.
+    A gate that builds a Checker per request and shares one log did exactly this."""
+    log = DecisionLog(str(tmp_path / "log"))
+    offered = [("cs-doc-v1",), ()] * 4
+    for alignments in offered:
+        checker = Checker("cs-translation", capabilities=[PROVIDER], alignments=alignments,
+                          recorder=log)
+        checker.check(ENVELOPE, params=LANGUAGES, at=JUNE)
+        del checker
+    lines = [e.entry for e in read_log(str(tmp_path / "log")) if isinstance(e, Logged)]
+    assert [len(e["configuration"]["alignments"]) for e in lines] == [
+        len(a) for a in offered]
+    assert len({e["checker"] for e in lines}) == len(offered)

@@ -24,6 +24,7 @@ import os
 import re
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -77,8 +78,11 @@ class DecisionLog:
         self.path = path
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        # Each Checker's configuration, written once per Checker (its objects stored).
-        self._configurations: dict[int, dict[str, Any]] = {}
+        # Each Checker's configuration, written once per Checker (its objects stored). Held
+        # by the Checker itself, not by its id(): a Checker collected leaves its id to the
+        # next one made, which would be logged under the first one's configuration.
+        self._configurations: weakref.WeakKeyDictionary[Checker, dict[str, Any]] = (
+            weakref.WeakKeyDictionary())
 
     def record(self, checker: Checker, checked: Checked) -> None:
         """Append one decision (and keep its envelope in the objects folder)."""
@@ -135,7 +139,7 @@ class DecisionLog:
 
     def _configuration(self, checker: Checker) -> dict[str, Any]:
         with self._lock:
-            known = self._configurations.get(id(checker))
+            known = self._configurations.get(checker)
         if known is not None:
             return known
         offered = checker.offered
@@ -163,7 +167,7 @@ class DecisionLog:
             "checker": os.urandom(16).hex(),
         }
         with self._lock:
-            self._configurations[id(checker)] = configuration
+            self._configurations[checker] = configuration
         return configuration
 
     def _keep(self, data: bytes) -> str:
