@@ -363,3 +363,18 @@ def test_each_checker_sharing_a_log_is_logged_with_its_own_configuration(
     assert [len(e["configuration"]["alignments"]) for e in lines] == [
         len(a) for a in offered]
     assert len({e["checker"] for e in lines}) == len(offered)
+
+
+# --- a body's member twice (low) ------------------------------------------------------------
+
+@pytest.mark.parametrize("body", [
+    b'{"log": "", "change": {"at": "2027-01-01T00:00:00Z"}, "change": {"withdraw": ["x"]}}',
+    b'{"log": "", "change": {"artifacts": [{"artifactId": "a", "artifactId": "b"}]}}',
+], ids=["change", "inside-an-artifact"])
+def test_a_member_twice_in_an_impact_body_is_refused(body: bytes) -> None:
+    """The last of two members was taken (a proxy that reads the first sees another
+    request), and an artifact's duplicate was lost when it was written out for the run."""
+    from ioa_semantic.service.impacts import ImpactRefused, read_request
+
+    with pytest.raises(ImpactRefused, match="twice in one object"):
+        read_request(body, datetime.fromisoformat)

@@ -76,10 +76,7 @@ class ImpactRequest(NamedTuple):
 def read_request(body: bytes, instant: Callable[[str], datetime]) -> ImpactRequest:
     """The request ``body`` holds; :class:`ImpactRefused` saying why it is not one.
     ``instant`` reads ``at`` as ``--at`` is read (ValueError for what it refuses)."""
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise ImpactRefused(f"the body is not JSON: {exc}") from None
+    document = _document(body)
     if not isinstance(document, dict):
         raise ImpactRefused("the body is not a JSON object")
     _members(document, _MEMBERS, "the body")
@@ -121,6 +118,28 @@ def read_request(body: bytes, instant: Callable[[str], datetime]) -> ImpactReque
     if profile is None and not artifacts and not withdraw and when is None:
         raise ImpactRefused("change: name a change (profile, artifacts, withdraw or at)")
     return ImpactRequest(log, objects, profile, tuple(artifacts), tuple(withdraw), when)
+
+
+def _document(body: bytes) -> Any:
+    """The body's JSON, a member twice in one object refused."""
+    try:
+        return json.loads(body, object_pairs_hook=_unique)
+    except (ValueError, RecursionError) as exc:
+        raise ImpactRefused(f"the body is not JSON: {exc}") from None
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A proxy that reads the first of two members and the service that reads the last would
+    # see two requests in one body; an artifact's duplicate would be lost as it is written out.
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise ImpactRefused(f"the body has the member {name[:80]!r} twice in one "
+                                    "object: which one is meant is not guessed")
+            seen.add(name)
+    return document
 
 
 def _members(value: dict[str, Any], known: frozenset[str], where: str) -> None:
