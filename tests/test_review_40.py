@@ -378,3 +378,31 @@ def test_a_member_twice_in_an_impact_body_is_refused(body: bytes) -> None:
 
     with pytest.raises(ImpactRefused, match="twice in one object"):
         read_request(body, datetime.fromisoformat)
+
+
+# --- a profile revision whose blank nodes are a bomb (high, on the service) ------------------
+
+def test_a_revision_with_statements_the_profile_lacks_is_other_without_labelling_its_blank_nodes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A revision of the shipped profile, to /v1/impact, with two cycles of forty blank nodes
+    in a foreign vocabulary (what the loader reads of it unchanged): the graphs were compared
+    by canonical labelling, minutes (exponential in the cycles' length) on an audit's thread
+    that the time bound does not stop. Statements the profile lacks decide it unlabelled."""
+    from importlib.resources import files
+
+    import rdflib.compare
+
+    from ioa_semantic.impact.change import profile_difference
+    from ioa_semantic.sources.loader import load_profile
+
+    def labelled(*graphs: Any) -> bool:
+        raise AssertionError("the blank nodes were labelled")
+
+    monkeypatch.setattr(rdflib.compare, "isomorphic", labelled)
+    cycles = "\n".join(f"_:{name}{i} <https://example.com/x#next> _:{name}{(i + 1) % 40} ."
+                       for name in "ab" for i in range(40))
+    shipped = files("ioa_semantic.data").joinpath("profiles/cs-translation.ttl").read_text()
+    revised = tmp_path / "revision-2.ttl"
+    revised.write_text(shipped.replace('iop:revision "1"', 'iop:revision "2"') + "\n" + cycles)
+    assert profile_difference(load_profile("cs-translation"), load_profile(str(revised))) == (
+        "other")

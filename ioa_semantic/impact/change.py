@@ -10,6 +10,7 @@ reason. The test is sound first: a part touches every decision that read what it
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -145,7 +146,12 @@ def profile_difference(before: Profile, after: Profile) -> str:
             return "other"
     from rdflib.compare import isomorphic  # rdflib: only for a change that revises a profile
 
-    if not isomorphic(_untrusted_graph(before), _untrusted_graph(after)):
+    graphs = _untrusted_graph(before), _untrusted_graph(after)
+    # Isomorphic graphs have the same statements once every blank node is one and the same:
+    # when they do not, the canonical labelling (exponential on symmetric blank nodes: two
+    # cycles of forty took minutes, a service thread that no time bound stops) is not needed,
+    # and when they do, the revision is no larger than the profile it is compared with.
+    if _blind(graphs[0]) != _blind(graphs[1]) or not isomorphic(*graphs):
         return "other"
     if any(getattr(before, name) != getattr(after, name) for name in _TRUST_FIELDS):
         return "trust"
@@ -172,6 +178,16 @@ def _difference(before: Profile, after: Profile) -> str:
                 _DIFFERENCES.pop(next(iter(_DIFFERENCES)))
             _DIFFERENCES[key] = found
     return found
+
+
+def _blind(graph: Graph) -> Counter[tuple[Any, Any, Any]]:
+    """``graph``'s statements with every blank node the same (None), counted."""
+    from rdflib import BNode
+
+    def seen(term: Any) -> Any:
+        return None if isinstance(term, BNode) else term
+
+    return Counter((seen(s), seen(p), seen(o)) for s, p, o in graph)
 
 
 def _untrusted_graph(profile: Profile) -> Graph:
