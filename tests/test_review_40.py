@@ -406,3 +406,30 @@ def test_a_revision_with_statements_the_profile_lacks_is_other_without_labelling
     revised.write_text(shipped.replace('iop:revision "1"', 'iop:revision "2"') + "\n" + cycles)
     assert profile_difference(load_profile("cs-translation"), load_profile(str(revised))) == (
         "other")
+
+
+def test_a_stopped_run_does_not_go_on_judging_a_flips_causes_part_by_part(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decision that flips under a change of several parts is judged again once per part to
+    find its causes (a thousand judgements for a thousand artifacts added): a run stopped
+    meanwhile went on with all of them. Here the event is set as the first judgement is
+    compared; the run ends before the causes are judged."""
+    from ioa_semantic.impact import Impact
+    from ioa_semantic.reporters.impact import json_lines
+    from ioa_semantic.service.impacts import ImpactStopped, read_request, run
+
+    log = write_log(tmp_path)
+    # Both parts flip the decision: the artifact expires, and it is withdrawn.
+    asked = read_request(json.dumps(upload(log, {
+        "at": LATER, "withdraw": ["https://example.org/align/cs-doc-v1"]})).encode(),
+        datetime.fromisoformat)
+    stopped = threading.Event()
+    compare = Impact._compare
+
+    def compared(self: Impact, item: Any, after: Any) -> Any:
+        stopped.set()
+        return compare(self, item, after)
+
+    monkeypatch.setattr(Impact, "_compare", compared)
+    with pytest.raises(ImpactStopped):
+        run(asked, json_lines, shape_timeout=10.0, stopped=stopped)

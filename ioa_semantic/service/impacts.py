@@ -36,13 +36,15 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import IO, Any, NamedTuple
 
 from .. import data as _resources
 from .._exceptions import IoaSemanticError
+from .._findings import Decision
 from ..impact import Change, Impact
+from ..impact.change import Part
 from ..impact.log import Damage, Logged, object_path
 
 # What a logged profile file (a path of the client's) becomes: a name no profile has, so
@@ -229,6 +231,14 @@ class _Stoppable(Impact):
             if self.stopped.is_set():
                 raise ImpactStopped("stopped")
             yield item
+
+    def _judge(self, item: Logged, parts: Iterable[Part], seen: list[tuple[bytes, bytes]],
+               run: str) -> Decision:
+        # And before each judgement: a flip's causes are judged part by part, a thousand
+        # judgements of one decision for a change of a thousand artifacts.
+        if self.stopped.is_set():
+            raise ImpactStopped("stopped")
+        return super()._judge(item, parts, seen, run)
 
 
 def run(request: ImpactRequest, write: Callable[[Impact, IO[str]], None], *,
