@@ -433,3 +433,23 @@ def test_a_stopped_run_does_not_go_on_judging_a_flips_causes_part_by_part(
     monkeypatch.setattr(Impact, "_compare", compared)
     with pytest.raises(ImpactStopped):
         run(asked, json_lines, shape_timeout=10.0, stopped=stopped)
+
+
+@pytest.mark.parametrize("change", [
+    b'{"profile": "@prefix x: <https://example.com/> . x:a x:b \\"\\ud800\\" ."}',
+    b'{"artifacts": [{"artifactId": "https://example.com/\\udfff"}]}',
+], ids=["profile", "artifact"])
+def test_a_lone_surrogate_in_the_change_is_a_422_problem_not_a_500(
+        tmp_path: Path, change: bytes) -> None:
+    """JSON may escape half a surrogate pair; writing the profile or the artifact out as UTF-8
+    for the run raised UnicodeEncodeError, answered 500 (internal error)."""
+    pytest.importorskip("uvicorn")
+    import httpx
+    from test_service import Service, problem_of
+
+    with Service(["--profile", "cs-translation"], tmp_path, tmp_path / "stderr.log") as served:
+        answer = httpx.post(f"{served.url}/v1/impact", timeout=HANG,
+                            content=b'{"log": "", "change": ' + change + b"}",
+                            headers={"Content-Type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    assert "lone surrogate" in problem_of(answer, 422, "bad-impact-request")["detail"]

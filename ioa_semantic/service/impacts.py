@@ -90,6 +90,7 @@ def read_request(body: bytes, instant: Callable[[str], datetime]) -> ImpactReque
     if not isinstance(change, dict):
         raise ImpactRefused("change: an object is required (profile, artifacts, withdraw, at)")
     _members(change, _CHANGE_MEMBERS, "change")
+    _unicode(change, "change")
     profile = change.get("profile")
     if profile is not None and not isinstance(profile, str):
         raise ImpactRefused("change.profile: a profile's Turtle text, as a string")
@@ -142,6 +143,16 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                                     "object: which one is meant is not guessed")
             seen.add(name)
     return document
+
+
+def _unicode(value: Any, where: str) -> None:
+    """Refused when a string in ``value`` holds a lone surrogate (JSON's ``\\ud800``): no
+    UTF-8 file holds one, so the profile or artifact could not be written out for the run."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ImpactRefused(f"{where}: a string holds a lone surrogate (\\ud800 to \\udfff "
+                            "alone), which is not Unicode text") from None
 
 
 def _members(value: dict[str, Any], known: frozenset[str], where: str) -> None:
