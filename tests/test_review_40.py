@@ -453,3 +453,25 @@ def test_a_lone_surrogate_in_the_change_is_a_422_problem_not_a_500(
                             headers={"Content-Type": "application/json"})
     assert answer.status_code == 422, answer.text
     assert "lone surrogate" in problem_of(answer, 422, "bad-impact-request")["detail"]
+
+
+# --- the OpenAPI document says what the route refuses (low) ---------------------------------
+
+@pytest.mark.parametrize("change", [{}, {"artifacts": []}, {"withdraw": [], "artifacts": []}])
+def test_a_change_that_names_nothing_is_refused_by_the_openapi_schema_as_by_the_route(
+        change: dict[str, Any]) -> None:
+    """The route answers 422 to a change that names nothing; the document's ImpactRequest
+    took it ("at least one of its members" in prose only)."""
+    import jsonschema
+
+    from ioa_semantic.service import openapi
+    from ioa_semantic.service.impacts import ImpactRefused, read_request
+    from ioa_semantic.service.limits import ServiceLimits
+
+    body = {"log": "", "change": change}
+    with pytest.raises(ImpactRefused, match="name a change"):
+        read_request(json.dumps(body).encode(), datetime.fromisoformat)
+    schema = openapi.document(ServiceLimits())["components"]["schemas"]["ImpactRequest"]
+    assert not jsonschema.Draft202012Validator(schema).is_valid(body)
+    assert jsonschema.Draft202012Validator(schema).is_valid(
+        {"log": "", "change": {**change, "at": LATER}})

@@ -79,7 +79,11 @@ _IMPACT_REQUEST: dict[str, Any] = {
                                              "contentEncoding": "base64"}},
         "change": {
             "type": "object", "additionalProperties": False,
-            "description": "at least one of its members",
+            "description": "at least one of its members (an array a non-empty one)",
+            # What read_request refuses as a change that names nothing.
+            "anyOf": [{"required": ["profile"]}, {"required": ["at"]},
+                      {"required": ["artifacts"], "properties": {"artifacts": {"minItems": 1}}},
+                      {"required": ["withdraw"], "properties": {"withdraw": {"minItems": 1}}}],
             "properties": {
                 "profile": {"type": "string",
                             "description": "a new or revised profile (Turtle), as --profile: "
