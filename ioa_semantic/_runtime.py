@@ -7,8 +7,8 @@ process as it found it, except :func:`quick_exit`, which only the command line c
 * :class:`paused`: the cyclic collector off while the package is imported and a Checker is
   built (both only allocate what lives as long as the process; the collector's passes over
   it find nothing);
-* :func:`frozen`: what an audit's Checker holds moved out of the collector's reach for the
-  run (``gc.freeze``), and back when the run ends;
+* :func:`frozen`: what an audit's Checker holds, or a trace's calls read so far, moved out
+  of the collector's reach for the run (``gc.freeze``), and back when the run ends;
 * :func:`quick_exit`: the ``ioa-check`` process ends once its output is flushed, without
   tearing down every module;
 * :func:`terminal_columns`: the terminal's width without importing ``shutil`` (argparse
@@ -45,13 +45,15 @@ class paused:
 
 
 @contextmanager
-def frozen() -> Iterator[None]:
+def frozen() -> Iterator[Callable[[], None]]:
     """Everything alive now is left out of the collector's passes until the block ends
-    (unless something froze it before, which is then left as it was)."""
+    (unless something froze it before, which is then left as it was). The block is given
+    ``gc.freeze``: what it made since that will live as long as the block (a trace's fold,
+    batch after batch) is left out too."""
     frozen_before = gc.get_freeze_count()
     gc.freeze()
     try:
-        yield
+        yield gc.freeze
     finally:
         if not frozen_before:
             gc.unfreeze()

@@ -221,7 +221,13 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
         # Refused before any work: a graph is written only where none is, or over one.
         claim(opts.emit_kg, is_graph, "a knowledge graph ioa-check wrote", "--emit-kg")
-    return _run(opts)
+    from .._runtime import frozen
+
+    # A long run's calls, read batch by batch, live to the end: each batch's are left out of
+    # the collector's passes (``settle``), which otherwise walk them all again and again (a
+    # sixth of a 120,000-event run's time; docs/performance.md).
+    with frozen() as settle:
+        return _run(opts, settle)
 
 
 def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -296,7 +302,8 @@ def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declaration
         if opts.registrations else None)
 
 
-def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
+def _consume(opts: argparse.Namespace, cursor: Cursor | None,
+             settle: Callable[[], None]) -> Consumed:
     from ..reporters.progress import reading
     from ..trace.events import resolve
     from ..trace.memory import Budget, return_large_buffers
@@ -313,7 +320,7 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
             cursor.open()
         budget = Budget(opts.max_memory, storing=bool(opts.store))
         with reading(sys.stderr, len(sources)) as shown:
-            _each(sources, opts, cursor, consumed, shown, budget)
+            _each(sources, opts, cursor, consumed, shown, budget, settle)
     finally:
         if cursor is not None:
             cursor.close()
@@ -321,8 +328,10 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None) -> Consumed:
 
 
 def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None,
-          consumed: Consumed, shown: Reading, budget: Budget) -> None:
-    """Each input consumed into ``consumed``, its progress ``shown``, within ``budget``."""
+          consumed: Consumed, shown: Reading, budget: Budget,
+          settle: Callable[[], None]) -> None:
+    """Each input consumed into ``consumed``, its progress ``shown``, within ``budget``;
+    what each batch read left out of the collector's passes (``settle``)."""
     from .._codes import finding
     from ..trace.events import Fold
     from ..trace.formats import FormatUnreadable
@@ -332,6 +341,7 @@ def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None
     def batch(line: int) -> None:
         shown.read(line)
         budget.check(f"line {line}")
+        settle()
 
     spans_bounded = False  # an input of spans (or of nothing yet) was not read whole
     for index, source in enumerate(sources):
@@ -466,7 +476,7 @@ def _write_waiting(path: str, idents: list[str]) -> None:
     write_file(path, json.dumps({WAITING_MARK: 1, "runs": sorted(idents)}).encode() + b"\n")
 
 
-def _run(opts: argparse.Namespace) -> int:
+def _run(opts: argparse.Namespace, settle: Callable[[], None]) -> int:
     from .._exceptions import WriteFailed
     from .._findings import Verdict
     from ..reporters.trace import REPORTERS
@@ -481,7 +491,7 @@ def _run(opts: argparse.Namespace) -> int:
     feed = _feed(opts) if opts.store else None
     if feed is not None:
         cursor = feed.cursor
-    consumed = _consume(opts, cursor)
+    consumed = _consume(opts, cursor, settle)
     # One reading of the clock an invocation: the report's runs and the store's (a private
     # store's runs are built again) wait, or not, alike.
     at = opts.at or datetime.now(UTC)
@@ -495,6 +505,7 @@ def _run(opts: argparse.Namespace) -> int:
         feed is not None and (feed.private or disclose.key is not None)) else None
     consumed.clear()
     del all_runs  # the runs --complete-only has not kept are let go
+    settle()
     seen: dict[str, str] = {}
     for run in runs:
         if not run.calls:
