@@ -4,7 +4,8 @@ Every import counts, wherever it stands (at the top of a module, inside a functi
 ``TYPE_CHECKING``): a deferred import is still a dependency. The layers, from the bottom:
 
 * the core: ``_build``, ``_codes``, ``_findings``, ``_exceptions``, ``_files``, ``_vocab``, ``_iri``,
-  ``_memo``, ``_status``, ``_version``, ``_runtime``, ``_instants``, ``_nearest``, ``data``;
+  ``_memo``, ``_status``, ``_version``, ``_runtime``, ``_instants``, ``_nearest``, ``_visible``,
+  ``data``;
 * the reference pipeline and the sources, in stage order: ``pipeline.intake``, then
   ``pipeline.provenance`` (the proofs the loader verifies), then ``sources`` (profiles,
   artifacts and registrations are read with the intake's strict JSON;
@@ -26,7 +27,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ioa_semantic"
 CORE = {"_build", "_codes", "_findings", "_exceptions", "_files", "_vocab", "_iri", "_memo", "_status",
-        "_version", "_runtime", "_instants", "_nearest", "data"}
+        "_version", "_runtime", "_instants", "_nearest", "_visible", "data"}
 STAGES = ("pipeline.intake", "pipeline.provenance", "sources", "pipeline.contexts",
           "pipeline.expansion",
           "pipeline.shapes", "pipeline.baseline", "pipeline.store", "pipeline.remedies",

@@ -374,6 +374,29 @@ def test_a_bug_is_a_500_problem_and_a_stop_a_503_problem() -> None:
     assert stop.headers["retry-after"] == "1"
 
 
+def test_a_bugs_trace_in_the_log_shows_what_a_request_could_hide_in_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A bug's trace goes to the service's log (stderr); an exception's message may quote a
+    request's text, whose escape sequences a terminal or a log viewer would obey (clear the
+    screen, retitle the window, forge a line). Each is shown as its code point; the trace's
+    own lines stay lines."""
+    from ioa_semantic.service.app import Faults
+
+    async def buggy(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("a name \x1b]0;owned\x07 and \x1b[2J\rforged line")
+
+    async def get(app: Any) -> httpx.Response:
+        transport = httpx.ASGITransport(app=Faults(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.get("/")
+
+    problem_of(asyncio.run(get(buggy)), 500, "")
+    log = capsys.readouterr().err
+    assert "\x1b" not in log and "\x07" not in log and "\r" not in log
+    assert "<U+001B>]0;owned<U+0007> and <U+001B>[2J<U+000D>forged line" in log
+    assert "Traceback (most recent call last):\n" in log
+
+
 def test_the_problem_types_are_documented() -> None:
     """docs/serve.md lists every problem type: its URI, status and title."""
     page = (Path(__file__).resolve().parents[1] / "docs" / "serve.md").read_text()

@@ -8,6 +8,8 @@ import json
 import re
 from typing import Any
 
+from .._visible import visible
+
 # A lone surrogate is what Python makes of a byte that is not UTF-8 in a file name (PEP 383,
 # "surrogateescape"); written raw it would be that byte, and the line would not be UTF-8.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -31,29 +33,6 @@ def declared_text(value: list[str] | None) -> str:
     if value is None:
         return "(not kept)"
     return ", ".join(value) if value else "(none)"
-
-
-# What a report may quote (a trace's names, a profile's sh:message, a file name) and a
-# terminal would obey or reorder: every C0 control (a line feed would forge a line of the
-# report), DEL and the C1 controls (ESC starts a sequence that moves the cursor or clears
-# the screen), the Arabic letter mark, zero width characters and directional marks, the
-# line and paragraph separators, the bidirectional embeddings, overrides and isolates,
-# invisible operators, the byte order mark, interlinear annotation controls, tag
-# characters and lone surrogates (as audit_html shows them). Each is printed as its code
-# point.
-_HIDDEN_CLASS = ("\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
-                 "\ufff9-\ufffb\U000e0000-\U000e007f")
-_HIDDEN = re.compile(f"[{_HIDDEN_CLASS}\ud800-\udfff]")
-# The check's text report leaves lone surrogates to the stream's backslashreplace (a file
-# name's byte 0xFF is written "\udcff", docs/architecture.md, "Output").
-_HIDDEN_BUT_SURROGATES = re.compile(f"[{_HIDDEN_CLASS}]")
-
-
-def visible(markup: str, *, surrogates: bool = True) -> str:
-    """A line of a text report with what its input could hide in it shown: the report's
-    own markup holds none of these characters, so the whole line is filtered."""
-    hidden = _HIDDEN if surrogates else _HIDDEN_BUT_SURROGATES
-    return hidden.sub(lambda m: f"<U+{ord(m.group()):04X}>", markup)
 
 
 class Visible:

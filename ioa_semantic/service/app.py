@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import data as _resources
 from .._codes import FIXES
 from .._version import __version__
+from .._visible import visible_lines
 from ..audit.inputs import pieces
 from ..audit.run import Audit
 from . import api_page, openapi, problems
@@ -191,7 +192,7 @@ class Service:
                                {"Retry-After": "1"})
             except WorkerBug as exc:
                 print("ioa-check serve: internal error in a check (a bug; please report it "
-                      f"with this trace):\n{exc}", file=sys.stderr)
+                      f"with this trace):\n{visible_lines(str(exc))}", file=sys.stderr)
                 return problem("500", "internal error")
         finally:
             self.bodies.give(sum(held))
@@ -607,9 +608,10 @@ class Faults:
                               {"Retry-After": "1", "Connection": "close"})(scope, receive,
                                                                             sending)
         except Exception:
-            print("ioa-check serve: internal error (a bug; please report it with this trace):",
-                  file=sys.stderr)
-            traceback.print_exc(file=sys.stderr)
+            # The trace may quote a request's text (an exception's message): shown, never
+            # obeyed by the terminal or the log viewer reading it.
+            print("ioa-check serve: internal error (a bug; please report it with this trace):\n"
+                  + visible_lines(traceback.format_exc()), file=sys.stderr, end="")
             if not started:
                 await problem("500", "internal error")(scope, receive, sending)
 
