@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from .._visible import visible
+from .._visible import visible as visible  # re-exported: the commands print through it
 
 # A lone surrogate is what Python makes of a byte that is not UTF-8 in a file name (PEP 383,
 # "surrogateescape"); written raw it would be that byte, and the line would not be UTF-8.
