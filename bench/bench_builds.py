@@ -85,7 +85,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--size", type=int, default=20_000)
     opts = parser.parse_args()
-    builds = {"compiled": opts.compiled, "pure": opts.pure}
+    # Absolute, not resolved: each build runs from a temporary folder, and a venv's python
+    # resolved is the base interpreter, outside the venv.
+    builds = {"compiled": os.path.abspath(opts.compiled), "pure": os.path.abspath(opts.pure)}
     figures: dict[tuple[str, str], list[float]] = {}
     loads: list[float] = []
     with tempfile.TemporaryDirectory() as folder:

@@ -16,7 +16,8 @@ from importlib.util import find_spec
 from typing import Literal
 
 # The modules mypyc compiles: the compiled engine's walk, tables and shapes, the IRI checks,
-# the memo, the intake and the audit's per-registration path. What each buys is measured in
+# the memo, the intake, the Checker (the instance content's canonical text, the decision's
+# record) and the audit's per-registration path. What each buys is measured in
 # docs/performance.md ("Compiled with mypyc"); the trace audit is not compiled this round.
 # Not audit.inputs: its generators hold files open, and a generator mypyc compiles is not
 # closed when dropped (no `with` exits), so an audit that stops early would leak the file.
@@ -24,6 +25,7 @@ from typing import Literal
 # the base left interpreted mypyc's class of it was not the one its instances have
 # ("CompiledEngine object expected; got CompiledEngine" where the audit's kinds are made).
 COMPILED_MODULES = (
+    "ioa_semantic._checker",
     "ioa_semantic._iri",
     "ioa_semantic._memo",
     "ioa_semantic.pipeline.intake",

@@ -6,25 +6,21 @@ to weigh (each caller sizes its entries from what it keys them by, which the doc
 bound), with the least recently used entries evicted first, so that threads sharing a
 Checker never see an entry half added or half evicted.
 
-The map and its eviction are cachetools' ``LRUCache`` (each entry weighed by the size its
-caller gives). cachetools is not thread-safe, and a lookup reorders the entries, so every
-operation takes the lock.
+The map is an ``OrderedDict`` in the order the entries were last used, with the bytes they
+weigh counted beside it: a lookup is one C call to find the entry and one to move it last.
+(It was cachetools' ``LRUCache``, whose lookup ran four Python frames; a warm audit makes
+several lookups a registration, and they were a tenth of its time in the pure build.) A
+lookup reorders the entries, so every operation takes the lock.
 """
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import threading
-from typing import Any, Generic, TypeVar
-
-from cachetools import LRUCache
+from collections import OrderedDict
+from typing import Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
-
-
-def _weight(entry: tuple[Any, int]) -> int:
-    """What an entry (value, size) weighs: the size its caller gave."""
-    return entry[1]
 
 
 class BoundedCache(Generic[K, V]):
@@ -33,8 +29,10 @@ class BoundedCache(Generic[K, V]):
 
     def __init__(self, max_bytes: int, max_entries: int | None = None) -> None:
         self.max_entries = max_entries
-        # key -> (value, size)
-        self._entries: Any = LRUCache(max_bytes, getsizeof=_weight)
+        # key -> (value, size), the least recently used first
+        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._max_bytes = max_bytes
+        self._bytes = 0  # what the entries weigh
         self._lock = threading.Lock()
         # Lookups that found their key, and those that did not: what a memo saves, counted
         # (and what the tests read to know that a memo answers, in either build).
@@ -44,17 +42,17 @@ class BoundedCache(Generic[K, V]):
     @property
     def max_bytes(self) -> int:
         """The bound on the bytes its entries weigh."""
-        return int(self._entries.maxsize)
+        return self._max_bytes
 
     def get(self, key: K) -> V | None:
         with self._lock:
-            try:
-                entry = self._entries[key]
-            except KeyError:
+            entry = self._entries.get(key)
+            if entry is None:
                 self.misses += 1
                 return None
+            self._entries.move_to_end(key)
             self.hits += 1
-        return entry[0]  # type: ignore[no-any-return]
+        return entry[0]
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
@@ -64,26 +62,32 @@ class BoundedCache(Generic[K, V]):
         """Remember ``value`` as weighing ``size`` bytes; one heavier than the whole bound
         is not remembered."""
         with self._lock:
-            if size > self._entries.maxsize:
+            if size > self._max_bytes or (self.max_entries is not None
+                                          and self.max_entries < 1):
                 return
             # The old entry goes first: what the new one makes room for is counted without it.
-            self._entries.pop(key, None)
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._evict(self._max_bytes - size, self.max_entries)
             self._entries[key] = (value, size)  # the most recently used: the last to go
-            while self.max_entries is not None and len(self._entries) > self.max_entries:
-                self._entries.popitem()
+            self._bytes += size
+
+    def _evict(self, max_bytes: int, max_entries: int | None) -> None:
+        """Drop the least recently used entries until they weigh at most ``max_bytes`` and,
+        when given, number fewer than ``max_entries`` (room for one more); the lock held."""
+        entries = self._entries
+        while entries and (self._bytes > max_bytes or (
+                max_entries is not None and len(entries) >= max_entries)):
+            self._bytes -= entries.popitem(last=False)[1][1]
 
     def resize(self, max_bytes: int) -> None:
         """Bound it to ``max_bytes`` from now on, evicting the least recently used entries
         that no longer fit."""
         with self._lock:
-            old = self._entries
-            # cachetools fixes a cache's bound when it is made: the entries move, least
-            # recently used first, into one of the new bound, which evicts as they arrive.
-            self._entries = LRUCache(max_bytes, getsizeof=_weight)
-            while old:
-                key, entry = old.popitem()
-                if entry[1] <= max_bytes:
-                    self._entries[key] = entry
+            self._max_bytes = max_bytes
+            if self._bytes > max_bytes:
+                self._evict(max_bytes, None)
 
     def remembered_keys(self) -> list[K]:
         """The keys it holds now, the least recently used first: what was remembered."""
@@ -94,7 +98,7 @@ class BoundedCache(Generic[K, V]):
     def size(self) -> int:
         """The bytes its entries weigh now."""
         with self._lock:
-            return int(self._entries.currsize)
+            return self._bytes
 
     def __len__(self) -> int:
         with self._lock:

@@ -1603,6 +1603,36 @@ def _judged(checker: Any, data: bytes, kinds: Any = None) -> dict[str, Any]:
             "reasons": [r.as_dict() for r in result.reasons]}
 
 
+# What a kind's masked members are changed to in a sibling: appended to (an @id stays an
+# IRI of its scheme, mostly), or replaced by text a finding could quote or trip on.
+_SIBLING_EDITS: tuple[Callable[[str], str], ...] = (
+    lambda text: text + "x", lambda text: text + ":y", lambda text: "",
+    lambda text: text + " space", lambda text: "Capability", lambda text: text + "\n\u00e9")
+
+
+def _siblings(data: bytes, kinds: Any) -> list[bytes]:
+    """Registrations of ``data``'s kind (as ``kinds`` planned it), its masked members (the
+    ``@id`` and the strings any string meets) changed one at a time and all together."""
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return []
+    if not isinstance(document, dict) or kinds is None:
+        return []
+    masked = next((plan.masked for layout, plan in kinds.plans.items()
+                   if plan is not None and layout[0] == tuple(document)), None)
+    if masked is None or not all(isinstance(document.get(k), str) for k in masked):
+        return []
+    out = []
+    for edit in _SIBLING_EDITS:
+        for keys in ([[k] for k in masked] + [list(masked)]):
+            changed = dict(document)
+            for key in keys:
+                changed[key] = edit(changed[key])
+            out.append(json.dumps(changed, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return out
+
+
 def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failure], dict[str, Any]]:  # noqa: C901
     from ioa_semantic.audit.workers import kinds_for
     from ioa_semantic.reporters.audit import result_line
@@ -1628,6 +1658,15 @@ def run_registration(m: Mutant, engines: Engines = ENGINES) -> tuple[list[Failur
         if second != first:
             failures.append(Failure(("nondeterministic", "registration", "compiled",
                                      "kind judged twice"), {"first": first, "second": second}))
+        for sibling in _siblings(m.data, kinds):
+            # Another registration of the kind (its masked members changed): answered from
+            # what the first taught (clean or reported), it is judged as in full.
+            alone, taught = _judged(compiled, sibling), _judged(compiled, sibling, kinds)
+            if taught != alone:
+                failures.append(Failure(("divergence", "registration", "compiled",
+                                         "a sibling of a kind judged by kind vs in full"),
+                                        {"sibling": sibling.decode("utf-8", "replace")[:300],
+                                         "in full": alone, "by kind": taught}))
     except Exception as exc:
         failures.append(_exception("compiled (audit kinds)", exc, "registration"))
     if len(seen) == 2:

@@ -596,6 +596,44 @@ def test_registrations_alike_but_for_their_iri_and_label_are_judged_once() -> No
     assert (kinds.asked, kinds.answered) == (50, 49)
 
 
+@pytest.mark.parametrize("invalid", [{"inputs": ["text"]}, {"outputs": []}, {"outputs": [5]},
+                                     {"@type": "ioa:Intent"}, {"type": "Capability"}])
+def test_invalid_registrations_alike_but_for_their_iri_and_label_are_reported_once(
+        invalid: dict[str, Any]) -> None:
+    """An invalid registration of a kind reported once gets the same reasons without the
+    reporting path (several times a clean registration's cost): the first is reported in
+    full, the others answered by the kind, each answer the full judgement's."""
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
+
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    assert kinds is not None
+    texts = [json.dumps(variant(**{"@id": f"cs:C{i}", "label": f"number {i}: a label",
+                                   **invalid})).encode() for i in range(20)]
+    for index, text in enumerate(texts):
+        result = judge(checker, text, "r.jsonl", index, kinds)
+        assert result == judge(checker, text, "r.jsonl", index)
+        assert result[0].status == "invalid"
+    assert (kinds.asked, kinds.answered) == (20, 19)
+
+
+def test_a_kind_reported_about_its_iri_is_not_answered_by_kind() -> None:
+    """Reasons about a member the kind masks (here the @id's scheme) are that registration's
+    own: the kind is not remembered, and every registration of it is reported in full."""
+    from ioa_semantic.audit.judge import judge
+    from ioa_semantic.audit.workers import kinds_for
+
+    checker = Checker("cs-translation")
+    kinds = kinds_for(checker)
+    assert kinds is not None
+    texts = [json.dumps(variant(**{"@id": f"xx:C{i}", "inputs": ["text"]})).encode()
+             for i in range(5)]
+    for index, text in enumerate(texts):
+        assert judge(checker, text, "r", index, kinds) == judge(checker, text, "r", index)
+    assert kinds.answered == 0
+
+
 @pytest.mark.parametrize("tail", [', "inputs": ["text/plain"]}', ', "@id": "cs:Other"}'])
 def test_a_repeated_member_name_is_never_answered_by_kind(tail: str) -> None:
     """orjson keeps the last of repeated names, so such a text parses as a registration of

@@ -7,6 +7,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from operations import counted
 
 from ioa_semantic.audit.conflicts import ConflictIndex
 
@@ -80,3 +81,29 @@ def test_declarations_past_the_bound_are_not_kept_and_said_so(monkeypatch: Any) 
     assert list(index.conflicts()) == [
         ("urn:cap:0", (("a.jsonl", 0), ("b.jsonl", 0)), (kinds[0], kinds[1])),
         ("urn:cap:3", (("a.jsonl", 3), ("b.jsonl", 1)), (None, kinds[0]))]
+
+
+@counted
+def test_a_declaration_met_again_is_not_written_out_again() -> None:
+    """The index keys a declaration by its digest, made once a distinct declaration: the
+    thousandth registration declaring the same media types costs a lookup, not the
+    declaration's text (``repr``) and its digest again."""
+    import sys
+
+    index = ConflictIndex()
+    declaration = (("text/plain",), ("text/x-seen-again",), (("urn:o",), ("1",)))
+    index.add("urn:first", declaration, ("a.jsonl", 0))
+    written: list[object] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call" and arg is repr:
+            written.append(arg)
+
+    sys.setprofile(profile)
+    try:
+        for i in range(1, 50):
+            index.add(f"urn:first{i}", tuple(declaration), ("a.jsonl", i))
+    finally:
+        sys.setprofile(None)
+    assert written == []
+    assert len(index) == 50

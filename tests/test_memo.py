@@ -4,9 +4,11 @@ use kept over those not used, and safe to share between threads."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from operations import counted
 
 from ioa_semantic._memo import BoundedCache
 
@@ -77,3 +79,26 @@ def test_threads_share_a_cache_that_evicts() -> None:
         thread.join()
     assert errors == []
     assert cache.size <= 2_000
+
+
+@counted
+def test_a_lookup_runs_no_python_but_its_own() -> None:
+    """A hit and a miss are each one frame of Python (the memo's own ``get``): the map is
+    reordered in C, not by a cache library's frames (several memo lookups a registration)."""
+    import sys
+
+    cache: BoundedCache[str, int] = BoundedCache(1_000)
+    cache.put("known", 1, 10)
+    frames: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            frames.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        assert cache.get("known") == 1
+        assert cache.get("unknown") is None
+    finally:
+        sys.setprofile(None)
+    assert frames == ["get", "get"]

@@ -36,8 +36,25 @@ def _digest(text: str) -> bytes:
 
 def declaration_digest(declaration: tuple[Any, ...]) -> bytes:
     """A declaration's digest: of its ``repr``, which spells tuples of strings (and None)
-    one way only."""
-    return _digest(repr(declaration))
+    one way only; remembered, so that a declaration met again (an audit's registrations
+    declare a few things over and over) costs a lookup, not its text and its digest again."""
+    found = _DECLARATION_DIGESTS.get(declaration)
+    if found is None:
+        text = repr(declaration)
+        found = _digest(text)
+        if len(text) <= _REMEMBERED_CHARS:
+            if len(_DECLARATION_DIGESTS) >= DECLARATIONS_REMEMBERED:
+                _DECLARATION_DIGESTS.clear()  # forgotten at once: the senders of the moment
+            _DECLARATION_DIGESTS[declaration] = found
+    return found
+
+
+# The digests of distinct declarations met lately, each up to _REMEMBERED_CHARS long as
+# written: at most about 4 MiB (key, digest and the dictionary's share) whatever the
+# registrations hold.
+DECLARATIONS_REMEMBERED = 4096
+_REMEMBERED_CHARS = 512
+_DECLARATION_DIGESTS: dict[tuple[Any, ...], bytes] = {}
 
 
 class ConflictIndex:

@@ -16,7 +16,7 @@ from .._findings import Finding, Remedy, Severity, Verdict, sort_key
 from .._vocab import IOA
 from ..pipeline import remedies
 from ..sources.loader import registration_parameter_problems
-from .kinds import Kinds, Unknown
+from .kinds import Kinds, Reported, Unknown
 from .places import Place
 
 
@@ -194,7 +194,11 @@ def judge_node(checker: Checker, data: bytes | str | dict[str, Any], source: str
         if isinstance(known, Unknown):
             unknown = known
         elif known is not None:
-            return Result(source, index, known[0], "valid", ()), known[1], None
+            remembered = known[1]
+            if type(remembered) is Reported:  # a kind the reporting path judged: alike
+                return Result(source, index, known[0], remembered.status,
+                              remembered.reasons), None, None
+            return Result(source, index, known[0], "valid", ()), remembered, None
     if unknown is None:
         baseline = checker.baseline(data, "registration")
     else:  # the compiled path has judged it: clean, or to be reported
@@ -224,8 +228,11 @@ def judge_node(checker: Checker, data: bytes | str | dict[str, Any], source: str
     declaration = None
     if status == "valid" and node is not None and ident is not None:
         declaration = _declaration(node, checker.profile.single_ontology())
-    return (Result(source, index, ident, status,
-                   tuple(sorted(findings, key=sort_key))), declaration, node)
+    reasons = tuple(sorted(findings, key=sort_key))
+    if unknown is not None and (node is None or not checker.policy.parameter_terms.intersection(
+            node)):  # a task parameter's problems are read from values a kind may mask
+        unknown.remember_reported(status, ident, reasons)
+    return Result(source, index, ident, status, reasons), declaration, node
 
 
 _INPUTS, _OUTPUTS = IOA + "inputs", IOA + "outputs"

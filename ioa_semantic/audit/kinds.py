@@ -1,10 +1,11 @@
 """Registrations judged by kind, for an audit: most registrations of a directory differ from
 one another only where the shapes cannot tell them apart, and a kind judged clean once is
-clean again (see :class:`Kinds`)."""
+clean again, a kind reported once is reported alike again (see :class:`Kinds`)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from .._findings import Finding
 from .._runtime import orjson_module
 from ..compiled.engine import CompiledEngine, cached_active_context
 from ..compiled.reader import escapes_a_colon
@@ -23,19 +24,59 @@ class _KindPlan(NamedTuple):
     kinds: dict[bytes, tuple[int, Any]]  # kept values -> (colons besides masked, remembered)
 
 
+class Reported(NamedTuple):
+    """What the reporting path found of a registration of a kind that is not clean: its
+    status and reasons, which every registration of the kind gets (see
+    :meth:`Unknown.remember_reported`)."""
+
+    status: str
+    reasons: tuple[Finding, ...]
+
+
 class Unknown(NamedTuple):
     """A registration of a kind not known yet, and the compiled path's baseline of it (None
-    unless that path found it clean): :meth:`remember` what is judged of a clean one."""
+    unless that path found it clean): :meth:`remember` what is judged of a clean one,
+    :meth:`remember_reported` what the reporting path found of one that is not."""
 
     kinds: "Kinds"
     plan: _KindPlan
     values: bytes
     colons: int
     compiled: Baseline | None
+    masked: tuple[str, ...]  # the masked members' values as written, the @id first
 
     def remember(self, value: Any) -> None:
         if self.compiled is not None and self.kinds.spend(len(self.values)):
             self.plan.kinds[self.values] = (self.colons, value)
+
+    def remember_reported(self, status: str, ident: str | None,
+                          reasons: Sequence[Finding]) -> None:
+        """Remember the reporting path's ``status`` and ``reasons`` for the kind, when they
+        are not about a masked member: none of them at the ``@id`` or a masked member, none
+        naming the ``@id`` or a masked value, and the result's ``ident`` the ``@id`` as the
+        walk expands it. A registration of the kind whose masked members pass what a clean
+        kind's must (:meth:`Kinds.judged`) adds nothing to what its kept members are
+        reported for, so it gets these reasons without the reporting path."""
+        if self.compiled is not None or status == "valid" or ident is None:
+            return
+        if self.plan.expand_id(self.masked[0]) != ident:
+            return
+        pointers = [f"/{_pointer(key)}" for key in self.plan.masked]
+        named = (ident, *self.masked)
+        for reason in reasons:
+            if any(reason.path == p or reason.path.startswith(p + "/") for p in pointers):
+                return
+            if any(text and (text in reason.message or text in reason.path
+                             or text in (reason.subject or "")) for text in named):
+                return
+        size = len(self.values) + sum(len(r.message) + len(r.path) + 128 for r in reasons)
+        if self.kinds.spend(size):
+            self.plan.kinds[self.values] = (self.colons, Reported(status, tuple(reasons)))
+
+
+def _pointer(key: str) -> str:
+    """A member name as a JSON Pointer's reference token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 class Kinds:
@@ -51,9 +92,13 @@ class Kinds:
     the intake's limits and the colon proof of :func:`read_document_compiled` (its own
     colons: the masked strings' are counted, the rest are the kind's) and its ``@id``
     expands as the walk expands it; it then needs none of the walk, the shapes or the
-    reporting. Anything else (a kind not remembered, any finding) is for the caller to judge
-    in full. Only a registration the compiled path answers clean is remembered, and the
-    tests hold every answer to the full judgement's.
+    reporting. A kind the reporting path found invalid (or indeterminate) for reasons that
+    are not about its masked members is remembered with them (:class:`Reported`), and a
+    registration of it that passes the same is reported alike without that path (the
+    reporting path cost an invalid registration several times a clean one). Anything else
+    (a kind not remembered) is for the caller to judge in full. The tests and the
+    differential fuzzer hold every answer to the full judgement's, a sibling's (the masked
+    members changed) included.
     """
 
     def __init__(self, engine: CompiledEngine, keep: frozenset[str]) -> None:
@@ -69,8 +114,9 @@ class Kinds:
 
     def judged(self, data: bytes) -> tuple[str, Any] | Unknown | None:
         """``(the expanded @id, what was remembered)`` for a registration of a kind judged
-        clean; for one of a kind not known yet, its compiled baseline and what remembers it;
-        or None (judge it in full)."""
+        clean (what the caller remembered) or reported (a :class:`Reported`); for one of a
+        kind not known yet, its compiled baseline and what remembers it; or None (judge it
+        in full)."""
         self.asked += 1
         if self.asked > _KINDS_TRIAL and self.answered * 4 < self.asked:
             # Kinds answer fewer than a quarter of the registrations (each of its own kind,
@@ -107,7 +153,8 @@ class Kinds:
         known = plan.kinds.get(values)
         if known is None:
             return Unknown(self, plan, values, data.count(b":") - masked,
-                           self.engine.compiled_baseline(data, "registration"))
+                           self.engine.compiled_baseline(data, "registration"),
+                           tuple(document[key] for key in plan.masked))
         if data.count(b":") != known[0] + masked:
             return None  # a member name repeated: the full judgement reports it
         ident = plan.expand_id(document["@id"])

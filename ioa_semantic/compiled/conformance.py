@@ -10,6 +10,8 @@ per property shape and member. The compiler covers the SHACL Core subset the sha
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from mypy_extensions import mypyc_attr
+
 from .._vocab import RDF_TYPE, XSD
 from ..pipeline.shapes import (
     NODE_KIND_OK,
@@ -22,6 +24,33 @@ from ..pipeline.shapes import (
 )
 
 Conformance = Callable[[dict[str, Any]], bool]
+
+# A pattern's answers remembered, per pattern: strings up to SEARCHED_CHARS long, at most
+# SEARCHED_ENTRIES of them (about 2 MiB a pattern at the longest), forgotten all at once
+# when full so that the memo follows the senders of the moment.
+SEARCHED_ENTRIES = 4096
+SEARCHED_CHARS = 256
+
+
+@mypyc_attr(native_class=False)  # a dict subclass: its lookups are dict's own, in C
+class SearchMemo(dict[str, bool]):
+    """Whether ``pattern`` finds a match in each string looked up (``memo[text]``): the
+    same media types and language tags come back registration after registration, and a
+    hit is one dictionary lookup instead of a regular expression's search."""
+
+    def __init__(self, search: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.search = search
+        self.misses = 0  # lookups that ran the search: what the memo did not save
+
+    def __missing__(self, text: str) -> bool:
+        self.misses += 1
+        found = self.search(text) is not None
+        if len(text) <= SEARCHED_CHARS:
+            if len(self) >= SEARCHED_ENTRIES:
+                self.clear()
+            self[text] = found
+        return found
 
 
 class _ValueCheck(NamedTuple):
@@ -64,8 +93,9 @@ def _value_lines(value_check: _ValueCheck, index: int, names: dict[str, Any],
     """Lines that check every value in ``values``: a common form that meets the constraints
     is accepted inline, and anything else gets the full per-value check, which decides."""
     names[f"CHECK{index}"] = value_check.check
-    names[f"SEARCH{index}"] = value_check.search
-    searched = f" and SEARCH{index}(text) is not None" if value_check.search else ""
+    search = value_check.search
+    names[f"SEARCHED{index}"] = SearchMemo(search) if search is not None else None
+    searched = f" and SEARCHED{index}[text]" if search is not None else ""
     if is_type:  # @type holds bare IRIs: each is checked as the IRI node it names
         fast = (f"type(text) is str and not text.startswith('_:'){searched}"
                 if value_check.iri_fits else "False")
