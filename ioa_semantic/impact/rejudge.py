@@ -63,7 +63,8 @@ class Flip(NamedTuple):
 class Summary(NamedTuple):
     """What an impact run found, in counts: ``decisions`` read, ``rejudged``, ``skipped`` by
     reason, ``unchanged`` (judged again, the same), ``flipped``, flips by cause and by verdict
-    transition, ``unjudgeable`` by reason, and the log's damage (``warnings``)."""
+    transition, ``unjudgeable`` by reason, and the log's damage (``warnings``); ``decisions``
+    counts registrations when the ``subject`` is an audit's."""
 
     change: tuple[str, ...]
     decisions: int
@@ -75,9 +76,12 @@ class Summary(NamedTuple):
     transitions: Mapping[str, int]
     unjudgeable: Mapping[str, int]
     warnings: tuple[str, ...]
+    #: What was read and judged: ``decision`` (a log's) or ``registration`` (an audit's);
+    #: ``decisions`` counts them, and the JSON names the count by it.
+    subject: str = "decision"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"change": list(self.change), "decisions": self.decisions,
+        return {"change": list(self.change), f"{self.subject}s": self.decisions,
                 "rejudged": self.rejudged, "skipped": dict(self.skipped),
                 "unchanged": self.unchanged, "flipped": self.flipped,
                 "causes": dict(self.causes), "transitions": dict(self.transitions),
