@@ -322,9 +322,20 @@ def test_a_profile_revised_in_trust_alone_touches_only_what_read_artifacts(
         "iop:trustedIssuer <https://example.org/mapping-authority>, <https://example.org/b> ."))
     impact = Impact([log], Change(profile=str(trusting)))
     assert list(impact) == []
+    assert impact.summary is not None and impact.summary.rejudged == 0
+    # One read no artifact; the other read only the shipped one, whose issuer is trusted
+    # by both revisions.
+    assert sorted(impact.summary.skipped) == [
+        "the profile differs only in the artifacts it accepts, and no artifact was read: "
+        "the envelope's ontology version is not accepted",
+        "the profile differs only in the artifacts it accepts, and none of those offered is "
+        "of an issuer or a pin it treats otherwise"]
+    distrusting = tmp_path / "distrusting.ttl"
+    distrusting.write_text(shipped.read_text().replace("mapping-authority", "b"))
+    impact = Impact([log], Change(profile=str(distrusting)))
+    (flip,) = impact
     assert impact.summary is not None and impact.summary.rejudged == 1
-    (why,) = impact.summary.skipped
-    assert why.startswith("the profile differs only in the artifacts it accepts")
+    assert flip.transition == "compatible -> indeterminate"
     bumped = tmp_path / "bumped.ttl"
     bumped.write_text(shipped.read_text().replace('iop:revision "1"', 'iop:revision "2"'))
     impact = Impact([log], Change(profile=str(bumped)))

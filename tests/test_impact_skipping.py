@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from ioa_semantic import Checker
@@ -124,6 +124,10 @@ def _same(entry: dict[str, Any], judged: Any) -> bool:
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(runs=corpus, described=change)
+# A trust revision that distrusts the issuer of an artifact a decision screened: the decision
+# is judged again (a change of trust skips only decisions whose offered artifacts are all of
+# issuers the revisions treat alike).
+@example(runs=[(True, ["cs-doc-v1"], [(0, 1, 1)])], described=("other-issuer", [], [], None))
 def test_no_decision_skipped_is_one_the_change_flips(
         pool: dict[str, str], runs: list[Any], described: tuple[Any, ...]) -> None:
     with tempfile.TemporaryDirectory() as folder:

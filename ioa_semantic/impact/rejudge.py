@@ -10,10 +10,12 @@ by message: a message may quote the instant, which a cached decision does not ke
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
 from .._checker import Checker
@@ -21,7 +23,7 @@ from .._exceptions import IoaSemanticError
 from .._findings import Decision
 from ..pipeline.bounded import SHAPE_TIMEOUT
 from ..pipeline.intake import Limits
-from ..sources.loader import Profile, load_profile
+from ..sources.loader import Profile, load_profile, read_artifact
 from .change import Change, Part, applies, parts_of
 from .log import Damage, Logged, object_path, read_log
 
@@ -29,6 +31,10 @@ from .log import Damage, Logged, object_path, read_log
 _IDENTITY = ("code", "severity", "path", "section")
 # Checkers kept at once (one per configuration the change produces).
 _CHECKERS = 8
+# Configurations built at once (one per logged Checker and set of parts), and objects kept
+# read (the registrations and artifacts every decision of a Checker names).
+_CONFIGURATIONS = 256
+_OBJECTS = 256
 
 
 def _identity(reason: Mapping[str, Any]) -> tuple[str, ...]:
@@ -119,6 +125,7 @@ class Impact:
         self._checkers: dict[_Configuration, _Replay] = {}
         self._profile_now: Mapping[str, Any] | None = None
         self._profiles_before: dict[str, Profile | None] = {}
+        self._configurations: dict[tuple[str, str, str, tuple[str, ...]], _Configuration] = {}
         #: With ``keep``: every decision judged again, by (log, line).
         self.judged: dict[tuple[str, int], Decision] = {}
 
@@ -142,8 +149,10 @@ class Impact:
             if isinstance(instance, dict):
                 seen.setdefault(run, []).append((bytes.fromhex(instance["pair"]),
                                                  bytes.fromhex(instance["content"])))
+            root = _root(item.log)
             touching, reasons = applies(self.parts, entry, self._profile_dependencies(entry),
-                                        self._profile_before(entry))
+                                        self._profile_before(entry),
+                                        partial(_issuer, root))
             if not touching and not self.everything:
                 skipped[reasons[0] if len(set(reasons)) == 1 else
                         "; ".join(sorted(set(reasons))) or "the change is empty"] += 1
@@ -201,8 +210,20 @@ class Impact:
         found = self._profiles_before[source]
         return found if found is not None and found.digest == logged.get("sha256") else None
 
-    def _configuration(self, item: Logged, parts: Iterable[Part]) -> _Configuration:
-        """The logged decision's configuration with ``parts`` applied."""
+    def _configuration(self, item: Logged, parts: Sequence[Part]) -> _Configuration:
+        """The logged decision's configuration with ``parts`` applied: once per logged
+        Checker and set of parts (every decision of a Checker records the same)."""
+        key = (_root(item.log), str(item.entry.get("checker", "")),
+               json.dumps(item.entry["configuration"], sort_keys=True)
+               if not item.entry.get("checker") else "", tuple(p.label for p in parts))
+        found = self._configurations.get(key)
+        if found is None:
+            if len(self._configurations) >= _CONFIGURATIONS:
+                self._configurations.clear()
+            found = self._configurations[key] = self._configured(item, parts)
+        return found
+
+    def _configured(self, item: Logged, parts: Iterable[Part]) -> _Configuration:
         logged = item.entry["configuration"]
         root = _root(item.log)
         profile = logged["profile"]["source"]
@@ -317,7 +338,22 @@ def _root(log: str) -> str:
     return head if tail.isdigit() and head and os.path.isdir(f"{head}.objects") else log
 
 
+@lru_cache(maxsize=_OBJECTS)
+def _issuer(root: str, digest: str) -> str | None:
+    """The ``assertedBy`` of the artifact kept under ``digest``, or None when it cannot be
+    read (then every change of trust touches the decision)."""
+    try:
+        # As a Checker reads it: the issuer whose trust screen_artifacts looks up.
+        artifact = read_artifact(_object(root, digest), "kept", 0)
+    except (_Unjudgeable, IoaSemanticError):
+        return None
+    return artifact.asserted_by or None
+
+
+@lru_cache(maxsize=_OBJECTS)
 def _object(root: str, digest: str) -> bytes:
+    """The bytes kept under ``digest`` (a file named by its content never changes: the
+    memo may keep it; it holds the last few hundred, as the log names them again)."""
     try:
         with open(object_path(root, digest), "rb") as handle:
             return handle.read()
