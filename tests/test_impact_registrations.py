@@ -94,6 +94,7 @@ def test_registrations_added_are_judged_with_those_of_their_iris_and_their_confl
     # Only cs:One's registration is read again: the others cannot meet the added ones.
     assert (summary["summary"]["rejudged"], sum(summary["summary"]["skipped"].values())) == (
         3, 3)
+    assert (summary["summary"]["flipped"], summary["summary"]["conflicts"]) == (2, 1)
 
 
 def test_the_worker_processes_report_what_one_process_reports(
@@ -122,7 +123,7 @@ def test_every_reporter_renders_registrations(
         assert "invalid -&gt; valid" in out or 'data-after="valid"' in out
     else:
         assert "invalid -> valid https://example.org/onto/cs#Noted" in out
-        assert "4 flipped" in out
+        assert "3 flipped" in out and "; 1 conflict changed" in out
 
 
 def test_a_report_of_other_inputs_is_a_configuration_error(

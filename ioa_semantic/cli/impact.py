@@ -142,4 +142,5 @@ def _reported(impact: ImpactRun, fmt: str) -> int:
     assert impact.summary is not None
     for warning in impact.summary.warnings:
         print(f"ioa-check impact: warning: {warning}", file=sys.stderr)
-    return ExitStatus.INCOMPATIBLE if impact.summary.flipped else ExitStatus.COMPATIBLE
+    changed = impact.summary.flipped or impact.summary.conflicts
+    return ExitStatus.INCOMPATIBLE if changed else ExitStatus.COMPATIBLE

@@ -300,7 +300,7 @@ class RegistrationImpact:
         self.summary = Summary(tuple(self._labels), counts.read, counts.rejudged,
                                dict(counts.skipped), counts.unchanged, counts.flipped,
                                dict(counts.causes), dict(counts.transitions), {}, (),
-                               subject=self.subject)
+                               subject=self.subject, conflicts=counts.conflicts)
 
     def _run(self, profile: str, local: bool = False) -> Audit:
         if self.cluster is not None and not local:
@@ -541,13 +541,16 @@ def _conflict_reason(ident: str) -> dict[str, Any]:
 
 class _Counts:
     def __init__(self) -> None:
-        self.read = self.rejudged = self.unchanged = self.flipped = 0
+        self.read = self.rejudged = self.unchanged = self.flipped = self.conflicts = 0
         self.skipped: Counter[str] = Counter()
         self.causes: Counter[str] = Counter()
         self.transitions: Counter[str] = Counter()
 
     def flipped_one(self, flip: RegistrationFlip) -> None:
-        self.flipped += 1
+        if flip.conflict:
+            self.conflicts += 1
+        else:
+            self.flipped += 1
         self.transitions[flip.transition] += 1
         for cause in flip.causes:
             self.causes[cause] += 1

@@ -85,11 +85,15 @@ class Summary(NamedTuple):
     #: What was read and judged: ``decision`` (a log's) or ``registration`` (an audit's);
     #: ``decisions`` counts them, and the JSON names the count by it.
     subject: str = "decision"
+    #: Of an audit's registrations: the conflicts that appear, go or name other
+    #: registrations (each a flip of its own, not counted in ``flipped``).
+    conflicts: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"change": list(self.change), f"{self.subject}s": self.decisions,
                 "rejudged": self.rejudged, "skipped": dict(self.skipped),
                 "unchanged": self.unchanged, "flipped": self.flipped,
+                **({"conflicts": self.conflicts} if self.subject == "registration" else {}),
                 "causes": dict(self.causes), "transitions": dict(self.transitions),
                 "unjudgeable": dict(self.unjudgeable), "warnings": list(self.warnings)}
 

@@ -39,7 +39,9 @@ def text(impact: ImpactRun, stream: IO[str]) -> None:
     console.print("[bold]change:[/] " + escape("; ".join(summary.change) or "(nothing)"))
     console.print(f"{summary.decisions} {summary.subject}s: {summary.rejudged} judged again "
                   f"({summary.flipped} flipped, {summary.unchanged} unchanged), "
-                  f"{sum(summary.skipped.values())} skipped")
+                  f"{sum(summary.skipped.values())} skipped"
+                  + (f"; {summary.conflicts} conflict{'' if summary.conflicts == 1 else 's'} "
+                     "changed" if summary.conflicts else ""))
     for why, count in sorted(summary.skipped.items()):
         console.print(f"  skipped {count}: {escape(why)}")
     for why, count in sorted(summary.unjudgeable.items()):
