@@ -354,3 +354,19 @@ def test_the_limits_a_decision_was_judged_under_are_logged_and_judged_under_agai
     impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)), everything=True)
     assert list(impact) == []
     assert impact.summary is not None and impact.summary.unchanged == 1
+
+
+def test_the_instances_kept_for_judging_again_are_bounded_by_what_a_checker_can_hold() -> None:
+    # Issue 40, item 3: a log of a million named instances is read in bounded memory; a
+    # Checker holds at most INSTANCES pairs, so older entries cannot be in its memory.
+    from ioa_semantic._checker import INSTANCES
+    from ioa_semantic.impact.rejudge import _Seen
+
+    seen = _Seen()
+    for n in range(3 * INSTANCES + 5):
+        seen.append((n.to_bytes(4, "big"), b""))
+        assert len(seen.items) <= 2 * INSTANCES
+    assert seen.end == 3 * INSTANCES + 5
+    assert seen.since(seen.end - 2) == [((3 * INSTANCES + 3).to_bytes(4, "big"), b""),
+                                        ((3 * INSTANCES + 4).to_bytes(4, "big"), b"")]
+    assert len(seen.since(0)) == len(seen.items)  # from the start: what is still kept

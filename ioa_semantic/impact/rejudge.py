@@ -18,7 +18,7 @@ from datetime import datetime
 from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
-from .._checker import Checker
+from .._checker import INSTANCES, Checker
 from .._exceptions import IoaSemanticError
 from .._findings import Decision
 from ..pipeline.bounded import SHAPE_TIMEOUT
@@ -141,7 +141,7 @@ class Impact:
         warnings: list[str] = []
         decisions = rejudged = unchanged = flipped = 0
         # Each logged Checker's instance contents, in log order (5.3): a replay restores them.
-        seen: dict[str, list[tuple[bytes, bytes]]] = {}
+        seen: dict[str, _Seen] = {}
         for item in (x for log in self.logs for x in read_log(log)):
             if isinstance(item, Damage):
                 warnings.append(str(item))
@@ -151,7 +151,7 @@ class Impact:
             run = str(entry.get("checker", ""))
             instance = entry.get("instance")
             if isinstance(instance, dict):
-                seen.setdefault(run, []).append((bytes.fromhex(instance["pair"]),
+                seen.setdefault(run, _Seen()).append((bytes.fromhex(instance["pair"]),
                                                  bytes.fromhex(instance["content"])))
             root = _root(item.log)
             touching, reasons = applies(self.parts, entry, self._profile_dependencies(entry),
@@ -163,7 +163,7 @@ class Impact:
                 continue
             try:
                 # Under the whole change: the parts that do not touch it change nothing it read.
-                after = self._judge(item, self.parts, seen.get(run, []), run)
+                after = self._judge(item, self.parts, seen.get(run, _NONE_SEEN), run)
             except _Unjudgeable as exc:
                 unjudgeable[str(exc)] += 1
                 continue
@@ -175,7 +175,7 @@ class Impact:
                 unchanged += 1
                 continue
             if len(touching) > 1:
-                flip = flip._replace(causes=self._causes(item, touching, seen.get(run, []),
+                flip = flip._replace(causes=self._causes(item, touching, seen.get(run, _NONE_SEEN),
                                                          run))
             else:
                 flip = flip._replace(causes=tuple(p.label for p in touching))
@@ -253,7 +253,7 @@ class Impact:
                               tuple(sorted(limits.items())) if isinstance(limits, dict) else (),
                               float(timeout) if isinstance(timeout, (int, float)) else None)
 
-    def _judge(self, item: Logged, parts: Iterable[Part], seen: list[tuple[bytes, bytes]],
+    def _judge(self, item: Logged, parts: Iterable[Part], seen: _Seen,
                run: str) -> Decision:
         parts = list(parts)
         if item.entry["configuration"].get("retrieval"):
@@ -290,7 +290,7 @@ class Impact:
                     tuple(r for k, r in before.items() if k not in now), ())
 
     def _causes(self, item: Logged, touching: Sequence[Part],
-                seen: list[tuple[bytes, bytes]], run: str) -> tuple[str, ...]:
+                seen: _Seen, run: str) -> tuple[str, ...]:
         """The parts that flip the decision alone; all of them when none does alone."""
         alone = []
         for part in touching:
@@ -301,6 +301,34 @@ class Impact:
             if self._compare(item, decision) is not None:
                 alone.append(part.label)
         return tuple(alone) or (" + ".join(p.label for p in touching),)
+
+
+class _Seen:
+    """A logged Checker's instances (pair and content digests), in log order, as far back
+    as its revision memory can reach: a Checker holds at most ``INSTANCES`` pairs, so the
+    entries older than twice that are dropped (memory bounded whatever the log's length).
+    Positions count every entry ever appended."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[bytes, bytes]] = []
+        self.dropped = 0
+
+    @property
+    def end(self) -> int:
+        return self.dropped + len(self.items)
+
+    def append(self, item: tuple[bytes, bytes]) -> None:
+        self.items.append(item)
+        if len(self.items) > 2 * INSTANCES:
+            del self.items[:INSTANCES]
+            self.dropped += INSTANCES
+
+    def since(self, position: int) -> list[tuple[bytes, bytes]]:
+        """The entries from ``position`` on (those still kept)."""
+        return self.items[max(position - self.dropped, 0):]
+
+
+_NONE_SEEN = _Seen()  # never appended to: a run that logged no instance
 
 
 class _Replay:
@@ -326,13 +354,13 @@ class _Replay:
         return logged == dict(self.checker.profile_dependencies)
 
     def judge(self, envelope: bytes, params: Mapping[str, str], at: datetime, source: str,
-              seen: list[tuple[bytes, bytes]], run: str) -> Decision:
+              seen: _Seen, run: str) -> Decision:
         if run != self.run:
             self.checker.forget_instances()
             self.run, self.position = run, 0
-        for pair, content in seen[self.position:]:
+        for pair, content in seen.since(self.position):
             self.checker.remember_instance(pair, content)
-        self.position = len(seen)
+        self.position = seen.end
         return self.checker.check(envelope, params=params, at=at, source=source)
 
 
