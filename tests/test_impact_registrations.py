@@ -120,7 +120,9 @@ def test_every_reporter_renders_registrations(
             "registration.conflict"]
         assert results[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
     elif fmt == "html":
-        assert "invalid -&gt; valid" in out or 'data-after="valid"' in out
+        assert "<h1>Impact of a change on audited registrations</h1>" in out
+        assert "3 registrations flipped and 1 conflict changed, every one listed." in out
+        assert 'data-before="invalid" data-after="valid"' in out
     else:
         assert "invalid -> valid https://example.org/onto/cs#Noted" in out
         assert "3 flipped" in out and "; 1 conflict changed" in out
