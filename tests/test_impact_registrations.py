@@ -149,3 +149,28 @@ def test_usage_errors_are_exit_2(args: list[str], capsys: pytest.CaptureFixture[
         main(args)
     assert stopped.value.code == 2
     assert capsys.readouterr().out == ""
+
+
+def test_the_limits_the_audit_was_made_with_are_judged_under_again(
+        tmp_path: Path, audited: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    inputs = tmp_path / "long.jsonl"
+    inputs.write_text(registration("cs:Long", note="x" * 2000) + "\n")
+    report = tmp_path / "long-audit.jsonl"
+    assert main(["audit", str(inputs), "--profile", "cs-translation", "--format", "json",
+                 "--output", str(report), "--jobs", "1", "--max-bytes", "1000"]) == 1
+    args = ["impact", "--audit-report", str(report), "--registrations", str(inputs),
+            "--audited-profile", "cs-translation", "--profile", audited["notes"],
+            "--format", "json"]
+    # Over the audit's limit it stays invalid, whatever the profile lets be ignored.
+    assert main([*args, "--max-bytes", "1000"]) == 0
+    assert lines(capsys.readouterr().out)[-1]["summary"]["unchanged"] == 1
+    # Under the default limit, the note would be ignored: a flip the audit never made.
+    assert main(args) == 1
+    assert lines(capsys.readouterr().out)[0]["transition"] == "invalid -> valid"
+
+
+def test_limits_name_an_audit_not_a_log(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["impact", "x.jsonl", "--at", "2027-01-01T00:00:00Z", "--max-bytes", "10"])
+    assert stopped.value.code == 2
+    assert "--audit-report" in capsys.readouterr().err

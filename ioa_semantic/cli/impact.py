@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .._exceptions import STANDARD_OUTPUT, ConfigurationError
 from .._files import writing
 from .._status import ExitStatus
-from .parsing import _instant, _positive
+from .parsing import _instant, _positive, add_limits, limits_of
 
 if TYPE_CHECKING:
     from ..audit.judge import Judged
@@ -62,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an artifactId withdrawn from what was offered (repeatable)")
     parser.add_argument("--at", type=_instant, metavar="TIMESTAMP",
                         help="judge at this instant instead of each decision's own")
+    # With --audit-report: the limits the audit was made with (a log records its own).
+    add_limits(parser)
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text",
                         help="text (default), json (one line per flip, then a summary), sarif "
                              "(SARIF 2.1.0: one result per flip, at its line of the log) or "
@@ -72,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """The impact reported; 1 when some decision or registration flips."""
     from ..impact import Change, Impact, RegistrationImpact
+    from ..pipeline.intake import Limits
 
     change = Change(opts.profile, tuple(opts.artifact), tuple(opts.withdraw), opts.at)
     if change == Change() and not opts.add_registrations:
@@ -83,7 +86,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         audit_only = [name for name, given in (
             ("--registrations", opts.registrations), ("--audited-profile", opts.audited_profile),
             ("--add-registrations", opts.add_registrations), ("--scheduler", opts.scheduler),
-            ("--jobs", opts.jobs != 1)) if given]
+            ("--jobs", opts.jobs != 1),
+            ("the limits (--max-bytes, ...)", limits_of(opts) != Limits())) if given]
         if audit_only:
             parser.error(f"{audit_only[0]} needs --audit-report")
         impact: ImpactRun = Impact(opts.logs, change)
@@ -102,7 +106,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     return _reported(RegistrationImpact(
         opts.audit_report, opts.registrations, opts.audited_profile, change,
-        opts.add_registrations, judging=local_judging(opts.jobs)), opts.format)
+        opts.add_registrations, limits=limits_of(opts), judging=local_judging(opts.jobs)),
+        opts.format)
 
 
 def _on_cluster(opts: argparse.Namespace, change: Change) -> int:
@@ -116,11 +121,10 @@ def _on_cluster(opts: argparse.Namespace, change: Change) -> int:
         raise ConfigurationError(f"--scheduler needs Dask, and {exc.name} is not installed: "
                                  "pip install 'ioa-semantic[dask]'") from exc
     from ..audit.workers import batched
-    from ..pipeline.intake import Limits
 
     with _dask.connected(opts.scheduler) as cluster:
         def audit_on(profile: str) -> Audit:
-            return _dask.ClusterAudit(cluster.client, _dask.setup_of(profile, Limits(),
+            return _dask.ClusterAudit(cluster.client, _dask.setup_of(profile, limits_of(opts),
                                                                      "compiled"))
 
         def judging(run: Audit, paths: Sequence[str]) -> Iterable[Judged]:
