@@ -423,3 +423,36 @@ def test_a_cluster_that_goes_away_is_exit_70_said_in_one_line_with_no_verdict(
                    "<TCP (closed)>: Stream is closed\n")
     assert closed == [True]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "r.jsonl"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_impact_on_the_cluster_prints_what_impact_prints_locally(
+        cluster: tuple[str, Client], corpus: Path, tmp_path: Path, fmt: str) -> None:
+    # Issue 40, item 3: an audit's registrations judged again under a profile revision the
+    # audit reads (the scheme xx: allowed, another accepted ontology version).
+    address, _ = cluster
+    report = tmp_path / "audit.jsonl"
+    audited = ioa_check([".", "--format", "json", "--jobs", "1", "--output", str(report)],
+                        corpus)
+    assert audited.returncode == 1, audited.stderr.decode()
+    shipped = (Path(__file__).resolve().parents[1]
+               / "ioa_semantic/data/profiles/cs-translation.ttl").read_text()
+    revised = tmp_path / "revised.ttl"
+    revised.write_text(shipped.replace('iop:allowedScheme "https", "http", "urn" ;',
+                                       'iop:allowedScheme "https", "http", "urn", "xx" ;')
+                       .replace('iop:ontologyVersion "1.0"', 'iop:ontologyVersion "2.0"'))
+
+    def impact(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([IOA_CHECK, "impact", "--audit-report", str(report),
+                               "--registrations", ".", "--audited-profile", "cs-translation",
+                               "--profile", str(revised), "--format", fmt, *args],
+                              cwd=corpus, capture_output=True, timeout=180)
+
+    local = impact("--jobs", "1")
+    remote = impact("--scheduler", address)
+    assert remote.stderr == b"", remote.stderr.decode()
+    assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout)
+    if fmt == "json":
+        summary = json.loads(remote.stdout.splitlines()[-1])["summary"]
+        assert summary["rejudged"] == summary["registrations"] > 1000
+        assert summary["flipped"] > 0

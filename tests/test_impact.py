@@ -322,9 +322,20 @@ def test_a_profile_revised_in_trust_alone_touches_only_what_read_artifacts(
         "iop:trustedIssuer <https://example.org/mapping-authority>, <https://example.org/b> ."))
     impact = Impact([log], Change(profile=str(trusting)))
     assert list(impact) == []
+    assert impact.summary is not None and impact.summary.rejudged == 0
+    # One read no artifact; the other read only the shipped one, whose issuer is trusted
+    # by both revisions.
+    assert sorted(impact.summary.skipped) == [
+        "the profile differs only in the artifacts it accepts, and no artifact was read: "
+        "the envelope's ontology version is not accepted",
+        "the profile differs only in the artifacts it accepts, and none of those offered is "
+        "of an issuer or a pin it treats otherwise"]
+    distrusting = tmp_path / "distrusting.ttl"
+    distrusting.write_text(shipped.read_text().replace("mapping-authority", "b"))
+    impact = Impact([log], Change(profile=str(distrusting)))
+    (flip,) = impact
     assert impact.summary is not None and impact.summary.rejudged == 1
-    (why,) = impact.summary.skipped
-    assert why.startswith("the profile differs only in the artifacts it accepts")
+    assert flip.transition == "compatible -> indeterminate"
     bumped = tmp_path / "bumped.ttl"
     bumped.write_text(shipped.read_text().replace('iop:revision "1"', 'iop:revision "2"'))
     impact = Impact([log], Change(profile=str(bumped)))
@@ -343,3 +354,19 @@ def test_the_limits_a_decision_was_judged_under_are_logged_and_judged_under_agai
     impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)), everything=True)
     assert list(impact) == []
     assert impact.summary is not None and impact.summary.unchanged == 1
+
+
+def test_the_instances_kept_for_judging_again_are_bounded_by_what_a_checker_can_hold() -> None:
+    # Issue 40, item 3: a log of a million named instances is read in bounded memory; a
+    # Checker holds at most INSTANCES pairs, so older entries cannot be in its memory.
+    from ioa_semantic._checker import INSTANCES
+    from ioa_semantic.impact.rejudge import Seen
+
+    seen = Seen()
+    for n in range(3 * INSTANCES + 5):
+        seen.append((n.to_bytes(4, "big"), b""))
+        assert len(seen.items) <= 2 * INSTANCES
+    assert seen.end == 3 * INSTANCES + 5
+    assert seen.since(seen.end - 2) == [((3 * INSTANCES + 3).to_bytes(4, "big"), b""),
+                                        ((3 * INSTANCES + 4).to_bytes(4, "big"), b"")]
+    assert len(seen.since(0)) == len(seen.items)  # from the start: what is still kept

@@ -1,7 +1,8 @@
 """Honest skipping (issue 40, item 4): for random corpora of logged decisions and random
 changes, no decision ``ioa-check impact`` skips is one whose full judgement under the change
 differs from what was logged; and every decision it judges again is judged as the full
-judgement judges it. How many it skips is measured (hypothesis events, and a floor)."""
+judgement judges it. How many it skips is measured (hypothesis events, and a floor). The
+same for an audit's registrations and their conflicts (its JSON output and its inputs)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from ioa_semantic import Checker
-from ioa_semantic.impact import Change, DecisionLog, Impact, read_log
+from ioa_semantic.cli.main import main
+from ioa_semantic.impact import Change, DecisionLog, Impact, RegistrationImpact, read_log
 from ioa_semantic.impact.log import Logged
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +124,10 @@ def _same(entry: dict[str, Any], judged: Any) -> bool:
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(runs=corpus, described=change)
+# A trust revision that distrusts the issuer of an artifact a decision screened: the decision
+# is judged again (a change of trust skips only decisions whose offered artifacts are all of
+# issuers the revisions treat alike).
+@example(runs=[(True, ["cs-doc-v1"], [(0, 1, 1)])], described=("other-issuer", [], [], None))
 def test_no_decision_skipped_is_one_the_change_flips(
         pool: dict[str, str], runs: list[Any], described: tuple[Any, ...]) -> None:
     with tempfile.TemporaryDirectory() as folder:
@@ -169,3 +175,117 @@ def test_a_narrow_change_skips_most_of_a_corpus(tmp_path: Path, pool: dict[str, 
     list(impact)
     assert impact.summary is not None
     assert (impact.summary.decisions, impact.summary.rejudged) == (6, 1)
+
+
+# --- the audit's registrations (issue 40, item 1: its JSON output and inputs) -------------
+
+_REGISTRATION = json.loads((EXAMPLES / "registration-6.3.jsonld").read_text())
+
+
+def _registration(ident: str, **members: Any) -> bytes:
+    document = {**_REGISTRATION, "@id": ident, **members}
+    return json.dumps({k: v for k, v in document.items() if v is not None}).encode()
+
+
+# The 6.3 example and mutations: a member a profile may let be ignored, another output (a
+# conflict with the first under one IRI), another ontology named, none named (read under
+# the profile's single ontology), an invalid one (no inputs), an IRI of a scheme a profile
+# may refuse, text that is not JSON.
+REGISTRATIONS = (
+    _registration("cs:A"),
+    _registration("cs:A", outputs=["application/pdf"]),
+    _registration("cs:B", note="descriptive"),
+    _registration("cs:B"),
+    _registration("cs:C", ontologyId="https://example.org/onto/agent-core",
+                  ontologyVersion="1.0"),
+    _registration("cs:C", ontologyId="https://example.org/onto/agent-core",
+                  ontologyVersion="1.1"),
+    _registration("cs:D", inputs=None),
+    _registration("urn:x:D"),
+    b'{"@id": ',
+)
+
+
+@pytest.fixture(scope="module")
+def profiles(pool: dict[str, str]) -> Iterator[dict[str, str]]:
+    """Revisions of the shipped profile an audit reads (or does not), as files."""
+    shipped = (ROOT / "ioa_semantic/data/profiles/cs-translation.ttl").read_text()
+    trusted = "iop:trustedIssuer <https://example.org/mapping-authority> ."
+    with tempfile.TemporaryDirectory() as folder:
+        files = {name: pool[name] for name in ("revision-2", "trusting", "law-too")}
+        for name, text in {
+            "notes": shipped.replace(trusted, trusted[:-1] + '; iop:ignorableTerm "note" .'),
+            "https-only": shipped.replace('iop:allowedScheme "https", "http", "urn" ;',
+                                          'iop:allowedScheme "https", "http" ;'),
+            "version-1.1": shipped.replace('iop:ontologyVersion "1.0"',
+                                           'iop:ontologyVersion "1.1"'),
+        }.items():
+            path = Path(folder, f"{name}.ttl")
+            path.write_text(text)
+            files[name] = str(path)
+        yield files
+
+
+def _audited(folder: str, name: str, picks: list[int]) -> tuple[str, str]:
+    """A JSON Lines file of the registrations ``picks``, and its audit's JSON output."""
+    inputs = str(Path(folder, name))
+    Path(inputs).write_bytes(b"".join(REGISTRATIONS[i] + b"\n" for i in picks))
+    report = inputs + ".audit"
+    assert main(["audit", inputs, "--profile", "cs-translation", "--format", "json",
+                 "--output", report, "--jobs", "1"]) in (0, 1)
+    return inputs, report
+
+
+def _without_causes(flip: Any) -> dict[str, Any]:
+    return {k: v for k, v in flip.as_dict().items() if k != "causes"}
+
+
+registrations = st.lists(st.sampled_from(range(len(REGISTRATIONS))), min_size=1, max_size=6)
+registration_change = st.tuples(
+    st.sampled_from((None, "revision-2", "trusting", "law-too", "notes", "https-only",
+                     "version-1.1")),
+    st.booleans(),  # an artifact added and one withdrawn
+    st.booleans(),  # another instant
+    st.lists(st.sampled_from(range(len(REGISTRATIONS))), max_size=3),  # registrations added
+)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(picks=registrations, described=registration_change)
+def test_no_registration_skipped_is_one_the_change_flips(
+        pool: dict[str, str], profiles: dict[str, str], picks: list[int],
+        described: tuple[Any, ...]) -> None:
+    profile, artifacts, instant, added = described
+    with tempfile.TemporaryDirectory() as folder:
+        inputs, report = _audited(folder, "registrations.jsonl", picks)
+        more = [_audited(folder, "added.jsonl", added)[0]] if added else []
+        the_change = Change(profiles[profile] if profile else None,
+                            (pool["later"],) if artifacts else (),
+                            (CS_DOC,) if artifacts else (),
+                            INSTANTS[4] if instant else None)
+        if the_change == Change() and not more:
+            return
+        selective = RegistrationImpact(report, [inputs], "cs-translation", the_change, more,
+                                       keep=True)
+        flips = [_without_causes(f) for f in selective]
+        full = RegistrationImpact(report, [inputs], "cs-translation", the_change, more,
+                                  everything=True, keep=True)
+        # The same flips, conflicts included: none missed, none made up.
+        assert flips == [_without_causes(f) for f in full]
+        audited = [line for line in map(json.loads, Path(report).read_text().splitlines())
+                   if "status" in line]
+        assert len(full.judged) == len(audited) + len(added)
+        for line in audited:
+            where = (line["source"], line["index"])
+            status, reasons = full.judged[where]
+            if where not in selective.judged:  # skipped: the full judgement is the report's
+                assert (status, reasons) == (line["status"], tuple(sorted(
+                    (r["code"], r["severity"], r["path"], r["section"])
+                    for r in line["reasons"]))), (where, the_change)
+            else:
+                assert selective.judged[where] == (status, reasons)
+        assert selective.summary is not None
+        skipped = len(audited) - sum(1 for w in selective.judged if w[0] == inputs)
+        assert sum(selective.summary.skipped.values()) == skipped
+        event(f"skipped {10 * skipped // len(audited) * 10}% of the registrations")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -58,15 +58,18 @@ class Part(NamedTuple):
     at: datetime | None = None
 
     def touches(self, entry: Mapping[str, Any], profile_now: Mapping[str, Any] | None,
-                profile_before: Profile | None = None) -> str | None:
+                profile_before: Profile | None = None,
+                issuer_of: Callable[[str], str | None] | None = None) -> str | None:
         """None when this part can change the logged decision ``entry``; else why it cannot
         (the reason a skip is counted under). ``profile_now`` is what the new profile's
         decisions record of it (its dependencies), for a profile part; ``profile_before``
-        the profile the decision was judged under, when it could be read as it was."""
+        the profile the decision was judged under, when it could be read as it was;
+        ``issuer_of`` the ``assertedBy`` of an offered artifact by its sha256 (None when it
+        cannot be read)."""
         configuration = entry["configuration"]
         read = entry["dependencies"]["read"]
         if self.kind == "profile":
-            return self._touches_profile(entry, profile_now, profile_before)
+            return self._touches_profile(entry, profile_now, profile_before, issuer_of)
         offered = configuration["alignments"]
         if self.kind == "artifact-withdrawn":
             if not any(a.get("artifactId") == self.withdrawn for a in offered):
@@ -96,7 +99,8 @@ class Part(NamedTuple):
         return None
 
     def _touches_profile(self, entry: Mapping[str, Any], profile_now: Mapping[str, Any] | None,
-                         profile_before: Profile | None) -> str | None:
+                         profile_before: Profile | None,
+                         issuer_of: Callable[[str], str | None] | None = None) -> str | None:
         """:meth:`touches` for a profile part."""
         read = entry["dependencies"]["read"]
         assert self.profile is not None and profile_now is not None
@@ -105,13 +109,20 @@ class Part(NamedTuple):
             return "judged under another profile"
         if {k: v for k, v in logged.items() if k != "source"} == dict(profile_now):
             return "the profile is unchanged"
-        difference = (_difference(profile_before, self.profile)
+        difference = (profile_difference(profile_before, self.profile)
                       if profile_before is not None else "other")
         if difference == "none":
             return "the profile differs only in what no decision reads (its revision)"
         if difference == "trust" and not read["artifacts"]:
             return ("the profile differs only in the artifacts it accepts, and no artifact "
                     f"was read: {read.get('notReadBecause')}")
+        if difference == "trust" and issuer_of is not None and profile_before is not None:
+            issuers, pinned = trust_changes(profile_before, self.profile)
+            offered = entry["configuration"]["alignments"]
+            if not any(a.get("artifactId") in pinned or issuer_of(a["sha256"]) in issuers
+                       or issuer_of(a["sha256"]) is None for a in offered):
+                return ("the profile differs only in the artifacts it accepts, and none of "
+                        "those offered is of an issuer or a pin it treats otherwise")
         if (read.get("stage") == "baseline" and profile_before is not None
                 and baseline_reads(profile_before) == baseline_reads(self.profile)):
             return ("rejected before compatibility was evaluated, and what the baseline "
@@ -130,7 +141,31 @@ _TRUST_TERMS = frozenset(IOP + t for t in ("trustedIssuer", "issuerBinding", "ar
 _UNREAD_FIELDS = frozenset({"source", "digest", "revision", "quads"})
 
 
+# profile_difference's answers by the two revisions' files (where each was read, and the
+# sha256 of its bytes): comparing the graphs costs milliseconds, and a log holds a million
+# decisions judged under one revision. Bounded: a service compares a pair per request.
+_DIFFERENCES: dict[tuple[str, str, str, str], str] = {}
+_DIFFERENCES_KEPT = 64
+_DIFFERENCES_LOCK = threading.Lock()
+
+
 def profile_difference(before: Profile, after: Profile) -> str:
+    """:func:`differences_of` the two profiles, once per pair of their files: every decision
+    of a log asks, and comparing the graphs costs milliseconds (a profile with shapes of its
+    own differs in ``other`` whatever its shape files hold)."""
+    key = (before.source, before.digest, after.source, after.digest)
+    with _DIFFERENCES_LOCK:
+        found = _DIFFERENCES.get(key)
+    if found is None:
+        found = differences_of(before, after)
+        with _DIFFERENCES_LOCK:  # the service's impact runs share it, each on a thread
+            if len(_DIFFERENCES) >= _DIFFERENCES_KEPT:
+                _DIFFERENCES.pop(next(iter(_DIFFERENCES)))
+            _DIFFERENCES[key] = found
+    return found
+
+
+def differences_of(before: Profile, after: Profile) -> str:
     """How two revisions of a profile differ, as decisions read them: ``none`` (in nothing
     a verdict or reason reads), ``trust`` (only in the artifacts they accept: trusted
     issuers, issuer bindings, pins, preferences) or ``other``.
@@ -158,28 +193,6 @@ def profile_difference(before: Profile, after: Profile) -> str:
     return "none"
 
 
-# profile_difference's answers by the two revisions' files (where each was read, and the
-# sha256 of its bytes): comparing the graphs costs milliseconds, and a log holds a million
-# decisions judged under one revision. Bounded: a service compares a pair per request.
-_DIFFERENCES: dict[tuple[str, str, str, str], str] = {}
-_DIFFERENCES_KEPT = 64
-_DIFFERENCES_LOCK = threading.Lock()
-
-
-def _difference(before: Profile, after: Profile) -> str:
-    """:func:`profile_difference`, computed once per pair of profile files."""
-    key = (before.source, before.digest, after.source, after.digest)
-    with _DIFFERENCES_LOCK:
-        found = _DIFFERENCES.get(key)
-    if found is None:
-        found = profile_difference(before, after)
-        with _DIFFERENCES_LOCK:  # the service's impact runs share it, each on a thread
-            if len(_DIFFERENCES) >= _DIFFERENCES_KEPT:
-                _DIFFERENCES.pop(next(iter(_DIFFERENCES)))
-            _DIFFERENCES[key] = found
-    return found
-
-
 def _blind(graph: Graph) -> Counter[tuple[Any, Any, Any]]:
     """``graph``'s statements with every blank node the same (None), counted."""
     from rdflib import BNode
@@ -188,6 +201,22 @@ def _blind(graph: Graph) -> Counter[tuple[Any, Any, Any]]:
         return None if isinstance(term, BNode) else term
 
     return Counter((seen(s), seen(p), seen(o)) for s, p, o in graph)
+
+
+def trust_changes(before: Profile, after: Profile) -> tuple[frozenset[str], frozenset[str]]:
+    """The issuers whose artifacts two revisions treat differently (trusted by one only, bound
+    to other keys, or ranked among the preferred when the preferences differ at all), and the
+    artifactIds whose pins differ. An artifact of neither is screened alike under both
+    (pipeline.decision.screen_artifacts and judge_mapped read these by issuer and by id)."""
+    issuers = set(before.trusted_issuers ^ after.trusted_issuers)
+    bound_before, bound_after = before.issuer_bindings, after.issuer_bindings
+    issuers |= {i for i in {*bound_before, *bound_after}
+                if bound_before.get(i) != bound_after.get(i)}
+    if dict(before.preferred_issuers) != dict(after.preferred_issuers):
+        # A rank is read against the others': any issuer ranked by either is touched.
+        issuers |= {*before.preferred_issuers, *after.preferred_issuers}
+    pins = set(before.pins.items()) ^ set(after.pins.items())
+    return frozenset(issuers), frozenset(ident for (ident, _), _ in pins)
 
 
 def _untrusted_graph(profile: Profile) -> Graph:
@@ -276,12 +305,14 @@ def parts_of(change: Change) -> list[Part]:
 
 
 def applies(parts: Sequence[Part], entry: Mapping[str, Any],
-            profile_now: Mapping[str, Any] | None, profile_before: Profile | None = None
+            profile_now: Mapping[str, Any] | None, profile_before: Profile | None = None,
+            issuer_of: Callable[[str], str | None] | None = None
             ) -> tuple[list[Part], list[str]]:
-    """The parts that touch ``entry`` and, when none does, why each does not."""
+    """The parts that touch ``entry`` and, when none does, why each does not (see
+    :meth:`Part.touches`)."""
     touching, reasons = [], []
     for part in parts:
-        why = part.touches(entry, profile_now, profile_before)
+        why = part.touches(entry, profile_now, profile_before, issuer_of)
         if why is None:
             touching.append(part)
         else:

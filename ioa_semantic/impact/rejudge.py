@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
-from .._checker import Checker
+from .._checker import INSTANCES, Checker
 from .._exceptions import IoaSemanticError
 from .._findings import Decision
 from ..pipeline.bounded import SHAPE_TIMEOUT
 from ..pipeline.intake import Limits
-from ..sources.loader import Profile, load_profile
+from ..sources.loader import Profile, load_profile, read_artifact
 from .change import Change, Part, applies, parts_of
 from .log import Damage, Logged, object_path, read_log
 
@@ -32,6 +34,10 @@ from .log import Damage, Logged, object_path, read_log
 _IDENTITY = ("code", "severity", "path", "section")
 # Checkers kept at once (one per configuration the change produces).
 _CHECKERS = 8
+# Configurations built at once (one per logged Checker and set of parts), and objects kept
+# read (the registrations and artifacts every decision of a Checker names).
+_CONFIGURATIONS = 256
+_OBJECTS = 256
 
 
 def _identity(reason: Mapping[str, Any]) -> tuple[str, ...]:
@@ -66,7 +72,8 @@ class Flip(NamedTuple):
 class Summary(NamedTuple):
     """What an impact run found, in counts: ``decisions`` read, ``rejudged``, ``skipped`` by
     reason, ``unchanged`` (judged again, the same), ``flipped``, flips by cause and by verdict
-    transition, ``unjudgeable`` by reason, and the log's damage (``warnings``)."""
+    transition, ``unjudgeable`` by reason, and the log's damage (``warnings``); ``decisions``
+    counts registrations when the ``subject`` is an audit's."""
 
     change: tuple[str, ...]
     decisions: int
@@ -78,11 +85,18 @@ class Summary(NamedTuple):
     transitions: Mapping[str, int]
     unjudgeable: Mapping[str, int]
     warnings: tuple[str, ...]
+    #: What was read and judged: ``decision`` (a log's) or ``registration`` (an audit's);
+    #: ``decisions`` counts them, and the JSON names the count by it.
+    subject: str = "decision"
+    #: Of an audit's registrations: the conflicts that appear, go or name other
+    #: registrations (each a flip of its own, not counted in ``flipped``).
+    conflicts: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"change": list(self.change), "decisions": self.decisions,
+        return {"change": list(self.change), f"{self.subject}s": self.decisions,
                 "rejudged": self.rejudged, "skipped": dict(self.skipped),
                 "unchanged": self.unchanged, "flipped": self.flipped,
+                **({"conflicts": self.conflicts} if self.subject == "registration" else {}),
                 "causes": dict(self.causes), "transitions": dict(self.transitions),
                 "unjudgeable": dict(self.unjudgeable), "warnings": list(self.warnings)}
 
@@ -118,6 +132,7 @@ class Impact:
         self._checkers: dict[_Configuration, _Replay] = {}
         self._profile_now: Mapping[str, Any] | None = None
         self._profiles_before: dict[str, Profile | None] = {}
+        self._configurations: dict[tuple[str, str, str, tuple[str, ...]], _Configuration] = {}
         #: With ``keep``: every decision judged again, by (log, line).
         self.judged: dict[tuple[str, int], Decision] = {}
 
@@ -129,7 +144,7 @@ class Impact:
         warnings: list[str] = []
         decisions = rejudged = unchanged = flipped = 0
         # Each logged Checker's instance contents, in log order (5.3): a replay restores them.
-        seen: dict[str, list[tuple[bytes, bytes]]] = {}
+        seen: dict[str, Seen] = {}
         for item in self._read():
             if isinstance(item, Damage):
                 warnings.append(str(item))
@@ -139,17 +154,19 @@ class Impact:
             run = str(entry.get("checker", ""))
             instance = entry.get("instance")
             if isinstance(instance, dict):
-                seen.setdefault(run, []).append((bytes.fromhex(instance["pair"]),
+                seen.setdefault(run, Seen()).append((bytes.fromhex(instance["pair"]),
                                                  bytes.fromhex(instance["content"])))
+            root = _root(item.log)
             touching, reasons = applies(self.parts, entry, self._profile_dependencies(entry),
-                                        self._profile_before(entry))
+                                        self._profile_before(entry),
+                                        partial(_issuer, root))
             if not touching and not self.everything:
                 skipped[reasons[0] if len(set(reasons)) == 1 else
                         "; ".join(sorted(set(reasons))) or "the change is empty"] += 1
                 continue
             try:
                 # Under the whole change: the parts that do not touch it change nothing it read.
-                after = self._judge(item, self.parts, seen.get(run, []), run)
+                after = self._judge(item, self.parts, seen.get(run, _NONE_SEEN), run)
             except _Unjudgeable as exc:
                 unjudgeable[str(exc)] += 1
                 continue
@@ -161,7 +178,7 @@ class Impact:
                 unchanged += 1
                 continue
             if len(touching) > 1:
-                flip = flip._replace(causes=self._causes(item, touching, seen.get(run, []),
+                flip = flip._replace(causes=self._causes(item, touching, seen.get(run, _NONE_SEEN),
                                                          run))
             else:
                 flip = flip._replace(causes=tuple(p.label for p in touching))
@@ -205,8 +222,20 @@ class Impact:
         found = self._profiles_before[source]
         return found if found is not None and found.digest == logged.get("sha256") else None
 
-    def _configuration(self, item: Logged, parts: Iterable[Part]) -> _Configuration:
-        """The logged decision's configuration with ``parts`` applied."""
+    def _configuration(self, item: Logged, parts: Sequence[Part]) -> _Configuration:
+        """The logged decision's configuration with ``parts`` applied: once per logged
+        Checker and set of parts (every decision of a Checker records the same)."""
+        key = (_root(item.log), str(item.entry.get("checker", "")),
+               json.dumps(item.entry["configuration"], sort_keys=True)
+               if not item.entry.get("checker") else "", tuple(p.label for p in parts))
+        found = self._configurations.get(key)
+        if found is None:
+            if len(self._configurations) >= _CONFIGURATIONS:
+                self._configurations.clear()
+            found = self._configurations[key] = self._configured(item, parts)
+        return found
+
+    def _configured(self, item: Logged, parts: Iterable[Part]) -> _Configuration:
         logged = item.entry["configuration"]
         root = _root(item.log)
         profile = logged["profile"]["source"]
@@ -232,7 +261,7 @@ class Impact:
                               tuple(sorted(limits.items())) if isinstance(limits, dict) else (),
                               float(timeout) if isinstance(timeout, (int, float)) else None)
 
-    def _judge(self, item: Logged, parts: Iterable[Part], seen: list[tuple[bytes, bytes]],
+    def _judge(self, item: Logged, parts: Iterable[Part], seen: Seen,
                run: str) -> Decision:
         parts = list(parts)
         if item.entry["configuration"].get("retrieval"):
@@ -269,7 +298,7 @@ class Impact:
                     tuple(r for k, r in before.items() if k not in now), ())
 
     def _causes(self, item: Logged, touching: Sequence[Part],
-                seen: list[tuple[bytes, bytes]], run: str) -> tuple[str, ...]:
+                seen: Seen, run: str) -> tuple[str, ...]:
         """The parts that flip the decision alone; all of them when none does alone."""
         alone = []
         for part in touching:
@@ -280,6 +309,34 @@ class Impact:
             if self._compare(item, decision) is not None:
                 alone.append(part.label)
         return tuple(alone) or (" + ".join(p.label for p in touching),)
+
+
+class Seen:
+    """A logged Checker's instances (pair and content digests), in log order, as far back
+    as its revision memory can reach: a Checker holds at most ``INSTANCES`` pairs, so the
+    entries older than twice that are dropped (memory bounded whatever the log's length).
+    Positions count every entry ever appended."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[bytes, bytes]] = []
+        self.dropped = 0
+
+    @property
+    def end(self) -> int:
+        return self.dropped + len(self.items)
+
+    def append(self, item: tuple[bytes, bytes]) -> None:
+        self.items.append(item)
+        if len(self.items) > 2 * INSTANCES:
+            del self.items[:INSTANCES]
+            self.dropped += INSTANCES
+
+    def since(self, position: int) -> list[tuple[bytes, bytes]]:
+        """The entries from ``position`` on (those still kept)."""
+        return self.items[max(position - self.dropped, 0):]
+
+
+_NONE_SEEN = Seen()  # never appended to: a run that logged no instance
 
 
 class _Replay:
@@ -305,13 +362,13 @@ class _Replay:
         return logged == dict(self.checker.profile_dependencies)
 
     def judge(self, envelope: bytes, params: Mapping[str, str], at: datetime, source: str,
-              seen: list[tuple[bytes, bytes]], run: str) -> Decision:
+              seen: Seen, run: str) -> Decision:
         if run != self.run:
             self.checker.forget_instances()
             self.run, self.position = run, 0
-        for pair, content in seen[self.position:]:
+        for pair, content in seen.since(self.position):
             self.checker.remember_instance(pair, content)
-        self.position = len(seen)
+        self.position = seen.end
         return self.checker.check(envelope, params=params, at=at, source=source)
 
 
@@ -321,10 +378,25 @@ def _root(log: str) -> str:
     return head if tail.isdigit() and head and os.path.isdir(f"{head}.objects") else log
 
 
+@lru_cache(maxsize=_OBJECTS)
+def _issuer(root: str, digest: str) -> str | None:
+    """The ``assertedBy`` of the artifact kept under ``digest``, or None when it cannot be
+    read (then every change of trust touches the decision)."""
+    try:
+        # As a Checker reads it: the issuer whose trust screen_artifacts looks up.
+        artifact = read_artifact(_object(root, digest), "kept", 0)
+    except (_Unjudgeable, IoaSemanticError):
+        return None
+    return artifact.asserted_by or None
+
+
+@lru_cache(maxsize=_OBJECTS)
 def _object(root: str, digest: str) -> bytes:
     """The bytes kept under ``digest``, once they are known to have it. The folder is only a
     cache of names: what stands under a name (edited, swapped, a link out of the folder, a
-    pipe that would never end) is judged only when its bytes have that sha256."""
+    pipe that would never end) is judged only when its bytes have that sha256. The memo
+    keeps only bytes so proven (a failure is raised, never remembered): the last few
+    hundred, as the log names them again."""
     try:
         handle = os.open(object_path(root, digest), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:

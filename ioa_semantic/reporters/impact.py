@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
-from ..impact import Flip, Impact
+from ..impact import AnyFlip, ImpactRun
 from . import Visible, json_text
 from .check import text_console
 
 
-def json_lines(impact: Impact, stream: IO[str]) -> None:
+def json_lines(impact: ImpactRun, stream: IO[str]) -> None:
     """One JSON object per flip, then ``{"summary": ...}`` (docs/impact.md)."""
     for flip in impact:
         stream.write(json_text(flip.as_dict()) + "\n")
@@ -27,7 +27,7 @@ def _reason(reason: Mapping[str, Any]) -> str:
     return f"{reason.get('severity')} {reason.get('code')} at {reason.get('path') or '/'}"
 
 
-def text(impact: Impact, stream: IO[str]) -> None:
+def text(impact: ImpactRun, stream: IO[str]) -> None:
     """For people: each flip with its reasons added and removed and its causes; the totals."""
     from rich.markup import escape
 
@@ -37,9 +37,11 @@ def text(impact: Impact, stream: IO[str]) -> None:
     summary = impact.summary
     assert summary is not None
     console.print("[bold]change:[/] " + escape("; ".join(summary.change) or "(nothing)"))
-    console.print(f"{summary.decisions} decisions: {summary.rejudged} judged again "
+    console.print(f"{summary.decisions} {summary.subject}s: {summary.rejudged} judged again "
                   f"({summary.flipped} flipped, {summary.unchanged} unchanged), "
-                  f"{sum(summary.skipped.values())} skipped")
+                  f"{sum(summary.skipped.values())} skipped"
+                  + (f"; {summary.conflicts} conflict{'' if summary.conflicts == 1 else 's'} "
+                     "changed" if summary.conflicts else ""))
     for why, count in sorted(summary.skipped.items()):
         console.print(f"  skipped {count}: {escape(why)}")
     for why, count in sorted(summary.unjudgeable.items()):
@@ -50,7 +52,7 @@ def text(impact: Impact, stream: IO[str]) -> None:
         console.print(f"  caused by {escape(cause)}: {count}")
 
 
-def _flip(console: Visible, flip: Flip, escape: Callable[[str], str]) -> None:
+def _flip(console: Visible, flip: AnyFlip, escape: Callable[[str], str]) -> None:
     console.print(f"[bold]{escape(flip.transition)}[/] {escape(flip.source)} "
                   f"[dim]({escape(flip.log)}, line {flip.line})[/]")
     for reason in flip.added:
@@ -68,7 +70,7 @@ _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _SEVERITY_ORDER = ("error", "warning", "info")
 
 
-def _rule_of(flip: Flip) -> str:
+def _rule_of(flip: AnyFlip) -> str:
     """A flip's rule: the most severe reason code it adds (the first of them in the order
     they are added), or :data:`REMOVED_ONLY`."""
     for severity in _SEVERITY_ORDER:
@@ -78,7 +80,7 @@ def _rule_of(flip: Flip) -> str:
     return str(flip.added[0].get("code")) if flip.added else REMOVED_ONLY
 
 
-def _flip_message(flip: Flip) -> str:
+def _flip_message(flip: AnyFlip) -> str:
     """A flip in a sentence: the verdicts before and after, the reasons added and removed,
     and the cause."""
     text = (f"{flip.source}: {flip.before['verdict']} \u2192 {flip.after['verdict']}")
@@ -89,7 +91,7 @@ def _flip_message(flip: Flip) -> str:
     return text + "; caused by " + "; ".join(flip.causes) + "."
 
 
-def sarif(impact: Impact, stream: IO[str]) -> None:
+def sarif(impact: ImpactRun, stream: IO[str]) -> None:
     """SARIF 2.1.0, streamed: one result per flip (its rule the most severe reason code it
     adds), located at the decision's line in the log; then the rules that fired and the
     summary as the run's properties. docs/impact.md, "SARIF"."""
@@ -141,13 +143,13 @@ def sarif(impact: Impact, stream: IO[str]) -> None:
                  '"properties": ' + json_text({"summary": impact.summary.as_dict()}) + "}]}\n")
 
 
-def html(impact: Impact, stream: IO[str]) -> None:
+def html(impact: ImpactRun, stream: IO[str]) -> None:
     """One self-contained HTML page (see :mod:`.impact_html`, imported only for it)."""
     from .impact_html import impact_html
 
     impact_html(impact, stream)
 
 
-REPORTERS: dict[str, Callable[[Impact, IO[str]], None]] = {
+REPORTERS: dict[str, Callable[[ImpactRun, IO[str]], None]] = {
     "text": text, "json": json_lines, "sarif": sarif, "html": html}
 

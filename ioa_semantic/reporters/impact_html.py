@@ -22,12 +22,13 @@ from typing import IO, Any
 
 from .._findings import Verdict
 from .._version import __version__
-from ..impact import Flip, Impact
+from ..impact import AnyFlip, ImpactRun
 from .audit_html import REASONS, _asset, _environment, _hash, _script_json
 
 PER_TRANSITION = 200  # flips listed per transition, in log order
 
 _VERDICTS = tuple(str(v) for v in Verdict)
+_STATUSES = ("absent", "valid", "invalid", "indeterminate")
 
 
 def _policy(style: str, script: str) -> str:
@@ -36,7 +37,7 @@ def _policy(style: str, script: str) -> str:
             "img-src data:; base-uri 'none'; form-action 'none'")
 
 
-def _row(flip: Flip) -> Any:
+def _row(flip: AnyFlip) -> Any:
     from markupsafe import Markup
 
     codes = sorted({str(r.get("code")) for r in (*flip.added, *flip.removed)})
@@ -44,7 +45,7 @@ def _row(flip: Flip) -> Any:
         flip=flip, codes=codes, REASONS=REASONS))
 
 
-def impact_html(impact: Impact, stream: IO[str]) -> None:
+def impact_html(impact: ImpactRun, stream: IO[str]) -> None:
     """The impact run's page, written once every flip is in (the totals come first)."""
     from markupsafe import Markup
 
@@ -58,7 +59,8 @@ def impact_html(impact: Impact, stream: IO[str]) -> None:
     assert summary is not None
     style = _asset("audit.css") + _asset("impact.css")
     script = _asset("impact.js")
-    verdicts = list(_VERDICTS)
+    # An audit's registrations are valid, invalid or indeterminate, or were absent.
+    verdicts = list(_VERDICTS if summary.subject == "decision" else _STATUSES)
     transitions = dict(summary.transitions)
     matrix = [(before, [(after, transitions.get(f"{before} -> {after}", 0))
                         for after in verdicts]) for before in verdicts]

@@ -46,6 +46,7 @@ from .._findings import Decision
 from ..impact import Change, Impact
 from ..impact.change import Part
 from ..impact.log import Damage, Logged, object_path
+from ..impact.rejudge import Seen
 
 # What a logged profile file (a path of the client's) becomes: a name no profile has, so
 # that the decision is judged again only under the change's revision of that profile.
@@ -243,8 +244,7 @@ class _Stoppable(Impact):
                 raise ImpactStopped("stopped")
             yield item
 
-    def _judge(self, item: Logged, parts: Iterable[Part], seen: list[tuple[bytes, bytes]],
-               run: str) -> Decision:
+    def _judge(self, item: Logged, parts: Iterable[Part], seen: Seen, run: str) -> Decision:
         # And before each judgement: a flip's causes are judged part by part, a thousand
         # judgements of one decision for a change of a thousand artifacts.
         if self.stopped.is_set():
