@@ -313,13 +313,13 @@ def test_two_revisions_of_a_profile_are_compared_once_for_a_whole_log(
     revised = tmp_path / "revision-2.ttl"
     revised.write_text(shipped.replace('iop:revision "1"', 'iop:revision "2"'))
     compared: list[str] = []
-    original = change_module.profile_difference
+    original = change_module.differences_of
 
     def counted(before: Any, after: Any) -> str:
         compared.append(before.source)
         return original(before, after)
 
-    monkeypatch.setattr(change_module, "profile_difference", counted)
+    monkeypatch.setattr(change_module, "differences_of", counted)
     run = Impact([str(log)], Change(profile=str(revised)))
     assert list(run) == []
     assert run.summary is not None and run.summary.decisions == 4
