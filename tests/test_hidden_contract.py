@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import AT, EXAMPLES, IOA_CHECK, ROOT, envelope_62, registration_63
+from support import AT, IOA_CHECK, ROOT, envelope_62, registration_63
 
 PROFILE = (ROOT / "ioa_semantic" / "data" / "profiles" / "cs-translation.ttl").read_text()
 SCHEMES = '    iop:allowedScheme "https", "http", "urn" ;'
@@ -94,3 +93,105 @@ def test_a_capability_naming_half_an_ontology_pair_says_which_half_is_missing(
     assert proc.stdout == ""
     assert f"names an {named} but no {absent}" in proc.stderr, proc.stderr
     assert "does not accept exactly one ontology" not in proc.stderr
+
+
+# --- the trace audit on run folders written as mas-lab's trajectory schema documents them --
+
+
+def _run_folder(tmp_path: Path, change: Any = None) -> tuple[Path, Path]:
+    """The schema's own example run (tests/mas_lab_run.py) and its manifests, the events
+    passed through ``change`` first; (the run folder, the manifests folder)."""
+    import mas_lab_run
+
+    mas_lab_run.write(str(tmp_path))
+    events_file = tmp_path / "run" / "traces" / "events.jsonl"
+    events = [json.loads(line) for line in events_file.read_text().splitlines()]
+    if change is not None:
+        change(events)
+    events_file.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return tmp_path / "run", tmp_path / "manifests"
+
+
+def _trace(tmp_path: Path, run: Path, manifests: Path) -> tuple[int, list[dict[str, Any]]]:
+    proc = _run(["trace", str(run), "--manifests", str(manifests), "--format", "json"], tmp_path)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    return proc.returncode, _results(proc)
+
+
+@pytest.mark.parametrize("stamp", ["abc", True, {"seconds": 1771889088}, [1771889088.7681]])
+def test_a_malformed_timestamp_of_an_event_is_reported_not_dropped_unseen(
+        tmp_path: Path, stamp: Any) -> None:
+    """The schema: every event carries "timestamp float Unix epoch seconds". One of another
+    kind times nothing (mas:startTime is left out of the graph), and the audit says so at
+    the member, as it does for a malformed time of an OTLP span; the verdicts, which the
+    order of events decides, are unchanged."""
+    def spoil(events: list[dict[str, Any]]) -> None:
+        assert events[2]["kind"] == "llm_call_start"
+        events[2]["timestamp"] = stamp
+
+    status, lines = _trace(tmp_path, *_run_folder(tmp_path, spoil))
+    summary = lines[-1]["summary"]
+    assert status == 0 and summary["verdict"] == "compatible", summary
+    malformed = [r for r in summary["reasons"] if r["code"] == "trace.attribute-malformed"]
+    assert len(malformed) == 1, summary["reasons"]
+    assert malformed[0]["path"] == "/2/timestamp"
+    assert malformed[0]["severity"] == "warning"
+    assert summary["skippedLines"] == 0
+
+
+def test_an_event_with_only_the_schemas_mandatory_members_is_read_as_a_call(
+        tmp_path: Path) -> None:
+    """Every member the schema documents beyond kind, agent_id, timestamp and run_id (and
+    what names the call's target) may be absent: input, context, messages, temperature,
+    response, usage, arguments, result, status, output, content, segments, payload."""
+    keep = {"kind", "agent_id", "timestamp", "run_id", "model", "tool_name"}
+
+    def strip(events: list[dict[str, Any]]) -> None:
+        for event in events:
+            for member in set(event) - keep:
+                del event[member]
+
+    status, lines = _trace(tmp_path, *_run_folder(tmp_path, strip))
+    summary = lines[-1]["summary"]
+    assert status == 0, summary
+    assert summary["agents"] == {"moderator": "compatible", "schedule_agent": "compatible"}
+    assert summary["calls"] == {"agent": 2, "llm": 4, "tool": 2}
+    assert not [r for r in summary["reasons"] if r["severity"] != "info"], summary["reasons"]
+
+
+@pytest.mark.parametrize("run_json", [
+    None,                                   # no run.json: the events name the run
+    {"run_id": "f52df92b"},                 # only the run's id
+    {"run_id": "f52df92b", "status": "error", "duration_secs": 3},
+    {"run_id": "f52df92b", "created_at": "2026-02-23T23:24:48.694866"},  # read as UTC
+])
+def test_run_json_variants_the_schema_allows_leave_the_verdict_alone(
+        tmp_path: Path, run_json: dict[str, Any] | None) -> None:
+    """run.json is the run's record, written once at its end: absent, minimal, an errored
+    run's, or a created_at without an offset ("ISO-8601 UTC timestamp") all audit alike."""
+    run, manifests = _run_folder(tmp_path)
+    if run_json is None:
+        (run / "run.json").unlink()
+    else:
+        (run / "run.json").write_text(json.dumps(run_json))
+    status, lines = _trace(tmp_path, run, manifests)
+    summary = lines[-1]["summary"]
+    assert status == 0, summary
+    assert summary["run"] == "f52df92b"
+    assert not [r for r in summary["reasons"] if r["severity"] != "info"], summary["reasons"]
+
+
+def test_the_audit_event_and_an_unknown_kind_decide_nothing(tmp_path: Path) -> None:
+    """The schema's audit event (an arbitrary plugin payload) is a known kind; a kind the
+    reader does not know is counted, never fatal."""
+    def add(events: list[dict[str, Any]]) -> None:
+        base = {"agent_id": "moderator", "timestamp": 1771889088.77, "run_id": "f52df92b"}
+        events.insert(1, {"kind": "audit", **base, "payload": {
+            "event": "budget_gate_triggered", "total_cost_usd": 1450.0, "budget_limit": 1200.0}})
+        events.insert(2, {"kind": "checkpoint_saved", **base})
+
+    status, lines = _trace(tmp_path, *_run_folder(tmp_path, add))
+    summary = lines[-1]["summary"]
+    assert status == 0, summary
+    assert summary["unknownKinds"] == {"checkpoint_saved": 1}
+    assert summary["events"] == 21 + 2

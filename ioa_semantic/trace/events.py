@@ -235,6 +235,12 @@ def _instant(value: Any) -> str | None:
     return _decimal_instant(value)
 
 
+def _shown_value(value: Any) -> str:
+    """A member's value in a message: as JSON, cut to a length a reason can carry."""
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _decimal_instant(value: Any) -> str | None:
     """:func:`_instant` for every value, through ``Decimal`` (its shortcut's reference)."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
@@ -510,9 +516,16 @@ class Fold:
         # for each would cost a long run's fold a few bytes an event).
         phase = _PHASES[phase]
         call[_LINE_OF[phase]] = seq
-        instant = _instant(event.get("timestamp"))
+        stamp = event.get("timestamp")
+        instant = _instant(stamp)
         if instant is not None:
             call[phase] = instant
+        elif stamp is not None:
+            # The schema's timestamp is a number of Unix seconds on every event: one of
+            # another kind times nothing, and is said so rather than left out unseen.
+            self.problems.append(["trace.attribute-malformed", seq,
+                                  f"the timestamp {_shown_value(stamp)} is not a number of "
+                                  "Unix seconds; the call's time is not used"])
         self._agree(seq, call, "agent", _text(event.get("agent_id")))
         parent = _text(event.get("parent_call_id"))
         # mas-lab writes an execution_end whose parent is the call itself: not a parent.
@@ -1055,8 +1068,13 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
                       "inconsistently; the ambiguous part is not used",
                 path, severity=Severity.WARNING))
             continue
-        skipped += 1
         where, path = place(seq)
+        if code == "trace.attribute-malformed":
+            # A member of the event not used; the event itself is read.
+            findings.append(finding(code, f"{where}: {detail}", f"{path}/timestamp",
+                                    severity=Severity.WARNING))
+            continue
+        skipped += 1
         findings.append(finding(code, f"{where}: {detail}; the line is skipped",
                                 path, severity=Severity.WARNING))
     for other, (seq, count) in sorted(fold.other_runs.items(), key=lambda item: item[1]):
