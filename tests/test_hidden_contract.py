@@ -195,3 +195,55 @@ def test_the_audit_event_and_an_unknown_kind_decide_nothing(tmp_path: Path) -> N
     assert status == 0, summary
     assert summary["unknownKinds"] == {"checkpoint_saved": 1}
     assert summary["events"] == 21 + 2
+
+
+OUTCOME_SCHEMA = (ROOT.parent / "shared" / "reference" / "mas-traces" / "agent-utilities"
+                  / "trace-outcome.schema.json")
+OUTCOME = {"schema_version": "1", "outcome_id": "opaque-outcome-1", "trace_id": "opaque-trace-1",
+           "context_id": "opaque-context-1", "operation": "tool.invoke", "status": "succeeded",
+           "started_at_ms": 1000, "ended_at_ms": 2000, "input_artifact_refs": ["sha256:0f1e"],
+           "output_artifact_refs": [], "metrics": {"latency_ms": 12.5},
+           "policy_decision": "allow", "error_code": None, "error_detail_ref": None,
+           "evaluation_scores": {}}
+
+
+def test_an_outcome_record_is_read_exactly_when_the_published_v1_schema_admits_it(
+        tmp_path: Path) -> None:
+    """A trace outcome record is agent-utilities' TraceOutcome v1, whose schema is content
+    free by construction ("additionalProperties": false; prompts and responses excluded):
+    a record that carries a prompt, a negative or fractional time, an empty reference, a
+    metric that is no number or a policy decision outside its enum is not that record, and
+    is reported (trace.event-malformed at its line), never read as one. The published
+    schema is the oracle, line by line."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json.loads(OUTCOME_SCHEMA.read_text()))
+    variants: list[dict[str, Any]] = [
+        OUTCOME,
+        {**OUTCOME, "prompt": "the user's own words"},
+        {**OUTCOME, "started_at_ms": -5},
+        {**OUTCOME, "ended_at_ms": 2000.5},
+        {**OUTCOME, "started_at_ms": "1000"},
+        {**OUTCOME, "input_artifact_refs": [""]},
+        {**OUTCOME, "output_artifact_refs": [7]},
+        {**OUTCOME, "metrics": {"latency_ms": "fast"}},
+        {**OUTCOME, "metrics": {"ok": True}},
+        {**OUTCOME, "evaluation_scores": []},
+        {**OUTCOME, "policy_decision": "maybe"},
+        {**OUTCOME, "error_code": ""},
+        {**OUTCOME, "error_code": "E_TIMEOUT", "error_detail_ref": "artifact:diag-1"},
+        {**OUTCOME, "status": "failed", "evaluation_scores": {"reward": 0.25}},
+    ]
+    admitted = [validator.is_valid(v) for v in variants]
+    assert admitted.count(True) == 3 and admitted.count(False) == len(variants) - 3
+    (tmp_path / "outcomes.jsonl").write_text("".join(json.dumps(v) + "\n" for v in variants))
+
+    proc = _run(["trace", "outcomes.jsonl", "--format", "json"], tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    summary = _results(proc)[-1]["summary"]
+    assert summary["records"] == admitted.count(True)
+    flagged = {r["path"] for r in summary["reasons"] if r["code"] == "trace.event-malformed"}
+    assert flagged == {f"/{n}" for n, ok in enumerate(admitted) if not ok}
+    # Names of members the schema does not define are counted, never shown: they may be the
+    # very content the record keeps out.
+    assert "prompt" not in proc.stdout and "the user's own words" not in proc.stdout

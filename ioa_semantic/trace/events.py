@@ -19,9 +19,10 @@ The fold is plain JSON so that ``--state`` can checkpoint it (``_trace_state``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any, NamedTuple
 
@@ -72,6 +73,39 @@ OUTCOME_REQUIRED = (
     "policy_decision", "error_code", "error_detail_ref", "evaluation_scores",
 )
 _OUTCOME_STATUSES = ("succeeded", "failed", "cancelled", "denied")
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_refs(value: Any) -> bool:
+    return type(value) is list and all(type(v) is str and v for v in value)
+
+
+def _is_scores(value: Any) -> bool:
+    return type(value) is dict and all(
+        type(v) in (int, float) and math.isfinite(v) for v in value.values())
+
+
+def _is_optional_ref(value: Any) -> bool:
+    return value is None or (type(value) is str and value != "")
+
+
+# The members of agent-utilities' TraceOutcome v1 (trace-outcome.schema.json) that the
+# checks above leave aside, each with what its schema admits.
+_OUTCOME_MEMBERS: dict[str, Callable[[Any], bool]] = {
+    "started_at_ms": _is_count,
+    "ended_at_ms": _is_count,
+    "input_artifact_refs": _is_refs,
+    "output_artifact_refs": _is_refs,
+    "metrics": _is_scores,
+    "evaluation_scores": _is_scores,
+    "policy_decision": lambda value: value in ("allow", "deny", "not_applicable"),
+    "error_code": _is_optional_ref,
+    "error_detail_ref": _is_optional_ref,
+}
+_OUTCOME_KNOWN = frozenset(OUTCOME_REQUIRED)
 
 DEFAULT_MAX_LINE_BYTES = 16 << 20
 _UNBOUNDED_DEPTH = 1 << 62
@@ -581,13 +615,17 @@ class Fold:
             wrong.append("status")
         if record.get("schema_version") != "1":
             wrong.append("schema_version")
-        for member in ("input_artifact_refs", "output_artifact_refs"):
-            if member in record and not isinstance(record[member], list):
-                wrong.append(member)
-        if missing or wrong:
+        wrong.extend(m for m, fits in _OUTCOME_MEMBERS.items() if m in record and not fits(record[m]))
+        # The v1 schema admits no other member ("additionalProperties": false): a record that
+        # carries one (a prompt, a response) is not the content-free record it claims to be.
+        # Their names are counted, never shown: they may be the very content kept out.
+        extra = sum(1 for m in record if m not in _OUTCOME_KNOWN)
+        if missing or wrong or extra:
             detail = "; ".join(filter(None, (
                 f"missing {', '.join(missing)}" if missing else "",
-                f"malformed {', '.join(wrong)}" if wrong else "")))
+                f"malformed {', '.join(wrong)}" if wrong else "",
+                f"{extra} member{'s' if extra > 1 else ''} the v1 schema does not define"
+                if extra else "")))
             self.problems.append(["trace.event-malformed", seq, f"a trace outcome record: {detail}"])
             return
         self.records.append({
