@@ -247,3 +247,50 @@ def test_an_outcome_record_is_read_exactly_when_the_published_v1_schema_admits_i
     # Names of members the schema does not define are counted, never shown: they may be the
     # very content the record keeps out.
     assert "prompt" not in proc.stdout and "the user's own words" not in proc.stdout
+
+
+# --- the baseline context is the receiver's (rule 2) ----------------------------------------
+
+
+@pytest.mark.parametrize("definition", [{"@id": "https://example.org/ioa/semantic#"},
+                                        {"@id": "ioa:", "@protected": True}])
+def test_the_baseline_prefix_as_an_expanded_definition_is_a_redefinition(
+        tmp_path: Path, definition: dict[str, Any]) -> None:
+    """Rule 2: a sender's definition of a baseline term must equal the baseline's, "whether or
+    not JSON-LD itself would accept it". ``"ioa": {"@id": "...semantic#"}`` names the same
+    IRI, but JSON-LD 1.1 takes an expanded definition for a prefix only with "@prefix":
+    every ioa:... of the document stays unexpanded. That is one jsonld.term-redefinition at
+    /@context/ioa, not two dozen envelope and scheme reasons at the document's root."""
+    envelope = envelope_62()
+    envelope["@context"]["ioa"] = definition
+    (tmp_path / "e.jsonld").write_text(json.dumps(envelope))
+    registration = registration_63()
+    registration["@context"]["ioa"] = definition
+    (tmp_path / "r.jsonl").write_text(json.dumps(registration) + "\n")
+
+    proc = _run(["e.jsonld", "--profile", "cs-translation", "--at", AT, "--format", "json"],
+                tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    (result,) = _results(proc)
+    assert [(r["code"], r["path"]) for r in result["reasons"]] == [
+        ("jsonld.term-redefinition", "/@context/ioa")]
+
+    audit = _run(["audit", "r.jsonl", "--profile", "cs-translation", "--format", "json"],
+                 tmp_path)
+    assert audit.returncode == 1, audit.stderr
+    first = _results(audit)[0]
+    assert first["status"] == "invalid"
+    assert ("jsonld.term-redefinition", "/@context/ioa") in [
+        (r["code"], r["path"]) for r in first["reasons"]]
+
+
+def test_a_baseline_term_in_expanded_form_with_the_same_meaning_is_accepted(
+        tmp_path: Path) -> None:
+    """The other side: a term that is no prefix (ontologyVersion) may be written as
+    {"@id": ...} with the baseline's IRI: the same meaning, compatible."""
+    envelope = envelope_62()
+    envelope["@context"]["ontologyVersion"] = {"@id": "ioa:ontologyVersion"}
+    (tmp_path / "e.jsonld").write_text(json.dumps(envelope))
+    proc = _run(["e.jsonld", "--profile", "cs-translation", "--at", AT, "--format", "json"],
+                tmp_path)
+    assert proc.returncode == 0, proc.stdout
