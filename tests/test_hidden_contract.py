@@ -294,3 +294,20 @@ def test_a_baseline_term_in_expanded_form_with_the_same_meaning_is_accepted(
     proc = _run(["e.jsonld", "--profile", "cs-translation", "--at", AT, "--format", "json"],
                 tmp_path)
     assert proc.returncode == 0, proc.stdout
+
+
+# --- exit status 74: the environment failed the run ---------------------------------------
+
+
+def test_a_trace_state_file_that_cannot_be_written_is_exit_74_naming_it(tmp_path: Path) -> None:
+    """Exit 74: "the environment failed the run (disk full, an output or state file that
+    cannot be written): a message on stderr naming the file". A --state in a folder that
+    does not exist was an internal error (70, a traceback) instead."""
+    run, manifests = _run_folder(tmp_path)
+    state = tmp_path / "no-such-folder" / "trace.state"
+    proc = _run(["trace", str(run), "--manifests", str(manifests), "--state", str(state),
+                 "--format", "json"], tmp_path)
+    assert proc.returncode == 74, proc.stderr
+    assert proc.stdout == ""
+    assert f"cannot write {state}" in proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
