@@ -1108,7 +1108,8 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
             continue
         where, path = place(seq)
         if code == "trace.attribute-malformed":
-            # A member of the event not used; the event itself is read.
+            # A member of the event not used (the timestamp, the one an event reports so);
+            # the event itself is read.
             findings.append(finding(code, f"{where}: {detail}", f"{path}/timestamp",
                                     severity=Severity.WARNING))
             continue
