@@ -635,6 +635,15 @@ def _definition_problem(key: str, value: Any, strings: Resolved,
             return ("jsonld.term-redefinition",
                     f"{key!r} carries {sorted(set(value) - _SIMPLE_DEFINITION_KEYS)}, "
                     "which the baseline definition does not")
+        if key in baseline.prefixes and isinstance(value, dict):
+            # JSON-LD 1.1 uses a term as a prefix only when its definition is a string (or
+            # says "@prefix": true, refused above): the baseline's prefix written as
+            # {"@id": ...} names the same IRI but leaves every compact IRI through it
+            # unexpanded, another meaning of the document (rule 2).
+            return ("jsonld.term-redefinition",
+                    f"{key!r} is a prefix of the baseline 6.1 context; as an expanded term "
+                    f"definition it is no prefix in JSON-LD 1.1, and {key}:... would not "
+                    "expand")
         return None
     if value is None:
         return None

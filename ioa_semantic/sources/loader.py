@@ -891,6 +891,13 @@ def registration_from_node(node: dict[str, Any], origin: str, index: int,
         ontology = (ontology_id[0], version[0])
     elif not ontology_id and not version and default_ontology is not None:
         ontology = default_ontology
+    elif ontology_id or version:
+        # Half a pair is no ontology: reading it under the profile's would guess the other
+        # half (rule 5), and blaming the profile would send its operator the wrong way.
+        named, absent = ("ontologyId", "ontologyVersion") if ontology_id else (
+            "ontologyVersion", "ontologyId")
+        return (f"the registration names an {named} but no {absent}: an ontology is named "
+                "by the pair")
     else:
         return ("the registration names no ontologyId and ontologyVersion pair, and the profile "
                 "does not accept exactly one ontology to read it under")

@@ -30,6 +30,10 @@ _XSD = "http://www.w3.org/2001/XMLSchema#"
 # What any node may carry besides settings: its type and words for people.
 _DESCRIPTIVE = frozenset({RDF_TYPE, RDFS + "label", RDFS + "comment"})
 _NUMBERS = frozenset({_XSD + "integer", _XSD + "decimal", _XSD + "double", _XSD + "float"})
+# RFC 3986 3.1: a scheme is a letter, then letters, digits, "+", "-" or ".". An allowed scheme
+# written otherwise ("https:", "") matches no IRI, so every envelope would be invalid for a
+# reason that lies in the profile.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 
 @cache
@@ -140,6 +144,11 @@ def _kind_problem(kind: str, value: Any) -> str | None:
     if kind == "text":
         return None if literal and datatype == _XSD + "string" and not value.language else (
             "a plain string (\"...\")")
+    if kind == "scheme":
+        ok = literal and datatype == _XSD + "string" and not value.language and (
+            _SCHEME.fullmatch(value.value) is not None)
+        return None if ok else (
+            "a URI scheme's name (a letter, then letters, digits, '+', '-' or '.'; no colon)")
     if kind == "boolean":
         return None if literal and datatype == _XSD + "boolean" else "true or false"
     if kind == "number":

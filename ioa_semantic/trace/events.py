@@ -19,9 +19,10 @@ The fold is plain JSON so that ``--state`` can checkpoint it (``_trace_state``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any, NamedTuple
 
@@ -72,6 +73,39 @@ OUTCOME_REQUIRED = (
     "policy_decision", "error_code", "error_detail_ref", "evaluation_scores",
 )
 _OUTCOME_STATUSES = ("succeeded", "failed", "cancelled", "denied")
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_refs(value: Any) -> bool:
+    return type(value) is list and all(type(v) is str and v for v in value)
+
+
+def _is_scores(value: Any) -> bool:
+    return type(value) is dict and all(
+        type(v) in (int, float) and math.isfinite(v) for v in value.values())
+
+
+def _is_optional_ref(value: Any) -> bool:
+    return value is None or (type(value) is str and value != "")
+
+
+# The members of agent-utilities' TraceOutcome v1 (trace-outcome.schema.json) that the
+# checks above leave aside, each with what its schema admits.
+_OUTCOME_MEMBERS: dict[str, Callable[[Any], bool]] = {
+    "started_at_ms": _is_count,
+    "ended_at_ms": _is_count,
+    "input_artifact_refs": _is_refs,
+    "output_artifact_refs": _is_refs,
+    "metrics": _is_scores,
+    "evaluation_scores": _is_scores,
+    "policy_decision": lambda value: value in ("allow", "deny", "not_applicable"),
+    "error_code": _is_optional_ref,
+    "error_detail_ref": _is_optional_ref,
+}
+_OUTCOME_KNOWN = frozenset(OUTCOME_REQUIRED)
 
 DEFAULT_MAX_LINE_BYTES = 16 << 20
 _UNBOUNDED_DEPTH = 1 << 62
@@ -233,6 +267,12 @@ def _instant(value: Any) -> str | None:
     elif kind is int and -_PLAIN_INT < value < _PLAIN_INT:
         return str(value)
     return _decimal_instant(value)
+
+
+def _shown_value(value: Any) -> str:
+    """A member's value in a message: as JSON, cut to a length a reason can carry."""
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _decimal_instant(value: Any) -> str | None:
@@ -510,9 +550,16 @@ class Fold:
         # for each would cost a long run's fold a few bytes an event).
         phase = _PHASES[phase]
         call[_LINE_OF[phase]] = seq
-        instant = _instant(event.get("timestamp"))
+        stamp = event.get("timestamp")
+        instant = _instant(stamp)
         if instant is not None:
             call[phase] = instant
+        elif stamp is not None:
+            # The schema's timestamp is a number of Unix seconds on every event: one of
+            # another kind times nothing, and is said so rather than left out unseen.
+            self.problems.append(["trace.attribute-malformed", seq,
+                                  f"the timestamp {_shown_value(stamp)} is not a number of "
+                                  "Unix seconds; the call's time is not used"])
         self._agree(seq, call, "agent", _text(event.get("agent_id")))
         parent = _text(event.get("parent_call_id"))
         # mas-lab writes an execution_end whose parent is the call itself: not a parent.
@@ -568,13 +615,17 @@ class Fold:
             wrong.append("status")
         if record.get("schema_version") != "1":
             wrong.append("schema_version")
-        for member in ("input_artifact_refs", "output_artifact_refs"):
-            if member in record and not isinstance(record[member], list):
-                wrong.append(member)
-        if missing or wrong:
+        wrong.extend(m for m, fits in _OUTCOME_MEMBERS.items() if m in record and not fits(record[m]))
+        # The v1 schema admits no other member ("additionalProperties": false): a record that
+        # carries one (a prompt, a response) is not the content-free record it claims to be.
+        # Their names are counted, never shown: they may be the very content kept out.
+        extra = sum(1 for m in record if m not in _OUTCOME_KNOWN)
+        if missing or wrong or extra:
             detail = "; ".join(filter(None, (
                 f"missing {', '.join(missing)}" if missing else "",
-                f"malformed {', '.join(wrong)}" if wrong else "")))
+                f"malformed {', '.join(wrong)}" if wrong else "",
+                f"{extra} member{'s' if extra > 1 else ''} the v1 schema does not define"
+                if extra else "")))
             self.problems.append(["trace.event-malformed", seq, f"a trace outcome record: {detail}"])
             return
         self.records.append({
@@ -1055,8 +1106,14 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
                       "inconsistently; the ambiguous part is not used",
                 path, severity=Severity.WARNING))
             continue
-        skipped += 1
         where, path = place(seq)
+        if code == "trace.attribute-malformed":
+            # A member of the event not used (the timestamp, the one an event reports so);
+            # the event itself is read.
+            findings.append(finding(code, f"{where}: {detail}", f"{path}/timestamp",
+                                    severity=Severity.WARNING))
+            continue
+        skipped += 1
         findings.append(finding(code, f"{where}: {detail}; the line is skipped",
                                 path, severity=Severity.WARNING))
     for other, (seq, count) in sorted(fold.other_runs.items(), key=lambda item: item[1]):

@@ -15,13 +15,14 @@ and reads on from the offset, so appended events are consumed incrementally.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 from collections.abc import Callable
 from typing import IO, Any
 
-from .._exceptions import ConfigurationError
+from .._exceptions import ConfigurationError, WriteFailed
 from .._files import claim, first_line
 from . import formats
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
@@ -92,7 +93,12 @@ class Cursor:
         try:
             handle = open(self.path, "r+b")  # noqa: SIM115 (kept open for appending)
         except FileNotFoundError:
-            handle = open(self.path, "w+b")  # noqa: SIM115
+            try:
+                handle = open(self.path, "w+b")  # noqa: SIM115
+            except OSError as exc:
+                # Its folder is missing or read-only: the environment failed (74), not the
+                # tool (a traceback) nor the input.
+                raise WriteFailed(self.path, exc) from None
         except OSError as exc:
             raise StateError(f"--state {self.path} cannot be opened: {exc.strerror}") from None
         valid_end = 0
@@ -112,11 +118,16 @@ class Cursor:
                 self.positions[value["input"]] = value
                 self.deltas.setdefault(value["input"], []).append(value["delta"])
             valid_end = line.end
-        handle.seek(valid_end)
-        handle.truncate()
-        if first:
-            handle.write(json.dumps(header).encode() + b"\n")
-            self._sync(handle)
+        try:
+            handle.seek(valid_end)
+            handle.truncate()
+            if first:
+                handle.write(json.dumps(header).encode() + b"\n")
+                self._sync(handle)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # closing flushes the same failed write again
+                handle.close()
+            raise WriteFailed(self.path, exc) from None
         self._handle = handle
 
     def restore(self, source: Source, fold: Fold) -> tuple[int, int, Any]:
@@ -161,8 +172,11 @@ class Cursor:
         entry = {"input": source.key, "seq": seq, "offset": offset, "sha256": sha256,
                  "delta": delta}
         # Key order is kept: reports list members in the order the fold made them.
-        self._handle.write(_line(entry))
-        self._sync(self._handle)
+        try:
+            self._handle.write(_line(entry))
+            self._sync(self._handle)
+        except OSError as exc:  # the disk filled up, or the device failed, under the run
+            raise WriteFailed(self.path, exc) from None
 
     @staticmethod
     def _sync(handle: IO[bytes]) -> None:
@@ -171,8 +185,11 @@ class Cursor:
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            handle, self._handle = self._handle, None
+            try:
+                handle.close()
+            except OSError as exc:  # what a failed checkpoint left buffered, written again
+                raise WriteFailed(self.path, exc) from None
 
 
 # The input read between two calls of ``consume``'s ``on_batch`` at most (a line or a message
