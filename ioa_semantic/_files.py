@@ -17,7 +17,6 @@ import contextlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO
 
@@ -159,6 +158,10 @@ class Replacement:
                 open(path, "wb") if own is None else os.fdopen(os.dup(own), "wb"))  # noqa: SIM115
             return
         folder = os.path.dirname(path) or "."
+        # Imported here: tempfile brings shutil, and with it bz2 and lzma, into every
+        # command's start (a check that writes no file among them).
+        import tempfile
+
         descriptor, self.temporary = tempfile.mkstemp(
             dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".partial")
         try:

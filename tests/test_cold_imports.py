@@ -23,3 +23,22 @@ def test_a_check_imports_none_of_the_other_commands_machinery() -> None:
     proc = run_python(script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().strip() == "[]", proc.stderr
+
+
+# What no check of one envelope uses: multiprocessing (a shapes worker's pipe: a profile with
+# patterns pySHACL must evaluate starts one, the shipped profile none), tempfile and the
+# archives shutil imports (a command's output file), the network (serve's listening socket).
+UNUSED_BY_A_CHECK = ("multiprocessing", "tempfile", "shutil", "bz2", "lzma", "socket")
+
+
+def test_a_check_imports_none_of_the_standard_librarys_machinery_it_does_not_use() -> None:
+    script = (
+        "import io, sys, contextlib\n"
+        "from ioa_semantic.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation',"
+        " '--at', '2026-06-01T00:00:00Z'])\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {UNUSED_BY_A_CHECK!r}))\n")
+    proc = run_python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().strip() == "[]", proc.stderr

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -32,6 +31,8 @@ from ..reporters.check import REPORTERS
 from .parsing import _instant, _parameter, _positive, _size, add_checker_arguments, limits_of
 
 if TYPE_CHECKING:
+    import socket
+
     from starlette.applications import Starlette
 
     from ..impact import Impact
@@ -203,6 +204,8 @@ def _worker_checker(argv: list[str]) -> Checker:
 
 def _bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host``:``port`` (the first address the host resolves to)."""
+    import socket
+
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
     sock = socket.socket(family, kind, proto)
@@ -315,6 +318,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     # status, said by cli.main.
     checker = _checker(opts)
     limits = _limits(opts)
+    import socket  # here, not with the command line: a check imports every command's module
+
     try:
         sock = _bind(opts.host, opts.port)
     except socket.gaierror as exc:

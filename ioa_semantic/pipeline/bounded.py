@@ -24,7 +24,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import Any
 
 from .._exceptions import IoaSemanticError
@@ -66,6 +65,10 @@ class _Worker:
         os.close(to_us)
         self.owner = os.getpid()
         self.prepared: set[str] = set()
+        # Imported when a worker starts, not with the package: multiprocessing brings socket,
+        # shutil, bz2 and lzma with it, into every check's start, most of which start none.
+        from multiprocessing.connection import Connection
+
         self.send, self.receive = Connection(from_us, readable=False), Connection(from_worker,
                                                                                   writable=False)
         if not self.receive.poll(_START_DEADLINE):
@@ -194,6 +197,8 @@ def _main(receive_fd: int, send_fd: int, module: str) -> None:
     other exception is the tool's, sent as a :class:`WorkerFailed`); it ends when the
     parent closes its pipe (or exits). ``module`` (the first call's function's) is imported
     before the worker says it is ready, so that no call's deadline pays for it."""
+    from multiprocessing.connection import Connection
+
     receive, connection = Connection(receive_fd, writable=False), Connection(
         send_fd, readable=False)
     _end_with_parent(os.getppid())
