@@ -203,6 +203,11 @@ class Checker:
         self.recorder = recorder
         #: What this Checker was built from, kept only for a recorder (it may judge again).
         self.offered: Offered | None = None
+        #: What the recorder keeps of this Checker (a decision log: its configuration, written
+        #: once). Held by the Checker, so that it goes with it: the recorder cannot key it by
+        #: the Checker's id() (reused once the Checker is collected), nor by a weak reference
+        #: (a Checker compiled by mypyc takes none).
+        self.recorded: Any = None
         if recorder is not None:
             self.offered = Offered(
                 profile if isinstance(profile, str) else self.profile.source,

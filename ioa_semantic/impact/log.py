@@ -24,10 +24,9 @@ import os
 import re
 import tempfile
 import threading
-import weakref
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .._checker import Checked, Checker
 from .._exceptions import ConfigurationError
@@ -78,11 +77,6 @@ class DecisionLog:
         self.path = path
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        # Each Checker's configuration, written once per Checker (its objects stored). Held
-        # by the Checker itself, not by its id(): a Checker collected leaves its id to the
-        # next one made, which would be logged under the first one's configuration.
-        self._configurations: weakref.WeakKeyDictionary[Checker, dict[str, Any]] = (
-            weakref.WeakKeyDictionary())
 
     def record(self, checker: Checker, checked: Checked) -> None:
         """Append one decision (and keep its envelope in the objects folder)."""
@@ -138,10 +132,14 @@ class DecisionLog:
         }
 
     def _configuration(self, checker: Checker) -> dict[str, Any]:
+        # Each Checker's configuration, written once per Checker (its objects stored), is
+        # held by the Checker itself (Checker.recorded), never by its id(): a Checker
+        # collected leaves its id to the next one made, which would be logged under the
+        # first one's configuration.
         with self._lock:
-            known = self._configurations.get(checker)
-        if known is not None:
-            return known
+            known = checker.recorded
+        if isinstance(known, tuple) and known[0] is self:
+            return cast(dict[str, Any], known[1])
         offered = checker.offered
         if offered is None:
             raise ConfigurationError("a decision log needs the Checker built with it "
@@ -167,7 +165,10 @@ class DecisionLog:
             "checker": os.urandom(16).hex(),
         }
         with self._lock:
-            self._configurations[checker] = configuration
+            known = checker.recorded
+            if isinstance(known, tuple) and known[0] is self:
+                return cast(dict[str, Any], known[1])  # another thread's, first
+            checker.recorded = (self, configuration)
         return configuration
 
     def _keep(self, data: bytes) -> str:
