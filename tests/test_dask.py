@@ -456,3 +456,65 @@ def test_impact_on_the_cluster_prints_what_impact_prints_locally(
         summary = json.loads(remote.stdout.splitlines()[-1])["summary"]
         assert summary["rejudged"] == summary["registrations"] > 1000
         assert summary["flipped"] > 0
+
+
+@pytest.fixture(scope="module")
+def decision_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log of three Checkers' runs, interleaved: 12.1 repeated under several task
+    parameters, the other examples, a named instance seen again with another content (5.3),
+    a malformed envelope; with the shipped artifact offered or not."""
+    from datetime import UTC, datetime
+
+    from ioa_semantic import Checker
+    from ioa_semantic.impact import DecisionLog
+
+    folder = tmp_path_factory.mktemp("logged")
+    log = str(folder / "decisions.jsonl")
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    first = (examples / "envelope-12.1.jsonld").read_bytes()
+    named = first.replace(b'"@type": "ioa:SemanticProfile",',
+                          b'"@type": "ioa:SemanticProfile", "@id": "urn:e:1",')
+    envelopes = [first, (examples / "envelope-6.2.jsonld").read_bytes(),
+                 (examples / "legal-contract.jsonld").read_bytes(), named,
+                 named.replace(b'"LLM"', b'"large language model"'), b'{"@type": ']
+    params = [{}, {"sourceLang": "zh", "targetLang": "en"}, {"sourceLang": "fr"}]
+    checkers = [Checker("cs-translation", capabilities=[examples / "provider-12.1.jsonld"],
+                        alignments=alignments, recorder=DecisionLog(log))
+                for alignments in (["cs-doc-v1"], [], ["cs-doc-v1"])]
+    june = datetime(2026, 6, 1, tzinfo=UTC)
+    for i in range(700):  # about three batches' worth of touched decisions
+        checkers[i % 3].check(envelopes[i // 3 % len(envelopes)], params=params[i // 2 % 3],
+                              at=june, source=f"e{i % 5}.jsonld")
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "sarif", "html"])
+def test_a_logs_impact_on_the_cluster_prints_what_impact_prints_locally(
+        cluster: tuple[str, Client], decision_log: Path, fmt: str) -> None:
+    # Issue 40, item 3: a decision log's touched decisions judged on the cluster. Two parts
+    # touch most decisions (a profile revision the decisions past the baseline read, and an
+    # instant past the artifact's validUntil), so causes are judged part by part too.
+    address, _ = cluster
+    shipped = (Path(__file__).resolve().parents[1]
+               / "ioa_semantic/data/profiles/cs-translation.ttl").read_text()
+    (decision_log / "law-too.ttl").write_text(shipped.replace(
+        "iop:permittedDomain cs:ComputerScience ;",
+        "iop:permittedDomain cs:ComputerScience, law:Law ;"))
+
+    def impact(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([IOA_CHECK, "impact", "decisions.jsonl", "--profile",
+                               "law-too.ttl", "--at", "2027-06-01T00:00:00Z", "--format", fmt,
+                               *args], cwd=decision_log, capture_output=True, timeout=300)
+
+    local = impact()
+    remote = impact("--scheduler", address)
+    assert remote.stderr == b"", remote.stderr.decode()
+    assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout)
+    assert local.returncode == 1
+    if fmt == "json":
+        summary = json.loads(remote.stdout.splitlines()[-1])["summary"]
+        assert summary["decisions"] == 700 and summary["rejudged"] > 512
+        assert summary["flipped"] > 0 and len(summary["causes"]) > 1
+        # Each Checker saw the named instance with two contents: the revision memory the
+        # workers restore finds the second ambiguous, as the local run does.
+        assert b"profile.revision-ambiguous" in remote.stdout
