@@ -330,8 +330,8 @@ class Impact:
 _Memoized = tuple[Decision, tuple[bytes, bytes] | None, bool]
 #: The memo's bounds: distinct decisions kept, and what they weigh (as a Checker's cache
 #: weighs them: their reasons' text and a share for the rest).
-MEMO_ENTRIES = 16384
-MEMO_BYTES = 64 << 20
+MEMO_ENTRIES = 8192
+MEMO_BYTES = 32 << 20
 
 
 class _Judge:
