@@ -507,13 +507,17 @@ def test_a_logs_impact_on_the_cluster_prints_what_impact_prints_locally(
                                *args], cwd=decision_log, capture_output=True, timeout=300)
 
     local = impact()
-    remote = impact("--scheduler", address)
+    with get_task_stream(cluster[1]) as stream:
+        remote = impact("--scheduler", address)
     assert remote.stderr == b"", remote.stderr.decode()
     assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout)
     assert local.returncode == 1
+    # Judged on the workers, in batches of 256 touched decisions.
+    batches = {str(t["key"]) for t in stream.data if str(t["key"]).startswith("judge_batch")}
     if fmt == "json":
         summary = json.loads(remote.stdout.splitlines()[-1])["summary"]
         assert summary["decisions"] == 700 and summary["rejudged"] > 512
+        assert len(batches) == -(-summary["rejudged"] // 256)
         assert summary["flipped"] > 0 and len(summary["causes"]) > 1
         # Each Checker saw the named instance with two contents: the revision memory the
         # workers restore finds the second ambiguous, as the local run does.
