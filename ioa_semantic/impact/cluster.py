@@ -16,7 +16,8 @@ run's.
 What a batch cannot carry: the instance a decision's judgement under the change gives
 content to where the log recorded none (one rejected at the baseline before, read now) is
 remembered by the later decisions of its Checker in the same batch only, where the local run
-remembers it for the rest of the log (while its replayed Checker is kept).
+remembers it until its replayed Checker turns to another logged Checker's decisions (or is
+dropped for another configuration's).
 
 Importing this module imports Dask; the command line imports it only for ``--scheduler``.
 """
