@@ -522,3 +522,45 @@ def test_a_logs_impact_on_the_cluster_prints_what_impact_prints_locally(
         # Each Checker saw the named instance with two contents: the revision memory the
         # workers restore finds the second ambiguous, as the local run does.
         assert b"profile.revision-ambiguous" in remote.stdout
+
+
+def test_a_worker_killed_mid_impact_is_replaced_and_the_output_is_unchanged(
+        cluster: tuple[str, Client], decision_log: Path) -> None:
+    address, client = cluster
+    shipped = (Path(__file__).resolve().parents[1]
+               / "ioa_semantic/data/profiles/cs-translation.ttl").read_text()
+    (decision_log / "law-too.ttl").write_text(shipped.replace(
+        "iop:permittedDomain cs:ComputerScience ;",
+        "iop:permittedDomain cs:ComputerScience, law:Law ;"))
+    # An instant of its own: the workers build their Checkers for it afresh (what they
+    # built for the other tests' change would judge its batches before one could be killed).
+    args = [IOA_CHECK, "impact", "decisions.jsonl", "--profile", "law-too.ttl", "--at",
+            "2027-07-01T00:00:00Z", "--format", "json"]
+    local = subprocess.run(args, cwd=decision_log, capture_output=True, timeout=300)
+    with get_task_stream(client) as stream:
+        proc = subprocess.Popen([*args, "--scheduler", address], cwd=decision_log,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            # Wait until a worker is judging one of this run's batches, then kill it.
+            deadline = time.monotonic() + 60
+            busy: dict[str, list[str]] = {}
+            while not busy:
+                assert proc.poll() is None, "impact ended before a worker could be killed"
+                assert time.monotonic() < deadline
+                busy = {worker: [str(key) for key in keys
+                                 if str(key).startswith("judge_batch")]
+                        for worker, keys in client.processing().items()}  # type: ignore[no-untyped-call]
+                busy = {worker: keys for worker, keys in busy.items() if keys}
+                time.sleep(0.01)
+            worker, interrupted = next(iter(busy.items()))
+            victim = client.run(os.getpid, workers=[worker])[worker]
+            os.kill(victim, signal.SIGKILL)
+            stdout, stderr = proc.communicate(timeout=180)
+        finally:
+            proc.kill()
+    assert b"Traceback" not in stderr
+    assert (proc.returncode, stdout) == (local.returncode, local.stdout)
+    # What the killed process was judging was judged again by another.
+    redone = {str(task["key"]): task["worker"] for task in stream.data}
+    assert all(redone[key] != worker for key in interrupted)
+    client.wait_for_workers(2, timeout=60)
