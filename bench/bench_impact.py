@@ -3,7 +3,8 @@ corpus of registrations (an audit's report and its inputs) and over a decision l
 judging everything twice, with reading the report or log alone as the floor.
 
 Usage: python bench/bench_impact.py [--size 1000000] [--log-size 1000000] [--jobs 2]
-       [--corpora registrations,logs] [--log-changes trust,domain] [--keep FOLDER]
+       [--corpora registrations,logs] [--log-changes trust,domain] [--distinct 2000]
+       [--keep FOLDER]
 (run with the interpreter of an environment where the project is installed with [test]).
 
 Registrations: ``--size`` registrations of bench/traffic.py (``registrations(size, 50_000)``,
@@ -16,12 +17,14 @@ about 4% invalid) are written to a JSON Lines file and audited once under the sh
 * impact: ``ioa-check impact --audit-report ... --registrations ... --profile NEW``;
 * floor: the report read alone (each line parsed as JSON).
 
-Decision log: ``--log-size`` decisions, of 2,000 distinct envelopes (fewer for a smaller
-log) of bench/traffic.py (``envelopes(2000, 5)``, the 12.1 provider and the shipped
-artifact offered, ``zh`` to ``en``), judged once into a log by a Checker and the lines
-repeated to the size. Rows: naive (every logged envelope judged under the old and the new
-configuration, one Checker each, the verdicts and reasons compared), impact (``ioa-check
-impact LOG --profile NEW``) and floor (the log read alone, ``read_log``).
+Decision log: ``--log-size`` decisions, of ``--distinct`` distinct envelopes (2,000 by
+default; fewer for a smaller log) of bench/traffic.py (``envelopes(distinct, 5)``, the 12.1
+provider and the shipped artifact offered, ``zh`` to ``en``), judged once into a log by a
+Checker and the lines repeated to the size (each decision repeated size / distinct times).
+Rows: naive (every logged envelope judged under the old and the new configuration, one
+Checker each, the verdicts and reasons compared), impact (``ioa-check impact LOG --profile
+NEW``), impact with its memo off (the library's ``Impact(..., memo=False)``: every touched
+decision judged afresh) and floor (the log read alone, ``read_log``).
 
 The changes, each one statement of the shipped profile's Turtle:
 
@@ -90,6 +93,15 @@ FLOOR_LOG = """
 import sys
 from ioa_semantic.impact import read_log
 print(sum(1 for _ in read_log(sys.argv[1])))
+"""
+
+# Impact with its memo off: every touched decision judged afresh, repeats too.
+IMPACT_NO_MEMO = """
+import sys
+from ioa_semantic.impact import Change, Impact
+impact = Impact([sys.argv[1]], Change(profile=sys.argv[2]), memo=False)
+flipped = sum(1 for _ in impact)
+print(f"{impact.summary.rejudged} judged again, {flipped} flipped (memo off)")
 """
 
 # The naive way over a log: every logged envelope judged under the old and the new
@@ -192,7 +204,8 @@ def registrations(folder: Path, size: int, jobs: int) -> None:
         row("registrations", size, change, "floor: the report read alone", *floor, naive[0])
 
 
-def logs(folder: Path, size: int, changes: list[str]) -> None:
+def logs(folder: Path, size: int, changes: list[str], distinct: int = DISTINCT_ENVELOPES
+         ) -> None:
     from datetime import UTC, datetime
 
     from ioa_semantic import Checker
@@ -203,7 +216,7 @@ def logs(folder: Path, size: int, changes: list[str]) -> None:
                       alignments=["cs-doc-v1"], recorder=DecisionLog(str(log),
                                                                       max_bytes=1 << 40))
     june = datetime(2026, 6, 1, tzinfo=UTC)
-    for envelope in traffic.envelopes(min(DISTINCT_ENVELOPES, size), 5):
+    for envelope in traffic.envelopes(min(distinct, size), 5):
         checker.check(envelope, params={"sourceLang": "zh", "targetLang": "en"}, at=june)
     lines = log.read_bytes().splitlines(keepends=True)
     with log.open("wb") as handle:
@@ -217,6 +230,8 @@ def logs(folder: Path, size: int, changes: list[str]) -> None:
         impact = measured([IOA_CHECK, "impact", str(log), "--profile", str(new), "--format",
                            "json"])
         row("log", size, change, "impact", *impact, naive[0])
+        fresh = measured([sys.executable, "-c", IMPACT_NO_MEMO, str(log), str(new)])
+        row("log", size, change, "impact, memo off", *fresh, naive[0])
         row("log", size, change, "floor: the log read alone", *floor, naive[0])
 
 
@@ -230,6 +245,9 @@ def main() -> None:
     parser.add_argument("--corpora", default="registrations,logs")
     parser.add_argument("--log-changes", default="trust,domain",
                         help="the changes measured over the log (default: trust,domain)")
+    parser.add_argument("--distinct", type=int, default=DISTINCT_ENVELOPES,
+                        help="distinct envelopes in the log (default 2,000): each decision is "
+                             "repeated log-size / distinct times")
     parser.add_argument("--keep", metavar="FOLDER",
                         help="write the corpora here and keep them (default: a temporary "
                              "folder, removed); a folder that holds the registrations, their "
@@ -242,7 +260,7 @@ def main() -> None:
         if "registrations" in args.corpora:
             registrations(folder, args.size, args.jobs)
         if "logs" in args.corpora:
-            logs(folder, args.log_size, args.log_changes.split(","))
+            logs(folder, args.log_size, args.log_changes.split(","), args.distinct)
     finally:
         print(json.dumps({"load": os.getloadavg()}), flush=True)
         if not args.keep:

@@ -404,12 +404,13 @@ class Checker:
             self.recorder.record(self, Checked(data, dict(params), at, decision, instance))
         return decision
 
-    def remember_instance(self, pair: bytes, content: bytes) -> None:
+    def remember_instance(self, pair: bytes, content: bytes) -> bool:
         """Take ``content`` as the first content seen of the instance ``pair`` unless one is
         already held (5.3): how a decision log judged again restores what the checker that
-        logged it had seen, so a revision found ambiguous then is ambiguous again."""
+        logged it had seen, so a revision found ambiguous then is ambiguous again. Whether
+        ``content`` is (now) the first: what a check of that content would find."""
         with self._instances_lock:
-            self._instances.setdefault(pair, content)
+            return self._instances.setdefault(pair, content) == content
 
     def _still_first(self, cached: tuple[Decision, tuple[bytes, bytes] | None]) -> bool:
         """Whether a cached decision may be served: its instance's content is (again) the

@@ -31,3 +31,6 @@ def test_the_impact_bench_measures_each_way_of_each_change(tmp_path: Path) -> No
     # A second trusted issuer: no logged decision screened an artifact of it.
     assert said[("log", "trust", "impact")] == "0 of 12 judged again, 0 flipped"
     assert said[("log", "trust", "floor: the log read alone")] == "12"
+    # The memo off: the same decisions judged again, each afresh.
+    assert said[("log", "domain", "impact, memo off")] == (
+        said[("log", "domain", "impact")].replace(" of 12", "") + " (memo off)")

@@ -456,3 +456,111 @@ def test_impact_on_the_cluster_prints_what_impact_prints_locally(
         summary = json.loads(remote.stdout.splitlines()[-1])["summary"]
         assert summary["rejudged"] == summary["registrations"] > 1000
         assert summary["flipped"] > 0
+
+
+@pytest.fixture(scope="module")
+def decision_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A log of three Checkers' runs, interleaved: 12.1 repeated under several task
+    parameters, the other examples, a named instance seen again with another content (5.3),
+    a malformed envelope; with the shipped artifact offered or not."""
+    from datetime import UTC, datetime
+
+    from ioa_semantic import Checker
+    from ioa_semantic.impact import DecisionLog
+
+    folder = tmp_path_factory.mktemp("logged")
+    log = str(folder / "decisions.jsonl")
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    first = (examples / "envelope-12.1.jsonld").read_bytes()
+    named = first.replace(b'"@type": "ioa:SemanticProfile",',
+                          b'"@type": "ioa:SemanticProfile", "@id": "urn:e:1",')
+    envelopes = [first, (examples / "envelope-6.2.jsonld").read_bytes(),
+                 (examples / "legal-contract.jsonld").read_bytes(), named,
+                 named.replace(b'"LLM"', b'"large language model"'), b'{"@type": ']
+    params = [{}, {"sourceLang": "zh", "targetLang": "en"}, {"sourceLang": "fr"}]
+    checkers = [Checker("cs-translation", capabilities=[examples / "provider-12.1.jsonld"],
+                        alignments=alignments, recorder=DecisionLog(log))
+                for alignments in (["cs-doc-v1"], [], ["cs-doc-v1"])]
+    june = datetime(2026, 6, 1, tzinfo=UTC)
+    for i in range(700):  # about three batches' worth of touched decisions
+        checkers[i % 3].check(envelopes[i // 3 % len(envelopes)], params=params[i // 2 % 3],
+                              at=june, source=f"e{i % 5}.jsonld")
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["json", "text", "sarif", "html"])
+def test_a_logs_impact_on_the_cluster_prints_what_impact_prints_locally(
+        cluster: tuple[str, Client], decision_log: Path, fmt: str) -> None:
+    # Issue 40, item 3: a decision log's touched decisions judged on the cluster. Two parts
+    # touch most decisions (a profile revision the decisions past the baseline read, and an
+    # instant past the artifact's validUntil), so causes are judged part by part too.
+    address, _ = cluster
+    shipped = (Path(__file__).resolve().parents[1]
+               / "ioa_semantic/data/profiles/cs-translation.ttl").read_text()
+    (decision_log / "law-too.ttl").write_text(shipped.replace(
+        "iop:permittedDomain cs:ComputerScience ;",
+        "iop:permittedDomain cs:ComputerScience, law:Law ;"))
+
+    def impact(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([IOA_CHECK, "impact", "decisions.jsonl", "--profile",
+                               "law-too.ttl", "--at", "2027-06-01T00:00:00Z", "--format", fmt,
+                               *args], cwd=decision_log, capture_output=True, timeout=300)
+
+    local = impact()
+    with get_task_stream(cluster[1]) as stream:
+        remote = impact("--scheduler", address)
+    assert remote.stderr == b"", remote.stderr.decode()
+    assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout)
+    assert local.returncode == 1
+    # Judged on the workers, in batches of 256 touched decisions.
+    batches = {str(t["key"]) for t in stream.data if str(t["key"]).startswith("judge_batch")}
+    if fmt == "json":
+        summary = json.loads(remote.stdout.splitlines()[-1])["summary"]
+        assert summary["decisions"] == 700 and summary["rejudged"] > 512
+        assert len(batches) == -(-summary["rejudged"] // 256)
+        assert summary["flipped"] > 0 and len(summary["causes"]) > 1
+        # Each Checker saw the named instance with two contents: the revision memory the
+        # workers restore finds the second ambiguous, as the local run does.
+        assert b"profile.revision-ambiguous" in remote.stdout
+
+
+def test_a_worker_killed_mid_impact_is_replaced_and_the_output_is_unchanged(
+        cluster: tuple[str, Client], decision_log: Path) -> None:
+    address, client = cluster
+    shipped = (Path(__file__).resolve().parents[1]
+               / "ioa_semantic/data/profiles/cs-translation.ttl").read_text()
+    (decision_log / "law-too.ttl").write_text(shipped.replace(
+        "iop:permittedDomain cs:ComputerScience ;",
+        "iop:permittedDomain cs:ComputerScience, law:Law ;"))
+    # An instant of its own: the workers build their Checkers for it afresh (what they
+    # built for the other tests' change would judge its batches before one could be killed).
+    args = [IOA_CHECK, "impact", "decisions.jsonl", "--profile", "law-too.ttl", "--at",
+            "2027-07-01T00:00:00Z", "--format", "json"]
+    local = subprocess.run(args, cwd=decision_log, capture_output=True, timeout=300)
+    with get_task_stream(client) as stream:
+        proc = subprocess.Popen([*args, "--scheduler", address], cwd=decision_log,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            # Wait until a worker is judging one of this run's batches, then kill it.
+            deadline = time.monotonic() + 60
+            busy: dict[str, list[str]] = {}
+            while not busy:
+                assert proc.poll() is None, "impact ended before a worker could be killed"
+                assert time.monotonic() < deadline
+                busy = {worker: [str(key) for key in keys
+                                 if str(key).startswith("judge_batch")]
+                        for worker, keys in client.processing().items()}  # type: ignore[no-untyped-call]
+                busy = {worker: keys for worker, keys in busy.items() if keys}
+                time.sleep(0.01)
+            worker, interrupted = next(iter(busy.items()))
+            victim = client.run(os.getpid, workers=[worker])[worker]
+            os.kill(victim, signal.SIGKILL)
+            stdout, stderr = proc.communicate(timeout=180)
+        finally:
+            proc.kill()
+    assert b"Traceback" not in stderr
+    assert (proc.returncode, stdout) == (local.returncode, local.stdout)
+    # What the killed process was judging was judged again by another.
+    redone = {str(task["key"]): task["worker"] for task in stream.data}
+    assert all(redone[key] != worker for key in interrupted)
+    client.wait_for_workers(2, timeout=60)

@@ -289,3 +289,62 @@ def test_no_registration_skipped_is_one_the_change_flips(
         skipped = len(audited) - sum(1 for w in selective.judged if w[0] == inputs)
         assert sum(selective.summary.skipped.values()) == skipped
         event(f"skipped {10 * skipped // len(audited) * 10}% of the registrations")
+
+
+# Logs with repeats: few distinct checks, each drawn many times (issue 40, item 3).
+repeated = st.lists(st.tuples(
+    st.booleans(),
+    st.lists(st.sampled_from(ARTIFACTS), max_size=2, unique=True),
+    st.lists(st.tuples(st.sampled_from((0, 4, 5, 6, 7)), st.sampled_from(range(2)),
+                       st.sampled_from((1, 2, 4))), min_size=4, max_size=14),
+), min_size=1, max_size=3)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(runs=repeated, described=change)
+# A named instance seen with another content: the repeat of the second is ambiguous only
+# while its run's memory holds the first.
+@example(runs=[(True, ["cs-doc-v1"], [(6, 1, 1), (7, 1, 1), (7, 1, 1), (6, 1, 1)]),
+               (True, ["cs-doc-v1"], [(7, 1, 1), (6, 1, 1), (7, 1, 2)])],
+         described=("law-too", [], [], 4))
+def test_the_memo_gives_each_repeat_what_a_fresh_judgement_gives(
+        pool: dict[str, str], runs: list[Any], described: tuple[Any, ...]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        log = str(Path(folder, "decisions.jsonl"))
+        for offered, artifacts, checks in runs:
+            checker = Checker("cs-translation",
+                              capabilities=[EXAMPLES / "provider-12.1.jsonld"] if offered else [],
+                              alignments=[pool[a] for a in artifacts],
+                              recorder=DecisionLog(log))
+            for envelope, params, instant in checks:
+                checker.check(ENVELOPES[envelope], params=PARAMS[params],
+                              at=INSTANTS[instant])
+        profile, added, withdrawn, instant = described
+        the_change = Change(pool.get(profile, profile) if profile else None,
+                            tuple(pool[a] for a in added), tuple(withdrawn),
+                            INSTANTS[instant] if instant is not None else None)
+        memo = Impact([log], the_change, everything=True, keep=True)
+        fresh = Impact([log], the_change, everything=True, keep=True, memo=False)
+        assert [f.as_dict() for f in memo] == [f.as_dict() for f in fresh]
+        assert memo.summary == fresh.summary
+        assert memo.judged == fresh.judged
+        assert memo.memo is not None and fresh.memo is None
+        event(f"memo hits: {10 * memo.memo.hits // max(len(memo.judged), 1) * 10}% of the "
+              "decisions")
+
+
+def test_a_log_of_repeats_is_judged_once_per_distinct_decision(
+        tmp_path: Path, pool: dict[str, str]) -> None:
+    log = str(tmp_path / "decisions.jsonl")
+    checker = Checker("cs-translation", capabilities=[EXAMPLES / "provider-12.1.jsonld"],
+                      alignments=["cs-doc-v1"], recorder=DecisionLog(log))
+    for i in range(60):  # 3 envelopes x 2 parameter sets, each repeated ten times
+        checker.check(ENVELOPES[i % 3], params=PARAMS[i % 2], at=INSTANTS[1])
+    impact = Impact([log], Change(pool["law-too"], at=INSTANTS[4]))
+    flips = list(impact)
+    assert impact.summary is not None and impact.summary.rejudged == 60 and flips
+    # The whole change, and each of its two parts alone for the flips' causes: three
+    # configurations, six distinct decisions in each; every other judgement is a repeat.
+    assert impact.memo is not None
+    assert impact.memo.misses <= 3 * 6 and impact.memo.hits >= 60 - 6

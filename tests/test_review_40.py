@@ -414,7 +414,7 @@ def test_a_stopped_run_does_not_go_on_judging_a_flips_causes_part_by_part(
     find its causes (a thousand judgements for a thousand artifacts added): a run stopped
     meanwhile went on with all of them. Here the event is set as the first judgement is
     compared; the run ends before the causes are judged."""
-    from ioa_semantic.impact import Impact
+    from ioa_semantic.impact import rejudge
     from ioa_semantic.reporters.impact import json_lines
     from ioa_semantic.service.impacts import ImpactStopped, read_request, run
 
@@ -424,13 +424,13 @@ def test_a_stopped_run_does_not_go_on_judging_a_flips_causes_part_by_part(
         "at": LATER, "withdraw": ["https://example.org/align/cs-doc-v1"]})).encode(),
         datetime.fromisoformat)
     stopped = threading.Event()
-    compare = Impact._compare
+    compare = rejudge.compared
 
-    def compared(self: Impact, item: Any, after: Any) -> Any:
+    def compared(item: Any, after: Any) -> Any:
         stopped.set()
-        return compare(self, item, after)
+        return compare(item, after)
 
-    monkeypatch.setattr(Impact, "_compare", compared)
+    monkeypatch.setattr(rejudge, "compared", compared)
     with pytest.raises(ImpactStopped):
         run(asked, json_lines, shape_timeout=10.0, stopped=stopped)
 

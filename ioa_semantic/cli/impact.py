@@ -53,8 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --audit-report: worker processes judging the registrations "
                              "(default 1)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="with --audit-report: judge the registrations on a Dask cluster, "
-                             "as ioa-check audit --scheduler does (tcp://host:8786, or local:N)")
+                        help="judge the touched decisions (with --audit-report: the "
+                             "registrations) on a Dask cluster, as ioa-check audit --scheduler "
+                             "does (tcp://host:8786, or local:N)")
     parser.add_argument("--profile", metavar="NAME|PATH",
                         help="the new or revised profile: it replaces the profile of the same "
                              "id in the decisions judged under it")
@@ -88,11 +89,12 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             parser.error("name a decision log, or an audit's report with --audit-report")
         audit_only = [name for name, given in (
             ("--registrations", opts.registrations), ("--audited-profile", opts.audited_profile),
-            ("--add-registrations", opts.add_registrations), ("--scheduler", opts.scheduler),
-            ("--jobs", opts.jobs != 1),
+            ("--add-registrations", opts.add_registrations), ("--jobs", opts.jobs != 1),
             ("the limits (--max-bytes, ...)", limits_of(opts) != Limits())) if given]
         if audit_only:
             parser.error(f"{audit_only[0]} needs --audit-report")
+        if opts.scheduler:
+            return _logs_on_cluster(opts.logs, opts.scheduler, change, opts.format)
         impact: ImpactRun = Impact(opts.logs, change)
         return _reported(impact, opts.format)
     if opts.logs:
@@ -137,6 +139,22 @@ def _on_cluster(opts: argparse.Namespace, change: Change) -> int:
         return _reported(RegistrationImpact(
             opts.audit_report, opts.registrations, opts.audited_profile, change,
             judging=judging, cluster=audit_on), opts.format)
+
+
+def _logs_on_cluster(logs: Sequence[str], scheduler: str, change: Change, fmt: str) -> int:
+    """A log's touched decisions judged on a Dask cluster; the report and the exit status
+    are the local run's."""
+    from ..impact import Impact
+
+    try:
+        from ..audit import dask as _dask
+        from ..impact import cluster as _cluster
+    except ModuleNotFoundError as exc:
+        raise ConfigurationError(f"--scheduler needs Dask, and {exc.name} is not installed: "
+                                 "pip install 'ioa-semantic[dask]'") from exc
+    with _dask.connected(scheduler) as cluster:
+        return _reported(Impact(logs, change, judging=_cluster.judging(cluster.client, change)),
+                         fmt)
 
 
 def _reported(impact: ImpactRun, fmt: str) -> int:

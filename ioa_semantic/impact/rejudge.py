@@ -16,14 +16,16 @@ import json
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
-from .._checker import INSTANCES, Checker
+from .._checker import INSTANCES, Checked, Checker, _instant, _weight
 from .._exceptions import IoaSemanticError
 from .._findings import Decision
+from .._memo import BoundedCache
+from ..pipeline import bounded
 from ..pipeline.bounded import SHAPE_TIMEOUT
 from ..pipeline.intake import Limits
 from ..sources.loader import Profile, load_profile, read_artifact
@@ -113,43 +115,156 @@ class _Configuration(NamedTuple):
     engine: str
     limits: tuple[tuple[str, Any], ...] = ()
     shape_timeout: float | None = None
+    # Whether a profile of the change replaced the logged one (however either was named).
+    revised: bool = False
+
+
+class Touched(NamedTuple):
+    """A logged decision some part of the change touches, as it is handed to judging:
+    ``touching`` the parts' positions in the change's, ``run`` the Checker that logged it,
+    ``seen`` that Checker's instances up to it (``end`` entries in all)."""
+
+    item: Logged
+    touching: tuple[int, ...]
+    run: str
+    seen: Seen
+    end: int
+
+
+class Outcome(NamedTuple):
+    """A touched decision judged again: ``unjudgeable`` why it could not be (else None);
+    ``after`` the decision; ``flip`` when it flips (its causes not yet named); ``alone`` the
+    positions of the parts that flip it alone, when several touch it (none: all of them)."""
+
+    unjudgeable: str | None
+    after: Decision | None = None
+    flip: Flip | None = None
+    alone: tuple[int, ...] = ()
+
+
+# Judges a stream of touched decisions, each with its outcome, in the stream's order: here
+# (Impact's own judging) or on a cluster (impact.cluster).
+Judging = Callable[[Iterator[Touched]], Iterator[tuple[Touched, Outcome]]]
+# What judges one decision under some parts (Impact._judge, or a worker's _Judge.judge).
+Judge = Callable[[Logged, Sequence[Part], "Seen", str], Decision]
+
+
+def outcome_of(judge: Judge, parts: Sequence[Part], touched: Touched) -> Outcome:
+    """``touched`` judged again under the whole change (the parts that do not touch it
+    change nothing it read), compared with what was logged and, when it flips and several
+    parts touch it, judged under each of those alone."""
+    item, run, seen = touched.item, touched.run, touched.seen
+    try:
+        after = judge(item, parts, seen, run)
+    except _Unjudgeable as exc:
+        return Outcome(str(exc))
+    flip = compared(item, after)
+    if flip is None or len(touched.touching) < 2:
+        return Outcome(None, after, flip)
+    alone = []
+    for index in touched.touching:
+        try:
+            decision = judge(item, [parts[index]], seen, run)
+        except _Unjudgeable:
+            continue
+        if compared(item, decision) is not None:
+            alone.append(index)
+    return Outcome(None, after, flip, tuple(alone))
+
+
+def compared(item: Logged, after: Decision) -> Flip | None:
+    """The flip of the logged ``item`` judged ``after`` (its causes empty), or None when
+    its verdict and reasons are the logged ones."""
+    logged = item.entry["decision"]
+    before = {_identity(r): r for r in logged["reasons"]}
+    now = {_identity(r.as_dict()): r.as_dict() for r in after.findings}
+    if logged["verdict"] == str(after.verdict) and before.keys() == now.keys():
+        return None
+    return Flip(item.log, item.line, item.entry["envelope"].get("source", "-"),
+                item.entry["envelope"]["sha256"], logged,
+                {"verdict": str(after.verdict), "reasons": list(now.values())},
+                tuple(r for k, r in now.items() if k not in before),
+                tuple(r for k, r in before.items() if k not in now), ())
 
 
 class Impact:
     """The impact of ``change`` on the decisions logged in ``logs`` (each a log path, read
     with its rotated segments). Iterate it for the flips; :attr:`summary` is then complete.
     With ``everything``, every decision is judged again (what the skipping is tested
-    against); with ``keep``, each decision judged again is kept in :attr:`judged`."""
+    against); with ``keep``, each decision judged again is kept in :attr:`judged`.
+
+    ``memo`` (on by default) judges each distinct decision once (see :class:`_Judge`);
+    off, every touched decision is judged afresh (what the memo is tested against).
+    ``judging`` judges the touched decisions elsewhere (a Dask cluster:
+    :func:`ioa_semantic.impact.cluster.judging`); by default, here."""
 
     def __init__(self, logs: Sequence[str], change: Change, *, everything: bool = False,
-                 keep: bool = False) -> None:
+                 keep: bool = False, memo: bool = True,
+                 judging: Judging | None = None) -> None:
         self.logs = tuple(logs)
         self.change = change
         self.parts = parts_of(change)
         self.everything = everything
         self.keep = keep
         self.summary: Summary | None = None
-        self._checkers: dict[_Configuration, _Replay] = {}
+        self.judging: Judging = judging or self._here
+        self._judging = _Judge(memo=memo)
         self._profile_now: Mapping[str, Any] | None = None
         self._profiles_before: dict[str, Profile | None] = {}
-        self._configurations: dict[tuple[str, str, str, tuple[str, ...]], _Configuration] = {}
         #: With ``keep``: every decision judged again, by (log, line).
         self.judged: dict[tuple[str, int], Decision] = {}
 
+    @property
+    def memo(self) -> BoundedCache[tuple[Any, ...], _Memoized] | None:
+        """The decisions judged once for their repeats (None when the memo is off)."""
+        return self._judging.memo
+
     def __iter__(self) -> Iterator[Flip]:
-        skipped: Counter[str] = Counter()
+        self._skipped: Counter[str] = Counter()
+        self._warnings: list[str] = []
+        self._decisions = 0
         unjudgeable: Counter[str] = Counter()
         causes: Counter[str] = Counter()
         transitions: Counter[str] = Counter()
-        warnings: list[str] = []
-        decisions = rejudged = unchanged = flipped = 0
+        rejudged = unchanged = flipped = 0
+        for touched, outcome in self.judging(self._touched()):
+            if outcome.unjudgeable is not None:
+                unjudgeable[outcome.unjudgeable] += 1
+                continue
+            rejudged += 1
+            # (A cluster's outcomes come without the decision: it is not sent back.)
+            if self.keep and outcome.after is not None:
+                self.judged[(touched.item.log, touched.item.line)] = outcome.after
+            flip = outcome.flip
+            if flip is None:
+                unchanged += 1
+                continue
+            touching = [self.parts[i] for i in touched.touching]
+            if len(touching) > 1:
+                flip = flip._replace(causes=tuple(self.parts[i].label for i in outcome.alone)
+                                     or (" + ".join(p.label for p in touching),))
+            else:
+                flip = flip._replace(causes=tuple(p.label for p in touching))
+            flipped += 1
+            transitions[flip.transition] += 1
+            for cause in flip.causes:
+                causes[cause] += 1
+            yield flip
+        self.summary = Summary(tuple(p.label for p in self.parts), self._decisions, rejudged,
+                               dict(self._skipped), unchanged, flipped, dict(causes),
+                               dict(transitions), dict(unjudgeable), tuple(self._warnings))
+
+    def _touched(self) -> Iterator[Touched]:
+        """Every decision some part touches (every one, with ``everything``), in log order;
+        the others counted as skipped, with why, and the log's damage kept."""
         # Each logged Checker's instance contents, in log order (5.3): a replay restores them.
         seen: dict[str, Seen] = {}
+        positions = {id(p): i for i, p in enumerate(self.parts)}
         for item in self._read():
             if isinstance(item, Damage):
-                warnings.append(str(item))
+                self._warnings.append(str(item))
                 continue
-            decisions += 1
+            self._decisions += 1
             entry = item.entry
             run = str(entry.get("checker", ""))
             instance = entry.get("instance")
@@ -161,35 +276,17 @@ class Impact:
                                         self._profile_before(entry),
                                         partial(_issuer, root))
             if not touching and not self.everything:
-                skipped[reasons[0] if len(set(reasons)) == 1 else
-                        "; ".join(sorted(set(reasons))) or "the change is empty"] += 1
+                self._skipped[reasons[0] if len(set(reasons)) == 1 else
+                              "; ".join(sorted(set(reasons))) or "the change is empty"] += 1
                 continue
-            try:
-                # Under the whole change: the parts that do not touch it change nothing it read.
-                after = self._judge(item, self.parts, seen.get(run, _NONE_SEEN), run)
-            except _Unjudgeable as exc:
-                unjudgeable[str(exc)] += 1
-                continue
-            rejudged += 1
-            if self.keep:
-                self.judged[(item.log, item.line)] = after
-            flip = self._compare(item, after)
-            if flip is None:
-                unchanged += 1
-                continue
-            if len(touching) > 1:
-                flip = flip._replace(causes=self._causes(item, touching, seen.get(run, _NONE_SEEN),
-                                                         run))
-            else:
-                flip = flip._replace(causes=tuple(p.label for p in touching))
-            flipped += 1
-            transitions[flip.transition] += 1
-            for cause in flip.causes:
-                causes[cause] += 1
-            yield flip
-        self.summary = Summary(tuple(p.label for p in self.parts), decisions, rejudged,
-                               dict(skipped), unchanged, flipped, dict(causes),
-                               dict(transitions), dict(unjudgeable), tuple(warnings))
+            run_seen = seen.get(run, _NONE_SEEN)
+            yield Touched(item, tuple(positions[id(p)] for p in touching), run, run_seen,
+                          run_seen.end)
+
+    def _here(self, touched: Iterator[Touched]) -> Iterator[tuple[Touched, Outcome]]:
+        """Each touched decision judged in this process, as it is read."""
+        for one in touched:
+            yield one, outcome_of(self._judge, self.parts, one)
 
     def _read(self) -> Iterator[Logged | Damage]:
         """Each log's lines, in order (a run that can be stopped looks in between)."""
@@ -222,48 +319,48 @@ class Impact:
         found = self._profiles_before[source]
         return found if found is not None and found.digest == logged.get("sha256") else None
 
-    def _configuration(self, item: Logged, parts: Sequence[Part]) -> _Configuration:
-        """The logged decision's configuration with ``parts`` applied: once per logged
-        Checker and set of parts (every decision of a Checker records the same)."""
-        key = (_root(item.log), str(item.entry.get("checker", "")),
-               json.dumps(item.entry["configuration"], sort_keys=True)
-               if not item.entry.get("checker") else "", tuple(p.label for p in parts))
-        found = self._configurations.get(key)
-        if found is None:
-            if len(self._configurations) >= _CONFIGURATIONS:
-                self._configurations.clear()
-            found = self._configurations[key] = self._configured(item, parts)
-        return found
-
-    def _configured(self, item: Logged, parts: Iterable[Part]) -> _Configuration:
-        logged = item.entry["configuration"]
-        root = _root(item.log)
-        profile = logged["profile"]["source"]
-        alignments = [(a["origin"], _object(root, a["sha256"]), a.get("artifactId"))
-                      for a in logged["alignments"]]
-        # Withdrawals first: an artifact withdrawn is one that was offered, never one the
-        # same change adds (a revision is withdrawn and added under one artifactId).
-        for part in sorted(parts, key=lambda p: p.kind != "artifact-withdrawn"):
-            if part.kind == "profile" and part.profile is not None and (
-                    part.profile.id == logged["profile"].get("id")):
-                profile = str(part.profile_source)
-            elif part.kind == "artifact-withdrawn":
-                alignments = [a for a in alignments if a[2] != part.withdrawn]
-            elif part.kind == "artifact-added" and part.added is not None:
-                alignments.append((part.added.origin, part.added.data, part.added.artifact.id))
-        capabilities = tuple((c["origin"], _object(root, c["sha256"]))
-                             for c in logged["capabilities"])
-        limits = logged.get("limits")
-        timeout = logged.get("shapeTimeout")
-        return _Configuration(profile, capabilities,
-                              tuple((origin, data) for origin, data, _ in alignments),
-                              str(logged.get("engine", "compiled")),
-                              tuple(sorted(limits.items())) if isinstance(limits, dict) else (),
-                              float(timeout) if isinstance(timeout, (int, float)) else None)
-
     def _judge(self, item: Logged, parts: Iterable[Part], seen: Seen,
                run: str) -> Decision:
-        parts = list(parts)
+        """``item`` judged under ``parts`` (a subclass may look in between judgements)."""
+        return self._judging.judge(item, list(parts), seen, run)
+
+
+# A memoized decision: the decision, its instance's (pair, content) digests when it has an
+# @id, and whether that content was the first of its pair when it was judged (5.3).
+_Memoized = tuple[Decision, tuple[bytes, bytes] | None, bool]
+#: The memo's bounds: distinct decisions kept, and what they weigh (as a Checker's cache
+#: weighs them: their reasons' text and a share for the rest).
+MEMO_ENTRIES = 8192
+MEMO_BYTES = 32 << 20
+
+
+class _Judge:
+    """What judges logged decisions again: the configurations built (one per logged
+    Checker and set of parts), a replayed Checker for each of the last few, and the memo.
+
+    The memo (``memo``) judges each distinct decision once per run. A decision is fixed by
+    its configuration with the parts applied (profile, registrations, artifacts, engine,
+    limits), the envelope's sha256, the task parameters, the side of every validity limit
+    the instant falls on (not the instant: a Checker's own cache keys it so), and, through
+    the revision memory (5.3), only by whether its instance's content is the first one its
+    pair was seen with: a repeat is served when that is as it was, else judged afresh. At
+    most :data:`MEMO_ENTRIES` decisions and :data:`MEMO_BYTES`, the least recently used
+    going first. A repeat is served without reading its envelope again: the decision is
+    that of the bytes of its sha256, proven when they were first read."""
+
+    def __init__(self, memo: bool = True) -> None:
+        self._checkers: dict[_Configuration, _Replay] = {}
+        self._configurations: dict[tuple[str, str, str, tuple[str, ...]], _Configuration] = {}
+        self.memo: BoundedCache[tuple[Any, ...], _Memoized] | None = (
+            BoundedCache(MEMO_BYTES, max_entries=MEMO_ENTRIES) if memo else None)
+
+    def forget_runs(self) -> None:
+        """Every replayed Checker starts its revision memory afresh at its next judgement
+        (a cluster's worker, at each batch: its replays restore what the batch carries)."""
+        for replay in self._checkers.values():
+            replay.run = None
+
+    def judge(self, item: Logged, parts: Sequence[Part], seen: Seen, run: str) -> Decision:
         if item.entry["configuration"].get("retrieval"):
             raise _Unjudgeable("it could retrieve remote resources, which are not kept")
         configuration = self._configuration(item, parts)
@@ -276,39 +373,72 @@ class Impact:
             if len(self._checkers) >= _CHECKERS:
                 self._checkers.pop(next(iter(self._checkers)))
         self._checkers[configuration] = replay  # the most recently used last
-        replaced = configuration.profile != item.entry["configuration"]["profile"]["source"]
-        if not replaced and not replay.matches(item.entry):
+        if not configuration.revised and not replay.matches(item.entry):
             raise _Unjudgeable("the profile changed since the decision was logged (name the "
                                "revised file with --profile)")
-        envelope = _object(_root(item.log), item.entry["envelope"]["sha256"])
         at = next((p.at for p in parts if p.kind == "instant" and p.at is not None), item.at)
-        return replay.judge(envelope, item.entry["params"], at,
-                            item.entry["envelope"].get("source", "-"), seen, run)
+        source = item.entry["envelope"].get("source", "-")
+        digest = item.entry["envelope"]["sha256"]
+        params = item.entry["params"]
+        replay.restore(seen, run)
+        if self.memo is None:
+            return replay.judge(_object(_root(item.log), digest), params, at, source)[0]
+        key = (configuration, digest, tuple(sorted(params.items())), replay.sides(at))
+        found = self.memo.get(key)
+        if found is not None:
+            decision, instance, first = found
+            if instance is None or replay.checker.remember_instance(*instance) == first:
+                return decision._replace(source=source, at=_instant(at))
+        stops = bounded.stops()
+        decision, instance = replay.judge(_object(_root(item.log), digest), params, at, source)
+        # A decision cut short by the shape bound is the machine's load as much as the
+        # input's: judged afresh at its next repeat, as a Checker's cache does.
+        if bounded.stops() == stops:
+            first = instance is None or replay.checker.remember_instance(*instance)
+            self.memo.put(key, (decision, instance, first), _weight(decision))
+        return decision
 
-    def _compare(self, item: Logged, after: Decision) -> Flip | None:
-        logged = item.entry["decision"]
-        before = {_identity(r): r for r in logged["reasons"]}
-        now = {_identity(r.as_dict()): r.as_dict() for r in after.findings}
-        if logged["verdict"] == str(after.verdict) and before.keys() == now.keys():
-            return None
-        return Flip(item.log, item.line, item.entry["envelope"].get("source", "-"),
-                    item.entry["envelope"]["sha256"], logged,
-                    {"verdict": str(after.verdict), "reasons": list(now.values())},
-                    tuple(r for k, r in now.items() if k not in before),
-                    tuple(r for k, r in before.items() if k not in now), ())
+    def _configuration(self, item: Logged, parts: Sequence[Part]) -> _Configuration:
+        """The logged decision's configuration with ``parts`` applied: once per logged
+        Checker and set of parts (every decision of a Checker records the same)."""
+        key = (_root(item.log), str(item.entry.get("checker", "")),
+               json.dumps(item.entry["configuration"], sort_keys=True)
+               if not item.entry.get("checker") else "", tuple(p.label for p in parts))
+        found = self._configurations.get(key)
+        if found is None:
+            if len(self._configurations) >= _CONFIGURATIONS:
+                self._configurations.clear()
+            found = self._configurations[key] = _configured(item, parts)
+        return found
 
-    def _causes(self, item: Logged, touching: Sequence[Part],
-                seen: Seen, run: str) -> tuple[str, ...]:
-        """The parts that flip the decision alone; all of them when none does alone."""
-        alone = []
-        for part in touching:
-            try:
-                decision = self._judge(item, [part], seen, run)
-            except _Unjudgeable:
-                continue
-            if self._compare(item, decision) is not None:
-                alone.append(part.label)
-        return tuple(alone) or (" + ".join(p.label for p in touching),)
+
+def _configured(item: Logged, parts: Iterable[Part]) -> _Configuration:
+    logged = item.entry["configuration"]
+    root = _root(item.log)
+    profile = logged["profile"]["source"]
+    revised = False
+    alignments = [(a["origin"], _object(root, a["sha256"]), a.get("artifactId"))
+                  for a in logged["alignments"]]
+    # Withdrawals first: an artifact withdrawn is one that was offered, never one the
+    # same change adds (a revision is withdrawn and added under one artifactId).
+    for part in sorted(parts, key=lambda p: p.kind != "artifact-withdrawn"):
+        if part.kind == "profile" and part.profile is not None and (
+                part.profile.id == logged["profile"].get("id")):
+            profile, revised = str(part.profile_source), True
+        elif part.kind == "artifact-withdrawn":
+            alignments = [a for a in alignments if a[2] != part.withdrawn]
+        elif part.kind == "artifact-added" and part.added is not None:
+            alignments.append((part.added.origin, part.added.data, part.added.artifact.id))
+    capabilities = tuple((c["origin"], _object(root, c["sha256"]))
+                         for c in logged["capabilities"])
+    limits = logged.get("limits")
+    timeout = logged.get("shapeTimeout")
+    return _Configuration(profile, capabilities,
+                          tuple((origin, data) for origin, data, _ in alignments),
+                          str(logged.get("engine", "compiled")),
+                          tuple(sorted(limits.items())) if isinstance(limits, dict) else (),
+                          float(timeout) if isinstance(timeout, (int, float)) else None,
+                          revised)
 
 
 class Seen:
@@ -341,7 +471,8 @@ _NONE_SEEN = Seen()  # never appended to: a run that logged no instance
 
 class _Replay:
     """A Checker for one configuration, with its revision memory kept as the logged
-    Checker's was at each decision."""
+    Checker's was at each decision. Its own cache is off: the memo (:class:`_Judge`) keys
+    what it serves by the configuration too, and, off, every judgement is fresh."""
 
     def __init__(self, configuration: _Configuration) -> None:
         try:
@@ -352,24 +483,40 @@ class _Replay:
                                capabilities=[data for _, data in configuration.capabilities],
                                alignments=[data for _, data in configuration.alignments],
                                engine=configuration.engine, limits=limits,
-                               shape_timeout=configuration.shape_timeout or SHAPE_TIMEOUT)
+                               shape_timeout=configuration.shape_timeout or SHAPE_TIMEOUT,
+                               cache_size=0, recorder=self)
         self.run: str | None = None
         self.position = 0
+        self._instance: tuple[bytes, bytes] | None = None
 
     def matches(self, entry: Mapping[str, Any]) -> bool:
         """Whether this Checker's profile is the one the decision was judged under."""
         logged = {k: v for k, v in entry["configuration"]["profile"].items() if k != "source"}
         return logged == dict(self.checker.profile_dependencies)
 
-    def judge(self, envelope: bytes, params: Mapping[str, str], at: datetime, source: str,
-              seen: Seen, run: str) -> Decision:
-        if run != self.run:
+    def restore(self, seen: Seen, run: str) -> None:
+        """The revision memory as the logged Checker ``run`` had it: what ``seen`` holds."""
+        if run != self.run or self.position > seen.end:
             self.checker.forget_instances()
             self.run, self.position = run, 0
         for pair, content in seen.since(self.position):
             self.checker.remember_instance(pair, content)
         self.position = seen.end
-        return self.checker.check(envelope, params=params, at=at, source=source)
+
+    def sides(self, at: datetime) -> tuple[tuple[bool, ...], ...]:
+        """Where ``at`` stands against every offered artifact's validity limits."""
+        return tuple(a.validity_at(at) for a in self.checker.artifacts)
+
+    def judge(self, envelope: bytes, params: Mapping[str, str], at: datetime,
+              source: str) -> tuple[Decision, tuple[bytes, bytes] | None]:
+        """The decision, and its instance's (pair, content) digests when it has one."""
+        self._instance = None
+        decision = self.checker.check(envelope, params=params, at=at, source=source)
+        return decision, self._instance
+
+    def record(self, checker: Checker, checked: Checked) -> None:
+        """The Checker's recorder: keeps the instance of the decision just made."""
+        self._instance = checked.instance
 
 
 def _root(log: str) -> str:

@@ -1,0 +1,132 @@
+"""A decision log's touched decisions judged on a Dask cluster: ``ioa-check impact LOG...
+--scheduler ADDRESS`` (issue 40, item 3).
+
+The client does what the local run does but the judging: it reads the log, keeps each logged
+Checker's instances (5.3), asks each part of the change whether it touches each decision and
+counts the skipped ones. The touched decisions go to the cluster in batches, in log order,
+each carrying the instances its decisions' Checkers had logged up to them; a worker judges a
+batch as :class:`~ioa_semantic.impact.Impact` judges (the same :func:`outcome_of`, the same
+replayed Checkers, restoring their revision memory from what the batch carries, and a memo
+of its own), reading the objects folder beside the log itself, each object proven by its
+sha256 (the workers share the client's file system, as an audit's do). The outcomes come
+back in log order, with a bounded number of batches in flight, and the client names the
+causes and counts as the local run does: the reports and the exit status are the local
+run's.
+
+What a batch cannot carry: the instance a decision's judgement under the change gives
+content to where the log recorded none (one rejected at the baseline before, read now) is
+remembered by the later decisions of its Checker in the same batch only, where the local run
+remembers it until its replayed Checker turns to another logged Checker's decisions (or is
+dropped for another configuration's).
+
+Importing this module imports Dask; the command line imports it only for ``--scheduler``.
+"""
+
+# distributed's Client is only partly annotated.
+# mypy: disable-error-code="no-untyped-call"
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from distributed import Client, Future
+
+from .change import Change, Part, parts_of
+from .rejudge import Judging, Outcome, Seen, Touched, _Judge, outcome_of
+
+#: Decisions a batch holds: a worker's seconds, when every one is judged.
+BATCH = 256
+
+
+class _Carried(Seen):
+    """A logged Checker's instances as a batch carries them, up to one decision (``end``)."""
+
+    def __init__(self, dropped: int, items: list[tuple[bytes, bytes]], end: int) -> None:
+        super().__init__()
+        self.items, self.dropped, self._end = items, dropped, end
+
+    @property
+    def end(self) -> int:
+        return self._end
+
+    def since(self, position: int) -> list[tuple[bytes, bytes]]:
+        return self.items[max(position - self.dropped, 0):max(self._end - self.dropped, 0)]
+
+
+def on_workers(change: Change) -> Change:
+    """``change`` as a worker reads it: the files it names by their absolute paths (a name
+    that is no file is a shipped profile or artifact)."""
+    def absolute(name: str) -> str:
+        return os.path.abspath(name) if os.path.exists(name) else name
+
+    return change._replace(profile=absolute(change.profile) if change.profile else None,
+                           added=tuple(absolute(a) for a in change.added))
+
+
+@functools.lru_cache(maxsize=4)
+def _judging_for(change: Change) -> tuple[list[Part], _Judge]:
+    """A worker's parts of ``change`` and what judges under them, kept for its batches."""
+    return parts_of(change), _Judge()
+
+
+def judge_batch(change: Change, batch: list[Touched]) -> list[Outcome]:
+    """A worker's task: each decision of ``batch`` judged again, in order (its outcome
+    without the decision, which the client does not need)."""
+    parts, judge = _judging_for(change)
+    # The revision memory is restored from what the batch carries, never from a batch
+    # this worker judged before.
+    judge.forget_runs()
+    return [outcome._replace(after=None) for outcome in
+            (outcome_of(judge.judge, parts, touched) for touched in batch)]
+
+
+def _carried(batch: list[Touched]) -> list[Touched]:
+    """``batch`` as the workers read it: each decision's instances as far as it (one list
+    per logged Checker), its log by its absolute path."""
+    held: dict[int, tuple[int, list[tuple[bytes, bytes]]]] = {}
+    carried = []
+    for touched in batch:
+        seen = touched.seen
+        if id(seen) not in held:
+            held[id(seen)] = (seen.dropped, list(seen.items))
+        dropped, items = held[id(seen)]
+        # The log by its absolute path: a worker finds its objects folder from its own
+        # working directory.
+        carried.append(touched._replace(
+            item=touched.item._replace(log=os.path.abspath(touched.item.log)),
+            seen=_Carried(dropped, items, touched.end)))
+    return carried
+
+
+def judging(client: Client, change: Change, batch: int = BATCH) -> Judging:
+    """Judging on the cluster ``client`` is connected to, of the decisions ``change``
+    touches (as named on the client: see :func:`on_workers`)."""
+    named = on_workers(change)
+
+    def judge(touched: Iterator[Touched]) -> Iterator[tuple[Touched, Outcome]]:
+        # Enough batches in flight to keep every worker busy, few enough that the decisions
+        # waiting here (and their outcomes there) stay bounded.
+        in_flight = max(4, 2 * sum(client.nthreads().values()))
+        window: deque[tuple[list[Touched], Future[Any]]] = deque()
+        while units := list(itertools.islice(touched, batch)):
+            window.append((units, client.submit(judge_batch, named, _carried(units),
+                                                pure=False)))
+            if len(window) >= in_flight:
+                yield from _collected(*window.popleft())
+        while window:
+            yield from _collected(*window.popleft())
+
+    return judge
+
+
+def _collected(units: list[Touched], pending: Future[Any]) -> Iterator[tuple[Touched, Outcome]]:
+    outcomes: list[Outcome] = pending.result()
+    for touched, outcome in zip(units, outcomes, strict=True):
+        # The log as it was named here, as the local run names it.
+        yield touched, (outcome if outcome.flip is None else outcome._replace(
+            flip=outcome.flip._replace(log=touched.item.log)))
