@@ -19,6 +19,7 @@ from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from cachetools import LRUCache
+from mypy_extensions import mypyc_attr
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -131,6 +132,9 @@ class DecisionRecorder(Protocol):
         """Keep one decision."""
 
 
+# A program may extend the Checker (a gate's own, the tests' held one): compiled by mypyc, a
+# class admits no subclass written in Python unless it says so.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Checker:
     """Judges envelopes against one accepted profile (draft 7.1).
 
