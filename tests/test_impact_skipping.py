@@ -121,6 +121,24 @@ def _same(entry: dict[str, Any], judged: Any) -> bool:
         {key(r) for r in logged["reasons"]} == {key(f.as_dict()) for f in judged.findings})
 
 
+def logged(folder: str, pool: dict[str, str], runs: list[Any],
+           described: tuple[Any, ...]) -> tuple[str, Change]:
+    """The decision log ``runs`` make in ``folder`` (each run a Checker: whether the provider
+    is offered, its artifacts, its checks), and the change ``described`` names."""
+    log = str(Path(folder, "decisions.jsonl"))
+    for offered, artifacts, checks in runs:
+        checker = Checker("cs-translation",
+                          capabilities=[EXAMPLES / "provider-12.1.jsonld"] if offered else [],
+                          alignments=[pool[a] for a in artifacts],
+                          recorder=DecisionLog(log))
+        for envelope, params, instant in checks:
+            checker.check(ENVELOPES[envelope], params=PARAMS[params], at=INSTANTS[instant])
+    profile, added, withdrawn, instant = described
+    return log, Change(pool.get(profile, profile) if profile else None,
+                       tuple(pool[a] for a in added), tuple(withdrawn),
+                       INSTANTS[instant] if instant is not None else None)
+
+
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(runs=corpus, described=change)
@@ -131,19 +149,7 @@ def _same(entry: dict[str, Any], judged: Any) -> bool:
 def test_no_decision_skipped_is_one_the_change_flips(
         pool: dict[str, str], runs: list[Any], described: tuple[Any, ...]) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        log = str(Path(folder, "decisions.jsonl"))
-        for offered, artifacts, checks in runs:
-            checker = Checker("cs-translation",
-                              capabilities=[EXAMPLES / "provider-12.1.jsonld"] if offered else [],
-                              alignments=[pool[a] for a in artifacts],
-                              recorder=DecisionLog(log))
-            for envelope, params, instant in checks:
-                checker.check(ENVELOPES[envelope], params=PARAMS[params],
-                              at=INSTANTS[instant])
-        profile, added, withdrawn, instant = described
-        the_change = Change(pool.get(profile, profile) if profile else None,
-                            tuple(pool[a] for a in added), tuple(withdrawn),
-                            INSTANTS[instant] if instant is not None else None)
+        log, the_change = logged(folder, pool, runs, described)
         selective = Impact([log], the_change, keep=True)
         flipped = {(f.log, f.line) for f in selective}
         full = Impact([log], the_change, everything=True, keep=True)
@@ -311,19 +317,7 @@ repeated = st.lists(st.tuples(
 def test_the_memo_gives_each_repeat_what_a_fresh_judgement_gives(
         pool: dict[str, str], runs: list[Any], described: tuple[Any, ...]) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        log = str(Path(folder, "decisions.jsonl"))
-        for offered, artifacts, checks in runs:
-            checker = Checker("cs-translation",
-                              capabilities=[EXAMPLES / "provider-12.1.jsonld"] if offered else [],
-                              alignments=[pool[a] for a in artifacts],
-                              recorder=DecisionLog(log))
-            for envelope, params, instant in checks:
-                checker.check(ENVELOPES[envelope], params=PARAMS[params],
-                              at=INSTANTS[instant])
-        profile, added, withdrawn, instant = described
-        the_change = Change(pool.get(profile, profile) if profile else None,
-                            tuple(pool[a] for a in added), tuple(withdrawn),
-                            INSTANTS[instant] if instant is not None else None)
+        log, the_change = logged(folder, pool, runs, described)
         memo = Impact([log], the_change, everything=True, keep=True)
         fresh = Impact([log], the_change, everything=True, keep=True, memo=False)
         assert [f.as_dict() for f in memo] == [f.as_dict() for f in fresh]
