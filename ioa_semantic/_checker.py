@@ -271,6 +271,10 @@ class Checker:
         # unambiguous revision. The most recent INSTANCES pairs are remembered.
         self._instances: LRUCache[bytes, bytes] = LRUCache(INSTANCES)
         self._instances_lock = threading.Lock()
+        #: Whether a check adds the instance it reads to that memory. A decision log judged
+        #: again turns it off: each decision then sees what its logged Checker had seen
+        #: (:meth:`remember_instance`), whatever the others judged again read.
+        self.learns_instances = True
 
     def _policy_from(self, profile: Profile | None) -> RetrievalPolicy | None:
         settings = profile.retrieval if profile is not None else None
@@ -416,6 +420,12 @@ class Checker:
         with self._instances_lock:
             return self._instances.setdefault(pair, content) == content
 
+    def first_instance(self, pair: bytes, content: bytes) -> bool:
+        """Whether ``content`` is the first content the revision memory holds for the
+        instance ``pair``, or none is held (5.3), without taking it."""
+        with self._instances_lock:
+            return self._instances.get(pair, content) == content
+
     def _still_first(self, cached: tuple[Decision, tuple[bytes, bytes] | None]) -> bool:
         """Whether a cached decision may be served: its instance's content is (again) the
         first one the revision memory holds for the pair (5.3). A hit refreshes the pair in
@@ -501,7 +511,8 @@ class Checker:
         pair = hashlib.sha256(json.dumps([ident, version], ensure_ascii=False).encode(
             "utf-8", "surrogatepass")).digest()
         with self._instances_lock:
-            first = self._instances.setdefault(pair, digest)
+            first = (self._instances.setdefault(pair, digest) if self.learns_instances
+                     else self._instances.get(pair, digest))
         if contents is not None:
             contents.append((pair, digest))
         if first == digest:

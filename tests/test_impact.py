@@ -180,6 +180,60 @@ def test_each_logged_checker_s_memory_of_instances_is_its_own(tmp_path: Path) ->
     assert impact.summary is not None and impact.summary.unchanged == 3
 
 
+def _without_first_instance(log: str) -> None:
+    """The log as a Checker writes it when its first decision read no instance (one
+    rejected before its instance was read, 5.3): that line's record of it taken out."""
+    lines = Path(log).read_bytes().splitlines(keepends=True)
+    first = json.loads(lines[0])
+    del first["instance"]
+    lines[0] = json.dumps(first).encode() + b"\n"
+    Path(log).write_bytes(b"".join(lines))
+
+
+@pytest.mark.parametrize("memo", [True, False])
+def test_a_decision_is_judged_against_the_instances_its_checker_logged(
+        tmp_path: Path, memo: bool) -> None:
+    # Issue 40, item 3: the revision memory a decision is judged again with is its logged
+    # Checker's, never what another decision read only when judged again (the first here,
+    # whose record of its instance the log does not hold): so which decisions are judged,
+    # and where a cluster's batches begin, cannot change a decision's judgement. The second
+    # was ambiguous against a content the log does not name; judged again, it is not.
+    other = NAMED.replace(b'"LLM"', b'"large language model"')
+    log = logged(tmp_path, checks=((other, LANGUAGES), (NAMED, LANGUAGES)))
+    _without_first_instance(log)
+    impact = Impact([log], Change(at=datetime(2026, 7, 1, tzinfo=UTC)), everything=True,
+                    memo=memo)
+    (flip,) = list(impact)
+    assert flip.line == 2 and [r["code"] for r in flip.removed] == [
+        "profile.revision-ambiguous"]
+    assert flip.after["verdict"] == "compatible"
+
+
+def test_a_cluster_s_batches_judge_as_the_local_run_does(tmp_path: Path) -> None:
+    # Issue 40, item 3: the judging a Dask worker does (impact.cluster.judge_batch, over
+    # what a batch carries), run here in batches of one decision: the output is the local
+    # run's, where a decision read an instance its logged line does not record.
+    from ioa_semantic.impact import cluster
+
+    other = NAMED.replace(b'"LLM"', b'"large language model"')
+    log = logged(tmp_path, checks=((other, LANGUAGES), (NAMED, LANGUAGES), (other, {}),
+                                   (NAMED, {})))
+    _without_first_instance(log)
+    change = Change(at=datetime(2026, 7, 1, tzinfo=UTC))
+
+    def in_batches_of_one(touched):  # type: ignore[no-untyped-def]
+        for one in touched:
+            (outcome,) = cluster.judge_batch(cluster.on_workers(change),
+                                             cluster._carried([one]))
+            yield one, outcome
+
+    local = Impact([log], change, everything=True)
+    batched = Impact([log], change, everything=True, judging=in_batches_of_one)
+    assert [f.as_dict() for f in batched] == [f.as_dict() for f in local]
+    assert batched.summary == local.summary and local.summary is not None
+    assert local.summary.flipped >= 1
+
+
 def test_a_change_must_be_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as usage:
         main(["impact", str(tmp_path / "none.jsonl"), "--format", "json"])

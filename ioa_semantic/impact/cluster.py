@@ -13,11 +13,9 @@ back in log order, with a bounded number of batches in flight, and the client na
 causes and counts as the local run does: the reports and the exit status are the local
 run's.
 
-What a batch cannot carry: the instance a decision's judgement under the change gives
-content to where the log recorded none (one rejected at the baseline before, read now) is
-remembered by the later decisions of its Checker in the same batch only, where the local run
-remembers it until its replayed Checker turns to another logged Checker's decisions (or is
-dropped for another configuration's).
+A batch carries all a decision is judged with: a replayed Checker's revision memory is the
+log's record (an instance a decision reads only under the change is not carried to the next,
+here or in the local run), so where the batches begin changes nothing.
 
 Importing this module imports Dask; the command line imports it only for ``--scheduler``.
 """

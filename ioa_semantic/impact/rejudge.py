@@ -387,14 +387,14 @@ class _Judge:
         found = self.memo.get(key)
         if found is not None:
             decision, instance, first = found
-            if instance is None or replay.checker.remember_instance(*instance) == first:
+            if instance is None or replay.checker.first_instance(*instance) == first:
                 return decision._replace(source=source, at=_instant(at))
         stops = bounded.stops()
         decision, instance = replay.judge(_object(_root(item.log), digest), params, at, source)
         # A decision cut short by the shape bound is the machine's load as much as the
         # input's: judged afresh at its next repeat, as a Checker's cache does.
         if bounded.stops() == stops:
-            first = instance is None or replay.checker.remember_instance(*instance)
+            first = instance is None or replay.checker.first_instance(*instance)
             self.memo.put(key, (decision, instance, first), _weight(decision))
         return decision
 
@@ -485,6 +485,11 @@ class _Replay:
                                engine=configuration.engine, limits=limits,
                                shape_timeout=configuration.shape_timeout or SHAPE_TIMEOUT,
                                cache_size=0, recorder=self)
+        # Its memory is the log's: an instance a decision reads only when judged again (one
+        # rejected before it was read at the baseline) is not carried to the next ones, so
+        # that what each decision is judged against does not hang on which others were
+        # judged, nor on where a cluster's batches begin.
+        self.checker.learns_instances = False
         self.run: str | None = None
         self.position = 0
         self._instance: tuple[bytes, bytes] | None = None
