@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +252,25 @@ def test_a_url_is_read_through_fsspec(cluster: tuple[str, Client], corpus: Path)
     assert [(r["status"], r["reasons"][0]["code"]) for r in dead] == [("invalid", "json.unreadable")]
 
 
+def kill_a_busy_worker(client: Client, proc: subprocess.Popen[bytes],
+                       running: Callable[[str], bool]) -> tuple[str, list[str], int]:
+    """Wait until a worker runs a task of ``proc``'s (``running`` its key), then SIGKILL the
+    worker's process: the worker, the keys it was running and the process killed."""
+    deadline = time.monotonic() + 60
+    busy: dict[str, list[str]] = {}
+    while not busy:
+        assert proc.poll() is None, "the command ended before a worker could be killed"
+        assert time.monotonic() < deadline
+        busy = {worker: [str(key) for key in keys if running(str(key))]
+                for worker, keys in client.processing().items()}  # type: ignore[no-untyped-call]
+        busy = {worker: keys for worker, keys in busy.items() if keys}
+        time.sleep(0.01)
+    worker, interrupted = next(iter(busy.items()))
+    victim = client.run(os.getpid, workers=[worker])[worker]
+    os.kill(victim, signal.SIGKILL)
+    return worker, interrupted, victim
+
+
 def test_a_worker_killed_mid_audit_is_replaced_and_the_output_is_unchanged(
         cluster: tuple[str, Client], tmp_path: Path) -> None:
     address, client = cluster
@@ -266,19 +285,9 @@ def test_a_worker_killed_mid_audit_is_replaced_and_the_output_is_unchanged(
                                  address, "--partition-bytes", "32768"], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            # Wait until a worker is judging one of this audit's partitions, then kill it.
-            deadline = time.monotonic() + 60
-            busy: dict[str, list[str]] = {}
-            while not busy:
-                assert proc.poll() is None, "the audit ended before a worker could be killed"
-                assert time.monotonic() < deadline
-                busy = {worker: [str(key) for key in keys if str(key).endswith("-judge")]
-                        for worker, keys in client.processing().items()}  # type: ignore[no-untyped-call]
-                busy = {worker: keys for worker, keys in busy.items() if keys}
-                time.sleep(0.02)
-            worker, interrupted = next(iter(busy.items()))
-            victim = client.run(os.getpid, workers=[worker])[worker]
-            os.kill(victim, signal.SIGKILL)
+            # A worker judging one of this audit's partitions is killed.
+            worker, interrupted, victim = kill_a_busy_worker(
+                client, proc, lambda key: key.endswith("-judge"))
             _, stderr = proc.communicate(timeout=180)
         finally:
             proc.kill()
@@ -541,20 +550,9 @@ def test_a_worker_killed_mid_impact_is_replaced_and_the_output_is_unchanged(
         proc = subprocess.Popen([*args, "--scheduler", address], cwd=decision_log,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            # Wait until a worker is judging one of this run's batches, then kill it.
-            deadline = time.monotonic() + 60
-            busy: dict[str, list[str]] = {}
-            while not busy:
-                assert proc.poll() is None, "impact ended before a worker could be killed"
-                assert time.monotonic() < deadline
-                busy = {worker: [str(key) for key in keys
-                                 if str(key).startswith("judge_batch")]
-                        for worker, keys in client.processing().items()}  # type: ignore[no-untyped-call]
-                busy = {worker: keys for worker, keys in busy.items() if keys}
-                time.sleep(0.01)
-            worker, interrupted = next(iter(busy.items()))
-            victim = client.run(os.getpid, workers=[worker])[worker]
-            os.kill(victim, signal.SIGKILL)
+            # A worker judging one of this run's batches is killed.
+            worker, interrupted, _ = kill_a_busy_worker(
+                client, proc, lambda key: key.startswith("judge_batch"))
             stdout, stderr = proc.communicate(timeout=180)
         finally:
             proc.kill()
@@ -564,3 +562,50 @@ def test_a_worker_killed_mid_impact_is_replaced_and_the_output_is_unchanged(
     redone = {str(task["key"]): task["worker"] for task in stream.data}
     assert all(redone[key] != worker for key in interrupted)
     client.wait_for_workers(2, timeout=60)
+
+
+def test_a_batch_that_kills_its_workers_twice_is_not_judged_and_says_why(
+        tmp_path: Path) -> None:
+    # Issue 40, item 3: a batch Dask gives up on (KilledWorker: here at its first worker's
+    # death) is submitted once more; given up on again, its decisions are counted as not
+    # judged again, with why, and the exit status says nothing is established (3): never a
+    # traceback, never an outcome invented.
+    from datetime import UTC, datetime
+
+    import dask
+
+    from ioa_semantic import Checker
+    from ioa_semantic.impact import DecisionLog
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    checker = Checker("cs-translation", capabilities=[examples / "provider-12.1.jsonld"],
+                      alignments=["cs-doc-v1"], recorder=DecisionLog(str(tmp_path / "d.jsonl")))
+    for i in range(40):
+        checker.check((examples / "envelope-12.1.jsonld").read_bytes(),
+                      params={"sourceLang": f"l{i}"}, at=datetime(2026, 6, 1, tzinfo=UTC))
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=True,  # type: ignore[no-untyped-call]
+                         dashboard_address=":0", silence_logs=logging.CRITICAL) as local, \
+            Client(local, set_as_default=False) as client:  # type: ignore[no-untyped-call]
+        proc = subprocess.Popen([IOA_CHECK, "impact", "d.jsonl", "--at", "2027-01-01T00:00:00Z",
+                                 "--format", "json", "--scheduler", local.scheduler_address],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            for _ in range(2):  # the batch, then the batch submitted again
+                worker, _, _ = kill_a_busy_worker(
+                    client, proc, lambda key: key.startswith("judge_batch"))
+                # The scheduler has seen the death, and the nanny's new worker is up.
+                deadline = time.monotonic() + 60
+                while worker in client.scheduler_info()["workers"]:  # type: ignore[no-untyped-call]
+                    assert time.monotonic() < deadline
+                    time.sleep(0.01)
+                client.wait_for_workers(1, timeout=60)
+            stdout, stderr = proc.communicate(timeout=180)
+        finally:
+            proc.kill()
+    assert b"Traceback" not in stderr, stderr.decode()
+    assert proc.returncode == 3
+    summary = json.loads(stdout.splitlines()[-1])["summary"]
+    assert summary["decisions"] == 40 and summary["rejudged"] == summary["flipped"] == 0
+    assert summary["unjudgeable"] == {
+        "its batch ended worker processes of the cluster twice (Dask's KilledWorker)": 40}

@@ -29,10 +29,10 @@ import functools
 import itertools
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from distributed import Client, Future
+from distributed import Client, Future, KilledWorker
 
 from .change import Change, Part, parts_of
 from .rejudge import Judging, Outcome, Seen, Touched, _Judge, outcome_of
@@ -111,19 +111,34 @@ def judging(client: Client, change: Change, batch: int = BATCH) -> Judging:
         # waiting here (and their outcomes there) stay bounded.
         in_flight = max(4, 2 * sum(client.nthreads().values()))
         window: deque[tuple[list[Touched], Future[Any]]] = deque()
+
+        def submitted(units: list[Touched]) -> Future[Any]:
+            return client.submit(judge_batch, named, _carried(units), pure=False)
+
         while units := list(itertools.islice(touched, batch)):
-            window.append((units, client.submit(judge_batch, named, _carried(units),
-                                                pure=False)))
+            window.append((units, submitted(units)))
             if len(window) >= in_flight:
-                yield from _collected(*window.popleft())
+                yield from _collected(*window.popleft(), submitted)
         while window:
-            yield from _collected(*window.popleft())
+            yield from _collected(*window.popleft(), submitted)
 
     return judge
 
 
-def _collected(units: list[Touched], pending: Future[Any]) -> Iterator[tuple[Touched, Outcome]]:
-    outcomes: list[Outcome] = pending.result()
+def _collected(units: list[Touched], pending: Future[Any],
+               again: Callable[[list[Touched]], Future[Any]],
+               ) -> Iterator[tuple[Touched, Outcome]]:
+    """A batch's outcomes. One that Dask gave up on (worker processes died running it, and
+    a worker runs more than the task that ended it) is submitted once more; given up on
+    again, its decisions are not judged again, with why (never retried forever)."""
+    try:
+        outcomes: list[Outcome] = pending.result()
+    except KilledWorker:
+        try:
+            outcomes = again(units).result()
+        except KilledWorker:
+            outcomes = [Outcome("its batch ended worker processes of the cluster twice "
+                                "(Dask's KilledWorker)")] * len(units)
     for touched, outcome in zip(units, outcomes, strict=True):
         # The log as it was named here, as the local run names it.
         yield touched, (outcome if outcome.flip is None else outcome._replace(
