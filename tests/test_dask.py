@@ -596,7 +596,7 @@ def test_a_batch_that_kills_its_workers_twice_is_not_judged_and_says_why(
                     client, proc, lambda key: key.startswith("judge_batch"))
                 # The scheduler has seen the death, and the nanny's new worker is up.
                 deadline = time.monotonic() + 60
-                while worker in client.scheduler_info()["workers"]:  # type: ignore[no-untyped-call]
+                while worker in client.scheduler_info()["workers"]:
                     assert time.monotonic() < deadline
                     time.sleep(0.01)
                 client.wait_for_workers(1, timeout=60)
