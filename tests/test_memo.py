@@ -102,3 +102,22 @@ def test_a_lookup_runs_no_python_but_its_own() -> None:
     finally:
         sys.setprofile(None)
     assert frames == ["get", "get"]
+
+
+def test_a_long_declaration_is_not_kept_among_the_shared_ones() -> None:
+    # Equal declarations are shared (audit.judge._declaration) up to a count; a sender's
+    # values may be as long as the intake admits, so what is kept is bounded in characters
+    # too: 4,096 declarations of a megabyte each would otherwise be held for the run.
+    from ioa_semantic.audit import judge
+
+    def node(ontology: str) -> dict[str, Any]:
+        return {judge._INPUTS: [{"@value": "text/plain"}],
+                judge._ONTOLOGY_ID: [{"@id": ontology}],
+                judge._ONTOLOGY_VERSION: [{"@value": "1.0"}]}
+
+    short, long = node("https://example.org/o"), node("https://example.org/" + "o" * 100_000)
+    assert judge._declaration(short, None) is judge._declaration(dict(short), None)
+    before = len(judge._DECLARATIONS)
+    declared = judge._declaration(long, None)
+    assert declared == judge._declaration(dict(long), None)
+    assert len(judge._DECLARATIONS) == before and declared not in judge._DECLARATIONS

@@ -71,10 +71,18 @@ def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None)
     declaration = (_media(node, _INPUTS), _media(node, _OUTPUTS), ontology)
     found = _DECLARATIONS.get(declaration)
     if found is None:
-        if len(_DECLARATIONS) < _DECLARATIONS_LIMIT:
+        # Bounded in bytes too: a sender's values may be as long as the intake admits, and
+        # a declaration that long is not one a directory repeats.
+        if len(_DECLARATIONS) < _DECLARATIONS_LIMIT and _chars(declaration) <= _DECLARATION_CHARS:
             _DECLARATIONS[declaration] = declaration
         return declaration
     return found
+
+
+def _chars(declaration: tuple[Any, ...]) -> int:
+    inputs, outputs, ontology = declaration
+    return sum(map(len, inputs)) + sum(map(len, outputs)) + (
+        0 if ontology is None else sum(map(len, ontology[0])) + sum(map(len, ontology[1])))
 
 
 _DECLARATIONS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
@@ -94,6 +102,8 @@ def declared_values(declaration: tuple[Any, ...]) -> tuple[list[str], ...]:
 
 
 _DECLARATIONS_LIMIT = 4096
+#: The longest declaration kept, in its values' characters (all 4,096 hold 16 million at most).
+_DECLARATION_CHARS = 4096
 
 
 def _lexical(node: dict[str, Any], prop: str) -> list[str]:
