@@ -69,7 +69,8 @@ WRITERS: dict[str, list[Any]] = {
     "audit --output (resumable)": _audit("--output", "{}", "--format", "json", "--state",
                                          "new.state"),
     "audit --state": _audit("--output", "out.json", "--format", "json", "--state", "{}"),
-    "sign --output": ["sign", "cs-doc-v1", "--key", "signing.pem", "--output", "{}"],
+    "sign --output": ["sign", "cs-doc-v1", "--key", "signing.pem",
+                      "--created", "2026-06-01T00:00:00Z", "--output", "{}"],
     "keygen --output": ["keygen", "--output", "{}"],
 }
 
@@ -188,7 +189,8 @@ def test_a_character_device_is_a_stream_written_into(tmp_path: Path) -> None:
     is written into as it is, never replaced by a file of that name."""
     _prepare(tmp_path)
     assert ioa(_audit("--output", "/dev/null"), tmp_path).returncode == 0
-    signed = ioa(["sign", "cs-doc-v1", "--key", "signing.pem", "--output", "/dev/stdout"],
+    signed = ioa(["sign", "cs-doc-v1", "--key", "signing.pem", "--created", "2026-06-01T00:00:00Z",
+                  "--output", "/dev/stdout"],
                  tmp_path)
     assert signed.returncode == 0 and b'"eddsa-jcs-2022"' in signed.stdout
     assert Path("/dev/null").is_char_device()
