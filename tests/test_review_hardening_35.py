@@ -242,7 +242,8 @@ def test_output_to_dev_stdout_writes_the_standard_output_whatever_it_is(tmp_path
 
     assert ioa(["keygen", "--output", "signing.pem"], tmp_path).returncode == 0
     log = tmp_path / "log"
-    for command in (["sign", "cs-doc-v1", "--key", "signing.pem", "--output", "/dev/stdout"],
+    for command in (["sign", "cs-doc-v1", "--key", "signing.pem", "--created",
+                     "2026-06-01T00:00:00Z", "--output", "/dev/stdout"],
                     ["audit", EXAMPLES / "registration-6.3.jsonld", "--profile",
                      "cs-translation", "--jobs", "1", "--format", "json", "--output",
                      "/dev/fd/1"]):
