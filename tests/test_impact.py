@@ -180,6 +180,33 @@ def test_each_logged_checker_s_memory_of_instances_is_its_own(tmp_path: Path) ->
     assert impact.summary is not None and impact.summary.unchanged == 3
 
 
+def test_interleaved_checkers_each_restore_an_instance_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A service's workers append to one log, their decisions interleaved: a replay shared
+    # by the two would restore its whole memory at every switch, quadratic in the log.
+    from ioa_semantic.impact import rejudge
+
+    log = str(tmp_path / "decisions.jsonl")
+    checkers = [Checker("cs-translation", capabilities=[PROVIDER], alignments=["cs-doc-v1"],
+                        recorder=DecisionLog(log)) for _ in range(2)]
+    for n in range(12):
+        envelope = NAMED.replace(b"urn:e:1", f"urn:e:{n}".encode())
+        checkers[n % 2].check(envelope, params=LANGUAGES, at=JUNE, source=f"{n}.jsonld")
+    restored = 0
+    since = rejudge.Seen.since
+
+    def counted(seen: rejudge.Seen, position: int) -> list[tuple[bytes, bytes]]:
+        nonlocal restored
+        found = since(seen, position)
+        restored += len(found)
+        return found
+
+    monkeypatch.setattr(rejudge.Seen, "since", counted)
+    impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)))
+    assert len(list(impact)) == 12
+    assert restored == 12
+
+
 def _without_first_instance(log: str) -> None:
     """The log as a Checker writes it when its first decision read no instance (one
     rejected before its instance was read, 5.3): that line's record of it taken out."""

@@ -34,7 +34,7 @@ from .log import Damage, Logged, object_path, read_log
 
 # The reasons' identity in a comparison (see the module's docstring).
 _IDENTITY = ("code", "severity", "path", "section")
-# Checkers kept at once (one per configuration the change produces).
+# Checkers kept at once (one per logged Checker and configuration the change produces).
 _CHECKERS = 8
 # Configurations built at once (one per logged Checker and set of parts), and objects kept
 # read (the registrations and artifacts every decision of a Checker names).
@@ -349,7 +349,7 @@ class _Judge:
     that of the bytes of its sha256, proven when they were first read."""
 
     def __init__(self, memo: bool = True) -> None:
-        self._checkers: dict[_Configuration, _Replay] = {}
+        self._checkers: dict[tuple[_Configuration, str], _Replay] = {}
         self._configurations: dict[tuple[str, str, str, tuple[str, ...]], _Configuration] = {}
         self.memo: BoundedCache[tuple[Any, ...], _Memoized] | None = (
             BoundedCache(MEMO_BYTES, max_entries=MEMO_ENTRIES) if memo else None)
@@ -364,15 +364,7 @@ class _Judge:
         if item.entry["configuration"].get("retrieval"):
             raise _Unjudgeable("it could retrieve remote resources, which are not kept")
         configuration = self._configuration(item, parts)
-        replay = self._checkers.pop(configuration, None)
-        if replay is None:
-            try:
-                replay = _Replay(configuration)
-            except IoaSemanticError as exc:
-                raise _Unjudgeable(f"the configuration cannot be built again: {exc}") from exc
-            if len(self._checkers) >= _CHECKERS:
-                self._checkers.pop(next(iter(self._checkers)))
-        self._checkers[configuration] = replay  # the most recently used last
+        replay = self._replay(configuration, run)
         if not configuration.revised and not replay.matches(item.entry):
             raise _Unjudgeable("the profile changed since the decision was logged (name the "
                                "revised file with --profile)")
@@ -397,6 +389,29 @@ class _Judge:
             first = instance is None or replay.checker.first_instance(*instance)
             self.memo.put(key, (decision, instance, first), _weight(decision))
         return decision
+
+    def _replay(self, configuration: _Configuration, run: str) -> _Replay:
+        """The replayed Checker of ``configuration`` for the logged Checker ``run``.
+
+        One a logged Checker: a service's workers append to one log, their decisions
+        interleaved, and a replay shared by two would forget and restore the whole revision
+        memory at every switch (quadratic in the log). At most :data:`_CHECKERS` are kept;
+        past that a run takes over the least recently used replay of its configuration,
+        which restores its memory from the log (a log of many short runs, one a command,
+        builds no Checker a run), else the least recently used one goes."""
+        key = (configuration, run)
+        replay = self._checkers.pop(key, None)
+        if replay is None and len(self._checkers) >= _CHECKERS:
+            same = next((k for k in self._checkers if k[0] == configuration), None)
+            taken = self._checkers.pop(same if same is not None else next(iter(self._checkers)))
+            replay = taken if same is not None else None
+        if replay is None:
+            try:
+                replay = _Replay(configuration)
+            except IoaSemanticError as exc:
+                raise _Unjudgeable(f"the configuration cannot be built again: {exc}") from exc
+        self._checkers[key] = replay  # the most recently used last
+        return replay
 
     def _configuration(self, item: Logged, parts: Sequence[Part]) -> _Configuration:
         """The logged decision's configuration with ``parts`` applied: once per logged
