@@ -261,6 +261,38 @@ def test_a_cluster_s_batches_judge_as_the_local_run_does(tmp_path: Path) -> None
     assert local.summary.flipped >= 1
 
 
+def test_a_batch_carries_the_instances_a_decision_had_when_it_was_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 40, item 3: a batch fills while the log is read on; a logged Checker's instances
+    # read after one of its decisions (here, skipped ones) drop the oldest it had. Carried
+    # when the batch was full, the second decision lost the first content of its instance
+    # and was no longer ambiguous, where the local run judged it so.
+    from ioa_semantic.impact import cluster, rejudge
+
+    monkeypatch.setattr(rejudge, "INSTANCES", 2)  # a Checker's memory, as a log far longer
+    unaccepted = NAMED.replace(b'"1.0"', b'"9.9"')  # no artifact read: skipped by the instant
+    later = tuple((unaccepted.replace(b"urn:e:1", f"urn:e:{n}".encode()), LANGUAGES)
+                  for n in range(2, 9))
+    log = logged(tmp_path, checks=((unaccepted, LANGUAGES), (NAMED, LANGUAGES), *later))
+    change = Change(at=datetime(2027, 1, 1, tzinfo=UTC))
+
+    class Here:
+        """A client whose batches are judged here, as they are submitted."""
+
+        def nthreads(self) -> dict[str, int]:
+            return {"here": 1}
+
+        def submit(self, judge, *args, pure: bool):  # type: ignore[no-untyped-def]
+            outcomes = judge(*args)
+            return type("Done", (), {"result": lambda self: outcomes})()
+
+    local = Impact([log], change)
+    batched = Impact([log], change, judging=cluster.judging(Here(), change))  # type: ignore[arg-type]
+    (flip,) = list(local)
+    assert "profile.revision-ambiguous" in {r["code"] for r in flip.after["reasons"]}
+    assert [f.as_dict() for f in batched] == [flip.as_dict()]
+
+
 def test_a_change_must_be_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as usage:
         main(["impact", str(tmp_path / "none.jsonl"), "--format", "json"])
