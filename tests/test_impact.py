@@ -293,6 +293,25 @@ def test_a_batch_carries_the_instances_a_decision_had_when_it_was_read(
     assert [f.as_dict() for f in batched] == [flip.as_dict()]
 
 
+def test_an_instance_seen_long_ago_among_few_others_is_remembered_when_judged_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Checker holds the last INSTANCES distinct pairs, however many decisions ago each was
+    # last seen: a sender that sends one named task again and again fills the log, not the
+    # memory. Dropping the log's entries by their count forgot the first content of urn:e:1,
+    # and the second was judged not ambiguous, a flip no change caused.
+    from ioa_semantic.impact import rejudge
+
+    monkeypatch.setattr(rejudge, "INSTANCES", 2)  # a Checker's memory, as a log far longer
+    unaccepted = NAMED.replace(b'"1.0"', b'"9.9"')  # no artifact read: skipped by the instant
+    again = unaccepted.replace(b"urn:e:1", b"urn:e:2")
+    log = logged(tmp_path, checks=((unaccepted, LANGUAGES), *[(again, LANGUAGES)] * 6,
+                                   (NAMED, LANGUAGES)))
+    impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)))
+    (flip,) = list(impact)
+    assert flip.line == 8 and flip.before["verdict"] == "indeterminate"
+    assert "profile.revision-ambiguous" not in {r["code"] for r in flip.removed}
+
+
 def test_a_change_must_be_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as usage:
         main(["impact", str(tmp_path / "none.jsonl"), "--format", "json"])

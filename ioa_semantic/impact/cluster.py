@@ -44,9 +44,10 @@ BATCH = 256
 class _Carried(Seen):
     """A logged Checker's instances as a batch carries them, up to one decision (``end``)."""
 
-    def __init__(self, dropped: int, items: list[tuple[bytes, bytes]], end: int) -> None:
+    def __init__(self, dropped: int, base: int, items: list[tuple[bytes, bytes]],
+                 end: int) -> None:
         super().__init__()
-        self.items, self.dropped, self._end = items, dropped, end
+        self.items, self.dropped, self.base, self._end = items, dropped, base, end
 
     @property
     def end(self) -> int:
@@ -91,21 +92,21 @@ class _Carrier:
     decision with (reading on to the batch's last decision appends, and drops, more)."""
 
     def __init__(self) -> None:
-        self._held: dict[int, tuple[int, list[tuple[bytes, bytes]]]] = {}
+        self._held: dict[int, tuple[int, int, list[tuple[bytes, bytes]]]] = {}
 
     def carry(self, touched: Touched) -> Touched:
         seen = touched.seen
         held = self._held.get(id(seen))
-        if held is None or held[0] != seen.dropped:
-            held = self._held[id(seen)] = (seen.dropped, list(seen.items))
+        if held is None or held[1] != seen.base:
+            held = self._held[id(seen)] = (seen.dropped, seen.base, list(seen.items))
         else:
-            held[1].extend(seen.items[len(held[1]):])
-        dropped, items = held
+            held[2].extend(seen.items[len(held[2]):])
+        dropped, base, items = held
         # The log by its absolute path: a worker finds its objects folder from its own
         # working directory.
         return touched._replace(
             item=touched.item._replace(log=os.path.abspath(touched.item.log)),
-            seen=_Carried(dropped, items, touched.end))
+            seen=_Carried(dropped, base, items, touched.end))
 
 
 def _carried(batch: list[Touched]) -> list[Touched]:

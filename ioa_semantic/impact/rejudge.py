@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import stat
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache, partial
@@ -457,14 +457,19 @@ def _configured(item: Logged, parts: Iterable[Part]) -> _Configuration:
 
 
 class Seen:
-    """A logged Checker's instances (pair and content digests), in log order, as far back
-    as its revision memory can reach: a Checker holds at most ``INSTANCES`` pairs, so the
-    entries older than twice that are dropped (memory bounded whatever the log's length).
-    Positions count every entry ever appended."""
+    """A logged Checker's instances (pair and content digests), in log order, such that
+    remembering them all, from none, leaves a Checker's revision memory as the logged
+    Checker's was. Past twice ``INSTANCES`` entries they are replaced by that memory (each
+    pair it holds once, with its content, the least recently seen first: a Checker holds at
+    most ``INSTANCES`` pairs), so that memory is bounded whatever the log's length, and a
+    pair seen long ago, but among the last ``INSTANCES`` distinct ones, is still held.
+    Positions count every entry ever appended; ``base`` is where the last replacement
+    ended: a replay that stands before it starts afresh (:meth:`_Replay.restore`)."""
 
     def __init__(self) -> None:
         self.items: list[tuple[bytes, bytes]] = []
         self.dropped = 0
+        self.base = 0
 
     @property
     def end(self) -> int:
@@ -473,11 +478,23 @@ class Seen:
     def append(self, item: tuple[bytes, bytes]) -> None:
         self.items.append(item)
         if len(self.items) > 2 * INSTANCES:
-            del self.items[:INSTANCES]
-            self.dropped += INSTANCES
+            # As a Checker's LRUCache(INSTANCES).setdefault keeps them: a pair seen again is
+            # the most recent, with the content it was first seen with.
+            memory: OrderedDict[bytes, bytes] = OrderedDict()
+            for pair, content in self.items:
+                if pair in memory:
+                    memory.move_to_end(pair)
+                else:
+                    memory[pair] = content
+                    if len(memory) > INSTANCES:
+                        memory.popitem(last=False)
+            end = self.end
+            self.items = list(memory.items())
+            self.dropped, self.base = end - len(self.items), end
 
     def since(self, position: int) -> list[tuple[bytes, bytes]]:
-        """The entries from ``position`` on (those still kept)."""
+        """The entries from ``position`` on (all that are kept, from a position before
+        ``base``)."""
         return self.items[max(position - self.dropped, 0):]
 
 
@@ -516,7 +533,7 @@ class _Replay:
 
     def restore(self, seen: Seen, run: str) -> None:
         """The revision memory as the logged Checker ``run`` had it: what ``seen`` holds."""
-        if run != self.run or self.position > seen.end:
+        if run != self.run or self.position > seen.end or 0 < self.position < seen.base:
             self.checker.forget_instances()
             self.run, self.position = run, 0
         for pair, content in seen.since(self.position):
