@@ -356,6 +356,19 @@ def test_an_unreachable_scheduler_is_exit_2_within_the_connect_timeout(tmp_path:
     assert not (tmp_path / "o.jsonl").exists()
 
 
+@pytest.mark.parametrize("address", ["bogus", "tcp://127.0.0.1", "tcp://127.0.0.1:port"])
+def test_a_scheduler_address_dask_cannot_read_is_exit_2_without_a_traceback(
+        tmp_path: Path, address: str) -> None:
+    # A Client made for it would be half made, and print a traceback as it closed itself
+    # on the way out (after twice the connect timeout).
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
+    proc = ioa_check(["r.jsonl", "--scheduler", address, "--output", "o.jsonl"], tmp_path,
+                     env=env)
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert f"cannot reach the Dask scheduler at {address}".encode() in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
 @settings(max_examples=150, deadline=None)
 @given(rows=st.lists(st.sampled_from([b"{}", b"", b"  ", b"[1, 2]", b"x" * 40, b"{\"a\": 1}",
                                       b"{\"a\": 1}\r", b"{\"a\": "]),

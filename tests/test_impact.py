@@ -180,6 +180,33 @@ def test_each_logged_checker_s_memory_of_instances_is_its_own(tmp_path: Path) ->
     assert impact.summary is not None and impact.summary.unchanged == 3
 
 
+def test_interleaved_checkers_each_restore_an_instance_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A service's workers append to one log, their decisions interleaved: a replay shared
+    # by the two would restore its whole memory at every switch, quadratic in the log.
+    from ioa_semantic.impact import rejudge
+
+    log = str(tmp_path / "decisions.jsonl")
+    checkers = [Checker("cs-translation", capabilities=[PROVIDER], alignments=["cs-doc-v1"],
+                        recorder=DecisionLog(log)) for _ in range(2)]
+    for n in range(12):
+        envelope = NAMED.replace(b"urn:e:1", f"urn:e:{n}".encode())
+        checkers[n % 2].check(envelope, params=LANGUAGES, at=JUNE, source=f"{n}.jsonld")
+    restored = 0
+    since = rejudge.Seen.since
+
+    def counted(seen: rejudge.Seen, position: int) -> list[tuple[bytes, bytes]]:
+        nonlocal restored
+        found = since(seen, position)
+        restored += len(found)
+        return found
+
+    monkeypatch.setattr(rejudge.Seen, "since", counted)
+    impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)))
+    assert len(list(impact)) == 12
+    assert restored == 12
+
+
 def _without_first_instance(log: str) -> None:
     """The log as a Checker writes it when its first decision read no instance (one
     rejected before its instance was read, 5.3): that line's record of it taken out."""
@@ -232,6 +259,57 @@ def test_a_cluster_s_batches_judge_as_the_local_run_does(tmp_path: Path) -> None
     assert [f.as_dict() for f in batched] == [f.as_dict() for f in local]
     assert batched.summary == local.summary and local.summary is not None
     assert local.summary.flipped >= 1
+
+
+def test_a_batch_carries_the_instances_a_decision_had_when_it_was_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 40, item 3: a batch fills while the log is read on; a logged Checker's instances
+    # read after one of its decisions (here, skipped ones) drop the oldest it had. Carried
+    # when the batch was full, the second decision lost the first content of its instance
+    # and was no longer ambiguous, where the local run judged it so.
+    from ioa_semantic.impact import cluster, rejudge
+
+    monkeypatch.setattr(rejudge, "INSTANCES", 2)  # a Checker's memory, as a log far longer
+    unaccepted = NAMED.replace(b'"1.0"', b'"9.9"')  # no artifact read: skipped by the instant
+    later = tuple((unaccepted.replace(b"urn:e:1", f"urn:e:{n}".encode()), LANGUAGES)
+                  for n in range(2, 9))
+    log = logged(tmp_path, checks=((unaccepted, LANGUAGES), (NAMED, LANGUAGES), *later))
+    change = Change(at=datetime(2027, 1, 1, tzinfo=UTC))
+
+    class Here:
+        """A client whose batches are judged here, as they are submitted."""
+
+        def nthreads(self) -> dict[str, int]:
+            return {"here": 1}
+
+        def submit(self, judge, *args, pure: bool):  # type: ignore[no-untyped-def]
+            outcomes = judge(*args)
+            return type("Done", (), {"result": lambda self: outcomes})()
+
+    local = Impact([log], change)
+    batched = Impact([log], change, judging=cluster.judging(Here(), change))  # type: ignore[arg-type]
+    (flip,) = list(local)
+    assert "profile.revision-ambiguous" in {r["code"] for r in flip.after["reasons"]}
+    assert [f.as_dict() for f in batched] == [flip.as_dict()]
+
+
+def test_an_instance_seen_long_ago_among_few_others_is_remembered_when_judged_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Checker holds the last INSTANCES distinct pairs, however many decisions ago each was
+    # last seen: a sender that sends one named task again and again fills the log, not the
+    # memory. Dropping the log's entries by their count forgot the first content of urn:e:1,
+    # and the second was judged not ambiguous, a flip no change caused.
+    from ioa_semantic.impact import rejudge
+
+    monkeypatch.setattr(rejudge, "INSTANCES", 2)  # a Checker's memory, as a log far longer
+    unaccepted = NAMED.replace(b'"1.0"', b'"9.9"')  # no artifact read: skipped by the instant
+    again = unaccepted.replace(b"urn:e:1", b"urn:e:2")
+    log = logged(tmp_path, checks=((unaccepted, LANGUAGES), *[(again, LANGUAGES)] * 6,
+                                   (NAMED, LANGUAGES)))
+    impact = Impact([log], Change(at=datetime(2027, 1, 1, tzinfo=UTC)))
+    (flip,) = list(impact)
+    assert flip.line == 8 and flip.before["verdict"] == "indeterminate"
+    assert "profile.revision-ambiguous" not in {r["code"] for r in flip.removed}
 
 
 def test_a_change_must_be_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

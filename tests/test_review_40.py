@@ -103,6 +103,20 @@ def test_a_named_pipe_under_an_objects_name_does_not_hang_the_run(tmp_path: Path
     assert "not a file" in why
 
 
+@pytest.mark.parametrize("segment", ["log", "log.1"])
+def test_a_named_pipe_under_a_log_s_name_is_refused_not_waited_on(
+        tmp_path: Path, segment: str) -> None:
+    # The log's segments are found by their names in its folder: a named pipe there held the
+    # run for good, as one under an object's name did (the writer refuses one as its path).
+    write_log(tmp_path)
+    if segment == "log":
+        (tmp_path / "log").unlink()
+    os.mkfifo(tmp_path / segment)
+    done = impact("log", "--at", LATER, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert f"{segment}: the decision log cannot be read: not a file" in done.stderr
+
+
 # --- the exit status: "nothing flips" only when it is established (medium) -------------------
 
 def test_nothing_flips_is_exit_0_only_when_every_decision_was_read_and_judged(

@@ -41,6 +41,7 @@ import dask.bag
 import dask.config
 import fsspec
 from distributed import Client, Future, KilledWorker, LocalCluster
+from distributed.comm.addressing import get_address_host_port, parse_address
 from distributed.comm.core import CommClosedError
 from fsspec.utils import read_block
 
@@ -95,6 +96,10 @@ Bucket = tuple[int, bytes]
 # --- the client: connecting -----------------------------------------------------------------
 
 
+# The schemes whose addresses are a host and a port (distributed's tcp, tls and websockets).
+_HOST_AND_PORT = frozenset({"tcp", "tls", "ws", "wss"})
+
+
 class Cluster:
     """A client connected to a scheduler, or to a LocalCluster started for ``local:N``."""
 
@@ -114,6 +119,10 @@ class Cluster:
             self.client = Client(self.local, timeout=timeout, set_as_default=False)
             return
         try:
+            # An address Dask cannot read is refused before a Client is made: a half-made one
+            # spends twice the connect timeout closing itself on the way out, with a traceback.
+            if parse_address(address)[0] in _HOST_AND_PORT:
+                get_address_host_port(address)
             self.client = Client(address, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise ConfigurationError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc

@@ -44,9 +44,10 @@ BATCH = 256
 class _Carried(Seen):
     """A logged Checker's instances as a batch carries them, up to one decision (``end``)."""
 
-    def __init__(self, dropped: int, items: list[tuple[bytes, bytes]], end: int) -> None:
+    def __init__(self, dropped: int, base: int, items: list[tuple[bytes, bytes]],
+                 end: int) -> None:
         super().__init__()
-        self.items, self.dropped, self._end = items, dropped, end
+        self.items, self.dropped, self.base, self._end = items, dropped, base, end
 
     @property
     def end(self) -> int:
@@ -83,22 +84,35 @@ def judge_batch(change: Change, batch: list[Touched]) -> list[Outcome]:
             (outcome_of(judge.judge, parts, touched) for touched in batch)]
 
 
-def _carried(batch: list[Touched]) -> list[Touched]:
-    """``batch`` as the workers read it: each decision's instances as far as it (one list
-    per logged Checker), its log by its absolute path."""
-    held: dict[int, tuple[int, list[tuple[bytes, bytes]]]] = {}
-    carried = []
-    for touched in batch:
+class _Carrier:
+    """A batch's decisions as the workers read them, each taken as it is read: its
+    instances as far as it (one list per logged Checker, while its oldest entries are still
+    those kept), its log by its absolute path. Taken later, when the batch is full, a
+    logged Checker's instances could have dropped the oldest that the local run judged a
+    decision with (reading on to the batch's last decision appends, and drops, more)."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[int, int, list[tuple[bytes, bytes]]]] = {}
+
+    def carry(self, touched: Touched) -> Touched:
         seen = touched.seen
-        if id(seen) not in held:
-            held[id(seen)] = (seen.dropped, list(seen.items))
-        dropped, items = held[id(seen)]
+        held = self._held.get(id(seen))
+        if held is None or held[1] != seen.base:
+            held = self._held[id(seen)] = (seen.dropped, seen.base, list(seen.items))
+        else:
+            held[2].extend(seen.items[len(held[2]):])
+        dropped, base, items = held
         # The log by its absolute path: a worker finds its objects folder from its own
         # working directory.
-        carried.append(touched._replace(
+        return touched._replace(
             item=touched.item._replace(log=os.path.abspath(touched.item.log)),
-            seen=_Carried(dropped, items, touched.end)))
-    return carried
+            seen=_Carried(dropped, base, items, touched.end))
+
+
+def _carried(batch: list[Touched]) -> list[Touched]:
+    """``batch`` as the workers read it, its decisions read just now (see :class:`_Carrier`)."""
+    carrier = _Carrier()
+    return [carrier.carry(touched) for touched in batch]
 
 
 def judging(client: Client, change: Change, batch: int = BATCH) -> Judging:
@@ -110,13 +124,20 @@ def judging(client: Client, change: Change, batch: int = BATCH) -> Judging:
         # Enough batches in flight to keep every worker busy, few enough that the decisions
         # waiting here (and their outcomes there) stay bounded.
         in_flight = max(4, 2 * sum(client.nthreads().values()))
-        window: deque[tuple[list[Touched], Future[Any]]] = deque()
+        window: deque[tuple[list[Touched], list[Touched], Future[Any]]] = deque()
 
-        def submitted(units: list[Touched]) -> Future[Any]:
-            return client.submit(judge_batch, named, _carried(units), pure=False)
+        def submitted(carried: list[Touched]) -> Future[Any]:
+            return client.submit(judge_batch, named, carried, pure=False)
 
-        while units := list(itertools.islice(touched, batch)):
-            window.append((units, submitted(units)))
+        while True:
+            carrier = _Carrier()
+            units, carried = [], []
+            for one in itertools.islice(touched, batch):
+                units.append(one)
+                carried.append(carrier.carry(one))
+            if not units:
+                break
+            window.append((units, carried, submitted(carried)))
             if len(window) >= in_flight:
                 yield from _collected(*window.popleft(), submitted)
         while window:
@@ -125,7 +146,7 @@ def judging(client: Client, change: Change, batch: int = BATCH) -> Judging:
     return judge
 
 
-def _collected(units: list[Touched], pending: Future[Any],
+def _collected(units: list[Touched], carried: list[Touched], pending: Future[Any],
                again: Callable[[list[Touched]], Future[Any]],
                ) -> Iterator[tuple[Touched, Outcome]]:
     """A batch's outcomes. One that Dask gave up on (worker processes died running it, and
@@ -135,7 +156,7 @@ def _collected(units: list[Touched], pending: Future[Any],
         outcomes: list[Outcome] = pending.result()
     except KilledWorker:
         try:
-            outcomes = again(units).result()
+            outcomes = again(carried).result()
         except KilledWorker:
             outcomes = [Outcome("its batch ended worker processes of the cluster twice "
                                 "(Dask's KilledWorker)")] * len(units)

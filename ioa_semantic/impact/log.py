@@ -17,16 +17,18 @@ write interrupted) or damaged is read up to the damage in each segment, with a
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, BinaryIO, NamedTuple, cast
 
 from .._checker import Checked, Checker
 from .._exceptions import ConfigurationError
@@ -304,7 +306,7 @@ def read_log(path: str) -> Iterator[Logged | Damage]:
         segments.append(path)
     for number, segment in enumerate(segments):
         try:
-            handle = open(segment, "rb")  # noqa: SIM115 (closed below, as it is read)
+            handle = _opened(segment)
         except OSError as exc:
             if number == len(segments) - 1 and segments[:-1] and isinstance(
                     exc, FileNotFoundError):
@@ -313,6 +315,18 @@ def read_log(path: str) -> Iterator[Logged | Damage]:
                                      f"{exc.strerror}") from exc
         with handle:
             yield from _lines(segment, handle)
+
+
+def _opened(segment: str) -> BinaryIO:
+    """``segment`` open for reading, when it is a file: a named pipe under a log's or a
+    segment's name would hold the run for good, and a device never ends (opened without
+    blocking, to look; the writer refuses both as its path too)."""
+    descriptor = os.open(segment, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise OSError(errno.EINVAL, "not a file (a named pipe, a device or a folder)")
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "rb")
 
 
 def _lines(segment: str, handle: Any) -> Iterator[Logged | Damage]:

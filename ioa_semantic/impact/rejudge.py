@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import stat
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache, partial
@@ -34,7 +34,7 @@ from .log import Damage, Logged, object_path, read_log
 
 # The reasons' identity in a comparison (see the module's docstring).
 _IDENTITY = ("code", "severity", "path", "section")
-# Checkers kept at once (one per configuration the change produces).
+# Checkers kept at once (one per logged Checker and configuration the change produces).
 _CHECKERS = 8
 # Configurations built at once (one per logged Checker and set of parts), and objects kept
 # read (the registrations and artifacts every decision of a Checker names).
@@ -349,7 +349,7 @@ class _Judge:
     that of the bytes of its sha256, proven when they were first read."""
 
     def __init__(self, memo: bool = True) -> None:
-        self._checkers: dict[_Configuration, _Replay] = {}
+        self._checkers: dict[tuple[_Configuration, str], _Replay] = {}
         self._configurations: dict[tuple[str, str, str, tuple[str, ...]], _Configuration] = {}
         self.memo: BoundedCache[tuple[Any, ...], _Memoized] | None = (
             BoundedCache(MEMO_BYTES, max_entries=MEMO_ENTRIES) if memo else None)
@@ -364,15 +364,7 @@ class _Judge:
         if item.entry["configuration"].get("retrieval"):
             raise _Unjudgeable("it could retrieve remote resources, which are not kept")
         configuration = self._configuration(item, parts)
-        replay = self._checkers.pop(configuration, None)
-        if replay is None:
-            try:
-                replay = _Replay(configuration)
-            except IoaSemanticError as exc:
-                raise _Unjudgeable(f"the configuration cannot be built again: {exc}") from exc
-            if len(self._checkers) >= _CHECKERS:
-                self._checkers.pop(next(iter(self._checkers)))
-        self._checkers[configuration] = replay  # the most recently used last
+        replay = self._replay(configuration, run)
         if not configuration.revised and not replay.matches(item.entry):
             raise _Unjudgeable("the profile changed since the decision was logged (name the "
                                "revised file with --profile)")
@@ -397,6 +389,29 @@ class _Judge:
             first = instance is None or replay.checker.first_instance(*instance)
             self.memo.put(key, (decision, instance, first), _weight(decision))
         return decision
+
+    def _replay(self, configuration: _Configuration, run: str) -> _Replay:
+        """The replayed Checker of ``configuration`` for the logged Checker ``run``.
+
+        One a logged Checker: a service's workers append to one log, their decisions
+        interleaved, and a replay shared by two would forget and restore the whole revision
+        memory at every switch (quadratic in the log). At most :data:`_CHECKERS` are kept;
+        past that a run takes over the least recently used replay of its configuration,
+        which restores its memory from the log (a log of many short runs, one a command,
+        builds no Checker a run), else the least recently used one goes."""
+        key = (configuration, run)
+        replay = self._checkers.pop(key, None)
+        if replay is None and len(self._checkers) >= _CHECKERS:
+            same = next((k for k in self._checkers if k[0] == configuration), None)
+            taken = self._checkers.pop(same if same is not None else next(iter(self._checkers)))
+            replay = taken if same is not None else None
+        if replay is None:
+            try:
+                replay = _Replay(configuration)
+            except IoaSemanticError as exc:
+                raise _Unjudgeable(f"the configuration cannot be built again: {exc}") from exc
+        self._checkers[key] = replay  # the most recently used last
+        return replay
 
     def _configuration(self, item: Logged, parts: Sequence[Part]) -> _Configuration:
         """The logged decision's configuration with ``parts`` applied: once per logged
@@ -442,14 +457,19 @@ def _configured(item: Logged, parts: Iterable[Part]) -> _Configuration:
 
 
 class Seen:
-    """A logged Checker's instances (pair and content digests), in log order, as far back
-    as its revision memory can reach: a Checker holds at most ``INSTANCES`` pairs, so the
-    entries older than twice that are dropped (memory bounded whatever the log's length).
-    Positions count every entry ever appended."""
+    """A logged Checker's instances (pair and content digests), in log order, such that
+    remembering them all, from none, leaves a Checker's revision memory as the logged
+    Checker's was. Past twice ``INSTANCES`` entries they are replaced by that memory (each
+    pair it holds once, with its content, the least recently seen first: a Checker holds at
+    most ``INSTANCES`` pairs), so that memory is bounded whatever the log's length, and a
+    pair seen long ago, but among the last ``INSTANCES`` distinct ones, is still held.
+    Positions count every entry ever appended; ``base`` is where the last replacement
+    ended: a replay that stands before it starts afresh (:meth:`_Replay.restore`)."""
 
     def __init__(self) -> None:
         self.items: list[tuple[bytes, bytes]] = []
         self.dropped = 0
+        self.base = 0
 
     @property
     def end(self) -> int:
@@ -458,11 +478,23 @@ class Seen:
     def append(self, item: tuple[bytes, bytes]) -> None:
         self.items.append(item)
         if len(self.items) > 2 * INSTANCES:
-            del self.items[:INSTANCES]
-            self.dropped += INSTANCES
+            # As a Checker's LRUCache(INSTANCES).setdefault keeps them: a pair seen again is
+            # the most recent, with the content it was first seen with.
+            memory: OrderedDict[bytes, bytes] = OrderedDict()
+            for pair, content in self.items:
+                if pair in memory:
+                    memory.move_to_end(pair)
+                else:
+                    memory[pair] = content
+                    if len(memory) > INSTANCES:
+                        memory.popitem(last=False)
+            end = self.end
+            self.items = list(memory.items())
+            self.dropped, self.base = end - len(self.items), end
 
     def since(self, position: int) -> list[tuple[bytes, bytes]]:
-        """The entries from ``position`` on (those still kept)."""
+        """The entries from ``position`` on (all that are kept, from a position before
+        ``base``)."""
         return self.items[max(position - self.dropped, 0):]
 
 
@@ -501,7 +533,7 @@ class _Replay:
 
     def restore(self, seen: Seen, run: str) -> None:
         """The revision memory as the logged Checker ``run`` had it: what ``seen`` holds."""
-        if run != self.run or self.position > seen.end:
+        if run != self.run or self.position > seen.end or 0 < self.position < seen.base:
             self.checker.forget_instances()
             self.run, self.position = run, 0
         for pair, content in seen.since(self.position):
