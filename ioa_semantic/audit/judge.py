@@ -68,7 +68,9 @@ def _declaration(node: dict[str, Any], default_ontology: tuple[str, str] | None)
     else:
         ontology = None if default_ontology is None else (
             (default_ontology[0],), (default_ontology[1],))
-    declaration = (_media(node, _INPUTS), _media(node, _OUTPUTS), ontology)
+    # Typed as a tuple of any length: mypyc keeps a fixed-length tuple unboxed and boxes it
+    # anew wherever it is stored or returned, and the object kept must be the one returned.
+    declaration: tuple[Any, ...] = (_media(node, _INPUTS), _media(node, _OUTPUTS), ontology)
     found = _DECLARATIONS.get(declaration)
     if found is None:
         # Bounded in bytes too: a sender's values may be as long as the intake admits, and
