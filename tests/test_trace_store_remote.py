@@ -572,4 +572,7 @@ def test_a_replacement_cut_short_keeps_what_the_replaced_graph_promised_on_a_ser
         tmp_path: Path, server: Server) -> None:
     from test_trace_store_scale import replacement_cut_short
 
-    replacement_cut_short(tmp_path, server.url, server.graphs, PLAIN)
+    # The feeder killed inside its turn leaves it claimed: the next feed would wait out the
+    # whole lease (60 s) before it writes. Two seconds, through the tests' hook, as in
+    # test_a_feeder_killed_holding_its_turn_delays_a_rerun_by_the_lease_only.
+    replacement_cut_short(tmp_path, server.url, server.graphs, PLAIN, env={LEASE_ENV: "2"})
