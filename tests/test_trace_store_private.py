@@ -248,9 +248,29 @@ def test_the_consumer_key_is_a_reference(tmp_path: Path) -> None:
 # --- the key file, held to its rules ----------------------------------------------------------
 
 
-def _store_with_runs(tmp_path: Path) -> Path:
-    store = tmp_path / "s"
-    assert feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS).returncode == 3
+@pytest.fixture(scope="module")
+def runs_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private store fed golden-extensions against the trip-planner manifests, built once:
+    each test takes a copy (:func:`_store_with_runs`)."""
+    folder = tmp_path_factory.mktemp("runs-store")
+    assert feed([GOLDEN], folder / "s", folder, "--manifests", MANIFESTS).returncode == 3
+    return folder / "s"
+
+
+@pytest.fixture(scope="module")
+def plain_runs_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same, made with ``--store-plain-ids``."""
+    folder = tmp_path_factory.mktemp("plain-runs-store")
+    assert feed([GOLDEN], folder / "s", folder, "--manifests", MANIFESTS, PLAIN
+                ).returncode == 3
+    return folder / "s"
+
+
+def _store_with_runs(tmp_path: Path, built: Path, name: str = "s") -> Path:
+    """A copy of ``built`` of the test's own, with its key (the copy keeps the key's 0600 and
+    the folder's 0700), which the test may damage or feed."""
+    store = tmp_path / name
+    shutil.copytree(built, store)
     return store
 
 
@@ -273,8 +293,8 @@ def _feeds(store: Path) -> list[list[Any]]:
              "runB=y"]]
 
 
-def test_a_key_file_others_can_read_is_refused(tmp_path: Path) -> None:
-    store = _store_with_runs(tmp_path)
+def test_a_key_file_others_can_read_is_refused(tmp_path: Path, runs_store: Path) -> None:
+    store = _store_with_runs(tmp_path, runs_store)
     key = store / KEY_FILE
     for mode in (0o644, 0o640, 0o606):
         key.chmod(mode)
@@ -288,8 +308,9 @@ def test_a_key_file_others_can_read_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("damage", ["replaced", "removed", "truncated", "longer", "symlink",
                                     "folder"])
 def test_a_damaged_key_file_is_refused_and_nothing_is_written(tmp_path: Path,
+                                                              runs_store: Path,
                                                               damage: str) -> None:
-    store = _store_with_runs(tmp_path)
+    store = _store_with_runs(tmp_path, runs_store)
     key = store / KEY_FILE
     own = key.read_bytes()
     (tmp_path / "elsewhere").write_bytes(own)
@@ -345,9 +366,9 @@ def test_store_paths_that_are_no_store_are_refused_and_left_as_they_were(
     assert sorted(p.name for p in (tmp_path / "k").iterdir()) == [KEY_FILE]
 
 
-def test_two_modes_never_mix(tmp_path: Path) -> None:
-    private, plain = _store_with_runs(tmp_path), tmp_path / "plain"
-    assert feed([GOLDEN], plain, tmp_path, PLAIN).returncode == 3
+def test_two_modes_never_mix(tmp_path: Path, runs_store: Path, plain_runs_store: Path) -> None:
+    private = _store_with_runs(tmp_path, runs_store)
+    plain = _store_with_runs(tmp_path, plain_runs_store, "plain")
     for store, more, says in ((private, [PLAIN], b"without --store-plain-ids"),
                               (plain, [], b"give --store-plain-ids")):
         before = graphs(store)
@@ -394,8 +415,8 @@ def _records(store: Path) -> list[str]:
 
 
 def test_naming_a_run_by_its_id_needs_the_key_and_a_reference_does_not(
-        tmp_path: Path) -> None:
-    store = _store_with_runs(tmp_path)
+        tmp_path: Path, runs_store: Path) -> None:
+    store = _store_with_runs(tmp_path, runs_store)
     run = ref(store, "run", "7cc4f1e6780b4c6d2eb0")
     by_id = query(store, tmp_path, "verdict_changes", "--param", "runA=7cc4f1e6780b4c6d2eb0",
                   "--param", "runB=7cc4f1e6780b4c6d2eb0")
@@ -457,9 +478,8 @@ def _as_version_1(store: Path, mode: str | None) -> None:
 
 @pytest.mark.parametrize("mode", ["plain", None])
 def test_a_plain_store_of_version_1_is_fed_with_store_plain_ids_only(
-        tmp_path: Path, mode: str | None) -> None:
-    store = tmp_path / "s"
-    assert feed([GOLDEN], store, tmp_path, "--manifests", MANIFESTS, PLAIN).returncode == 3
+        tmp_path: Path, plain_runs_store: Path, mode: str | None) -> None:
+    store = _store_with_runs(tmp_path, plain_runs_store)
     _as_version_1(store, mode)
     before = graphs(store)
     refused = feed([SMOKE], store, tmp_path)
@@ -506,10 +526,11 @@ def ref_of(key: bytes, kind: str, value: str) -> str:
     return Private(key).keyed(kind, value)
 
 
-def test_a_query_of_a_private_store_whose_key_is_away_still_answers(tmp_path: Path) -> None:
+def test_a_query_of_a_private_store_whose_key_is_away_still_answers(
+        tmp_path: Path, runs_store: Path) -> None:
     """The graph needs no key to be read: a copy of the folder without its key file can be
     queried (only naming a run by its id needs the key)."""
-    store = _store_with_runs(tmp_path)
+    store = _store_with_runs(tmp_path, runs_store)
     copy = tmp_path / "copy"
     shutil.copytree(store, copy, ignore=shutil.ignore_patterns(KEY_FILE, "LOCK"))
     assert rows(ioa(["trace", "query", copy, "runs"], tmp_path))

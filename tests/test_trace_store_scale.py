@@ -162,16 +162,19 @@ def _transitions(stored: set[tuple[str, str, str]]) -> int:
 
 def replacement_cut_short(tmp_path: Path, store: Path | str,
                           read: Callable[[], dict[str, set[tuple[str, str, str]]]],
-                          *more: str) -> None:
+                          *more: str, env: dict[str, str] | None = None) -> None:
     """A stored large run replaced by its grown version, the write killed after the old graph
     was dropped: the next feeds still know the run the store held. A feed of part of its calls
     is refused (it would lose some), and the grown version fed without --trajectory keeps the
     trajectory the stored graph had, as when nothing was cut short. (On a server too:
-    tests/test_trace_store_remote.py.)"""
-    run = large_run(tmp_path / "runs", 700)
+    tests/test_trace_store_remote.py, which gives ``env`` to every feed.)"""
+    # 1,200 calls, 1,200 transitions: with its trajectory the graph is two chunks of 20,000
+    # quads and a last one of 14,600, enough for a kill between chunks (the 2,100 calls of
+    # large_run(700) made five chunks, each written four times, for the same statement).
+    run = large_run(tmp_path / "runs", 400)
     manifests = trace_runs.write_manifests(tmp_path / "m")
     options = ["--manifests", manifests, "--batch-size", "100000", *more]
-    assert feed([run], store, tmp_path, *options, "--trajectory").returncode == 1
+    assert feed([run], store, tmp_path, *options, "--trajectory", env=env).returncode == 1
     assert _transitions(run_graph(read())) > 1000
     events = run / "traces" / "events.jsonl"
     lines = events.read_text().splitlines(keepends=True)
@@ -180,14 +183,14 @@ def replacement_cut_short(tmp_path: Path, store: Path | str,
     (part / "traces" / "events.jsonl").write_text("".join(lines[:len(lines) // 2]))
     events.write_text("".join(lines) + lines[-1].replace("large-run-mas", "large-run-mas-2"))
     # Transactions of this feed: the input's checkpoint, the old graph dropped (what the
-    # replacement keeps of it written aside), then chunks: killed after the second, the store
-    # holds part of the new graph.
-    killed = feed([run], store, tmp_path, *options, env={KILL_AFTER_ENV: "4"})
+    # replacement keeps of it written aside), then chunks: killed after the second of three,
+    # the store holds part of the new graph.
+    killed = feed([run], store, tmp_path, *options, env={**(env or {}), KILL_AFTER_ENV: "4"})
     assert killed.returncode == -9, killed.stderr
     assert not any(t[1] == RECORD_SHA256 for t in run_graph(read()))
-    narrowed = feed([part], store, tmp_path, *options)
+    narrowed = feed([part], store, tmp_path, *options, env=env)
     assert narrowed.returncode == 2 and b"one invocation" in narrowed.stderr, narrowed.stderr
-    assert feed([run], store, tmp_path, *options).returncode == 1
+    assert feed([run], store, tmp_path, *options, env=env).returncode == 1
     stored = read()
     assert _transitions(run_graph(stored)) > 1000
     assert sum(1 for t in run_graph(stored) if t[1] == RECORD_SHA256) == 1
