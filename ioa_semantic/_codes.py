@@ -294,7 +294,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "span without valid ids, or a mas-lab span without ids that has no start or end time"),
     ("trace.attribute-malformed", None, "5.4",
      "an OTLP span attribute or member of the wrong type, or given twice, or a mas-lab event's "
-     "timestamp that is not a number: it is not used"),
+     "timestamp that is not a number, or a call's end timestamp before its start's: it is not "
+     "used"),
     ("trace.span-unmapped", None, "5.4",
      "an OTLP span carrying a tool or model name under an operation the mapping does not know, "
      "or named as a mas-lab call without any mas.* attribute: it is not used"),
