@@ -438,6 +438,15 @@ _HEAVY = {"trace: events", "trace: agents", "trace: nested calls",
           "trace: nested, graph emitted", "trace: agents, graph emitted"}
 
 
+# The growth of a trace without its shapes is counted from n = 3,000 to 12,000, not from the
+# 5,000 to 20,000 of its largest input: the count runs under a tracer (some 15 s for the
+# three families at 20,000, 10 s at 12,000). At 12,000 each family still fails on a quadratic
+# stage as slight as a scan of the lines before every fiftieth line (8,000 let two through).
+# The slow run's largest inputs keep SIZES.
+GROWTH_SIZES = {"trace: events, no shapes": 12000, "trace: agents, no shapes": 12000,
+                "trace: nested, no shapes": 12000}
+
+
 @pytest.mark.parametrize("shape", [pytest.param(s, marks=pytest.mark.slow) if s in _HEAVY else s
                                    for s in FAMILIES])
 def test_work_grows_at_most_n_log_n(shape: str, tmp_path: Path) -> None:
@@ -445,7 +454,7 @@ def test_work_grows_at_most_n_log_n(shape: str, tmp_path: Path) -> None:
     run does, which would hide a quadratic stage at n/4); counted, so the bound needs no
     slack for a busy machine."""
     _skip_without_shared(shape)
-    build, n = FAMILIES[shape], SIZES[shape]
+    build, n = FAMILIES[shape], GROWTH_SIZES.get(shape, SIZES[shape])
     _operations(build(2), tmp_path / "warm")
 
     def work(size: int) -> int:

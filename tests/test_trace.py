@@ -147,9 +147,27 @@ def test_the_text_report_leads_with_the_verdict(tmp_path: Path) -> None:
     assert "capability.undeclared-tool" in text and LOOKUP_CALL in text
 
 
-def test_output_is_deterministic(tmp_path: Path) -> None:
-    args: list[str | Path] = [GOLDEN, SMALLER[2], "--manifests", MANIFESTS, "--format", "json"]
-    assert trace(args, tmp_path, shapes=True).stdout == trace(args, tmp_path, shapes=True).stdout
+# The golden run and tutorial 02 with their shapes, the report in JSON and the graph written:
+# what the determinism and the digests tests read, run once for both (the SHACL step is most
+# of a run's time).
+TWO_RUNS: list[str | Path] = [GOLDEN, SMALLER[2], "--manifests", MANIFESTS, "--format", "json",
+                              "--emit-kg", "kg.ttl"]
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[
+        subprocess.CompletedProcess[bytes], str]:
+    """``TWO_RUNS`` audited: the process, and the graph it wrote."""
+    folder = tmp_path_factory.mktemp("two-runs")
+    proc = trace(TWO_RUNS, folder, shapes=True)
+    return proc, (folder / "kg.ttl").read_text()
+
+
+def test_output_is_deterministic(
+        two_runs: tuple[subprocess.CompletedProcess[bytes], str], tmp_path: Path) -> None:
+    again = trace(TWO_RUNS, tmp_path, shapes=True)
+    assert again.stdout == two_runs[0].stdout
+    assert (tmp_path / "kg.ttl").read_text() == two_runs[1]
 
 
 # --- streaming --------------------------------------------------------------------------------
@@ -374,14 +392,14 @@ def _trace_texts(path: Path) -> set[str]:
     return texts
 
 
-def test_reports_and_graphs_carry_digests_never_trace_text(tmp_path: Path) -> None:
+def test_reports_and_graphs_carry_digests_never_trace_text(
+        two_runs: tuple[subprocess.CompletedProcess[bytes], str], tmp_path: Path) -> None:
     texts = _trace_texts(GOLDEN / "events.jsonl") | _trace_texts(SMALLER[2])
     assert len(texts) > 10
-    proc = trace([GOLDEN, SMALLER[2], "--manifests", MANIFESTS, "--format", "json",
-                  "--emit-kg", "kg.ttl"], tmp_path, shapes=True)
+    proc, graph = two_runs
     text_report = trace([GOLDEN, SMALLER[2], "--manifests", MANIFESTS], tmp_path,
                         shapes=True).stdout.decode()
-    written = proc.stdout.decode() + (tmp_path / "kg.ttl").read_text() + text_report
+    written = proc.stdout.decode() + graph + text_report
     for text in texts:
         assert text not in written and json.dumps(text)[1:-1] not in written, text[:40]
     agents, _ = records(proc)

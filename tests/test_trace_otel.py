@@ -61,9 +61,15 @@ def per_agent(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {line["agent"]: strip(line) for line in lines if "agent" in line}
 
 
-def test_the_three_forms_give_the_same_verdicts_and_uses(traced: Path) -> None:
-    audits = {layout: trace(traced, layout, "--manifests", "manifests", "--format", "json",
-                            "--no-shapes") for layout in LAYOUTS}
+@pytest.fixture(scope="module")
+def audits(traced: Path) -> dict[str, subprocess.CompletedProcess[bytes]]:
+    """Each form of the run audited against its manifests: what the tests below only read."""
+    return {layout: trace(traced, layout, "--manifests", "manifests", "--format", "json",
+                          "--no-shapes") for layout in LAYOUTS}
+
+
+def test_the_three_forms_give_the_same_verdicts_and_uses(
+        audits: dict[str, subprocess.CompletedProcess[bytes]]) -> None:
     assert {layout: proc.returncode for layout, proc in audits.items()} == dict.fromkeys(
         LAYOUTS, 1)
     agents = {layout: per_agent(records(proc)) for layout, proc in audits.items()}
@@ -75,9 +81,9 @@ def test_the_three_forms_give_the_same_verdicts_and_uses(traced: Path) -> None:
 
 
 def test_the_undeclared_tool_names_its_span_and_the_model_less_call_is_evidence(
-        traced: Path) -> None:
-    booking = per_agent(records(trace(traced, "otlp.jsonl", "--manifests", "manifests",
-                                      "--format", "json", "--no-shapes")))["booking_agent"]
+        audits: dict[str, subprocess.CompletedProcess[bytes]]) -> None:
+    otlp = per_agent(records(audits["otlp.jsonl"]))
+    booking = otlp["booking_agent"]
     by_code = {r["code"]: r for r in booking["reasons"]}
     undeclared = by_code["capability.undeclared-tool"]
     assert "issue_refund" in undeclared["message"] and UNDECLARED_SPAN in undeclared["message"]
@@ -86,8 +92,7 @@ def test_the_undeclared_tool_names_its_span_and_the_model_less_call_is_evidence(
     assert MODELLESS_SPAN in modelless["message"]
     models = {m["model"]: m["verdict"] for m in booking["consumed"]["models"]}
     assert models == {"claude-sonnet-4-5": "compatible", None: "indeterminate"}
-    front = per_agent(records(trace(traced, "otlp.jsonl", "--manifests", "manifests",
-                                    "--format", "json", "--no-shapes")))["front_desk"]
+    front = otlp["front_desk"]
     delegations = {(d["agent"], d["verdict"]) for d in front["consumed"]["delegations"]}
     assert delegations == {("booking_agent", "compatible")}
 
