@@ -76,6 +76,32 @@ def test_an_object_whose_bytes_do_not_have_its_sha256_is_not_judged(tmp_path: Pa
     assert "sha256" in why
 
 
+_PEAK = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], capture_output=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def test_a_large_file_under_an_object_s_name_is_refused_without_being_held(
+        tmp_path: Path) -> None:
+    """What stands under an object's name may be any size (a file swapped in); it was read
+    whole before its sha256 was compared. Its digest is now taken as it is read, and only
+    bytes of the logged sha256 are held: a 512 MiB file (sparse, so the disk holds none of
+    it) is refused within a fraction of its size."""
+    log = write_log(tmp_path)
+    kept = envelope_object(log)
+    with open(kept, "r+b") as swapped:
+        swapped.truncate(512 << 20)
+    peak = subprocess.run([sys.executable, "-c", _PEAK, IOA_CHECK, "impact", "log", "--at",
+                           LATER, "--format", "json"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=HANG)
+    assert int(peak.stdout) < 256 << 10, peak.stdout  # KiB: half the file's size
+    done = impact("log", "--at", LATER, "--format", "json", cwd=tmp_path)
+    (why,) = summary_of(done.stdout)["unjudgeable"]
+    assert "sha256" in why and done.returncode == 3
+
+
 def test_a_link_out_of_the_objects_folder_is_not_followed(tmp_path: Path) -> None:
     """A symbolic link under an object's name is not followed, whatever it points at (here
     the right bytes, elsewhere: the folder holds objects, not pointers to the user's files)."""

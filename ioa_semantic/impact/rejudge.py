@@ -591,11 +591,26 @@ def _object(root: str, digest: str) -> bytes:
         if not stat.S_ISREG(os.fstat(kept.fileno()).st_mode):
             raise _Unjudgeable("an object the decision names is not kept (not a file)")
         try:
+            # Proven before it is held: what stands under the name may be any size (a file
+            # swapped in), and only bytes of the logged sha256 are worth their memory.
+            proof = hashlib.sha256()
+            while chunk := kept.read(_CHUNK):
+                proof.update(chunk)
+            if proof.hexdigest() != digest:
+                raise _Unjudgeable(_CHANGED)
+            kept.seek(0)
             data = kept.read()
         except OSError as exc:
             raise _Unjudgeable(f"an object the decision names cannot be read ({exc.strerror})"
                                ) from exc
+    # The bytes held are proven again: the file may have changed between the two reads.
     if hashlib.sha256(data).hexdigest() != digest:
-        raise _Unjudgeable("an object the decision names does not have the sha256 it is kept "
-                           "under (changed since it was logged)")
+        raise _Unjudgeable(_CHANGED)
     return data
+
+
+_CHANGED = ("an object the decision names does not have the sha256 it is kept under (changed "
+            "since it was logged)")
+
+
+_CHUNK = 1 << 20
