@@ -184,3 +184,24 @@ def test_the_page_keeps_the_first_flips_of_each_transition_and_says_so(
         ("compatible", "compatible"), ("indeterminate", "indeterminate")]
     assert page.text("flipped") == "4"
     assert "4 decisions flipped; listed: 2" in page.text("left-out")
+
+
+def test_the_text_report_gives_each_flip_its_lines_and_shows_controls_as_code_points(
+        tmp_path: Path) -> None:
+    # Each flip: its transition, source and place; each reason added (+) and removed (-);
+    # its causes; one line each, in that order (a flip's lines are printed together). The
+    # right-to-left override in a source is shown as a code point, never written raw.
+    folder = make_corpus(tmp_path)
+    done = subprocess.run([IOA_CHECK, "impact", "offered.jsonl", SPACED, *CHANGE, "--format",
+                           "text"], cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={"NO_COLOR": "1", "PATH": ""})
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    flips = [i for i, line in enumerate(lines) if " -> " in line and ", line " in line]
+    assert len(flips) == 3
+    for start, end in zip(flips, [*flips[1:], lines.index(next(
+            line for line in lines if line.startswith("change:")))], strict=True):
+        body = lines[start + 1:end]
+        assert body[-1].startswith("  caused by ") and all(
+            line.startswith(("  + ", "  - ")) for line in body[:-1]) and len(body) >= 2
+    assert "\u202e" not in done.stdout and "U+202E" in done.stdout.upper()

@@ -53,13 +53,12 @@ def text(impact: ImpactRun, stream: IO[str]) -> None:
 
 
 def _flip(console: Visible, flip: AnyFlip, escape: Callable[[str], str]) -> None:
-    console.print(f"[bold]{escape(flip.transition)}[/] {escape(flip.source)} "
-                  f"[dim]({escape(flip.log)}, line {flip.line})[/]")
-    for reason in flip.added:
-        console.print(f"  [red]+[/] {escape(_reason(reason))}")
-    for reason in flip.removed:
-        console.print(f"  [green]-[/] {escape(_reason(reason))}")
-    console.print("  caused by " + escape("; ".join(flip.causes)))
+    console.print_lines([
+        f"[bold]{escape(flip.transition)}[/] {escape(flip.source)} "
+        f"[dim]({escape(flip.log)}, line {flip.line})[/]",
+        *(f"  [red]+[/] {escape(_reason(reason))}" for reason in flip.added),
+        *(f"  [green]-[/] {escape(_reason(reason))}" for reason in flip.removed),
+        "  caused by " + escape("; ".join(flip.causes))])
 
 
 # --- SARIF (ioa-check impact --format sarif) ---------------------------------------------------
