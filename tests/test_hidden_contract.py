@@ -143,8 +143,9 @@ def test_a_call_that_ends_before_it_starts_is_reported_and_its_times_not_used(
         tmp_path: Path) -> None:
     """The schema: events are emitted in chronological order, each with its Unix seconds.
     A call whose end event carries an instant before its start event's cannot have both
-    right: neither time is used and the audit says so at the end's timestamp, as it does for
-    an OTLP span's end before its start; the verdicts, which the order decides, stay."""
+    right: its end time is not used and the audit says so at the end's timestamp (its start,
+    which places it among the other calls, is kept); the verdicts, which the order decides,
+    stay."""
     def spoil(events: list[dict[str, Any]]) -> None:
         assert events[3]["kind"] == "llm_call_end" and events[2]["kind"] == "llm_call_start"
         events[3]["timestamp"] = events[2]["timestamp"] - 1
@@ -155,13 +156,14 @@ def test_a_call_that_ends_before_it_starts_is_reported_and_its_times_not_used(
     malformed = [r for r in summary["reasons"] if r["code"] == "trace.attribute-malformed"]
     assert [(r["path"], r["severity"]) for r in malformed] == [("/3/timestamp", "warning")]
     assert "before it starts" in malformed[0]["message"]
-    # The call's times are left out of the graph, its events' other members are read.
+    # The call's end time is left out of the graph; its start and its events' other
+    # members are read.
     kg = tmp_path / "kg.nt"
     assert _run(["trace", str(tmp_path / "run"), "--manifests", str(tmp_path / "manifests"),
                  "--emit-kg", str(kg)], tmp_path).returncode == 0
     graph = kg.read_text()
     assert "1771889092.6925" in graph  # another call's start: the times are in the graph
-    assert "1771889087.7681" not in graph and "1771889088.7681" not in graph
+    assert "1771889087.7681" not in graph and "1771889088.7681" in graph
 
 
 def test_an_event_with_only_the_schemas_mandatory_members_is_read_as_a_call(

@@ -555,13 +555,14 @@ class Fold:
         if instant is not None:
             call[phase] = instant
             if "start" in call and "end" in call and Decimal(call["end"]) < Decimal(call["start"]):
-                # Times that cannot both be right, as an OTLP span's end before its start:
-                # neither is used (the order of events, which decides the verdicts, stays).
+                # Times that cannot both be right. The end's is not used; the start's is
+                # kept, for a call without one has no place among the others (a trajectory
+                # reads it so), and the order of events, which decides the verdicts, stays.
                 self.problems.append(["trace.attribute-malformed", call["endLine"],
                                       f"the call ends (timestamp {call['end']}) before it "
-                                      f"starts (timestamp {call['start']}); neither time is "
-                                      "used"])
-                del call["start"], call["end"]
+                                      f"starts (timestamp {call['start']}); its end time is "
+                                      "not used"])
+                del call["end"]
         elif stamp is not None:
             # The schema's timestamp is a number of Unix seconds on every event: one of
             # another kind times nothing, and is said so rather than left out unseen.
