@@ -179,3 +179,14 @@ def sarif_of(stdout: bytes) -> dict[str, Any]:
     log: dict[str, Any] = json.loads(stdout)
     assert sarif_problems(log) == []
     return log
+
+
+#: A program that runs its arguments as a command and prints the command's peak resident
+#: memory (KiB, its ru_maxrss as a child), its exit status and the length of its stdout: a
+#: process of its own, so that no earlier child of the test's process counts.
+PEAK_PROBE = """
+import resource, subprocess, sys
+run = subprocess.run(sys.argv[1:], capture_output=True)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(peak, run.returncode, len(run.stdout))
+"""

@@ -25,7 +25,7 @@ from operations import caches_off, counted, growth, n_log_n_ratio, operations
 
 from ioa_semantic import Checker, Limits, Verdict
 
-from support import IOA_CHECK
+from support import IOA_CHECK, PEAK_PROBE
 
 AT = datetime(2026, 6, 1, tzinfo=UTC)
 ENGINES = {name: Checker("cs-translation", engine=name, cache_size=0)
@@ -93,14 +93,6 @@ def test_each_limit_is_refused_with_its_reason_and_can_be_raised(
         assert (code in codes) is refused
 
 
-_PROBE = """
-import resource, subprocess, sys
-run = subprocess.run(sys.argv[1:], capture_output=True)
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(peak, run.returncode, len(run.stdout))
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("shape", FAMILIES)
@@ -112,7 +104,7 @@ def test_the_installed_command_answers_each_shape_at_its_largest_within_memory(
     path = tmp_path / "envelope.jsonld"
     path.write_bytes(FAMILIES[shape](SIZES[shape]))
     probe = subprocess.run(
-        [sys.executable, "-c", _PROBE, IOA_CHECK, str(path), "--profile", "cs-translation",
+        [sys.executable, "-c", PEAK_PROBE, IOA_CHECK, str(path), "--profile", "cs-translation",
          "--format", "json", "--engine", engine, "--at", "2026-06-01T00:00:00Z"],
         capture_output=True, text=True, timeout=300, env={**os.environ})
     peak_kib, status, size = probe.stdout.split()

@@ -22,7 +22,7 @@ from ioa_semantic import Checker
 from ioa_semantic.impact import DecisionLog, read_log
 from ioa_semantic.impact.log import Logged, object_path
 
-from support import IOA_CHECK, ROOT
+from support import IOA_CHECK, PEAK_PROBE, ROOT
 
 EXAMPLES = ROOT / "examples"
 ENVELOPE = (EXAMPLES / "envelope-12.1.jsonld").read_bytes()
@@ -76,13 +76,6 @@ def test_an_object_whose_bytes_do_not_have_its_sha256_is_not_judged(tmp_path: Pa
     assert "sha256" in why
 
 
-_PEAK = """
-import resource, subprocess, sys
-subprocess.run(sys.argv[1:], capture_output=True)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-"""
-
-
 def test_a_large_file_under_an_object_s_name_is_refused_without_being_held(
         tmp_path: Path) -> None:
     """What stands under an object's name may be any size (a file swapped in); it was read
@@ -93,10 +86,11 @@ def test_a_large_file_under_an_object_s_name_is_refused_without_being_held(
     kept = envelope_object(log)
     with open(kept, "r+b") as swapped:
         swapped.truncate(512 << 20)
-    peak = subprocess.run([sys.executable, "-c", _PEAK, IOA_CHECK, "impact", "log", "--at",
-                           LATER, "--format", "json"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=HANG)
-    assert int(peak.stdout) < 256 << 10, peak.stdout  # KiB: half the file's size
+    probe = subprocess.run([sys.executable, "-c", PEAK_PROBE, IOA_CHECK, "impact", "log",
+                            "--at", LATER, "--format", "json"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=HANG)
+    peak_kib = probe.stdout.split()[0]
+    assert int(peak_kib) < 256 << 10, probe.stdout  # KiB: half the file's size
     done = impact("log", "--at", LATER, "--format", "json", cwd=tmp_path)
     (why,) = summary_of(done.stdout)["unjudgeable"]
     assert "sha256" in why and done.returncode == 3
