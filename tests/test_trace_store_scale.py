@@ -92,6 +92,39 @@ def test_a_large_runs_graph_is_written_in_bounded_transactions(
     assert sum(1 for t in stored if t[1] == RECORD_SHA256) == 1
 
 
+def test_a_large_runs_graph_loaded_in_bulk_is_not_flushed_chunk_by_chunk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        ) -> None:
+    """The bulk loader writes the store's files itself: its chunks leave nothing in the
+    memory tables, so they do not count toward FLUSH_QUADS (flushing after them cost a
+    quarter of a long feed's time). Transactions still do."""
+    run = large_run(tmp_path / "runs", 700)  # about 40,000 quads of graph
+    flushed: list[int] = []
+    flush = TraceStore.flush
+
+    def spy_flush(self: TraceStore) -> None:
+        flushed.append(self.written)
+        flush(self)
+
+    monkeypatch.setattr(TraceStore, "flush", spy_flush)
+    monkeypatch.setattr(store_module, "CHUNK_QUADS", 5_000)
+    monkeypatch.setattr(store_module, "FLUSH_QUADS", 4_000)
+    main(["trace", str(run), "--no-shapes", "--format", "json", "--store",
+          str(tmp_path / "store"), "--at", AT])
+    capsys.readouterr()
+    assert len(run_graph(graphs(tmp_path / "store"))) > 30_000
+    # Once, at the feed's end (the reading's checkpoints are far fewer than 4,000 quads).
+    assert len(flushed) == 1, flushed
+    # Transactions count: 4,000 quads committed in small transactions are flushed.
+    flushed.clear()
+    opened = TraceStore(str(tmp_path / "store"))
+    for index in range(5):
+        opened.commit(Chunk.lines([f"<urn:x:{index}:{n}> <urn:x:p> <urn:x:o> <urn:x:g> .\n"
+                                   for n in range(1_000)]))
+    assert len(flushed) == 1, flushed
+    del opened
+
+
 def test_a_small_feed_leaves_the_compaction_to_a_larger(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         ) -> None:
