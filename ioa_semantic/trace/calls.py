@@ -127,37 +127,51 @@ class Run(NamedTuple):
 
 class Ancestry:
     """The nearest enclosing call of some classes, for every call of a run, each chain walked
-    once: a call's answer is remembered with those of the calls passed on the way, so a run
-    nested n calls deep costs n steps, not n squared. A chain that loops back on itself (a
-    trace can say anything) is walked afresh each time and remembered for none of its calls,
-    so the answer is the plain walk's: the first call of those classes above, never the call
-    itself."""
+    once: a call's answer is remembered for the calls passed on the way, so a run nested n
+    calls deep costs n steps, not n squared. Only calls passed are remembered (calls with
+    calls under them, a fraction of a run's), not the call asked about: asked again, its
+    answer is one step away, and a long run's leaves would hold an entry each to the end. A
+    chain that loops back on itself (a trace can say anything) is walked afresh each time and
+    remembered for none of its calls, so the answer is the plain walk's: the first call of
+    those classes above, never the call itself."""
 
     def __init__(self, calls: dict[str, Call]) -> None:
         self.calls = calls
-        self._known: dict[tuple[str, tuple[str, ...]], Call | None] = {}
+        # By the classes asked for, then by call key (one small table a question, not a
+        # pair a call and question).
+        self._known: dict[tuple[str, ...], dict[str, Call | None]] = {}
+        self.steps = 0  # calls looked at, over every question (tests count the work)
 
     def nearest(self, call: Call, classes: tuple[str, ...]) -> Call | None:
-        known, calls = self._known, self.calls
+        known = self._known.get(classes)
+        if known is None:
+            known = self._known[classes] = {}
+        calls = self.calls
         seen = {call.key}
-        passed: list[str] = [call.key]
+        passed: list[str] = []
         current = calls.get(call.parent) if call.parent else None
         found: Call | None = None
         while current is not None:
+            self.steps += 1
             if current.key in seen:
                 return None  # a loop: nothing of these classes on it, nothing remembered
             if current.cls in classes:
                 found = current
                 break
-            remembered = known.get((current.key, classes), _UNKNOWN)
+            remembered = known.get(current.key, _UNKNOWN)
             if remembered is not _UNKNOWN:
+                if remembered is not None and remembered.key in seen:
+                    # The answer remembered above is the call asked about: its chain loops
+                    # back to it (a call passed on the way was no answer), so the plain walk
+                    # meets it again before any call of these classes.
+                    return None
                 found = remembered
                 break
             seen.add(current.key)
             passed.append(current.key)
             current = calls.get(current.parent) if current.parent else None
         for key in passed:
-            known[(key, classes)] = found
+            known[key] = found
         return found
 
 
