@@ -1580,11 +1580,9 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     if stored_record is None:
         # Key order is kept (not sorted): reports list members in the order the fold made them.
         digest = pieces_digest(record_pieces(mode, kept_run, identity=True))
-        calls = {call.key for call in kept_run.calls}
     else:
         value = json.loads(stored_record)
         digest = record_digest(value)
-        calls = {c["key"] for c in value["run"]["calls"]}
         del value
     key = audit_key(iri, digest, grounds)
     present = [o.value for o in store.objects(iri, "recordSha256", iri)]
@@ -1592,8 +1590,10 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     # store held, until a graph of it is whole again.
     kept = None if present else _kept(store, iri)
     if stored_record is None and ((present and present != [digest]) or kept is not None):
-        _keeps_every_call(store, iri, calls, kept[0] if kept is not None else None)
-    del calls
+        # The run's keys made only here: held through a long run's writing, they weighed
+        # tens of bytes a call at its peak.
+        _keeps_every_call(store, iri, {call.key for call in kept_run.calls},
+                          kept[0] if kept is not None else None)
     traced = (bool(present) and _has_trajectory(store, iri)) or bool(kept and kept[1])
     rebuild = present != [digest] or (trajectory and not traced)
     verdict: list[ox.Quad] = []
