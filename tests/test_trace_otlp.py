@@ -174,11 +174,11 @@ def test_content_attributes_are_digests_unless_content_is_asked_for(tmp_path: Pa
     _, (report,) = _trace(tmp_path, text)
     assert "a prompt the audit must not copy" not in json.dumps(report, ensure_ascii=False)
     fold = _fold(request(*trip()))
-    call = fold.calls[f"{TRACE}/{3:016x}"]
+    call = fold.spans[f"{TRACE}/{3:016x}"]
     assert set(call["input"].as_json()) == {"sha256", "chars"} and "content" not in call
     with_content = Fold(include_content=True)
     with_content.value(1, request(*trip()))
-    assert with_content.calls[f"{TRACE}/{3:016x}"]["content"]["input"] == (
+    assert with_content.spans[f"{TRACE}/{3:016x}"]["content"]["input"] == (
         "a prompt the audit must not copy")
 
 

@@ -13,7 +13,8 @@ fold becomes an immutable :class:`Run` whose calls know their parents, with what
 folder's ``run.json`` says of the session (``runfile.py``). Free text (prompts, arguments,
 outputs) never enters the fold: only its digest and length, unless content was asked for.
 
-The fold is plain JSON so that ``--state`` can checkpoint it (``_trace_state``).
+The fold is written as plain JSON so that ``--state`` can checkpoint it (``state.py``); a
+mas-lab run's calls are held compact meanwhile (``folded.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..pipeline.intake import parse as parse_json
 from . import formats, maslab_otel, nesting, otlp, runfile
 from .attribution import Attribution
 from .calls import Call, Digest, Run
+from .folded import FoldedCall
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -327,20 +329,19 @@ def _payload(event: dict[str, Any], members: tuple[str, ...]) -> Any:
     return None
 
 
-_PHASES = {"start": "start", "end": "end"}
-_LINE_OF = {"start": "startLine", "end": "endLine"}
-
-
 class Fold:
-    """The calls of one input so far, as plain JSON; fed one event at a time.
+    """The calls of one input so far; fed one event at a time.
 
-    ``touched`` names the calls changed since the last :meth:`delta`, so a checkpoint writes
-    only what is new.
+    ``calls`` holds the calls of mas-lab events (:class:`FoldedCall`, compact: a long run's
+    fold holds every call to the end), ``spans`` those of OTLP spans (plain JSON). ``touched``
+    names the calls changed since the last :meth:`delta`, so a checkpoint writes only what is
+    new.
     """
 
     def __init__(self, include_content: bool = False) -> None:
         self.include_content = include_content
-        self.calls: dict[str, dict[str, Any]] = {}
+        self.calls: dict[str, FoldedCall] = {}
+        self.spans: dict[str, dict[str, Any]] = {}
         self.open_anonymous: dict[str, list[str]] = {}
         self.events = 0
         self.kinds: dict[str, int] = {}
@@ -430,7 +431,7 @@ class Fold:
 
     def _span(self, seq: int, span: otlp.Span) -> None:
         key = f"{span.trace}/{span.span}"
-        existing = self.calls.get(key)
+        existing = self.spans.get(key)
         if existing is not None:
             if existing["sha256"] == span.sha256:
                 self.repeats += 1
@@ -448,7 +449,7 @@ class Fold:
         self.events += 1
         call = otlp.call(span, self.include_content)
         call["first"] = call["startLine"] = call["endLine"] = seq
-        self.calls[key] = call
+        self.spans[key] = call
         self.touched.add(key)
 
     # --- mas-lab events --------------------------------------------------------------------
@@ -474,16 +475,16 @@ class Fold:
                 self._changed["unknown"].add(kind)
             return
         call = self._call_for(seq, cls, phase, event)
-        started = call.get("startLine") is not None
+        started = call.startLine is not None
         self._merge(seq, call, phase, event)
         if phase == "start":
             parent = _text(event.get("parent_call_id"))
-            self.tree.opened(call, seq, by_order=not parent or parent == call["id"])
+            self.tree.opened(call, seq, by_order=not parent or parent == call.id)
         else:
             self.tree.closed(call, seq, started)
-        self.touched.add(call["key"])
+        self.touched.add(call.key)
 
-    def _call_for(self, seq: int, cls: str, phase: str, event: dict[str, Any]) -> dict[str, Any]:
+    def _call_for(self, seq: int, cls: str, phase: str, event: dict[str, Any]) -> FoldedCall:
         raw_id = event.get("call_id")
         call_id = str(raw_id) if isinstance(raw_id, str | int) and not isinstance(
             raw_id, bool) else ""
@@ -511,14 +512,14 @@ class Fold:
         existing = self.calls.get(call_id)
         if existing is None:
             return self._new(call_id, call_id, cls, seq)
-        if existing["cls"] != cls or (phase == "start" and existing.get("startLine") is not None) or (
-                phase == "end" and existing.get("endLine") is not None):
+        if existing.cls != cls or (phase == "start" and existing.startLine is not None) or (
+                phase == "end" and existing.endLine is not None):
             self.problems.append(["trace.call-conflict", seq, call_id])
             return self._new(f"{call_id}~{seq}", call_id, cls, seq)
         return existing
 
-    def _new(self, key: str, call_id: str, cls: str, seq: int) -> dict[str, Any]:
-        call: dict[str, Any] = {"key": key, "id": call_id, "cls": cls, "first": seq}
+    def _new(self, key: str, call_id: str, cls: str, seq: int) -> FoldedCall:
+        call = FoldedCall(key, call_id, cls, seq)
         self.calls[key] = call
         return call
 
@@ -545,75 +546,95 @@ class Fold:
             return _text(event.get("processing_type")) or _text(event.get("processing_name"))
         return None
 
-    def _merge(self, seq: int, call: dict[str, Any], phase: str, event: dict[str, Any]) -> None:
-        # The phase's own spelling of its members: one string for every call (a string made
-        # for each would cost a long run's fold a few bytes an event).
-        phase = _PHASES[phase]
-        call[_LINE_OF[phase]] = seq
-        stamp = event.get("timestamp")
-        instant = _instant(stamp)
-        if instant is not None:
-            call[phase] = instant
-            if "start" in call and "end" in call and Decimal(call["end"]) < Decimal(call["start"]):
-                # Times that cannot both be right. The end's is not used; the start's is
-                # kept, for a call without one has no place among the others (a trajectory
-                # reads it so), and the order of events, which decides the verdicts, stays.
-                self.problems.append(["trace.attribute-malformed", call["endLine"],
-                                      f"the call ends (timestamp {call['end']}) before it "
-                                      f"starts (timestamp {call['start']}); its end time is "
-                                      "not used"])
-                del call["end"]
-        elif stamp is not None:
-            # The schema's timestamp is a number of Unix seconds on every event: one of
-            # another kind times nothing, and is said so rather than left out unseen.
-            self.problems.append(["trace.attribute-malformed", seq,
-                                  f"the timestamp {_shown_value(stamp)} is not a number of "
-                                  "Unix seconds; the call's time is not used"])
+    def _merge(self, seq: int, call: FoldedCall, phase: str, event: dict[str, Any]) -> None:
+        if phase == "start":
+            call.startLine = seq
+        else:
+            call.endLine = seq
+        self._time(seq, call, phase, event.get("timestamp"))
         self._agree(seq, call, "agent", _text(event.get("agent_id")))
         parent = _text(event.get("parent_call_id"))
         # mas-lab writes an execution_end whose parent is the call itself: not a parent.
-        if parent and parent != call["id"] and (phase == "start" or "parent" not in call):
-            call["parent"] = sys.intern(parent)  # the parent's every child names it
-        target = self._target(call["cls"], event)
-        self._agree(seq, call, "target", target)
-        if call["cls"] == "processing" and _text(event.get("processing_name")):
-            call.setdefault("label", event["processing_name"])
+        if parent and parent != call.id and (phase == "start" or call.parent is None):
+            call.parent = sys.intern(parent)  # the parent's every child names it
+        self._agree(seq, call, "target", self._target(call.cls, event))
+        if call.cls == "processing" and call.label is None:
+            call.label = _text(event.get("processing_name"))
         status = _text(event.get("status"))
         if status and phase == "end":
-            call["status"] = sys.intern(status)
-        if call["cls"] == "llm":
-            for field, value in _usage(event).items():
-                call.setdefault("tokens", {})[field] = value
-            finish = _text(event.get("finish_reason"))
-            if finish:
-                call["finish"] = finish
-            temperature = event.get("temperature")
-            if isinstance(temperature, int | float) and not isinstance(temperature, bool):
-                call["temperature"] = float(temperature)
-            response = event.get("response")
-            response_id = _text(event.get("response_id")) or (
-                _text(response.get("id")) if isinstance(response, dict) else None)
-            if response_id:
-                call["responseId"] = response_id
-        members = _INPUT_MEMBERS if phase == "start" else _OUTPUT_MEMBERS
-        payload = _payload(event, members)
+            call.status = sys.intern(status)
+        if call.cls == "llm":
+            self._model_call(call, event)
+        payload = _payload(event, _INPUT_MEMBERS if phase == "start" else _OUTPUT_MEMBERS)
         if payload is not None:
-            side = "input" if phase == "start" else "output"
-            call[side] = digest(payload)
+            if phase == "start":
+                call.input = digest(payload)
+            else:
+                call.output = digest(payload)
             if self.include_content:
-                call.setdefault("content", {})[side] = payload
+                if call.content is None:
+                    call.content = {}
+                call.content["input" if phase == "start" else "output"] = payload
 
-    def _agree(self, seq: int, call: dict[str, Any], field: str, value: str | None) -> None:
-        """Start and end must name the same agent and target; a disagreement is ambiguous."""
+    def _time(self, seq: int, call: FoldedCall, phase: str, stamp: Any) -> None:
+        instant = _instant(stamp)
+        if instant is None:
+            if stamp is not None:
+                # The schema's timestamp is a number of Unix seconds on every event: one of
+                # another kind times nothing, and is said so rather than left out unseen.
+                self.problems.append(["trace.attribute-malformed", seq,
+                                      f"the timestamp {_shown_value(stamp)} is not a number "
+                                      "of Unix seconds; the call's time is not used"])
+            return
+        if phase == "start":
+            call.start = instant
+        else:
+            call.end = instant
+        if call.start is not None and call.end is not None and (
+                Decimal(call.end) < Decimal(call.start)):
+            # Times that cannot both be right. The end's is not used; the start's is kept,
+            # for a call without one has no place among the others (a trajectory reads it
+            # so), and the order of events, which decides the verdicts, stays.
+            self.problems.append(["trace.attribute-malformed", call.endLine,
+                                  f"the call ends (timestamp {call.end}) before it starts "
+                                  f"(timestamp {call.start}); its end time is not used"])
+            call.end = None
+
+    @staticmethod
+    def _model_call(call: FoldedCall, event: dict[str, Any]) -> None:
+        """What an LLM call's event says of the model's work: tokens, finish, temperature."""
+        for field, value in _usage(event).items():
+            if call.tokens is None:
+                call.tokens = {}
+            call.tokens[field] = value
+        finish = _text(event.get("finish_reason"))
+        if finish:
+            call.finish = finish
+        temperature = event.get("temperature")
+        if isinstance(temperature, int | float) and not isinstance(temperature, bool):
+            call.temperature = float(temperature)
+        response = event.get("response")
+        response_id = _text(event.get("response_id")) or (
+            _text(response.get("id")) if isinstance(response, dict) else None)
+        if response_id:
+            call.responseId = response_id
+
+    def _agree(self, seq: int, call: FoldedCall, field: str, value: str | None) -> None:
+        """Start and end must name the same agent and target; a disagreement is ambiguous
+        (the member None, and named in ``ambiguous``)."""
         if value is None:
             return
-        if field not in call:
-            # Agents, tools and models are few, named by every call: held once (interned).
-            call[field] = sys.intern(value)
-        elif call[field] is not None and call[field] != value:
-            self.problems.append(["trace.call-conflict", seq, call["id"] or call["key"]])
-            call[field] = None
-            call.setdefault("ambiguous", []).append(field)
+        current = getattr(call, field)
+        if current is None:
+            if not call.disputed(field):
+                # Agents, tools and models are few, named by every call: held once (interned).
+                setattr(call, field, sys.intern(value))
+        elif current != value:
+            self.problems.append(["trace.call-conflict", seq, call.id or call.key])
+            setattr(call, field, None)
+            if call.ambiguous is None:
+                call.ambiguous = []
+            call.ambiguous.append(field)
 
     def outcome(self, seq: int, record: dict[str, Any]) -> None:
         """A trace outcome record: identities are opaque and payloads references, by design."""
@@ -652,7 +673,10 @@ class Fold:
         """What changed since the last delta, and the counters as they are now."""
         changed = self._changed
         out = {
-            "calls": [self.calls[key] for key in sorted(self.touched, key=self._order)],
+            # A fold holds calls of one format: mas-lab events' calls or OTLP spans.
+            "calls": [self.spans[key] for key in sorted(self.touched, key=self._span_order)]
+            if self.spans else [self.calls[key].as_json()
+                                for key in sorted(self.touched, key=self._order)],
             # An open stack emptied since is written empty: the restore removes it.
             "open": {s: self.open_anonymous.get(s, []) for s in sorted(changed["open"])},
             "events": self.events,
@@ -676,13 +700,20 @@ class Fold:
         return out
 
     def _order(self, key: str) -> tuple[int, str]:
+        return self.calls[key].first, key
+
+    def _span_order(self, key: str) -> tuple[int, str]:
         # The spans of one OTLP request share their line: the key orders them.
-        return int(self.calls[key]["first"]), key
+        return int(self.spans[key]["first"]), key
 
     def restore(self, delta: dict[str, Any]) -> None:
         for call in delta["calls"]:
             _digests(call)
-            self.calls[call["key"]] = call
+            # A span's call has its digest (sha256); an event's call never has one.
+            if "sha256" in call:
+                self.spans[call["key"]] = call
+            else:
+                self.calls[call["key"]] = FoldedCall.of(call)
         for signature, stack in delta["open"].items():
             if stack:
                 self.open_anonymous[signature] = list(stack)
@@ -751,7 +782,7 @@ def otlp_runs(inputs: list[tuple[Source, Fold]], disclose: Disclosure,
     for source, fold in inputs:
         # The input as the reasons name it: under --opaque-ids a path is withheld like an id.
         shown = disclose.path(source.given)
-        for call in fold.calls.values():
+        for call in fold.spans.values():
             spans = by_trace.setdefault(call["trace"], {})
             known = spans.get(call["id"])
             if source.given not in files.setdefault(call["trace"], []):
@@ -1076,39 +1107,40 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
     events_run_id = fold.run_ids.get("run_id")
     if run_file.run_id and events_run_id and run_file.run_id != events_run_id:
         run_file = runfile.mismatch(run_file, events_run_id, source.run_folder or "", disclose)
-    ordered = sorted(fold.calls.values(), key=lambda c: (c["first"], c["key"]))
+    ordered = sorted(fold.calls.values(), key=lambda c: (c.first, c.key))
     by_id: dict[str, str] = {}
     for call in ordered:
-        if call["id"]:
-            by_id.setdefault(call["id"], call["key"])
-    roots = [c for c in ordered if c["cls"] == "mas"]
+        if call.id:
+            by_id.setdefault(call.id, call.key)
+    roots = [c for c in ordered if c.cls == "mas"]
     run_id = (run_file.run_id or run_file.run_hash or events_run_id
               or fold.run_ids.get("session_id") or fold.run_ids.get("trace_id")
-              or (roots[0]["id"] if roots and roots[0]["id"] else None))
+              or (roots[0].id if roots and roots[0].id else None))
     session_id = fold.run_ids.get("session_id") or run_id
     mas_info = run_info.get("mas")
     mas = run_file.mas_id or (
         _text(mas_info.get("app")) if isinstance(mas_info, dict) else None) or (
-        roots[0].get("agent") if roots else None)
+        roots[0].agent if roots else None)
     settled = nesting.settle(fold.calls, fold.tree, disclose, place)
     findings: list[Finding] = [*run_file.findings, *settled.findings]
     made: list[Call] = []
     for raw in ordered:
         if calls is None:
-            made.append(_call(raw, fold.calls, by_id, settled.candidates.get(raw["key"])))
-        missing = [p for p in ("start", "end") if raw.get(f"{p}Line") is None]
+            made.append(_call(raw, fold.calls, by_id, settled.candidates.get(raw.key)))
+        missing = [p for p, line in (("start", raw.startLine), ("end", raw.endLine))
+                   if line is None]
         if missing:
             findings.append(finding(
                 "trace.call-incomplete",
-                f"{raw['cls']} call {_call_name(raw, disclose, place)}: the trace has no "
-                f"{' and no '.join(missing)} event", place(raw["first"])[1],
+                f"{raw.cls} call {_call_name(raw, disclose, place)}: the trace has no "
+                f"{' and no '.join(missing)} event", place(raw.first)[1],
                 severity=Severity.WARNING))
     skipped = 0
     for code, seq, detail in fold.problems:
         if code == "trace.call-conflict":
             conflicted = fold.calls.get(str(detail))
             name = _call_name(conflicted, disclose, place) if conflicted is not None and not (
-                conflicted["id"]) else disclose.call(str(detail))
+                conflicted.id) else disclose.call(str(detail))
             where, path = place(seq)
             findings.append(finding(
                 code, f"{where}: call {name} is started, ended or attributed twice "
@@ -1153,26 +1185,27 @@ def _tokens(raw: dict[str, Any]) -> dict[str, int]:
     return dict(tokens) if tokens else _NO_TOKENS
 
 
-def _call_name(raw: dict[str, Any], disclose: Disclosure,
+def _call_name(raw: FoldedCall, disclose: Disclosure,
                place: nesting.Place = nesting.by_line) -> str:
-    return disclose.call(raw["id"]) if raw["id"] else f"without an id at {place(raw['first'])[0]}"
+    return disclose.call(raw.id) if raw.id else f"without an id at {place(raw.first)[0]}"
 
 
-def _call(raw: dict[str, Any], calls: dict[str, dict[str, Any]], by_id: dict[str, str],
+def _call(raw: FoldedCall, calls: dict[str, FoldedCall], by_id: dict[str, str],
           candidates: tuple[str, ...] | None) -> Call:
     """One call of the fold, its parent resolved: the parent its events name, else the call
     the order of events placed it in, else none (``candidates``: the order cannot tell)."""
-    parent_id = raw.get("parent")
+    parent_id = raw.parent
     parent = by_id.get(parent_id) if parent_id else None
-    if not parent_id and raw.get("placed") is not None and candidates is None:
+    if not parent_id and candidates is None and raw.get("placed") is not None:
         parent = raw["placed"]
-        parent_id = calls[parent]["id"] or parent
+        parent_id = calls[parent].id or parent
     return Call(
-        key=raw["key"], id=raw["id"], cls=raw["cls"], agent=raw.get("agent"),
-        target=raw.get("target"), parent=parent if parent != raw["key"] else None,
-        parent_id=parent_id, start=raw.get("start"), end=raw.get("end"),
-        first_line=raw["first"], status=raw.get("status"), label=raw.get("label"),
-        tokens=_tokens(raw), finish=raw.get("finish"),
-        temperature=raw.get("temperature"), response_id=raw.get("responseId"),
-        input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
-        ambiguous=tuple(raw.get("ambiguous", ())), candidates=candidates)
+        key=raw.key, id=raw.id, cls=raw.cls, agent=raw.agent,
+        target=raw.target, parent=parent if parent != raw.key else None,
+        parent_id=parent_id, start=raw.start, end=raw.end,
+        first_line=raw.first, status=raw.status, label=raw.label,
+        # Its own copy: the fold's may change as it reads on.
+        tokens=dict(raw.tokens) if raw.tokens else _NO_TOKENS, finish=raw.finish,
+        temperature=raw.temperature, response_id=raw.responseId,
+        input=raw.input, output=raw.output, content=raw.content,
+        ambiguous=tuple(raw.ambiguous or ()), candidates=candidates)

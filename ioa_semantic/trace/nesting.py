@@ -26,7 +26,8 @@ later, so that the two interleave, or never, so that the stream was cut, is told
 run is built). Where two agents' events interleave, the order of their events is no evidence
 of who called whom, and the run's build leaves every placement resting on it unused.
 
-Everything here is plain JSON (``state``/``load``), so that ``--state`` can checkpoint it.
+What the tree keeps of the stream is plain JSON (``state``/``load``), so that ``--state`` can
+checkpoint it; the placements it writes are the calls' own members.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any, NamedTuple
 
 from .._codes import finding
 from .._findings import Finding, Severity
+from .folded import FoldedCall
 from .privacy import DELEGATION_PREFIX, Disclosure
 
 _KINDS = {"agent": "execution", "llm": "llm_call", "tool": "tool_call",
@@ -54,9 +56,9 @@ def by_line(seq: int) -> tuple[str, str]:
     return f"line {seq}", f"/{seq - 1}"
 
 
-def kind_name(call: dict[str, Any], phase: str) -> str:
+def kind_name(call: FoldedCall, phase: str) -> str:
     """The event kind that started or ended ``call``, as the trace spells it."""
-    return f"{_KINDS[call['cls']]}_{phase}"
+    return f"{_KINDS[call.cls]}_{phase}"
 
 
 def named_agent(tool: str | None) -> str | None:
@@ -73,7 +75,7 @@ class Tree:
     ``touched`` the fold's set of calls changed since its last checkpoint.
     """
 
-    def __init__(self, calls: dict[str, dict[str, Any]], touched: set[str]) -> None:
+    def __init__(self, calls: dict[str, FoldedCall], touched: set[str]) -> None:
         self.calls = calls
         self.touched = touched
         self.open: dict[str, None] = {}  # every open call, in the order they started
@@ -96,18 +98,18 @@ class Tree:
 
     # --- the stream -----------------------------------------------------------------------
 
-    def opened(self, call: dict[str, Any], seq: int, by_order: bool) -> None:
+    def opened(self, call: FoldedCall, seq: int, by_order: bool) -> None:
         """``call`` started at line ``seq``; ``by_order``: its start names no parent."""
-        if by_order and call["cls"] == "agent":
+        if by_order and call.cls == "agent":
             self._place_execution(call, seq)
-        elif by_order and call["cls"] != "mas":
+        elif by_order and call.cls != "mas":
             self._place_capability(call, seq)
-        if call.get("endLine") is None:  # a call with an id may have ended before it started
-            self._push(call["key"])
+        if call.endLine is None:  # a call with an id may have ended before it started
+            self._push(call)
 
-    def closed(self, call: dict[str, Any], seq: int, started: bool) -> None:
+    def closed(self, call: FoldedCall, seq: int, started: bool) -> None:
         """``call`` ended at line ``seq``; ``started``: its start was seen."""
-        key = call["key"]
+        key = call.key
         if not started:
             self._place_unstarted(call)
             return
@@ -124,25 +126,25 @@ class Tree:
 
     # --- placing calls ----------------------------------------------------------------------
 
-    def _place_capability(self, call: dict[str, Any], seq: int) -> None:
-        agent = call.get("agent")
-        call["placed"] = self._innermost_execution(agent)
+    def _place_capability(self, call: FoldedCall, seq: int) -> None:
+        agent = call.agent
+        call.placed = self._innermost_execution(agent)
         top = self._top()
-        if top is not None and self.calls[top]["cls"] != "mas":
+        if top is not None and self._indexed[top][1] != "mas":
             owner = self._indexed[top][0]
             if owner != (agent or ""):
-                self._tangle(seq, call["key"], agent or "", top, owner)
+                self._tangle(seq, call.key, agent or "", top, owner)
 
-    def _place_execution(self, call: dict[str, Any], seq: int) -> None:
-        callee = call.get("target") or ""
+    def _place_execution(self, call: FoldedCall, seq: int) -> None:
+        callee = call.target or ""
         parent, candidates = self._callers(callee)
-        call["placed"] = parent
+        call.placed = parent
         if candidates is not None:
-            call["candidates"] = candidates
+            call.candidates = candidates
         self._host(parent, candidates)
         top = self._top()
         if top is not None and not self._may_enclose(top, callee):
-            self._tangle(seq, call["key"], callee, top, self._indexed[top][0])
+            self._tangle(seq, call.key, callee, top, self._indexed[top][0])
 
     def _callers(self, callee: str) -> tuple[str | None, list[str] | None]:
         """Where an execution of ``callee`` starting now nests: the call that made it (None:
@@ -155,7 +157,7 @@ class Tree:
         agent, else the innermost executions of the agents that are busy (nobody delegated
         to it)."""
         top = self._top()
-        if top is not None and self.calls[top]["cls"] == "tool" and self._may_enclose(
+        if top is not None and self._indexed[top][1] == "tool" and self._may_enclose(
                 top, callee):
             return top, None
         if not self._busy:
@@ -171,28 +173,29 @@ class Tree:
     def _host(self, parent: str | None, candidates: list[str] | None) -> None:
         """Count an execution inside the tool call that made it (or may have)."""
         for host in [parent] if parent is not None else candidates or ():
-            if self.calls[host]["cls"] == "tool":
-                self.calls[host]["hosted"] = self.calls[host].get("hosted", 0) + 1
+            call = self.calls[host]
+            if call.cls == "tool":
+                call.hosted = (call.hosted or 0) + 1
                 self.touched.add(host)
 
-    def _place_unstarted(self, call: dict[str, Any]) -> None:
+    def _place_unstarted(self, call: FoldedCall) -> None:
         """An end with no start. A capability call is still its agent's, inside its open
         execution. An agent call started somewhere inside what is open around its end, but
         where is not known: whatever would have made it then is only a candidate."""
-        if "parent" in call or call["cls"] == "mas":
+        if call.parent is not None or call.cls == "mas":
             return
-        if call["cls"] != "agent":
-            call["placed"] = self._innermost_execution(call.get("agent"))
+        if call.cls != "agent":
+            call.placed = self._innermost_execution(call.agent)
             return
-        parent, candidates = self._callers(call.get("target") or "")
-        if parent is not None and self.calls[parent]["cls"] == "mas":
+        parent, candidates = self._callers(call.target or "")
+        if parent is not None and self.calls[parent].cls == "mas":
             parent = None
-        call["candidates"] = [parent] if parent is not None else candidates or []
-        self._host(None, call["candidates"])
+        call.candidates = [parent] if parent is not None else candidates or []
+        self._host(None, call.candidates)
 
     def _may_enclose(self, top: str, callee: str) -> bool:
         """Whether the innermost open call is one an execution of ``callee`` may start in."""
-        cls, name = self.calls[top]["cls"], self._indexed[top][2]
+        _, cls, name = self._indexed[top]
         if cls == "mas":
             return True
         return cls == "tool" and named_agent(name) in (None, callee)
@@ -228,10 +231,9 @@ class Tree:
         out.reverse()
         return out
 
-    def _push(self, key: str) -> None:
-        call = self.calls[key]
-        agent, cls = call.get("agent") or "", call["cls"]
-        name = call.get("target") if cls == "tool" else None
+    def _push(self, call: FoldedCall) -> None:
+        key, agent, cls = call.key, call.agent or "", call.cls
+        name = call.target if cls == "tool" else None
         self.open[key] = None
         self._indexed[key] = (agent, cls, name)
         self.changed = True
@@ -281,7 +283,7 @@ class Tree:
         for key in list(self.open):
             self._pop(key)
         for key in state["open"]:
-            self._push(key)
+            self._push(self.calls[key])
         self.tangles = {k: list(v) for k, v in state["tangles"].items()}
         self.crossings.extend(state["crossings"])
         self.changed = False
@@ -305,7 +307,7 @@ class Settled(NamedTuple):
     findings: tuple[Finding, ...]
 
 
-def settle(calls: dict[str, dict[str, Any]], tree: Tree, disclose: Disclosure,
+def settle(calls: dict[str, FoldedCall], tree: Tree, disclose: Disclosure,
            place: Place = by_line) -> Settled:
     """The agent calls whose caller the order of events does not establish, and why.
 
@@ -324,35 +326,36 @@ def settle(calls: dict[str, dict[str, Any]], tree: Tree, disclose: Disclosure,
                         severity=Severity.WARNING)
                 for pair, (seq, count, what) in sorted(tangles.items(), key=lambda t: t[1][0])]
     candidates: dict[str, tuple[str, ...]] = {}
-    for call in sorted(calls.values(), key=lambda c: (c["first"], c["key"])):
-        if call["cls"] != "agent" or call.get("parent"):
+    for call in sorted(calls.values(), key=lambda c: (c.first, c.key)):
+        if call.cls != "agent" or call.parent:
             continue
         found = _unsettled(call, calls, tangled, words)
         if found is None:
             continue
-        candidates[call["key"]], why = found
-        seq, phase = (call["startLine"], "start") if call.get("startLine") else (
-            call["endLine"], "end")
+        candidates[call.key], why = found
+        # An agent call has its start's line or its end's: it was made by one of them.
+        seq, phase = (call.startLine, "start") if call.startLine else (
+            call.endLine or 0, "end")
         findings.append(finding(
             "trace.nesting-ambiguous", f"{place(seq)[0]}: execution_{phase} of "
-            f"{words.agent(call.get('target'))}: {why}; who called it is not used",
+            f"{words.agent(call.target)}: {why}; who called it is not used",
             place(seq)[1], severity=Severity.WARNING))
     return Settled(candidates, tuple(findings))
 
 
-def _unsettled(call: dict[str, Any], calls: dict[str, dict[str, Any]], tangled: set[str],
+def _unsettled(call: FoldedCall, calls: dict[str, FoldedCall], tangled: set[str],
                words: _Words) -> tuple[tuple[str, ...], str] | None:
     """The candidates of an agent call whose caller is not established, and why; or None."""
-    if call.get("startLine") is None:
-        found = tuple(call.get("candidates", ()))
+    if call.startLine is None:
+        found = tuple(call.candidates or ())
         around = ""
         if found:
             around = (f", and {words.calls(found)} {'was' if len(found) == 1 else 'were'} open "
                       "around its end")
         return found, f"its execution_start is missing{around}"
-    if "candidates" in call:
-        found = tuple(call["candidates"])
-        if found and all(calls[k]["cls"] == "tool" for k in found):
+    if call.candidates is not None:
+        found = tuple(call.candidates)
+        if found and all(calls[k].cls == "tool" for k in found):
             return found, (f"{words.calls(found)} {'was' if len(found) == 1 else 'were'} open "
                            "but not the innermost open call, which could not have made it")
         busy = f" ({words.calls(found)})" if found else ""
@@ -362,9 +365,9 @@ def _unsettled(call: dict[str, Any], calls: dict[str, dict[str, Any]], tangled: 
         return None
     placed = call["placed"]
     host = calls[placed] if placed is not None else None
-    by_agent = host is not None and host["cls"] in ("tool", "agent")
-    caller = host.get("agent") if by_agent and host is not None else None
-    touched = sorted({a for a in (call.get("target"), caller) if a and a in tangled})
+    by_agent = host is not None and host.cls in ("tool", "agent")
+    caller = host.agent if by_agent and host is not None else None
+    touched = sorted({a for a in (call.target, caller) if a and a in tangled})
     if not touched:
         return None
     made = words.calls((placed,)) if by_agent and placed is not None else "the MAS"
@@ -373,7 +376,7 @@ def _unsettled(call: dict[str, Any], calls: dict[str, dict[str, Any]], tangled: 
         "do not nest with another agent's (trace.nesting-interleaved)")
 
 
-def _tangles(calls: dict[str, dict[str, Any]], tree: Tree,
+def _tangles(calls: dict[str, FoldedCall], tree: Tree,
              words: _Words) -> dict[tuple[str, ...], tuple[int, int, str]]:
     """Each pair of agents whose events break the tree: its first line, how many lines, and
     what happened there."""
@@ -392,23 +395,23 @@ def _tangles(calls: dict[str, dict[str, Any]], tree: Tree,
     for key, (seq, count, started, top) in tree.tangles.items():
         call = calls[started]
         seen(json.loads(key), seq, f"{kind_name(call, 'start')} of "
-             f"{words.agent(call.get('agent'))} while {words.call(top)} was the innermost open "
+             f"{words.agent(call.agent)} while {words.call(top)} was the innermost open "
              "call", count)
     for seq, ended, crossed in tree.crossings:
-        if calls[crossed].get("endLine") is None:
+        if calls[crossed].endLine is None:
             continue  # never ended: a stream cut short, which trace.call-incomplete reports
         call = calls[ended]
-        seen([call.get("agent") or "", calls[crossed].get("agent") or ""], seq,
-             f"{kind_name(call, 'end')} of {words.agent(call.get('agent'))} while "
+        seen([call.agent or "", calls[crossed].agent or ""], seq,
+             f"{kind_name(call, 'end')} of {words.agent(call.agent)} while "
              f"{words.call(crossed)}, which started inside it, was still open")
     for call in calls.values():
-        callee = named_agent(call.get("target")) if call["cls"] == "tool" else None
-        if (callee is None or call["id"] or "placed" not in call or call.get("hosted")
-                or call.get("endLine") is None):
+        callee = named_agent(call.target) if call.cls == "tool" else None
+        if (callee is None or call.id or "placed" not in call or call.hosted
+                or call.endLine is None):
             continue
-        seq = call["endLine"]
-        seen([call.get("agent") or "", callee], seq,
-             f"{words.call(call['key'])} ended, and no execution of "
+        seq = call.endLine
+        seen([call.agent or "", callee], seq,
+             f"{words.call(call.key)} ended, and no execution of "
              f"{words.agent(callee)} started inside it")
     return {pair: (seq, count, what) for pair, (seq, count, what) in out.items()}
 
@@ -416,7 +419,7 @@ def _tangles(calls: dict[str, dict[str, Any]], tree: Tree,
 class _Words:
     """Agents and calls as a reason names them, through the run's disclosure."""
 
-    def __init__(self, calls: dict[str, dict[str, Any]], disclose: Disclosure,
+    def __init__(self, calls: dict[str, FoldedCall], disclose: Disclosure,
                  place: Place = by_line) -> None:
         self.by_key = calls
         self.disclose = disclose
@@ -436,12 +439,12 @@ class _Words:
     def call(self, key: str) -> str:
         call = self.by_key[key]
         what = {"agent": "the execution", "llm": "the LLM call", "tool": "the tool call",
-                "processing": "the processing call", "mas": "the MAS call"}[call["cls"]]
-        if call["cls"] == "tool" and call.get("target"):
-            what += f" {self.disclose.tool(call['target'])}"
-        if call["cls"] != "mas":
-            what += f" of {self.agent(call.get('agent'))}"
-        return f"{what} ({self.place(call['first'])[0]})"
+                "processing": "the processing call", "mas": "the MAS call"}[call.cls]
+        if call.cls == "tool" and call.target:
+            what += f" {self.disclose.tool(call.target)}"
+        if call.cls != "mas":
+            what += f" of {self.agent(call.agent)}"
+        return f"{what} ({self.place(call.first)[0]})"
 
     def calls(self, keys: tuple[str, ...]) -> str:
         listed = [self.call(k) for k in keys[:5]]
