@@ -906,7 +906,7 @@ def _otlp_run(source: str, trace: str, raws: list[dict[str, Any]], disclose: Dis
             parent=parent_id if known else None, parent_id=parent_id, start=raw.get("start"),
             end=raw.get("end"), first_line=raw["first"], status=raw.get("status"),
             label=f"A2A {raw['a2a']['method']}" if remote else None,
-            tokens=_tokens(raw), finish=raw.get("finish"),
+            tokens=_tokens(raw.get("tokens")), finish=raw.get("finish"),
             temperature=raw.get("temperature"), response_id=raw.get("responseId"),
             input=raw.get("input"), output=raw.get("output"), content=raw.get("content"),
             ambiguous=tuple(raw.get("ambiguous", ())), remote=remote,
@@ -1179,9 +1179,8 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
 _NO_TOKENS: dict[str, int] = {}
 
 
-def _tokens(raw: dict[str, Any]) -> dict[str, int]:
+def _tokens(tokens: dict[str, int] | None) -> dict[str, int]:
     """A call's token counts, its own copy (the fold's may change as it reads on)."""
-    tokens = raw.get("tokens")
     return dict(tokens) if tokens else _NO_TOKENS
 
 
@@ -1204,8 +1203,7 @@ def _call(raw: FoldedCall, calls: dict[str, FoldedCall], by_id: dict[str, str],
         target=raw.target, parent=parent if parent != raw.key else None,
         parent_id=parent_id, start=raw.start, end=raw.end,
         first_line=raw.first, status=raw.status, label=raw.label,
-        # Its own copy: the fold's may change as it reads on.
-        tokens=dict(raw.tokens) if raw.tokens else _NO_TOKENS, finish=raw.finish,
+        tokens=_tokens(raw.tokens), finish=raw.finish,
         temperature=raw.temperature, response_id=raw.responseId,
         input=raw.input, output=raw.output, content=raw.content,
         ambiguous=tuple(raw.ambiguous or ()), candidates=candidates)

@@ -110,15 +110,6 @@ class FoldedCall:
         order = ORDER if self.input is not None else _OUTPUT_FIRST
         return (name for name in order if name in self)
 
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def keys(self) -> list[str]:
-        return list(self)
-
-    def items(self) -> list[tuple[str, Any]]:
-        return [(name, getattr(self, name)) for name in self]
-
     def __getitem__(self, name: str) -> Any:
         if name not in self:
             raise KeyError(name)
