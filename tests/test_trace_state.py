@@ -22,6 +22,8 @@ pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
 from test_trace import GOLDEN, MANIFESTS, TRACES
 
+from ioa_semantic.trace.state import STATE_VERSION
+
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
 
 
@@ -33,7 +35,7 @@ def trace(args: list[str | Path], cwd: Path) -> subprocess.CompletedProcess[byte
 
 def checkpoints(state: Path) -> list[dict[str, Any]]:
     lines = state.read_text().splitlines()
-    assert json.loads(lines[0]) == {"ioa-check-trace-state": 3, "includeContent": False}
+    assert json.loads(lines[0]) == {"ioa-check-trace-state": STATE_VERSION, "includeContent": False}
     return [json.loads(line) for line in lines[1:]]
 
 

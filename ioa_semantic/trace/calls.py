@@ -80,7 +80,14 @@ class Call(NamedTuple):
 
     @property
     def ref(self) -> str:
-        """The call as the trace names it (a synthesised key for calls without an id)."""
+        """The call's name within its run, no other call's (its IRI is made of it): the
+        trace's id, the key the fold made where the id does not tell the call apart (no id,
+        an id started again, an id with ``~``: see ``folded.id_key``)."""
+        return self.key
+
+    @property
+    def name(self) -> str:
+        """The call as the trace names it: its id, else the key the fold made."""
         return self.id or self.key
 
 

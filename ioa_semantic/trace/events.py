@@ -36,7 +36,7 @@ from ..pipeline.intake import parse as parse_json
 from . import formats, maslab_otel, nesting, otlp, runfile
 from .attribution import Attribution
 from .calls import Call, Digest, Run
-from .folded import FoldedCall
+from .folded import FoldedCall, id_key
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -509,13 +509,14 @@ class Fold:
                 return self.calls[key]
             del self.open_anonymous[signature]
             return self._new(f"~{seq}", "", cls, seq)
-        existing = self.calls.get(call_id)
+        key = id_key(call_id)
+        existing = self.calls.get(key)
         if existing is None:
-            return self._new(call_id, call_id, cls, seq)
+            return self._new(key, call_id, cls, seq)
         if existing.cls != cls or (phase == "start" and existing.startLine is not None) or (
                 phase == "end" and existing.endLine is not None):
-            self.problems.append(["trace.call-conflict", seq, call_id])
-            return self._new(f"{call_id}~{seq}", call_id, cls, seq)
+            self.problems.append(["trace.call-conflict", seq, key])
+            return self._new(f"{key}~{seq}", call_id, cls, seq)
         return existing
 
     def _new(self, key: str, call_id: str, cls: str, seq: int) -> FoldedCall:
@@ -630,7 +631,7 @@ class Fold:
                 # Agents, tools and models are few, named by every call: held once (interned).
                 setattr(call, field, sys.intern(value))
         elif current != value:
-            self.problems.append(["trace.call-conflict", seq, call.id or call.key])
+            self.problems.append(["trace.call-conflict", seq, call.key])
             setattr(call, field, None)
             if call.ambiguous is None:
                 call.ambiguous = []
@@ -1138,9 +1139,10 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
     skipped = 0
     for code, seq, detail in fold.problems:
         if code == "trace.call-conflict":
-            conflicted = fold.calls.get(str(detail))
-            name = _call_name(conflicted, disclose, place) if conflicted is not None and not (
-                conflicted.id) else disclose.call(str(detail))
+            # The detail is the call's key (see folded.id_key), never its id: an id may
+            # spell another call's key.
+            conflicted = fold.calls[str(detail)]
+            name = _call_name(conflicted, disclose, place)
             where, path = place(seq)
             findings.append(finding(
                 code, f"{where}: call {name} is started, ended or attributed twice "

@@ -40,6 +40,18 @@ _DISPUTED = ("agent", "target")  # None when the events disagree (then listed in
 _UNSET: Any = object()
 
 
+def id_key(call_id: str) -> str:
+    """The fold's key of the call a trace names ``call_id``: the id, each ``~`` in it doubled.
+
+    The fold makes keys of its own for the calls an id does not name apart: ``~LINE`` for a
+    call without an id, ``KEY~LINE`` for a call started (or ended) again under an id it has
+    used. Any string may be an id; doubled, every run of ``~`` in an id's key is even, and a
+    made key's last run is odd: no id's key is another call's, whatever the trace's ids are
+    (an id ``~2`` once took the key of the call without an id at line 2, and replaced it).
+    """
+    return call_id.replace("~", "~~") if "~" in call_id else call_id
+
+
 class FoldedCall:
     """One call of the fold: one slot a member, a member absent as None (see the module)."""
 

@@ -291,9 +291,9 @@ class _Builder:
              mas_iri: str | None) -> None:
         iri = self._iri(run, call)
         self._type(iri, _CLASSES[call.cls])
-        ref = self.disclose.call(call.ref)
-        self._add(iri, "id", ref)
-        self._add(iri, "spanId", ref)
+        name = self.disclose.call(call.name)  # two calls may share an id; never an IRI
+        self._add(iri, "id", name)
+        self._add(iri, "spanId", name)
         self._add(iri, "sessionId", session_id)
         self._add(iri, "name", self._call_name(call))
         if call.parent_id:
