@@ -11,8 +11,6 @@ This module imports nothing of the package, and the build backend runs it by pat
 the modules without importing them.
 """
 
-from importlib.machinery import ExtensionFileLoader
-from importlib.util import find_spec
 from typing import Literal
 
 # The modules mypyc compiles: the compiled engine's walk, tables and shapes, the IRI checks,
@@ -49,6 +47,10 @@ def build_kind() -> Literal["compiled", "pure", "mixed"]:
     """``"compiled"`` when every module of :data:`COMPILED_MODULES` is a native extension,
     ``"pure"`` when none is, ``"mixed"`` otherwise (never made by the build backend: a stale
     extension left beside the source, say). Found without importing the modules."""
+    # Asked by --version and the tests only: not imported with the package.
+    from importlib.machinery import ExtensionFileLoader
+    from importlib.util import find_spec
+
     native = 0
     for name in COMPILED_MODULES:
         spec = find_spec(name)

@@ -13,7 +13,8 @@ OTHERS = ("ioa_semantic.impact", "ioa_semantic.audit", "ioa_semantic.trace",
 # What no check of one envelope uses: multiprocessing (a shapes worker's pipe: a profile with
 # patterns pySHACL must evaluate starts one, the shipped profile none), tempfile and the
 # archives shutil imports (a command's output file), the network (serve's listening socket).
-UNUSED_BY_A_CHECK = ("multiprocessing", "tempfile", "shutil", "bz2", "lzma", "socket")
+UNUSED_BY_A_CHECK = ("multiprocessing", "tempfile", "shutil", "bz2", "lzma", "socket",
+                     "subprocess")
 
 
 def imported_by_a_check(selected: str) -> str:
@@ -37,3 +38,9 @@ def test_a_check_imports_none_of_the_other_commands_machinery() -> None:
 
 def test_a_check_imports_none_of_the_standard_librarys_machinery_it_does_not_use() -> None:
     assert imported_by_a_check(f"m.split('.')[0] in {UNUSED_BY_A_CHECK!r}") == "[]"
+
+
+def test_a_text_report_off_a_terminal_imports_no_rich() -> None:
+    """Rich styles nothing off a terminal, and its import was half of a cold check: the
+    report's lines are written as their text (reporters.lines)."""
+    assert imported_by_a_check("m.split('.')[0] == 'rich'") == "[]"

@@ -20,7 +20,6 @@ backtrack.
 import atexit
 import importlib
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -56,6 +55,10 @@ class _Worker:
         from_worker, to_us = os.pipe()
         # The parent's sys.path, so that the worker imports this very package.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        # Imported when a worker starts: subprocess brings locale, signal, selectors into a
+        # check's start, and most checks start no worker.
+        import subprocess
+
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from ioa_semantic.pipeline.bounded import _main; "
              f"_main({to_worker}, {to_us}, {module!r})"],
@@ -185,6 +188,8 @@ def _close_idle() -> None:
         _IDLE.clear()
     for worker in workers:
         worker.close()
+        import subprocess  # imported already: the worker was started with it
+
         try:
             worker.process.wait(5)
         except subprocess.TimeoutExpired:

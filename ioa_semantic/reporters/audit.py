@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 from .._findings import Finding, Remedy, Severity
 from . import Visible, declared_text, json_text
-from .check import text_console
+from .lines import text_console
 
 
 def result_line(result: Result) -> str:

@@ -7,14 +7,12 @@ The ``--format`` choices of the command line are the keys of :data:`REPORTERS`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import IO, TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from typing import IO, Any
 
 from .._codes import fix_for
 from .._findings import Decision, Remedy, Severity, Verdict
-from . import Visible, json_text
+from . import json_text
+from .lines import Lines, Piece
 
 _STYLE = {
     Verdict.COMPATIBLE: "bold green",
@@ -37,59 +35,40 @@ def json_lines(decisions: Iterable[Decision], stream: IO[str]) -> None:
         stream.write(json_text(decision.as_dict()) + "\n")
 
 
-def text_console(stream: IO[str]) -> Console:
-    """A rich console for a text report on ``stream``.
-
-    Rich ends the process with status 1 when the reader of stdout goes away, which here
-    would read as "incompatible"; this one raises BrokenPipeError instead, for the command
-    line to end as every other command does then.
-    """
-    from rich.console import Console
-
-    class ReportConsole(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            raise BrokenPipeError
-
-    # No emoji codes: messages quote the input, and "did:key:z6Mk..." would print a key.
-    return ReportConsole(file=stream, highlight=False, soft_wrap=True, emoji=False)
-
-
 def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
-    from rich.markup import escape
-
-    console = Visible(text_console(stream), surrogates=False)
+    out = Lines(stream, surrogates=False)
     for decision in decisions:
         verdict = decision.verdict
-        console.print(f"[{_STYLE[verdict]}]{verdict.upper()}[/] {escape(decision.source)}  "
-                      f"[dim]profile {escape(decision.profile.id)} revision "
-                      f"{escape(decision.profile.revision)}[/]")
-        console.print(f"  {_HINT[verdict]}")
+        out.line((verdict.upper(), _STYLE[verdict]), f" {decision.source}  ",
+                 (f"profile {decision.profile.id} revision {decision.profile.revision}", "dim"))
+        out.line(f"  {_HINT[verdict]}")
         for reason in decision.reasons:
-            mark = {Severity.ERROR: "[red]error[/]", Severity.WARNING: "[yellow]warning[/]",
-                    Severity.INFO: "[dim]info[/]"}[reason.severity]
             where = reason.path or "/"
-            console.print(f"  {mark} {escape(reason.code)} [dim](section {reason.section}, at "
-                          f"{escape(where)})[/]")
-            console.print(f"      {escape(reason.message)}")
+            out.line("  ", _MARK[reason.severity], f" {reason.code} ",
+                     (f"(section {reason.section}, at {where})", "dim"))
+            out.line(f"      {reason.message}")
             if reason.severity is Severity.ERROR and fix_for(reason.code):
-                console.print(f"      [dim]fix: {escape(fix_for(reason.code))}[/]")
+                out.line("      ", (f"fix: {fix_for(reason.code)}", "dim"))
         for item in decision.evidence:
             via = f" via artifact {item['artifactId']} revision {item['revision']}" if (
                 item.get("artifactId")) else f" ({item['via']})"
-            console.print(f"  [green]provided[/] {escape(item['capability'])} by "
-                          f"{escape(item['providedBy'])}{escape(via)}{escape(provenance(item))}")
+            out.line("  ", ("provided", "green"), f" {item['capability']} by "
+                     f"{item['providedBy']}{via}{provenance(item)}")
         for item in decision.excluded:
-            console.print(f"  [dim]excluded artifact {escape(str(item.get('artifactId')))} "
-                          f"revision {escape(str(item.get('revision')))}: "
-                          f"{escape(item['reason'])}[/]")
+            out.line("  ", (f"excluded artifact {item.get('artifactId')} revision "
+                            f"{item.get('revision')}: {item['reason']}", "dim"))
         if decision.remedies:
-            console.print("  to proceed:")
+            out.line("  to proceed:")
             for remedy in decision.remedies:
-                console.print(f"    {escape(describe(remedy))} [dim](by the {remedy.by}; answers "
-                              f"{escape(', '.join(remedy.codes))})[/]")
+                out.line(f"    {describe(remedy)} ", (f"(by the {remedy.by}; answers "
+                                                      f"{', '.join(remedy.codes)})", "dim"))
         if decision.at:
-            console.print(f"  [dim]evaluated at {decision.at}; authorization not evaluated[/]")
+            out.line("  ", (f"evaluated at {decision.at}; authorization not evaluated", "dim"))
+
+
+_MARK: dict[Severity, Piece] = {Severity.ERROR: ("error", "red"),
+                                Severity.WARNING: ("warning", "yellow"),
+                                Severity.INFO: ("info", "dim")}
 
 
 def provenance(item: dict[str, Any]) -> str:

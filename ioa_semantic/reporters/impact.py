@@ -12,7 +12,7 @@ from typing import IO, Any
 
 from ..impact import AnyFlip, ImpactRun
 from . import Visible, json_text
-from .check import text_console
+from .lines import text_console
 
 
 def json_lines(impact: ImpactRun, stream: IO[str]) -> None:

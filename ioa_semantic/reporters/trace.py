@@ -118,7 +118,7 @@ def text(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO[str],
          disclose: Disclosure) -> None:
     from rich.markup import escape
 
-    from .check import text_console
+    from .lines import text_console
 
     console = Visible(text_console(stream))
 
