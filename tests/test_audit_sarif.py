@@ -225,3 +225,26 @@ def test_every_member_is_placed_at_its_value_in_the_text(value: Any, indented: b
         start = offset(place.value_line, place.value_column)
         end = offset(place.end_line, place.end_column)
         assert json.loads(text[start:end]) == pointers[pointer]
+
+
+def test_a_message_shows_what_the_input_would_hide_from_its_reader(tmp_path: Path) -> None:
+    """A code-scanning page shows the message: a bidi override that a profile's shape gives
+    as its ``sh:message`` would reorder what a person reads there; it is shown as its code
+    point, as in the text report (the properties keep the data as it was)."""
+    from test_audit_constraints import PREFIXES, profile
+
+    shapes = PREFIXES + (
+        'ex:Labelled a sh:NodeShape ; sh:targetClass ioa:Capability ;\n'
+        '    sh:property [ sh:path rdfs:label ; sh:minCount 1 ;'
+        ' sh:message "needs a label \u202eLEBAL" ] .\n')
+    house = profile(tmp_path, shapes)
+    unlabelled = registration_63()
+    del unlabelled["label"]
+    unlabelled["@id"] = "cs:HouseTranslation"  # the vocabulary labels cs:TechTranslation
+    (tmp_path / "r.jsonl").write_text(json.dumps(unlabelled) + "\n")
+    proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", str(house), "--format",
+                           "sarif"], cwd=tmp_path, capture_output=True, timeout=60)
+    (result,) = sarif_of(proc.stdout)["runs"][0]["results"]
+    assert result["ruleId"] == "constraint.shape-violated"
+    assert "needs a label <U+202E>LEBAL" in result["message"]["text"], result["message"]
+    assert "\u202e" not in result["message"]["text"]

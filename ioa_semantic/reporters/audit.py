@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..audit.run import Audit, Conflict
 
 from .._findings import Finding, Remedy, Severity
-from . import Visible, declared_text, json_text
+from . import Visible, declared_text, json_text, visible
 from .lines import text_console
 
 
@@ -174,8 +174,11 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str],
             # must change, not to what, and stays advice, in the message.
             fix = _fix(reason, result.source, result.position, places)
             advice = [r for r in remedies if fix is None or not _answered_by_fix(r, reason)]
-            text = reason.message.rstrip(".") + "." + "".join(
-                f" Remedy: {_advice(r)}." for r in advice)
+            # A message is for people (a code-scanning page shows it): what the input could
+            # hide there (a bidi override reordering an IRI, a line feed) is shown as code
+            # points, as in the text report; the properties keep the data as it was.
+            text = visible(reason.message.rstrip(".") + "." + "".join(
+                f" Remedy: {_advice(r)}." for r in advice))
             item: dict[str, Any] = {
                 "ruleId": reason.code, "ruleIndex": fired.setdefault(reason.code, len(fired)),
                 "level": _SARIF_LEVEL[reason.severity], "message": {"text": text},
@@ -190,10 +193,10 @@ def audit_sarif(audit: Audit, batches: Iterable[Judged], stream: IO[str],
     for conflict in conflicts:
         emit({"ruleId": conflict.code,
               "ruleIndex": fired.setdefault(conflict.code, len(fired)), "level": "error",
-              "message": {"text": f"{conflict.id} is registered with different inputs, outputs "
-                                  "or ontology" + "".join(
-                                      f"; {member}: {values}"
-                                      for member, values in _side_by_side(conflict)) + "."},
+              "message": {"text": visible(
+                  f"{conflict.id} is registered with different inputs, outputs or ontology"
+                  + "".join(f"; {member}: {values}"
+                            for member, values in _side_by_side(conflict)) + ".")},
               "locations": [_location(s, i, None, "") for s, i in conflict.registrations],
               "properties": {"differences": conflict.as_dict()["conflict"]["differences"]}})
     rules = [{"id": code, "shortDescription": {"text": CODES[code].meaning},
