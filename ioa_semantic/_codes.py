@@ -331,7 +331,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "inside it is still open, a delegation tool call its agent never started inside"),
     ("trace.run-malformed", None, "5.4",
      "a run folder's run.json that is not one JSON object, or a member of the wrong type: "
-     "what is wrong is not used"),
+     "what is wrong is not used; or a run folder with events.jsonl beside "
+     "traces/events.jsonl: only the latter is read"),
     ("trace.run-mismatch", None, "5.4",
      "a run folder's run.json whose run_id is not the events' run_id: it describes another "
      "run and is not used; or events whose run_id is not the first event's: another run's "

@@ -274,3 +274,27 @@ def test_a_placeholder_model_in_events_is_no_model(tmp_path: Path, placeholder: 
     assert summary["verdict"] == "indeterminate", _text(proc)
     codes = {r["code"] for a in agents.values() for r in a["reasons"]}
     assert "capability.model-unknown" in codes and "capability.undeclared-model" not in codes
+
+
+@pytest.mark.parametrize("opaque", [False, True])
+def test_a_run_folder_with_events_in_both_places_names_the_one_not_read(
+        tmp_path: Path, opaque: bool) -> None:
+    """The schema's run directory layout puts a run's events in ``traces/events.jsonl``
+    (mas-lab-trajectory-schema, "Run directory layout"); the audit also reads a folder's
+    ``events.jsonl``. A folder with both (half a run moved, two exporters) was read from the
+    first and the second left silently: it may hold the calls that decide a verdict."""
+    events = mas_lab_run.events()
+    folder = run_folder(tmp_path / "run", events[: len(events) // 2])
+    _events_file(folder / "events.jsonl", events)
+    more = ["--opaque-ids"] if opaque else []
+    proc = trace([folder, "--manifests", MANIFESTS, "--format", "json", *more], tmp_path)
+    assert proc.returncode in (0, 1, 3), _text(proc)
+    _, [summary] = records(proc)
+    [reason] = [r for r in summary["reasons"] if r["code"] == "trace.run-malformed"]
+    assert reason["severity"] == "warning"
+    assert "only that one is read: this file is not" in reason["message"]
+    assert (str(folder / "events.jsonl") in reason["message"]) != opaque
+    assert summary["events"] == len(events) // 2
+    (folder / "events.jsonl").unlink()
+    alone = trace([folder, "--manifests", MANIFESTS, "--format", "json"], tmp_path)
+    assert not [r for r in records(alone)[1][0]["reasons"] if r["code"] == "trace.run-malformed"]

@@ -142,6 +142,22 @@ def resolve(path: str) -> Source:
     return Source(path, None, None, finding("json.unreadable", problem))
 
 
+def _unread(source: Source, disclose: Disclosure) -> tuple[Finding, ...]:
+    """A run folder with events in both places :func:`resolve` looks (the schema's
+    ``traces/events.jsonl``, and ``events.jsonl``): the first is read, and the second is
+    said to be left unread, never silently (it may be the run's other half)."""
+    if source.run_folder is None or source.stream is None:
+        return ()
+    other = os.path.join(source.run_folder, "events.jsonl")
+    if source.stream == other or not os.path.isfile(other):
+        return ()
+    shown = disclose.path(other)
+    return (finding(
+        "trace.run-malformed", f"{shown}: the run folder also holds traces/events.jsonl, "
+        "where the schema lays out a run's events, and only that one is read: this file is "
+        "not", shown, severity=Severity.WARNING),)
+
+
 class Line(NamedTuple):
     seq: int  # 1-based line number
     end: int  # byte offset just after the line
@@ -1123,7 +1139,8 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
         _text(mas_info.get("app")) if isinstance(mas_info, dict) else None) or (
         roots[0].agent if roots else None)
     settled = nesting.settle(fold.calls, fold.tree, disclose, place)
-    findings: list[Finding] = [*run_file.findings, *settled.findings]
+    findings: list[Finding] = [*run_file.findings, *_unread(source, disclose),
+                               *settled.findings]
     made: list[Call] = []
     for raw in ordered:
         if calls is None:
