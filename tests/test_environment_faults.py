@@ -91,6 +91,36 @@ def test_a_check_into_dev_full_is_exit_74(tmp_path: Path, form: str) -> None:
     assert proc.stderr == b"ioa-check: cannot write standard output: No space left on device\n"
 
 
+COMMANDS_ON_STDOUT = {
+    "trace": ["trace", str(EXAMPLES / "trace" / "mas-lab" / "run"), "--no-shapes"],
+    "trace json": ["trace", str(EXAMPLES / "trace" / "mas-lab" / "run"), "--no-shapes",
+                   "--format", "json"],
+    "lint": ["lint", "--profile", "cs-translation"],
+    "list": ["check", "--list"],
+    "version": ["--version"],
+}
+
+
+@needs_dev_full
+@pytest.mark.parametrize("closed", [False, True], ids=["dev-full", "closed"])
+@pytest.mark.parametrize("command", sorted(COMMANDS_ON_STDOUT))
+def test_every_command_on_a_stdout_that_takes_nothing_is_exit_74(
+        tmp_path: Path, command: str, closed: bool) -> None:
+    """Each command's standard output goes through one place (cli.main): a full disk, or a
+    process started without a standard output (``>&-``), is said and exit 74. The trace and
+    lint reports were a traceback and exit 70, a closed one exit 1 ("incompatible")."""
+    args = [IOA_CHECK, *COMMANDS_ON_STDOUT[command]]
+    if closed:
+        proc = _run(args, tmp_path, stdout=None, pass_fds=(), preexec_fn=lambda: os.close(1))
+        reason = os.strerror(errno.EBADF)
+    else:
+        with open("/dev/full", "wb") as full:
+            proc = _run(args, tmp_path, stdout=full)
+        reason = os.strerror(errno.ENOSPC)
+    assert proc.returncode == 74, proc.stderr
+    assert proc.stderr == f"ioa-check: cannot write standard output: {reason}\n".encode()
+
+
 # --- folders that take no file ---------------------------------------------------------------
 
 

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from ioa_semantic.trace.calls import id_key
 from ioa_semantic.trace.events import Fold, resolve
-from ioa_semantic.trace.folded import id_key
 from ioa_semantic.trace.state import STATE_VERSION, consume
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
@@ -147,7 +147,7 @@ def test_calls_sharing_an_id_are_nodes_of_their_own(tmp_path: Path) -> None:
         if predicate.endswith("mas#id>"):
             ids.setdefault(subject, []).append(rest.removesuffix(" ."))
     assert sorted(starts.values()) == [['"1.0"'], ['"3.0"']]
-    assert len(ids) == 3 and all(v == ['"a"'] for v in ids.values())
+    assert len(ids) == 2 and all(v == ['"a"'] for v in ids.values())
 
 
 def test_an_id_with_a_tilde_keeps_its_name_in_reports(tmp_path: Path) -> None:
@@ -168,3 +168,59 @@ def test_a_state_of_the_keys_before_is_refused(tmp_path: Path) -> None:
     proc = trace(["events.jsonl", "--state", "state"], tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert b"not a trace state file of this version" in proc.stderr
+
+
+def test_a_call_started_again_pairs_with_its_own_end_and_children(tmp_path: Path) -> None:
+    """Agent A's execution ``x`` ends; agent B starts ``x`` again (a conflict, reported),
+    opens a tool call under ``x`` and ends ``x``. The restart is one call, started and
+    ended, and the tool call's parent (once A's ended execution, the first call with the
+    id, and the end a third call without a start)."""
+    run = [{"kind": "mas_call_start", "call_id": "m", "timestamp": 0},
+           {"kind": "execution_start", "call_id": "x", "parent_call_id": "m",
+            "agent_id": "A", "timestamp": 1},
+           {"kind": "execution_end", "call_id": "x", "agent_id": "A", "timestamp": 2},
+           {"kind": "execution_start", "call_id": "x", "parent_call_id": "m",
+            "agent_id": "B", "timestamp": 3},
+           {"kind": "tool_call_start", "call_id": "t", "parent_call_id": "x",
+            "agent_id": "B", "tool_name": "k", "timestamp": 4},
+           {"kind": "tool_call_end", "call_id": "t", "agent_id": "B", "tool_name": "k",
+            "timestamp": 5},
+           {"kind": "execution_end", "call_id": "x", "agent_id": "B", "timestamp": 6},
+           {"kind": "mas_call_end", "call_id": "m", "timestamp": 7}]
+    fold = _folded(_events(tmp_path / "events.jsonl", run))
+    assert sorted((c.key, c.agent, c.startLine, c.endLine) for c in fold.calls.values()) == [
+        ("m", "sys", 1, 8), ("t", "B", 5, 6), ("x", "A", 2, 3), ("x~4", "B", 4, 7)]
+    assert fold.problems == [["trace.call-conflict", 4, "x"]]
+    trace(["events.jsonl", "--emit-kg", "kg.nt"], tmp_path)
+    parents = {line.split(" ")[0].rsplit(":", 1)[1].rstrip(">"):
+               line.split(" ")[2].rsplit(":", 1)[1].rstrip(">")
+               for line in (tmp_path / "kg.nt").read_text().splitlines()
+               if "trace#parentCall>" in line}
+    assert parents == {"x": "m", "x~4": "m", "t": "x~4"}
+    codes = [r["code"] for r in records(trace(["events.jsonl", "--format", "json"],
+                                              tmp_path))[1][0]["reasons"]]
+    assert codes == ["trace.call-conflict"]  # nothing incomplete, nothing ambiguous
+
+
+def test_under_opaque_ids_a_calls_reference_is_its_nodes_and_no_others(tmp_path: Path) -> None:
+    """``a~`` is keyed ``a~~``, the id of another call: a reference made of the id for the
+    report and of the key for the node named one call in one and another in the other."""
+    _events(tmp_path / "events.jsonl", [
+        {"kind": "tool_call_start", "call_id": "a~", "tool_name": "x", "timestamp": 1},
+        {"kind": "tool_call_end", "call_id": "a~", "tool_name": "x", "timestamp": 2},
+        {"kind": "tool_call_start", "call_id": "a~~", "tool_name": "y", "timestamp": 3},
+        {"kind": "tool_call_end", "call_id": "a~~", "tool_name": "y", "timestamp": 4}])
+    proc = trace(["events.jsonl", "--format", "json", "--opaque-ids", "--emit-kg", "kg.nt"],
+                 tmp_path)
+    agents, _ = records(proc)
+    [agent] = agents.values()
+    named = {use["tool"]: use["calls"][0]["id"] for use in agent["consumed"]["tools"]}
+    graph = (tmp_path / "kg.nt").read_text().splitlines()
+    ids = {line.split(" ")[0].rsplit(":", 1)[1].rstrip(">"): line.split(" ", 2)[2]
+           for line in graph if "mas#id>" in line and ":call:" in line.split(" ")[0]}
+    executes = {line.split(" ")[0].rsplit(":", 1)[1].rstrip(">"): line.rsplit(":", 1)[1][:1]
+                for line in graph if "mas#executesTool>" in line}
+    assert len(set(named.values())) == 2
+    for tool, ref in named.items():
+        assert executes[ref] == tool  # the node the report names made this call
+        assert ids[ref] == f'"{ref}" .'

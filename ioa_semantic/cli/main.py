@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import io
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
+from typing import Any
 
 from .._build import build_kind
 from .._exceptions import (
@@ -137,6 +140,15 @@ def _refuse_mistyped(word: str, commands: Iterable[str], within: str | None) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     _undecodable_as_escapes()
     argv = sys.argv[1:] if argv is None else argv
+    stdout = sys.stdout
+    sys.stdout = _Written(stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: Sequence[str]) -> int:
     try:
         return run(argv)
     except KeyboardInterrupt:
@@ -204,11 +216,53 @@ def _internal_error() -> ExitStatus:
     return ExitStatus.INTERNAL
 
 
+class _Written:
+    """Standard output as every command writes it: an OSError writing it (a full disk, a
+    descriptor the process was started without) is :class:`WriteFailed` naming it, exit 74,
+    for every command at this one place; a reader gone away stays BrokenPipeError (141).
+    Anything else is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise WriteFailed(STANDARD_OUTPUT, exc) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise WriteFailed(STANDARD_OUTPUT, exc) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _Closed(io.TextIOBase):
+    """A standard stream the process was started without (``>&-``; Python makes it None):
+    writing to it fails as writing to a closed descriptor does, so that a command that has
+    something to write says it cannot (exit 74), as for a full disk, never a traceback."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
 def _undecodable_as_escapes() -> None:
     """What the command writes is UTF-8: a byte of a file name that is not UTF-8 (a lone
     surrogate, PEP 383) is written as the text ``\\udcXX``, never as that byte, on standard
     output and standard error (the JSON reporters escape it the same way in their own
     text)."""
+    if sys.stdout is None:
+        sys.stdout = _Closed()
+    if sys.stderr is None:
+        sys.stderr = _Closed()  # nothing can be said: the exit status says it
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]

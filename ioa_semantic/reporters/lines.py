@@ -22,10 +22,10 @@ Piece = str | tuple[str, str]
 
 
 def styled(stream: IO[str]) -> bool:
-    """Whether rich would draw styles on ``stream``: its own rules (``Console.is_terminal``,
-    rich 13-15), read without importing it. Where they say no, the report is the pieces'
-    text; where they say yes, rich draws it and applies its own further rules
-    (``NO_COLOR``, a dumb terminal)."""
+    """Whether rich would draw styles on ``stream``: its own rules (``Console.is_terminal``
+    of rich 14-15, the versions pyproject.toml allows), read without importing it. Where
+    they say no, the report is the pieces' text; where they say yes, rich draws it and
+    applies its own further rules (``NO_COLOR``, a dumb terminal)."""
     compatible = os.environ.get("TTY_COMPATIBLE", "")
     if compatible in ("0", "1"):
         return compatible == "1"

@@ -25,7 +25,7 @@ def _counted(number: int, plural: str) -> str:
 
 
 def _call(call: Call, disclose: Disclosure) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": disclose.call(call.id) if call.id else None,
+    out: dict[str, Any] = {"id": disclose.call_name(call.id, call.key) if call.id else None,
                            "line": call.first_line}
     for side in ("input", "output"):
         digest = getattr(call, side)

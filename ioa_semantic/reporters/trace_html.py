@@ -125,7 +125,7 @@ def _row(call: Call, depth: int, marks: dict[str, str], disclose: Disclosure,
     else:
         name = call.target or call.label or ""
     return {"depth": min(depth, 40), "cls": call.cls, "kind": _CLASS_NAMES.get(call.cls, call.cls),
-            "name": name, "id": disclose.call(call.id) if call.id else None,
+            "name": name, "id": disclose.call_name(call.id, call.key) if call.id else None,
             "mark": marks.get(call.key), "bar": bar,
             "duration": f"{(end - start) * 1000:.0f} ms" if start is not None and end is not None
             and end >= start else None}

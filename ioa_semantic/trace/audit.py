@@ -224,7 +224,8 @@ class _Auditor:
     # --- wording ----------------------------------------------------------------------------
 
     def _call_name(self, call: Call) -> str:
-        return self.disclose.call(call.id) if call.id else f"without an id at line {call.first_line}"
+        return self.disclose.call_name(call.id, call.key) if call.id else (
+            f"without an id at line {call.first_line}")
 
     def _call_path(self, call: Call) -> str:
         return self.disclose.call_iri(self.run.ident, call.ref)

@@ -14,6 +14,18 @@ _SUCCESS = {"ok": True, "success": True, "succeeded": True, "completed": True,
 # --- the immutable result -------------------------------------------------------------------
 
 
+def id_key(call_id: str) -> str:
+    """The fold's key of the call a trace names ``call_id``: the id, each ``~`` in it doubled.
+
+    The fold makes keys of its own for the calls an id does not name apart: ``~LINE`` for a
+    call without an id, ``KEY~LINE`` for a call started (or ended) again under an id it has
+    used. Any string may be an id; doubled, every run of ``~`` in an id's key is even, and a
+    made key's last run is odd: no id's key is another call's, whatever the trace's ids are
+    (an id ``~2`` once took the key of the call without an id at line 2, and replaced it).
+    """
+    return call_id.replace("~", "~~") if "~" in call_id else call_id
+
+
 class Digest(NamedTuple):
     """A piece of content as the audit keeps it: its SHA-256 (hex) and length in characters.
 
@@ -82,13 +94,8 @@ class Call(NamedTuple):
     def ref(self) -> str:
         """The call's name within its run, no other call's (its IRI is made of it): the
         trace's id, the key the fold made where the id does not tell the call apart (no id,
-        an id started again, an id with ``~``: see ``folded.id_key``)."""
+        an id started again, an id with ``~``: see :func:`id_key`)."""
         return self.key
-
-    @property
-    def name(self) -> str:
-        """The call as the trace names it: its id, else the key the fold made."""
-        return self.id or self.key
 
 
 class Run(NamedTuple):

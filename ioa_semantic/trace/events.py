@@ -35,8 +35,8 @@ from ..pipeline.intake import Limits
 from ..pipeline.intake import parse as parse_json
 from . import formats, maslab_otel, nesting, otlp, runfile
 from .attribution import Attribution
-from .calls import Call, Digest, Run
-from .folded import FoldedCall, id_key
+from .calls import Call, Digest, Run, id_key
+from .folded import FoldedCall
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -526,14 +526,19 @@ class Fold:
             del self.open_anonymous[signature]
             return self._new(f"~{seq}", "", cls, seq)
         key = id_key(call_id)
-        existing = self.calls.get(key)
-        if existing is None:
+        first = self.calls.get(key)
+        if first is None:
             return self._new(key, call_id, cls, seq)
-        if existing.cls != cls or (phase == "start" and existing.startLine is not None) or (
-                phase == "end" and existing.endLine is not None):
-            self.problems.append(["trace.call-conflict", seq, key])
-            return self._new(f"{key}~{seq}", call_id, cls, seq)
-        return existing
+        # The id's latest call: an id started again is another call, and its own end (or
+        # start, read after its end) pairs with it, not with the first call of the id.
+        latest = first if first.again is None else self.calls[first.again]
+        if latest.cls != cls or (phase == "start" and latest.startLine is not None) or (
+                phase == "end" and latest.endLine is not None):
+            self.problems.append(["trace.call-conflict", seq, latest.key])
+            first.again = f"{key}~{seq}"
+            self.touched.add(key)
+            return self._new(first.again, call_id, cls, seq)
+        return latest
 
     def _new(self, key: str, call_id: str, cls: str, seq: int) -> FoldedCall:
         call = FoldedCall(key, call_id, cls, seq)
@@ -574,6 +579,9 @@ class Fold:
         # mas-lab writes an execution_end whose parent is the call itself: not a parent.
         if parent and parent != call.id and (phase == "start" or call.parent is None):
             call.parent = sys.intern(parent)  # the parent's every child names it
+            named = self.calls.get(id_key(parent))
+            if named is not None and named.again is not None:
+                call.parentKey = named.again  # the id's call at this point of the trace
         self._agree(seq, call, "target", self._target(call.cls, event))
         if call.cls == "processing" and call.label is None:
             call.label = _text(event.get("processing_name"))
@@ -1156,7 +1164,7 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
     skipped = 0
     for code, seq, detail in fold.problems:
         if code == "trace.call-conflict":
-            # The detail is the call's key (see folded.id_key), never its id: an id may
+            # The detail is the call's key (see calls.id_key), never its id: an id may
             # spell another call's key.
             conflicted = fold.calls[str(detail)]
             name = _call_name(conflicted, disclose, place)
@@ -1205,7 +1213,8 @@ def _tokens(tokens: dict[str, int] | None) -> dict[str, int]:
 
 def _call_name(raw: FoldedCall, disclose: Disclosure,
                place: nesting.Place = nesting.by_line) -> str:
-    return disclose.call(raw.id) if raw.id else f"without an id at {place(raw.first)[0]}"
+    return disclose.call_name(raw.id, raw.key) if raw.id else (
+        f"without an id at {place(raw.first)[0]}")
 
 
 def _call(raw: FoldedCall, calls: dict[str, FoldedCall], by_id: dict[str, str],
@@ -1213,7 +1222,7 @@ def _call(raw: FoldedCall, calls: dict[str, FoldedCall], by_id: dict[str, str],
     """One call of the fold, its parent resolved: the parent its events name, else the call
     the order of events placed it in, else none (``candidates``: the order cannot tell)."""
     parent_id = raw.parent
-    parent = by_id.get(parent_id) if parent_id else None
+    parent = (raw.parentKey or by_id.get(parent_id)) if parent_id else None
     if not parent_id and candidates is None and raw.get("placed") is not None:
         parent = raw["placed"]
         parent_id = calls[parent].id or parent

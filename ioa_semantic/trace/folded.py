@@ -32,24 +32,13 @@ from .calls import Digest
 # restore reads members by name, and nothing else reads a checkpoint.
 ORDER = ("key", "id", "cls", "first", "startLine", "start", "agent", "parent", "target",
          "label", "temperature", "input", "content", "placed", "candidates", "hosted",
-         "endLine", "end", "status", "tokens", "finish", "responseId", "output", "ambiguous")
+         "endLine", "end", "status", "tokens", "finish", "responseId", "output", "ambiguous",
+         "again", "parentKey")
 # A call with no input: its content after its output (the last member but ambiguous).
 _OUTPUT_FIRST = (*(n for n in ORDER if n not in ("content", "ambiguous")), "content", "ambiguous")
 _MEMBERS = frozenset(ORDER)
 _DISPUTED = ("agent", "target")  # None when the events disagree (then listed in ambiguous)
 _UNSET: Any = object()
-
-
-def id_key(call_id: str) -> str:
-    """The fold's key of the call a trace names ``call_id``: the id, each ``~`` in it doubled.
-
-    The fold makes keys of its own for the calls an id does not name apart: ``~LINE`` for a
-    call without an id, ``KEY~LINE`` for a call started (or ended) again under an id it has
-    used. Any string may be an id; doubled, every run of ``~`` in an id's key is even, and a
-    made key's last run is odd: no id's key is another call's, whatever the trace's ids are
-    (an id ``~2`` once took the key of the call without an id at line 2, and replaced it).
-    """
-    return call_id.replace("~", "~~") if "~" in call_id else call_id
 
 
 class FoldedCall:
@@ -81,6 +70,12 @@ class FoldedCall:
     responseId: str | None
     output: Digest | None
     ambiguous: list[str] | None
+    # On the first call of an id only: the key of the latest call started or ended again
+    # under it (trace.call-conflict), which the id's next events pair with.
+    again: str | None
+    # The key of the call its parent id named when it started, where that id had been
+    # started again by then (its latest call); else absent, and the build resolves the id.
+    parentKey: str | None
 
     def __init__(self, key: str, call_id: str, cls: str, first: int) -> None:
         self.key, self.id, self.cls, self.first = key, call_id, cls, first
@@ -88,6 +83,7 @@ class FoldedCall:
         self.label = self.temperature = self.input = self.content = None
         self.candidates = self.hosted = self.endLine = self.end = self.status = None
         self.tokens = self.finish = self.responseId = self.output = self.ambiguous = None
+        self.again = self.parentKey = None
 
     @classmethod
     def of(cls, members: dict[str, Any]) -> FoldedCall:

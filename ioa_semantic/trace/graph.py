@@ -291,13 +291,13 @@ class _Builder:
              mas_iri: str | None) -> None:
         iri = self._iri(run, call)
         self._type(iri, _CLASSES[call.cls])
-        name = self.disclose.call(call.name)  # two calls may share an id; never an IRI
+        name = self.disclose.call_name(call.id, call.key)  # ids may be shared; IRIs never
         self._add(iri, "id", name)
         self._add(iri, "spanId", name)
         self._add(iri, "sessionId", session_id)
         self._add(iri, "name", self._call_name(call))
         if call.parent_id:
-            self._add(iri, "parentSpanId", self.disclose.call(call.parent_id))
+            self._add(iri, "parentSpanId", self.disclose.parent_name(call.parent_id, call.parent))
         parent = calls.get(call.parent) if call.parent else None
         if parent is not None:
             self._link(iri, "ioat:parentCall", self._iri(run, parent))

@@ -23,7 +23,7 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from .calls import Digest
+from .calls import Digest, id_key
 
 # The mas-lab convention for the tool an agent calls to delegate to another.
 DELEGATION_PREFIX = "delegate_to_"
@@ -119,6 +119,22 @@ class Disclosure:
 
     def call(self, call_id: str) -> str:
         return self._ref("call", call_id)
+
+    def call_name(self, call_id: str, key: str) -> str:
+        """A call as reports and its node's ``mas:id`` name it: its id as the trace gives it
+        (its key without one); keyed, the reference of its key, its node's own: ids may be
+        shared (a call started again) or spell another call's key (``a~`` is keyed ``a~~``,
+        see :func:`~.calls.id_key`), and a reference names one call only."""
+        if self.key is None:
+            return call_id or key
+        return self.call(key)
+
+    def parent_name(self, parent_id: str, parent_key: str | None) -> str:
+        """The parent a call's events name (``parentSpanId``), as :meth:`call_name` names the
+        call that is its parent (``parent_key``; None for a parent outside the trace)."""
+        if self.key is None:
+            return parent_id
+        return self.call(parent_key if parent_key is not None else id_key(parent_id))
 
     def path(self, path: str) -> str:
         """A file path of an input or a declaration: file names often name agents or runs.

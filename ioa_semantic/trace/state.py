@@ -30,7 +30,7 @@ from .spool import readable_size
 
 STATE_VERSION = 4  # 2: checkpoints write only the counters and open calls a batch changed;
 # 3: calls without ids pair per agent and class, and the interval tree of the events is kept;
-# 4: an id's key doubles its "~" (folded.id_key) and a conflict names the call by its key
+# 4: an id's key doubles its "~" (calls.id_key) and a conflict names the call by its key
 DEFAULT_BATCH = 1000
 
 

@@ -977,9 +977,10 @@ def private_run(run: Run, disclose: Private) -> Run:
         return disclose.tool(call.target) if call.cls == "tool" else call.target
 
     calls = tuple(call._replace(
-        key=disclose.call(call.key), id=disclose.call(call.id) if call.id else "",
+        key=disclose.call(call.key), id=disclose.call_name(call.id, call.key) if call.id else "",
         agent=disclose.agent(call.agent) if call.agent else call.agent, target=target(call),
-        parent=ref(call.parent), parent_id=ref(call.parent_id),
+        parent=ref(call.parent),
+        parent_id=disclose.parent_name(call.parent_id, call.parent) if call.parent_id else None,
         candidates=tuple(disclose.call(k) for k in call.candidates) if (
             call.candidates is not None) else None,
         response_id=disclose.response(call.response_id) if call.response_id else None,

@@ -183,7 +183,8 @@ class Trajectory:
     def _call(self, call: Call) -> _Ends:
         iri = self.disclose.call_iri(self.run.ident, call.ref)
         ref = self.disclose.call(call.ref)
-        what = f"{_CLASS[call.cls]} {ref}"
+        # Named as the reports name it (the id as given); its nodes by its key, one call's.
+        what = f"{_CLASS[call.cls]} {self.disclose.call_name(call.id, call.key)}"
         # The call's reference last: serializers split an IRI at its last ":" into a
         # namespace and a name, and one namespace a call would make rdflib's Turtle writer
         # quadratic in the calls.
