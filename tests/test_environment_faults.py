@@ -98,6 +98,7 @@ COMMANDS_ON_STDOUT = {
     "lint": ["lint", "--profile", "cs-translation"],
     "list": ["check", "--list"],
     "version": ["--version"],
+    "keygen": ["keygen"],  # bytes, through sys.stdout.buffer
 }
 
 
@@ -119,6 +120,43 @@ def test_every_command_on_a_stdout_that_takes_nothing_is_exit_74(
         reason = os.strerror(errno.ENOSPC)
     assert proc.returncode == 74, proc.stderr
     assert proc.stderr == f"ioa-check: cannot write standard output: {reason}\n".encode()
+
+
+def test_a_process_without_standard_error_keeps_its_exit_status(tmp_path: Path) -> None:
+    """Started without a standard error (``2>&-``), a command cannot say what failed; its
+    exit status still says it (it was 1, "incompatible", whatever happened)."""
+    def status(args: list[str], **options: Any) -> int:
+        return subprocess.run(args, cwd=tmp_path, timeout=120, preexec_fn=lambda: os.close(2),
+                              **options).returncode
+
+    assert status([IOA_CHECK, "ok.jsonld", "--profile", "no-such-profile"]) == 2
+    envelope = [IOA_CHECK, str(EXAMPLES / "envelope-6.2.jsonld"), "--profile",
+                "cs-translation", "--at", AT]
+    assert status(envelope, stdout=subprocess.DEVNULL) == 0
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "wb") as full:
+            assert status(envelope, stdout=full) == 74
+
+
+def test_a_large_report_on_a_stdout_that_takes_part_of_it_is_exit_74(tmp_path: Path) -> None:
+    """An HTML trace report of a long run is one text of megabytes: written at once, the
+    part a file size limit let through was counted as the whole, and the report was cut
+    short under the verdict's exit status. A file limit stands for a disk that fills."""
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(json.dumps({
+        "run_id": "r", "agent_id": "a", "kind": f"tool_call_{phase}", "call_id": f"t{i}",
+        "tool_name": "x", "timestamp": i}) + "\n" for i in range(3000)
+        for phase in ("start", "end")))
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200 << 10, 200 << 10))
+
+    with open(tmp_path / "report.html", "wb") as out:
+        proc = _run([IOA_CHECK, "trace", str(events), "--no-shapes", "--format", "html"],
+                    tmp_path, stdout=out, preexec_fn=limited)
+    assert proc.returncode == 74, proc.stderr
+    assert proc.stderr == b"ioa-check: cannot write standard output: File too large\n"
 
 
 # --- folders that take no file ---------------------------------------------------------------

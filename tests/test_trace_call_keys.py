@@ -20,7 +20,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ioa_semantic.trace.calls import id_key
-from ioa_semantic.trace.events import Fold, resolve
+from ioa_semantic.trace.events import Fold, Source, resolve, runs
+from ioa_semantic.trace.privacy import Disclosure
 from ioa_semantic.trace.state import STATE_VERSION, consume
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
@@ -224,3 +225,43 @@ def test_under_opaque_ids_a_calls_reference_is_its_nodes_and_no_others(tmp_path:
     for tool, ref in named.items():
         assert executes[ref] == tool  # the node the report names made this call
         assert ids[ref] == f'"{ref}" .'
+
+
+def _parents(fold: Fold) -> dict[str, str | None]:
+    """Each call's parent as the run built from ``fold`` resolves it (keys)."""
+    [run] = runs(Source("events.jsonl", None, None, None), fold, Disclosure())
+    return {c.key: c.parent for c in run.calls}
+
+
+def test_an_execution_and_a_tool_call_sharing_an_id_each_pair_their_own_events(
+        tmp_path: Path) -> None:
+    """An id given to an execution and to a tool call inside it (a conflict, reported):
+    each end pairs with the call of its own class, neither becomes a call without a start."""
+    fold = _folded(_events(tmp_path / "events.jsonl", [
+        {"kind": "mas_call_start", "call_id": "m", "timestamp": 0},
+        {"kind": "execution_start", "call_id": "x", "parent_call_id": "m", "timestamp": 1},
+        {"kind": "tool_call_start", "call_id": "x", "parent_call_id": "x", "tool_name": "k",
+         "timestamp": 2},
+        {"kind": "tool_call_end", "call_id": "x", "tool_name": "k", "timestamp": 3},
+        {"kind": "execution_end", "call_id": "x", "timestamp": 4},
+        {"kind": "mas_call_end", "call_id": "m", "timestamp": 5}]))
+    assert sorted((c.key, c.cls, c.startLine, c.endLine) for c in fold.calls.values()) == [
+        ("m", "mas", 1, 6), ("x", "agent", 2, 5), ("x~3", "tool", 3, 4)]
+    assert fold.problems == [["trace.call-conflict", 3, "x"]]
+    assert _parents(fold) == {"m": None, "x": "m", "x~3": "x"}
+
+
+def test_a_child_is_never_under_a_call_begun_after_it(tmp_path: Path) -> None:
+    """A tool call that names its parent only on its end, after the parent's id was started
+    again: its parent is the id's call begun before it, not the later one."""
+    fold = _folded(_events(tmp_path / "events.jsonl", [
+        {"kind": "mas_call_start", "call_id": "m", "timestamp": 0},
+        {"kind": "execution_start", "call_id": "x", "parent_call_id": "m", "timestamp": 1},
+        {"kind": "tool_call_start", "call_id": "t", "tool_name": "k", "timestamp": 2},
+        {"kind": "execution_end", "call_id": "x", "timestamp": 3},
+        {"kind": "execution_start", "call_id": "x", "parent_call_id": "m", "timestamp": 4},
+        {"kind": "tool_call_end", "call_id": "t", "parent_call_id": "x", "tool_name": "k",
+         "timestamp": 5},
+        {"kind": "execution_end", "call_id": "x", "timestamp": 6},
+        {"kind": "mas_call_end", "call_id": "m", "timestamp": 7}]))
+    assert _parents(fold)["t"] == "x"

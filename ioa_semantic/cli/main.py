@@ -216,6 +216,11 @@ def _internal_error() -> ExitStatus:
     return ExitStatus.INTERNAL
 
 
+# Characters a write of standard output takes at a time: at most 8 KiB of UTF-8, the
+# stream's buffer, which writes all it holds or raises.
+_PIECE = 2048
+
+
 class _Written:
     """Standard output as every command writes it: an OSError writing it (a full disk, a
     descriptor the process was started without) is :class:`WriteFailed` naming it, exit 74,
@@ -227,7 +232,14 @@ class _Written:
 
     def write(self, text: str) -> int:
         try:
-            return int(self._stream.write(text))
+            if len(text) <= _PIECE:
+                return int(self._stream.write(text))
+            # A large text in pieces the stream's buffer takes whole: written at once, the
+            # part a pipe or a file size limit takes was counted as the whole, and the rest
+            # left unsaid (an HTML report cut short under the verdict's exit status).
+            for start in range(0, len(text), _PIECE):
+                self._stream.write(text[start:start + _PIECE])
+            return len(text)
         except BrokenPipeError:
             raise
         except OSError as exc:
@@ -253,6 +265,19 @@ class _Closed(io.TextIOBase):
     def write(self, text: str) -> int:
         raise OSError(errno.EBADF, os.strerror(errno.EBADF))
 
+    @property
+    def buffer(self) -> _Closed:
+        """Its bytes (``sign``'s and ``keygen``'s output), which fail alike."""
+        return self
+
+
+class _Discarded(io.TextIOBase):
+    """A standard error the process was started without: what would be said goes nowhere,
+    and the command's exit status, which says it, stays its own."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
 
 def _undecodable_as_escapes() -> None:
     """What the command writes is UTF-8: a byte of a file name that is not UTF-8 (a lone
@@ -262,7 +287,7 @@ def _undecodable_as_escapes() -> None:
     if sys.stdout is None:
         sys.stdout = _Closed()
     if sys.stderr is None:
-        sys.stderr = _Closed()  # nothing can be said: the exit status says it
+        sys.stderr = _Discarded()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]

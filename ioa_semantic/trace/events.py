@@ -529,16 +529,30 @@ class Fold:
         first = self.calls.get(key)
         if first is None:
             return self._new(key, call_id, cls, seq)
-        # The id's latest call: an id started again is another call, and its own end (or
-        # start, read after its end) pairs with it, not with the first call of the id.
-        latest = first if first.again is None else self.calls[first.again]
-        if latest.cls != cls or (phase == "start" and latest.startLine is not None) or (
+        # The id's latest call of the event's class: an id started again is another call,
+        # and its own end (or start, read after its end) pairs with it, not with the first
+        # call of the id; an execution and a tool call under one id pair each their own.
+        latest_key = (first.again or {}).get(cls) or (key if first.cls == cls else None)
+        latest = None if latest_key is None else self.calls[latest_key]
+        if latest is None or (phase == "start" and latest.startLine is not None) or (
                 phase == "end" and latest.endLine is not None):
-            self.problems.append(["trace.call-conflict", seq, latest.key])
-            first.again = f"{key}~{seq}"
+            self.problems.append(["trace.call-conflict", seq, (latest or first).key])
+            if first.again is None:
+                first.again = {}
+            first.again[cls] = made = f"{key}~{seq}"
             self.touched.add(key)
-            return self._new(first.again, call_id, cls, seq)
+            return self._new(made, call_id, cls, seq)
         return latest
+
+    def _named(self, parent: str, line: int) -> str | None:
+        """The call a parent id names for a call first seen at ``line``, where the id was
+        started again: its latest call begun by then; None for the id's first call (the
+        build resolves the id to it)."""
+        named = self.calls.get(id_key(parent))
+        if named is None or named.again is None:
+            return None
+        before = [self.calls[k] for k in named.again.values() if self.calls[k].first <= line]
+        return max(before, key=lambda c: c.first).key if before else None
 
     def _new(self, key: str, call_id: str, cls: str, seq: int) -> FoldedCall:
         call = FoldedCall(key, call_id, cls, seq)
@@ -579,9 +593,7 @@ class Fold:
         # mas-lab writes an execution_end whose parent is the call itself: not a parent.
         if parent and parent != call.id and (phase == "start" or call.parent is None):
             call.parent = sys.intern(parent)  # the parent's every child names it
-            named = self.calls.get(id_key(parent))
-            if named is not None and named.again is not None:
-                call.parentKey = named.again  # the id's call at this point of the trace
+            call.parentKey = self._named(parent, call.first)
         self._agree(seq, call, "target", self._target(call.cls, event))
         if call.cls == "processing" and call.label is None:
             call.label = _text(event.get("processing_name"))

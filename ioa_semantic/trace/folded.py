@@ -70,11 +70,12 @@ class FoldedCall:
     responseId: str | None
     output: Digest | None
     ambiguous: list[str] | None
-    # On the first call of an id only: the key of the latest call started or ended again
-    # under it (trace.call-conflict), which the id's next events pair with.
-    again: str | None
-    # The key of the call its parent id named when it started, where that id had been
-    # started again by then (its latest call); else absent, and the build resolves the id.
+    # On the first call of an id only: by class, the key of the latest call started or
+    # ended again under it (trace.call-conflict), which the id's next events of that class
+    # pair with.
+    again: dict[str, str] | None
+    # The key of the call its parent id names, where that id was started again before this
+    # call began (the id's latest call by then); else absent, and the build resolves the id.
     parentKey: str | None
 
     def __init__(self, key: str, call_id: str, cls: str, first: int) -> None:
