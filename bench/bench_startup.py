@@ -10,7 +10,9 @@ Every row but the first undoes one trick before the command runs:
 * collector not paused: ``gc.disable`` made a no-op, so the collector runs during the
   package's imports and the Checker's construction;
 * orjson imported at start: the import the first document avoids;
-* shutil imported at start: the import ``terminal_columns`` avoids.
+* shutil imported at start: the import ``terminal_columns`` avoids;
+* rich imported at start: what the text report imported before it wrote its lines off a
+  terminal as plain text (``reporters/lines.py``).
 
 The last row is a floor: the interpreter starting and exiting, nothing imported.
 """
@@ -38,6 +40,7 @@ VARIANTS = {
     "collector not paused": "import gc; gc.disable = lambda: None; " + ENTRY,
     "orjson imported at start": "import orjson; " + ENTRY,
     "shutil imported at start": "import shutil; " + ENTRY,
+    "rich imported at start": "import rich.console, rich.markup; " + ENTRY,
     "floor: python -c pass": "pass",
 }
 
