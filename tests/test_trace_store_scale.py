@@ -288,8 +288,10 @@ def test_a_large_record_is_stored_in_parts_and_read_back_whole(tmp_path: Path) -
     manifests = trace_runs.write_manifests(tmp_path / "m")
     options = ["--manifests", manifests, "--batch-size", "100000"]
     whole, parted = keyed(tmp_path / "whole"), keyed(tmp_path / "parted")
-    assert feed([run], whole, tmp_path, *options).returncode == 1
-    small = {"IOA_CHECK_TEST_RECORD_PART_CHARS": "50000"}
+    one_part = {"IOA_CHECK_TEST_RECORD_PART_CHARS": str(1 << 30)}
+    assert feed([run], whole, tmp_path, *options, env=one_part).returncode == 1
+    # A part loaded at a time, so that the kills below fall among them.
+    small = {"IOA_CHECK_TEST_RECORD_PART_CHARS": "50000", "IOA_CHECK_TEST_RECORD_LOAD_PARTS": "1"}
     assert feed([run], parted, tmp_path, *options, env=small).returncode == 1
     stored = run_graph(graphs(parted))
     (count,) = [t[2] for t in stored if t[1] == PARTS]
@@ -314,6 +316,22 @@ def test_a_large_record_is_stored_in_parts_and_read_back_whole(tmp_path: Path) -
         assert not any(t[1] in (RECORD_SHA256, PARTS) for t in part)
         assert feed([run], killed, tmp_path, *options, env=small).returncode == 1
         assert _record_of(killed) == (text, digest)
+
+
+def test_a_records_parts_are_small_and_loaded_many_at_a_time() -> None:
+    """A long run's record is stored in parts far smaller than a chunk of the graph (the
+    store's compaction holds a block of every file it merges, and a part larger than a block
+    is a block of its own: parts of 4 MiB held 300 MiB more at a million-event feed's end),
+    and the parts go to the store many to a bulk load, in order, each under its own node."""
+    assert store_module.RECORD_PART_CHARS <= 64 << 10
+    iri = "https://example.org/ioa/trace/run/r"
+    texts = [f"part {index}" for index in range(2 * store_module.RECORD_LOAD_PARTS + 2)]
+    chunks = list(store_module._part_chunks(iri, iter(texts)))
+    assert [len(chunk) for chunk in chunks] == [store_module.RECORD_LOAD_PARTS] * 2 + [2]
+    quads = [quad for chunk in chunks for quad in chunk]
+    assert [(quad.subject.value, quad.object.value) for quad in quads] == [
+        (store_module.record_part(iri, index), text) for index, text in enumerate(texts)]
+    assert {quad.graph_name.value for quad in quads} == {iri}
 
 
 @settings(max_examples=60, deadline=None)

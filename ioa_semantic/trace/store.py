@@ -114,8 +114,13 @@ CHUNK_QUADS = 20_000
 # of about this size (``ioat:recordPart`` of ``RUN:record:N``, their number
 # ``ioat:runRecordParts``), each made, written and let go in turn with the graph's chunks: a
 # long run's record is hundreds of megabytes, and held whole it was copied five times over
-# on its way to the store.
-RECORD_PART_CHARS = 4 << 20
+# on its way to the store. Small, because the store's compaction holds a block of each file
+# it merges, and a value is a block of its own when larger than one: parts of 4 MiB made a
+# million-event run's feed hold 300 MiB more while the store merged its files at the end.
+RECORD_PART_CHARS = 64 << 10
+# The parts are loaded this many at a time (4 MiB): a bulk load each would leave the store
+# thousands of small files to merge.
+RECORD_LOAD_PARTS = 64
 # The store's memory tables are written to its files after this many quads: RocksDB keeps
 # them until they fill, one table per index, and a long feed would hold gigabytes.
 FLUSH_QUADS = 60_000
@@ -130,6 +135,8 @@ KILL_AFTER_ENV = "IOA_CHECK_TEST_KILL_AFTER_TRANSACTIONS"
 # A test hook: a run's record is stored in parts of this many characters (RECORD_PART_CHARS
 # otherwise), so that the crash tests cut a write among the parts of a small run's record.
 PART_CHARS_ENV = "IOA_CHECK_TEST_RECORD_PART_CHARS"
+# A test hook: the parts are loaded this many at a time (RECORD_LOAD_PARTS otherwise).
+LOAD_PARTS_ENV = "IOA_CHECK_TEST_RECORD_LOAD_PARTS"
 # A test hook: once the store is open (its lock taken), the process creates this file and
 # waits until it is removed (at most a minute), so that a test can run a second process
 # against a store a first one certainly holds.
@@ -900,8 +907,7 @@ class _RecordParts:
         self.count = 0
 
     def __iter__(self) -> Iterator[str]:
-        hook = os.environ.get(PART_CHARS_ENV, "")
-        limit = int(hook) if hook.isdigit() and int(hook) > 0 else RECORD_PART_CHARS
+        limit = _test_hook(PART_CHARS_ENV, RECORD_PART_CHARS)
         part: list[str] = []
         size = 0
         for piece in self.pieces:
@@ -914,6 +920,12 @@ class _RecordParts:
         if part:
             self.count += 1
             yield "".join(part)
+
+
+def _test_hook(name: str, default: int) -> int:
+    """A size a test sets through the environment variable ``name``, else ``default``."""
+    hook = os.environ.get(name, "")
+    return int(hook) if hook.isdigit() and int(hook) > 0 else default
 
 
 def record_part(iri: str, index: int) -> str:
@@ -1625,13 +1637,27 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     chunks: Iterator[Chunk] = quad_chunks(run, declarations, disclose, iri,
                                           trajectory or traced, CHUNK_QUADS)
     if second is not None:
-        chunks = itertools.chain(chunks, (
-            Chunk.of([ox.Quad(ox.NamedNode(record_part(iri, index)), term("recordPart"),
-                              _text(text), graph)])
-            for index, text in enumerate(itertools.chain((first, second), texts))))
+        chunks = itertools.chain(chunks, _part_chunks(iri, itertools.chain((first, second),
+                                                                           texts)))
     del first, second
     _write_graph(store, iri, chunks, marks, bool(present), kept, traced)
     return written
+
+
+def _part_chunks(iri: str, texts: Iterator[str]) -> Iterator[Chunk]:
+    """The quads of a run's record's parts (``texts``, in order), :data:`RECORD_LOAD_PARTS`
+    a chunk."""
+    limit = _test_hook(LOAD_PARTS_ENV, RECORD_LOAD_PARTS)
+    graph = ox.NamedNode(iri)
+    quads: list[ox.Quad] = []
+    for index, text in enumerate(texts):
+        quads.append(ox.Quad(ox.NamedNode(record_part(iri, index)), term("recordPart"),
+                             _text(text), graph))
+        if len(quads) == limit:
+            yield Chunk.of(quads)
+            quads = []
+    if quads:
+        yield Chunk.of(quads)
 
 
 def _write_graph(store: TraceStore, iri: str, chunks: Iterator[Chunk],
