@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from .._status import ExitStatus
 from .parsing import _instant, _positive, _positive_seconds, _size
@@ -477,13 +477,9 @@ def _write_waiting(path: str, idents: list[str]) -> None:
 
 
 def _run(opts: argparse.Namespace, settle: Callable[[], None]) -> int:
-    from .._exceptions import WriteFailed
     from .._findings import Verdict
     from ..reporters.trace import REPORTERS
-    from ..trace.audit import audit
-    from ..trace.graph import build as build_graph
-    from ..trace.graph import check, emit, shapes_not_run
-    from ..trace.state import Cursor, StateError
+    from ..trace.state import Cursor
 
     disclose = _disclosure(opts)
     declarations = _declarations(opts, disclose)
@@ -506,15 +502,7 @@ def _run(opts: argparse.Namespace, settle: Callable[[], None]) -> int:
     consumed.clear()
     del all_runs  # the runs --complete-only has not kept are let go
     settle()
-    seen: dict[str, str] = {}
-    for run in runs:
-        if not run.calls:
-            continue
-        if run.ident in seen:
-            # Their calls would be one node each in the graph: the same run, or a copy.
-            raise StateError(f"{seen[run.ident]} and {run.source} are the same run "
-                             f"({run.ident}); audit them separately")
-        seen[run.ident] = run.source
+    _distinct(runs)
     calls = sum(len(run.calls) for run in runs)
     # A call's trajectory (three nodes, about thirty triples) nearly triples its part of the
     # graph: with it, a call weighs as three against the bound.
@@ -528,6 +516,55 @@ def _run(opts: argparse.Namespace, settle: Callable[[], None]) -> int:
               f"than --max-kg-calls {opts.max_kg_calls}; raise it to build the graph anyway",
               file=sys.stderr)
         return 2
+    results = _judged(runs, opts, declarations, disclose)
+    verdicts: list[Verdict] = [r.verdict for r, _ in results]
+    if feed is None:
+        REPORTERS[opts.format](results, sys.stdout, disclose)
+    elif kept_runs is None:  # the store takes the report's audits
+        audits = [r for r, _ in results]
+        _record(feed, opts, declarations, disclose, [a.run.ident for a in audits], audits=audits)
+        REPORTERS[opts.format](results, sys.stdout, disclose)
+    else:
+        # The report is shown once the runs are recorded, as above, but made now and held
+        # (on disk past a few MiB): its runs and audits, let go, leave their room to the
+        # store's own copies of them, which a long run's feed held beside them at its peak.
+        from ..reporters.held import HeldReport
+
+        names = [r.run.ident for r, _ in results]
+        with HeldReport(sys.stdout) as report:
+            REPORTERS[opts.format](results, cast("IO[str]", report), disclose)
+            del results, runs
+            settle()
+            _record(feed, opts, declarations, disclose, names, kept_runs=kept_runs)
+            report.show()
+    # Under --complete-only every run may still wait: nothing judged, nothing found (0).
+    return max((ExitStatus.of(v) for v in verdicts), default=ExitStatus.COMPATIBLE)
+
+
+def _distinct(runs: list[Run]) -> None:
+    """Refused: two inputs of one run (its calls would be one node each in the graph: the
+    same run, or a copy)."""
+    from ..trace.state import StateError
+
+    seen: dict[str, str] = {}
+    for run in runs:
+        if not run.calls:
+            continue
+        if run.ident in seen:
+            raise StateError(f"{seen[run.ident]} and {run.source} are the same run "
+                             f"({run.ident}); audit them separately")
+        seen[run.ident] = run.source
+
+
+def _judged(runs: list[Run], opts: argparse.Namespace, declarations: Declarations,
+            disclose: Disclosure) -> list[tuple[RunAudit, Any]]:
+    """Each run's audit and, where asked for and within --max-shape-calls, its graph's shapes;
+    the graphs written to --emit-kg."""
+    from .._exceptions import WriteFailed
+    from ..trace.audit import audit
+    from ..trace.graph import build as build_graph
+    from ..trace.graph import check, emit, shapes_not_run
+
     results = []
     graphs = []
     shape_budget = opts.max_shape_calls
@@ -555,12 +592,7 @@ def _run(opts: argparse.Namespace, settle: Callable[[], None]) -> int:
             emit(graphs, opts.emit_kg)
         except OSError as exc:  # the environment's (a folder missing, a full disk): 74
             raise WriteFailed(opts.emit_kg, exc) from None
-    if feed is not None:
-        _record(feed, opts, kept_runs, declarations, disclose, [r for r, _ in results])
-    REPORTERS[opts.format](results, sys.stdout, disclose)
-    verdicts: list[Verdict] = [r.verdict for r, _ in results]
-    # Under --complete-only every run may still wait: nothing judged, nothing found (0).
-    return max((ExitStatus.of(v) for v in verdicts), default=ExitStatus.COMPATIBLE)
+    return results
 
 
 def _feed(opts: argparse.Namespace) -> Feed:
@@ -571,17 +603,18 @@ def _feed(opts: argparse.Namespace) -> Feed:
                 opts.store_plain_ids, opts.include_content, opts.trajectory, opts.store_key)
 
 
-def _record(feed: Feed, opts: argparse.Namespace, kept_runs: list[Run] | None,
-            declarations: Declarations, disclose: Disclosure, audits: list[RunAudit]) -> None:
-    """The runs recorded as the store keeps them. A store that shows identities as the
-    report does takes the report's audits; otherwise the declarations are read again and the
-    runs were built again (``kept_runs``) through the store's disclosure, so that nothing the
-    report names and the store does not (a path in a finding, an agent in a reason) reaches
-    the store."""
+def _record(feed: Feed, opts: argparse.Namespace, declarations: Declarations,
+            disclose: Disclosure, names: list[str], audits: list[RunAudit] | None = None,
+            kept_runs: list[Run] | None = None) -> None:
+    """The runs (their ids as the traces have them: ``names``) recorded as the store keeps
+    them. A store that shows identities as the report does takes the report's ``audits``;
+    otherwise the declarations are read again and the runs were built again (``kept_runs``)
+    through the store's disclosure, so that nothing the report names and the store does not
+    (a path in a finding, an agent in a reason) reaches the store."""
     from ..trace.store import Judged, RunsNarrowed, basis
 
     kept = feed.disclosure(declarations)
-    if not feed.private and disclose.key is None:
+    if audits is not None:
         judged = Judged(audits, [a.run for a in audits], declarations, kept)
         read = declarations
     else:
@@ -593,7 +626,7 @@ def _record(feed: Feed, opts: argparse.Namespace, kept_runs: list[Run] | None,
     grounds = basis(read, kept, opts.manifests, opts.registrations, opts.bindings,
                     opts.profile)
     try:
-        feed.record(judged, grounds, opts.at, [a.run.ident for a in audits])
+        feed.record(judged, grounds, opts.at, names)
     except RunsNarrowed as exc:
         # Only trace serve's judge feeds a spool whose segments leave it: for any other feed
         # (--complete-only included) an input without some of a stored run's calls is the

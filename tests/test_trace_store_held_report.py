@@ -1,0 +1,160 @@
+"""The report of a feed whose store keeps its own copy of the runs (a private store, the
+default) is made before the runs are recorded and held until they are (ioa_semantic/reporters/
+held.py): the report's runs and audits are let go in between. Shown, it is the report a run
+without the store gives; not shown when the runs cannot be recorded; held on disk when large,
+and a temporary folder that cannot hold it is an environment's failure (74), not a traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+
+from test_review_37_session import _feed
+from test_trace import GOLDEN, MANIFESTS, TRACES
+from test_trace_formats import write_manifests
+from test_trace_serve_segments import trace
+from test_trace_store import AT, feed, ioa
+
+from ioa_semantic._exceptions import WriteFailed
+from ioa_semantic.cli.main import main
+from ioa_semantic.reporters import held
+from ioa_semantic.reporters.held import HeldReport
+from ioa_semantic.reporters.trace import REPORTERS
+from ioa_semantic.trace import store as store_module
+from ioa_semantic.trace.audit import audit
+from ioa_semantic.trace.calls import Run
+from ioa_semantic.trace.declarations import Declarations
+from ioa_semantic.trace.events import Fold, build, resolve
+from ioa_semantic.trace.privacy import Disclosure
+from ioa_semantic.trace.state import consume
+
+pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
+
+
+@pytest.mark.parametrize("form", ["json", "text", "html"])
+def test_a_private_feeds_report_is_the_report_without_a_store(tmp_path: Path, form: str) -> None:
+    alone = ioa(["trace", GOLDEN, "--manifests", MANIFESTS, "--no-shapes", "--format", form],
+                tmp_path)
+    fed = feed([GOLDEN], tmp_path / "store", tmp_path, "--manifests", MANIFESTS, "--format",
+               form)
+    assert fed.returncode == alone.returncode == 3, fed.stderr
+    assert fed.stdout == alone.stdout and fed.stdout
+
+
+def test_a_feed_whose_runs_cannot_be_recorded_shows_no_report(tmp_path: Path) -> None:
+    """A run stored with calls the input lacks is not recorded (exit 2): the report, made
+    before, is not shown, as it was not when it was made after."""
+    manifests = Path(write_manifests(tmp_path, every_tool=False))
+    store = tmp_path / "store"
+    whole, part = tmp_path / "whole.json", tmp_path / "part.json"
+    whole.write_text(json.dumps(trace(4)))
+    part.write_text(json.dumps(trace(4, keep={"00f067aa0ba90201", "00f067aa0ba9020d"})))
+    first = _feed(whole, store, manifests)
+    assert first.returncode in (0, 1, 3) and first.stdout, first.stderr
+    second = _feed(part, store, manifests)
+    assert second.returncode == 2 and "one invocation" in second.stderr, second.stderr
+    assert second.stdout == ""
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal, as a person's standard output does."""
+
+    encoding = "utf-8"
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_held_report_is_drawn_as_on_its_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held for a terminal, the text report is rich's drawing for the terminal, styles and
+    all, not the plain text a file would get."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR", "TERM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    source = resolve(str(GOLDEN))
+    fold = Fold()
+    consume(source, fold)
+    disclose = Disclosure(None, False)
+    run = build(source, fold, disclose)
+    results = [(audit(run, Declarations(None, None, None), disclose), None)]
+    direct, shown = _Terminal(), _Terminal()
+    REPORTERS["text"](results, direct, disclose)
+    with HeldReport(shown) as report:
+        REPORTERS["text"](results, report, disclose)  # type: ignore[arg-type]
+        assert report.isatty() and report.encoding == "utf-8"
+        assert shown.getvalue() == ""  # nothing shown before show()
+        report.show()
+    assert "\x1b[" in direct.getvalue()
+    assert shown.getvalue() == direct.getvalue()
+
+
+def test_a_large_held_report_goes_to_disk_and_comes_back_whole() -> None:
+    text = "".join(f"line {n} — ✓ \U0001f600 \udcff\n" for n in range(400_000))
+    assert len(text.encode("utf-8", "surrogatepass")) > held.HELD_IN_MEMORY
+    out = io.StringIO()
+    with HeldReport(out) as report:
+        for start in range(0, len(text), 100_000):
+            report.write(text[start:start + 100_000])
+        assert report._file._rolled  # on disk, not in memory
+        report.show()
+    assert out.getvalue() == text
+
+
+def test_a_report_the_temporary_folder_cannot_hold_is_an_environment_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    monkeypatch.setattr(held, "HELD_IN_MEMORY", 16)
+    with HeldReport(io.StringIO()) as report, pytest.raises(WriteFailed) as raised:
+        report.write("x" * 64)
+    assert raised.value.name == held.HOLDER
+
+
+def test_a_feed_whose_report_cannot_be_held_exits_74(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """The same through the command: nothing recorded is lost (the report is made before the
+    runs are recorded, and refused before any is), nothing shown, one line said."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    monkeypatch.setattr(held, "HELD_IN_MEMORY", 16)
+    store = tmp_path / "store"
+    status = main(["trace", str(GOLDEN), "--manifests", str(MANIFESTS), "--no-shapes", "--at",
+                   AT, "--store", str(store)])
+    out, err = capsys.readouterr()
+    assert status == 74 and out == ""
+    assert held.HOLDER in err and err.count("\n") == 1, err
+    monkeypatch.setattr(held, "HELD_IN_MEMORY", 8 << 20)
+    assert main(["trace", str(GOLDEN), "--manifests", str(MANIFESTS), "--no-shapes", "--at", AT,
+                 "--store", str(store)]) == 3
+    assert capsys.readouterr().out
+
+
+def test_the_reports_runs_are_let_go_before_the_stores_copies_are_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """When a private store's runs are judged, nothing holds the report's runs any longer:
+    the calls the two share are held by the store's run alone (a long run's feed held both to
+    its end). Counted by references, the one count nothing else moves: the run's calls are
+    held by the store's run, the local name here, and getrefcount's own argument."""
+    counts: list[int] = []
+    judged = store_module.Feed.judged
+
+    def counting(self: store_module.Feed, runs: list[Run], *more: Any) -> Any:
+        calls = max(runs, key=lambda run: len(run.calls)).calls
+        counts.append(sys.getrefcount(calls))
+        del calls
+        return judged(self, runs, *more)
+
+    monkeypatch.setattr(store_module.Feed, "judged", counting)
+    assert main(["trace", str(GOLDEN), "--manifests", str(MANIFESTS), "--no-shapes", "--at", AT,
+                 "--store", str(tmp_path / "store")]) == 3
+    assert capsys.readouterr().out
+    assert counts == [3]
