@@ -31,10 +31,10 @@ from ioa_semantic.reporters.held import HeldReport
 from ioa_semantic.reporters.trace import REPORTERS
 from ioa_semantic.trace import store as store_module
 from ioa_semantic.trace.audit import audit
-from ioa_semantic.trace.calls import Run
+from ioa_semantic.trace.calls import Call, Run
 from ioa_semantic.trace.declarations import Declarations
 from ioa_semantic.trace.events import Fold, build, resolve
-from ioa_semantic.trace.privacy import Disclosure
+from ioa_semantic.trace.privacy import Disclosure, Private
 from ioa_semantic.trace.state import consume
 
 pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason="../shared/reference is absent")
@@ -158,3 +158,40 @@ def test_the_reports_runs_are_let_go_before_the_stores_copies_are_judged(
                  "--store", str(tmp_path / "store")]) == 3
     assert capsys.readouterr().out
     assert counts == [3]
+
+
+def _golden_run() -> Run:
+    source = resolve(str(GOLDEN))
+    fold = Fold()
+    consume(source, fold)
+    return build(source, fold, Disclosure(None, False))
+
+
+def test_a_runs_calls_are_let_go_one_at_a_time_as_its_record_is_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private store's record of a run is made taking the run out of the list given and
+    turning its calls one at a time, so that each plain call is let go as its keyed copy is
+    made (a long run was held twice: the whole tuple of plain calls until the last copy).
+    Counted by references: a plain call being turned is held one more time when the test
+    keeps the run than when nothing but the list does; were the tuple of calls held through
+    the turning, both counts would be the same."""
+    private = Private(bytes(range(32)))
+    counts: list[list[int]] = []
+    turn = store_module._private_call
+
+    def counting(call: Call, disclose: Private) -> Call:
+        counts[-1].append(sys.getrefcount(call))
+        return turn(call, disclose)
+
+    monkeypatch.setattr(store_module, "_private_call", counting)
+    counts.append([])
+    runs = [_golden_run()]
+    records = store_module.private_runs(runs, private)
+    assert runs == [] and len(records) == 1
+    counts.append([])
+    held = _golden_run()
+    again = store_module.private_runs([held], private)
+    assert again == records  # the same records, whoever holds the run
+    alone, kept = counts
+    assert len(alone) == len(held.calls) > 10
+    assert [k - a for a, k in zip(alone, kept, strict=True)] == [1] * len(alone)

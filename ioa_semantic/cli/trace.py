@@ -620,9 +620,8 @@ def _record(feed: Feed, opts: argparse.Namespace, declarations: Declarations,
     else:
         assert kept_runs is not None
         read = _declarations(opts, kept)
+        # A private store's runs are taken out of kept_runs as their records are made.
         judged = feed.judged(kept_runs, read, kept)
-        if feed.private:
-            kept_runs.clear()  # their records and audits are runs of their own: let go
     grounds = basis(read, kept, opts.manifests, opts.registrations, opts.bindings,
                     opts.profile)
     try:

@@ -38,7 +38,7 @@ declaration file paths, response ids, digests of free text, consumer keys, and a
 names that the declarations do not publish. The store's mode (``private:<fingerprint of the
 key>``) and version are in the graph ``urn:ioa-trace:store``, so a replaced key is told and
 refused. Runs are judged for the store as it keeps them (:meth:`Feed.judged`): the run with
-its references (:func:`private_run`), the declarations with their paths keyed
+its references (:func:`private_runs`), the declarations with their paths keyed
 (:func:`opaque_declarations`), so that the verdict's reasons name nothing the graph does not.
 Checkpoints of a private store hold positions and keyed prefix digests without the fold
 (which names agents and calls), so an interrupted input is read again from its start.
@@ -969,11 +969,42 @@ def _finding_of(value: dict[str, Any]) -> Finding:
                        "effect") else None)
 
 
-def private_run(run: Run, disclose: Private) -> Run:
-    """``run`` as a private store keeps it: every identity the reference ``disclose`` gives
-    it (agents the declarations publish, tools and models stay), digests of free text keyed,
-    no text. ``run`` was built from inputs named by their references (:meth:`Feed.source`),
-    so that its source and its findings name none of their paths."""
+def private_runs(runs: list[Run], disclose: Private) -> list[Run]:
+    """Each of ``runs`` as a private store keeps it: every identity the reference ``disclose``
+    gives it (agents the declarations publish, tools and models stay), digests of free text
+    keyed, no text. ``runs`` were built from inputs named by their references
+    (:meth:`Feed.source`), so that their sources and findings name none of their paths.
+
+    ``runs`` is emptied: each run is taken out of it and its calls turned one at a time, each
+    let go as its copy is made, so that a long run is not held twice (the caller holds the
+    runs in ``runs`` only)."""
+    out = []
+    while runs:
+        out.append(_private_run(runs, disclose))
+    return out
+
+
+def _private_run(runs: list[Run], disclose: Private) -> Run:
+    """The first of ``runs``, taken out of it, as :func:`private_runs` keeps it. (Taken out
+    here: an argument is held by its caller until the call returns.)"""
+    run = runs.pop(0)
+    calls: list[Call] = list(run.calls)
+    run = run._replace(calls=())  # the run's tuple of calls let go: the list holds them
+    for index, call in enumerate(calls):
+        calls[index] = _private_call(call, disclose)
+    records = tuple({**r, "outcome": disclose.call(r["outcome"]), "trace": disclose.run(
+        r["trace"])} for r in run.records)
+    return run._replace(
+        run_id=disclose.run(run.run_id) if run.run_id else None,
+        session_id=disclose.run(run.session_id) if run.session_id else None,
+        calls=tuple(calls), records=records, mas=disclose.mas(run.mas) if run.mas else None,
+        definitions={disclose.agent(agent): {disclose.tool(tool): disclose.call(span)
+                                             for tool, span in tools.items()}
+                     for agent, tools in run.definitions.items()})
+
+
+def _private_call(call: Call, disclose: Private) -> Call:
+    """``call`` as a private store keeps it (:func:`private_runs`)."""
 
     def ref(value: str | None) -> str | None:
         return disclose.call(value) if value else value
@@ -981,31 +1012,19 @@ def private_run(run: Run, disclose: Private) -> Run:
     def text(value: Digest | None) -> Digest | None:
         return None if value is None else value._replace(sha256=disclose.text(value.sha256))
 
-    def target(call: Call) -> str | None:
-        if not call.target:
-            return call.target
-        if call.cls == "agent":
-            return disclose.agent(call.target)
-        return disclose.tool(call.target) if call.cls == "tool" else call.target
-
-    calls = tuple(call._replace(
+    target = call.target
+    if target:
+        target = disclose.agent(target) if call.cls == "agent" else disclose.tool(target) if (
+            call.cls == "tool") else target
+    return call._replace(
         key=disclose.call(call.key), id=disclose.call_name(call.id, call.key) if call.id else "",
-        agent=disclose.agent(call.agent) if call.agent else call.agent, target=target(call),
+        agent=disclose.agent(call.agent) if call.agent else call.agent, target=target,
         parent=ref(call.parent),
         parent_id=disclose.parent_name(call.parent_id, call.parent) if call.parent_id else None,
         candidates=tuple(disclose.call(k) for k in call.candidates) if (
             call.candidates is not None) else None,
         response_id=disclose.response(call.response_id) if call.response_id else None,
-        input=text(call.input), output=text(call.output), content=None) for call in run.calls)
-    records = tuple({**r, "outcome": disclose.call(r["outcome"]), "trace": disclose.run(
-        r["trace"])} for r in run.records)
-    return run._replace(
-        run_id=disclose.run(run.run_id) if run.run_id else None,
-        session_id=disclose.run(run.session_id) if run.session_id else None,
-        calls=calls, records=records, mas=disclose.mas(run.mas) if run.mas else None,
-        definitions={disclose.agent(agent): {disclose.tool(tool): disclose.call(span)
-                                             for tool, span in tools.items()}
-                     for agent, tools in run.definitions.items()})
+        input=text(call.input), output=text(call.output), content=None)
 
 
 def revealed(run: Run, disclose: Private) -> Run:
@@ -1492,15 +1511,16 @@ class Feed:
         """``runs`` (built through :attr:`keys`, from inputs named by :meth:`source`) judged
         against ``declarations`` (read through ``disclose``, :meth:`disclosure`'s) as the
         store keeps them. In a private store a run's record holds references only
-        (:func:`private_run`); it is shown, and judged, with the names ``disclose`` publishes
+        (:func:`private_runs`); it is shown, and judged, with the names ``disclose`` publishes
         (:func:`revealed`), against the declarations with their paths keyed, so that every
-        reason of a stored verdict names what the store may hold, nothing else."""
+        reason of a stored verdict names what the store may hold, nothing else; ``runs`` is
+        emptied then, each run let go as its record is made."""
         if not isinstance(disclose, Private):
             return Judged([judge(run, declarations, disclose) for run in runs], runs,
                           declarations, disclose)
         assert isinstance(self.keys, Private)
         kept = opaque_declarations(declarations, disclose)
-        records = [private_run(run, self.keys) for run in runs]
+        records = private_runs(runs, self.keys)
         shown = Pseudonymous()
         return Judged([judge(revealed(run, disclose), kept, shown) for run in records],
                       records, kept, shown)
