@@ -14,8 +14,15 @@ The projection's factors are measured (docs/performance.md, "The trace audit at 
 0.4 times what the reading took without a store, and 1.5 times with a store (the run built
 again as the store keeps it and judged, its graph written in chunks, its record in parts).
 Since the fold holds its calls slotted, reading takes less and the rest the same: 1.6 times
-on a run of 360,000 and 1.7 times on a run of 1,000,000 with a store, 0.4 without. The
-factors below keep a margin of two over each.
+on a run of 360,000 and 1.7 times on a run of 1,000,000 with a store, 0.4 without.
+
+Since a private store's copy of a run is made a call at a time, each plain call let go as
+its copy is made, and the store's record is written in small parts ("A million events,
+held once", docs/performance.md), storing takes a fixed part (the store's own buffers and
+files, the graph's chunk in hand: about 53 MiB) and a part that grows with the run, about
+0.4 times what reading took: 77, 119 and 246 MiB past reading on runs of 120,000, 360,000
+and 1,000,000 events, which read 59, 176 and 480 MiB. The bound keeps 64 MiB for the fixed
+part and once again what reading took for the rest: more than twice each.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ from .._exceptions import IoaSemanticError
 DEFAULT_MAX_MEMORY = 512 << 20
 # What follows reading takes, in multiples of what reading took (see above).
 LATER_STAGES = 1.0
-LATER_STAGES_STORE = 3.5
+LATER_STAGES_STORE = 1.0
+# What storing takes whatever the run's size (see above).
+STORE_FIXED = 64 << 20
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -78,13 +87,15 @@ def mebibytes(size: int) -> str:
 
 class Budget:
     """The bound of one invocation: ``limit`` bytes of resident memory at most, of which the
-    later stages of each run want :data:`LATER_STAGES` times what its reading took, or
-    :data:`LATER_STAGES_STORE` times when the runs are ``storing`` too."""
+    later stages of each run want :data:`LATER_STAGES` times what its reading took, or, when
+    the runs are ``storing`` too, :data:`STORE_FIXED` and :data:`LATER_STAGES_STORE` times
+    what its reading took."""
 
     def __init__(self, limit: int, storing: bool = False) -> None:
         self.limit = limit
         self.storing = storing
         self.later = LATER_STAGES_STORE if storing else LATER_STAGES
+        self.fixed = STORE_FIXED if storing else 0
         self.base = resident()
         self.checks = 0  # how often memory was read (tests count it)
 
@@ -93,9 +104,10 @@ class Budget:
         """The resident memory reading may reach, or None where it cannot be read."""
         if self.base is None:
             return None
-        if self.limit <= self.base:  # the process alone holds the bound: nothing fits
-            return self.limit
-        return self.base + int((self.limit - self.base) / (1 + self.later))
+        room = self.limit - self.base - self.fixed
+        if room <= 0:  # the process and the store alone hold the bound: nothing fits
+            return min(self.limit, self.base)
+        return self.base + int(room / (1 + self.later))
 
     def check(self, where: str) -> None:
         """Raise :class:`MemoryBound` if reading so far (to ``where`` in the input) leaves the
@@ -109,6 +121,7 @@ class Budget:
             f"cannot be judged within --max-memory {mebibytes(self.limit)}: at {where} "
             f"the process held {mebibytes(now)}, and judging "
             f"{'and storing ' if self.storing else ''}a run takes up to "
+            f"{f'{mebibytes(self.fixed)} and ' if self.fixed else ''}"
             f"{1 + self.later:g} times what reading it did; nothing of it was judged "
             f"{'or stored ' if self.storing else ''}(raise --max-memory, "
             "or split the run)")
