@@ -195,3 +195,11 @@ def test_a_runs_calls_are_let_go_one_at_a_time_as_its_record_is_made(
     alone, kept = counts
     assert len(alone) == len(held.calls) > 10
     assert [k - a for a, k in zip(alone, kept, strict=True)] == [1] * len(alone)
+
+
+def test_runs_keep_their_order_as_their_records_are_made() -> None:
+    private = Private(bytes(range(32)))
+    runs = [_golden_run()._replace(run_id=f"run-{n}") for n in range(5)]
+    wanted = [private.run(f"run-{n}") for n in range(5)]
+    records = store_module.private_runs(runs, private)
+    assert runs == [] and [record.run_id for record in records] == wanted

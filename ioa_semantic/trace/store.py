@@ -979,15 +979,16 @@ def private_runs(runs: list[Run], disclose: Private) -> list[Run]:
     let go as its copy is made, so that a long run is not held twice (the caller holds the
     runs in ``runs`` only)."""
     out = []
+    runs.reverse()  # taken from the end, in the order given
     while runs:
         out.append(_private_run(runs, disclose))
     return out
 
 
 def _private_run(runs: list[Run], disclose: Private) -> Run:
-    """The first of ``runs``, taken out of it, as :func:`private_runs` keeps it. (Taken out
+    """The last of ``runs``, taken out of it, as :func:`private_runs` keeps it. (Taken out
     here: an argument is held by its caller until the call returns.)"""
-    run = runs.pop(0)
+    run = runs.pop()
     calls: list[Call] = list(run.calls)
     run = run._replace(calls=())  # the run's tuple of calls let go: the list holds them
     for index, call in enumerate(calls):
