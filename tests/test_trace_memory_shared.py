@@ -71,7 +71,7 @@ def test_a_run_revealed_as_its_record_holds_it_shares_the_records_calls() -> Non
     (source, fold), = consumed(MASLAB)  # type: ignore[misc]
     run = build(source, fold, Disclosure(None))
     keys = Private(b"k" * 32, frozenset(), frozenset())
-    recorded = store.private_run(run, keys)
+    (recorded,) = store.private_runs([run], keys)
     same = store.revealed(recorded, keys)  # nothing published since: nothing to turn back
     assert same.calls == recorded.calls
     assert all(a is b for a, b in zip(same.calls, recorded.calls, strict=True))

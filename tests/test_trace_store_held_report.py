@@ -2,7 +2,8 @@
 default) is made before the runs are recorded and held until they are (ioa_semantic/reporters/
 held.py): the report's runs and audits are let go in between. Shown, it is the report a run
 without the store gives; not shown when the runs cannot be recorded; held on disk when large,
-and a temporary folder that cannot hold it is an environment's failure (74), not a traceback.
+and in memory where the temporary folder cannot take it (tests/test_review_memory_session.py
+runs a feed so); a report the disk took and cannot give back is an environment's failure.
 """
 
 from __future__ import annotations
@@ -98,43 +99,80 @@ def test_a_held_report_is_drawn_as_on_its_stream(monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_large_held_report_goes_to_disk_and_comes_back_whole() -> None:
-    text = "".join(f"line {n} — ✓ \U0001f600 \udcff\n" for n in range(400_000))
-    assert len(text.encode("utf-8", "surrogatepass")) > held.HELD_IN_MEMORY
+    text = "".join(f"line {n} — ✓ \U0001f600 \udcff\n" for n in range(500_000))
+    assert len(text) > held.HELD_IN_MEMORY
     out = io.StringIO()
     with HeldReport(out) as report:
         for start in range(0, len(text), 100_000):
             report.write(text[start:start + 100_000])
-        assert report._file._rolled  # on disk, not in memory
+        assert report.on_disk
         report.show()
     assert out.getvalue() == text
 
 
-def test_a_report_the_temporary_folder_cannot_hold_is_an_environment_failure(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+class _FillingFile:
+    """A temporary file on a disk that fills after ``room`` bytes: a short write, then the
+    error a full disk gives."""
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.data = bytearray()
+        self.at = 0
+
+    def write(self, data: memoryview) -> int:
+        if self.room == 0:
+            raise OSError(28, "No space left on device")
+        taken = bytes(data[:self.room])
+        self.room -= len(taken)
+        self.data += taken
+        return len(taken)
+
+    def seek(self, at: int) -> None:
+        self.at = at
+
+    def read(self, size: int) -> bytes:
+        piece = bytes(self.data[self.at:self.at + size])
+        self.at += len(piece)
+        return piece
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("room", [None, 0, 10, 25, 200])
+def test_a_report_the_temporary_folder_cannot_hold_is_held_in_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int | None) -> None:
+    """A temporary folder missing (``None``) or a disk that fills part way: the report is
+    held in memory from then on, what the file took read back, and shown whole."""
     monkeypatch.setattr(held, "HELD_IN_MEMORY", 16)
-    with HeldReport(io.StringIO()) as report, pytest.raises(WriteFailed) as raised:
+    if room is None:
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    else:
+        monkeypatch.setattr(tempfile, "TemporaryFile", lambda *a, **k: _FillingFile(room))
+    pieces = [f"piece {n}: ✓ \udcff\n" for n in range(20)]
+    out = io.StringIO()
+    with HeldReport(out) as report:
+        for piece in pieces:
+            report.write(piece)
+        assert not report.on_disk
+        report.show()
+    assert out.getvalue() == "".join(pieces)
+
+
+def test_a_report_the_disk_took_but_cannot_give_back_is_an_environment_failure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class Unreadable(_FillingFile):
+        def read(self, size: int) -> bytes:
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(held, "HELD_IN_MEMORY", 16)
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda *a, **k: Unreadable(1 << 20))
+    with HeldReport(io.StringIO()) as report:
         report.write("x" * 64)
+        assert report.on_disk
+        with pytest.raises(WriteFailed) as raised:
+            report.show()
     assert raised.value.name == held.HOLDER
-
-
-def test_a_feed_whose_report_cannot_be_held_exits_74(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-        ) -> None:
-    """The same through the command: nothing recorded is lost (the report is made before the
-    runs are recorded, and refused before any is), nothing shown, one line said."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
-    monkeypatch.setattr(held, "HELD_IN_MEMORY", 16)
-    store = tmp_path / "store"
-    status = main(["trace", str(GOLDEN), "--manifests", str(MANIFESTS), "--no-shapes", "--at",
-                   AT, "--store", str(store)])
-    out, err = capsys.readouterr()
-    assert status == 74 and out == ""
-    assert held.HOLDER in err and err.count("\n") == 1, err
-    monkeypatch.setattr(held, "HELD_IN_MEMORY", 8 << 20)
-    assert main(["trace", str(GOLDEN), "--manifests", str(MANIFESTS), "--no-shapes", "--at", AT,
-                 "--store", str(store)]) == 3
-    assert capsys.readouterr().out
 
 
 def test_the_reports_runs_are_let_go_before_the_stores_copies_are_judged(
