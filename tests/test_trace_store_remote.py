@@ -586,3 +586,26 @@ def test_a_replacement_cut_short_keeps_what_the_replaced_graph_promised_on_a_ser
     # whole lease (60 s) before it writes. Two seconds, through the tests' hook, as in
     # test_a_feeder_killed_holding_its_turn_delays_a_rerun_by_the_lease_only.
     replacement_cut_short(tmp_path, server.url, server.graphs, PLAIN, env={LEASE_ENV: "2"})
+
+
+def test_a_record_on_a_server_is_in_few_large_parts(tmp_path: Path, server: Server) -> None:
+    """The embedded store cuts a long run's record into parts of 64 Ki characters (its
+    merging holds a block of each file it reads); on a server, where reading a record back is
+    a request a part, the parts are of 4 Mi characters: a record of some hundreds of KB is one
+    literal there, and many parts in a folder. Read back, the two are the same record."""
+    from test_trace_store_scale import _record_of, large_run
+
+    run = large_run(tmp_path / "runs", 300)
+    local = tmp_path / "local"
+    for store in (server.url, local):
+        assert feed([run], store, tmp_path, PLAIN, "--batch-size", "100000").returncode in (
+            0, 1, 3)
+    (name,) = server.runs()  # the whole record, one literal
+    folder = {p: o for _, p, o in graphs(local)[f"<{name}>"]}
+    assert f"<{IOAT}runRecordParts>" in folder and f"<{IOAT}runRecord>" not in folder
+    assert int(folder[f"<{IOAT}runRecordParts>"].split('"')[1]) > 5
+    served = open_store(server.url)
+    try:
+        assert served.record_text(name) == _record_of(local)[0]
+    finally:
+        served.store.close()

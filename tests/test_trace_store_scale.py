@@ -327,7 +327,7 @@ def test_a_records_parts_are_small_and_loaded_many_at_a_time() -> None:
     assert store_module.RECORD_PART_CHARS <= 64 << 10
     iri = "https://example.org/ioa/trace/run/r"
     texts = [f"part {index}" for index in range(2 * store_module.RECORD_LOAD_PARTS + 2)]
-    chunks = list(store_module._part_chunks(iri, iter(texts)))
+    chunks = list(store_module._part_chunks(iri, iter(texts), store_module.RECORD_LOAD_PARTS))
     assert [len(chunk) for chunk in chunks] == [store_module.RECORD_LOAD_PARTS] * 2 + [2]
     quads = [quad for chunk in chunks for quad in chunk]
     graph = ox.NamedNode(iri)

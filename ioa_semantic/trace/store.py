@@ -121,6 +121,9 @@ RECORD_PART_CHARS = 64 << 10
 # The parts are loaded this many at a time (4 MiB): a bulk load each would leave the store
 # thousands of small files to merge.
 RECORD_LOAD_PARTS = 64
+# On a SPARQL server, where the merging is the server's and every part is a request of its
+# own when the record is read back, the parts are of 4 Mi characters, one to an update.
+REMOTE_RECORD_PART_CHARS = 4 << 20
 # The store's memory tables are written to its files after this many quads: RocksDB keeps
 # them until they fill, one table per index, and a long feed would hold gigabytes.
 FLUSH_QUADS = 60_000
@@ -191,6 +194,10 @@ class TraceStore:
     fingerprint>`` or ``plain[+content]`` (version 2); a store of version 1 holds ``plain``,
     ``opaque:<fingerprint>`` (with ``+content``), or no mode at all when it is older than the
     mode (its records say theirs)."""
+
+    # How a run's record is cut into parts, and how many parts go to the store at a time.
+    record_part_chars = RECORD_PART_CHARS
+    record_load_parts = RECORD_LOAD_PARTS
 
     def __init__(self, path: str, create: str | None = None) -> None:
         self.path = path
@@ -522,6 +529,9 @@ class RemoteTraceStore(TraceStore):
     """A trace store on a SPARQL 1.1 server: :class:`~.store.TraceStore`'s interface, its
     graphs on the server. A private one's key is in ``key_file`` (``--store-key``), never on
     the server."""
+
+    record_part_chars = REMOTE_RECORD_PART_CHARS
+    record_load_parts = 1
 
     def __init__(self, url: str, create: str | None = None,
                  key_file: str | None = None) -> None:
@@ -899,15 +909,16 @@ def pieces_digest(pieces: Iterable[str]) -> str:
 
 
 class _RecordParts:
-    """The parts of a run's record, each about :data:`RECORD_PART_CHARS` characters, made as
-    they are taken; :attr:`count` says how many were made."""
+    """The parts of a run's record, each about ``size`` characters, made as they are taken;
+    :attr:`count` says how many were made."""
 
-    def __init__(self, pieces: Iterator[str]) -> None:
+    def __init__(self, pieces: Iterator[str], size: int) -> None:
         self.pieces = pieces
+        self.size = size
         self.count = 0
 
     def __iter__(self) -> Iterator[str]:
-        limit = _test_hook(PART_CHARS_ENV, RECORD_PART_CHARS)
+        limit = _test_hook(PART_CHARS_ENV, self.size)
         part: list[str] = []
         size = 0
         for piece in self.pieces:
@@ -1641,7 +1652,7 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
         return written  # judged so already, and that is the run's current verdict
     graph = ox.NamedNode(iri)
     parts = _RecordParts(iter((stored_record,)) if stored_record is not None
-                         else record_pieces(mode, kept_run))
+                         else record_pieces(mode, kept_run), store.record_part_chars)
     texts = iter(parts)
     first = next(texts)
     second = next(texts, None)
@@ -1658,17 +1669,16 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     chunks: Iterator[Chunk] = quad_chunks(run, declarations, disclose, iri,
                                           trajectory or traced, CHUNK_QUADS)
     if second is not None:
-        chunks = itertools.chain(chunks, _part_chunks(iri, itertools.chain((first, second),
-                                                                           texts)))
+        chunks = itertools.chain(chunks, _part_chunks(
+            iri, itertools.chain((first, second), texts), store.record_load_parts))
     del first, second
     _write_graph(store, iri, chunks, marks, bool(present), kept, traced)
     return written
 
 
-def _part_chunks(iri: str, texts: Iterator[str]) -> Iterator[Chunk]:
-    """The quads of a run's record's parts (``texts``, in order), :data:`RECORD_LOAD_PARTS`
-    a chunk."""
-    limit = _test_hook(LOAD_PARTS_ENV, RECORD_LOAD_PARTS)
+def _part_chunks(iri: str, texts: Iterator[str], per_chunk: int) -> Iterator[Chunk]:
+    """The quads of a run's record's parts (``texts``, in order), ``per_chunk`` a chunk."""
+    limit = _test_hook(LOAD_PARTS_ENV, per_chunk)
     graph = ox.NamedNode(iri)
     quads: list[ox.Quad] = []
     for index, text in enumerate(texts):
