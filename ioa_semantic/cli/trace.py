@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from datetime import UTC, datetime
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from .._status import ExitStatus
 from .parsing import _instant, _positive, _positive_seconds, _size
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..trace.calls import Run
     from ..trace.declarations import Declarations
     from ..trace.events import Fold, Source
+    from ..trace.graph import ShapeReport
     from ..trace.memory import Budget
     from ..trace.privacy import Disclosure
     from ..trace.state import Cursor
@@ -557,7 +558,7 @@ def _distinct(runs: list[Run]) -> None:
 
 
 def _judged(runs: list[Run], opts: argparse.Namespace, declarations: Declarations,
-            disclose: Disclosure) -> list[tuple[RunAudit, Any]]:
+            disclose: Disclosure) -> list[tuple[RunAudit, ShapeReport | None]]:
     """Each run's audit and, where asked for and within --max-shape-calls, its graph's shapes;
     the graphs written to --emit-kg."""
     from .._exceptions import WriteFailed
@@ -565,7 +566,7 @@ def _judged(runs: list[Run], opts: argparse.Namespace, declarations: Declaration
     from ..trace.graph import build as build_graph
     from ..trace.graph import check, emit, shapes_not_run
 
-    results = []
+    results: list[tuple[RunAudit, ShapeReport | None]] = []
     graphs = []
     shape_budget = opts.max_shape_calls
     for run in runs:
