@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -241,3 +242,25 @@ def test_runs_keep_their_order_as_their_records_are_made() -> None:
     wanted = [private.run(f"run-{n}") for n in range(5)]
     records = store_module.private_runs(runs, private)
     assert runs == [] and [record.run_id for record in records] == wanted
+
+
+def test_a_report_for_the_null_device_is_held_nowhere(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trace serve's judge writes its report to the null device: a report nothing reads is
+    neither kept in memory nor written to a temporary file; one for a file is."""
+
+    def no_file(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a temporary file was made")
+
+    monkeypatch.setattr(held, "HELD_IN_MEMORY", 16)
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_file)
+    with open(os.devnull, "w") as null, HeldReport(null) as report:
+        for _ in range(100):
+            report.write("a line of the report\n")
+        assert report._pending == [] and not report.on_disk
+        report.show()
+    monkeypatch.setattr(held, "HELD_IN_MEMORY", 1 << 20)
+    with (tmp_path / "out").open("w") as out, HeldReport(out) as report:
+        report.write("a line of the report\n")
+        report.show()
+    assert (tmp_path / "out").read_text() == "a line of the report\n"

@@ -13,6 +13,8 @@ goes on.
 from __future__ import annotations
 
 import codecs
+import os
+import stat
 import tempfile
 from types import TracebackType
 from typing import IO, Any
@@ -36,6 +38,9 @@ class HeldReport:
 
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
+        # A report for the null device (trace serve's judge, whose verdicts are the store's)
+        # is held nowhere: nothing would read it.
+        self._discarded = _is_null_device(stream)
         self._pending: list[str] = []  # written here, not yet on disk
         self._pending_chars = 0
         self._file: Any = None  # the temporary file, once the report passes HELD_IN_MEMORY
@@ -59,6 +64,8 @@ class HeldReport:
             return False
 
     def write(self, text: str) -> int:
+        if self._discarded:
+            return len(text)
         self._pending.append(text)
         self._pending_chars += len(text)
         if self._pending_chars >= HELD_IN_MEMORY and not self._disk_failed:
@@ -136,3 +143,13 @@ class HeldReport:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.close()
+
+
+def _is_null_device(stream: IO[str]) -> bool:
+    """Whether ``stream`` writes to the null device."""
+    try:
+        held = os.fstat(stream.fileno())
+        null = os.stat(os.devnull)
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test's buffer), or closed
+        return False
+    return stat.S_ISCHR(held.st_mode) and held.st_rdev == null.st_rdev
