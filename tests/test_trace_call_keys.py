@@ -168,7 +168,15 @@ def test_a_state_of_the_keys_before_is_refused(tmp_path: Path) -> None:
         {"ioa-check-trace-state": 3, "includeContent": False}) + "\n")
     proc = trace(["events.jsonl", "--state", "state"], tmp_path)
     assert proc.returncode == 2, proc.stderr
-    assert b"not a trace state file of this version" in proc.stderr
+    assert b"not a trace state file of this version (it is of version 3" in proc.stderr
+    assert b"delete it, or give another --state, to start over" in proc.stderr
+    # Of this version, with the other --include-content: said so, and what to do.
+    (tmp_path / "state").write_text(json.dumps(
+        {"ioa-check-trace-state": STATE_VERSION, "includeContent": True}) + "\n")
+    proc = trace(["events.jsonl", "--state", "state"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert b"with --include-content off (it was written with it on): give the same" in (
+        proc.stderr)
 
 
 def test_a_call_started_again_pairs_with_its_own_end_and_children(tmp_path: Path) -> None:

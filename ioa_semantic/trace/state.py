@@ -111,9 +111,7 @@ class Cursor:
             if first:
                 if value != header:
                     handle.close()
-                    raise StateError(
-                        f"--state {self.path} is not a trace state file of this version with "
-                        f"--include-content {'on' if self.include_content else 'off'}")
+                    raise StateError(self._refusal(value))
                 first = False
             else:
                 self.positions[value["input"]] = value
@@ -130,6 +128,21 @@ class Cursor:
                 handle.close()
             raise WriteFailed(self.path, exc) from None
         self._handle = handle
+
+    def _refusal(self, header: Any) -> str:
+        """Why the state file's header is not this one's, and what to do."""
+        version = header.get("ioa-check-trace-state") if isinstance(header, dict) else None
+        if version != STATE_VERSION:
+            return (f"--state {self.path} is not a trace state file of this version (it is of "
+                    f"version {version!r}, this ioa-check writes {STATE_VERSION}, and keys "
+                    "calls otherwise): delete it, or give another --state, to start over (its "
+                    "inputs are then read again from their start)")
+        written = header.get("includeContent")
+        said = f" (it was written with it {'on' if written else 'off'})" if isinstance(
+            written, bool) else ""
+        return (f"--state {self.path} is not a trace state file of this version with "
+                f"--include-content {'on' if self.include_content else 'off'}{said}: give the "
+                "same --include-content as before, or another --state")
 
     def restore(self, source: Source, fold: Fold) -> tuple[int, int, Any]:
         """Fold the checkpoints of ``source`` back; the line number, offset and prefix hasher."""
