@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from .._exceptions import WriteFailed
+from .lines import is_terminal
 
 # Reports up to this many characters stay in memory; past them, they go to a temporary file
 # this many characters at a time.
@@ -57,11 +58,7 @@ class HeldReport:
         return self._file is not None
 
     def isatty(self) -> bool:
-        isatty = getattr(self._stream, "isatty", None)
-        try:
-            return bool(isatty()) if isatty is not None else False
-        except ValueError:  # a closed stream
-            return False
+        return is_terminal(self._stream)
 
     def write(self, text: str) -> int:
         if self._discarded:

@@ -32,6 +32,12 @@ def styled(stream: IO[str]) -> bool:
     force = os.environ.get("FORCE_COLOR")
     if force is not None:
         return force != ""
+    return is_terminal(stream)
+
+
+def is_terminal(stream: IO[str]) -> bool:
+    """Whether ``stream`` says it is a terminal (a stream without ``isatty``, or closed, is
+    not)."""
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty()) if isatty is not None else False
