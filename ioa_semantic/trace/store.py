@@ -1015,15 +1015,12 @@ def _private_run(runs: list[Run], disclose: Private) -> Run:
                      for agent, tools in run.definitions.items()})
 
 
+def _keyed_digest(value: Digest | None, disclose: Private) -> Digest | None:
+    return None if value is None else value._replace(sha256=disclose.text(value.sha256))
+
+
 def _private_call(call: Call, disclose: Private) -> Call:
     """``call`` as a private store keeps it (:func:`private_runs`)."""
-
-    def ref(value: str | None) -> str | None:
-        return disclose.call(value) if value else value
-
-    def text(value: Digest | None) -> Digest | None:
-        return None if value is None else value._replace(sha256=disclose.text(value.sha256))
-
     target = call.target
     if target:
         target = disclose.agent(target) if call.cls == "agent" else disclose.tool(target) if (
@@ -1031,12 +1028,13 @@ def _private_call(call: Call, disclose: Private) -> Call:
     return call._replace(
         key=disclose.call(call.key), id=disclose.call_name(call.id, call.key) if call.id else "",
         agent=disclose.agent(call.agent) if call.agent else call.agent, target=target,
-        parent=ref(call.parent),
+        parent=disclose.call(call.parent) if call.parent else call.parent,
         parent_id=disclose.parent_name(call.parent_id, call.parent) if call.parent_id else None,
         candidates=tuple(disclose.call(k) for k in call.candidates) if (
             call.candidates is not None) else None,
         response_id=disclose.response(call.response_id) if call.response_id else None,
-        input=text(call.input), output=text(call.output), content=None)
+        input=_keyed_digest(call.input, disclose), output=_keyed_digest(call.output, disclose),
+        content=None)
 
 
 def revealed(run: Run, disclose: Private) -> Run:
