@@ -16,7 +16,7 @@ pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
 from ioa_semantic.cli import trace as trace_cli
 from ioa_semantic.trace import privacy, store
-from ioa_semantic.trace.events import Fold, Source, build, resolve
+from ioa_semantic.trace.events import DEFAULT_MAX_LINE_BYTES, Fold, Source, build, lines, resolve
 from ioa_semantic.trace.privacy import Disclosure, Private
 from ioa_semantic.trace.state import consume
 
@@ -97,7 +97,11 @@ def test_a_checkpoint_gives_back_the_digests_old_and_new_checkpoints_wrote() -> 
 
     from ioa_semantic.trace.calls import Digest
 
-    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
+    source, fold = resolve(str(MASLAB)), Fold()
+    assert source.stream is not None
+    with open(source.stream, "rb") as handle:  # a fold a checkpoint reads: all its changes
+        for line in lines(handle, 0, DEFAULT_MAX_LINE_BYTES):
+            fold.line(line)
     delta = json.loads(json.dumps(fold.delta()))
     digested = [c for c in delta["calls"] if c.get("input") is not None]
     assert digested and all(isinstance(c["input"], list) for c in digested)

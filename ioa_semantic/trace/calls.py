@@ -3,6 +3,7 @@ a run's call tree that every stage shares."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple
 
 from .._findings import Finding
@@ -26,28 +27,116 @@ def id_key(call_id: str) -> str:
     return call_id.replace("~", "~~") if "~" in call_id else call_id
 
 
-class Digest(NamedTuple):
+class Digest(bytes):
     """A piece of content as the audit keeps it: its SHA-256 (hex) and length in characters.
 
-    A pair, not a dict: a long run holds two a call to its end, and a dict of two members
-    weighs as much as the rest of the call. Its JSON is the object ``{"sha256", "chars"}``
-    (:meth:`as_json`), as the reports, records and checkpoints have always written it.
+    Read as :attr:`sha256` and :attr:`chars`; its JSON is the object ``{"sha256", "chars"}``
+    (:meth:`as_json`) in reports and records, the pair ``[sha256, chars]`` in checkpoints
+    (:meth:`as_pair`), as they have always written it.
+
+    Held as the bytes of the hash, not its hex: a long run holds two a call to its end, and as
+    a pair of the hex text and the count a digest weighed 197 bytes, as its 36 bytes 88 (issue
+    37). The first byte says how the rest reads (:data:`_HASH`: the 32 bytes of a SHA-256
+    whose hex is all lowercase, then the count, big-endian; :data:`_TEXT_REF`: a private
+    store's reference ``text-`` and 20 lowercase hex digits, as its 10 bytes, then the count;
+    :data:`_OTHER`: anything else a record or checkpoint may hold, as the JSON of the pair).
+    Two digests are equal when their hash and count are, as the pairs were.
     """
 
-    sha256: str
-    chars: int
+    __slots__ = ()
+
+    def __new__(cls, sha256: str, chars: int) -> Digest:
+        return bytes.__new__(cls, _packed(sha256, chars))
+
+    @property
+    def sha256(self) -> str:
+        tag = self[0]
+        if tag == _HASH:
+            return self[1:33].hex()
+        if tag == _TEXT_REF:
+            return "text-" + self[1:11].hex()
+        return _other(self)[0]  # type: ignore[no-any-return]
+
+    @property
+    def chars(self) -> int:
+        tag = self[0]
+        if tag == _HASH:
+            return int.from_bytes(self[33:], "big")
+        if tag == _TEXT_REF:
+            return int.from_bytes(self[11:], "big")
+        return _other(self)[1]  # type: ignore[no-any-return]
 
     def as_json(self) -> dict[str, Any]:
         return {"sha256": self.sha256, "chars": self.chars}
 
+    def as_pair(self) -> list[Any]:
+        """The digest as a checkpoint writes it."""
+        return [self.sha256, self.chars]
+
+    def _replace(self, *, sha256: str | None = None, chars: int | None = None) -> Digest:
+        return Digest(self.sha256 if sha256 is None else sha256,
+                      self.chars if chars is None else chars)
+
+    def __getnewargs__(self) -> tuple[str, int]:  # type: ignore[override]
+        return self.sha256, self.chars  # pickled (Dask, copies) as made, not as its bytes
+
+    def __repr__(self) -> str:
+        return f"Digest(sha256={self.sha256!r}, chars={self.chars!r})"
+
+    @classmethod
+    def of_hash(cls, sha256: bytes, chars: int) -> Digest:
+        """The digest of a SHA-256 at hand as its 32 bytes (no hex written and read back)."""
+        return bytes.__new__(cls, _HASH_TAG + sha256 + _count(chars))
+
     @classmethod
     def of(cls, value: Any) -> Digest:
-        """A digest from its JSON: an object (reports, records), or a pair (a checkpoint, which
-        writes the fold's calls as they are)."""
+        """A digest from its JSON: an object (reports, records), or a pair (a checkpoint)."""
+        if isinstance(value, Digest):
+            return value
         if isinstance(value, dict):
             return cls(value["sha256"], value["chars"])
         sha256, chars = value
         return cls(sha256, chars)
+
+
+_HASH, _TEXT_REF, _OTHER = 0, 1, 2
+
+
+_HASH_TAG, _TEXT_REF_TAG = bytes((_HASH,)), bytes((_TEXT_REF,))
+
+
+def _count(chars: int) -> bytes:
+    return chars.to_bytes((chars.bit_length() + 7) // 8 or 1, "big")
+
+
+def _packed(sha256: Any, chars: Any) -> bytes:
+    if type(chars) is int and chars >= 0 and type(sha256) is str:
+        if len(sha256) == 64:
+            raw = _lower_hex(sha256)
+            if raw is not None:
+                return _HASH_TAG + raw + _count(chars)
+        elif len(sha256) == 25 and sha256.startswith("text-"):
+            raw = _lower_hex(sha256[5:])
+            if raw is not None:
+                return _TEXT_REF_TAG + raw + _count(chars)
+    # Not a hash this version makes (a record of another version, a hand-edited checkpoint):
+    # kept as it came, whatever it is.
+    return bytes((_OTHER,)) + json.dumps([sha256, chars], ensure_ascii=False).encode(
+        "utf-8", "surrogatepass")
+
+
+def _lower_hex(text: str) -> bytes | None:
+    """The bytes of ``text`` if it is hex in lowercase digits only (what ``hex()`` gives back:
+    ``fromhex`` also takes capitals and spaces, which would not read back the same)."""
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        return None
+    return raw if raw.hex() == text else None
+
+
+def _other(digest: bytes) -> list[Any]:
+    return json.loads(digest[1:].decode("utf-8", "surrogatepass"))  # type: ignore[no-any-return]
 
 
 class Call(NamedTuple):

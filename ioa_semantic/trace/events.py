@@ -711,8 +711,9 @@ class Fold:
         changed = self._changed
         out = {
             # A fold holds calls of one format: mas-lab events' calls or OTLP spans.
-            "calls": [self.spans[key] for key in sorted(self.touched, key=self._span_order)]
-            if self.spans else [self.calls[key].as_json()
+            "calls": [_paired(self.spans[key])
+                      for key in sorted(self.touched, key=self._span_order)]
+            if self.spans else [_paired(self.calls[key].as_json())
                                 for key in sorted(self.touched, key=self._order)],
             # An open stack emptied since is written empty: the restore removes it.
             "open": {s: self.open_anonymous.get(s, []) for s in sorted(changed["open"])},
@@ -724,7 +725,7 @@ class Fold:
             "records": self.records[self._new_records:],
             "format": self.format,
             "repeats": self.repeats,
-            "maslab": [self.maslab[key] for key in sorted(changed["maslab"])],
+            "maslab": [_paired(self.maslab[key]) for key in sorted(changed["maslab"])],
             "otherRuns": self.other_runs,
         }
         tree = self.tree.state()
@@ -735,6 +736,16 @@ class Fold:
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
         return out
+
+    def forget_changes(self) -> None:
+        """Let go of what changed since the last delta, as :meth:`delta` does, for a fold no
+        checkpoint reads: it would otherwise hold every call's key to the end of its input
+        (about 40 bytes a call)."""
+        self.touched.clear()  # the tree holds this set too
+        for changed in self._changed.values():
+            changed.clear()
+        self._new_problems = len(self.problems)
+        self._new_records = len(self.records)
 
     def _order(self, key: str) -> tuple[int, str]:
         return self.calls[key].first, key
@@ -772,6 +783,18 @@ class Fold:
             self.maslab[record["key"]] = record
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
+
+
+def _paired(call: dict[str, Any]) -> dict[str, Any]:
+    """A call of the fold as its checkpoint writes it: plain JSON, its digests as pairs
+    (:func:`_digests` reads them back)."""
+    if isinstance(call.get("input"), Digest) or isinstance(call.get("output"), Digest):
+        call = dict(call)
+        for side in ("input", "output"):
+            value = call.get(side)
+            if isinstance(value, Digest):
+                call[side] = value.as_pair()
+    return call
 
 
 def _digests(call: dict[str, Any]) -> None:

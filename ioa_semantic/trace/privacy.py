@@ -68,7 +68,7 @@ def digest(value: Any) -> Digest:
     """The :class:`Digest` of a piece of content: text as UTF-8, anything else as canonical JSON."""
     text = value if isinstance(value, str) else json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return Digest(hashlib.sha256(_utf8(text)).hexdigest(), len(text))
+    return Digest.of_hash(hashlib.sha256(_utf8(text)).digest(), len(text))
 
 
 # The references :class:`Disclosure` keeps made (a keyed reference costs an HMAC, about a

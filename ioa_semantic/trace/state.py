@@ -297,6 +297,8 @@ def _messages(source: Source, reader: _Hashing, fold: Fold, cursor: Cursor | Non
             if count == batch:
                 if cursor is not None:
                     cursor.checkpoint(source, number, *after, fold.delta())
+                else:
+                    fold.forget_changes()
                 if on_batch is not None:
                     on_batch(number)
                 count, noticed = 0, reader.tell()
@@ -367,6 +369,8 @@ def _text_between(fold: Fold, lines: list[int]) -> None:
 def _advance(source: Source, fold: Fold, cursor: Cursor | None, line: Line, hasher: Any) -> None:
     if cursor is not None:
         cursor.checkpoint(source, line.seq, line.end, hasher.hexdigest(), fold.delta())
+    else:
+        fold.forget_changes()
 
 
 def _first_line_object(handle: IO[bytes], max_bytes: int) -> bool:
