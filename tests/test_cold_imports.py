@@ -3,6 +3,8 @@ item 4: what the command does not use, it does not import). Counted in modules, 
 
 from __future__ import annotations
 
+import pytest
+
 from support import run_python
 
 # The machinery of the other commands: their libraries and their reporters.
@@ -44,3 +46,21 @@ def test_a_text_report_off_a_terminal_imports_no_rich() -> None:
     """Rich styles nothing off a terminal, and its import was half of a cold check: the
     report's lines are written as their text (reporters.lines)."""
     assert imported_by_a_check("m.split('.')[0] == 'rich'") == "[]"
+
+
+def test_a_trace_audit_without_shapes_imports_neither_pyshacl_nor_rdflib() -> None:
+    """The trace extra is found installed, not imported to learn it: pySHACL and rdflib took
+    a third of a second of every ``ioa-check trace``, and a feed without shapes (and without
+    a graph file) uses neither."""
+    pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+    script = (
+        "import io, sys, contextlib\n"
+        "from ioa_semantic.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    status = main(['trace', 'examples/trace/mas-lab/run', '--no-shapes',"
+        " '--manifests', 'examples/trace/mas-lab/manifests'])\n"
+        "print(status, sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('pyshacl', 'rdflib')))\n")
+    proc = run_python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().strip() == "0 []"
