@@ -9,6 +9,7 @@ equality that keeps it honest: what is shared is what a build of its own would h
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,8 @@ pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
 from ioa_semantic.cli import trace as trace_cli
 from ioa_semantic.trace import privacy, store
+from ioa_semantic.trace.calls import Run
+from ioa_semantic.trace.declarations import Declarations
 from ioa_semantic.trace.events import DEFAULT_MAX_LINE_BYTES, Fold, Source, build, lines, resolve
 from ioa_semantic.trace.privacy import Disclosure, Private
 from ioa_semantic.trace.state import consume
@@ -146,3 +149,64 @@ def test_a_runs_calls_are_left_out_of_the_collectors_passes_while_it_is_judged_a
     # The fold of the run read so far was frozen (its calls among what the count holds).
     assert seen["reading"] > 0
     assert gc.get_freeze_count() == 0
+
+
+def _judged_both_ways(published: frozenset[str]) -> tuple[Any, Any, Run]:
+    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
+    keys = Private(b"k" * 32, frozenset(), frozenset())
+    disclose = Private(b"k" * 32, published, frozenset())
+    (recorded,) = store.private_runs([build(source, fold, Disclosure(None))], keys)
+    shown = store.revealed(recorded, disclose)
+    runs = [build(source, fold, Disclosure(None))]
+    made = store._judged_privately(runs, keys, disclose)
+    assert runs == []  # taken out, as private_runs takes them
+    return made, shown, recorded
+
+
+@pytest.mark.parametrize("published", ["none", "all"])
+def test_a_private_feed_holds_each_call_once_its_records_made_as_written(published: str) -> None:
+    # Issue 37: the store's record of a run and the run judged (revealed) were two tuples of
+    # every call, held to the end of the writing. The record's calls are now made from the
+    # judged ones as they are written: the same calls, none held.
+    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
+    agents = frozenset(c.agent for c in build(source, fold, Disclosure(None)).calls if c.agent)
+    (shown_runs, heads, calls_of), shown, recorded = _judged_both_ways(
+        agents if published == "all" else frozenset())
+    assert shown_runs == [shown]
+    assert heads == [recorded._replace(calls=())]
+    assert list(calls_of[0]) == list(recorded.calls) and len(calls_of[0]) == len(recorded.calls)
+    assert list(calls_of[0]) == list(calls_of[0])  # read again, the same
+    # What it holds: the judged run's calls, nothing of its own.
+    assert calls_of[0].shown is shown_runs[0].calls and calls_of[0].kept == {}
+    if published == "all":
+        assert any(a != b for a, b in zip(shown.calls, recorded.calls, strict=True))
+
+
+def test_a_published_name_spelling_a_reference_keeps_its_record_as_it_was() -> None:
+    # A name a manifest publishes that spells another agent's reference (one would need the
+    # store's key to make it) turns back into nothing else: that call is kept as it was.
+    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
+    run = build(source, fold, Disclosure(None))
+    keys = Private(b"k" * 32, frozenset(), frozenset())
+    agent = next(c.agent for c in run.calls if c.agent)
+    other = next(c.agent for c in run.calls if c.agent and c.agent != agent)
+    spelled = keys.keyed("agent", other)  # published, and another agent's reference
+    (shown_runs, _, calls_of), shown, recorded = _judged_both_ways(
+        frozenset({agent, spelled}))
+    assert list(calls_of[0]) == list(recorded.calls)
+    assert calls_of[0].kept  # the calls of `other`, whose reference reads as a name
+    assert shown_runs == [shown]
+
+
+def test_a_private_stores_judged_runs_leave_their_records_calls_to_be_made() -> None:
+    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
+    feed_keys = Private(b"k" * 32, frozenset(), frozenset())
+    runs = [build(source, fold, Disclosure(None))]
+    (recorded,) = store.private_runs([build(source, fold, Disclosure(None))], feed_keys)
+    feed = store.Feed.__new__(store.Feed)  # the judging alone: no store is opened
+    feed.keys = feed_keys
+    judged = feed.judged(runs, Declarations(None, None, None), Private(
+        b"k" * 32, frozenset(), frozenset()))
+    assert judged.records[0].calls == () and judged.record_calls is not None
+    assert judged.record_calls[0].shown is judged.audits[0].run.calls
+    assert list(judged.record_calls[0]) == list(recorded.calls)

@@ -883,11 +883,13 @@ def call_record(call: Call) -> dict[str, Any]:
     return out
 
 
-def record_pieces(mode: str, run: Run, identity: bool = False) -> Iterator[str]:
+def record_pieces(mode: str, run: Run, identity: bool = False,
+                  calls: Iterable[Call] | None = None) -> Iterator[str]:
     """The text of the record ``{"mode": mode, "run": run_record(run)}`` (``json.dumps``,
     UTF-8 kept, keys in the run's order) a call at a time, never whole; ``identity``: without
-    the run's source (:func:`record_digest`'s text). The calls go where a random marker
-    stands in the rest of the record, so no text of the run can be taken for it."""
+    the run's source (:func:`record_digest`'s text); ``calls``: the run's calls, where its
+    own are not (:class:`_RecordCalls`). The calls go where a random marker stands in the
+    rest of the record, so no text of the run can be taken for it."""
     marker = f"calls-{secrets.token_hex(16)}"
     head = run_record(run, marker)
     if identity:
@@ -895,7 +897,7 @@ def record_pieces(mode: str, run: Run, identity: bool = False) -> Iterator[str]:
     before, after = json.dumps({"mode": mode, "run": head}, ensure_ascii=False).split(
         f'"{marker}"')
     yield before + "["
-    for index, call in enumerate(run.calls):
+    for index, call in enumerate(run.calls if calls is None else calls):
         yield (", " if index else "") + json.dumps(call_record(call), ensure_ascii=False)
     yield "]" + after
 
@@ -1004,12 +1006,17 @@ def _private_run(runs: list[Run], disclose: Private) -> Run:
     run = run._replace(calls=())  # the run's tuple of calls let go: the list holds them
     for index, call in enumerate(calls):
         calls[index] = _private_call(call, disclose)
+    return _private_head(run, disclose)._replace(calls=tuple(calls))
+
+
+def _private_head(run: Run, disclose: Private) -> Run:
+    """``run`` but its calls as a private store keeps it (:func:`private_runs`)."""
     records = tuple({**r, "outcome": disclose.call(r["outcome"]), "trace": disclose.run(
         r["trace"])} for r in run.records)
     return run._replace(
         run_id=disclose.run(run.run_id) if run.run_id else None,
         session_id=disclose.run(run.session_id) if run.session_id else None,
-        calls=tuple(calls), records=records, mas=disclose.mas(run.mas) if run.mas else None,
+        records=records, mas=disclose.mas(run.mas) if run.mas else None,
         definitions={disclose.agent(agent): {disclose.tool(tool): disclose.call(span)
                                              for tool, span in tools.items()}
                      for agent, tools in run.definitions.items()})
@@ -1042,32 +1049,113 @@ def revealed(run: Run, disclose: Private) -> Run:
     ``disclose``'s declarations publish turned back into those names: a reaudit judges it
     against them as a feed under them would have (an agent undeclared when the run was
     stored, declared now, is matched to its declaration)."""
-    agents = {disclose.keyed("agent", name): name for name in disclose.agents}
-    systems = {disclose.keyed("mas", name): name for name in disclose.systems | disclose.agents}
+    shown = _Revealing(disclose)
+    return shown.run(run, tuple(shown.call(call) for call in run.calls))
 
-    def agent(value: str | None) -> str | None:
-        return agents.get(value, value) if value else value
 
-    def tool(value: str | None) -> str | None:
-        if value and value.startswith(DELEGATION_PREFIX):
-            return DELEGATION_PREFIX + (agent(value[len(DELEGATION_PREFIX):]) or "")
-        return value
+class _Revealing:
+    """:func:`revealed`'s turning, a call at a time, and back (:meth:`keyed`)."""
 
-    def shown(call: Call) -> Call:
+    def __init__(self, disclose: Private) -> None:
+        self.agents = {disclose.keyed("agent", name): name for name in disclose.agents}
+        self.systems = {disclose.keyed("mas", name): name
+                        for name in disclose.systems | disclose.agents}
+        self.references = {name: reference for reference, name in self.agents.items()}
+
+    def call(self, call: Call) -> Call:
         # A call that names nothing published since it was stored is the record's own: a
         # feed's run, revealed as it is recorded, holds its calls once.
-        named = agent(call.agent)
-        target = agent(call.target) if call.cls == "agent" else tool(call.target) if (
-            call.cls == "tool") else call.target
+        named = _turned(call.agent, self.agents)
+        target = _turned_target(call, self.agents)
         if named == call.agent and target == call.target:
             return call
         return call._replace(agent=named, target=target)
 
-    calls = tuple(shown(call) for call in run.calls)
-    return run._replace(
-        calls=calls, mas=systems.get(run.mas, run.mas) if run.mas else run.mas,
-        definitions={agent(name) or name: {tool(t) or t: span for t, span in tools.items()}
-                     for name, tools in run.definitions.items()})
+    def keyed(self, call: Call) -> Call:
+        """The call :meth:`call` turned, as it was (see :class:`_RecordCalls`)."""
+        named = _turned(call.agent, self.references)
+        target = _turned_target(call, self.references)
+        if named == call.agent and target == call.target:
+            return call
+        return call._replace(agent=named, target=target)
+
+    def run(self, run: Run, calls: tuple[Call, ...]) -> Run:
+        agents = self.agents
+        return run._replace(
+            calls=calls, mas=self.systems.get(run.mas, run.mas) if run.mas else run.mas,
+            definitions={_turned(name, agents) or name: {
+                _turned_tool(t, agents) or t: span for t, span in tools.items()}
+                for name, tools in run.definitions.items()})
+
+
+def _turned(value: str | None, names: dict[str, str]) -> str | None:
+    return names.get(value, value) if value else value
+
+
+def _turned_tool(value: str | None, names: dict[str, str]) -> str | None:
+    if value and value.startswith(DELEGATION_PREFIX):
+        return DELEGATION_PREFIX + (_turned(value[len(DELEGATION_PREFIX):], names) or "")
+    return value
+
+
+def _turned_target(call: Call, names: dict[str, str]) -> str | None:
+    return _turned(call.target, names) if call.cls == "agent" else _turned_tool(
+        call.target, names) if call.cls == "tool" else call.target
+
+
+class _RecordCalls:
+    """The calls of a private store's record of a run, made from the run as it is judged
+    (:func:`revealed`'s) a call at a time as they are read, each the very call the record
+    held: a long run's calls are held once to the end of its writing, not once for its
+    record and once for its verdict (issue 37). A call that turning back would not give
+    again (a published name that spells another name's reference: never by chance, the
+    references being keyed) is kept as it was, by its place."""
+
+    def __init__(self, shown: tuple[Call, ...], revealing: _Revealing,
+                 kept: dict[int, Call]) -> None:
+        self.shown = shown
+        self.revealing = revealing
+        self.kept = kept
+
+    def __len__(self) -> int:
+        return len(self.shown)
+
+    def __iter__(self) -> Iterator[Call]:
+        keyed, kept = self.revealing.keyed, self.kept
+        for index, call in enumerate(self.shown):
+            yield kept[index] if kept and index in kept else keyed(call)
+
+
+def _judged_privately(runs: list[Run], keys: Private,
+                      disclose: Private) -> tuple[list[Run], list[Run], list[_RecordCalls]]:
+    """``runs`` as a private store keeps them (:func:`private_runs`) and as they are judged
+    (:func:`revealed` through ``disclose``): the runs shown, the records' runs (their calls
+    left out) and the records' calls. Each call is turned to its reference and back in one
+    step, so that neither the plain run, nor the record's calls, is held beside the run
+    shown; ``runs`` is emptied."""
+    revealing = _Revealing(disclose)
+    shown_runs: list[Run] = []
+    heads: list[Run] = []
+    calls_of: list[_RecordCalls] = []
+    runs.reverse()  # taken from the end, in the order given
+    while runs:
+        run = runs.pop()
+        calls: list[Call] = list(run.calls)
+        run = run._replace(calls=())
+        kept: dict[int, Call] = {}
+        for index, call in enumerate(calls):
+            stored = _private_call(call, keys)
+            shown = calls[index] = revealing.call(stored)
+            back = revealing.keyed(shown)
+            if back is not stored and back != stored:
+                kept[index] = stored
+        head = _private_head(run, keys)
+        shown_calls = tuple(calls)
+        del calls
+        heads.append(head)
+        shown_runs.append(revealing.run(head, shown_calls))
+        calls_of.append(_RecordCalls(shown_calls, revealing, kept))
+    return shown_runs, heads, calls_of
 
 
 def published(declarations: Declarations) -> tuple[frozenset[str], frozenset[str]]:
@@ -1474,6 +1562,9 @@ class Judged(NamedTuple):
     records: list[Run]
     declarations: Declarations
     disclose: Disclosure
+    # A private store's: each record's calls, made as they are written (its run's are left
+    # out of ``records``); None where ``records`` hold their calls.
+    record_calls: list[_RecordCalls] | None = None
 
 
 class Feed:
@@ -1530,10 +1621,13 @@ class Feed:
                           declarations, disclose)
         assert isinstance(self.keys, Private)
         kept = opaque_declarations(declarations, disclose)
-        records = private_runs(runs, self.keys)
+        shown_runs, records, calls = _judged_privately(runs, self.keys, disclose)
         shown = Pseudonymous()
-        return Judged([judge(revealed(run, disclose), kept, shown) for run in records],
-                      records, kept, shown)
+        audits = []
+        shown_runs.reverse()
+        while shown_runs:  # each run held by its audit only
+            audits.append(judge(shown_runs.pop(), kept, shown))
+        return Judged(audits, records, kept, shown, calls)
 
     def record(self, judged: Judged, grounds: Basis, at: datetime | None,
                names: list[str] | None = None) -> int:
@@ -1552,7 +1646,9 @@ class Feed:
             try:
                 written += record_run(self.store, audit, judged.declarations, judged.disclose,
                                       grounds, instant, "trace", self.cursor.shown, self.mode,
-                                      recorded=recorded, trajectory=self.trajectory)
+                                      recorded=recorded, trajectory=self.trajectory,
+                                      recorded_calls=judged.record_calls[index] if (
+                                          judged.record_calls is not None) else None)
             except _Narrowed:
                 narrowed.append(names[index] if names else run.ident)
         self.store.finish()
@@ -1602,27 +1698,31 @@ def _keeps_every_call(store: TraceStore, iri: str, after: set[str],
 def record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
                disclose: Disclosure, grounds: Basis, instant: ox.Literal, judged_by: str,
                consumer: str | None, mode: str, stored_record: str | None = None,
-               recorded: Run | None = None, trajectory: bool = False) -> int:
+               recorded: Run | None = None, trajectory: bool = False,
+               recorded_calls: Iterable[Call] | None = None) -> int:
     """Record ``audit`` (and, unless it is already there, its run's graph and record). The
     run is as the store shows it (:meth:`Feed.judged`), ``disclose`` shows it as it is, and
-    ``recorded`` is the run as its record holds it (by default the run judged). A run's
+    ``recorded`` is the run as its record holds it (by default the run judged; its calls
+    ``recorded_calls`` where given, each time they are read). A run's
     graph, once stored with its trajectory, keeps it; asked for, the trajectory is added to
     a stored run's graph that lacks it."""
     with store.writing():
         return _record_run(store, audit, declarations, disclose, grounds, instant, judged_by,
-                           consumer, mode, stored_record, recorded, trajectory)
+                           consumer, mode, stored_record, recorded, trajectory, recorded_calls)
 
 
 def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
                 disclose: Disclosure, grounds: Basis, instant: ox.Literal, judged_by: str,
                 consumer: str | None, mode: str, stored_record: str | None,
-                recorded: Run | None, trajectory: bool) -> int:
+                recorded: Run | None, trajectory: bool,
+                recorded_calls: Iterable[Call] | None) -> int:
     run = audit.run
     iri = disclose.run_iri(run.ident)
     kept_run = recorded or run
+    kept_calls = kept_run.calls if recorded_calls is None else recorded_calls
     if stored_record is None:
         # Key order is kept (not sorted): reports list members in the order the fold made them.
-        digest = pieces_digest(record_pieces(mode, kept_run, identity=True))
+        digest = pieces_digest(record_pieces(mode, kept_run, identity=True, calls=kept_calls))
     else:
         value = json.loads(stored_record)
         digest = record_digest(value)
@@ -1635,7 +1735,7 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
     if stored_record is None and ((present and present != [digest]) or kept is not None):
         # The run's keys made only here: held through a long run's writing, they weighed
         # tens of bytes a call at its peak.
-        _keeps_every_call(store, iri, {call.key for call in kept_run.calls},
+        _keeps_every_call(store, iri, {call.key for call in kept_calls},
                           kept[0] if kept is not None else None)
     traced = (bool(present) and _has_trajectory(store, iri)) or bool(kept and kept[1])
     rebuild = present != [digest] or (trajectory and not traced)
@@ -1650,7 +1750,8 @@ def _record_run(store: TraceStore, audit: RunAudit, declarations: Declarations,
         return written  # judged so already, and that is the run's current verdict
     graph = ox.NamedNode(iri)
     parts = _RecordParts(iter((stored_record,)) if stored_record is not None
-                         else record_pieces(mode, kept_run), store.record_part_chars)
+                         else record_pieces(mode, kept_run, calls=kept_calls),
+                         store.record_part_chars)
     texts = iter(parts)
     first = next(texts)
     second = next(texts, None)
