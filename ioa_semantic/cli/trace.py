@@ -193,6 +193,25 @@ def extra_missing() -> bool:
     return False
 
 
+def extra_unimportable() -> bool:
+    """Whether a module of the trace extra, found installed (:func:`extra_missing`), fails to
+    import (a broken install: a library or a dependency of its own missing); if so, it is
+    said on stderr. Asked once an import failed: up front the modules are only found, and a
+    broken one would otherwise end a command in a traceback (exit 70) where the extra's
+    absence is a usage error (2)."""
+    import importlib
+
+    for module in _EXTRA:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            print(f"ioa-check trace: needs the trace extra ({module} is installed but cannot "
+                  f"be imported: {reason}): pip install 'ioa-semantic[trace]'", file=sys.stderr)
+            return True
+    return False
+
+
 # Set by trace serve for its judging process: the process ends with the service, however
 # the service ends (a SIGKILL included), rather than judging on unwatched.
 PARENT_ENV = "IOA_CHECK_TRACE_SERVE_PID"
@@ -227,8 +246,13 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     # A long run's calls, read batch by batch, live to the end: each batch's are left out of
     # the collector's passes (``settle``), which otherwise walk them all again and again (a
     # sixth of a 120,000-event run's time; docs/performance.md).
-    with frozen() as settle:
-        return _run(opts, settle)
+    try:
+        with frozen() as settle:
+            return _run(opts, settle)
+    except ImportError:
+        if extra_unimportable():
+            return 2
+        raise
 
 
 def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

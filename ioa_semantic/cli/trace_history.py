@@ -20,7 +20,7 @@ from typing import IO, Any
 from .._nearest import did_you_mean
 from .._status import ExitStatus
 from .parsing import _instant, _parameter, _Parser, _positive
-from .trace import extra_missing
+from .trace import extra_missing, extra_unimportable
 
 # The bounds of a --sparql query (those of ioa_semantic.trace.history, which this module does
 # not import before the trace extra is known to be installed; tests/test_review_store.py
@@ -117,7 +117,12 @@ def run(argv: Sequence[str]) -> int:
     if extra_missing():
         return ExitStatus.USAGE
     # Errors (a configuration's: 2; the store's: 74) are main's to say, as this command.
-    status: int = opts.run(opts, opts.parser)
+    try:
+        status: int = opts.run(opts, opts.parser)
+    except ImportError:
+        if extra_unimportable():
+            return ExitStatus.USAGE
+        raise
     return status
 
 

@@ -150,7 +150,12 @@ class Cursor:
         if position is None:
             return 0, 0, hashlib.sha256()
         for delta in self.deltas[source.key]:
-            fold.restore(delta)
+            try:
+                fold.restore(delta)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+                # Written by this program as JSON of the fold; anything else was edited or
+                # damaged, and is refused rather than half read.
+                raise self.damaged(source, exc) from None
         hasher = self.same_prefix(source, position["offset"], position["sha256"])
         return position["seq"], position["offset"], hasher
 
@@ -173,6 +178,12 @@ class Cursor:
         if remaining or hasher.hexdigest() != sha256:
             raise self.rewritten(source, offset)
         return hasher
+
+    def damaged(self, source: Source, exc: Exception) -> ConfigurationError:
+        """The error for a checkpoint of ``source`` that is not one this program writes."""
+        return StateError(
+            f"{self.path}: a checkpoint of {source.given} is damaged (not as ioa-check writes "
+            f"it: {type(exc).__name__}); remove the state to start over")
 
     def rewritten(self, source: Source, offset: int) -> ConfigurationError:
         """The error for an input that no longer begins with what was consumed of it."""

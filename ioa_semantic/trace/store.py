@@ -1405,6 +1405,12 @@ class StoreCursor(Cursor):
             raise self.rewritten(source, offset)
         return hasher
 
+    def damaged(self, source: Source, exc: Exception) -> ConfigurationError:
+        return StoreError(
+            f"{self.path}: a checkpoint of {source.given} by consumer {self.consumer!r} is "
+            f"damaged (not as ioa-check writes it: {type(exc).__name__}): feed it under "
+            "another --consumer")
+
     def rewritten(self, source: Source, offset: int) -> ConfigurationError:
         return StoreError(
             f"{source.given} no longer begins with the {offset} bytes consumer "
