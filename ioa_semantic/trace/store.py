@@ -1065,19 +1065,11 @@ class _Revealing:
     def call(self, call: Call) -> Call:
         # A call that names nothing published since it was stored is the record's own: a
         # feed's run, revealed as it is recorded, holds its calls once.
-        named = _turned(call.agent, self.agents)
-        target = _turned_target(call, self.agents)
-        if named == call.agent and target == call.target:
-            return call
-        return call._replace(agent=named, target=target)
+        return _turned_call(call, self.agents)
 
     def keyed(self, call: Call) -> Call:
         """The call :meth:`call` turned, as it was (see :class:`_RecordCalls`)."""
-        named = _turned(call.agent, self.references)
-        target = _turned_target(call, self.references)
-        if named == call.agent and target == call.target:
-            return call
-        return call._replace(agent=named, target=target)
+        return _turned_call(call, self.references)
 
     def run(self, run: Run, calls: tuple[Call, ...]) -> Run:
         agents = self.agents
@@ -1086,6 +1078,15 @@ class _Revealing:
             definitions={_turned(name, agents) or name: {
                 _turned_tool(t, agents) or t: span for t, span in tools.items()}
                 for name, tools in run.definitions.items()})
+
+
+def _turned_call(call: Call, names: dict[str, str]) -> Call:
+    """``call`` with its agent and target turned through ``names``; itself where neither is."""
+    named = _turned(call.agent, names)
+    target = _turned_target(call, names)
+    if named == call.agent and target == call.target:
+        return call
+    return call._replace(agent=named, target=target)
 
 
 def _turned(value: str | None, names: dict[str, str]) -> str | None:
