@@ -40,7 +40,9 @@ class Digest(bytes):
     whose hex is all lowercase, then the count, big-endian; :data:`_TEXT_REF`: a private
     store's reference ``text-`` and 20 lowercase hex digits, as its 10 bytes, then the count;
     :data:`_OTHER`: anything else a record or checkpoint may hold, as the JSON of the pair).
-    Two digests are equal when their hash and count are, as the pairs were.
+    Two digests are equal when made of the same hash text and count; a count of another type
+    (a float, a bool: only in a hand-edited record) makes another digest, where a pair of it
+    compared equal. Only the sharing of equal calls compares digests.
     """
 
     __slots__ = ()
