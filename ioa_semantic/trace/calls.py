@@ -102,9 +102,7 @@ class Digest(bytes):
 
 
 _HASH, _TEXT_REF, _OTHER = 0, 1, 2
-
-
-_HASH_TAG, _TEXT_REF_TAG = bytes((_HASH,)), bytes((_TEXT_REF,))
+_HASH_TAG, _TEXT_REF_TAG, _OTHER_TAG = bytes((_HASH,)), bytes((_TEXT_REF,)), bytes((_OTHER,))
 
 
 def _count(chars: int) -> bytes:
@@ -123,7 +121,7 @@ def _packed(sha256: Any, chars: Any) -> bytes:
                 return _TEXT_REF_TAG + raw + _count(chars)
     # Not a hash this version makes (a record of another version, a hand-edited checkpoint):
     # kept as it came, whatever it is.
-    return bytes((_OTHER,)) + json.dumps([sha256, chars], ensure_ascii=False).encode(
+    return _OTHER_TAG + json.dumps([sha256, chars], ensure_ascii=False).encode(
         "utf-8", "surrogatepass")
 
 

@@ -731,16 +731,13 @@ class Fold:
         tree = self.tree.state()
         if tree is not None:
             out["tree"] = tree
-        self.touched.clear()  # the tree holds this set too
-        self._changed = {"kinds": set(), "unknown": set(), "open": set(), "maslab": set()}
-        self._new_problems = len(self.problems)
-        self._new_records = len(self.records)
+        self.forget_changes()
         return out
 
     def forget_changes(self) -> None:
-        """Let go of what changed since the last delta, as :meth:`delta` does, for a fold no
-        checkpoint reads: it would otherwise hold every call's key to the end of its input
-        (about 40 bytes a call)."""
+        """Let go of what changed since the last delta: once a delta is taken, and for a fold
+        no checkpoint reads after each batch (it would otherwise hold every call's key to the
+        end of its input, about 40 bytes a call)."""
         self.touched.clear()  # the tree holds this set too
         for changed in self._changed.values():
             changed.clear()

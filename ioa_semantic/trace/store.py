@@ -999,14 +999,20 @@ def private_runs(runs: list[Run], disclose: Private) -> list[Run]:
 
 
 def _private_run(runs: list[Run], disclose: Private) -> Run:
-    """The last of ``runs``, taken out of it, as :func:`private_runs` keeps it. (Taken out
-    here: an argument is held by its caller until the call returns.)"""
-    run = runs.pop()
-    calls: list[Call] = list(run.calls)
-    run = run._replace(calls=())  # the run's tuple of calls let go: the list holds them
+    """The last of ``runs``, taken out of it, as :func:`private_runs` keeps it."""
+    run, calls = _taken(runs)
     for index, call in enumerate(calls):
         calls[index] = _private_call(call, disclose)
     return _private_head(run, disclose)._replace(calls=tuple(calls))
+
+
+def _taken(runs: list[Run]) -> tuple[Run, list[Call]]:
+    """The last of ``runs``, taken out of it, without its calls, and its calls in a list to
+    be turned in place: the run's tuple of calls let go, each call is held by the list alone.
+    (Taken out here: an argument is held by its caller until the call returns.)"""
+    run = runs.pop()
+    calls: list[Call] = list(run.calls)
+    return run._replace(calls=()), calls
 
 
 def _private_head(run: Run, disclose: Private) -> Run:
@@ -1140,9 +1146,7 @@ def _judged_privately(runs: list[Run], keys: Private,
     calls_of: list[_RecordCalls] = []
     runs.reverse()  # taken from the end, in the order given
     while runs:
-        run = runs.pop()
-        calls: list[Call] = list(run.calls)
-        run = run._replace(calls=())
+        run, calls = _taken(runs)
         kept: dict[int, Call] = {}
         for index, call in enumerate(calls):
             stored = _private_call(call, keys)
