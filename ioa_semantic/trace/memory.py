@@ -21,10 +21,10 @@ its copy is made, and the store's record is written in small parts ("A million e
 held once", docs/performance.md), storing takes a fixed part (the store's own buffers and
 files, the graph's chunk in hand: about 53 MiB) and a part that grows with the run, about
 0.4 times what reading took: 77, 119 and 246 MiB past reading on runs of 120,000, 360,000
-and 1,000,000 events, which read 59, 176 and 480 MiB. Since digests are held as their bytes,
-reading the million events takes 387 MiB and storing 302 past it (the stored calls' share
-did not shrink as much as the fold's): 64 MiB and 0.6 times. The bound keeps 64 MiB for the
-fixed part and once again what reading took for the rest.
+and 1,000,000 events, which read 59, 176 and 480 MiB. Since digests are held as their bytes
+and a private store's record is no second copy of the calls judged, reading the million
+events takes 388 MiB and storing 250 past it: 64 MiB and about 0.5 times. The bound keeps 64
+MiB for the fixed part and once again what reading took for the rest.
 """
 
 from __future__ import annotations
