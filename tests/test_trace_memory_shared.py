@@ -19,7 +19,15 @@ from ioa_semantic.cli import trace as trace_cli
 from ioa_semantic.trace import privacy, store
 from ioa_semantic.trace.calls import Run
 from ioa_semantic.trace.declarations import Declarations
-from ioa_semantic.trace.events import DEFAULT_MAX_LINE_BYTES, Fold, Source, build, lines, resolve
+from ioa_semantic.trace.events import (
+    DEFAULT_MAX_LINE_BYTES,
+    Fold,
+    Source,
+    build,
+    build_worded,
+    lines,
+    resolve,
+)
 from ioa_semantic.trace.privacy import Disclosure, Private
 from ioa_semantic.trace.state import consume
 
@@ -38,15 +46,19 @@ def consumed(*paths: Path) -> list[Source | tuple[Source, Fold]]:
     return out
 
 
+def built(disclose: Disclosure, path: Path = MASLAB) -> Run:
+    """The run of ``path`` read afresh (a fold is built once), worded through ``disclose``."""
+    (source, fold), = consumed(path)  # type: ignore[misc]
+    return build(source, fold, disclose)
+
+
 def test_a_private_stores_runs_share_the_reports_calls_whatever_the_order_of_inputs() -> None:
     # OTLP inputs are read together and their runs stand at the first one's place: a mas-lab
     # run after them is matched to its own run, not to a trace's.
-    inputs = consumed(OTLP, MASLAB)
     shown = Disclosure(None)
     keyed = Private(b"k" * 32, frozenset(), frozenset())
-    report = trace_cli._runs(inputs, shown)
-    kept = trace_cli._runs(inputs, keyed, like=report)
-    alone = trace_cli._runs(inputs, keyed)
+    report, kept = trace_cli._runs(consumed(OTLP, MASLAB), [(shown, None), (keyed, None)])
+    (alone,) = trace_cli._runs(consumed(OTLP, MASLAB), [(keyed, None)])
     assert [r.unit for r in report] == [r.unit for r in kept] == ["spans"] * (
         len(report) - 1) + ["events"]
     assert kept == alone  # the same runs as a build of their own
@@ -56,18 +68,47 @@ def test_a_private_stores_runs_share_the_reports_calls_whatever_the_order_of_inp
     assert [r.findings for r in kept] == [r.findings for r in alone]
 
 
-def test_calls_of_another_fold_are_not_taken_for_a_runs_own() -> None:
-    # A run built against calls of a fold it was not read from would hold another run's calls:
-    # _runs gives a build the calls only of the same input (its events counted alike).
-    inputs = consumed(MASLAB)
-    other = consumed(OTLP)
+def test_a_fold_is_built_once_its_calls_let_go_as_its_runs_are_made() -> None:
+    # Issue 37: a long run's calls were held twice while its run was built (the fold's and
+    # the run's), the most a feed held. The build spends the fold: each of its calls is let go
+    # as the run's is made, and a second build of it is refused, not made of nothing.
+    import gc
+
+    from ioa_semantic.trace import events
+    from ioa_semantic.trace.folded import FoldedCall
+
+    def alive() -> int:
+        return sum(1 for o in gc.get_objects() if type(o) is FoldedCall)
+
+    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
+    total = len(fold.calls)
+    assert total > 3 and alive() == total
+    seen: list[int] = []
+    real_call = events._call
+
+    def call(*args: Any) -> Any:
+        seen.append(alive())  # before the call is made: the calls before it let go
+        return real_call(*args)
+
     shown = Disclosure(None)
-    unlike = trace_cli._runs(other, shown)
-    plain = [r for r in unlike if r.unit != "spans"]
-    assert plain == []
-    kept = trace_cli._runs(inputs, shown, like=trace_cli._runs(inputs, shown))
-    source, fold = inputs[0]  # type: ignore[misc]
-    assert kept[0] == build(source, fold, shown)
+    keyed = Private(b"k" * 32, frozenset(), frozenset())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(events, "_call", call)
+        report, kept = build_worded(fold, [(source, shown), (source, keyed)])
+    # The n-th call made, n - 1 of the fold's are gone (its root, read once the calls are
+    # made, is held to the end).
+    assert seen == [max(total - made, 1) for made in range(total)] or seen == [
+        total - made + (1 if made else 0) for made in range(total)], seen
+    assert alive() <= 1
+    assert fold.calls == {}
+    assert kept.calls is report.calls
+    with pytest.raises(ValueError, match="built once"):
+        build(source, fold, shown)
+    # Each wording's run is the run a build of its own makes.
+    (source, again), = consumed(MASLAB)  # type: ignore[misc]
+    assert report == build(source, again, shown)
+    (source, other), = consumed(MASLAB)  # type: ignore[misc]
+    assert kept == build(source, other, keyed)
 
 
 def test_a_run_revealed_as_its_record_holds_it_shares_the_records_calls() -> None:
@@ -113,12 +154,15 @@ def test_a_checkpoint_gives_back_the_digests_old_and_new_checkpoints_wrote() -> 
         for side in ("input", "output"):
             if call.get(side) is not None:
                 call[side] = dict(zip(("sha256", "chars"), call[side], strict=True))
+    restored = []
     for written in (delta, old):
         again = Fold()
         again.restore(written)
         assert again.calls == fold.calls
         assert all(isinstance(c.get("input"), Digest | None) for c in again.calls.values())
-        assert build(source, again, Disclosure(None)) == build(source, fold, Disclosure(None))
+        restored.append(again)
+    expected = build(source, fold, Disclosure(None))  # a fold is built once
+    assert [build(source, again, Disclosure(None)) for again in restored] == [expected] * 2
 
 
 def test_a_runs_calls_are_left_out_of_the_collectors_passes_while_it_is_judged_and_given_back(
@@ -152,12 +196,11 @@ def test_a_runs_calls_are_left_out_of_the_collectors_passes_while_it_is_judged_a
 
 
 def _judged_both_ways(published: frozenset[str]) -> tuple[Any, Any, Run]:
-    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
     keys = Private(b"k" * 32, frozenset(), frozenset())
     disclose = Private(b"k" * 32, published, frozenset())
-    (recorded,) = store.private_runs([build(source, fold, Disclosure(None))], keys)
+    (recorded,) = store.private_runs([built(Disclosure(None))], keys)
     shown = store.revealed(recorded, disclose)
-    runs = [build(source, fold, Disclosure(None))]
+    runs = [built(Disclosure(None))]
     made = store._judged_privately(runs, keys, disclose)
     assert runs == []  # taken out, as private_runs takes them
     return made, shown, recorded
@@ -199,10 +242,9 @@ def test_a_published_name_spelling_a_reference_keeps_its_record_as_it_was() -> N
 
 
 def test_a_private_stores_judged_runs_leave_their_records_calls_to_be_made() -> None:
-    (source, fold), = consumed(MASLAB)  # type: ignore[misc]
     feed_keys = Private(b"k" * 32, frozenset(), frozenset())
-    runs = [build(source, fold, Disclosure(None))]
-    (recorded,) = store.private_runs([build(source, fold, Disclosure(None))], feed_keys)
+    runs = [built(Disclosure(None))]
+    (recorded,) = store.private_runs([built(Disclosure(None))], feed_keys)
     feed = store.Feed.__new__(store.Feed)  # the judging alone: no store is opened
     feed.keys = feed_keys
     judged = feed.judged(runs, Declarations(None, None, None), Private(

@@ -101,8 +101,9 @@ def test_a_checkpoint_anywhere_gives_the_uninterrupted_run(lines: list[bytes], s
     resumed.restore(json.loads(json.dumps(first.delta())))
     _fold(lines[split:], resumed, start=min(split, len(lines)))
     expected = build(SOURCE, whole, Disclosure())
-    assert build(SOURCE, resumed, Disclosure()) == expected
-    assert audit(build(SOURCE, resumed, Disclosure()), declarations(), Disclosure()) == audit(
+    run = build(SOURCE, resumed, Disclosure())
+    assert run == expected
+    assert audit(run, declarations(), Disclosure()) == audit(
         expected, declarations(), Disclosure())
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from ..reporters.progress import Reading
     from ..trace.audit import RunAudit
-    from ..trace.calls import Run
+    from ..trace.calls import Call, Run
     from ..trace.declarations import Declarations
     from ..trace.events import Fold, Source
     from ..trace.graph import ShapeReport
@@ -363,9 +363,18 @@ def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None
     from ..trace.memory import MemoryBound
     from ..trace.state import consume
 
+    # The formats of the inputs read so far and of the one being read: the bound projects the
+    # later stages of mas-lab events alone as theirs (their folds are spent as their runs are
+    # built), of any other mix as the spans'.
+    formats: set[str | None] = set()
+    reading: list[Fold] = []
+
+    def projected() -> str | None:
+        return "events" if formats | {reading[0].format} == {"events"} else None
+
     def batch(line: int) -> None:
         shown.read(line)
-        budget.check(f"line {line}")
+        budget.check(f"line {line}", projected())
         settle()
 
     spans_bounded = False  # an input of spans (or of nothing yet) was not read whole
@@ -375,14 +384,18 @@ def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None
             consumed.append(source)
             continue
         fold = Fold(opts.include_content)
+        reading[:] = [fold]
         try:
             consume(source, fold, cursor, opts.batch_size, opts.max_line_bytes,
                     on_batch=batch)
-            budget.check(f"the end of the input ({fold.events} events)")
+            budget.check(f"the end of the input ({fold.events} events)", projected())
+            if fold.format is not None:  # an empty input weighs nothing later
+                formats.add(fold.format)
         except MemoryBound as exc:
             spans_bounded = spans_bounded or fold.format != "events"
             # What was read is let go: the run is not judged on part of it.
             del fold
+            reading.clear()
             # Said on stderr too: a feed's operator (trace serve's log) sees it without the
             # report.
             print(f"ioa-check trace: {source.given}: {exc}", file=sys.stderr)
@@ -420,42 +433,43 @@ def _spans_bounded(consumed: Consumed, limit: int) -> None:
                 "was judged or stored (raise --max-memory, or give the inputs apart)")))
 
 
-def _runs(consumed: Consumed, disclose: Disclosure,
-          named: Callable[[Source, Disclosure], Source] | None = None,
-          like: list[Run] | None = None) -> list[Run]:
-    """The runs of what was consumed, worded through ``disclose``, each input named by
-    ``named`` (a private store names it by its reference). ``like``: the runs of the same
-    inputs worded otherwise (the report's), whose calls these share: a long run's calls are
-    held once, not once a wording."""
-    from ..trace.events import Source, build, otlp_runs, unreadable
+def _runs(consumed: Consumed,
+          wordings: list[tuple[Disclosure, Callable[[Source, Disclosure], Source] | None]],
+          ) -> list[list[Run]]:
+    """The runs of what was consumed, one list a wording: worded through its disclosure,
+    each input named by its function where it has one (a private store names an input by
+    its reference). The runs of one input hold its calls once, whatever the wordings; its
+    fold is spent (events.build_worded)."""
+    from ..trace.events import Source, build_worded, otlp_runs, unreadable
 
-    runs: list[Run] = []
-    # The runs ``like`` holds of inputs read alone, in the order of the inputs (its OTLP runs,
-    # one per trace, stand at the first OTLP input's place: told apart by their unit).
-    alone = [r for r in like if r.unit != "spans"] if like is not None else None
+    worded: list[list[Run]] = [[] for _ in wordings]
     # OTLP inputs are read together: one trace's spans may be in several files.
     spans: list[tuple[Source, Fold]] = []
     spans_at = 0  # their runs take the place of the first OTLP input
     for item in consumed:
         if isinstance(item, Source):  # a NamedTuple: told from a pair by its class
-            runs.append(unreadable(item, disclose))
+            for runs, (disclose, _) in zip(worded, wordings, strict=True):
+                runs.append(unreadable(item, disclose))
             continue
         source, fold = item
-        if named is not None:
-            source = named(source, disclose)
         if fold.format == "otlp":
             if not spans:
-                spans_at = len(runs)
+                spans_at = len(worded[0])
             spans.append((source, fold))
-        else:
-            prior = alone[len(runs)] if alone is not None else None
-            runs.append(build(source, fold, disclose, calls=prior.calls if (
-                prior is not None and prior.events == fold.events) else None))
-    if spans:
-        # A trace's calls do not depend on the wording either; its runs are told by their id.
-        shared = {r.run_id: r.calls for r in like if r.unit == "spans"} if like else None
-        runs[spans_at:spans_at] = otlp_runs(spans, disclose, shared)
-    return runs
+            continue
+        built = build_worded(fold, [(named(source, disclose) if named else source, disclose)
+                                    for disclose, named in wordings])
+        for runs, run in zip(worded, built, strict=True):
+            runs.append(run)
+    # A trace's calls do not depend on the wording either: the first wording's are shared.
+    shared: dict[str | None, tuple[Call, ...]] | None = None
+    for runs, (disclose, named) in zip(worded if spans else (), wordings, strict=False):
+        made = otlp_runs([(named(source, disclose) if named else source, fold)
+                          for source, fold in spans], disclose, shared)
+        if shared is None:
+            shared = {r.run_id: r.calls for r in made}
+        runs[spans_at:spans_at] = made
+    return worded
 
 
 def _complete(runs: list[Run], opts: argparse.Namespace, at: datetime,
@@ -516,15 +530,18 @@ def _run(opts: argparse.Namespace, settle: Callable[[], None]) -> int:
     # One reading of the clock an invocation: the report's runs and the store's (a private
     # store's runs are built again) wait, or not, alike.
     at = opts.at or datetime.now(UTC)
-    all_runs = _runs(consumed, disclose)
-    runs = _complete(all_runs, opts, at)
     # The runs as a store that does not show identities as the report does keeps them are
-    # built now, so that the folds (most of what reading held) are let go before the runs are
-    # judged and recorded.
-    kept_runs = _complete(_runs(consumed, feed.keys, feed.source, all_runs), opts, at,
-                          say=False) if (
-        feed is not None and (feed.private or disclose.key is not None)) else None
+    # built with the report's, so that the folds (most of what reading held) are let go
+    # before the runs are judged and recorded.
+    wordings: list[tuple[Disclosure, Callable[[Source, Disclosure], Source] | None]] = [
+        (disclose, None)]
+    if feed is not None and (feed.private or disclose.key is not None):
+        wordings.append((feed.keys, feed.source))
+    all_runs, *stored = _runs(consumed, wordings)
     consumed.clear()
+    runs = _complete(all_runs, opts, at)
+    kept_runs = _complete(stored[0], opts, at, say=False) if stored else None
+    del stored
     del all_runs  # the runs --complete-only has not kept are let go
     settle()
     _distinct(runs)

@@ -37,6 +37,7 @@ def _call(call: Call, disclose: Disclosure) -> dict[str, Any]:
 
 
 def _use(use: Use, disclose: Disclosure) -> dict[str, Any]:
+    """A use as the report gives it, but its calls (:func:`_write_uses` writes them)."""
     out: dict[str, Any] = {}
     if use.aspect == "tools":
         out["tool"] = disclose.tool(use.name) if use.name else None
@@ -51,27 +52,47 @@ def _use(use: Use, disclose: Disclosure) -> dict[str, Any]:
         out["via"] = disclose.tool(use.via) if use.via else None
     out["verdict"] = str(use.verdict)
     out["declaredBy"] = list(use.declared_by)
-    out["calls"] = [_call(c, disclose) for c in use.calls]
     return out
 
 
-def agent_record(run: RunAudit, agent: AgentAudit, disclose: Disclosure) -> dict[str, Any]:
-    return {
+# A use's calls are written this many at a time: a long run's agent makes hundreds of
+# thousands of calls, and its record, made whole before it was written, weighed about 1 KB a
+# call (a third of a million-event feed's peak, issue 37).
+_CALLS_A_WRITE = 1024
+
+
+def _write_uses(stream: IO[str], uses: list[Use], disclose: Disclosure) -> None:
+    """``uses`` as a JSON array, each with its ``calls`` last, written as they are made: the
+    text json.dumps makes of the whole (``, `` and ``: `` between members)."""
+    stream.write("[")
+    for index, use in enumerate(uses):
+        head = json_text(_use(use, disclose))
+        stream.write(f"{', ' if index else ''}{head[:-1]}, \"calls\": [")
+        for start in range(0, len(use.calls), _CALLS_A_WRITE):
+            stream.write((", " if start else "") + ", ".join(
+                json_text(_call(call, disclose))
+                for call in use.calls[start:start + _CALLS_A_WRITE]))
+        stream.write("]}")
+    stream.write("]")
+
+
+def write_agent_record(stream: IO[str], run: RunAudit, agent: AgentAudit,
+                       disclose: Disclosure) -> None:
+    """An agent's line of the JSON report (docs/trace.md, "Reports"), written as it is made."""
+    stream.write(json_text({
         "source": disclose.path(run.run.source),
         "run": disclose.run(run.run.ident),
         "agent": disclose.agent(agent.agent),
         "verdict": str(agent.verdict),
         "aspects": {k: str(v) for k, v in agent.aspects.items()},
-        "consumed": {
-            "tools": [_use(u, disclose) for u in agent.uses if u.aspect == "tools"],
-            "models": [_use(u, disclose) for u in agent.uses if u.aspect == "models"],
-            "delegations": [_use(u, disclose) for u in agent.uses if u.aspect == "delegations"],
-            "processing": agent.processing,
-        },
-        "provided": [_use(u, disclose) for u in agent.uses if u.aspect == "provided"],
-        "unused": agent.unused,
-        "reasons": [r.as_dict() for r in agent.reasons],
-    }
+    })[:-1] + ', "consumed": {')
+    for index, aspect in enumerate(("tools", "models", "delegations")):
+        stream.write(f'{", " if index else ""}"{aspect}": ')
+        _write_uses(stream, [u for u in agent.uses if u.aspect == aspect], disclose)
+    stream.write(f', "processing": {json_text(agent.processing)}}}, "provided": ')
+    _write_uses(stream, [u for u in agent.uses if u.aspect == "provided"], disclose)
+    stream.write(f', "unused": {json_text(agent.unused)}, "reasons": '
+                 f'{json_text([r.as_dict() for r in agent.reasons])}}}\n')
 
 
 def summary_record(run: RunAudit, shapes: ShapeReport | None,
@@ -104,7 +125,7 @@ def json_lines(audits: Iterable[tuple[RunAudit, ShapeReport | None]], stream: IO
                disclose: Disclosure) -> None:
     for run, shapes in audits:
         for agent in run.agents:
-            stream.write(json_text(agent_record(run, agent, disclose)) + "\n")
+            write_agent_record(stream, run, agent, disclose)
         stream.write(json_text(summary_record(run, shapes, disclose)) + "\n")
 
 

@@ -23,7 +23,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any, NamedTuple
 
@@ -378,6 +378,7 @@ class Fold:
         self._changed: dict[str, set[str]] = {"kinds": set(), "unknown": set(), "open": set(),
                                               "maslab": set()}
         self.repeats = 0  # spans received again unchanged (an exporter's retry)
+        self.spent = False  # built (build_worded): its calls became its run's
         self._new_problems = 0
         self._new_records = 0
 
@@ -1153,10 +1154,97 @@ def _worded(problem: list[Any], disclose: Disclosure, source: str | None) -> Fin
 
 
 def build(source: Source, fold: Fold, disclose: Disclosure,
-          place: nesting.Place = nesting.by_line, calls: tuple[Call, ...] | None = None) -> Run:
+          place: nesting.Place = nesting.by_line) -> Run:
     """The fold of one input as a :class:`Run`: parents resolved, findings worded, each at
-    the ``place`` of the event it is about. ``calls``: the calls a build of the same fold made
-    already (they do not depend on ``disclose``): a run worded twice holds its calls once."""
+    the ``place`` of the event it is about. The fold is spent (:func:`build_worded`)."""
+    return build_worded(fold, [(source, disclose)], place)[0]
+
+
+class _Wording(NamedTuple):
+    """What a run built through one disclosure says in its words: the run file as it reads
+    it, and the findings so far (the settled nesting's first)."""
+
+    source: Source
+    disclose: Disclosure
+    run_file: runfile.RunFile
+    mas_app: str | None
+    settled: nesting.Settled
+    findings: list[Finding]
+
+
+def build_worded(fold: Fold, wordings: Sequence[tuple[Source, Disclosure]],
+                 place: nesting.Place = nesting.by_line) -> list[Run]:
+    """The fold of one input as one :class:`Run` a wording (an input and the disclosure its
+    run is shown through: the report's, a store's), the runs holding the same calls (they do
+    not depend on the wording): parents resolved, findings worded, each at the ``place`` of
+    the event it is about.
+
+    The fold is spent: each of its calls is let go as the run's call is made of it, so that
+    a long run's calls are never held twice (the fold's and the run's, issue 37); a spent
+    fold cannot be built again (ValueError)."""
+    if fold.spent:
+        raise ValueError("a fold is built once: its calls became its run's")
+    fold.spent = True
+    ordered = nesting.in_order(fold.calls.values())
+    by_id: dict[str, str] = {}
+    for folded in ordered:
+        if folded.id:
+            by_id.setdefault(folded.id, folded.key)
+    root = next((c for c in ordered if c.cls == "mas"), None)
+    worded = [_wording(source, fold, disclose, place) for source, disclose in wordings]
+    # The problems' findings follow the calls' in a run's findings, but name calls the loop
+    # below lets go: worded first.
+    problems = [_problem_findings(fold, w.disclose, place) for w in worded]
+    calls = _spent(fold, ordered, by_id, worded, place)
+    events_run_id = fold.run_ids.get("run_id")
+    runs = []
+    for w, (found, skipped) in zip(worded, problems, strict=True):
+        run_file = w.run_file
+        run_id = (run_file.run_id or run_file.run_hash or events_run_id
+                  or fold.run_ids.get("session_id") or fold.run_ids.get("trace_id")
+                  or (root.id if root is not None and root.id else None))
+        runs.append(Run(
+            source=w.source.given, run_id=run_id,
+            session_id=fold.run_ids.get("session_id") or run_id,
+            mas=run_file.mas_id or w.mas_app or (root.agent if root is not None else None),
+            calls=calls, events=fold.events, kinds=dict(sorted(fold.kinds.items())),
+            unknown=dict(sorted(fold.unknown.items())), records=tuple(fold.records),
+            findings=(*w.findings, *found), skipped=skipped, readable=True,
+            scenario=run_file.scenario, status=run_file.status, created_at=run_file.created_at,
+            duration_secs=run_file.duration_secs))
+    return runs
+
+
+def _spent(fold: Fold, ordered: list[FoldedCall], by_id: dict[str, str],
+           worded: list[_Wording], place: nesting.Place) -> tuple[Call, ...]:
+    """The calls of ``fold`` (``ordered``: all of them, in order, emptied), each let go as its
+    run's is made; an incomplete one's finding added to each wording's."""
+    candidates = worded[0].settled.candidates  # the calls', whatever the wording
+    made: list[Call] = []
+    ordered.reverse()
+    while ordered:
+        raw = ordered.pop()
+        call = _call(raw, fold.calls, by_id, candidates.get(raw.key))
+        made.append(call)
+        missing = [p for p, line in (("start", raw.startLine), ("end", raw.endLine))
+                   if line is None]
+        for w in worded if missing else ():
+            w.findings.append(finding(
+                "trace.call-incomplete",
+                f"{raw.cls} call {_call_name(raw, w.disclose, place)}: the trace has no "
+                f"{' and no '.join(missing)} event", place(raw.first)[1],
+                severity=Severity.WARNING))
+        # The fold's call let go: its run's call answers what a later call asks of its
+        # parent (its id).
+        fold.calls[raw.key] = call  # type: ignore[assignment]
+    fold.calls.clear()
+    return tuple(made)
+
+
+def _wording(source: Source, fold: Fold, disclose: Disclosure,
+            place: nesting.Place) -> _Wording:
+    """The run file of ``source`` and the findings that come before the calls', through
+    ``disclose``."""
     run_info = runfile.read_object(os.path.join(source.run_folder, "run_info.json")) if (
         source.run_folder) else {}
     run_file = runfile.read(source.run_folder, disclose) if source.run_folder else (
@@ -1164,35 +1252,18 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
     events_run_id = fold.run_ids.get("run_id")
     if run_file.run_id and events_run_id and run_file.run_id != events_run_id:
         run_file = runfile.mismatch(run_file, events_run_id, source.run_folder or "", disclose)
-    ordered = sorted(fold.calls.values(), key=lambda c: (c.first, c.key))
-    by_id: dict[str, str] = {}
-    for call in ordered:
-        if call.id:
-            by_id.setdefault(call.id, call.key)
-    roots = [c for c in ordered if c.cls == "mas"]
-    run_id = (run_file.run_id or run_file.run_hash or events_run_id
-              or fold.run_ids.get("session_id") or fold.run_ids.get("trace_id")
-              or (roots[0].id if roots and roots[0].id else None))
-    session_id = fold.run_ids.get("session_id") or run_id
     mas_info = run_info.get("mas")
-    mas = run_file.mas_id or (
-        _text(mas_info.get("app")) if isinstance(mas_info, dict) else None) or (
-        roots[0].agent if roots else None)
+    mas_app = _text(mas_info.get("app")) if isinstance(mas_info, dict) else None
     settled = nesting.settle(fold.calls, fold.tree, disclose, place)
-    findings: list[Finding] = [*run_file.findings, *_unread(source, disclose),
-                               *settled.findings]
-    made: list[Call] = []
-    for raw in ordered:
-        if calls is None:
-            made.append(_call(raw, fold.calls, by_id, settled.candidates.get(raw.key)))
-        missing = [p for p, line in (("start", raw.startLine), ("end", raw.endLine))
-                   if line is None]
-        if missing:
-            findings.append(finding(
-                "trace.call-incomplete",
-                f"{raw.cls} call {_call_name(raw, disclose, place)}: the trace has no "
-                f"{' and no '.join(missing)} event", place(raw.first)[1],
-                severity=Severity.WARNING))
+    return _Wording(source, disclose, run_file, mas_app, settled,
+                    [*run_file.findings, *_unread(source, disclose), *settled.findings])
+
+
+def _problem_findings(fold: Fold, disclose: Disclosure,
+                      place: nesting.Place) -> tuple[list[Finding], int]:
+    """The findings of the fold's problems and of other runs' events, worded through
+    ``disclose``, and how many lines were skipped."""
+    findings: list[Finding] = []
     skipped = 0
     for code, seq, detail in fold.problems:
         if code == "trace.call-conflict":
@@ -1216,6 +1287,7 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
         skipped += 1
         findings.append(finding(code, f"{where}: {detail}; the line is skipped",
                                 path, severity=Severity.WARNING))
+    events_run_id = fold.run_ids.get("run_id")
     for other, (seq, count) in sorted(fold.other_runs.items(), key=lambda item: item[1]):
         where, path = place(seq)
         findings.append(finding(
@@ -1223,14 +1295,7 @@ def build(source: Source, fold: Fold, disclose: Disclosure,
             f"run_id {disclose.run(other)}, not the run's {disclose.run(str(events_run_id))}: "
             "another run's events in this one's stream, judged as this run's", path,
             severity=Severity.WARNING))
-    return Run(
-        source=source.given, run_id=run_id, session_id=session_id, mas=mas,
-        calls=tuple(made) if calls is None else calls, events=fold.events,
-        kinds=dict(sorted(fold.kinds.items())),
-        unknown=dict(sorted(fold.unknown.items())), records=tuple(fold.records),
-        findings=tuple(findings), skipped=skipped, readable=True, scenario=run_file.scenario,
-        status=run_file.status, created_at=run_file.created_at,
-        duration_secs=run_file.duration_secs)
+    return findings, skipped
 
 
 # A call without token counts (every call but a model's) holds this one empty mapping, never
@@ -1263,7 +1328,7 @@ def _call(raw: FoldedCall, calls: dict[str, FoldedCall], by_id: dict[str, str],
         target=raw.target, parent=parent if parent != raw.key else None,
         parent_id=parent_id, start=raw.start, end=raw.end,
         first_line=raw.first, status=raw.status, label=raw.label,
-        tokens=_tokens(raw.tokens), finish=raw.finish,
+        tokens=raw.tokens or _NO_TOKENS, finish=raw.finish,
         temperature=raw.temperature, response_id=raw.responseId,
         input=raw.input, output=raw.output, content=raw.content,
         ambiguous=tuple(raw.ambiguous or ()), candidates=candidates)

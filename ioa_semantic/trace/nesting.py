@@ -33,7 +33,8 @@ checkpoint it; the placements it writes are the calls' own members.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from .._codes import finding
@@ -307,6 +308,15 @@ class Settled(NamedTuple):
     findings: tuple[Finding, ...]
 
 
+def in_order(calls: Iterable[FoldedCall]) -> list[FoldedCall]:
+    """``calls`` in the order of their first lines, then of their keys: sorted twice, stably,
+    by one key each, so that no pair of them is made for each call (the sort of a long run's
+    calls by pairs held 60 to 70 bytes a call more, at its peak)."""
+    ordered = sorted(calls, key=attrgetter("key"))
+    ordered.sort(key=attrgetter("first"))
+    return ordered
+
+
 def settle(calls: dict[str, FoldedCall], tree: Tree, disclose: Disclosure,
            place: Place = by_line) -> Settled:
     """The agent calls whose caller the order of events does not establish, and why.
@@ -326,7 +336,7 @@ def settle(calls: dict[str, FoldedCall], tree: Tree, disclose: Disclosure,
                         severity=Severity.WARNING)
                 for pair, (seq, count, what) in sorted(tangles.items(), key=lambda t: t[1][0])]
     candidates: dict[str, tuple[str, ...]] = {}
-    for call in sorted(calls.values(), key=lambda c: (c.first, c.key)):
+    for call in in_order(calls.values()):
         if call.cls != "agent" or call.parent:
             continue
         found = _unsettled(call, calls, tangled, words)
