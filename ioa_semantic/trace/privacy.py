@@ -183,7 +183,9 @@ class Private(Disclosure):
     ids (:meth:`response`), digests of free text (:meth:`text`), consumer keys
     (:meth:`consumer`), and every agent or MAS name that ``agents`` and ``systems`` (the
     names the declarations given publish) do not hold: an agent only the trace names may be
-    named after a person or an instance. Tool and model names stay, declared or not: they
+    named after a person or an instance (the name an OTLP model or tool span gives its
+    agent beside the agent's span too, and a span's ``gen_ai.agent.id``, always: see
+    :func:`~.store._private_call`). Tool and model names stay, declared or not: they
     are what the audit judges (the canonical trace ontology keeps a durable tool call's
     ``tool_name`` too), except the agent a ``delegate_to_<agent>`` tool names.
     """

@@ -1033,7 +1033,11 @@ def _keyed_digest(value: Digest | None, disclose: Private) -> Digest | None:
 
 
 def _private_call(call: Call, disclose: Private) -> Call:
-    """``call`` as a private store keeps it (:func:`private_runs`)."""
+    """``call`` as a private store keeps it (:func:`private_runs`). The agent an OTLP span
+    names beside its agent span (its own ``gen_ai.agent.name``) is an agent name like any
+    other; its ``gen_ai.agent.id`` (a framework's instance id) is keyed as one too, whatever
+    the declarations give: a run's record does not change with them, and a stored run is
+    matched on the references of the ids they give (:func:`opaque_declarations`)."""
     target = call.target
     if target:
         target = disclose.agent(target) if call.cls == "agent" else disclose.tool(target) if (
@@ -1041,6 +1045,8 @@ def _private_call(call: Call, disclose: Private) -> Call:
     return call._replace(
         key=disclose.call(call.key), id=disclose.call_name(call.id, call.key) if call.id else "",
         agent=disclose.agent(call.agent) if call.agent else call.agent, target=target,
+        own_agent=disclose.agent(call.own_agent) if call.own_agent else call.own_agent,
+        agent_id=disclose.keyed("agent", call.agent_id) if call.agent_id else call.agent_id,
         parent=disclose.call(call.parent) if call.parent else call.parent,
         parent_id=disclose.parent_name(call.parent_id, call.parent) if call.parent_id else None,
         candidates=tuple(disclose.call(k) for k in call.candidates) if (
@@ -1087,12 +1093,14 @@ class _Revealing:
 
 
 def _turned_call(call: Call, names: dict[str, str]) -> Call:
-    """``call`` with its agent and target turned through ``names``; itself where neither is."""
+    """``call`` with its agent, target and own agent (an OTLP span's ``gen_ai.agent.name``
+    beside its agent span) turned through ``names``; itself where none is."""
     named = _turned(call.agent, names)
     target = _turned_target(call, names)
-    if named == call.agent and target == call.target:
+    own = _turned(call.own_agent, names)
+    if named == call.agent and target == call.target and own == call.own_agent:
         return call
-    return call._replace(agent=named, target=target)
+    return call._replace(agent=named, target=target, own_agent=own)
 
 
 def _turned(value: str | None, names: dict[str, str]) -> str | None:
@@ -1189,7 +1197,8 @@ def opaque_declarations(declarations: Declarations, disclose: Disclosure) -> Dec
     """``declarations`` with the names a stored run is matched on (agents, delegation tools,
     the files that declare them) replaced by the references ``disclose`` gives them: a
     private store's (:class:`~.privacy.Private`: the names the declarations publish stay,
-    the files are keyed), or, for a store of version 1 made with ``--opaque-ids``, the user's
+    the files are keyed, the agent ids mas.yaml gives matched by their references too: see
+    :func:`_stored_ids`), or, for a store of version 1 made with ``--opaque-ids``, the user's
     key's (every name keyed), so that a run is judged as it was when it was loaded. Findings
     were worded through ``disclose`` when the declarations were read."""
     manifests = declarations.manifests
@@ -1199,6 +1208,7 @@ def opaque_declarations(declarations: Declarations, disclose: Disclosure) -> Dec
 
         agents = {disclose.agent(name): declaration._replace(
             agent=disclose.agent(declaration.agent), source=path(declaration.source),
+            ids=_stored_ids(declaration.ids, disclose),
             tools={disclose.tool(t): disclose.path(p) for t, p in declaration.tools.items()},
             tool_descriptions={disclose.tool(t): d
                                for t, d in declaration.tool_descriptions.items()},
@@ -1221,6 +1231,18 @@ def opaque_declarations(declarations: Declarations, disclose: Disclosure) -> Dec
             iri: tuple(disclose.path(s) for s in sources)
             for iri, sources in registrations.iris.items()})
     return Declarations(manifests, bindings, registrations)
+
+
+def _stored_ids(ids: frozenset[str], disclose: Disclosure) -> frozenset[str]:
+    """The ``gen_ai.agent.id`` values an agent's mas.yaml entry gives, as a private store's
+    run is matched on them: each id's reference (a record holds the references of the ids
+    its spans carry, :func:`_private_call`, whatever the declarations give), and the id as
+    it is (the record of a run stored before ids were keyed holds them so). A reference is
+    never an id by chance: only a manifest written with the store's key can spell one, as it
+    can spell an agent's (see :class:`_RecordCalls`). Another disclosure's: as they are."""
+    if not ids or not isinstance(disclose, Private):
+        return ids
+    return ids | {disclose.keyed("agent", ident) for ident in ids}
 
 
 class Pseudonymous(Disclosure):
