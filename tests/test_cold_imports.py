@@ -3,6 +3,8 @@ item 4: what the command does not use, it does not import). Counted in modules, 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from support import run_python
@@ -59,6 +61,27 @@ def test_a_trace_audit_without_shapes_imports_neither_pyshacl_nor_rdflib() -> No
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    status = main(['trace', 'examples/trace/mas-lab/run', '--no-shapes',"
         " '--manifests', 'examples/trace/mas-lab/manifests'])\n"
+        "print(status, sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('pyshacl', 'rdflib')))\n")
+    proc = run_python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().strip() == "0 []"
+
+
+@pytest.mark.parametrize("trajectory", [False, True], ids=["graph", "with-trajectory"])
+def test_a_feed_to_a_store_without_shapes_imports_no_rdflib(tmp_path: Path,
+                                                            trajectory: bool) -> None:
+    """A store is given its graphs as N-Quads text the builder spells (graph.quad_chunks):
+    rdflib, whose import held 8 MiB of a long run's feed to its end, is not imported."""
+    pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+    options = [*(["--trajectory"] if trajectory else []), "--store", str(tmp_path / "s"),
+               "--at", "2026-12-02T00:00:00Z"]
+    script = (
+        "import io, sys, contextlib\n"
+        "from ioa_semantic.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    status = main(['trace', 'examples/trace/mas-lab/run', '--no-shapes',"
+        f" '--manifests', 'examples/trace/mas-lab/manifests', *{options!r}])\n"
         "print(status, sorted(m for m in sys.modules if m.split('.')[0] in"
         " ('pyshacl', 'rdflib')))\n")
     proc = run_python(script)

@@ -110,13 +110,7 @@ class ShapeReport(NamedTuple):
 class _Builder:
     def __init__(self, declarations: Declarations, disclose: Disclosure,
                  trajectory: bool = False) -> None:
-        from rdflib import Graph, Namespace
-
-        self.graph = Graph()
-        self.graph.bind("mas", MAS)
-        self.graph.bind("ioat", IOAT)
-        self.mas = Namespace(MAS)
-        self.ioat = Namespace(IOAT)
+        self.graph = self._new_graph()
         self.declarations = declarations
         self.disclose = disclose
         self.trajectory = trajectory
@@ -126,6 +120,28 @@ class _Builder:
         # declared is looked up once (it is a search of every declared agent).
         self._structural: dict[tuple[str, str, bool, str | None], str] = {}
         self._declared: dict[tuple[str, str], bool] = {}
+
+    def _new_graph(self) -> Any:
+        """The graph the builder writes to: an rdflib ``Graph`` (with its namespaces as
+        :attr:`mas` and :attr:`ioat`)."""
+        from rdflib import Graph, Namespace
+
+        graph = Graph()
+        graph.bind("mas", MAS)
+        graph.bind("ioat", IOAT)
+        self.mas = Namespace(MAS)
+        self.ioat = Namespace(IOAT)
+        return graph
+
+    def _property(self, name: str) -> Any:
+        """The ontology's property ``name`` (a structural node's)."""
+        return self.mas[name]
+
+    def _plain(self, value: str | bool) -> Any:
+        """A structural node's literal (its name, whether it is declared), as rdflib types it."""
+        from rdflib import Literal
+
+        return Literal(value)
 
     def _literal(self, value: Any, datatype: str | None = None) -> Any:
         from rdflib import Literal
@@ -164,8 +180,6 @@ class _Builder:
     def structural(self, kind: str, name: str, declared: bool,
                    description: str | None = None) -> str:
         """A structural type node; declared wins over discovered when both name it."""
-        from rdflib import Literal
-
         key = (kind, name, declared, description)
         known = self._structural.get(key)
         if known is not None:
@@ -181,14 +195,15 @@ class _Builder:
         node = self._node(iri)
         self._hold(node)
         self._type(iri, cls)
-        self.graph.set((node, self.mas.id, Literal(shown)))
-        self.graph.set((node, self.mas.name, Literal(shown)))
-        flag = self.mas.declared
-        if declared or (node, flag, Literal(True)) not in self.graph:
-            self.graph.set((node, flag, Literal(declared)))
+        literal = self._plain
+        self.graph.set((node, self._property("id"), literal(shown)))
+        self.graph.set((node, self._property("name"), literal(shown)))
+        flag = self._property("declared")
+        if declared or (node, flag, literal(True)) not in self.graph:
+            self.graph.set((node, flag, literal(declared)))
         # Descriptions can name agents, so they are left out when identities are withheld.
         if description and not self.disclose.is_opaque:
-            self.graph.set((node, self.mas.description, Literal(description)))
+            self.graph.set((node, self._property("description"), literal(description)))
         self._structural[key] = iri
         return iri
 
@@ -405,7 +420,8 @@ def build(run: Run, declarations: Declarations, disclose: Disclosure,
     builder.declared_types()
     if run.readable:
         builder.run(run)
-    return builder.graph
+    graph: Graph = builder.graph
+    return graph
 
 
 # --- the shapes -------------------------------------------------------------------------------
@@ -617,13 +633,24 @@ class _QuadBuilder(_Builder):
                  trajectory: bool = False) -> None:
         super().__init__(declarations, disclose, trajectory)
         # The builder's graph is the sink: the part of an rdflib Graph the builder uses.
-        self.graph = sink  # type: ignore[assignment]
+        self.graph = sink
         self.sink = sink
         self._nodes: dict[str, str] = {}
         # The properties (by their names) and the nodes every call may name (rdf:type, the
         # classes; by their IRIs): a few dozen, kept apart from the nodes, whose cache the
         # calls' own nodes empty again and again.
         self._constants: dict[str, str] = {}
+
+    def _new_graph(self) -> Any:
+        return None  # the sink, set by __init__: no rdflib graph (nor rdflib) is wanted
+
+    def _property(self, name: str) -> str:
+        return self._predicate(name)
+
+    def _plain(self, value: str | bool) -> str:
+        # Spelled as the rdflib literal the builder made was converted at the end: a string's
+        # text as literal_text shows it, a boolean as an xsd:boolean.
+        return self._literal(value)
 
     def _hold(self, node: Any) -> None:
         self.sink.hold(node)
@@ -708,7 +735,6 @@ class _Chunked:
         self.held = _Triples()
         self.subjects: set[Any] = set()
         self.pending: list[str] = []
-        self.converted: dict[Any, str] = {}
 
     def bind(self, prefix: str, namespace: str) -> None:
         """Prefixes are a serialization's concern; quads have none."""
@@ -737,29 +763,6 @@ class _Chunked:
             yield nquads.Chunk.lines(chunk)
 
     def last(self) -> nquads.Chunk:
-        term = self._term
-        held = [f"{term(s)} {term(p)} {term(o)} {self.graph} .\n" for s, p, o in self.held.triples]
+        # Every term is spelled already: the builder writes N-Quads text (_QuadBuilder).
+        held = [f"{s} {p} {o} {self.graph} .\n" for s, p, o in self.held.triples]
         return nquads.Chunk.lines([*self.pending, *held])
-
-    def _term(self, value: Any) -> str:
-        """A term of the held triples in N-Quads: spelled already, or an rdflib term (the
-        builder's :meth:`_Builder.structural` writes with rdflib), converted once each."""
-        if type(value) is str:  # rdflib's terms are strings too, of their own classes
-            return value
-        known = self.converted.get(value)
-        if known is None:
-            import pyoxigraph as ox
-            from rdflib import Literal as RdfLiteral
-
-            if isinstance(value, RdfLiteral):
-                if value.language:
-                    known = str(ox.Literal(str(value), language=value.language))
-                elif value.datatype is not None:
-                    known = nquads.string(literal_text(str(value))) + "^^" + nquads.iri(
-                        str(value.datatype))
-                else:
-                    known = nquads.string(literal_text(str(value)))
-            else:
-                known = nquads.iri(str(value))
-            self.converted[value] = known
-        return known
