@@ -368,3 +368,22 @@ def test_retain_refuses_what_is_no_duration(spelled: str) -> None:
 
     with pytest.raises(argparse.ArgumentTypeError):
         _non_negative_seconds(spelled)
+
+
+def test_a_trace_extra_that_cannot_be_imported_stops_the_service_before_it_listens(
+        tmp_path: Path) -> None:
+    """A broken install (the extra found, but failing to import) is said once, at the start,
+    exit 2: no port is taken, no spool made, rather than a service whose every round's judge
+    fails."""
+    shadow = tmp_path / "shadow" / "oxp_ontology"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('not installed in this test')\n")
+    proc = subprocess.run(
+        [IOA_CHECK, "trace", "serve", "--spool", str(tmp_path / "spool"), "--store",
+         str(tmp_path / "store"), "--port", "0"],
+        capture_output=True, timeout=60, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "shadow")})
+    assert proc.returncode == 2, proc.stderr
+    assert (b"(oxp_ontology is installed but cannot be imported: not installed in this test)"
+            in proc.stderr) and b"Traceback" not in proc.stderr
+    assert not (tmp_path / "spool").exists() and not (tmp_path / "store").exists()

@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     opts = build_parser().parse_args(list(argv)[1:])
-    if extra_missing():
+    if extra_missing() or _extra_unimportable():
         return ExitStatus.USAGE
     try:
         import uvicorn  # noqa: F401 (the serve extra)
@@ -115,6 +115,20 @@ def run(argv: Sequence[str]) -> int:
         return _serve(opts, spool)
     finally:
         spool.close()
+
+
+def _extra_unimportable() -> bool:
+    """Whether the trace extra, found installed, fails to import (said on stderr): a service
+    is started once and its judge runs round after round, so a broken install is said here,
+    before anything listens, not by every round. Asked of a process of its own, as the judge
+    would import it: the service never uses the extra itself, and would hold it (some 30
+    MiB) to its end."""
+    import subprocess
+
+    script = ("import sys\nfrom ioa_semantic.cli.trace import extra_unimportable\n"
+              "sys.exit(1 if extra_unimportable() else 0)\n")
+    return subprocess.run([sys.executable, "-c", script], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, check=False).returncode != 0
 
 
 def _declarations(opts: argparse.Namespace) -> list[str]:
