@@ -125,6 +125,12 @@ def test_the_budget_projects_the_later_stages() -> None:
     assert plain.base is not None
     assert plain.reading_limit("events") == plain.base + int(
         (budget.base + 900 * (1 << 20) - plain.base) / 1.2)
+    # The HTML page orders a run's calls for its timeline: events' later stages as spans';
+    # a store's graph with its trajectory, 2.5 times, whatever the input.
+    assert memory.Budget(1 << 40, report="html").later("events") == memory.LATER_STAGES
+    assert memory.Budget(1 << 40, report="json").later("events") == 0.2
+    assert memory.Budget(1 << 40, True, "json", trajectory=True).later("events") == 2.5
+    assert memory.Budget(1 << 40, False, "json", trajectory=True).later("events") == 0.2
     # A bound the process and the store's fixed part alone fill: reading may not grow.
     full = memory.Budget(budget.base + 32 * (1 << 20), storing=True)
     assert full.reading_limit() == full.base == full.reading_limit("events")

@@ -343,7 +343,8 @@ def _consume(opts: argparse.Namespace, cursor: Cursor | None,
     try:
         if cursor is not None:
             cursor.open()
-        budget = Budget(opts.max_memory, storing=bool(opts.store))
+        budget = Budget(opts.max_memory, storing=bool(opts.store), report=opts.format,
+                        trajectory=opts.trajectory)
         with reading(sys.stderr, len(sources)) as shown:
             _each(sources, opts, cursor, consumed, shown, budget, settle)
     finally:
