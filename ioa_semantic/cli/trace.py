@@ -462,9 +462,11 @@ def _runs(consumed: Consumed,
                                     for disclose, named in wordings])
         for runs, run in zip(worded, built, strict=True):
             runs.append(run)
+    if not spans:
+        return worded
     # A trace's calls do not depend on the wording either: the first wording's are shared.
     shared: dict[str | None, tuple[Call, ...]] | None = None
-    for runs, (disclose, named) in zip(worded if spans else (), wordings, strict=False):
+    for runs, (disclose, named) in zip(worded, wordings, strict=True):
         made = otlp_runs([(named(source, disclose) if named else source, fold)
                           for source, fold in spans], disclose, shared)
         if shared is None:
