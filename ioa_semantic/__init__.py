@@ -7,10 +7,11 @@
 <Verdict.COMPATIBLE: 'compatible'>
 """
 
-from ._runtime import paused as _paused
+from typing import TYPE_CHECKING, Any
 
-# The imports allocate what lives as long as the process: see _runtime.
-with _paused():
+from ._version import __version__
+
+if TYPE_CHECKING:  # what each name below is, for type checkers and the API reference
     from ._build import build_kind
     from ._checker import Checker, check
     from ._exceptions import (
@@ -22,7 +23,6 @@ with _paused():
         RetrievalError,
     )
     from ._findings import Decision, Finding, ProfileRef, Severity, Verdict
-    from ._version import __version__
     from .compiled.engine import cache_bytes
     from .pipeline.expansion import ExpansionError, expand
     from .pipeline.intake import Limits
@@ -48,3 +48,40 @@ __all__ = [
     "check",
     "expand",
 ]
+
+# The module of each name of :data:`__all__`, imported when the name is first asked for, not
+# with the package: the command line imports the Checker only for a command that builds one
+# (``ioa-check keygen`` never does), and a check imports it with its command's module, in
+# a process of its own whose collector then leaves it alone (cli.main.command_module,
+# _runtime.paused).
+_MODULES = {
+    "build_kind": "_build",
+    "Checker": "_checker",
+    "check": "_checker",
+    **dict.fromkeys(("ArtifactError", "ConfigurationError", "IoaSemanticError", "ProfileError",
+                     "RegistrationError", "RetrievalError"), "_exceptions"),
+    **dict.fromkeys(("Decision", "Finding", "ProfileRef", "Severity", "Verdict"), "_findings"),
+    "cache_bytes": "compiled.engine",
+    "ExpansionError": "pipeline.expansion",
+    "expand": "pipeline.expansion",
+    "Limits": "pipeline.intake",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    from ._runtime import paused
+
+    # The imports allocate what lives as long as the process: see _runtime.
+    with paused():
+        value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # asked once: the next lookup finds it as any attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -9,7 +9,6 @@ threads.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -31,6 +30,7 @@ from ._codes import finding
 from ._exceptions import ConfigurationError, RegistrationError, RetrievalError
 from ._findings import Decision, Finding, ProfileRef, Remedy, Severity, Verdict, combine, sort_key
 from ._memo import BoundedCache
+from ._runtime import sha256
 from .compiled.engine import CompiledEngine
 from .pipeline import bounded, remedies
 from .pipeline.baseline import Baseline, Kind, read_document
@@ -448,7 +448,7 @@ class Checker:
             return None
         data = envelope.encode("utf-8", "surrogatepass") if isinstance(envelope, str) else envelope
         validity = tuple(a.validity_at(at) for a in self.artifacts)
-        return (hashlib.sha256(data).digest(), tuple(sorted(params.items())), validity)
+        return (sha256(data).digest(), tuple(sorted(params.items())), validity)
 
     def _decide(self, envelope: EnvelopeInput, params: dict[str, str], at: datetime,
                 source: str, contents: list[tuple[bytes, bytes]] | None = None) -> Decision:
@@ -508,7 +508,7 @@ class Checker:
         digest = _content_digest(node)
         # The pair by its digest: the memory holds 32 bytes a pair whatever the sender wrote
         # (an @id and a profileVersion may be hundreds of kB within the intake limit).
-        pair = hashlib.sha256(json.dumps([ident, version], ensure_ascii=False).encode(
+        pair = sha256(json.dumps([ident, version], ensure_ascii=False).encode(
             "utf-8", "surrogatepass")).digest()
         with self._instances_lock:
             first = (self._instances.setdefault(pair, digest) if self.learns_instances
@@ -631,7 +631,7 @@ def _content_digest(node: Any) -> bytes:
     the same graph relabelled there is taken as another content (the cautious side: the
     instance is then ambiguous, never two contents taken as one)."""
     shared = {label for label, uses in _blank_labels(node).items() if uses > 1}
-    return hashlib.sha256(_canonical_text(node, shared).encode("utf-8", "surrogatepass")).digest()
+    return sha256(_canonical_text(node, shared).encode("utf-8", "surrogatepass")).digest()
 
 
 def _blank_labels(value: Any) -> dict[str, int]:

@@ -2,18 +2,21 @@
 
 Each is here because it was measured to matter (``bench/bench_startup.py`` measures each
 again; the figures and their date are in ``docs/performance.md``), and each leaves the
-process as it found it, except :func:`quick_exit`, which only the command line calls:
+process as it found it, except :func:`quick_exit` and :func:`own_process`, which only the
+command line calls:
 
 * :class:`paused`: the cyclic collector off while the package is imported and a Checker is
   built (both only allocate what lives as long as the process; the collector's passes over
-  it find nothing);
+  it find nothing), and, in a process the command line owns (:func:`own_process`), what
+  they allocated then left out of the collector's passes for good;
 * :func:`frozen`: what an audit's Checker holds, or a trace's calls read so far, moved out
   of the collector's reach for the run (``gc.freeze``), and back when the run ends;
 * :func:`quick_exit`: the ``ioa-check`` process ends once its output is flushed, without
   tearing down every module;
 * :func:`terminal_columns`: the terminal's width without importing ``shutil`` (argparse
   asks for it on every parse);
-* :func:`orjson_module`: orjson imported on first use, not with the package.
+* :func:`orjson_module`: orjson imported on first use, not with the package;
+* :func:`sha256`: a process's first few small digests made without importing hashlib.
 
 This module imports nothing of the package, so that the package's own imports can run
 inside :class:`paused`.
@@ -26,13 +29,38 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType, TracebackType
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
+
+
+# Whether the process is the command line's (see own_process).
+_OWNED = False
+
+
+def own_process() -> None:
+    """Say that the process is the ``ioa-check`` command's, which ends it once its output is
+    flushed (:func:`quick_exit`): what a ``paused(settle=True)`` block allocated then lives
+    until the process ends. Only ``cli.main.entry`` says it; a library's caller keeps the
+    collector as it was."""
+    global _OWNED
+    _OWNED = True
 
 
 class paused:
-    """Disable the collector for a ``with`` block, then restore whatever state it was in."""
+    """Disable the collector for a ``with`` block, then restore whatever state it was in.
 
-    __slots__ = ("_was_enabled",)
+    With ``settle``, in a process the command line owns (:func:`own_process`), everything
+    alive at the block's end (the modules it imported, the Checker it built) is moved out of
+    the collector's reach first (``gc.freeze``): the collector's first pass after the block
+    would otherwise walk all of it, finding nothing (a millisecond and a half of a cold
+    check, for the modules). Elsewhere ``settle`` changes nothing."""
+
+    __slots__ = ("_settle", "_was_enabled")
+
+    def __init__(self, *, settle: bool = False) -> None:
+        self._settle = settle
 
     def __enter__(self) -> None:
         self._was_enabled = gc.isenabled()
@@ -40,6 +68,8 @@ class paused:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
+        if self._settle and _OWNED:
+            gc.freeze()
         if self._was_enabled:
             gc.enable()
 
@@ -110,3 +140,50 @@ def orjson_if_loaded() -> ModuleType | None:
     could find it half initialized by another thread's import; this hands it out only once
     :func:`orjson_module` returned it."""
     return _ORJSON
+
+
+# The interpreter's own SHA-256, which random.py reaches the same way for the same reason:
+# hashlib's import loads and initializes OpenSSL, about 2.5 ms, a twentieth of a cold check.
+def _interpreters_sha256() -> Callable[[bytes], Any] | None:
+    found: Callable[[bytes], Any]
+    try:
+        if sys.version_info >= (3, 12):
+            import _sha2
+
+            found = _sha2.sha256
+        else:
+            import _sha256
+
+            found = _sha256.sha256
+    except ImportError:  # an interpreter built without it: hashlib's is then the only one
+        return None
+    return found
+
+
+_BUILTIN_SHA256 = _interpreters_sha256()
+# How many digests a process makes with it, and of how many bytes at most: OpenSSL's is the
+# faster past a few hundred bytes (5 times at 2 kB), so a process that goes on digesting
+# (checks after the first, an audit) imports hashlib once, and a large input goes to it at
+# once. A cold check makes a handful, all small (its profile, its envelope).
+BUILTIN_DIGESTS = 32
+BUILTIN_BYTES = 16 << 10
+_builtin_left = BUILTIN_DIGESTS
+_HASHLIB_SHA256: "Callable[[bytes], _Hash] | None" = None
+
+
+def sha256(data: bytes) -> "_Hash":
+    """``hashlib.sha256(data)``: the same digest, from the interpreter's own SHA-256 for the
+    process's first :data:`BUILTIN_DIGESTS` inputs of at most :data:`BUILTIN_BYTES` bytes,
+    from hashlib's (OpenSSL's) for every other."""
+    global _builtin_left, _HASHLIB_SHA256
+    if _BUILTIN_SHA256 is not None and _builtin_left > 0 and len(data) <= BUILTIN_BYTES:
+        # Threads may race on the count: at worst a few more digests are the builtin's, the
+        # same digests.
+        _builtin_left -= 1
+        digest: _Hash = _BUILTIN_SHA256(data)
+        return digest
+    if _HASHLIB_SHA256 is None:
+        import hashlib
+
+        _HASHLIB_SHA256 = hashlib.sha256
+    return _HASHLIB_SHA256(data)

@@ -87,3 +87,116 @@ def test_a_feed_to_a_store_without_shapes_imports_no_rdflib(tmp_path: Path,
     proc = run_python(script)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().strip() == "0 []"
+
+
+# What a check of a shipped profile no longer imports (issue 39, item 4): hashlib, which
+# loads OpenSSL (the interpreter's own SHA-256 makes a cold check's few digests:
+# _runtime.sha256), decimal (a number written as its float's text needs none) and base64
+# (a signing key's encoding). pyoxigraph stays: the shipped profile is Turtle, and the
+# compiled tables are queries over an Oxigraph store.
+NOT_IMPORTED_BY_A_CHECK = ("hashlib", "_hashlib", "decimal", "_decimal", "base64", "binascii")
+
+
+def test_a_check_imports_only_its_own_commands_modules() -> None:
+    """The command line imports a command's module when that command runs: a check imports
+    neither the others' parsers (serve's brought urllib.parse, ipaddress and signal) nor trace's
+    subcommands."""
+    assert imported_by_a_check("m.startswith('ioa_semantic.cli.')") == (
+        "['ioa_semantic.cli.check', 'ioa_semantic.cli.main', 'ioa_semantic.cli.parsing']")
+
+
+def test_a_check_of_a_shipped_profile_imports_no_hashlib_decimal_or_base64() -> None:
+    assert imported_by_a_check(f"m.split('.')[0] in {NOT_IMPORTED_BY_A_CHECK!r}") == "[]"
+
+
+def test_the_command_line_and_the_package_import_no_checker_until_a_command_builds_one() -> None:
+    """The package's names are imported when first asked for: ``ioa-check keygen`` (or sign,
+    or a trace audit) imports nothing of the Checker, and every name of the API is still
+    there, the same object wherever it is asked for."""
+    script = (
+        "import sys\n"
+        "import ioa_semantic, ioa_semantic.cli.main\n"
+        "print(sorted(m for m in sys.modules if m == 'ioa_semantic._checker'"
+        " or m.startswith(('ioa_semantic.compiled', 'ioa_semantic.sources'))))\n"
+        "from ioa_semantic import Checker, Limits, check\n"
+        "from ioa_semantic._checker import Checker as Defined\n"
+        "from ioa_semantic.pipeline.intake import Limits as Defined2\n"
+        "print(Checker is Defined, Limits is Defined2, ioa_semantic.check is check,\n"
+        "      all(getattr(ioa_semantic, n) is not None for n in ioa_semantic.__all__),\n"
+        "      set(ioa_semantic.__all__) <= set(dir(ioa_semantic)))\n"
+        "try:\n"
+        "    ioa_semantic.not_a_name\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n")
+    proc = run_python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines() == [
+        "[]", "True True True True True",
+        "module 'ioa_semantic' has no attribute 'not_a_name'"]
+
+
+@pytest.mark.parametrize("owned", [False, True], ids=["library", "command"])
+def test_a_cold_check_leaves_what_it_imported_and_built_out_of_the_collectors_passes(
+        owned: bool) -> None:
+    """In the ``ioa-check`` process (``cli.main.entry`` says the process is the command's),
+    the modules a check imports and the Checker it builds are frozen as each pause ends
+    (_runtime.paused): the collector's passes see a few hundred objects, not the ~17,000 of
+    the modules and the Checker. A library's caller (``main`` alone) has nothing frozen."""
+    script = (
+        "import contextlib, gc, io\n"
+        "from ioa_semantic import _runtime\n"
+        "from ioa_semantic.cli.main import main\n"
+        f"{'_runtime.own_process()' if owned else ''}\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    status = main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation'])\n"
+        "print(status, gc.isenabled(), gc.get_freeze_count(), len(gc.get_objects()))\n")
+    proc = run_python(script)
+    assert proc.returncode == 0, proc.stderr
+    status, enabled, frozen, tracked = proc.stdout.decode().split()
+    assert (status, enabled) == ("0", "True")
+    if owned:
+        assert int(frozen) > 10_000 and int(tracked) < 2_000, (frozen, tracked)
+    else:
+        assert int(frozen) == 0 and int(tracked) > 10_000, (frozen, tracked)
+
+
+def test_the_digests_made_without_hashlib_are_hashlibs() -> None:
+    """_runtime.sha256: the interpreter's own SHA-256 for a process's first small inputs,
+    OpenSSL's for the others; the same digest either way."""
+    import hashlib
+    import random
+
+    from ioa_semantic import _runtime
+
+    inputs = [b"", b"a", bytes(range(256)) * 4, b"x" * _runtime.BUILTIN_BYTES,
+              b"x" * (_runtime.BUILTIN_BYTES + 1), random.Random(7).randbytes(100_000)]
+    for data in inputs * (_runtime.BUILTIN_DIGESTS // len(inputs) + 2):
+        assert _runtime.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+        assert _runtime.sha256(data).digest() == hashlib.sha256(data).digest()
+
+
+def test_a_number_read_without_decimal_is_read_as_before() -> None:
+    """The intake takes a number written as its float's own text ("1.1") without decimal;
+    every other is read as before: a float when the float is the number's value, else an
+    ExactNumber keeping its text."""
+    import random
+    from decimal import Decimal
+
+    from ioa_semantic.pipeline.intake import ExactNumber, parse
+
+    def before(text: str) -> object:
+        number = float(text)
+        if number in (float("inf"), float("-inf")) or Decimal(repr(number)) != Decimal(text):
+            return ExactNumber(text)
+        return number
+
+    rng = random.Random(39)
+    texts = ["1.1", "1.10", "0.1", "-0.0", "0.0", "1e3", "1E-7", "1.5e300", "1e400", "-1e400",
+             "1e-400", "1024.0000000000000001", "123456789012345678.5", "2.5", "0.30000000000000004",
+             *(repr(rng.uniform(-1e6, 1e6)) for _ in range(200)),
+             *(f"{rng.uniform(-10, 10):.{rng.randint(1, 20)}f}" for _ in range(200))]
+    for text in texts:
+        read = parse(f'{{"n": {text}}}'.encode()).document["n"]
+        expected = before(text)
+        assert type(read) is type(expected) and repr(read) == repr(expected), text
+        assert getattr(read, "text", None) == getattr(expected, "text", None), text

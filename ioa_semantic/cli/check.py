@@ -96,7 +96,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if repeated:
         parser.error(f"--param {', '.join(repeated)} given more than once")
     try:
-        with collector_paused():  # building a Checker allocates what lives on: see _runtime
+        # Building a Checker allocates what lives on: see _runtime.
+        with collector_paused(settle=True):
             checker = Checker(opts.profile, capabilities=opts.capability,
                               alignments=opts.alignment,
                               limits=limits_of(opts),

@@ -31,26 +31,16 @@ from .._exceptions import (
     WriteFailed,
 )
 from .._nearest import nearest
-from .._runtime import quick_exit
+from .._runtime import own_process, paused, quick_exit
 from .._status import ExitStatus
 from .._version import __version__
-from . import (
-    audit,
-    check,
-    impact,
-    keygen,
-    lint,
-    serve,
-    sign,
-    trace,
-    trace_history,
-    trace_serve,
-)
 from .parsing import _Parser, unwritable_stdout
 
-COMMANDS: dict[str, ModuleType] = {"check": check, "audit": audit, "lint": lint, "trace": trace,
-                                    "sign": sign, "keygen": keygen, "serve": serve,
-                                    "impact": impact}
+# The commands, each the module of this package of its name, in the order --help lists them.
+# A module is imported when its command is parsed (see command_module), never all at start: a
+# check imports nothing of the other commands (serve's alone, with urllib.parse, ipaddress
+# and signal, was a tenth of a cold check's imports).
+COMMANDS = ("check", "audit", "lint", "trace", "sign", "keygen", "serve", "impact")
 _SUMMARIES = {
     "check": "judge envelopes (the default command: ioa-check ENVELOPE... --profile NAME)",
     "audit": "audit capability registrations in bulk",
@@ -75,10 +65,45 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def command_module(name: str) -> ModuleType:
+    """The module of the command ``name`` (one of :data:`COMMANDS`), imported now if it was
+    not yet."""
+    # Its imports (check's: the whole Checker) allocate what lives as long as the process:
+    # see _runtime. Each is spelled out, so that the package's import graph reads it
+    # (tests/test_layers.py), as a name made at run time would not be.
+    with paused(settle=True):
+        if name == "check":
+            from . import check
+            return check
+        if name == "audit":
+            from . import audit
+            return audit
+        if name == "lint":
+            from . import lint
+            return lint
+        if name == "trace":
+            from . import trace
+            return trace
+        if name == "sign":
+            from . import sign
+            return sign
+        if name == "keygen":
+            from . import keygen
+            return keygen
+        if name == "serve":
+            from . import serve
+            return serve
+        if name == "impact":
+            from . import impact
+            return impact
+    raise ValueError(f"no command {name!r}")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line's parser; with ``command``, one that knows only that command,
     which is all that parsing a command line needs (building the others' options would be
-    most of a cold check's parsing, for nothing)."""
+    most of a cold check's parsing, for nothing, and importing their modules more)."""
+    check = command_module("check")  # the top level's description and epilog are check's
     parser = _Parser(prog="ioa-check", description=check.DESCRIPTION,
                      epilog="ioa-check COMMAND --help describes each command. Without a "
                             "COMMAND, the words are check's: ioa-check ENVELOPE... --profile "
@@ -88,9 +113,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0, default=argparse.SUPPRESS,
                         help="show the version and the build (compiled or pure), then exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, module in COMMANDS.items():
+    for name in COMMANDS:
         if command is not None and name != command:
             continue
+        module = command_module(name)
         # check is also what ioa-check runs without a command; its usage names it all the
         # same, as the command whose options the line is read by.
         sub = commands.add_parser(name, help=_SUMMARIES[name], description=module.DESCRIPTION,
@@ -103,12 +129,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     """One command line, parsed and run; the exit status."""
     argv = list(argv)
-    if argv[:1] == ["trace"] and trace_history.wants(argv[1:]):
-        return trace_history.run(argv[1:])  # trace query, trace reaudit: a store's history
-    if argv[:1] == ["trace"] and trace_serve.wants(argv[1:]):
-        return trace_serve.run(argv[1:])  # trace serve: OTLP/HTTP ingestion
-    if argv[:1] == ["trace"] and len(argv) > 1:
-        _refuse_mistyped(argv[1], (*trace_history.SUBCOMMANDS, "serve"), "trace")
+    if argv[:1] == ["trace"]:
+        # trace's own subcommands, whose modules only a trace command line imports.
+        from . import trace_history, trace_serve
+
+        if trace_history.wants(argv[1:]):
+            return trace_history.run(argv[1:])  # trace query, trace reaudit: a store's history
+        if trace_serve.wants(argv[1:]):
+            return trace_serve.run(argv[1:])  # trace serve: OTLP/HTTP ingestion
+        if len(argv) > 1:
+            _refuse_mistyped(argv[1], (*trace_history.SUBCOMMANDS, "serve"), "trace")
     if not argv or (argv[0] not in COMMANDS and argv[0] not in _TOP_LEVEL):
         _refuse_mistyped(argv[0] if argv else "", COMMANDS, None)
         argv.insert(0, "check")
@@ -303,8 +333,9 @@ def entry() -> None:
     exit the usual way.
     """
     argv = sys.argv[1:]
-    status = main(argv)
     if argv and argv[0] in COMMANDS and argv[0] != "check":
-        sys.exit(status)
-    quick_exit(status, unwritable_stdout)
+        sys.exit(main(argv))
+    # What the check imports and builds lives until the quick exit: see _runtime.paused.
+    own_process()
+    quick_exit(main(argv), unwritable_stdout)
 

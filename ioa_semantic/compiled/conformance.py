@@ -175,31 +175,44 @@ def compile_conformance(shape: NodeShape) -> Conformance:
 
 class CompiledShapes:
     """A :class:`ShapeSet`'s shapes as conformance functions, with the targets indexed so that
-    finding a node's shapes is a few lookups; built once per process."""
+    finding a node's shapes is a few lookups; built once per process, each family's shapes
+    when a document of that family is first judged (a check of one envelope compiles no
+    registration shape: compiling one is half a millisecond)."""
 
     def __init__(self, shapes: ShapeSet) -> None:
         self.shapes = shapes
-        self._conformance = {name: compile_conformance(s) for name, s in shapes.shapes.items()}
         self._checks: dict[tuple[Any, ...], tuple[Conformance, ...]] = {}
         self.single_valued = {
             family: frozenset(p.path for s in shapes.shapes.values() if s.family == family
                               for p in s.properties if p.max_count is not None and p.max_count <= 1)
             for family in ("envelope", "registration")
         }
-        # Targets by family and IRI, so that finding a node's shapes is a few lookups.
-        self._targets: dict[str, tuple[dict[str, tuple[Conformance, ...]], ...]] = {}
-        for family in {s.family for s in shapes.shapes.values()}:
-            indexes: tuple[dict[str, list[str]], ...] = ({}, {}, {})
-            for shape in shapes.shapes.values():
-                if shape.family != family:
-                    continue
-                for index, targets in zip(indexes, (shape.target_classes, shape.target_subjects_of,
-                                                    shape.target_objects_of), strict=True):
-                    for target in targets:
-                        index.setdefault(target, []).append(shape.name)
-            self._targets[family] = tuple(
-                {iri: tuple(self._conformance[n] for n in dict.fromkeys(names))
-                 for iri, names in index.items()} for index in indexes)
+        # By family: the conformance function of each of its shapes by name, and its targets
+        # by IRI, so that finding a node's shapes is a few lookups. Threads that compile a
+        # family at once each put a whole entry, of the same functions' meaning.
+        self._families: dict[str, tuple[dict[str, Conformance],
+                                        tuple[dict[str, tuple[Conformance, ...]], ...]]] = {}
+
+    def _family(self, family: str) -> tuple[dict[str, Conformance],
+                                            tuple[dict[str, tuple[Conformance, ...]], ...]]:
+        """``family``'s conformance functions by shape name and its targets, compiled now
+        if they were not yet."""
+        compiled = self._families.get(family)
+        if compiled is not None:
+            return compiled
+        shapes = [shape for shape in self.shapes.shapes.values() if shape.family == family]
+        conformance = {shape.name: compile_conformance(shape) for shape in shapes}
+        indexes: tuple[dict[str, list[str]], ...] = ({}, {}, {})
+        for shape in shapes:
+            for index, targets in zip(indexes, (shape.target_classes, shape.target_subjects_of,
+                                                shape.target_objects_of), strict=True):
+                for target in targets:
+                    index.setdefault(target, []).append(shape.name)
+        compiled = (conformance, tuple(
+            {iri: tuple(conformance[n] for n in dict.fromkeys(names))
+             for iri, names in index.items()} for index in indexes))
+        self._families[family] = compiled
+        return compiled
 
     def conforms(self, root_shape: NodeShape,
                  walked: Iterable[tuple[dict[str, Any], str | None]]) -> bool:
@@ -240,10 +253,11 @@ class CompiledShapes:
 
     def _checks_for(self, root_shape: NodeShape, node: dict[str, Any],
                     via: str | None) -> tuple[Conformance, ...]:
-        by_class, by_subject, by_object = self._targets[root_shape.family]
+        conformance, targets = self._family(root_shape.family)
+        by_class, by_subject, by_object = targets
         # A shape targets a node in several ways (class, subjects of each of its
         # properties); the set checks it once.
-        checks: set[Conformance] = {self._conformance[root_shape.name]} if via is None else set(
+        checks: set[Conformance] = {conformance[root_shape.name]} if via is None else set(
             by_object.get(via, ()))
         for t in node.get("@type", ()):
             checks.update(by_class.get(t, ()))

@@ -58,8 +58,9 @@ _INTENT_REF = IOA + "intentRef"
 _CAPABILITY_REFS = IOA + "capabilityRefs"
 _MAPPING_RULE = IOAA + "mappingRule"
 _UNBOUND: OrderKey = (0, "", "", "")
-_INTEGER_LEXICAL = re.compile(r"[+-]?[0-9]+")
-_DOUBLE_LEXICAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([Ee][+-]?[0-9]+)?|[+-]?INF|NaN")
+# Compiled by re when a typed literal is first met (see _typed: rarely), not with the module.
+_INTEGER_LEXICAL = r"[+-]?[0-9]+"
+_DOUBLE_LEXICAL = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([Ee][+-]?[0-9]+)?|[+-]?INF|NaN"
 _I64 = range(-(1 << 63), 1 << 63)
 _BOOLEANS = {"true": "true", "1": "true", "false": "false", "0": "false"}
 # The datatypes spareval reads as numbers, booleans, strings, dates and durations.
@@ -334,14 +335,14 @@ def _typed(lexical: str, datatype: str) -> Literal:
         lexical = str(int(lexical))
     elif datatype == XSD_BOOLEAN and lexical in _BOOLEANS:
         lexical = _BOOLEANS[lexical]
-    elif datatype == XSD_DOUBLE and _DOUBLE_LEXICAL.fullmatch(lexical):
+    elif datatype == XSD_DOUBLE and re.fullmatch(_DOUBLE_LEXICAL, lexical):
         lexical = _double(float(lexical))
     return (lexical, datatype, None)
 
 
 def _is_integer(lexical: str) -> bool:
     """An integer lexical form Oxigraph reads: 64 bits."""
-    return _INTEGER_LEXICAL.fullmatch(lexical) is not None and int(lexical) in _I64
+    return re.fullmatch(_INTEGER_LEXICAL, lexical) is not None and int(lexical) in _I64
 
 
 # The envelope graph by predicate, then subject: the objects of each (a set, as in the store).

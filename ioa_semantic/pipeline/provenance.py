@@ -20,9 +20,6 @@ problem or to :class:`~ioa_semantic.SigningKeyError`.
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
-import base64
-import binascii
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -37,7 +34,8 @@ if TYPE_CHECKING:
 
 # cryptography, rfc8785 and base58 are imported where a proof or a key is met, not with the
 # module: most checks meet none, and cryptography alone would cost a one-envelope command
-# about a tenth of its run.
+# about a tenth of its run. So are hashlib (OpenSSL, about 2.5 ms) and base64, and the
+# date-time pattern is compiled when a proof is first read.
 
 PROOF_TYPE = "DataIntegrityProof"
 CRYPTOSUITE = "eddsa-jcs-2022"
@@ -54,8 +52,7 @@ INVALID = "alignment.proof-invalid"
 
 # XML Schema 1.1 dateTimeStamp: a date-time with a time zone offset, which created and
 # expires must be (Data Integrity 2.1).
-_DATE_TIME_STAMP = re.compile(
-    r"-?\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})\Z")
+_DATE_TIME_STAMP = r"-?\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})\Z"
 
 
 class _Problem(Exception):
@@ -251,12 +248,14 @@ def proof_configuration(options: Mapping[str, Any]) -> bytes:
 
 def hash_data(transformed_document: bytes, canonical_configuration: bytes) -> bytes:
     """The proof configuration's SHA-256 then the document's (3.3.4): 64 bytes."""
+    import hashlib
+
     return (hashlib.sha256(canonical_configuration).digest()
             + hashlib.sha256(transformed_document).digest())
 
 
 def _instant(value: Any, member: str) -> datetime:
-    if not isinstance(value, str) or not _DATE_TIME_STAMP.match(value):
+    if not isinstance(value, str) or not re.match(_DATE_TIME_STAMP, value):
         raise _Problem(MALFORMED, f"the proof's {member} {_shown(value)} is not a date-time with a "
                                   "time zone offset (XML Schema dateTimeStamp)")
     try:
@@ -453,6 +452,9 @@ def _jwk_key(text: bytes, source: str) -> "Ed25519PrivateKey":
 
 
 def _base64url(value: str, source: str, member: str) -> bytes:
+    import base64
+    import binascii
+
     if not re.fullmatch(r"[A-Za-z0-9_-]*", value):
         raise SigningKeyError(f"{source}: the JWK's {member} is not base64url")
     try:

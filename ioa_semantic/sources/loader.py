@@ -9,7 +9,6 @@ error; a malformed artifact is excluded with a reason, never fatal (contract rul
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -28,6 +27,7 @@ from .._exceptions import ArtifactError, ProfileError, RetrievalError
 from .._instants import instant
 from .._iri import bidi_defect, is_absolute_iri, shown_iri
 from .._nearest import did_you_mean
+from .._runtime import sha256
 from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
 from ..pipeline.intake import number_text, parse
 from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
@@ -352,7 +352,7 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
         retrieval=retrieval,
         quads=tuple(pyoxigraph.Quad(q.subject, q.predicate, q.object, PROFILE_GRAPH)
                     for q in quads),
-        digest=hashlib.sha256(data).hexdigest(),
+        digest=sha256(data).hexdigest(),
         shapes=tuple(sorted(graph.values(node, IOP + "shapes"))),
     )
 
@@ -411,7 +411,7 @@ def load_shape_files(profile: Profile, retriever: "Retriever | None" = None) -> 
             # Profiles are read strictly (contract): a shape file is part of the profile.
             raise ProfileError(f"{profile.source}: the shape file {reference!r}: "
                                + "; ".join(unknown), tuple(unknown))
-        files.append(ShapeFile(reference, source, data, hashlib.sha256(data).hexdigest()))
+        files.append(ShapeFile(reference, source, data, sha256(data).hexdigest()))
     return tuple(files)
 
 
@@ -725,7 +725,7 @@ def resolve_artifact(name_or_path: str) -> tuple[str, bytes]:
 
 def read_artifact(data: bytes, origin: str, index: int) -> Artifact:
     """Validate one artifact (7.2); a malformed one comes back with its problems listed."""
-    digest = hashlib.sha256(data).hexdigest()
+    digest = sha256(data).hexdigest()
     intake = parse(data)
     if not intake.ok:
         return Artifact(origin, index, digest, None,
