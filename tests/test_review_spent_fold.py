@@ -477,14 +477,16 @@ def _later_stages(path: Path, cwd: Path, *options: str) -> dict[str, Any]:
     return seen
 
 
-# The store's case feeds 150,000 calls with their trajectory (about two and a half minutes):
-# in the slow run only.
+# The stores' cases feed 150,000 calls (with their trajectory about two and a half minutes;
+# into a private store about one): in the slow run only.
 @pytest.mark.parametrize("options", [
     ["--format", "json"],
     ["--format", "html"],
     pytest.param(["--format", "json", "--store", "plain", "--store-plain-ids", "--trajectory",
                   "--at", "2026-12-02T00:00:00Z"], marks=pytest.mark.slow),
-], ids=["json", "html", "plain-store-trajectory"])
+    pytest.param(["--format", "json", "--store", "private", "--at", "2026-12-02T00:00:00Z"],
+                 marks=pytest.mark.slow),
+], ids=["json", "html", "plain-store-trajectory", "private-store"])
 def test_what_follows_the_reading_of_events_fits_what_the_bound_projects(
         big_run: Path, tmp_path: Path, options: list[str]) -> None:
     seen = _later_stages(big_run, tmp_path, *options)

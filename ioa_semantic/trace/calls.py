@@ -4,9 +4,12 @@ a run's call tree that every stage shares."""
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple, Never, Self, SupportsIndex
 
 from .._findings import Finding
+from . import instants
 
 _SUCCESS = {"ok": True, "success": True, "succeeded": True, "completed": True,
             "error": False, "failed": False, "failure": False, "cancelled": False}
@@ -139,41 +142,287 @@ def _other(digest: bytes) -> list[Any]:
     return json.loads(digest[1:].decode("utf-8", "surrogatepass"))  # type: ignore[no-any-return]
 
 
-class Call(NamedTuple):
-    """One call of a run, its parent resolved to another call's key (or None)."""
+class _Rare(NamedTuple):
+    """The fields of a :class:`Call` that most calls leave at their defaults, held apart."""
+
+    label: str | None
+    finish: str | None
+    temperature: float | None
+    response_id: str | None
+    content: dict[str, Any] | None
+    ambiguous: tuple[str, ...]
+    remote: bool
+    candidates: tuple[str, ...] | None
+    agent_id: str | None
+    own_agent: str | None
+
+
+class _Held(NamedTuple):
+    """What a :class:`Call` holds: the fields most calls set, in their order, then ``rare``."""
 
     key: str
     id: str
     cls: str
     agent: str | None
     target: str | None
-    parent: str | None  # key of the parent call in this run
-    parent_id: str | None  # the parent call id as the trace wrote it
-    start: str | None
-    end: str | None
+    parent: str | None
+    parent_id: str | None
+    # The call's times as .instants holds them (read as their texts through Call's start, end).
+    start: str | float | None
+    end: str | float | None
     first_line: int
     status: str | None
-    label: str | None
     tokens: dict[str, int]
-    finish: str | None
-    temperature: float | None
-    response_id: str | None
     input: Digest | None
     output: Digest | None
-    content: dict[str, Any] | None
-    ambiguous: tuple[str, ...]
-    # An A2A client span under which the trace holds no agent span: a call into an agent the
-    # trace does not name (OTLP input only).
-    remote: bool = False
-    # An agent call whose caller the order of events does not establish (mas-lab events
-    # without parents): the calls that may have made it (none, when nothing points to any).
-    # None for every call whose caller is known or unknown for another reason.
-    candidates: tuple[str, ...] | None = None
-    # OTLP only: the agent's gen_ai.agent.id beside its name (a manifest may match it
-    # explicitly), and a model or tool span's own gen_ai.agent.name (the framework's agent
-    # attribute, read when no agent span above or beside the call names its agent).
-    agent_id: str | None = None
-    own_agent: str | None = None
+    # The call's :class:`_Rare` fields, or None when every one is at its default.
+    rare: _Rare | None
+
+
+_START, _END = _Held._fields.index("start"), _Held._fields.index("end")
+_AT_DEFAULTS = _Rare(None, None, None, None, None, (), False, None, None, None)
+_WHOLE = slice(None)
+_KEPT: Any = object()  # a field _replace leaves as it is
+
+
+class Call(_Held):
+    """One call of a run, its parent resolved to another call's key (or None).
+
+    Its fields, in their order:
+
+    - ``key``, ``id``, ``cls``, ``agent``, ``target``;
+    - ``parent``: the key of the parent call in this run; ``parent_id``: the parent call id
+      as the trace wrote it;
+    - ``start``, ``end``, ``first_line``, ``status``, ``label``, ``tokens``, ``finish``,
+      ``temperature``, ``response_id``, ``input``, ``output``, ``content``, ``ambiguous``;
+    - ``remote``: an A2A client span under which the trace holds no agent span: a call into
+      an agent the trace does not name (OTLP input only);
+    - ``candidates``: an agent call whose caller the order of events does not establish
+      (mas-lab events without parents): the calls that may have made it (none, when nothing
+      points to any). None for every call whose caller is known or unknown for another
+      reason;
+    - ``agent_id``, ``own_agent`` (OTLP only): the agent's gen_ai.agent.id beside its name (a
+      manifest may match it explicitly), and a model or tool span's own gen_ai.agent.name
+      (the framework's agent attribute, read when no agent span above or beside the call
+      names its agent).
+
+    It is made, read, compared, hashed, shown, copied, pickled and replaced as the named
+    tuple of those 24 fields it was, and iterates, indexes and counts as that tuple; it
+    holds fewer. A long run's calls are held to the end of its store's load, and the ten
+    fields most calls leave at their defaults (``label``, ``finish``, ``temperature``,
+    ``response_id``, ``content``, ``ambiguous``, ``remote``, ``candidates``, ``agent_id``,
+    ``own_agent``) took 80 bytes a call (issue 37): they are held in one :class:`_Rare`,
+    and not at all (``rare`` None) when all ten are at their defaults. A field counts as at
+    its default only as the very value (``remote`` False, not 0; ``ambiguous`` a plain
+    empty tuple), so every field reads back as it was given.
+    """
+
+    __slots__ = ()
+
+    # Its fields, in their order: what it is made of, reads, gives and shows.
+    __match_args__ = ("key", "id", "cls", "agent", "target", "parent", "parent_id", "start",
+                      "end", "first_line", "status", "label", "tokens", "finish",
+                      "temperature", "response_id", "input", "output", "content", "ambiguous",
+                      "remote", "candidates", "agent_id", "own_agent")
+    _fields = __match_args__  # type: ignore[assignment]  # the 24 fields, not the 15 held
+    _field_defaults = {"remote": False, "candidates": None, "agent_id": None,  # noqa: RUF012
+                       "own_agent": None}
+
+    def __new__(klass, key: str, id: str, cls: str, agent: str | None, target: str | None,
+                parent: str | None, parent_id: str | None, start: str | None, end: str | None,
+                first_line: int, status: str | None, label: str | None, tokens: dict[str, int],
+                finish: str | None, temperature: float | None, response_id: str | None,
+                input: Digest | None, output: Digest | None, content: dict[str, Any] | None,
+                ambiguous: tuple[str, ...], remote: bool = False,
+                candidates: tuple[str, ...] | None = None, agent_id: str | None = None,
+                own_agent: str | None = None) -> Call:
+        if (label is None and finish is None and temperature is None and response_id is None
+                and content is None and ambiguous.__class__ is tuple and not ambiguous
+                and remote is False and candidates is None and agent_id is None
+                and own_agent is None):
+            rare = None
+        else:
+            rare = _Rare(label, finish, temperature, response_id, content, ambiguous, remote,
+                         candidates, agent_id, own_agent)
+        return super().__new__(klass, key, id, cls, agent, target, parent, parent_id,
+                               instants.held(start), instants.held(end), first_line, status,
+                               tokens, input, output, rare)
+
+    # --- the times, held as the floats they were written as (.instants) ---
+
+    @property
+    def start(self) -> str | None:
+        held: Any = tuple.__getitem__(self, _START)
+        return instants.text(held)
+
+    @property
+    def end(self) -> str | None:
+        held: Any = tuple.__getitem__(self, _END)
+        return instants.text(held)
+
+    # --- the fields held apart ---
+
+    @property
+    def label(self) -> str | None:
+        return (self.rare or _AT_DEFAULTS).label
+
+    @property
+    def finish(self) -> str | None:
+        return (self.rare or _AT_DEFAULTS).finish
+
+    @property
+    def temperature(self) -> float | None:
+        return (self.rare or _AT_DEFAULTS).temperature
+
+    @property
+    def response_id(self) -> str | None:
+        return (self.rare or _AT_DEFAULTS).response_id
+
+    @property
+    def content(self) -> dict[str, Any] | None:
+        return (self.rare or _AT_DEFAULTS).content
+
+    @property
+    def ambiguous(self) -> tuple[str, ...]:
+        return (self.rare or _AT_DEFAULTS).ambiguous
+
+    @property
+    def remote(self) -> bool:
+        return (self.rare or _AT_DEFAULTS).remote
+
+    @property
+    def candidates(self) -> tuple[str, ...] | None:
+        return (self.rare or _AT_DEFAULTS).candidates
+
+    @property
+    def agent_id(self) -> str | None:
+        return (self.rare or _AT_DEFAULTS).agent_id
+
+    @property
+    def own_agent(self) -> str | None:
+        return (self.rare or _AT_DEFAULTS).own_agent
+
+    # --- the named tuple of the 24 fields ---
+
+    def _values(self) -> tuple[Any, ...]:
+        """The call's 24 fields, in their order: the tuple it stands for."""
+        # The held items as a plain tuple (its own indexing reads the 24).
+        held: tuple[Any, ...] = tuple.__getitem__(self, _WHOLE)
+        (key, id, cls, agent, target, parent, parent_id, start, end, first_line, status,
+         tokens, input, output, rare) = held
+        start, end = instants.text(start), instants.text(end)
+        (label, finish, temperature, response_id, content, ambiguous, remote, candidates,
+         agent_id, own_agent) = rare or _AT_DEFAULTS
+        return (key, id, cls, agent, target, parent, parent_id, start, end, first_line, status,
+                label, tokens, finish, temperature, response_id, input, output, content,
+                ambiguous, remote, candidates, agent_id, own_agent)
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(_FIELDS, self._values(), strict=True))
+
+    @classmethod
+    def _make(cls, iterable: Iterable[Any]) -> Self:  # type: ignore[override]  # 24 fields
+        values = tuple(iterable)
+        if len(values) != len(_FIELDS):
+            raise TypeError(f"Expected {len(_FIELDS)} arguments, got {len(values)}")
+        return cls(*values)
+
+    def _replace(  # type: ignore[override]  # the 24 fields, not the held ones
+            self, *, key: str = _KEPT, id: str = _KEPT, cls: str = _KEPT,
+            agent: str | None = _KEPT, target: str | None = _KEPT, parent: str | None = _KEPT,
+            parent_id: str | None = _KEPT, start: str | None = _KEPT, end: str | None = _KEPT,
+            first_line: int = _KEPT, status: str | None = _KEPT, label: str | None = _KEPT,
+            tokens: dict[str, int] = _KEPT, finish: str | None = _KEPT,
+            temperature: float | None = _KEPT, response_id: str | None = _KEPT,
+            input: Digest | None = _KEPT, output: Digest | None = _KEPT,
+            content: dict[str, Any] | None = _KEPT, ambiguous: tuple[str, ...] = _KEPT,
+            remote: bool = _KEPT, candidates: tuple[str, ...] | None = _KEPT,
+            agent_id: str | None = _KEPT, own_agent: str | None = _KEPT,
+            **unexpected: Never) -> Call:
+        if unexpected:  # as a named tuple says it (mypy refuses them before)
+            raise ValueError(f"Got unexpected field names: {list(unexpected)!r}")
+        changed = (key, id, cls, agent, target, parent, parent_id, start, end, first_line,
+                   status, label, tokens, finish, temperature, response_id, input, output,
+                   content, ambiguous, remote, candidates, agent_id, own_agent)
+        values: list[Any] = [old if new is _KEPT else new
+                             for old, new in zip(self._values(), changed, strict=True)]
+        return self.__class__(*values)
+
+    __replace__ = _replace  # copy.replace (Python 3.13)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(
+            _FIELDS, self._values(), strict=True))
+        return f"{self.__class__.__name__}({shown})"
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return self._values()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Made again of its 24 fields, by every protocol (a tuple's protocol 0 and 1 would
+        # make it of its items, which iterate as the 24).
+        return self.__class__, self._values()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(_FIELDS)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._values()[index]
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values()
+
+    def count(self, value: Any) -> int:
+        return self._values().count(value)
+
+    def index(self, value: Any, start: SupportsIndex = 0,
+              stop: SupportsIndex = sys.maxsize) -> int:
+        return self._values().index(value, start, stop)
+
+    def __add__(self, other: tuple[Any, ...]) -> tuple[Any, ...]:
+        return self._values() + other
+
+    def __radd__(self, other: tuple[Any, ...]) -> tuple[Any, ...]:
+        return other + self._values()
+
+    def __mul__(self, times: SupportsIndex) -> tuple[Any, ...]:
+        return self._values() * times
+
+    __rmul__ = __mul__
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Call):
+            if (self.rare is None) is (other.rare is None):
+                # Held alike: the held items are equal exactly when the 24 fields are.
+                return tuple.__eq__(self, other)
+            return self._values() == other._values()
+        if isinstance(other, tuple):
+            return self._values() == other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __lt__(self, other: tuple[Any, ...]) -> bool:
+        return self._values() < _tuple(other) if isinstance(other, tuple) else NotImplemented
+
+    def __le__(self, other: tuple[Any, ...]) -> bool:
+        return self._values() <= _tuple(other) if isinstance(other, tuple) else NotImplemented
+
+    def __gt__(self, other: tuple[Any, ...]) -> bool:
+        return self._values() > _tuple(other) if isinstance(other, tuple) else NotImplemented
+
+    def __ge__(self, other: tuple[Any, ...]) -> bool:
+        return self._values() >= _tuple(other) if isinstance(other, tuple) else NotImplemented
+
+    # --- what a call says of itself ---
 
     @property
     def success(self) -> bool | None:
@@ -185,6 +434,14 @@ class Call(NamedTuple):
         trace's id, the key the fold made where the id does not tell the call apart (no id,
         an id started again, an id with ``~``: see :func:`id_key`)."""
         return self.key
+
+
+_FIELDS = Call._fields
+
+
+def _tuple(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``value`` as the tuple it stands for (a call: its 24 fields)."""
+    return value._values() if isinstance(value, Call) else value
 
 
 class Run(NamedTuple):

@@ -2,7 +2,11 @@
 
 A long run's fold holds every call until the run is built (issue 37). As a dict of its 13-15
 members a call weighed about 1.1 KB, 460-570 bytes of it the dict and its key table; as an
-object of one slot a member, the object is 224 bytes however many members it holds.
+object of one slot a member, the object is 224 bytes however many members it holds. The
+members most calls never have (:data:`RARE`: a label, a temperature, content, a place in the
+order of events, candidates...) are held together in one slot, an object made the first time
+one of them is written: a call without any is 160 bytes (eighty bytes a call less, 40 MiB of a
+million events' reading, measured). Its times are held as :mod:`.instants` holds them.
 
 The fold's code reads and writes the members as attributes. Everything else may read a call
 as the dict it was (``[k]``, ``get``, ``in``, ``setdefault``, ``pop``, ``del``), and a
@@ -21,8 +25,9 @@ as None, which no member is ever written as, with two exceptions:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from . import instants
 from .calls import Digest
 
 # A checkpoint's members in this order: the order the fold writes them in for a call whose
@@ -39,52 +44,114 @@ _OUTPUT_FIRST = (*(n for n in ORDER if n not in ("content", "ambiguous")), "cont
 _MEMBERS = frozenset(ORDER)
 _DISPUTED = ("agent", "target")  # None when the events disagree (then listed in ambiguous)
 _UNSET: Any = object()
+# The members few calls have (written by the fold only on the events that carry them).
+RARE = ("label", "temperature", "content", "placed", "candidates", "hosted", "finish",
+        "responseId", "ambiguous", "again", "parentKey")
+_COMMON = tuple(name for name in ORDER if name not in RARE)
+
+T = TypeVar("T")
+
+
+class _Rare:
+    """The rare members of one call (:data:`RARE`), made when the first is written; ``placed``
+    unset while absent, as on the call."""
+
+    __slots__ = RARE
+
+    def __init__(self) -> None:
+        self.label = self.temperature = self.content = self.candidates = self.hosted = None
+        self.finish = self.responseId = self.ambiguous = self.again = self.parentKey = None
+
+
+class _RareMember(Generic[T]):
+    """A member of :data:`RARE` on the call: read from its rare members (None, or for
+    ``placed`` unset, while the call has none), written there (made on the first write of a
+    value; None written to a call without rare members leaves it without)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, call: Any, owner: Any = None) -> T:
+        rare = call._rare
+        if rare is None:
+            if self.name == "placed":
+                raise AttributeError("placed")
+            return None  # type: ignore[return-value]
+        return getattr(rare, self.name)  # type: ignore[no-any-return]
+
+    def __set__(self, call: Any, value: T) -> None:
+        rare = call._rare
+        if rare is None:
+            if value is None and self.name != "placed":
+                return
+            rare = call._rare = _Rare()
+        setattr(rare, self.name, value)
+
+    def __delete__(self, call: Any) -> None:
+        if call._rare is None:
+            raise AttributeError(self.name)
+        delattr(call._rare, self.name)
+
+
+class _Instant:
+    """``start`` or ``end``: a timestamp's text held as :mod:`.instants` holds it (the float
+    mas-lab wrote, where it gives the text back), read as the text."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, call: Any, owner: Any = None) -> str | None:
+        return instants.text(getattr(call, self.slot))
+
+    def __set__(self, call: Any, text: str | None) -> None:
+        setattr(call, self.slot, instants.held(text))
 
 
 class FoldedCall:
     """One call of the fold: one slot a member, a member absent as None (see the module)."""
 
-    __slots__ = ORDER
+    __slots__ = (*(f"_{n}" if n in ("start", "end") else n for n in _COMMON), "_rare")
 
     key: str
     id: str
     cls: str
     first: int
     startLine: int | None
-    start: str | None
+    start = _Instant()
     agent: str | None
     parent: str | None
     target: str | None
-    label: str | None
-    temperature: float | None
     input: Digest | None
-    content: dict[str, Any] | None
-    placed: str | None  # unset while absent: None is "under no call"
-    candidates: list[str] | None
-    hosted: int | None
     endLine: int | None
-    end: str | None
+    end = _Instant()
     status: str | None
     tokens: dict[str, int] | None
-    finish: str | None
-    responseId: str | None
     output: Digest | None
-    ambiguous: list[str] | None
+    _rare: _Rare | None
+    _start: str | float | None  # start and end as held (.instants)
+    _end: str | float | None
+    label: _RareMember[str | None] = _RareMember()
+    temperature: _RareMember[float | None] = _RareMember()
+    content: _RareMember[dict[str, Any] | None] = _RareMember()
+    placed: _RareMember[str | None] = _RareMember()  # unset while absent: None is "under no call"
+    candidates: _RareMember[list[str] | None] = _RareMember()
+    hosted: _RareMember[int | None] = _RareMember()
+    finish: _RareMember[str | None] = _RareMember()
+    responseId: _RareMember[str | None] = _RareMember()
+    ambiguous: _RareMember[list[str] | None] = _RareMember()
     # On the first call of an id only: by class, the key of the latest call started or
     # ended again under it (trace.call-conflict), which the id's next events of that class
     # pair with.
-    again: dict[str, str] | None
+    again: _RareMember[dict[str, str] | None] = _RareMember()
     # The key of the call its parent id names, where that id was started again before this
     # call began (the id's latest call by then); else absent, and the build resolves the id.
-    parentKey: str | None
+    parentKey: _RareMember[str | None] = _RareMember()
 
     def __init__(self, key: str, call_id: str, cls: str, first: int) -> None:
         self.key, self.id, self.cls, self.first = key, call_id, cls, first
         self.startLine = self.start = self.agent = self.parent = self.target = None
-        self.label = self.temperature = self.input = self.content = None
-        self.candidates = self.hosted = self.endLine = self.end = self.status = None
-        self.tokens = self.finish = self.responseId = self.output = self.ambiguous = None
-        self.again = self.parentKey = None
+        self.input = self.endLine = self.end = self.status = self.tokens = self.output = None
+        self._rare = None
 
     @classmethod
     def of(cls, members: dict[str, Any]) -> FoldedCall:

@@ -1885,6 +1885,8 @@ def _load_all(store: TraceStore, chunks: Iterator[Chunk]) -> None:
     import queue
     import threading
 
+    from .memory import give_back
+
     handoff: queue.Queue[Chunk | None] = queue.Queue(maxsize=1)
     failed: list[BaseException] = []
 
@@ -1897,6 +1899,7 @@ def _load_all(store: TraceStore, chunks: Iterator[Chunk]) -> None:
             except BaseException as exc:  # raised again by the thread building the chunks
                 failed.append(exc)
             chunk = None  # loaded: not held while the next is awaited
+            give_back()  # what the loader's threads freed, while the run is still held
 
     writer = threading.Thread(target=write, name="ioa-check-trace-store-writer", daemon=True)
     writer.start()
