@@ -16,7 +16,8 @@ Rows:
 * audit: the installed ``ioa-check audit --format json --jobs N`` as a process on a JSON
   Lines file of 100,000 registrations (20,000 with ``--quick``): registrations/s from the
   process's wall time, start-up included, median of ``--runs``; and its peak RSS (the
-  largest of the process and its workers, from wait4), median of the runs;
+  largest of the process and its workers, from wait4), median of the runs; with N above 1,
+  ``--jobs 1`` too, run for run beside it, and how many times as fast N workers are;
 * warm check: ``Checker.check()`` in this process, p50 and p99 in ms, each envelope of the
   stream checked once after a warm-up on envelopes of the same stream (``cache_size=0``, and
   every envelope distinct anyway), compiled and reference engines;
@@ -174,24 +175,35 @@ def audit_rows(size: int, runs: int, jobs: int, sample: int, folder: Path) -> li
         picked = lines[::step][:sample]
         naive_rate = len(picked) / sum(timed_each(naive, picked))
         del lines
-        walls, peaks, loads = [], [], []
+        # --jobs 1 beside --jobs N, run for run, so that both meet the same load
+        counts = [jobs, 1] if jobs > 1 else [jobs]
+        walls: dict[int, list[float]] = {n: [] for n in counts}
+        peaks, loads = [], []
         for _ in range(runs):
             loads.append(load())
-            elapsed, peak, _ = audit_once(path, jobs)
-            walls.append(elapsed)
-            peaks.append(peak)
+            for n in counts:
+                elapsed, peak, _ = audit_once(path, n)
+                walls[n].append(elapsed)
+                if n == jobs:
+                    peaks.append(peak)
         path.unlink()
-        wall = statistics.median(walls)
+        wall = statistics.median(walls[jobs])
         rate = size / wall
-        spread = f"{size / max(walls):,.0f}-{size / min(walls):,.0f}"
-        rows.append(Row(f"audit {name}", f"{size:,} ({megabytes:.0f} MiB)",
-                        f"registrations/s, --jobs {jobs}, median of {runs} ({spread})",
-                        f"{rate:,.0f}", f"{naive_rate:,.0f}", f"{floor:,.0f}",
-                        f"{rate / naive_rate:,.0f}", f"{floor / rate:.1f}",
-                        statistics.median(loads)))
+        for n in counts:
+            spread = f"{size / max(walls[n]):,.0f}-{size / min(walls[n]):,.0f}"
+            rated = size / statistics.median(walls[n])
+            rows.append(Row(
+                f"audit {name}", f"{size:,} ({megabytes:.0f} MiB)",
+                f"registrations/s, --jobs {n}, median of {runs} ({spread})"
+                + (f"; --jobs {jobs} {rate / rated:.2f} times as fast" if n != jobs else ""),
+                f"{rated:,.0f}", f"{naive_rate:,.0f}", f"{floor:,.0f}",
+                f"{rated / naive_rate:,.0f}", f"{floor / rated:.1f}",
+                statistics.median(loads)))
         rows.append(Row(f"audit {name}", f"{size:,}", "peak RSS MiB (median)",
                         f"{statistics.median(peaks):.0f}", "", "", "", "", statistics.median(loads)))
-        print(f"  {rows[-2].name}: {rate:,.0f}/s (walls {', '.join(f'{w:.2f}' for w in walls)} s), "
+        said = "; ".join(f"--jobs {n} {', '.join(f'{w:.2f}' for w in walls[n])} s"
+                         for n in counts)
+        print(f"  audit {name}: {rate:,.0f}/s (walls: {said}), "
               f"peak {statistics.median(peaks):.0f} MiB, naive {naive_rate:,.0f}/s, "
               f"floor {floor:,.0f}/s, load {rows[-1].load:.2f}", flush=True)
     return rows

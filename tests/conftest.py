@@ -4,7 +4,14 @@ and then on a rare input, with nothing changed). ``pytest --hypothesis-profile=e
 draws fresh inputs on every run, as ``bench/fuzz_report.py --seed N`` does for the fuzzer;
 what they find becomes a case of its own (``tests/cases/fuzz``).
 
-The ``browser`` fixture: a real browser for the tests that look at a page (tests/browser.py)."""
+The ``browser`` fixture: a real browser for the tests that look at a page (tests/browser.py).
+
+An ``ioa-check trace`` run in the test process (``cli.main.main``) is bounded by
+``--max-memory``, which bounds the whole process: after a few thousand tests, the test
+process alone holds more than the 512 MiB default, and every such run would be refused
+(``trace.memory-bound``) for what the tests before it left. In the test process the
+default is 64 GiB (the bound's own tests give theirs, or run the command as a process,
+where the default is the real one); a test marked ``default_memory_bound`` keeps it."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +31,15 @@ settings.register_profile("deterministic", derandomize=True, database=None, dead
 settings.register_profile("explore", derandomize=False, deadline=None,
                           suppress_health_check=SLOW_DRAWS_ARE_NO_FAILURE)
 settings.load_profile("deterministic")
+
+
+@pytest.fixture(autouse=True)
+def _in_process_memory_bound(request: pytest.FixtureRequest,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("default_memory_bound") is None:
+        from ioa_semantic.cli import trace
+
+        monkeypatch.setattr(trace, "DEFAULT_MAX_MEMORY", 64 << 30)
 
 
 @pytest.fixture

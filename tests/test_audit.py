@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from ioa_semantic import Checker
 from ioa_semantic.audit.inputs import documents
 from ioa_semantic.audit.run import Audit
-from ioa_semantic.reporters.audit import is_report
+from ioa_semantic.reporters.audit import is_report, result_line
 
 from support import IOA_CHECK, registration_63, sarif_of, write_registrations
 
@@ -245,6 +245,37 @@ def test_worker_processes_give_the_same_output_in_the_same_order(tmp_path: Path)
                           "differences": [{"member": "/outputs", "values": [
                               ["text/plain"], ["text/plain"], ["text/plain"],
                               ["application/pdf"]]}]}]
+
+
+def test_an_input_of_one_piece_is_judged_without_starting_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--jobs N starts its workers only for an input of more than one piece (a JSON Lines
+    file is read in blocks of 512 KiB): a small audit costs no forks, and says the same."""
+    import multiprocessing
+
+    from ioa_semantic.audit.inputs import pieces
+
+    started: list[str] = []
+    real = multiprocessing.get_context
+
+    def get_context(method: str | None = None) -> Any:
+        started.append(str(method))
+        return real(method)
+
+    monkeypatch.setattr(multiprocessing, "get_context", get_context)
+    checker = Checker("cs-translation")
+    one = len(line(variant(**{"@id": "cs:Cap100"})).encode())
+    for size, pools in ((1, []), (512 * 1024 // one - 10, []), (512 * 1024 // one + 10, ["fork"])):
+        started.clear()
+        path = tmp_path / f"r{size}.jsonl"
+        path.write_text("".join(line(variant(**{"@id": f"cs:Cap{100 + i % 900}"}))
+                                for i in range(size)))
+        by_worker = [(b.size, b.lines) for b in Audit(checker).batches(
+            pieces([str(path)]), jobs=2, render=result_line)]
+        here = [(b.size, b.lines) for b in Audit(checker).batches(
+            pieces([str(path)]), jobs=1, render=result_line)]
+        assert by_worker == here and sum(n for n, _ in here) == size
+        assert started == pools
 
 
 def test_a_killed_audit_resumes_to_the_same_output(tmp_path: Path) -> None:

@@ -51,6 +51,38 @@ def test_the_compact_index_finds_what_the_plain_one_finds(
     assert len(index) == len({ident for ident, _, _ in entries})
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["urn:x:1", "urn:x:2", "https://e.org/c#3", "urn:é"]),
+                          declarations, places), max_size=30),
+       st.lists(st.integers(1, 8), max_size=8), st.integers(1, 6))
+def test_batches_digested_where_judged_index_as_registrations_one_by_one(
+        entries: list[tuple[str, tuple[Any, ...], Where]], sizes: list[int], kept: int) -> None:
+    """A worker digests its batch (conflicts.digested) and the writing process adds the
+    batch (add_batch): the same conflicts, and the same declarations kept within the bound,
+    as each registration added in full in input order, whatever the batches' sizes."""
+    from ioa_semantic.audit import conflicts
+    from ioa_semantic.audit.conflicts import digested
+
+    saved = conflicts.DECLARATIONS_KEPT
+    conflicts.DECLARATIONS_KEPT = kept
+    try:
+        one_by_one, batched = ConflictIndex(), ConflictIndex()
+        for ident, declaration, where in entries:
+            one_by_one.add(ident, declaration, where)
+        at = 0
+        for size in [*sizes, len(entries)]:
+            batch = entries[at:at + size]
+            at += size
+            digests, declared = digested(batch)
+            assert len(declared) == len({d for _, d, _ in batch})  # each distinct one once
+            batched.add_batch(digests, declared)
+    finally:
+        conflicts.DECLARATIONS_KEPT = saved
+    assert list(batched.conflicts()) == list(one_by_one.conflicts())
+    assert batched._declared == one_by_one._declared
+    assert len(batched) == len(one_by_one)
+
+
 def test_a_conflict_names_every_registration_in_order() -> None:
     index = ConflictIndex()
     one, other = (("text/plain",), ("text/html",), None), (("text/plain",), ("image/png",), None)

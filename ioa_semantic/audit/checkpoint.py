@@ -19,7 +19,7 @@ from .._exceptions import ConfigurationError, WriteFailed
 from .._files import NotOurs, claim, first_line, write_file, writing
 from . import inputs
 from .inputs import FileRead, Fingerprint, Mark, Piece
-from .judge import Declared
+from .judge import Digested
 
 
 class Tally(Protocol):
@@ -300,8 +300,10 @@ class Checkpoint:
     def indexed(self, ident: str, declaration: Any, where: tuple[str, int | None]) -> None:
         self._unjournaled.append((ident, declaration, where))
 
-    def indexed_all(self, entries: Iterable[Declared]) -> None:
-        self._unjournaled.extend(entries)
+    def indexed_all(self, entries: Iterable[Digested],
+                    declared: dict[bytes, tuple[Any, ...]]) -> None:
+        self._unjournaled.extend((ident, declared[digest], where)
+                                 for ident, _, digest, where in entries)
 
     def advance(self, audit: Tally) -> None:
         self.done += 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 Where = tuple[str, "int | None"]
@@ -32,6 +32,28 @@ _PLACE = struct.Struct("<IQ")  # source number, index + 1 (0: none)
 
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=_DIGEST).digest()
+
+
+def ident_digest(ident: str) -> bytes:
+    """The digest a capability IRI is indexed by."""
+    return _digest(ident)
+
+
+def digested(declarations: Iterable[tuple[str, tuple[Any, ...], Where]]
+             ) -> tuple[list[tuple[str, bytes, bytes, Where]], dict[bytes, tuple[Any, ...]]]:
+    """A batch's declarations as :meth:`ConflictIndex.add_batch` takes them: each with its
+    IRI's and its declaration's digests, and each distinct declaration once, by digest, in
+    the order first met. Done where the batch is judged (a worker), so that the writing
+    process, which indexes every registration of the audit, neither digests nor receives a
+    declaration more than once a batch."""
+    entries = []
+    declared: dict[bytes, tuple[Any, ...]] = {}
+    for ident, declaration, where in declarations:
+        digest = declaration_digest(declaration)
+        if digest not in declared:
+            declared[digest] = declaration
+        entries.append((ident, _digest(ident), digest, where))
+    return entries, declared
 
 
 def declaration_digest(declaration: tuple[Any, ...]) -> bytes:
@@ -78,10 +100,28 @@ class ConflictIndex:
 
     def add(self, ident: str, declaration: tuple[Any, ...], where: Where) -> None:
         """One valid registration of ``ident`` declaring ``declaration``, at ``where``."""
-        key = _digest(ident)
         declared = declaration_digest(declaration)
+        self.keep(declared, declaration)
+        self.add_digested(ident, ident_digest(ident), declared, where)
+
+    def add_batch(self, declarations: list[tuple[str, bytes, bytes, Where]],
+                  declared: dict[bytes, tuple[Any, ...]]) -> None:
+        """A batch's valid registrations as :func:`digested` gives them (judged elsewhere:
+        a worker digests them, so that the process that indexes them only looks up)."""
+        for digest, declaration in declared.items():
+            self.keep(digest, declaration)
+        for ident, key, digest, where in declarations:
+            self.add_digested(ident, key, digest, where)
+
+    def keep(self, declared: bytes, declaration: tuple[Any, ...]) -> None:
+        """Keep ``declaration`` (of digest ``declared``) to say what differs, within the
+        bound; a registration's is kept before the registration is added."""
         if declared not in self._declared and len(self._declared) < DECLARATIONS_KEPT:
             self._declared[declared] = declaration
+
+    def add_digested(self, ident: str, key: bytes, declared: bytes, where: Where) -> None:
+        """:meth:`add` of a registration whose IRI's digest (``key``, :func:`ident_digest`)
+        and declaration's digest (``declared``) are known; its declaration already kept."""
         first = self._first.get(key)
         if first is None:
             self._first[key] = self._packed(declared, where)

@@ -175,6 +175,10 @@ Render = Callable[[Result], str]
 # (capability IRI, declaration, (source, index)): what a valid registration declares, and where
 Declared = tuple[str, tuple[Any, ...], tuple[str, int | None]]
 
+# (capability IRI, its digest, its declaration's digest, (source, index)): a valid
+# registration as the conflict index takes it (see .conflicts.digested)
+Digested = tuple[str, bytes, bytes, tuple[str, int | None]]
+
 
 class Judged(NamedTuple):
     """A batch of registrations judged: what the audit counts and the reporters write."""
@@ -182,7 +186,9 @@ class Judged(NamedTuple):
     size: int  # registrations judged
     lines: str  # each result's line, in input order, when the batch was judged with a render
     notable: tuple[Result, ...]  # the results with a reason or not valid, in input order
-    declarations: list[Declared]  # of each valid registration, for conflicts
+    declarations: list[Digested]  # of each valid registration, for conflicts
+    # each distinct declaration of the batch's valid registrations, by digest
+    declared: dict[bytes, tuple[Any, ...]]
 
 
 def judge(checker: Checker, data: bytes | str | dict[str, Any], source: str,

@@ -165,11 +165,9 @@ class Audit:
         self.statuses["valid"] += plain
         for result in batch.notable:
             self._count(result)
-        add = self._index.add
-        for ident, declaration, where in batch.declarations:
-            add(ident, declaration, where)
+        self._index.add_batch(batch.declarations, batch.declared)
         if self.checkpoint is not None:
-            self.checkpoint.indexed_all(batch.declarations)
+            self.checkpoint.indexed_all(batch.declarations, batch.declared)
 
     def _count(self, result: Result) -> Result:
         self.total += 1

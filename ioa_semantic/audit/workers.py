@@ -11,13 +11,13 @@ if TYPE_CHECKING:
     from .._checker import Checker
 
 from ..compiled.engine import CompiledEngine
+from .conflicts import digested
 from .inputs import _BATCH, Piece, items_of
 from .judge import (
     _INPUTS,
     _ONTOLOGY_ID,
     _ONTOLOGY_VERSION,
     _OUTPUTS,
-    Declared,
     Item,
     Judged,
     Render,
@@ -109,7 +109,7 @@ def judge_together(checker: Checker, batch: Iterable[Item], render: Render | Non
     registration in it."""
     lines: list[str] = []
     notable: list[Result] = []
-    declarations: list[Declared] = []
+    declarations: list[tuple[str, tuple[Any, ...], tuple[str, int | None]]] = []
     size = 0
     for result, declaration in judged_items(checker, batch, kinds, place):
         size += 1
@@ -119,7 +119,7 @@ def judge_together(checker: Checker, batch: Iterable[Item], render: Render | Non
             notable.append(result)
         if declaration is not None and result.id is not None:
             declarations.append((result.id, declaration, (result.source, result.position)))
-    return Judged(size, "".join(lines), tuple(notable), declarations)
+    return Judged(size, "".join(lines), tuple(notable), *digested(declarations))
 
 
 def batched(results: Iterable[Result], render: Render | None = None) -> Iterator[Judged]:
@@ -137,7 +137,7 @@ def batched(results: Iterable[Result], render: Render | None = None) -> Iterator
 
 def _as_judged(batch: list[Result], render: Render | None) -> Judged:
     return Judged(len(batch), "".join(map(render, batch)) if render is not None else "",
-                  tuple(r for r in batch if not r.plain), [])
+                  tuple(r for r in batch if not r.plain), [], {})
 
 
 def judge_piece(checker: Checker, piece: Piece, render: Render | None = None,
@@ -156,11 +156,19 @@ def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Re
     """Judge pieces in forked workers that inherit the built checker, keeping input order.
 
     At most a few pieces per worker are in flight, so memory does not grow with the input
-    (a pool's own ``imap`` would read the whole input ahead).
+    (a pool's own ``imap`` would read the whole input ahead). An input of one piece is
+    judged here: starting workers would cost more than the one that judges it could give.
     """
+    import itertools
     import multiprocessing
-    from collections import deque
 
+    pieces = iter(pieces)
+    ahead = list(itertools.islice(pieces, 2))
+    if len(ahead) < 2:
+        for piece in ahead:
+            yield judge_piece(checker, piece, render, kinds, place)
+        return
+    pieces = itertools.chain(ahead, pieces)
     global _WORKER_CHECKER, _WORKER_KINDS
     _WORKER_CHECKER, _WORKER_KINDS = checker, kinds  # each worker fills its own copy
     context = multiprocessing.get_context("fork")

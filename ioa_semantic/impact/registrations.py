@@ -350,7 +350,7 @@ class RegistrationImpact:
                     f"{self.report}: the inputs now hold more registrations than the report: "
                     "the audit report is not of these inputs (name registrations added "
                     "with --add-registrations)")
-            plain = [(ident, where) for ident, _, where in batch.declarations
+            plain = [(ident, where) for ident, _, _, where in batch.declarations
                      if where not in here and where not in notable]
             yield from self._new(list(notable.values()), plain)
             # (The registrations added come after every audited one: the report has run out.)
@@ -478,7 +478,7 @@ class RegistrationImpact:
         for batch in run.batches(pieces(self.added, limits=run.judging.limits)):
             notable.extend(batch.notable)
             listed = {(r.source, r.position) for r in batch.notable}
-            plain.extend((ident, where) for ident, _, where in batch.declarations
+            plain.extend((ident, where) for ident, _, _, where in batch.declarations
                          if where not in listed)
         iris = {ident for ident, _ in plain} | {r.id for r in notable if r.id is not None}
         # The audited registrations of those IRIs (the report names each one's), judged
