@@ -307,8 +307,9 @@ HEADER = Row("row", "size", "figure", "value", "naive", "floor", "x naive", "x f
 
 def row_key(row: Row) -> tuple[str, str]:
     """What a row of one run shares with the same row of another: its name and its figure
-    without the spread of the runs in brackets."""
-    return row.name, re.sub(r", median of \d+", "", re.sub(r" \(.*\)$", "", row.figure))
+    without the spread of the runs in brackets (nor a --jobs 1 row's ratio to --jobs N)."""
+    figure = re.sub(r"; --jobs \d+ [\d.]+ times as fast$", "", row.figure)
+    return row.name, re.sub(r", median of \d+", "", re.sub(r" \(.*\)$", "", figure))
 
 
 def table(rows: list[Row], before: dict[tuple[str, str], Row] | None = None) -> str:

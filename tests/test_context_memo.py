@@ -492,3 +492,33 @@ def test_the_traffic_senders_contexts_are_judged_as_with_no_memo() -> None:
     for context in seen[::7]:
         _remembered_and_fresh(context)
         assert _review(context)[0] == ()
+
+
+@pytest.mark.parametrize("senders", ["one", "each its own"])
+def test_a_documents_own_id_is_not_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              senders: str) -> None:
+    """Each registration's ``@id`` is its own, met once: the scheme memo keeps the IRIs met
+    again (a sender's terms), and neither registrations answered by their kind (one sender)
+    nor registrations each walked in full (each sender with a prefix of its own) push them
+    out with an ``@id`` apiece (a uniform audit spent a fifth of its time so)."""
+    from ioa_semantic import Checker
+    from ioa_semantic.audit.inputs import pieces
+    from ioa_semantic.audit.run import Audit
+
+    memo: BoundedCache[str, str] = BoundedCache(1 << 20)
+    monkeypatch.setattr(walk, "_SCHEMES", memo)
+    path = tmp_path / "r.jsonl"
+    lines = []
+    for n in range(60):
+        registration = registration_63()
+        prefix = "cs" if senders == "one" else f"cs{n}"
+        if prefix != "cs":  # a sender of its own: a context never seen, walked in full
+            registration["@context"][prefix] = registration["@context"]["cs"]
+        registration["@id"] = f"{prefix}:OwnCapability{n}"
+        lines.append(json.dumps(registration) + "\n")
+    path.write_text("".join(lines))
+    audit = Audit(Checker("cs-translation"))
+    judged = list(audit.batches(pieces([str(path)]), jobs=1))
+    assert sum(batch.size for batch in judged) == 60 and audit.statuses["valid"] == 60
+    assert [key for key in memo.remembered_keys() if "OwnCapability" in key] == []
+    assert memo.remembered_keys()  # the memo is in use: the terms' IRIs are remembered

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ioa_semantic.trace.events import _instant
-from ioa_semantic.trace.instants import held, text
+from ioa_semantic.trace.instants import earlier, held, text
 
 
 @given(st.one_of(st.text(), st.none()))
@@ -48,3 +48,39 @@ def test_calls_that_differ_only_in_a_zeros_sign_are_not_equal() -> None:
     assert call != call._replace(start="-0.0")
     assert call == call._replace(end="1800000000.007") and call.end == "1800000000.007"
     assert call._asdict()["end"] == "1800000000.007"
+
+
+# Timestamps as a trace writes them: JSON numbers (held as floats) and texts no float gives
+# back (held as texts), near one another so that both orders and equality are drawn.
+_times = st.one_of(
+    st.floats(min_value=-1e15, max_value=1e15, allow_nan=False, allow_infinity=False),
+    st.integers(-10**20, 10**20),
+    st.decimals(min_value=-10**12, max_value=10**12, allow_nan=False, allow_infinity=False,
+                places=12)).map(_instant).filter(lambda written: written is not None)
+
+
+@given(_times, _times)
+def test_held_times_are_ordered_as_their_texts_decimal_values(one: str, other: str) -> None:
+    """The fold finds a call that ends before it starts by comparing its two times as held
+    (two floats as floats): the same answer as their texts' decimal values give."""
+    from decimal import Decimal
+
+    assert earlier(_held(one), _held(other)) is (Decimal(one) < Decimal(other))
+
+
+def _held(written: str | None) -> str | float:
+    value = held(written)
+    assert value is not None
+    return value
+
+
+def test_neighbouring_floats_are_ordered_as_their_texts() -> None:
+    import math
+    from decimal import Decimal
+
+    for base in (1800000000.007, 1.5, 1e-7, 123456789.123456):
+        below, above = math.nextafter(base, 0), math.nextafter(base, math.inf)
+        for one, other in ((below, base), (base, above), (base, base), (above, below)):
+            first, second = _instant(one), _instant(other)
+            assert first is not None and second is not None
+            assert earlier(_held(first), _held(second)) is (Decimal(first) < Decimal(second))

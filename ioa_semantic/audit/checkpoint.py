@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 from .._exceptions import ConfigurationError, WriteFailed
 from .._files import NotOurs, claim, first_line, write_file, writing
 from . import inputs
+from .conflicts import Digested
 from .inputs import FileRead, Fingerprint, Mark, Piece
-from .judge import Digested
 
 
 class Tally(Protocol):

@@ -23,6 +23,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 Where = tuple[str, "int | None"]
+# (capability IRI, declaration, where): what a valid registration declares, and where
+Declared = tuple[str, tuple[Any, ...], Where]
+# (capability IRI, its digest, its declaration's digest, where): as the index takes it
+Digested = tuple[str, bytes, bytes, Where]
 
 _DIGEST = 20
 # Distinct declarations kept to say what differs in a conflict (a few hundred bytes each).
@@ -39,20 +43,20 @@ def ident_digest(ident: str) -> bytes:
     return _digest(ident)
 
 
-def digested(declarations: Iterable[tuple[str, tuple[Any, ...], Where]]
-             ) -> tuple[list[tuple[str, bytes, bytes, Where]], dict[bytes, tuple[Any, ...]]]:
+def digested(declarations: Iterable[Declared]
+             ) -> tuple[list[Digested], dict[bytes, tuple[Any, ...]]]:
     """A batch's declarations as :meth:`ConflictIndex.add_batch` takes them: each with its
     IRI's and its declaration's digests, and each distinct declaration once, by digest, in
     the order first met. Done where the batch is judged (a worker), so that the writing
     process, which indexes every registration of the audit, neither digests nor receives a
     declaration more than once a batch."""
-    entries = []
+    entries: list[Digested] = []
     declared: dict[bytes, tuple[Any, ...]] = {}
     for ident, declaration, where in declarations:
         digest = declaration_digest(declaration)
         if digest not in declared:
             declared[digest] = declaration
-        entries.append((ident, _digest(ident), digest, where))
+        entries.append((ident, ident_digest(ident), digest, where))
     return entries, declared
 
 
@@ -104,7 +108,7 @@ class ConflictIndex:
         self.keep(declared, declaration)
         self.add_digested(ident, ident_digest(ident), declared, where)
 
-    def add_batch(self, declarations: list[tuple[str, bytes, bytes, Where]],
+    def add_batch(self, declarations: list[Digested],
                   declared: dict[bytes, tuple[Any, ...]]) -> None:
         """A batch's valid registrations as :func:`digested` gives them (judged elsewhere:
         a worker digests them, so that the process that indexes them only looks up)."""

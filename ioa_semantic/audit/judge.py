@@ -16,6 +16,7 @@ from .._findings import Finding, Remedy, Severity, Verdict, sort_key
 from .._vocab import IOA
 from ..pipeline import remedies
 from ..sources.loader import registration_parameter_problems
+from .conflicts import Digested
 from .kinds import Kinds, Reported, Unknown
 from .places import Place
 
@@ -170,14 +171,6 @@ Item = tuple[str, int | None, "bytes | dict[str, Any] | None", tuple[Finding, ..
 
 
 Render = Callable[[Result], str]
-
-
-# (capability IRI, declaration, (source, index)): what a valid registration declares, and where
-Declared = tuple[str, tuple[Any, ...], tuple[str, int | None]]
-
-# (capability IRI, its digest, its declaration's digest, (source, index)): a valid
-# registration as the conflict index takes it (see .conflicts.digested)
-Digested = tuple[str, bytes, bytes, tuple[str, int | None]]
 
 
 class Judged(NamedTuple):

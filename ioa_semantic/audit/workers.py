@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .._checker import Checker
 
 from ..compiled.engine import CompiledEngine
-from .conflicts import digested
+from .conflicts import Declared, digested
 from .inputs import _BATCH, Piece, items_of
 from .judge import (
     _INPUTS,
@@ -109,7 +109,7 @@ def judge_together(checker: Checker, batch: Iterable[Item], render: Render | Non
     registration in it."""
     lines: list[str] = []
     notable: list[Result] = []
-    declarations: list[tuple[str, tuple[Any, ...], tuple[str, int | None]]] = []
+    declarations: list[Declared] = []
     size = 0
     for result, declaration in judged_items(checker, batch, kinds, place):
         size += 1

@@ -145,8 +145,10 @@ def id_expander(active: ActiveContext,
                 schemes: frozenset[str]) -> Callable[[str], str | None]:
     """The walk's expansion of a top node's ``@id`` under one context (not remembered, as the
     walk does not remember it): for a caller that expands the ``@id`` of each of many
-    documents."""
-    return partial(_expand_reference, active=active, vocab=False, schemes=schemes)
+    documents. Nor is its scheme, as in the walk: each document's ``@id`` is its own, met
+    once, and remembering it only pushed out of the memo the IRIs met again."""
+    return partial(_expand_reference, active=active, vocab=False, schemes=schemes,
+                   remember=False)
 
 
 def _memoized(memo: dict[str, str | None], active: ActiveContext, vocab: bool,
@@ -161,11 +163,11 @@ def _memoized(memo: dict[str, str | None], active: ActiveContext, vocab: bool,
 
 
 def _expand_reference(value: str, active: ActiveContext, vocab: bool,
-                      schemes: frozenset[str]) -> str | None:
+                      schemes: frozenset[str], remember: bool = True) -> str | None:
     if vocab and value in active.terms:
         # A term's IRI is an IRI (active_context holds it to RFC 3987); its scheme is the
         # policy's to allow, as a property's IRI in the reference engine.
-        return _allowed(active.terms[value], schemes)
+        return _allowed(active.terms[value], schemes, remember)
     if value.startswith(("@", "_:")):
         return None
     prefix, sep, suffix = value.partition(":")
@@ -174,17 +176,19 @@ def _expand_reference(value: str, active: ActiveContext, vocab: bool,
     # The whole IRI is held to RFC 3987, never its prefix alone: a suffix can hold a space.
     if not suffix.startswith("//"):
         if prefix in active.prefixes:
-            return _allowed(active.prefixes[prefix] + suffix, schemes)
+            return _allowed(active.prefixes[prefix] + suffix, schemes, remember)
         if prefix in active.terms:
             return None
     scheme = iri_scheme(value)
     return value if scheme is not None and scheme in schemes else None
 
 
-def _allowed(iri: str, schemes: frozenset[str]) -> str | None:
+def _allowed(iri: str, schemes: frozenset[str], remember: bool = True) -> str | None:
     """An IRI a context's terms or prefixes expanded to, if it is one of an allowed scheme:
-    :func:`iri_scheme`, with the RFC 3987 part remembered (see _SCHEMES)."""
-    scheme = None if iri.startswith(NO_BASE) else _remembered_scheme(iri)
+    :func:`iri_scheme`, with the RFC 3987 part remembered (see _SCHEMES) if ``remember``."""
+    if iri.startswith(NO_BASE):
+        return None
+    scheme = _remembered_scheme(iri) if remember else (rfc3987_scheme(iri) or None)
     return iri if scheme is not None and scheme in schemes else None
 
 
@@ -281,11 +285,12 @@ class _RestrictedWalk:
                     return None
                 continue
             elif plan is _ID:
-                # A top node's @id is its document's own, met once: remembering it would
-                # only push out the references that do recur (types, coerced values).
+                # A top node's @id is its document's own, met once: remembering it (or
+                # its scheme) would only push out the references that do recur (types,
+                # coerced values, a sender's prefixes).
                 ident = None if type(value) is not str else (
                     _restricted_iri(value, active, False, schemes) if pointer
-                    else _expand_reference(value, active, False, schemes))
+                    else _expand_reference(value, active, False, schemes, remember=False))
                 if ident is None and self.dropped is not None and type(value) is str:
                     ident = as_written(value, active)
                 if ident is None:

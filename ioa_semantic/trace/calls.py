@@ -229,8 +229,9 @@ class Call(_Held):
                        "own_agent": None}
 
     def __new__(klass, key: str, id: str, cls: str, agent: str | None, target: str | None,
-                parent: str | None, parent_id: str | None, start: str | None, end: str | None,
-                first_line: int, status: str | None, label: str | None, tokens: dict[str, int],
+                parent: str | None, parent_id: str | None, start: str | float | None,
+                end: str | float | None, first_line: int, status: str | None,
+                label: str | None, tokens: dict[str, int],
                 finish: str | None, temperature: float | None, response_id: str | None,
                 input: Digest | None, output: Digest | None, content: dict[str, Any] | None,
                 ambiguous: tuple[str, ...], remote: bool = False,
@@ -244,6 +245,7 @@ class Call(_Held):
         else:
             rare = _Rare(label, finish, temperature, response_id, content, ambiguous, remote,
                          candidates, agent_id, own_agent)
+        # A time is its text, or the float .instants holds that text as (the fold's, as held).
         return super().__new__(klass, key, id, cls, agent, target, parent, parent_id,
                                instants.held(start), instants.held(end), first_line, status,
                                tokens, input, output, rare)

@@ -33,7 +33,7 @@ from .._codes import finding
 from .._findings import Finding, Severity
 from ..pipeline.intake import Limits
 from ..pipeline.intake import parse as parse_json
-from . import formats, maslab_otel, nesting, otlp, runfile
+from . import formats, instants, maslab_otel, nesting, otlp, runfile
 from .attribution import Attribution
 from .calls import Call, Digest, Run, id_key
 from .folded import FoldedCall
@@ -628,8 +628,8 @@ class Fold:
             call.start = instant
         else:
             call.end = instant
-        if call.start is not None and call.end is not None and (
-                Decimal(call.end) < Decimal(call.start)):
+        start, end = call._start, call._end  # as held: compared without their texts made
+        if start is not None and end is not None and instants.earlier(end, start):
             # Times that cannot both be right. The end's is not used; the start's is kept,
             # for a call without one has no place among the others (a trajectory reads it
             # so), and the order of events, which decides the verdicts, stays.
@@ -1326,7 +1326,9 @@ def _call(raw: FoldedCall, calls: dict[str, FoldedCall], by_id: dict[str, str],
     return Call(
         key=raw.key, id=raw.id, cls=raw.cls, agent=raw.agent,
         target=raw.target, parent=parent if parent != raw.key else None,
-        parent_id=parent_id, start=raw.start, end=raw.end,
+        # The times as the fold holds them, which Call holds as they are (instants.held
+        # keeps a held time), rather than made into their texts and held again.
+        parent_id=parent_id, start=raw._start, end=raw._end,
         first_line=raw.first, status=raw.status, label=raw.label,
         tokens=raw.tokens or _NO_TOKENS, finish=raw.finish,
         temperature=raw.temperature, response_id=raw.responseId,

@@ -64,10 +64,21 @@ def iri_part(name: str) -> str:
     return quote(_utf8(name), safe="")
 
 
+# What json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) makes
+# for each call (an encoder with these options), made once: a long run digests a payload an
+# event.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_text(value: Any) -> str:
+    """A piece of content as its digest is made of: text as it is, anything else as
+    canonical JSON (members sorted, no spaces, characters as they are)."""
+    return value if isinstance(value, str) else _CANONICAL.encode(value)
+
+
 def digest(value: Any) -> Digest:
-    """The :class:`Digest` of a piece of content: text as UTF-8, anything else as canonical JSON."""
-    text = value if isinstance(value, str) else json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The :class:`Digest` of a piece of content: :func:`content_text` as UTF-8."""
+    text = content_text(value)
     return Digest.of_hash(hashlib.sha256(_utf8(text)).digest(), len(text))
 
 

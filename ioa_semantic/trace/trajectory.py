@@ -56,14 +56,13 @@ the calls, apart from that sort.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
 
 from .attribution import Attribution
 from .calls import Call, Run
-from .privacy import Disclosure, iri_part
+from .privacy import Disclosure, content_text, iri_part
 
 # mas:content of a State whose side the trace records, when the text is withheld, and of one
 # whose side it does not record. The shapes require a content on every State.
@@ -114,10 +113,9 @@ def _order(unit: str) -> Callable[[Call], tuple[int, Decimal, int, str]]:
 
 
 def text_of(value: Any) -> str:
-    """A payload as the text its digest was made of (privacy.digest): text as it is, anything
-    else as canonical JSON, so the text hashes to the State's ``ioat:contentSha256``."""
-    return value if isinstance(value, str) else json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """A payload as the text its digest was made of (privacy.content_text), so the text
+    hashes to the State's ``ioat:contentSha256``."""
+    return content_text(value)
 
 
 class Trajectory:
