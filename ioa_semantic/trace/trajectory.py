@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .attribution import Attribution
 from .calls import Call, Run
@@ -110,12 +110,6 @@ def _order(unit: str) -> Callable[[Call], tuple[int, Decimal, int, str]]:
         return (0, Decimal(call.start), call.first_line, call.key)
 
     return by_line if unit == "events" else by_start
-
-
-def text_of(value: Any) -> str:
-    """A payload as the text its digest was made of (privacy.content_text), so the text
-    hashes to the State's ``ioat:contentSha256``."""
-    return content_text(value)
 
 
 class Trajectory:
@@ -218,7 +212,8 @@ class Trajectory:
         sink.add(iri, "ioat:contentChars", digest.chars)
         content = call.content or {}
         if self.disclose.include_content and side in content:
-            sink.add(iri, "content", text_of(content[side]))
+            # The text its digest was made of: it hashes to the State's ioat:contentSha256.
+            sink.add(iri, "content", content_text(content[side]))
         else:
             sink.add(iri, "content", WITHHELD.format(**digest.as_json()))
 
