@@ -40,15 +40,20 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, cast
 
-from a2a.client.client import Client, ClientCallContext
-from a2a.client.service_parameters import ServiceParametersFactory, with_a2a_extensions
-from a2a.compat.v0_3.context_builders import V03ServerCallContextBuilder
-from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers.default_request_handler_v2 import DefaultRequestHandlerV2
-from a2a.server.routes.common import DefaultServerCallContextBuilder, ServerCallContextBuilder
-from a2a.types import a2a_pb2 as pb
-from a2a.utils.errors import A2AError, ExtensionSupportRequiredError, InvalidParamsError
-from google.protobuf import json_format, struct_pb2
+try:
+    from a2a.client.client import Client, ClientCallContext
+    from a2a.client.service_parameters import ServiceParametersFactory, with_a2a_extensions
+    from a2a.compat.v0_3.context_builders import V03ServerCallContextBuilder
+    from a2a.server.context import ServerCallContext
+    from a2a.server.request_handlers.default_request_handler_v2 import DefaultRequestHandlerV2
+    from a2a.server.routes.common import DefaultServerCallContextBuilder, ServerCallContextBuilder
+    from a2a.types import a2a_pb2 as pb
+    from a2a.utils.errors import A2AError, ExtensionSupportRequiredError, InvalidParamsError
+    from google.protobuf import json_format, struct_pb2
+except ImportError as exc:
+    # "No module named 'a2a'", read from this module, would look like the package broken.
+    raise ImportError(f"ioa_semantic.a2a needs the a2a extra ({exc}): "
+                      "pip install 'ioa-semantic[a2a]'", name=exc.name) from exc
 
 from ._checker import Checker
 from ._findings import Decision, Verdict

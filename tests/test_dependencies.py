@@ -9,7 +9,7 @@ in) and fails for a new user. Two holds:
   only through another's dependencies can be dropped by that other's next release);
 * the commands of the plain install (check, audit and impact in each format, lint, sign,
   keygen) run with every module outside the dependencies' closure refused at import, as
-  in an environment where no extra is installed.
+  in an environment where no extra is installed; and what needs an extra says which.
 """
 
 from __future__ import annotations
@@ -110,33 +110,45 @@ def test_every_library_the_package_imports_is_declared_by_its_own_name() -> None
     assert undeclared == {}
 
 
-# A site-wide hook for the commands below: a module of a distribution outside the plain
-# install's closure is refused at import, as where no extra is installed.
+# A hook for the commands below: a module of a distribution outside the closure of the plain
+# install (and of the extras named) is refused at import, as where no other extra is
+# installed. Then the command line, or the code given.
 _REFUSER = """
 import importlib.abc, sys
 REFUSED = frozenset({refused!r})
 class Refuser(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in REFUSED:
-            raise ModuleNotFoundError(f"No module named {{name!r}} (not in the plain install)")
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not installed here)",
+                                      name=name)
         return None
 sys.meta_path.insert(0, Refuser())
-sys.argv = ["ioa-check", *sys.argv[1:]]
-from ioa_semantic.cli.main import entry
-entry()
+{body}
 """
+_COMMAND = """sys.argv = ["ioa-check", *sys.argv[1:]]
+from ioa_semantic.cli.main import entry
+entry()"""
+
+
+def _refusing(folder: Path, extras: tuple[str, ...] = (), body: str = _COMMAND) -> Path:
+    """A script that runs ``body`` with only the modules of the plain install and of
+    ``extras`` importable."""
+    optional: dict[str, list[str]] = _project()["optional-dependencies"]  # type: ignore[assignment]
+    roots = _core() | {name for extra in extras for name in _names(optional[extra])}
+    allowed = _closure(roots) | {canonicalize_name("ioa-semantic")}
+    refused = sorted(module for module, dists in metadata.packages_distributions().items()
+                     if module not in sys.stdlib_module_names
+                     and not {canonicalize_name(d) for d in dists} & allowed)
+    script = folder / f"refusing_{'_'.join(extras) or 'plain'}_{abs(hash(body))}.py"
+    script.write_text(_REFUSER.format(refused=refused, body=body))
+    return script
 
 
 @pytest.fixture(scope="module")
 def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A script that runs ``ioa-check`` with only the plain install's modules importable."""
-    allowed = _closure(_core()) | {canonicalize_name("ioa-semantic")}
-    refused = sorted(module for module, dists in metadata.packages_distributions().items()
-                     if module not in sys.stdlib_module_names
-                     and not {canonicalize_name(d) for d in dists} & allowed)
-    assert "starlette" in refused and "yaml" in refused
-    script = tmp_path_factory.mktemp("plain") / "ioa_check_plain.py"
-    script.write_text(_REFUSER.format(refused=refused))
+    script = _refusing(tmp_path_factory.mktemp("plain"))
+    assert "'starlette'" in script.read_text() and "'yaml'" in script.read_text()
     return script
 
 
@@ -186,3 +198,27 @@ def test_the_plain_install_lints_signs_and_makes_keys(plain_install: Path,
     assert sign.returncode == 0, sign.stderr
     lint = _run(plain_install, tmp_path, "lint", "--profile", "cs-translation")
     assert lint.returncode == 0, lint.stderr
+
+
+def test_the_a2a_gate_without_its_extra_says_which_to_install(tmp_path: Path) -> None:
+    """The gate is imported, not run as a command: its import error names the extra (not a
+    bare "No module named 'a2a'", which read from ioa_semantic/a2a.py looks like a broken
+    package)."""
+    script = _refusing(tmp_path, body="import ioa_semantic.a2a")
+    proc = _run(script, tmp_path)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: ioa_semantic.a2a needs the a2a extra"), last
+    assert "pip install 'ioa-semantic[a2a]'" in last
+
+
+def test_a_protobuf_trace_without_the_otlp_extra_says_which_to_install(tmp_path: Path) -> None:
+    pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
+    trace_pb2 = pytest.importorskip("opentelemetry.proto.trace.v1.trace_pb2",
+                                    reason="the otlp extra is not installed")
+    message = trace_pb2.TracesData(resource_spans=[{}]).SerializeToString()
+    (tmp_path / "spans.binpb").write_bytes(len(message).to_bytes(4, "big") + message)
+    script = _refusing(tmp_path, ("trace",))
+    proc = _run(script, tmp_path, "trace", "spans.binpb", "--format", "json")
+    assert proc.returncode == 4, proc.stderr
+    assert "needs the otlp extra (pip install 'ioa-semantic[otlp]')" in proc.stdout
