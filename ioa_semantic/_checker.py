@@ -562,17 +562,24 @@ class Checker:
             wanted.append(reference)
         if not wanted:
             return [], []
+        # What the receiver offers by URL is its own to fix; an alignmentRef, the sender's.
+        offered = frozenset(self._remote_artifacts)
         if retriever is None:
             return [], [finding("retrieval.prohibited",
                                 f"the alignment artifact {url} is not retrieved: remote "
-                                "retrieval is off by policy", url, subject=url) for url in wanted]
+                                "retrieval is off by policy", url,
+                                subject=remedies.receivers(url) if url in offered else url)
+                        for url in wanted]
         fetched: list[Artifact] = []
         unavailable: list[Finding] = []
         for url in wanted:
             try:
                 document, final_url, digest = retriever.fetch_json(url)
             except RetrievalError as exc:
-                unavailable.append(finding(exc.code, exc.message, url, subject=exc.url or url))
+                where = exc.url or url
+                unavailable.append(finding(
+                    exc.code, exc.message, url,
+                    subject=remedies.receivers(where) if url in offered else where))
                 continue
             fetched.append(artifact_from(document, digest, final_url,
                                          len(self.artifacts) + len(fetched)))

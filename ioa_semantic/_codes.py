@@ -407,8 +407,32 @@ FIXES: dict[str, str] = {
 }
 
 
-def fix_for(code: str) -> str:
-    return FIXES.get(code) or FIXES.get(code.partition(".")[0], "")
+# What the receiver's operator can do when a resource it names itself was not retrieved (its
+# --profile URL, a shape file the profile pins, an artifact it offers by --alignment URL): the
+# retrieval fixes above are written for what a sender names, and inlining a context does not
+# apply. A code of its own above keeps its fix where that is the receiver's too (a private
+# address, the fetch budget).
+RECEIVER_FIXES: dict[str, str] = {
+    "retrieval": "the URL is the receiver's own (--profile, a shape file the profile pins, "
+                 "--alignment), not the sender's: correct it or allow its origin "
+                 "(--allow-remote ORIGIN), or name a local file or an installed profile or "
+                 "artifact instead (ioa-check --list)",
+    "retrieval.origin-not-allowed": "allow the origin explicitly (--allow-remote ORIGIN), or "
+                                    "name a local file or an installed profile or artifact "
+                                    "instead (ioa-check --list)",
+    "retrieval.timeout": "retry later, or name a local file or an installed profile or "
+                         "artifact instead (ioa-check --list)",
+}
+
+
+def fix_for(code: str, receivers: bool = False) -> str:
+    """What the person reading a reason of ``code`` can do; ``receivers``: the reason is about
+    a resource the receiver names itself (pipeline.remedies.named_by_receiver)."""
+    family = code.partition(".")[0]
+    if receivers:
+        return (RECEIVER_FIXES.get(code) or FIXES.get(code) or RECEIVER_FIXES.get(family)
+                or FIXES.get(family, ""))
+    return FIXES.get(code) or FIXES.get(family, "")
 
 
 def finding(

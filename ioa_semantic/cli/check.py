@@ -107,7 +107,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                               recorder=_recorder(opts))
     except ProfileUnavailable as exc:
         # Unavailable is not absent (rule 12): each envelope is indeterminate, not a usage error.
-        reasons = (finding(exc.code, str(exc), exc.url, subject=exc.url),)
+        # The profile (or a shape file it pins) is the receiver's own: so is the remedy.
+        reasons = (finding(exc.code, str(exc), exc.url, subject=remedies.receivers(exc.url)),)
         named = ProfileRef(*exc.profile) if exc.profile else ProfileRef(exc.url, "")
         unavailable = [Decision(Verdict.INDETERMINATE, reasons, profile=named,
                                 source=name,

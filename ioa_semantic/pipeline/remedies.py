@@ -7,7 +7,9 @@ and values the receiver's own definitions contain.
 
 Two kinds of remedy meet here. Those every reason of a kind has are derived from the reason
 alone: ``correct-input`` at the path of each ``invalid`` reason, ``allow-retrieval`` or
-``retry`` for a retrieval refused or failed. Those that need what a stage knew when it
+``retry`` for a retrieval refused or failed (a retry is the sender's for what the envelope
+names, the receiver's for what it names itself: its profile, the shape files the profile
+pins, the artifacts it offers by URL). Those that need what a stage knew when it
 found the reason (the accepted versions, a mapping's conditions, the applicable artifacts,
 a provider's declared values) are proposed by the decision stage beside its findings
 (:class:`~ioa_semantic.pipeline.decision.Outcome`). :func:`for_decision` keeps the remedies
@@ -28,8 +30,9 @@ ACTIONS = ("correct-input", "supply-parameter", "use-accepted-version", "offer-a
 SENDER, RECEIVER = "sender", "receiver"
 
 # Retrieval reasons by what would change them: the receiver's policy (an origin, a private
-# address, a budget), or another attempt (the network, the server). The rest (a cycle, a
-# content type, a changed pinned resource) no action of either party's check can remedy.
+# address, a budget), or another attempt (the network, the server), by whoever named the
+# resource. The rest (a cycle, a content type, a changed pinned resource) no action of either
+# party's check can remedy.
 _POLICY_REFUSALS = frozenset({
     "retrieval.prohibited", "retrieval.origin-not-allowed", "retrieval.private-address",
     "retrieval.redirect-refused", "retrieval.too-many-redirects", "retrieval.too-large",
@@ -71,6 +74,21 @@ def remedy(action: str, by: str, codes: Iterable[str], **details: Any) -> Remedy
 # service's param=, the A2A part's parameters), then the parameter's name: no path of the
 # envelope holds that value, so its correction names the parameter.
 CARRIED_PARAMETER = "urn:ioa-semantic:carried-parameter:"
+# The subject of a retrieval reason about a resource the receiver names itself (its profile's
+# URL, a shape file the profile pins, an artifact it offers by URL), then the URL: the sender
+# named none of it, so another attempt, like the policy, is the receiver's to make.
+RECEIVER_RESOURCE = "urn:ioa-semantic:receiver-resource:"
+
+
+def receivers(url: str) -> str:
+    """The subject of a retrieval reason about ``url``, a resource the receiver names."""
+    return RECEIVER_RESOURCE + url
+
+
+def named_by_receiver(reason: Finding) -> bool:
+    """Whether ``reason`` is about a resource the receiver names itself (its fix is the
+    receiver's too: :func:`~ioa_semantic._codes.fix_for`)."""
+    return reason.subject is not None and reason.subject.startswith(RECEIVER_RESOURCE)
 
 
 def of_reason(reason: Finding) -> Remedy | None:
@@ -80,10 +98,15 @@ def of_reason(reason: Finding) -> Remedy | None:
             return remedy("correct-input", SENDER, (reason.code,), path=reason.path,
                           parameter=reason.subject[len(CARRIED_PARAMETER):])
         return remedy("correct-input", SENDER, (reason.code,), path=reason.path)
-    if reason.subject is not None and reason.code in _POLICY_REFUSALS:
-        return remedy("allow-retrieval", RECEIVER, (reason.code,), url=reason.subject)
-    if reason.subject is not None and reason.code in _TRANSIENT:
-        return remedy("retry", SENDER, (reason.code,), url=reason.subject)
+    if reason.subject is None:
+        return None
+    url, by = reason.subject, SENDER
+    if named_by_receiver(reason):
+        url, by = url[len(RECEIVER_RESOURCE):], RECEIVER
+    if reason.code in _POLICY_REFUSALS:
+        return remedy("allow-retrieval", RECEIVER, (reason.code,), url=url)
+    if reason.code in _TRANSIENT:
+        return remedy("retry", by, (reason.code,), url=url)
     return None
 
 

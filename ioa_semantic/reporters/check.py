@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from .._codes import fix_for
 from .._findings import Decision, Remedy, Severity, Verdict
+from ..pipeline.remedies import named_by_receiver
 from . import json_text
 from .lines import Lines, Piece
 
@@ -47,8 +48,11 @@ def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
             out.line("  ", _MARK[reason.severity], f" {reason.code} ",
                      (f"(section {reason.section}, at {where})", "dim"))
             out.line(f"      {reason.message}")
-            if reason.severity is Severity.ERROR and fix_for(reason.code):
-                out.line("      ", (f"fix: {fix_for(reason.code)}", "dim"))
+            # A URL the receiver names itself (its profile, say) is the receiver's to fix.
+            fix = (fix_for(reason.code, named_by_receiver(reason))
+                   if reason.severity is Severity.ERROR else "")
+            if fix:
+                out.line("      ", (f"fix: {fix}", "dim"))
         for item in decision.evidence:
             via = f" via artifact {item['artifactId']} revision {item['revision']}" if (
                 item.get("artifactId")) else f" ({item['via']})"
