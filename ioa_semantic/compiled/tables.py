@@ -26,9 +26,8 @@ from typing import Any, NamedTuple, TypeAlias
 
 import pyoxigraph
 
-from .. import data as _resources
 from .._vocab import IOA, IOAA, RDF_LANGSTRING, RDF_TYPE, XSD
-from ..pipeline.store import ENVELOPE_GRAPH
+from ..pipeline.store import ENVELOPE_GRAPH, solutions_of
 
 XSD_STRING = XSD + "string"
 XSD_BOOLEAN = XSD + "boolean"
@@ -209,9 +208,8 @@ def _built_tables(fixed_quads: Sequence[pyoxigraph.Quad]) -> CompiledTables:
     store.bulk_extend(fixed_quads)
 
     def select(name: str) -> "list[tuple[Any, ...]]":
-        solutions = store.query(_resources.query(name))
-        assert isinstance(solutions, pyoxigraph.QuerySolutions), name
-        variables = [v.value for v in solutions.variables]
+        # Read whole, Oxigraph's iterator let go on this thread (see solutions_of).
+        variables, solutions = solutions_of(store, name)
         return [tuple(_term(s[v]) for v in variables) for s in solutions]
 
     registrations = _group(

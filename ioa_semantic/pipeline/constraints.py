@@ -226,9 +226,12 @@ def _term_text(term: Any) -> str:
 def _check_property(shape: str, prop: _PropertyCheck, store: pyoxigraph.Store,
                     focus: Any) -> Iterator[Result]:
     # The union of the store's graphs, as pySHACL reads it: one value for a triple that
-    # several graphs hold. A literal (an sh:targetNode) is the subject of no triple.
+    # several graphs hold. A literal (an sh:targetNode) is the subject of no triple. Oxigraph's
+    # iterator is read into a list here, not handed to the comprehension, whose frame a
+    # profiler may hold past its call (see pipeline.store.solutions_of): it may only be freed
+    # on this thread.
     values: list[Any] = [] if isinstance(focus, pyoxigraph.Literal) else sorted(
-        {q.object for q in store.quads_for_pattern(focus, prop.path, None, None)},
+        {q.object for q in list(store.quads_for_pattern(focus, prop.path, None, None))},
         key=_term_text)
     focus_text, path = _term_text(focus), prop.path.value
 

@@ -150,13 +150,29 @@ class Dataset:
 
     def select(self, name: str) -> list[dict[str, Any]]:
         """Run a named query; each row maps variable names to plain Python values."""
-        solutions = self.store.query(_resources.query(name))
-        assert isinstance(solutions, pyoxigraph.QuerySolutions), name
-        variables = [v.value for v in solutions.variables]
+        variables, solutions = solutions_of(self.store, name)
         rows = []
         for solution in solutions:
             rows.append({name: _plain(solution[name]) for name in variables})
         return rows
+
+
+def solutions_of(store: pyoxigraph.Store, name: str,
+                 ) -> tuple[list[str], list[pyoxigraph.QuerySolution]]:
+    """The named query's variables and its solutions, read whole.
+
+    pyoxigraph's ``QuerySolutions`` may only be freed on the thread that made it (freed on
+    another, it is kept for good and a traceback goes to stderr), and a frame can outlive its
+    call: a sampling profiler holds the frames it samples (a Dask worker's does, from its
+    event loop, for the threads running tasks), and a frame still held when its call returns
+    keeps that call's locals. So the solutions are let go here, before the call returns, and
+    no comprehension's frame ever holds them."""
+    solutions = store.query(_resources.query(name))
+    try:
+        assert isinstance(solutions, pyoxigraph.QuerySolutions), name
+        return [v.value for v in solutions.variables], list(solutions)
+    finally:
+        del solutions
 
 
 def _plain(term: Any) -> Any:
