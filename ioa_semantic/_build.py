@@ -15,13 +15,17 @@ from typing import Literal
 
 # The modules mypyc compiles: the compiled engine's walk, tables and shapes, the IRI checks,
 # the memo, the intake, the Checker (the instance content's canonical text, the decision's
-# record) and the audit's per-registration path. What each buys is measured in
-# docs/performance.md ("Compiled with mypyc"); the trace audit is not compiled this round.
+# record), the audit's per-registration path and the trace audit's reading (the fold of each
+# event or span, the run built from it, its judging). What each buys is measured in
+# docs/performance.md ("Compiled with mypyc", "The trace audit compiled").
 # Not audit.inputs: its generators hold files open, and a generator mypyc compiles is not
 # closed when dropped (no `with` exits), so an audit that stops early would leak the file.
 # pipeline.engine with compiled.engine: CompiledEngine subclasses ReferenceEngine, and with
 # the base left interpreted mypyc's class of it was not the one its instances have
 # ("CompiledEngine object expected; got CompiledEngine" where the audit's kinds are made).
+# Not trace.calls (Digest and Call subclass bytes and tuple, which mypyc does not compile),
+# trace.folded (its members are descriptors of its own) nor trace.attribution (mypyc 2.4
+# stops with an internal error on its unpacking of a tuple of Any).
 COMPILED_MODULES = (
     "ioa_semantic._checker",
     "ioa_semantic._iri",
@@ -40,6 +44,16 @@ COMPILED_MODULES = (
     "ioa_semantic.audit.judge",
     "ioa_semantic.audit.kinds",
     "ioa_semantic.audit.places",
+    "ioa_semantic.trace.events",
+    "ioa_semantic.trace.instants",
+    "ioa_semantic.trace.privacy",
+    "ioa_semantic.trace.nesting",
+    "ioa_semantic.trace.state",
+    "ioa_semantic.trace.formats",
+    "ioa_semantic.trace.otlp",
+    "ioa_semantic.trace.maslab_otel",
+    "ioa_semantic.trace.conventions",
+    "ioa_semantic.trace.audit",
 )
 
 

@@ -79,6 +79,14 @@ counted = pytest.mark.skipif(not _pure(), reason="the work is in compiled module
                              "tracer does not see; the pure build's run holds this bound")
 
 
+# A test that patches a function or method of a module the compiled build compiles, to see it
+# called: compiled, its callers call it directly (and its classes take no patch), so it holds
+# where those modules are Python; the compiled build answers as the pure one does.
+patched = pytest.mark.skipif(not _pure(), reason="it patches what the compiled build "
+                             "compiles, whose callers there do not see the patch; the pure "
+                             "build's run holds it")
+
+
 def n_log_n_ratio(small: int, large: int) -> float:
     """How much n log n grows from ``small`` to ``large``."""
     return large * math.log2(max(large, 2)) / (small * math.log2(max(small, 2)))

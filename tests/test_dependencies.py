@@ -44,8 +44,12 @@ def _names(requirements: list[str]) -> set[str]:
     for text in requirements:
         requirement = Requirement(text)
         names.add(canonicalize_name(requirement.name))
+        try:
+            listed = metadata.requires(requirement.name) or []
+        except metadata.PackageNotFoundError:  # an extra not installed here (docs, say)
+            listed = []
         for extra in requirement.extras:
-            for inner in metadata.requires(requirement.name) or ():
+            for inner in listed:
                 wanted = Requirement(inner)
                 if wanted.marker is not None and wanted.marker.evaluate({"extra": extra}):
                     names.add(canonicalize_name(wanted.name))
@@ -221,4 +225,5 @@ def test_a_protobuf_trace_without_the_otlp_extra_says_which_to_install(tmp_path:
     script = _refusing(tmp_path, ("trace",))
     proc = _run(script, tmp_path, "trace", "spans.binpb", "--format", "json")
     assert proc.returncode == 4, proc.stderr
-    assert "needs the otlp extra (pip install 'ioa-semantic[otlp]')" in proc.stdout
+    assert "needs opentelemetry-proto, the otlp extra (pip install 'ioa-semantic[otlp]')" in (
+        proc.stdout)

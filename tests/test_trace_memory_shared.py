@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
+from operations import patched
+
 from ioa_semantic.cli import trace as trace_cli
 from ioa_semantic.trace import privacy, store
 from ioa_semantic.trace.calls import Run
@@ -69,6 +71,7 @@ def test_a_private_stores_runs_share_the_reports_calls_whatever_the_order_of_inp
     assert [r.findings for r in kept] == [r.findings for r in alone]
 
 
+@patched
 def test_a_fold_is_built_once_its_calls_let_go_as_its_runs_are_made() -> None:
     # Issue 37: a long run's calls were held twice while its run was built (the fold's and
     # the run's), the most a feed held. The build spends the fold: each of its calls is let go

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ioa_semantic.trace import events
@@ -298,3 +298,27 @@ def test_an_exporters_retry_read_by_the_other_parser_is_a_retry() -> None:
                                   9999999999999998.0, 1e-4, 0.0001, 1e-5, 1e30, 1e31, 123.0])))
 def test_a_timestamp_reads_as_before_its_shortcut(value: float | int) -> None:
     assert events._instant(value) == events._decimal_instant(value)
+
+
+def _suspect_as_written_before(data: bytes) -> bool:
+    """The fast path's refusal as it was first written: five searches of two bytes, and the
+    brackets counted in every line."""
+    return (b'\\"' in data or b'" ' in data or b'"\t' in data or b'"\n' in data
+            or b'"\r' in data or data.count(b"{") + data.count(b"[") > events._PLAIN_BRACKETS)
+
+
+_SUSPECT_PIECES = st.one_of(
+    st.sampled_from([b'"', b"\\", b" ", b"\t", b"\n", b"\r", b"{", b"[", b'":']),
+    st.builds(lambda n: b"a" * n, st.integers(0, 40)),
+    st.builds(lambda n, b: b * n, st.integers(0, 300), st.sampled_from([b"{", b"[", b"{["])))
+
+
+@given(st.lists(_SUSPECT_PIECES, max_size=6).map(b"".join))
+@example(b'{"a":"b"\n,"c":1}\n')  # a quote before a newline that is not the line's end
+@example(b'{"a":1}"\n')
+@example(b'{"a":"b"\r\n')
+@example(b"{" * 200 + b"[" * 57 + b"a" * 10)  # 257 brackets in 267 bytes
+@example(b"{" * 200 + b"[" * 56 + b"a" * 10)
+@example(b'{"a\\"b":1}')
+def test_the_fast_paths_refusal_is_the_one_it_was(data: bytes) -> None:
+    assert events._suspect(data) == _suspect_as_written_before(data)

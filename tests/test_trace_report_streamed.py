@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("oxp_ontology", reason="the trace extra is not installed")
 
@@ -20,6 +22,7 @@ import trace_runs
 from ioa_semantic.reporters import json_text
 from ioa_semantic.reporters import trace as reporter
 from ioa_semantic.trace.audit import audit
+from ioa_semantic.trace.calls import Call, Digest
 from ioa_semantic.trace.declarations import Declarations, read_manifests
 from ioa_semantic.trace.events import Fold, build, resolve
 from ioa_semantic.trace.privacy import Disclosure
@@ -118,3 +121,29 @@ def test_an_agents_line_is_written_in_memory_that_does_not_grow_with_its_calls(
     # Made whole, the record of four times the calls held about four times as much (350 KB a
     # thousand calls); written a piece at a time, about the same.
     assert large < small * 1.5, (small, large)
+
+
+_NAMES = st.one_of(st.text(), st.just(""), st.text(alphabet="\ud800\udcff\x00\n\"\\\u2028é😀a"))
+_DIGESTS = st.one_of(
+    st.none(),
+    st.builds(Digest, st.one_of(st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+                                _NAMES),
+              st.one_of(st.integers(0, 1 << 70), st.floats(allow_nan=False), st.booleans())))
+
+
+@given(key=_NAMES, ident=_NAMES, first_line=st.one_of(st.integers(0, 1 << 40), st.none()),
+       given_input=_DIGESTS, given_output=_DIGESTS, keyed=st.booleans(),
+       content=st.one_of(st.none(), st.dictionaries(st.text(max_size=3), _NAMES, max_size=2)),
+       include_content=st.booleans())
+def test_a_calls_text_is_the_one_json_text_makes_of_its_record(
+        key: str, ident: str, first_line: int | None, given_input: Digest | None,
+        given_output: Digest | None, keyed: bool, content: dict[str, Any] | None,
+        include_content: bool) -> None:
+    """The report writes a call's record without json.dumps; the text is the same, for any
+    ids (lone surrogates, controls, quotes), digests (also as a hand-edited record holds
+    them) and content."""
+    call = Call(key, ident, "tool", None, None, None, None, None, None,
+                cast(int, first_line), None, None, {}, None, None, None, given_input,
+                given_output, content, ())
+    disclose = Disclosure(b"k" * 32 if keyed else None, include_content)
+    assert reporter._call_text(call, disclose) == json_text(reporter._call(call, disclose))

@@ -9,6 +9,7 @@ The ``--format`` choices of ``ioa-check trace`` are the keys of :data:`REPORTERS
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from json.encoder import encode_basestring
 from typing import IO, Any
 
 from .._findings import Severity, Verdict
@@ -16,7 +17,10 @@ from ..trace.audit import AgentAudit, RunAudit, Use
 from ..trace.calls import Call
 from ..trace.graph import ShapeReport
 from ..trace.privacy import Disclosure
-from . import Visible, json_text
+from . import _LONE_SURROGATE, Visible, json_text
+
+# What json.dumps(..., ensure_ascii=False) writes a string as (the C encoder where built).
+_encode_string: Callable[[str], str] = encode_basestring
 
 
 def _counted(number: int, plural: str) -> str:
@@ -34,6 +38,35 @@ def _call(call: Call, disclose: Disclosure) -> dict[str, Any]:
     if disclose.include_content and call.content:
         out["content"] = call.content
     return out
+
+
+def _call_text(call: Call, disclose: Disclosure) -> str:
+    """``json_text(_call(call, disclose))``, written without the dict and the encoder's
+    machinery where the call holds only names, numbers and digests (a long run's report
+    writes one an event: they were a sixth of its time). Its content, when shown, is any
+    JSON, and goes through json_text."""
+    if disclose.include_content and call.content:
+        return json_text(_call(call, disclose))
+    ident = disclose.call_name(call.id, call.key) if call.id else None
+    text = f'{{"id": {_scalar(ident)}, "line": {_scalar(call.first_line)}'
+    for side, digest in (("input", call.input), ("output", call.output)):
+        if digest is not None:
+            text += (f', "{side}": {{"sha256": {_scalar(digest.sha256)}, '
+                     f'"chars": {_scalar(digest.chars)}}}')
+    return text + "}"
+
+
+def _scalar(value: Any) -> str:
+    """``json_text(value)`` for one value of a call's record: text, a whole number and null
+    written directly, as json.dumps writes them (``ensure_ascii=False``: json's own string
+    encoder, then a lone surrogate escaped as json_text does); anything else by json_text."""
+    kind = type(value)
+    if kind is str:
+        text: str = _encode_string(value)
+        return text if _LONE_SURROGATE.search(text) is None else json_text(value)
+    if kind is int:
+        return int.__repr__(value)
+    return "null" if value is None else json_text(value)
 
 
 def _use(use: Use, disclose: Disclosure) -> dict[str, Any]:
@@ -70,8 +103,7 @@ def _write_uses(stream: IO[str], uses: list[Use], disclose: Disclosure) -> None:
         stream.write(f"{', ' if index else ''}{head[:-1]}, \"calls\": [")
         for start in range(0, len(use.calls), _CALLS_A_WRITE):
             stream.write((", " if start else "") + ", ".join(
-                json_text(_call(call, disclose))
-                for call in use.calls[start:start + _CALLS_A_WRITE]))
+                _call_text(call, disclose) for call in use.calls[start:start + _CALLS_A_WRITE]))
         stream.write("]}")
     stream.write("]")
 

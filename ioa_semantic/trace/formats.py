@@ -175,8 +175,8 @@ def protobuf(handle: Readable, max_bytes: int, number: int = 0) -> Iterator[dict
     except ImportError:
         raise FormatUnreadable(
             "the Collector's file exporter output in protobuf (format: proto); reading it "
-            "needs the otlp extra (pip install 'ioa-semantic[otlp]'), or have the file "
-            "exporter write format: json") from None
+            "needs opentelemetry-proto, the otlp extra (pip install 'ioa-semantic[otlp]'), "
+            "or have the file exporter write format: json") from None
     while True:
         size = handle.read(4)
         if not size:

@@ -23,6 +23,8 @@ import re
 from typing import Any
 from urllib.parse import quote
 
+from mypy_extensions import mypyc_attr
+
 from .calls import Digest, id_key
 
 # The mas-lab convention for the tool an agent calls to delegate to another.
@@ -87,6 +89,8 @@ def digest(value: Any) -> Digest:
 _REF_CACHE = 16384
 
 
+# A store's Pseudonymous (trace/store.py, interpreted) is a Disclosure.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Disclosure:
     """How identities appear in what the audit writes.
 

@@ -22,6 +22,8 @@ import os
 from collections.abc import Callable
 from typing import IO, Any
 
+from mypy_extensions import mypyc_attr
+
 from .._exceptions import ConfigurationError, WriteFailed
 from .._files import claim, first_line
 from . import formats
@@ -76,6 +78,8 @@ class _Hashing:
         return self.handle.tell()
 
 
+# A store's StoreCursor (trace/store.py, interpreted) is a Cursor.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Cursor:
     """The checkpoints of one state file: read once, then appended to."""
 
