@@ -38,6 +38,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from ioa_semantic import data as _resources
+from ioa_semantic._codes import fix_for
 
 from retrieval_servers import LoopbackServer, Reply, _Handler
 from support import AT, CONFORMANCE, EXAMPLES, IOA_CHECK, ROOT, envelope_62
@@ -746,6 +747,8 @@ def test_the_page_is_self_contained_labelled_and_has_its_ids(plain: Service) -> 
     parsed = json.loads(facts.group(1))
     assert parsed["profile"]["id"] == "https://example.org/profiles/cs-translation"
     assert parsed["fixes"]["domain"] and parsed["fixes"]["json.too-large"]
+    # What the page says of a URL the receiver names itself (its --alignment URL).
+    assert parsed["receiverFixes"]["retrieval"] == fix_for("retrieval.failed", receivers=True)
     # The sample envelope travels inside the page (package data, no path of the server).
     assert json.loads(parsed["sample"]["text"]) == json.loads(
         (EXAMPLES / "envelope-6.2.jsonld").read_text())

@@ -40,7 +40,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import data as _resources
-from .._codes import FIXES
+from .._codes import FIXES, RECEIVER_FIXES
 from .._version import __version__
 from .._visible import visible_lines
 from ..audit.inputs import pieces
@@ -678,9 +678,12 @@ def page(profile: dict[str, Any], limits: ServiceLimits) -> tuple[bytes, str]:
     Security Policy that lets exactly its own inline script and style run (and fetch only
     from this server)."""
     text = _resources.read_text("web", "index.html")
+    # The fixes as the text report gives them (fix_for): receiverFixes for a reason about a
+    # URL the receiver names itself (the answer has a retry by the receiver at that URL).
     # The sample envelope is package data (the draft's 6.2 example), sent inside the page:
     # what a person starts from names no file of the server.
-    facts = {"profile": profile, "fixes": FIXES, "maxBodyBytes": limits.max_body_bytes,
+    facts = {"profile": profile, "fixes": FIXES, "receiverFixes": RECEIVER_FIXES,
+             "maxBodyBytes": limits.max_body_bytes,
              "sample": {"name": "draft 6.2 example",
                         "text": _resources.read_text("web", "sample-envelope.jsonld")}}
     # Inside <script type="application/json">: nothing of the data may close the element.
