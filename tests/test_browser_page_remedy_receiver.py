@@ -43,14 +43,14 @@ REPORT_ROW = re.compile(r"<tr><td><code>([^<]*)</code></td><td>[^<]*</td><td>[^<
                         r"<td><code>([^<]*)</code></td><td>[^<]*</td><td>([^<]*)</td></tr>")
 
 
-def serve(folder: Path, alignment: str, origin: str) -> AbstractContextManager[str]:
+def serve(folder: Path, alignment: str, origin: str | None) -> AbstractContextManager[str]:
     """``ioa-check serve`` offering the 12.1 provider and ``alignment`` by URL, retrieval
-    allowed from ``origin`` on loopback."""
+    allowed from ``origin`` on loopback (None: from nowhere)."""
     port = free_port()
+    allowed = ["--allow-remote", origin, "--allow-private-addresses"] if origin else []
     return served([IOA_CHECK, "serve", "--profile", "cs-translation", "--port", str(port),
                    "--threads", "1", "--capability", str(ACCEPTED_MAPPING / "provider.jsonld"),
-                   "--alignment", alignment, "--allow-remote", origin,
-                   "--allow-private-addresses"], port, folder)
+                   "--alignment", alignment, *allowed], port, folder)
 
 
 def envelope(alignment_ref: str | None = None) -> str:
@@ -151,3 +151,25 @@ def test_an_offered_artifact_url_the_server_refuses_has_the_receivers_fix_in_the
             assert SENDERS_FIX not in fix
             assert fix_cells(browser, "retrieval.http-status") == {offered: fix}
             assert browser.console_errors() == []
+
+
+def test_an_offered_artifact_url_retrieval_refuses_has_the_receivers_fix_in_the_page(
+        tmp_path: Path) -> None:
+    """Retrieval allowed from nowhere: the offered URL is refused by the policy, whose remedy
+    (allow-retrieval, the receiver's whoever named the URL) does not tell whose URL it is;
+    the page knows the URLs the service offers. A sender's alignmentRef to another URL,
+    refused alike, keeps the sender's fix."""
+    offered, referenced = f"{REFUSING}/align.json", f"{REFUSING}/ref.json"
+    text = envelope(alignment_ref=referenced)
+    with serve(tmp_path, offered, None) as base, chromium(tmp_path) as browser:
+        refused = [r for r in answer_of(base, text)["reasons"] if r["path"] in (offered,
+                                                                                referenced)]
+        codes = {r["code"] for r in refused}
+        assert len(refused) == 2 and len(codes) == 1, refused
+        (code,) = codes
+        assert code.startswith("retrieval.")
+        assert check_in_page(browser, base, text) == "indeterminate"
+        receivers, senders = fix_for(code, receivers=True), fix_for(code)
+        assert receivers != senders
+        assert fix_cells(browser, code) == {offered: receivers, referenced: senders}
+        assert browser.console_errors() == []

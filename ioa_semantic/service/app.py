@@ -125,7 +125,7 @@ class Service:
         self._audits_lock = threading.Lock()
         self.profile = profile_document(checker)
         self.openapi = json.dumps(openapi.document(limits), indent=1).encode() + b"\n"
-        self.page, self.page_policy = page(self.profile, limits)
+        self.page, self.page_policy = page(self.profile, limits, checker.remote_artifacts)
         self.api_page = ApiPage()
 
     def close(self) -> None:
@@ -673,16 +673,20 @@ def profile_document(checker: Checker) -> dict[str, Any]:
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
 
 
-def page(profile: dict[str, Any], limits: ServiceLimits) -> tuple[bytes, str]:
+def page(profile: dict[str, Any], limits: ServiceLimits,
+         offered: Sequence[str] = ()) -> tuple[bytes, str]:
     """The page at ``/`` with what it shows of the service filled in, and the Content
     Security Policy that lets exactly its own inline script and style run (and fetch only
-    from this server)."""
+    from this server). ``offered``: the URLs of the artifacts the service offers (--alignment)."""
     text = _resources.read_text("web", "index.html")
     # The fixes as the text report gives them (fix_for): receiverFixes for a reason about a
-    # URL the receiver names itself (the answer has a retry by the receiver at that URL).
+    # URL the receiver names itself (one it offers; or the answer has a retry by the receiver
+    # at that URL). A policy's refusal is told by the URL alone: its remedy, allow-retrieval,
+    # is the receiver's whoever named the URL.
     # The sample envelope is package data (the draft's 6.2 example), sent inside the page:
     # what a person starts from names no file of the server.
     facts = {"profile": profile, "fixes": FIXES, "receiverFixes": RECEIVER_FIXES,
+             "offeredUrls": list(offered),
              "maxBodyBytes": limits.max_body_bytes,
              "sample": {"name": "draft 6.2 example",
                         "text": _resources.read_text("web", "sample-envelope.jsonld")}}
