@@ -874,3 +874,20 @@ def test_an_audit_holds_neither_its_body_nor_its_results(plain: Service) -> None
     assert size > 15_000_000 and len(line) * blocks * 1000 == 45_000_000
     grown = after["VmHWM"] - before["VmRSS"]
     assert grown < 8_000, f"the peak grew by {grown} kB over {before}"
+
+
+def test_the_page_shows_only_offered_urls_that_carry_no_secret() -> None:
+    """The page's facts name the URLs the service offers (so that it gives the receiver's fix
+    for them), but never one with credentials or a query (a signed URL's token): whoever
+    opens the page would read it."""
+    from ioa_semantic.service.app import ServiceLimits, page
+
+    offered = ("https://example.org/a.json", "https://user:pw@example.org/b.json",
+               "https://example.org/c.json?sig=abc", "https://example.org/d.json#x",
+               "https://token@example.org/e.json")
+    text = page({"id": "p"}, ServiceLimits(), offered)[0].decode()
+    facts = re.search(r'<script type="application/json" id="service-facts">(.*?)</script>',
+                      text, re.S)
+    assert facts is not None
+    assert json.loads(facts.group(1))["offeredUrls"] == ["https://example.org/a.json"]
+    assert "pw@" not in text and "sig=abc" not in text and "token@" not in text

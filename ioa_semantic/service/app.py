@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -673,6 +674,15 @@ def profile_document(checker: Checker) -> dict[str, Any]:
 _INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
 
 
+def _shareable(url: str) -> bool:
+    """Whether an offered URL may be shown to whoever opens the page: not one that carries
+    credentials (user information) or a query (a signed URL's token, say). One that does is
+    left out: its reasons' fix is the receiver's only where a retry remedy says so."""
+    parts = urlsplit(url)
+    return not (parts.username or parts.password or parts.query or parts.fragment
+                or "@" in parts.netloc)
+
+
 def page(profile: dict[str, Any], limits: ServiceLimits,
          offered: Sequence[str] = ()) -> tuple[bytes, str]:
     """The page at ``/`` with what it shows of the service filled in, and the Content
@@ -686,7 +696,7 @@ def page(profile: dict[str, Any], limits: ServiceLimits,
     # The sample envelope is package data (the draft's 6.2 example), sent inside the page:
     # what a person starts from names no file of the server.
     facts = {"profile": profile, "fixes": FIXES, "receiverFixes": RECEIVER_FIXES,
-             "offeredUrls": list(offered),
+             "offeredUrls": [url for url in offered if _shareable(url)],
              "maxBodyBytes": limits.max_body_bytes,
              "sample": {"name": "draft 6.2 example",
                         "text": _resources.read_text("web", "sample-envelope.jsonld")}}
