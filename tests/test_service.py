@@ -880,7 +880,8 @@ def test_the_page_shows_only_offered_urls_that_carry_no_secret() -> None:
     """The page's facts name the URLs the service offers (so that it gives the receiver's fix
     for them), but never one with credentials or a query (a signed URL's token): whoever
     opens the page would read it."""
-    from ioa_semantic.service.app import ServiceLimits, page
+    from ioa_semantic.service.app import page
+    from ioa_semantic.service.limits import ServiceLimits
 
     offered = ("https://example.org/a.json", "https://user:pw@example.org/b.json",
                "https://example.org/c.json?sig=abc", "https://example.org/d.json#x",
