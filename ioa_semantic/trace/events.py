@@ -78,7 +78,7 @@ _OUTCOME_STATUSES = ("succeeded", "failed", "cancelled", "denied")
 
 
 def _is_count(value: Any) -> bool:
-    return type(value) is int and value >= 0
+    return otlp.count(value) is not None
 
 
 def _is_refs(value: Any) -> bool:
@@ -86,8 +86,10 @@ def _is_refs(value: Any) -> bool:
 
 
 def _is_scores(value: Any) -> bool:
+    # A number is a score when its float is finite: an integer too large for a float is none.
     return type(value) is dict and all(
-        type(v) in (int, float) and math.isfinite(v) for v in value.values())
+        type(v) in (int, float) and math.isfinite(otlp.number(v) or math.inf)
+        for v in value.values())
 
 
 def _is_optional_ref(value: Any) -> bool:
@@ -349,8 +351,7 @@ def _decimal_instant(value: Any) -> str | None:
     return format(number, "f")
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+_count = otlp.count  # a token count or a time in milliseconds: within 64 bits
 
 
 def _usage(event: dict[str, Any]) -> dict[str, int]:
@@ -691,9 +692,9 @@ class Fold:
         finish = _text(event.get("finish_reason"))
         if finish:
             call.finish = finish
-        temperature = event.get("temperature")
-        if isinstance(temperature, int | float) and not isinstance(temperature, bool):
-            call.temperature = float(temperature)
+        temperature = otlp.number(event.get("temperature"))
+        if temperature is not None:
+            call.temperature = temperature
         response = event.get("response")
         response_id = _text(event.get("response_id")) or (
             _text(response.get("id")) if isinstance(response, dict) else None)

@@ -158,12 +158,12 @@ def _typed(value: Any, kind: str) -> tuple[Any, bool]:
         return None, True
     if kind == "string":
         return value, isinstance(value, str)
-    if kind == "number":
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return (float(value), True) if ok else (None, False)
+    if kind == "number":  # an integer too large for a float is no number
+        number = otlp.number(value)
+        return (number, True) if number is not None else (None, False)
     if kind == "count":
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        return (value, True) if ok else (None, False)
+        count = otlp.count(value)
+        return (count, True) if count is not None else (None, False)
     return value, True
 
 

@@ -375,17 +375,19 @@ def _value(value: Any, depth: int = 0) -> tuple[Any, bool]:
 
 
 def _scalar(member: str, inner: Any) -> tuple[Any, bool]:
-    number = isinstance(inner, int | float) and not isinstance(inner, bool)
+    numeric = isinstance(inner, int | float) and not isinstance(inner, bool)
     if member in ("stringValue", "bytesValue"):  # bytes kept encoded: none is read
         return inner, isinstance(inner, str)
     if member == "boolValue":
         return inner, isinstance(inner, bool)
     if member == "intValue":
         if isinstance(inner, str) and _INT64.fullmatch(inner):
-            return int(inner), True
-        return inner, number and isinstance(inner, int)
+            value = int(inner)
+            return value, -INT64_LIMIT <= value < INT64_LIMIT
+        return inner, numeric and isinstance(inner, int) and -INT64_LIMIT <= inner < INT64_LIMIT
     if member == "doubleValue":
-        return (float(inner), True) if number else (None, False)
+        double = number(inner)
+        return (double, True) if double is not None else (None, False)
     return None, False
 
 
@@ -507,9 +509,9 @@ def _model_call(read: dict[str, Any]) -> dict[str, Any]:
     finish = read.get("finish")
     if isinstance(finish, list) and finish and all(isinstance(f, str) and f for f in finish):
         out["finish"] = ",".join(finish)
-    temperature = read.get("temperature")
-    if isinstance(temperature, int | float) and not isinstance(temperature, bool):
-        out["temperature"] = float(temperature)
+    temperature = number(read.get("temperature"))
+    if temperature is not None:
+        out["temperature"] = temperature
     response_id = text(read.get("response.id"))
     if response_id:
         out["responseId"] = response_id
@@ -548,5 +550,22 @@ def text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+# Counts and integers past a signed 64-bit integer are none: OTLP's intValue is an int64, and
+# the knowledge graph's JSON-LD writer refuses larger integers.
+INT64_LIMIT = 1 << 63
+
+
 def count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A count (tokens): an integer, not negative, within 64 bits; else None."""
+    return value if type(value) is int and 0 <= value < INT64_LIMIT else None
+
+
+def number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else, and for an integer too large for a
+    float (10^400 written as an integer), which is no temperature or score."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
