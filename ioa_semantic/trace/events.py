@@ -827,6 +827,19 @@ class Fold:
         self._new_records = len(self.records)
 
 
+    def names_known(self) -> bool:
+        """Whether every call the fold's calls, open anonymous calls and nesting name is one
+        of its calls (a fold restored from checkpoints edited or damaged may name others)."""
+        calls = self.calls
+        for call in calls.values():
+            named = [call.placed] if "placed" in call else []
+            named += [call.parentKey, *(call.again or {}).values(), *(call.candidates or ())]
+            if any(key is not None and key not in calls for key in named):
+                return False
+        return (all(key in calls for stack in self.open_anonymous.values() for key in stack)
+                and self.tree.names_known())
+
+
 def _paired(call: dict[str, Any]) -> dict[str, Any]:
     """A call of the fold as its checkpoint writes it: plain JSON, its digests as pairs
     (:func:`_digests` reads them back)."""

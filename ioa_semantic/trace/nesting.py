@@ -291,6 +291,14 @@ class Tree:
         self._new_crossings = len(self.crossings)
 
 
+    def names_known(self) -> bool:
+        """Whether every call the tangles and crossings name is one of the fold's (a state
+        restored from checkpoints edited or damaged may name others)."""
+        named = [key for _, _, started, top in self.tangles.values() for key in (started, top)]
+        named += [key for _, ended, crossed in self.crossings for key in (ended, crossed)]
+        return all(key in self.calls for key in named)
+
+
 def _drop(index: dict[str, list[str]], name: str, key: str) -> None:
     keys = index[name]
     keys.remove(key)

@@ -26,7 +26,7 @@ from mypy_extensions import mypyc_attr
 
 from .._exceptions import ConfigurationError, WriteFailed
 from .._files import claim, first_line
-from . import formats
+from . import checkpoints, formats
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
 from .spool import readable_size
 
@@ -118,6 +118,12 @@ class Cursor:
                     raise StateError(self._refusal(value))
                 first = False
             else:
+                wrong = checkpoints.problem(value)
+                if wrong is not None:
+                    handle.close()
+                    raise StateError(
+                        f"{self.path}: the checkpoint at its line {line.seq} is damaged (not "
+                        f"as ioa-check writes it: {wrong}); remove the state to start over")
                 self.positions[value["input"]] = value
                 self.deltas.setdefault(value["input"], []).append(value["delta"])
             valid_end = line.end
@@ -160,6 +166,8 @@ class Cursor:
                 # Written by this program as JSON of the fold; anything else was edited or
                 # damaged, and is refused rather than half read.
                 raise self.damaged(source, exc) from None
+        if not fold.names_known():
+            raise self.damaged(source, KeyError("a call the nesting names"))
         hasher = self.same_prefix(source, position["offset"], position["sha256"])
         return position["seq"], position["offset"], hasher
 
