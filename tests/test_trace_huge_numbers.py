@@ -86,3 +86,11 @@ def test_a_count_is_a_whole_number_within_64_bits() -> None:
     assert [otlp.count(v) for v in (0, (1 << 63) - 1, 1 << 63, -1, True, 1.0)] == [
         0, (1 << 63) - 1, None, None, None, None]
     assert [otlp.number(v) for v in (1, 1.5, HUGE, True, "1")] == [1.0, 1.5, None, None, None]
+
+
+def test_a_score_of_zero_is_a_score() -> None:
+    """(A score's check once read 0 as no number: ``number or inf``.)"""
+    from ioa_semantic.trace.events import _is_scores
+
+    assert _is_scores({"a": 0, "b": 0.0, "c": -0.0, "d": 1e-400})
+    assert not _is_scores({"a": 10 ** 400}) and not _is_scores({"a": "1"})

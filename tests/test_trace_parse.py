@@ -363,3 +363,31 @@ def _unescaped_name_ends(data: bytes) -> int:
 @example(b'{"a\\\\":1,"b":"\\":","c":"\\\\\\":"}')
 def test_a_names_end_is_a_quote_and_colon_whose_quote_is_not_escaped(data: bytes) -> None:
     assert events._name_ends(data) == _unescaped_name_ends(data)
+
+
+@pytest.mark.parametrize("metric", ["0.1000000000000000000001", "1e-400", "1.10", "2.5e-320",
+                                    "0e1000000000000000000", "1e-2000000000000000000"])
+def test_an_outcome_record_folds_the_same_whichever_parser_reads_it(metric: str) -> None:
+    """A number whose text the strict parser keeps (an exact number, a float whose text
+    differs from its value) is a number to the outcome record's checks, as the fast path's
+    float is; one past Decimal's exponents is read, not raised on."""
+    record = ('{"schema_version":"1","outcome_id":"o","trace_id":"t","context_id":"c",'
+              '"operation":"op","status":"succeeded","started_at_ms":1,"ended_at_ms":2,'
+              '"input_artifact_refs":[],"output_artifact_refs":[],'
+              f'"metrics":{{"latency":{metric}}},"policy_decision":"allow","error_code":null,'
+              '"error_detail_ref":null,"evaluation_scores":{}}')
+    stream = [record.encode()]
+    fast, strict = (folded(stream, False, fast) for fast in (True, False))
+    assert (fast.problems, len(fast.records)) == (strict.problems, len(strict.records)) == (
+        [], 1)
+
+
+@pytest.mark.parametrize("data", [b"\x0b\n", b"\x0c", b"\x0b\x0b\r\n", b" \t\r\n"])
+def test_a_line_of_what_json_calls_no_whitespace_is_no_blank_line(data: bytes) -> None:
+    """JSON's whitespace is space, tab, return and newline: a line of form feeds or vertical
+    tabs is a line the strict parser refuses, not a blank one skipped unseen."""
+    fast, strict = both(data)
+    if data.strip(b" \t\r\n"):
+        assert fast == strict and fast[1] is not None
+    else:  # a blank line: skipped (the strict parser alone would call it no JSON)
+        assert fast == ((("n", None),), None)

@@ -151,13 +151,25 @@ def _number(text: str) -> object:
     number = float(text)
     if repr(number) == text:  # "1.1", "0.5": the float's own text, so its value (finite)
         return number
+    if not math.isfinite(number):
+        return ExactNumber(text)
+    exact = _decimal(text)
+    if exact is None or _decimal(repr(number)) != exact:
+        return ExactNumber(text)  # past Decimal's exponents (0e1000000000000000000): kept
+    return number  # the float's shortest text is the number's value: nothing to keep
+
+
+def _decimal(text: str) -> Any:
+    """``Decimal(text)``, or None where its exponent is past what Decimal holds (a JSON
+    number may write any exponent: 1e-2000000000000000000 raised, ending a check)."""
     # decimal is imported when a number is written otherwise ("1.10", "1e3"), not with the
     # module: its import was 2% of a cold check whose envelope writes "@version": 1.1.
-    from decimal import Decimal
+    from decimal import Decimal, InvalidOperation
 
-    if not math.isfinite(number) or Decimal(repr(number)) != Decimal(text):
-        return ExactNumber(text)
-    return number  # the float's shortest text is the number's value: nothing to keep
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return None
 
 
 def number_text(number: object) -> str:
@@ -165,10 +177,12 @@ def number_text(number: object) -> str:
     from decimal import Decimal  # only for a number a profile or an artifact states
 
     if isinstance(number, ExactNumber):
-        exact = Decimal(number.text)
+        exact = _decimal(number.text)
         # Written out in full only when that stays short: 1e999999999 would be a billion
         # digits. Kept as written, it is then no lexical form of a decimal (refused as such).
-        return format(exact, "f") if abs(exact.adjusted()) <= _MAX_EXPONENT else number.text
+        if exact is None or abs(exact.adjusted()) > _MAX_EXPONENT:
+            return number.text
+        return format(exact, "f")
     return format(Decimal(repr(number)), "f")
 
 

@@ -830,9 +830,36 @@ class ShapeSet:
 
     def schema_findings(self, kind: str, document: dict[str, Any]) -> list[Finding]:
         validator, schema = self.schema(kind)
-        return schema_error_findings(schema, (
-            SchemaError.at(schema, e.schema_path, e.instance_path, e.instance)
-            for e in validator.iter_errors(document)))
+        try:
+            errors = [SchemaError.at(schema, e.schema_path, e.instance_path, e.instance)
+                      for e in validator.iter_errors(document)]
+        except ValueError:
+            # jsonschema-rs reads JSON's own types only, and refused a number kept with its
+            # text (intake.ExactNumber, a float: 1e400, 0.1000000000000000000001), ending a
+            # check in a traceback. The schemas read such a number as the float it is, as
+            # jsonschema (the reference) does: the document is given so.
+            errors = [SchemaError.at(schema, e.schema_path, e.instance_path, e.instance)
+                      for e in validator.iter_errors(_as_floats(document))]
+        return schema_error_findings(schema, errors)
+
+
+def _as_floats(value: Any) -> Any:
+    """``value`` with each number kept with its text (a float subclass) as a plain float, as
+    JSON Schema's validators compare it; made without recursion (a document may nest as
+    deep as its limits allow)."""
+    top: list[Any] = [value]
+    stack: list[tuple[Any, Any, Any]] = [(top, 0, value)]
+    while stack:
+        holder, place, item = stack.pop()
+        if isinstance(item, float) and type(item) is not float:
+            holder[place] = float(item)
+        elif type(item) is dict:
+            members = holder[place] = dict(item)
+            stack.extend((members, key, inner) for key, inner in item.items())
+        elif type(item) is list:
+            items = holder[place] = list(item)
+            stack.extend((items, index, inner) for index, inner in enumerate(item))
+    return top[0]
 
 
 class SchemaError(NamedTuple):

@@ -87,9 +87,12 @@ def _is_refs(value: Any) -> bool:
 
 def _is_scores(value: Any) -> bool:
     # A number is a score when its float is finite: an integer too large for a float is none.
-    return type(value) is dict and all(
-        type(v) in (int, float) and math.isfinite(otlp.number(v) or math.inf)
-        for v in value.values())
+    # (an exact number, a float whose text is kept, is a number: otlp.number reads it.)
+    return type(value) is dict and all(_finite(otlp.number(v)) for v in value.values())
+
+
+def _finite(number: float | None) -> bool:
+    return number is not None and math.isfinite(number)
 
 
 def _is_optional_ref(value: Any) -> bool:
@@ -202,7 +205,7 @@ def parse(data: bytes, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tu
     """Strict JSON as the intake stage reads it (UTF-8, no repeated member, no NaN, within
     ``max_bytes``), an array or any value allowed; ``(None, None)`` for blank input."""
     if len(data) <= max_bytes:
-        if not data.strip():
+        if not data.strip(_JSON_WHITESPACE):  # not \x0b nor \x0c, which JSON refuses
             return None, None
         fast = _plain(data)
         if fast is not _NOT_PLAIN:
@@ -210,6 +213,7 @@ def parse(data: bytes, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tu
     return _strict(data, max_bytes)
 
 
+_JSON_WHITESPACE = b" \t\r\n"
 # What _plain answers for a line it leaves to the strict parser.
 _NOT_PLAIN: Any = object()
 # Levels of nesting past which a line is left to the strict parser: orjson nests 1,024 levels,
