@@ -37,15 +37,21 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-def check_in_page(browser: Browser, base: str, envelope: str, at: str = AT) -> str:
-    """The page opened, the envelope pasted, the instant set and the form sent: the verdict
-    the banner shows, once it shows one."""
+def check_in_page(browser: Browser, base: str, envelope: str, at: str = AT,
+                  params: dict[str, str] | None = None) -> str:
+    """The page opened, the envelope pasted, the task ``params`` set in their rows, the
+    instant set and the form sent: the verdict the banner shows, once it shows one."""
     driver = browser.open(base + "/")
     area = driver.find_element(By.ID, "envelope")
     area.clear()
     # Pasting a large text key by key is slow: the value is set as a paste would set it.
     driver.execute_script("arguments[0].value = arguments[1];"
                           "arguments[0].dispatchEvent(new Event('input'));", area, envelope)
+    for n, (name, value) in enumerate((params or {}).items()):
+        if n:
+            driver.find_element(By.ID, "add-param").click()
+        driver.find_element(By.ID, f"param-key-{n}").send_keys(name)
+        driver.find_element(By.ID, f"param-value-{n}").send_keys(value)
     instant = driver.find_element(By.ID, "at")
     instant.clear()
     instant.send_keys(at)

@@ -31,7 +31,7 @@ require_browser(module=True)
 
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-from test_browser_page import AT, WAIT  # noqa: E402
+from test_browser_page import AT, WAIT, check_in_page  # noqa: E402
 
 # Nothing answers there: every fetch is a refused connection, retrieval.failed at once.
 REFUSING = "https://127.0.0.1:9"
@@ -59,27 +59,6 @@ def envelope(alignment_ref: str | None = None) -> str:
         document["@context"]["alignmentRef"] = {"@id": "ioa:alignmentRef", "@type": "@id"}
         document["alignmentRef"] = alignment_ref
     return json.dumps(document)
-
-
-def check_in_page(browser: Browser, base: str, text: str) -> str:
-    """The envelope pasted, the task parameters set in their rows, the instant set and the
-    form sent: the verdict the banner shows."""
-    driver = browser.open(base + "/")
-    driver.execute_script("arguments[0].value = arguments[1];"
-                          "arguments[0].dispatchEvent(new Event('input'));",
-                          driver.find_element(By.ID, "envelope"), text)
-    for n, (name, value) in enumerate(PARAMS.items()):
-        if n:
-            driver.find_element(By.ID, "add-param").click()
-        driver.find_element(By.ID, f"param-key-{n}").send_keys(name)
-        driver.find_element(By.ID, f"param-value-{n}").send_keys(value)
-    instant = driver.find_element(By.ID, "at")
-    instant.clear()
-    instant.send_keys(AT)
-    driver.find_element(By.ID, "submit").click()
-    WebDriverWait(driver, WAIT).until(
-        lambda d: d.find_element(By.ID, "verdict").get_attribute("data-verdict"))
-    return str(driver.find_element(By.ID, "verdict").text)
 
 
 def answer_of(base: str, text: str) -> dict[str, Any]:
@@ -116,7 +95,7 @@ def test_an_offered_artifact_url_that_fails_has_the_receivers_fix_in_the_page(
             {"action": "retry", "by": "receiver", "codes": ["retrieval.failed"], "url": offered},
             {"action": "retry", "by": "sender", "codes": ["retrieval.failed"], "url": referenced}]
 
-        assert check_in_page(browser, base, text) == "indeterminate"
+        assert check_in_page(browser, base, text, params=PARAMS) == "indeterminate"
         receivers = fix_for("retrieval.failed", receivers=True)
         senders = fix_for("retrieval.failed")
         assert SENDERS_FIX not in receivers and SENDERS_FIX in senders
@@ -146,7 +125,7 @@ def test_an_offered_artifact_url_the_server_refuses_has_the_receivers_fix_in_the
             assert [r for r in answer_of(base, text)["remedies"] if r["action"] == "retry"] == [
                 {"action": "retry", "by": "receiver", "codes": ["retrieval.http-status"],
                  "url": offered}]
-            assert check_in_page(browser, base, text) == "indeterminate"
+            assert check_in_page(browser, base, text, params=PARAMS) == "indeterminate"
             fix = fix_for("retrieval.http-status", receivers=True)
             assert SENDERS_FIX not in fix
             assert fix_cells(browser, "retrieval.http-status") == {offered: fix}
@@ -168,7 +147,7 @@ def test_an_offered_artifact_url_retrieval_refuses_has_the_receivers_fix_in_the_
         assert len(refused) == 2 and len(codes) == 1, refused
         (code,) = codes
         assert code.startswith("retrieval.")
-        assert check_in_page(browser, base, text) == "indeterminate"
+        assert check_in_page(browser, base, text, params=PARAMS) == "indeterminate"
         receivers, senders = fix_for(code, receivers=True), fix_for(code)
         assert receivers != senders
         assert fix_cells(browser, code) == {offered: receivers, referenced: senders}
