@@ -274,6 +274,8 @@ def _plain(data: bytes) -> Any:
 
 
 _LARGE = float(1 << 63)
+
+
 def _name_ends(data: bytes) -> int:
     """The ``":`` of ``data`` whose quote is not escaped (an odd run of backslashes before
     it): content that is JSON in a string (OTLP's messages, a tool's arguments) holds many
@@ -829,7 +831,6 @@ class Fold:
             self.maslab[record["key"]] = record
         self._new_problems = len(self.problems)
         self._new_records = len(self.records)
-
 
     def names_known(self) -> bool:
         """Whether every call the fold's calls, open anonymous calls and nesting name is one

@@ -290,7 +290,6 @@ class Tree:
         self.changed = False
         self._new_crossings = len(self.crossings)
 
-
     def names_known(self) -> bool:
         """Whether every call the tangles and crossings name is one of the fold's (a state
         restored from checkpoints edited or damaged may name others)."""

@@ -167,7 +167,7 @@ class Cursor:
                 # damaged, and is refused rather than half read.
                 raise self.damaged(source, exc) from None
         if not fold.names_known():
-            raise self.damaged(source, KeyError("a call the nesting names"))
+            raise self.damaged(source, KeyError("a call the fold names"))
         hasher = self.same_prefix(source, position["offset"], position["sha256"])
         return position["seq"], position["offset"], hasher
 
