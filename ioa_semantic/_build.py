@@ -15,8 +15,9 @@ from typing import Literal
 
 # The modules mypyc compiles: the compiled engine's walk, tables and shapes, the IRI checks,
 # the memo, the intake, the Checker (the instance content's canonical text, the decision's
-# record), the audit's per-registration path and the trace audit's reading (the fold of each
-# event or span, the run built from it, its judging). What each buys is measured in
+# record), the audit's per-registration path, the trace audit's reading (the fold of each
+# event or span, the run built from it, its judging) and the graph of a run a trace store is
+# given (its quads spelled as N-Quads). What each buys is measured in
 # docs/performance.md ("Compiled with mypyc", "The trace audit compiled").
 # Not audit.inputs: its generators hold files open, and a generator mypyc compiles is not
 # closed when dropped (no `with` exits), so an audit that stops early would leak the file.
@@ -54,6 +55,8 @@ COMPILED_MODULES = (
     "ioa_semantic.trace.maslab_otel",
     "ioa_semantic.trace.conventions",
     "ioa_semantic.trace.audit",
+    "ioa_semantic.trace.graph",
+    "ioa_semantic.trace.nquads",
 )
 
 
