@@ -18,7 +18,12 @@ outputs, as mas-lab writes its events (about 2 events a call). Rows:
 * ``ioa-check trace FILE --no-shapes --format json``, the whole process (start-up included);
 * the same with ``--store DIR`` (a new private store) and ``--max-memory 8GiB`` (the default
   512 MiB refuses runs of this size with a store: the row says what storing takes);
-* the same with ``--store`` under the default bound: the reason it gives, and its peak.
+* the same with ``--store`` under the default bound: the reason it gives, and its peak;
+* the store's floor: Oxigraph's bulk loader given the very quads the ``--store`` row wrote
+  (the fed store's N-Quads, in memory first, loaded into a new store in the feed's chunks of
+  ``CHUNK_QUADS`` as the feed loads them, flushed, and compacted where the feed compacts):
+  what writing the graph costs with nothing else done, the least a feed of that store can
+  take.
 
 Peak memory is each row's process's maximum resident set (``ru_maxrss`` of a small wrapper's
 children, started from a small launcher: a process forked from this one would count this
@@ -195,12 +200,44 @@ def process(launcher: Launcher, args: list[str], rounds: int,
 
 
 def one_row(name: str, path: str) -> int:
-    """``--row``: read ``path``'s lines, then time the row's function over them."""
+    """``--row``: read ``path``'s lines (or, for the store's floor, the quads of the store
+    at ``path``), then time the row's function over them."""
+    if name == "store-floor":
+        print(store_floor(path))
+        return 0
     lines = Path(path).read_bytes().splitlines()
     start = time.perf_counter()
     {"floor": floor, "naive": naive}[name](lines)
     print(time.perf_counter() - start)
     return 0
+
+
+def store_floor(fed: str) -> float:
+    """The seconds Oxigraph's bulk loader takes to write the quads of the store ``fed`` into a
+    new store, as the feed writes a long run's graph: chunks of ``CHUNK_QUADS`` quads, IRIs
+    not checked again (``CHECKED``), then a flush, and a compaction where the feed compacts
+    (``COMPACT_QUADS``)."""
+    import pyoxigraph as ox
+
+    from ioa_semantic.trace.store import CHECKED, CHUNK_QUADS, COMPACT_QUADS
+
+    source = ox.Store.read_only(fed)
+    lines = source.dump(format=ox.RdfFormat.N_QUADS).splitlines(keepends=True)
+    del source
+    chunks = [b"".join(lines[at:at + CHUNK_QUADS]) for at in range(0, len(lines), CHUNK_QUADS)]
+    count = len(lines)
+    del lines
+    with tempfile.TemporaryDirectory() as folder:
+        store = ox.Store(folder)
+        start = time.perf_counter()
+        for chunk in chunks:
+            store.bulk_load(chunk, format=ox.RdfFormat.N_QUADS, lenient=CHECKED)
+        store.flush()
+        if count >= COMPACT_QUADS:
+            store.optimize()
+        seconds = time.perf_counter() - start
+        del store
+    return seconds
 
 
 def row(name: str, units: int, seconds: float, peak: int, unit: str, note: str = "") -> None:
@@ -237,8 +274,11 @@ def main() -> int:
         otlp, spans = otlp_file(folder, opts.traces)
         stores = iter(range(1_000_000))
 
+        made: list[Path] = []
+
         def store() -> list[str]:
-            return ["--store", str(folder / f"store-{next(stores)}"), "--at", AT]
+            made.append(folder / f"store-{next(stores)}")
+            return ["--store", str(made[-1]), "--at", AT]
 
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, "
               f"load {os.getloadavg()[0]:.1f}")
@@ -265,6 +305,9 @@ def main() -> int:
                                                  store)
             row("ioa-check trace --store (--max-memory 8GiB)", units, seconds, peak, unit,
                 f"exit {status}")
+            seconds, peak = in_process(launcher, "store-floor", made[-1], opts.rounds)
+            row("floor of the store: Oxigraph's bulk loader, the same quads", units, seconds,
+                peak, unit, "the quads in memory first, in the feed's chunks")
             seconds, peak, status, err = process(launcher, base, 1, store)
             bound = err.splitlines()[0][:140] if "--max-memory" in err else f"exit {status}"
             row("ioa-check trace --store (default bound)", units, seconds, peak, unit, bound)
