@@ -66,6 +66,7 @@ def test_every_invalid_class_is_reported_and_the_rest_audited(tmp_path: Path) ->
     for doc, _ in INVALID.values():
         body += line(doc)
     body += "\n"  # a blank line is skipped, but still counts for the line numbers
+    body += "\x0c\x0b\n"  # not blank: JSON's whitespace is neither
     body += "{not json\n"
     body += '{"@context": {}, "a": 1, "a": 2}\n'
     body += line(variant(**{"@id": "cs:Summarize"}))  # unknown to the vocabulary: not a fault
@@ -73,17 +74,18 @@ def test_every_invalid_class_is_reported_and_the_rest_audited(tmp_path: Path) ->
     status, out = audit(["regs.jsonl"], tmp_path)
     results, summary = out[:-1], out[-1]["summary"]
     assert status == 1
-    assert [r["index"] for r in results] == [*range(len(INVALID) + 1), len(INVALID) + 2,
-                                             len(INVALID) + 3, len(INVALID) + 4]
+    assert [r["index"] for r in results] == [*range(len(INVALID) + 1), *range(
+        len(INVALID) + 2, len(INVALID) + 6)]
     assert results[0]["status"] == "valid" and results[-1]["status"] == "valid"
     for result, (name, (_, code)) in zip(results[1:], INVALID.items(), strict=False):
         assert result["status"] == "invalid", name
         assert any(r["code"].startswith(code) for r in result["reasons"]), (name, result)
+    assert results[-4]["reasons"][0]["code"] == "json.syntax"
     assert results[-3]["reasons"][0]["code"] == "json.syntax"
     assert results[-2]["reasons"][0]["code"] == "json.duplicate-key"
     assert summary["total"] == len(results)
-    assert summary["status"] == {"valid": 2, "invalid": len(INVALID) + 2, "indeterminate": 0}
-    assert sum(summary["codes"].values()) >= len(INVALID) + 2
+    assert summary["status"] == {"valid": 2, "invalid": len(INVALID) + 3, "indeterminate": 0}
+    assert sum(summary["codes"].values()) >= len(INVALID) + 3
 
 
 def test_folders_are_walked_in_sorted_order_and_arrays_have_positions(tmp_path: Path) -> None:
@@ -486,7 +488,7 @@ def test_the_pieces_of_an_audit_hold_the_items_documents_finds(
 
     monkeypatch.setattr(_inputs, "_BLOCK_BYTES", block)
     good = json.dumps(registration_63())
-    (tmp_path / "a.jsonl").write_text(f"{good}\n\n{{broken\n   \n{good}\r\n" + good)
+    (tmp_path / "a.jsonl").write_text(f"{good}\n\n{{broken\n   \n\x0c\n{good}\r\n" + good)
     (tmp_path / "b.json").write_text(good)
     (tmp_path / "c.jsonl").write_text("".join(line(variant(**{"@id": f"cs:C{i}"}))
                                               for i in range(40)))
@@ -499,7 +501,7 @@ def test_the_pieces_of_an_audit_hold_the_items_documents_finds(
     got = [(source, index, doc.strip() if isinstance(doc, bytes) else doc, problems)
            for piece in _inputs.pieces(paths) for source, index, doc, problems in
            _inputs.items_of(piece)]
-    assert len(expected) == 2 * 4 + 1 + 40 + 3 and got == expected
+    assert len(expected) == 2 * 5 + 1 + 40 + 3 and got == expected
 
 
 def test_a_state_written_for_other_pieces_is_not_resumed(tmp_path: Path) -> None:
