@@ -198,6 +198,55 @@ def test_the_store_is_read_while_a_writer_holds_it_and_snapshots_are_reused(
     assert json.loads(proc.stdout.splitlines()[-1])["summary"]["verdict"] == "incompatible"
 
 
+def test_the_store_is_read_between_judging_rounds_only(tmp_path: Path) -> None:
+    """A snapshot read while the judging process writes the store is not safe (its
+    compactions delete files the snapshot names: a count over them grew without bound):
+    no page reads it while a round is in flight, and a round waits for the reads begun.
+    Told by what is held, never by how long anything took."""
+    import threading
+
+    from ioa_semantic.trace.browse import BrowseError, Quiet, Reader
+
+    trace = tmp_path / "run.jsonl"
+    trace.write_text(otlp(agent(WEATHER, 0, 100, chat("gpt-4o-mini", 1, 10))))
+    store = tmp_path / "store"
+    proc = subprocess.run([IOA_CHECK, "trace", str(trace), "--store", str(store), "--no-shapes",
+                           "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    quiet = Quiet()
+    reader = Reader(str(store), quiet=quiet, wait=0.2, max_age=3600)
+    assert len(reader.latest(10)[0]) == 1 and reader.opened == 1
+    began, ended = threading.Event(), threading.Event()
+
+    def judging_round() -> None:
+        with quiet.writing():
+            began.set()
+            ended.wait(60)
+
+    judge = threading.Thread(target=judging_round)
+    judge.start()
+    try:
+        assert began.wait(60)
+        with pytest.raises(BrowseError, match="being judged"):
+            reader.latest(10)
+        assert reader.opened == 1  # no snapshot opened, none read
+    finally:
+        ended.set()
+        judge.join(60)
+    assert len(reader.latest(10)[0]) == 1
+    assert reader.opened == 2  # a round ended: a snapshot of after it
+    # A round asked for while a read is in progress begins once the read has ended.
+    began.clear()
+    ended.set()
+    judge = threading.Thread(target=judging_round)
+    with quiet.reading(60):
+        judge.start()
+        assert not began.wait(0.3)
+    assert began.wait(60)
+    judge.join(60)
+    assert quiet.generation == 2
+
+
 def test_reads_are_bounded_and_a_read_given_up_on_frees_its_place(tmp_path: Path) -> None:
     """A read that hangs (a store that answers slowly) holds one place: past MAX_READS the
     answer is 503 with Retry-After at once; a request that waited read_timeout is 503 too,

@@ -167,7 +167,7 @@ def _pages(store: str, judge: Any, retry_after: int) -> Any:
         page([html_run(stored.audit, None, stored.disclose, stored.note)], out)
         return out.getvalue()
 
-    reader = Reader(os.path.abspath(store), generation=lambda: judge.rounds)
+    reader = Reader(os.path.abspath(store), quiet=judge.quiet)
     return RunPages(reader, Renderers(runs, run), retry_after=retry_after)
 
 

@@ -42,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..trace.browse import Quiet
 from ..trace.spool import Segment, Spool, SpoolFull
 from .limits import HeldBytes
 from .runs import RunPages
@@ -106,6 +107,9 @@ class Judge:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._process: subprocess.Popen[bytes] | None = None
+        # The store's pages read it between rounds only (trace.browse.Quiet: a snapshot read
+        # while the judging process writes the store is not safe).
+        self.quiet = Quiet()
         self._thread = threading.Thread(target=self._loop, name="trace-judge", daemon=True)
 
     @property
@@ -171,20 +175,21 @@ class Judge:
         environment = {**os.environ, "IOA_CHECK_TRACE_SERVE_PID": str(os.getpid())}
         command = [*self.command, "--waiting-list", self.waiting_list,
                    *(os.path.abspath(segment.path) for segment, _ in inputs)]
-        try:
-            self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                                             stderr=subprocess.PIPE, env=environment)
-        except OSError as exc:
-            # Out of processes or descriptors for now: said, and tried again next round (the
-            # thread ending here would stop all judging while /healthz says ok).
-            self.last_status = None
-            self.log.write(f"ioa-check trace serve: the judging process cannot start: "
-                           f"{exc.strerror or exc}\n")
-            self.log.flush()
-            return False
-        _, err = self._process.communicate()
-        status = self._process.returncode
-        self._process = None
+        with self.quiet.writing():
+            try:
+                self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.PIPE, env=environment)
+            except OSError as exc:
+                # Out of processes or descriptors for now: said, and tried again next round
+                # (the thread ending here would stop all judging while /healthz says ok).
+                self.last_status = None
+                self.log.write(f"ioa-check trace serve: the judging process cannot start: "
+                               f"{exc.strerror or exc}\n")
+                self.log.flush()
+                return False
+            _, err = self._process.communicate()
+            status = self._process.returncode
+            self._process = None
         if self._stop.is_set() and status < 0:
             return False  # killed at shutdown: the next start judges again from the checkpoint
         self.rounds += 1

@@ -4,10 +4,11 @@ The judge (``ioa-check trace SPOOL --store DIR``, a process of its own) holds th
 RocksDB lock for as long as it judges, and a second writer fails at once. The pages only
 read, so they open the store **read-only** (:meth:`pyoxigraph.Store.read_only`), which takes
 no lock: what a read-only store shows is the store as it was when it was opened, the
-write-ahead log included, so a page opened after a verdict was committed shows it. The
-reader is opened again when its snapshot is older than ``max_age`` seconds or when
-``generation`` (the judge's rounds) moves, never for every request. The store is never
-written from here: no verdict, no record, no checkpoint.
+write-ahead log included, so a page opened after a verdict was committed shows it. They read
+it between the judge's rounds only (:class:`Quiet`): a snapshot read while another process
+writes the store is not safe. The reader is opened again when its snapshot is older than
+``max_age`` seconds or when ``generation`` (the judge's rounds) moves, never for every
+request. The store is never written from here: no verdict, no record, no checkpoint.
 
 What a page shows is what the store holds, as it holds it: a private store's references
 (``run-…``, ``call-…``, the ``agent-…`` of agents no declaration published), never an
@@ -34,7 +35,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from itertools import islice
 from typing import Any, NamedTuple, TypeVar
 
@@ -65,12 +67,65 @@ MAX_RECORD_CHARS = 64 << 20
 MAX_AGE = 2.0
 # Tries at a read that a compaction under it failed, each on a new snapshot.
 ATTEMPTS = 4
+# Seconds a read waits for a judging round to end (Quiet) before the page says so (503).
+QUIET_WAIT = 5.0
 _T = TypeVar("_T")
 
 
 class BrowseError(IoaSemanticError):
     """The store cannot be read just now (being made, damaged, or files moved under a
     snapshot): the service says so (503) and the reader tries again next time."""
+
+
+class Quiet:
+    """Reads of a store and the rounds that write it, kept apart: a read waits for no round
+    to be in flight, and a round, once it asks, lets no new read begin and waits for those
+    begun to end.
+
+    A read-only snapshot of a store another process writes is not safe to read (pyoxigraph
+    says so of ``Store.read_only``): the writer's compactions delete files the snapshot
+    names, and a query that counts or takes a maximum over them (the list of runs) then
+    grew without bound until the service died, where a plain read raised (measured on a
+    store fed by bulk loads, the form every feed's writes take). So the pages of ``trace
+    serve`` read only between the judge's rounds, a snapshot opened after the last
+    (:attr:`generation` moves when a round ends)."""
+
+    def __init__(self) -> None:
+        self.generation = 0  # rounds ended
+        self._changed = threading.Condition()
+        self._readers = 0
+        self._writing = False
+
+    @contextmanager
+    def reading(self, wait: float) -> Iterator[None]:
+        """A read, begun within ``wait`` seconds once no round is in flight; else a
+        :class:`BrowseError`."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: not self._writing, wait):
+                raise BrowseError(f"the trace store is being judged: not read within {wait:g} s "
+                                  "(the pages read it between judging rounds)")
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._readers -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """A round: begun once the reads in progress have ended; :attr:`generation` moves
+        when it ends, however it ends."""
+        with self._changed:
+            self._writing = True
+            self._changed.wait_for(lambda: self._readers == 0)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self.generation += 1
+                self._writing = False
+                self._changed.notify_all()
 
 
 class Summary(NamedTuple):
@@ -96,9 +151,14 @@ class Reader:
     """Read-only snapshots of the store at ``path``, shared by the threads that read it."""
 
     def __init__(self, path: str, generation: Callable[[], int] = lambda: 0,
-                 max_age: float = MAX_AGE, max_record_chars: int = MAX_RECORD_CHARS) -> None:
+                 max_age: float = MAX_AGE, max_record_chars: int = MAX_RECORD_CHARS,
+                 quiet: Quiet | None = None, wait: float = QUIET_WAIT) -> None:
         self.path = path
-        self.generation = generation
+        # With ``quiet`` (the judge's), every read is made between its rounds, and a round
+        # ended is a new generation.
+        self.quiet = quiet
+        self.wait = wait
+        self.generation = generation if quiet is None else lambda: quiet.generation
         self.max_age = max_age
         self.max_record_chars = max_record_chars
         self.opened = 0  # snapshots opened, so a test can tell they are reused
@@ -128,8 +188,9 @@ class Reader:
         :class:`BrowseError`."""
         for attempt in range(ATTEMPTS):
             try:
-                store = self.snapshot()
-                return empty if store is None else work(store)
+                with self._between_rounds():
+                    store = self.snapshot()
+                    return empty if store is None else work(store)
             except (KeyError, IndexError):
                 raise BrowseError("the trace store holds a verdict that is not one of this "
                                   "ioa-check (a property missing): it is damaged") from None
@@ -141,6 +202,9 @@ class Reader:
                                       f"{str(exc).splitlines()[0][:200]}") from None
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
+
+    def _between_rounds(self) -> Any:
+        return self.quiet.reading(self.wait) if self.quiet is not None else nullcontext()
 
     def latest(self, limit: int, offset: int = 0) -> tuple[list[Summary], bool]:
         """The runs of greatest current verdict first: ``limit`` of them after ``offset``,
