@@ -19,15 +19,11 @@ if TYPE_CHECKING:
 
 from .._codes import finding
 from .._findings import Finding
-from ..pipeline.intake import Limits, parse
+from ..pipeline.intake import JSON_WHITESPACE, Limits, parse
 from .judge import Item
 from .places import Element, elements, position
 
 AUDITED_SUFFIXES = (".json", ".jsonld", ".jsonl")
-# A line of only these is blank, and skipped: JSON's whitespace (RFC 8259, section 2). Not
-# bytes.strip()'s, which also takes a vertical tab or a form feed, which JSON refuses: a line
-# of them is a registration that does not parse, as the trace reader reads it.
-_JSON_WHITESPACE = b" \t\r\n"
 
 
 def items_of(piece: Piece) -> Iterable[Item]:
@@ -37,7 +33,7 @@ def items_of(piece: Piece) -> Iterable[Item]:
         return piece
     source, first, data = piece
     return ((source, first + offset, line, ())
-            for offset, line in enumerate(data.split(b"\n")) if line.strip(_JSON_WHITESPACE))
+            for offset, line in enumerate(data.split(b"\n")) if line.strip(JSON_WHITESPACE))
 
 
 def documents(paths: Iterable[str], stdin: IO[bytes] | None = None,
@@ -187,7 +183,7 @@ def _lines(source: str, stream: IO[bytes]) -> Iterator[tuple[str, int | None, by
                                                               tuple[Finding, ...]]]:
     try:
         for index, line in enumerate(stream):
-            if line.strip(_JSON_WHITESPACE):
+            if line.strip(JSON_WHITESPACE):
                 yield source, index, line, ()
     except OSError as exc:
         yield source, None, None, (finding("json.unreadable",

@@ -30,6 +30,9 @@ DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_VALUES = 16384
 DEFAULT_MAX_CONTEXTS = 16
 DEFAULT_MAX_TERMS = 1024
+# JSON's whitespace (RFC 8259, section 2): a line of only these is blank. Not bytes.strip()'s,
+# which also takes a vertical tab and a form feed, which JSON refuses.
+JSON_WHITESPACE = b" \t\r\n"
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")

@@ -36,7 +36,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from itertools import islice
 from typing import Any, NamedTuple, TypeVar
 
@@ -203,7 +203,7 @@ class Reader:
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def _between_rounds(self) -> Any:
+    def _between_rounds(self) -> AbstractContextManager[None]:
         return self.quiet.reading(self.wait) if self.quiet is not None else nullcontext()
 
     def latest(self, limit: int, offset: int = 0) -> tuple[list[Summary], bool]:

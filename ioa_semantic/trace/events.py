@@ -31,7 +31,7 @@ import orjson
 
 from .._codes import finding
 from .._findings import Finding, Severity
-from ..pipeline.intake import Limits
+from ..pipeline.intake import JSON_WHITESPACE, Limits
 from ..pipeline.intake import parse as parse_json
 from . import formats, instants, maslab_otel, nesting, otlp, runfile
 from .attribution import Attribution
@@ -205,7 +205,7 @@ def parse(data: bytes, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tu
     """Strict JSON as the intake stage reads it (UTF-8, no repeated member, no NaN, within
     ``max_bytes``), an array or any value allowed; ``(None, None)`` for blank input."""
     if len(data) <= max_bytes:
-        if not data.strip(_JSON_WHITESPACE):  # not \x0b nor \x0c, which JSON refuses
+        if not data.strip(JSON_WHITESPACE):
             return None, None
         fast = _plain(data)
         if fast is not _NOT_PLAIN:
@@ -213,7 +213,6 @@ def parse(data: bytes, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[Any, tu
     return _strict(data, max_bytes)
 
 
-_JSON_WHITESPACE = b" \t\r\n"
 # What _plain answers for a line it leaves to the strict parser.
 _NOT_PLAIN: Any = object()
 # Levels of nesting past which a line is left to the strict parser: orjson nests 1,024 levels,

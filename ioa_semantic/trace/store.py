@@ -1880,15 +1880,16 @@ def _write_graph(store: TraceStore, iri: str, chunks: Iterator[Chunk],
     first = next(chunks)
     after = next(chunks, None)
     if after is None:  # the whole graph at once, as most runs are
-        if batch is not None and not present and kept is None and not store.holds(iri):
+        # The run grew, or gains its trajectory, or a write of it was cut short: its graph is
+        # made again. (A run the batch holds was written before it was judged again.)
+        remade = present or store.holds(iri)
+        if batch is not None and not remade and kept is None:
             batch.add(iri, first, Chunk.of(last()))
             return
         if batch is not None:
             batch.write()
         whole = Chunk.of(last()) + first
-        if present or store.holds(iri):
-            # The run grew, or gains its trajectory, or a write of it was cut short: its
-            # graph is made again.
+        if remade:
             store.replace(iri, whole)
         else:
             store.commit(whole)
