@@ -246,6 +246,62 @@ def test_a_second_process_is_refused_while_the_first_holds_the_store(tmp_path: P
     assert feed([SMOKE], store, tmp_path).returncode == 3
 
 
+# Loads chunk after chunk into a store (in a graph of its own) until it is killed.
+_LOADER = """
+import sys, pyoxigraph as ox
+store = ox.Store(sys.argv[1])
+chunk = "".join(f"<http://e/{i}> <http://p/{i % 7}> \\"v{i}\\" <http://junk/> .\\n"
+                for i in range(400_000)).encode()
+print("loading", flush=True)
+while True:
+    store.bulk_load(chunk, format=ox.RdfFormat.N_QUADS)
+"""
+
+
+def _abandoned(store: Path) -> list[str]:
+    return sorted(p.name for p in store.iterdir() if re.fullmatch(r"bulk-[0-9]+\.sst", p.name))
+
+
+def test_the_files_of_a_bulk_load_killed_midway_are_removed_by_the_next_writer(
+        tmp_path: Path) -> None:
+    """Oxigraph's bulk loader writes each chunk to ``bulk-<number>.sst`` in the store's folder
+    before RocksDB takes it in: a process killed between the two leaves the file, which
+    nothing else removes. The next process to open the store for writing removes it
+    (``store.forget_abandoned_loads``), and nothing else of the folder."""
+    import sys
+
+    store = tmp_path / "store"
+    assert feed([GOLDEN], store, tmp_path, PLAIN).returncode == 3
+    for _ in range(20):  # until a kill lands between a chunk's file and its ingestion
+        loader = subprocess.Popen([sys.executable, "-c", _LOADER, str(store)],
+                                  stdout=subprocess.PIPE)
+        assert loader.stdout is not None and loader.stdout.readline() == b"loading\n"
+        while not _abandoned(store) and loader.poll() is None:
+            time.sleep(0.01)
+        loader.kill()
+        loader.communicate()
+        if _abandoned(store):
+            break
+    left = _abandoned(store)
+    assert left, "no kill landed inside a bulk load"
+    others = {"bulk-12a.sst": b"x", "bulk-.sst": b"x", "bulk-1.sst.keep": b"x",
+              "notes.txt": b"mine"}
+    for name, data in others.items():
+        (tmp_path / "store" / name).write_bytes(data)
+    outside = tmp_path / "outside.sst"
+    outside.write_bytes(b"not the store's")
+    (store / "bulk-7.sst").symlink_to(outside)
+    assert feed([SMOKE], store, tmp_path, PLAIN).returncode == 3
+    assert _abandoned(store) == ["bulk-7.sst"]  # the link stays, and what it names
+    assert outside.read_bytes() == b"not the store's"
+    assert all((store / name).read_bytes() == data for name, data in others.items())
+    reference = tmp_path / "reference"
+    assert feed([GOLDEN], reference, tmp_path, PLAIN).returncode == 3
+    assert feed([SMOKE], reference, tmp_path, PLAIN).returncode == 3
+    fed = {graph: triples for graph, triples in graphs(store).items() if graph != "<http://junk/>"}
+    assert fed == graphs(reference)
+
+
 def test_a_second_ioa_check_is_refused_while_a_first_one_feeds_the_store(tmp_path: Path) -> None:
     store, flag = tmp_path / "store", tmp_path / "held"
     first = subprocess.Popen(

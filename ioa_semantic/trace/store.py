@@ -767,6 +767,7 @@ def _open(path: str, create: str | None) -> ox.Store:
             ) from None
         raise StoreUnavailable(f"the trace store {path} cannot be opened: {exc}") from None
     forget_info_log(path)
+    forget_abandoned_loads(path)
     return store
 
 
@@ -780,6 +781,24 @@ def forget_info_log(path: str) -> None:
             if name == "LOG" or name.startswith("LOG.old."):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(os.path.join(path, name))
+
+
+def forget_abandoned_loads(path: str) -> None:
+    """Remove the chunks a bulk load left in the store's folder when its process was killed.
+
+    Oxigraph's bulk loader writes each chunk to an SST file of its own in the store's folder,
+    ``bulk-<a random number>.sst`` (pyoxigraph 0.5), then has RocksDB take it in under a name
+    of RocksDB's; a process killed between the two leaves the file (10 MiB a kill, seen
+    here), which nothing reads or removes. Only a process holding the store's lock writes
+    one, and this one holds it now (it opened the store to write, before any load of its
+    own): every such file is an abandoned one. Anything else in the folder is left alone."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            name = entry.name
+            if (name.startswith("bulk-") and name.endswith(".sst") and name[5:-4].isascii()
+                    and name[5:-4].isdigit() and entry.is_file(follow_symlinks=False)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
 
 
 _KEY_WITHOUT_STORE = (
