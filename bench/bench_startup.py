@@ -19,7 +19,12 @@ Every row but the first undoes one trick before the command runs:
 * decimal imported at start: what the intake's numbers imported before a number written as
   its float's text did without;
 * the other commands imported at start: every command's module, as ``cli.main`` imported
-  them all before it imported each when its command runs.
+  them all before it imported each when its command runs;
+* threading imported at start: the import ``_runtime.Lock`` and ``_runtime.local`` avoid;
+* cachetools imported at start: what the Checker's instance memory imported before it was
+  a ``BoundedCache``;
+* argparse's messages translated: ``untranslated_argparse`` made a no-op, so gettext looks
+  for a catalogue of each message (and imports locale).
 
 The last row is a floor: the interpreter starting and exiting, nothing imported.
 """
@@ -57,6 +62,10 @@ VARIANTS = {
         "ioa_semantic.cli.lint, ioa_semantic.cli.serve, ioa_semantic.cli.sign, "
         "ioa_semantic.cli.trace, ioa_semantic.cli.trace_history, ioa_semantic.cli.trace_serve; "
         + ENTRY),
+    "threading imported at start": "import threading; " + ENTRY,
+    "cachetools imported at start": "import cachetools; " + ENTRY,
+    "argparse's messages translated": (
+        "import ioa_semantic._runtime as r; r.untranslated_argparse = lambda: None; " + ENTRY),
     "floor: python -c pass": "pass",
 }
 

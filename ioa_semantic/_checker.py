@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from cachetools import LRUCache
 from mypy_extensions import mypyc_attr
 
 if TYPE_CHECKING:
@@ -30,7 +28,7 @@ from ._codes import finding
 from ._exceptions import ConfigurationError, RegistrationError, RetrievalError
 from ._findings import Decision, Finding, ProfileRef, Remedy, Severity, Verdict, combine, sort_key
 from ._memo import BoundedCache
-from ._runtime import sha256
+from ._runtime import Lock, sha256
 from .compiled.engine import CompiledEngine
 from .pipeline import bounded, remedies
 from .pipeline.baseline import Baseline, Kind, read_document
@@ -65,7 +63,7 @@ _ALIGNMENT_REF = "https://example.org/ioa/semantic#alignmentRef"
 _MAPPING_NOT_ESTABLISHED = frozenset({
     "alignment.no-accepted-mapping", "alignment.condition-unevaluable", "alignment.not-offered"})
 _SHAPES: ShapeSet | None = None
-_SHAPES_LOCK = threading.Lock()
+_SHAPES_LOCK = Lock()
 
 
 def shapes() -> ShapeSet:
@@ -268,9 +266,11 @@ class Checker:
         self._cache_size = cache_size
         # The first content seen of each envelope instance (its @id and profileVersion, 5.3),
         # by the digest of its expanded graph: another content under the same pair is no
-        # unambiguous revision. The most recent INSTANCES pairs are remembered.
-        self._instances: LRUCache[bytes, bytes] = LRUCache(INSTANCES)
-        self._instances_lock = threading.Lock()
+        # unambiguous revision. The most recent INSTANCES pairs are remembered (each weighs
+        # one: the bound is a count; the lock makes a look and a put one step).
+        self._instances: BoundedCache[bytes, bytes] = BoundedCache(INSTANCES,
+                                                                   max_entries=INSTANCES)
+        self._instances_lock = Lock()
         #: Whether a check adds the instance it reads to that memory. A decision log judged
         #: again turns it off: each decision then sees what its logged Checker had seen
         #: (:meth:`remember_instance`), whatever the others judged again read.
@@ -417,14 +417,24 @@ class Checker:
         already held (5.3): how a decision log judged again restores what the checker that
         logged it had seen, so a revision found ambiguous then is ambiguous again. Whether
         ``content`` is (now) the first: what a check of that content would find."""
-        with self._instances_lock:
-            return self._instances.setdefault(pair, content) == content
+        return self._first_content(pair, content, take=True) == content
 
     def first_instance(self, pair: bytes, content: bytes) -> bool:
         """Whether ``content`` is the first content the revision memory holds for the
         instance ``pair``, or none is held (5.3), without taking it."""
+        return self._first_content(pair, content, take=False) == content
+
+    def _first_content(self, pair: bytes, content: bytes, *, take: bool) -> bytes:
+        """The first content the revision memory holds for the instance ``pair`` (5.3), or
+        ``content`` when it holds none, which ``take`` then has it hold. A look refreshes
+        the pair (the least recently used pairs are the ones forgotten)."""
         with self._instances_lock:
-            return self._instances.get(pair, content) == content
+            held = self._instances.get(pair)
+            if held is None:
+                if take:
+                    self._instances.put(pair, content, 1)
+                return content
+            return held
 
     def _still_first(self, cached: tuple[Decision, tuple[bytes, bytes] | None]) -> bool:
         """Whether a cached decision may be served: its instance's content is (again) the
@@ -436,8 +446,7 @@ class Checker:
         if content is None:
             return True
         pair, digest = content
-        with self._instances_lock:
-            return self._instances.setdefault(pair, digest) == digest
+        return self._first_content(pair, digest, take=True) == digest
 
     def _cache_key(self, envelope: EnvelopeInput, params: Mapping[str, str],
                    at: datetime) -> tuple[Any, ...] | None:
@@ -510,9 +519,7 @@ class Checker:
         # (an @id and a profileVersion may be hundreds of kB within the intake limit).
         pair = sha256(json.dumps([ident, version], ensure_ascii=False).encode(
             "utf-8", "surrogatepass")).digest()
-        with self._instances_lock:
-            first = (self._instances.setdefault(pair, digest) if self.learns_instances
-                     else self._instances.get(pair, digest))
+        first = self._first_content(pair, digest, take=self.learns_instances)
         if contents is not None:
             contents.append((pair, digest))
         if first == digest:

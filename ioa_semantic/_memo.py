@@ -15,9 +15,10 @@ lookup reorders the entries, so every operation takes the lock.
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
-import threading
 from collections import OrderedDict
 from typing import Generic, TypeVar
+
+from ._runtime import Lock
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -33,7 +34,7 @@ class BoundedCache(Generic[K, V]):
         self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
         self._max_bytes = max_bytes
         self._bytes = 0  # what the entries weigh
-        self._lock = threading.Lock()
+        self._lock = Lock()
         # Lookups that found their key, and those that did not: what a memo saves, counted
         # (and what the tests read to know that a memo answers, in either build).
         self.hits = 0
@@ -80,6 +81,12 @@ class BoundedCache(Generic[K, V]):
         while entries and (self._bytes > max_bytes or (
                 max_entries is not None and len(entries) >= max_entries)):
             self._bytes -= entries.popitem(last=False)[1][1]
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
 
     def resize(self, max_bytes: int) -> None:
         """Bound it to ``max_bytes`` from now on, evicting the least recently used entries

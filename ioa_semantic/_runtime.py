@@ -16,16 +16,20 @@ command line calls:
 * :func:`terminal_columns`: the terminal's width without importing ``shutil`` (argparse
   asks for it on every parse);
 * :func:`orjson_module`: orjson imported on first use, not with the package;
-* :func:`sha256`: a process's first few small digests made without importing hashlib.
+* :func:`sha256`: a process's first few small digests made without importing hashlib;
+* :data:`Lock` and :data:`local`: threading's lock and thread-local data without importing
+  threading;
+* :func:`untranslated_argparse`: argparse's messages taken as written, without asking
+  gettext for a translation of each (which imports locale).
 
 This module imports nothing of the package, so that the package's own imports can run
 inside :class:`paused`.
 """
 
+import _thread
 import gc
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType, TracebackType
@@ -33,6 +37,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from hashlib import _Hash
+
+
+# threading's Lock and local are these (threading.local is _thread._local, threading.Lock
+# is _thread.allocate_lock). Taken from _thread, a check does not import threading, whose
+# import (the main thread's object, its shutdown hooks, weak sets) is about a millisecond
+# of a cold check; what starts a thread imports threading then.
+Lock = _thread.allocate_lock
+local = _thread._local
 
 
 # Whether the process is the command line's (see own_process).
@@ -103,6 +115,19 @@ def quick_exit(status: int, unwritable: Callable[[OSError], int]) -> NoReturn:
     os._exit(status)
 
 
+def untranslated_argparse() -> None:
+    """argparse's messages as written. argparse asks gettext for each message it builds a
+    parser with, and each ask looks for a catalogue in the environment's languages, the
+    first importing locale: about a millisecond of a cold check, for nothing, since
+    CPython ships no catalogue of argparse's messages (their domain is gettext's default,
+    "messages"). Only the command line calls it, for a process it owns."""
+    import argparse
+
+    argparse._ = lambda message: message  # type: ignore[attr-defined]
+    argparse.ngettext = (  # type: ignore[attr-defined]
+        lambda singular, plural, count: singular if count == 1 else plural)
+
+
 def terminal_columns() -> int:
     """What ``shutil.get_terminal_size().columns`` says, without importing shutil (whose
     imports, zlib, bz2 and lzma, cost a cold check more than parsing its envelope)."""
@@ -119,7 +144,7 @@ def terminal_columns() -> int:
 
 
 _ORJSON: ModuleType | None = None
-_ORJSON_LOCK = threading.Lock()
+_ORJSON_LOCK = Lock()
 
 
 def orjson_module() -> ModuleType:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from support import run_python
 
@@ -94,7 +96,10 @@ def test_a_feed_to_a_store_without_shapes_imports_no_rdflib(tmp_path: Path,
 # _runtime.sha256), decimal (a number written as its float's text needs none) and base64
 # (a signing key's encoding). pyoxigraph stays: the shipped profile is Turtle, and the
 # compiled tables are queries over an Oxigraph store.
-NOT_IMPORTED_BY_A_CHECK = ("hashlib", "_hashlib", "decimal", "_decimal", "base64", "binascii")
+# Nor threading (its Lock and local are _thread's: _runtime.Lock, _runtime.local) and
+# cachetools (the instance memory is a BoundedCache), with what cachetools brought (random).
+NOT_IMPORTED_BY_A_CHECK = ("hashlib", "_hashlib", "decimal", "_decimal", "base64", "binascii",
+                           "threading", "cachetools", "random")
 
 
 def test_a_check_imports_only_its_own_commands_modules() -> None:
@@ -107,6 +112,56 @@ def test_a_check_imports_only_its_own_commands_modules() -> None:
 
 def test_a_check_of_a_shipped_profile_imports_no_hashlib_decimal_or_base64() -> None:
     assert imported_by_a_check(f"m.split('.')[0] in {NOT_IMPORTED_BY_A_CHECK!r}") == "[]"
+
+
+# What the ioa-check process imported when it ends (its quick exit, os._exit, is where).
+ENDED_WITH_MODULES = (
+    "import os, sys\n"
+    "real_exit = os._exit\n"
+    "def ended(status):\n"
+    "    print(status, sorted(m for m in sys.modules if m in {modules!r}), flush=True)\n"
+    "    real_exit(status)\n"
+    "os._exit = ended\n"
+    "sys.argv = ['ioa-check', *{argv!r}]\n"
+    "from ioa_semantic.cli.main import entry\n"
+    "entry()\n")
+
+
+def test_the_commands_check_asks_gettext_for_no_translation_of_argparses_messages() -> None:
+    """argparse asks gettext for each message a parser is built with, and gettext's first
+    look for a catalogue imports locale: the command takes them as written
+    (_runtime.untranslated_argparse)."""
+    argv = ["examples/envelope-6.2.jsonld", "--profile", "cs-translation",
+            "--at", "2026-06-01T00:00:00Z"]
+    proc = run_python(ENDED_WITH_MODULES.format(modules=("locale",), argv=argv))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines()[-1] == "0 []"
+
+
+def test_argparses_messages_untranslated_are_what_gettext_gives_without_a_catalogue() -> None:
+    """The command's help and its usage errors are the same text with and without
+    _runtime.untranslated_argparse, singular and plural messages alike."""
+    script = (
+        "import contextlib, io, sys\n"
+        "from ioa_semantic import _runtime\n"
+        "from ioa_semantic.cli.main import main\n"
+        "def said(argv):\n"
+        "    out, err = io.StringIO(), io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        "        try:\n"
+        "            status = main(argv)\n"
+        "        except SystemExit as exc:\n"
+        "            status = exc.code\n"
+        "    return status, out.getvalue(), err.getvalue()\n"
+        "cases = [['--help'], ['trace', '--help'], ['--param'], ['--format', 'x', 'f'],\n"
+        "         ['audit', '--jobs', 'x', 'f'], ['sign', '--nope']]\n"
+        "before = [said(argv) for argv in cases]\n"
+        "_runtime.untranslated_argparse()\n"
+        "after = [said(argv) for argv in cases]\n"
+        "print(before == after, all(b[1] or b[2] for b in before))\n")
+    proc = run_python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().split() == ["True", "True"]
 
 
 def test_the_command_line_and_the_package_import_no_checker_until_a_command_builds_one() -> None:
@@ -200,3 +255,70 @@ def test_a_number_read_without_decimal_is_read_as_before() -> None:
         expected = before(text)
         assert type(read) is type(expected) and repr(read) == repr(expected), text
         assert getattr(read, "text", None) == getattr(expected, "text", None), text
+
+
+# Every character the class names, each end of its ranges, and their neighbours.
+_HIDDEN_EDGES = "\x00\x08\x09\x0a\x1f\x20\x7e\x7f\x80\x9f\xa0\u061b\u061c\u061d\u200a\u200b" \
+    "\u200f\u2010\u2027\u2028\u202e\u202f\u205f\u2060\u2069\u206a\ufeff\ufff8\ufff9\ufffb" \
+    "\ufffc\U000dffff\U000e0000\U000e007f\U000e0080\ud7ff\ud800\udfff\ue000 aZ~<>"
+
+
+@given(st.text(alphabet=st.sampled_from(_HIDDEN_EDGES) | st.characters(), max_size=40),
+       st.booleans())
+def test_a_line_printable_in_ascii_is_shown_as_the_pattern_shows_it(line: str,
+                                                                    surrogates: bool) -> None:
+    """_visible.visible takes a line of printable ASCII as it is and compiles its pattern
+    only for another: the same text the pattern alone makes of any line."""
+    import re
+
+    from ioa_semantic import _visible
+
+    pattern = re.compile(f"[{_visible._HIDDEN_CLASS}\ud800-\udfff]" if surrogates
+                         else f"[{_visible._HIDDEN_CLASS}]")
+    expected = pattern.sub(lambda m: f"<U+{ord(m.group()):04X}>", line)
+    assert _visible.visible(line, surrogates=surrogates) == expected
+
+
+def test_a_check_whose_report_is_printable_ascii_compiles_no_hidden_pattern() -> None:
+    proc = run_python(
+        "import contextlib, io\n"
+        "from ioa_semantic import _visible\n"
+        "from ioa_semantic.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation',"
+        " '--at', '2026-06-01T00:00:00Z'])\n"
+        "print(bool(out.getvalue()), _visible._hidden.cache_info().currsize)\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().split() == ["True", "0"]
+
+
+@given(st.text(alphabet=st.sampled_from(_HIDDEN_EDGES) | st.characters(), max_size=40))
+def test_a_lone_surrogate_is_found_without_a_pattern_as_the_pattern_finds_it(text: str) -> None:
+    """_visible.has_lone_surrogate (an ASCII string at once, else whether UTF-8 encodes
+    it), which the reporters and --param ask, answers as the class of surrogates does."""
+    import re
+
+    from ioa_semantic._visible import has_lone_surrogate
+
+    assert has_lone_surrogate(text) is (re.search("[\ud800-\udfff]", text) is not None)
+
+
+def test_a_check_compiles_no_pattern_for_bidirectional_marks_or_surrogates() -> None:
+    """Neither class is compiled by a check whose IRIs and arguments are ASCII: each took a
+    cold check about half a millisecond (_iri._bidi, _visible.has_lone_surrogate)."""
+    proc = run_python(
+        "import contextlib, io, re._compiler as compiler\n"
+        "seen = []\n"
+        "original = compiler.compile\n"
+        "def compile(pattern, flags=0):\n"
+        "    seen.append(pattern)\n"
+        "    return original(pattern, flags)\n"
+        "compiler.compile = compile\n"
+        "from ioa_semantic.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['examples/envelope-6.2.jsonld', '--profile', 'cs-translation',"
+        " '--param', 'a=b', '--at', '2026-06-01T00:00:00Z'])\n"
+        "print(len(seen) > 5, [p for p in seen if isinstance(p, str)"
+        " and ('\\u202a' in p or '\\ud800' in p)])\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().split() == ["True", "[]"]

@@ -31,7 +31,7 @@ from .._exceptions import (
     WriteFailed,
 )
 from .._nearest import nearest
-from .._runtime import own_process, paused, quick_exit
+from .._runtime import own_process, paused, quick_exit, untranslated_argparse
 from .._status import ExitStatus
 from .._version import __version__
 from .parsing import _Parser, unwritable_stdout
@@ -333,6 +333,7 @@ def entry() -> None:
     exit the usual way.
     """
     argv = sys.argv[1:]
+    untranslated_argparse()
     if argv and argv[0] in COMMANDS and argv[0] != "check":
         sys.exit(main(argv))
     # What the check imports and builds lives until the quick exit: see _runtime.paused.

@@ -22,6 +22,7 @@ from .._files import claim, write_file
 from .._nearest import SUGGESTED, did_you_mean
 from .._runtime import terminal_columns
 from .._status import ExitStatus
+from .._visible import has_lone_surrogate
 from ..pipeline.intake import Limits
 
 
@@ -145,15 +146,12 @@ def _parameter(value: str) -> tuple[str, str]:
     key, sep, val = value.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
-    if _LONE_SURROGATE.search(value):
+    if has_lone_surrogate(value):
         # Bytes that are not UTF-8 (PEP 383 hands them over as lone surrogates): no task
         # parameter is such bytes, and no output could carry them as text.
         shown = value.encode("utf-8", "backslashreplace").decode("utf-8")
         raise argparse.ArgumentTypeError(f"{shown!r} is not text: its bytes are not UTF-8")
     return key, val
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _positive(value: str) -> int:

@@ -13,7 +13,6 @@ to the reference stage where they decline:
 """
 
 import json
-import threading
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pyoxigraph
 
 from .._memo import BoundedCache
-from .._runtime import orjson_if_loaded
+from .._runtime import Lock, orjson_if_loaded
 from .._vocab import IOA
 from ..pipeline.baseline import (
     Baseline,
@@ -344,7 +343,7 @@ class CompiledEngine(ReferenceEngine):
 
 
 _COMPILED_SHAPES: dict[int, CompiledShapes] = {}
-_COMPILED_SHAPES_LOCK = threading.Lock()
+_COMPILED_SHAPES_LOCK = Lock()
 
 
 def compiled_shapes(shapes: ShapeSet) -> CompiledShapes:

@@ -21,11 +21,11 @@ import atexit
 import importlib
 import os
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from .._exceptions import IoaSemanticError
+from .._runtime import Lock, local
 
 # The bound on one evaluation of a profile's pySHACL shapes, or of lint's SHACL shapes for
 # SHACL (seconds), unless the Checker is given another (shape_timeout, --shape-timeout):
@@ -106,7 +106,7 @@ class _Worker:
 
 
 _IDLE: list[_Worker] = []
-_IDLE_LOCK = threading.Lock()
+_IDLE_LOCK = Lock()
 # Counted so that tests can tell a kept worker from a new one (operations, not time).
 started = 0
 
@@ -140,7 +140,7 @@ def run(function: Callable[..., Any], args: tuple[Any, ...], deadline: float, *,
     return value
 
 
-_STOPS = threading.local()
+_STOPS = local()
 
 
 def stops() -> int:
@@ -230,6 +230,7 @@ def _end_with_parent(parent: int) -> None:
     leave it computing, holding a core, until the call ends by itself, minutes later. The
     watch is a thread reading the parent's id (a kill of the parent makes init or a
     subreaper the parent): Python switches threads even while pySHACL computes."""
+    import threading  # only here: a check that starts no thread does not import it (_runtime)
     import time
 
     def watch() -> None:

@@ -8,13 +8,13 @@ error to its ``retrieval.*`` code, anything else to ``jsonld.expansion-error``).
 
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from .._codes import finding
 from .._exceptions import IoaSemanticError, retrieval_error_in
 from .._findings import Finding, Severity
+from .._runtime import local
 from .contexts import _KEYWORDS, _OPAQUE, ContextPolicy, SenderTerms, iri_scheme, members
 
 
@@ -85,7 +85,7 @@ def expand(
 # RuntimeError inside pyld). Each thread gets a cache of its own instead, of a few contexts:
 # a context is at most Limits.max_bytes and max_terms, and pyld keeps at most ten processed
 # forms of each, so a thread holds at most that many times those bounds.
-_PYLD = threading.local()
+_PYLD = local()
 _PYLD_CONTEXTS = 8
 
 

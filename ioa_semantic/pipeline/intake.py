@@ -11,7 +11,6 @@ last), NaN and Infinity, and a top level that is not an object. It never raises 
 import json
 import math
 import re
-import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -19,6 +18,7 @@ from mypy_extensions import mypyc_attr
 
 from .._codes import finding
 from .._findings import Finding
+from .._runtime import local
 
 DEFAULT_MAX_BYTES = 1 << 20
 DEFAULT_MAX_DEPTH = 64
@@ -76,7 +76,7 @@ def _nests_deeper_than(text: str, limit: int) -> bool:
     return False
 
 
-_PARSERS = threading.local()
+_PARSERS = local()
 
 
 def _parser() -> tuple[json.JSONDecoder, dict[int, tuple[dict[str, Any], list[str]]]]:

@@ -10,7 +10,6 @@ expansion hides: a missing ``@context``, the legacy ``id``/``type`` spellings, J
 # Annotations are evaluated at import (no __future__ import): see _findings.
 
 import re
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any, NamedTuple
@@ -22,6 +21,7 @@ from .._codes import finding
 from .._exceptions import ConfigurationError, IoaSemanticError
 from .._findings import Finding
 from .._iri import iri_defect
+from .._runtime import local
 from .._vocab import IOASH, RDF_JSON, RDF_LANGSTRING, RDF_TYPE, SH, XSD
 from .contexts import NO_BASE, SenderTerms, json_kind, term_for
 
@@ -358,7 +358,7 @@ def _single_escape(pattern: str, i: int) -> int:
 # are computed further, so that a hostile profile's pattern (lint reads any) costs at most
 # a second, never minutes. Counted per thread: patterns are translated on several.
 _MAX_RANGES = 400_000
-_spent = threading.local()
+_spent = local()
 
 
 def _charge(pattern: str, ranges: Ranges) -> None:

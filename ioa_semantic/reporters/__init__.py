@@ -8,11 +8,12 @@ import json
 import re
 from typing import Any
 
+from .._visible import has_lone_surrogate
 from .._visible import visible as visible  # re-exported: the commands print through it
 
 # A lone surrogate is what Python makes of a byte that is not UTF-8 in a file name (PEP 383,
 # "surrogateescape"); written raw it would be that byte, and the line would not be UTF-8.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = "[\ud800-\udfff]"
 
 
 def json_text(value: Any, **options: Any) -> str:
@@ -21,9 +22,9 @@ def json_text(value: Any, **options: Any) -> str:
     escape, which ``json.loads`` reads back to the same string (and ``os.fsencode`` to the
     same bytes). docs/architecture.md, "Output"."""
     text = json.dumps(value, ensure_ascii=False, **options)
-    if _LONE_SURROGATE.search(text) is None:
+    if not has_lone_surrogate(text):
         return text
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return re.sub(_LONE_SURROGATE, lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def declared_text(value: list[str] | None) -> str:

@@ -13,11 +13,12 @@ from json.encoder import encode_basestring
 from typing import IO, Any
 
 from .._findings import Severity, Verdict
+from .._visible import has_lone_surrogate
 from ..trace.audit import AgentAudit, RunAudit, Use
 from ..trace.calls import Call
 from ..trace.graph import ShapeReport
 from ..trace.privacy import Disclosure
-from . import _LONE_SURROGATE, Visible, json_text
+from . import Visible, json_text
 
 # What json.dumps(..., ensure_ascii=False) writes a string as (the C encoder where built).
 _encode_string: Callable[[str], str] = encode_basestring
@@ -63,7 +64,7 @@ def _scalar(value: Any) -> str:
     kind = type(value)
     if kind is str:
         text: str = _encode_string(value)
-        return text if _LONE_SURROGATE.search(text) is None else json_text(value)
+        return json_text(value) if has_lone_surrogate(text) else text
     if kind is int:
         return int.__repr__(value)
     return "null" if value is None else json_text(value)
