@@ -14,11 +14,12 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from .._exceptions import STANDARD_OUTPUT, ConfigurationError, WriteFailed
 from .._files import claim, write_file
+from .._instants import instant
 from .._nearest import SUGGESTED, did_you_mean
 from .._runtime import terminal_columns
 from .._status import ExitStatus
@@ -127,19 +128,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _instant(value: str) -> datetime:
+    """``--at``: an instant with its UTC offset, every fraction digit kept (it is compared
+    with validity limits written to the tenth of a microsecond and finer)."""
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO-8601 date-time") from None
-    if parsed.tzinfo is None:
+        return instant(value)
+    except ValueError as exc:
         raise argparse.ArgumentTypeError(
-            f"{value!r} has no UTC offset; write e.g. 2026-06-01T00:00:00Z")
-    try:
-        parsed.astimezone(UTC)  # comparisons and timestamps are made in UTC
-    except OverflowError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is out of range in UTC (years 1 to 9999)") from None
-    return parsed
+            f"{exc}; write e.g. 2026-06-01T00:00:00Z") from None
 
 
 def _parameter(value: str) -> tuple[str, str]:

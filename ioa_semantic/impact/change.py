@@ -19,6 +19,7 @@ import pyoxigraph
 
 from .._checker import baseline_reads
 from .._exceptions import ConfigurationError
+from .._instants import instant
 from .._vocab import IOP
 
 if TYPE_CHECKING:
@@ -268,7 +269,7 @@ def _sides_at(logged: Mapping[str, Any], at: datetime) -> tuple[bool, ...]:
     after its expires."""
     def limit(name: str) -> datetime | None:
         value = logged.get(name)
-        return datetime.fromisoformat(value) if isinstance(value, str) else None
+        return instant(value) if isinstance(value, str) else None
 
     valid_from, valid_until = limit("validFrom"), limit("validUntil")
     created, expires = limit("proofCreated"), limit("proofExpires")

@@ -34,6 +34,7 @@ from .._checker import Checked, Checker
 from .._exceptions import ConfigurationError
 from .._files import claim, first_line, writing
 from .._findings import Severity, Verdict
+from .._instants import instant
 
 #: The line format's name and version; a reader refuses a line of another.
 FORMAT = "ioa-decision-log/1"
@@ -283,7 +284,7 @@ class Logged(NamedTuple):
 
     @property
     def at(self) -> datetime:
-        return datetime.fromisoformat(self.entry["at"])
+        return instant(self.entry["at"])
 
 
 class Damage(NamedTuple):
@@ -418,7 +419,9 @@ def _digest(value: Any) -> bool:
 
 
 def _instant_of(value: Any) -> datetime:
-    """An instant with a UTC offset, as a line writes them."""
-    instant = datetime.fromisoformat(value)
-    _need(instant.tzinfo is not None, f"the instant {value!r}")
-    return instant
+    """An instant with a UTC offset, as a line writes them (every fraction digit kept)."""
+    try:
+        return instant(value)
+    except (TypeError, ValueError):
+        _need(False, f"the instant {value!r}")
+        raise

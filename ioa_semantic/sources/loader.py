@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 from .. import data as _resources
 from .._exceptions import ArtifactError, ProfileError, RetrievalError
-from .._instants import instant
+from .._instants import Instant, instant
 from .._iri import bidi_defect, is_absolute_iri, shown_iri
 from .._nearest import did_you_mean
 from .._runtime import sha256
@@ -701,14 +701,14 @@ def _utc(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
-def _limit(doc: Any, member: str) -> datetime | None:
+def _limit(doc: Any, member: str) -> Instant | None:
     """A validity limit of the artifact (the schema has held it to ISO-8601 with an offset)."""
     if member not in doc:
         return None
     try:
-        return instant(doc[member], lower=member == "validFrom")
-    except ValueError:
-        raise ValueError(f"/{member}: {doc[member]!r} is not a date-time") from None
+        return instant(doc[member])
+    except ValueError as exc:
+        raise ValueError(f"/{member}: {exc}") from None
 
 
 def resolve_artifact(name_or_path: str) -> tuple[str, bytes]:
