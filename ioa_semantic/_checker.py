@@ -232,14 +232,8 @@ class Checker:
             if not artifact.malformed:
                 fixed.extend(artifact_quads(artifact))
         self._profile_ref = ProfileRef(self.profile.id, self.profile.revision)
-        # The part of each artifact's dependency entry that no check changes.
-        self._artifact_entries = tuple(
-            {"artifactId": a.id or None, "revision": a.revision or None, "sha256": a.digest,
-             **a.limits(),
-             # Who signed it, as its proof says (None: unsigned); whether that was accepted
-             # is in the evidence or the exclusions.
-             "verificationMethod": a.proof.method or None if a.proof else None}
-            for a in self.artifacts)
+        # The part of each offered artifact's dependency entry that no check changes.
+        self._artifact_entries = tuple(_artifact_entry(a) for a in self.artifacts)
         # What every decision of this Checker depends on, whatever the envelope (rule 15).
         self._fixed_dependencies: dict[str, Any] = {
             "profile": {"id": self.profile.id, "revision": self.profile.revision,
@@ -380,11 +374,13 @@ class Checker:
         at: datetime | None = None,
         source: str = "-",
     ) -> Decision:
-        """Judge one envelope. ``at`` is the evaluation instant (default: now, in UTC).
+        """Judge one envelope. ``at`` is the evaluation instant (default: now, in UTC): an
+        aware datetime, one with a UTC offset (a naive one raises
+        :class:`~ioa_semantic.ConfigurationError`; which instant it means is not known).
 
         A dict is accepted but is weaker than bytes: duplicate member names are already gone.
         """
-        at = at or datetime.now(UTC)
+        at = datetime.now(UTC) if at is None else _aware(at)
         params = dict(params or {})
         key = self._cache_key(envelope, params, at)
         if key is not None:
@@ -473,6 +469,7 @@ class Checker:
         # The task parameters the decision rests on, whatever gave them (contract 15).
         judged: dict[str, Any] = dict(params)
         reference: str | None = None
+        fetched: list[Artifact] = []
         if not baseline.rejected and baseline.node is not None:
             instance = _instance(baseline.node)
             reference = _referenced(baseline.node)
@@ -490,7 +487,7 @@ class Checker:
                     "jsonld.expansion-error",
                     f"the expanded envelope holds a value no RDF store accepts: {exc}"))
                 return self._decision_of(findings, source, judged, at, retriever,
-                                         instance=instance, reference=reference)
+                                         instance=instance, reference=reference, fetched=fetched)
             findings.extend(outcome.findings)
             # An artifact that could not be fetched matters where a mapping was needed and
             # not established (S4: unavailable, not absent); elsewhere it is a warning.
@@ -502,7 +499,8 @@ class Checker:
             ontology, proposed = outcome.ontology, outcome.remedies
         return self._decision_of(findings, source, judged, at, retriever, ontology=ontology,
                                  evidence=evidence, excluded=excluded, candidates=candidates,
-                                 proposed=proposed, instance=instance, reference=reference)
+                                 proposed=proposed, instance=instance, reference=reference,
+                                 fetched=fetched)
 
     def _revision_findings(self, node: dict[str, Any], instance: Mapping[str, str | None],
                            contents: list[tuple[bytes, bytes]] | None = None) -> list[Finding]:
@@ -538,8 +536,10 @@ class Checker:
                      candidates: list[dict[str, Any]] | None = None,
                      proposed: Iterable[Remedy] = (),
                      instance: Mapping[str, str | None] | None = None,
-                     reference: str | None = None) -> Decision:
-        """The verdict of ``findings`` (rule 14) with everything the decision records."""
+                     reference: str | None = None,
+                     fetched: Iterable[Artifact] = ()) -> Decision:
+        """The verdict of ``findings`` (rule 14) with everything the decision records;
+        ``fetched`` are the artifacts retrieved for this check."""
         if findings:
             verdict = combine(f.effect for f in findings
                               if f.severity is Severity.ERROR and f.effect is not None)
@@ -554,7 +554,7 @@ class Checker:
             excluded=excluded or (),
             candidates=candidates or (),
             dependencies=self._dependencies(ontology or {}, params, at, retriever, instance,
-                                            reference),
+                                            reference, fetched),
             at=at.isoformat().replace("+00:00", "Z"),
             remedies=remedies.for_decision(verdict, reasons, proposed),
         )
@@ -595,7 +595,14 @@ class Checker:
     def _dependencies(self, ontology: Mapping[str, str], params: Mapping[str, Any],
                       at: datetime, retriever: Retriever | None = None,
                       instance: Mapping[str, str | None] | None = None,
-                      reference: str | None = None) -> dict[str, Any]:
+                      reference: str | None = None,
+                      fetched: Iterable[Artifact] = ()) -> dict[str, Any]:
+        """What the decision depends on (rule 15). Every artifact it considered is among
+        ``artifacts``, each with its validity limits and the instant's side of each: the
+        offered ones in the order offered, then those retrieved for this check (an
+        ``--alignment`` URL, an ``alignmentRef``) in the order retrieved."""
+        considered = [*zip(self.artifacts, self._artifact_entries, strict=True),
+                      *((a, _artifact_entry(a)) for a in fetched)]
         return {
             # Which instance revision was judged (5.3): its identifier and profileVersion.
             "instance": dict(instance or {"id": None, "profileVersion": None}),
@@ -603,10 +610,8 @@ class Checker:
                           for url, final, digest in (retriever.retrieved if retriever else ())],
             "profile": self._fixed_dependencies["profile"],
             "ontology": dict(ontology),
-            "artifacts": [
-                {**entry, **dict(zip(_POSITIONS, a.validity_at(at), strict=True))}
-                for a, entry in zip(self.artifacts, self._artifact_entries, strict=True)
-            ],
+            "artifacts": [{**entry, **dict(zip(_POSITIONS, a.validity_at(at), strict=True))}
+                          for a, entry in considered],
             "capabilities": self._fixed_dependencies["capabilities"],
             "parameters": dict(sorted(params.items())),
             # The artifact the envelope's alignmentRef names: whether one of that id is
@@ -709,6 +714,27 @@ _POSITIONS = ("notYetValidAtEvaluation", "expiredAtEvaluation", "proofNotYetVali
               "proofExpiredAtEvaluation")
 
 
+def _artifact_entry(artifact: Artifact) -> dict[str, Any]:
+    """The part of an artifact's dependency entry that no check changes (rule 15): what it
+    is, its validity limits, and who signed it."""
+    proof = artifact.proof
+    return {"artifactId": artifact.id or None, "revision": artifact.revision or None,
+            "sha256": artifact.digest, **artifact.limits(),
+            # Who signed it, as its proof says (None: unsigned); whether that was accepted
+            # is in the evidence or the exclusions.
+            "verificationMethod": proof.method or None if proof else None}
+
+
+def _aware(at: Any) -> datetime:
+    """``at`` as an evaluation instant: a datetime with a UTC offset. A naive one names no
+    instant (local time, UTC?) and cannot be set against a validity limit, which has one."""
+    if not isinstance(at, datetime) or at.utcoffset() is None:
+        raise ConfigurationError(
+            "at must be an aware datetime (with a UTC offset, e.g. "
+            f"datetime(2026, 6, 1, tzinfo=UTC)), not {at!r}")
+    return at
+
+
 def _instant(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
@@ -756,7 +782,11 @@ def _read(item: str | Path | bytes, what: str,
 
 
 def check(envelope: EnvelopeInput, profile: str = "cs-translation", **options: Any) -> Decision:
-    """One-off check; build a :class:`Checker` to check many envelopes."""
+    """One-off check; build a :class:`Checker` to check many envelopes. ``at``, when given,
+    is an aware datetime (a naive one raises :class:`~ioa_semantic.ConfigurationError`
+    before the Checker is built)."""
     at = options.pop("at", None)
+    if at is not None:
+        _aware(at)
     params = options.pop("params", None)
     return Checker(profile, **options).check(envelope, at=at, params=params)
