@@ -18,6 +18,7 @@ from ..data import SHAPES_SUFFIX
 from ..pipeline.decision import provenance_problem
 from ..pipeline.provenance import INVALID
 from ..sources.loader import (
+    PROOF_MEMBERS,
     Artifact,
     Profile,
     artifact_members,
@@ -146,6 +147,8 @@ def _did_you_mean_member(member: str) -> str:
     artifact's top level, or a mapping rule's for ``mappingRules/N/name``)."""
     if member.startswith("mappingRules/"):
         return did_you_mean(member.rsplit("/", 1)[-1], rule_members())
+    if member.startswith("proof/"):
+        return did_you_mean(member.removeprefix("proof/"), PROOF_MEMBERS)
     return did_you_mean(member, artifact_members())
 
 
@@ -163,16 +166,15 @@ def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
             return [p.removeprefix(f"{path}: ") for p in exc.problems], ""
         return [], ""
     artifact = read_artifact(data, str(path), 0)
-    if artifact.malformed:
-        return list(artifact.problems), ""
-    if artifact.unknown_members:
+    if artifact.malformed or artifact.unknown_members:
         # A check reports these as warnings and goes on; an author wants to hear of a
         # misspelt limit (validUntill) before a receiver silently ignores it.
         # Each one is said; the first few with the member they resemble (an artifact of
         # thousands of unknown members costs as many similarity searches otherwise).
-        return [f"alignment.unknown-member: {member!r} is not a member this checker defines; "
-                f"checks ignore it{_did_you_mean_member(member) if n < SUGGESTED else ''}"
-                for n, member in enumerate(artifact.unknown_members)], ""
+        return [*artifact.problems, *(
+            f"alignment.unknown-member: {member!r} is not a member this checker defines; "
+            f"checks ignore it{_did_you_mean_member(member) if n < SUGGESTED else ''}"
+            for n, member in enumerate(artifact.unknown_members))], ""
     proof = artifact.proof
     if profile is None:
         # The structure alone: whether it verifies is asked with a profile.

@@ -476,8 +476,20 @@ def _provider_conflicts(capability: str, registration: Registration, task: Task,
     meet, by the profile's declaration of the parameter (rule 11; S3: no conversion)."""
     conflicts = []
     for name, code, member, stated in _stated(registration):
+        if not stated:
+            continue
         parameter = profile.parameter(name)
-        if stated and not task.supplies(name) and name not in BUILT_IN:
+        # A value stated in another unit than the profile's is a conflict in itself (rule 10,
+        # S3: never converted), whatever the task says or does not say.
+        other = next((v for v in stated if unit_problem(parameter, v.unit) is not None), None)
+        if other is not None:
+            conflicts.append(finding(
+                "capability.unit-conflict",
+                f"the provider capability {registration.iri} ({registration.origin}) states "
+                f"{name} {other.lexical}: {unit_problem(parameter, other.unit)}",
+                registration.iri))
+            continue
+        if not task.supplies(name) and name not in BUILT_IN:
             # A constraint of the provider's on the profile's own parameter that the task
             # says nothing of: whether the task meets it is not established (never met by
             # silence); the contract's five keep their table's reading.
@@ -490,15 +502,7 @@ def _provider_conflicts(capability: str, registration: Registration, task: Task,
                 "does not supply: whether it meets the constraint is not established",
                 registration.iri))
             continue
-        if not stated or not task.supplies(name):
-            continue
-        other = next((v for v in stated if unit_problem(parameter, v.unit) is not None), None)
-        if other is not None:
-            conflicts.append(finding(
-                "capability.unit-conflict",
-                f"the provider capability {registration.iri} ({registration.origin}) states "
-                f"{name} {other.lexical}: {unit_problem(parameter, other.unit)}",
-                registration.iri))
+        if not task.supplies(name):
             continue
         declared = [v.lexical for v in stated]
         outside = [value for value in task.values(name)

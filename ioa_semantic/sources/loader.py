@@ -28,7 +28,7 @@ from .._instants import Instant, instant
 from .._iri import bidi_defect, is_absolute_iri, shown_iri
 from .._nearest import did_you_mean
 from .._runtime import sha256
-from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL
+from .._vocab import IOA, IOP, RDF_TYPE, RDFS_LABEL, XSD
 from ..pipeline.intake import number_text, parse
 from ..pipeline.provenance import Proof, is_did_key, method_of, public_key_of, read_proof
 from . import vocabulary
@@ -460,7 +460,7 @@ def _task_parameters(graph: _Graph, node: Any, source: str) -> tuple[
                                f"be one boolean, true or false (found {sorted(flag)})")
         if flag == ["true"]:
             required.add(declared.name)
-        values = graph.values(entry, IOP + "allowedValue")
+        values = _allowed_values(graph, entry, declared, source)
         if values:
             allowed.setdefault(declared.name, set()).update(values)
     terms: dict[str, str] = {}
@@ -471,7 +471,7 @@ def _task_parameters(graph: _Graph, node: Any, source: str) -> tuple[
                                f"{declared.name!r} are carried by the same term {declared.term}")
     for entry in graph.objects(node, IOP + "parameterConstraint"):
         name = graph.one(entry, IOP + "parameter", "parameterConstraint", source)
-        listed = graph.values(entry, IOP + "allowedValue")
+        listed = _allowed_values(graph, entry, parameters.get(name), source)
         if not listed:
             raise ProfileError(f"{source}: parameterConstraint on {name!r} has no allowedValue")
         allowed.setdefault(name, set()).update(listed)
@@ -487,6 +487,29 @@ def _task_parameters(graph: _Graph, node: Any, source: str) -> tuple[
                 raise ProfileError(f"{source}: an allowedValue of {name}: {exc}") from None
     return (MappingProxyType(parameters), frozenset(required),
             MappingProxyType({k: frozenset(v) for k, v in allowed.items()}))
+
+
+def _allowed_values(graph: _Graph, entry: Any, parameter: Parameter | None,
+                    source: str) -> frozenset[str]:
+    """The iop:allowedValue of ``entry``, each a literal written plain or typed with the
+    parameter's datatype: one typed otherwise (a unit
+    given as its datatype, another datatype, a language tag) would be read as a plain value
+    and compared as one, which the profile did not say (profiles are read strictly)."""
+    kind = parameter or Parameter("", "string")
+    values = set()
+    for value in graph.objects(entry, IOP + "allowedValue"):
+        where = f"an allowedValue of {parameter.name if parameter else 'the parameter'}"
+        if isinstance(value, pyoxigraph.Literal):
+            datatype = value.datatype.value
+            typed = Value(value.value, datatype=None if datatype == XSD + "string" else datatype)
+            problem = (f"it has a language tag (@{value.language})" if value.language
+                       else datatype_problem(kind, typed))
+        else:  # refused before, by the profile vocabulary's reading (a literal value)
+            problem = "it is not a literal of the parameter's datatype"
+        if problem is not None:
+            raise ProfileError(f"{source}: {where} ({value}): {problem}")
+        values.add(value.value)
+    return frozenset(values)
 
 
 def _declaration(graph: _Graph, entry: Any, source: str) -> Parameter:
@@ -694,11 +717,32 @@ def _unknown_members(doc: dict[str, Any]) -> tuple[str, ...]:
     inner = [f"mappingRules/{i}/{k}" for i, rule in enumerate(rules if isinstance(rules, list)
                                                                else ())
              if isinstance(rule, dict) for k in rule if k not in rule_members()]
-    return (*top, *inner)
+    proof = doc.get("proof")
+    signed = [f"proof/{k}" for k in (proof if isinstance(proof, dict) else ())
+              if k not in PROOF_MEMBERS]
+    return (*top, *inner, *signed)
+
+
+# The members of a proof this checker reads (Data Integrity 1.0, 2.1): any other, a limit
+# misspelt (expiry) or one it does not evaluate (domain, challenge, nonce), is reported.
+PROOF_MEMBERS = frozenset({"@context", "type", "cryptosuite", "created", "expires",
+                           "verificationMethod", "proofPurpose", "proofValue",
+                           "previousProof"})
 
 
 def _utc(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _readable_limit(doc: Any, member: str) -> Instant | None:
+    """A malformed artifact's limit where it reads as an instant, else None."""
+    value = doc.get(member)
+    if not isinstance(value, str):
+        return None
+    try:
+        return instant(value)
+    except ValueError:
+        return None
 
 
 def _limit(doc: Any, member: str) -> Instant | None:
@@ -753,7 +797,12 @@ def artifact_from(doc: Any, digest: str, origin: str, index: int) -> Artifact:
         problems = (f"/validFrom: {doc['validFrom']!r} is not before validUntil "
                     f"{doc['validUntil']!r}: the artifact is valid at no instant",)
     if problems:
-        return Artifact(origin, index, digest, doc, problems, id=ident, revision=revision)
+        # Malformed, and excluded: what it states is still reported (its unknown members)
+        # and recorded (each limit that reads as one, rule 15).
+        return Artifact(origin, index, digest, doc, problems, id=ident, revision=revision,
+                        valid_from=_readable_limit(doc, "validFrom"),
+                        valid_until=_readable_limit(doc, "validUntil"),
+                        unknown_members=_unknown_members(doc))
     rules = tuple(
         MappingRule(rule["from"], rule["to"], _conditions(rule["conditions"]))
         for rule in doc["mappingRules"]
