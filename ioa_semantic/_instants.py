@@ -133,17 +133,20 @@ def _compared(order: int | None, other: object) -> int:
     return order
 
 
-def instant(text: str) -> Instant:
+def instant(text: str, *, utc_unless_offset: bool = False) -> Instant:
     """``text`` (an ISO-8601 instant, ``Z`` or an offset) as an aware :class:`Instant`, every
     fraction digit kept. Raises ValueError when it is not a date-time, when it has no UTC
-    offset, or when it lies outside the years Python's datetime counts."""
+    offset (unless ``utc_unless_offset``: then it is read as UTC, for a format that says
+    its instants are), or when it lies outside the years Python's datetime counts."""
     written = _WRITTEN.fullmatch(text)
     if written is None:
         raise ValueError(f"{text!r} is not a date-time (YYYY-MM-DDThh:mm:ss, an optional "
                          "fraction, then Z or a UTC offset such as +02:00)")
-    if written.group(2) is None:
+    if written.group(2) is None and not utc_unless_offset:
         raise ValueError(f"{text!r} has no UTC offset")
     normal = text.replace("Z", "+00:00").replace("z", "+00:00")
+    if written.group(2) is None:
+        normal += "+00:00"
     fraction = _FRACTION.search(normal)
     beyond = ""
     if fraction is not None and len(fraction.group(1)) > 6:

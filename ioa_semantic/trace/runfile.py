@@ -23,12 +23,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, NamedTuple
 
 from .._codes import finding
 from .._findings import Finding, Severity
+from .._instants import instant
 from ..pipeline.intake import Limits
 from ..pipeline.intake import parse as parse_json
 from .privacy import Disclosure
@@ -36,7 +36,7 @@ from .privacy import Disclosure
 NAME = "run.json"
 STATUSES = ("success", "error", "timeout")
 _MAX_BYTES = 16 << 20  # the environment snapshot may list many packages; nothing else is big
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH = instant("1970-01-01T00:00:00Z")
 
 
 class RunFile(NamedTuple):
@@ -135,19 +135,20 @@ def _status(value: Any) -> tuple[str | None, str | None]:
 
 
 def _created_at(value: Any) -> tuple[str | None, str | None]:
-    """An ISO-8601 instant as Unix seconds. The schema writes it in UTC; one without an offset
-    is read as UTC, which is what the schema says the member holds."""
+    """An ISO-8601 timestamp (a date and a time: a date alone is no instant) as Unix seconds,
+    every fraction digit kept; "T" or a space between them. The schema writes it in UTC;
+    one without an offset is read as UTC, which is what the schema says the member holds."""
     if not isinstance(value, str):
         return None, "not an ISO-8601 timestamp"
+    if value[10:11] == " ":  # RFC 3339's readable form (str of a Python datetime)
+        value = f"{value[:10]}T{value[11:]}"
     try:
-        moment = datetime.fromisoformat(value)
+        moment = instant(value, utc_unless_offset=True)
     except ValueError:
-        return None, "not an ISO-8601 timestamp"
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+        return None, "not an ISO-8601 timestamp (a date, T, a time to the second)"
     elapsed = moment - _EPOCH
     seconds = Decimal(elapsed.days * 86400 + elapsed.seconds) + Decimal(
-        elapsed.microseconds).scaleb(-6)
+        f"0.{elapsed.microseconds:06d}{moment.beyond}")
     return format(seconds.normalize() if seconds == seconds.to_integral() else seconds, "f"), None
 
 
