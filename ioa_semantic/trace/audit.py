@@ -166,8 +166,10 @@ class _Auditor:
         if caller is None:
             uses.setdefault(_Key(callee, "provided", None, via), []).append(call)
             return
-        if caller == callee:
-            return  # an agent resuming itself is not a delegation
+        if caller == callee and via is None:
+            return  # an agent call directly under its own: the agent going on, no delegation
+        # Through a tool (delegate_to_A called by A), the seed's recursive delegation: judged
+        # against A's delegates_to like any other.
         uses.setdefault(_Key(callee, "provided", caller, via), []).append(call)
         uses.setdefault(_Key(caller, "delegations", callee, via), []).append(call)
 
@@ -577,7 +579,9 @@ class _Auditor:
         judged = tuple(self.judge(key, calls) for key, calls in sorted(
             uses.items(),
             key=lambda item: (ASPECTS.index(item[0].aspect), item[0].name or "", item[0].via or "")))
-        reasons: list[Finding] = [r for use in judged for r in use.reasons]
+        # Once each: an agent that delegates to itself through a tool is both the caller of
+        # the delegation and the callee, whose two uses find the same undeclared edge.
+        reasons: list[Finding] = list(dict.fromkeys(r for use in judged for r in use.reasons))
         if (self.manifests is not None and self.manifests.agents_listed
                 and agent not in self.manifests.agents):
             reasons.append(finding(
