@@ -5,7 +5,10 @@ A call belongs, in this order, to the agent it names (mas-lab's ``agent_id``); t
 span above it; for OTLP, else to an agent span beside it or beside one of its callers whose
 time interval encloses it (the nearest such level; agent spans of several agents there are
 ambiguous and returned, never chosen between); else to the span's own
-``gen_ai.agent.name``. Agents are named as the manifests name them: a span whose
+``gen_ai.agent.name``. Before all that, a call whose caller is ambiguous (a span given twice
+with other contents, in either convention: ``parent`` among its ``ambiguous``) is nobody's:
+neither the agent a copy names nor an agent span around it in time is evidence, since either
+copy may be the true one. Agents are named as the manifests name them: a span whose
 ``gen_ai.agent.id`` one mas.yaml entry gives (its ``agent_id``) is that entry's agent.
 """
 
@@ -174,6 +177,8 @@ class Attribution:
 
     def owner(self, call: Call) -> Owner:
         """Whose call ``call`` is, by the rule of this module's docstring."""
+        if "parent" in call.ambiguous:
+            return _NOBODY  # a span given twice with other contents: either copy may be true
         if call.agent:
             span = self.ancestry.nearest(call, ("agent",))
             return Owner(call.agent, span if span is not None and span.target == call.agent

@@ -11,8 +11,19 @@ from typing import Any, NamedTuple, Never, Self, SupportsIndex
 from .._findings import Finding
 from . import instants
 
+# A call's or a run's outcome word (mas-lab's ``success`` | ``error`` | ``timeout``, an OTLP
+# status code, other exporters' words) as success or not; any other word leaves it unknown.
+# A timeout is no success (run.json's ``timeout`` gives the session ``mas:success false``
+# too); ``exception`` is an error, as the mas-lab spans' table reads it.
 _SUCCESS = {"ok": True, "success": True, "succeeded": True, "completed": True,
-            "error": False, "failed": False, "failure": False, "cancelled": False}
+            "error": False, "failed": False, "failure": False, "cancelled": False,
+            "timeout": False, "exception": False}
+
+
+def succeeded(status: str | None) -> bool | None:
+    """Whether an outcome word says the call succeeded: True, False, or None (no word, or one
+    that says neither)."""
+    return _SUCCESS.get(status.lower()) if status else None
 
 
 # --- the immutable result -------------------------------------------------------------------
@@ -428,7 +439,7 @@ class Call(_Held):
 
     @property
     def success(self) -> bool | None:
-        return _SUCCESS.get(self.status.lower()) if self.status else None
+        return succeeded(self.status)
 
     @property
     def ref(self) -> str:

@@ -34,6 +34,7 @@ from .. import data
 from .._codes import finding
 from .._findings import Finding, Severity
 from . import conventions, otlp
+from .calls import succeeded
 from .privacy import Disclosure, digest
 
 # A span name or unknown kind is named in reasons and counts at most this long: a hostile
@@ -253,13 +254,23 @@ def _status(pointer: str, span: dict[str, Any], word: Any, trace: str | None
                                      "status is not an object with a status code; it is not "
                                      "used", trace))
         code = None
-    meant = table()["statuses"].get(word.lower()) if isinstance(word, str) else None
+    meant = _meant(word) if isinstance(word, str) else None
     if meant is not None and code is not None and meant != code:
         problems.append(otlp.Problem(f"{pointer}/status", "trace.attribute-malformed",
                                      f"{_name('status')} says {shown(word)} and the status code "
                                      f"{code}: the outcome is not used", trace))
         return None, problems
     return (word if isinstance(word, str) else code), problems
+
+
+def _meant(word: str) -> str | None:
+    """The status code a mas-lab outcome word stands for: the table's, else the one its
+    success says (``timeout`` is no success: an error), else None (a word of neither)."""
+    listed: str | None = table()["statuses"].get(word.lower())
+    if listed is not None:
+        return listed
+    success = succeeded(word)
+    return None if success is None else "ok" if success else "error"
 
 
 def read(pointer: str, span: dict[str, Any], include_content: bool
@@ -350,6 +361,9 @@ def as_links(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 _CALL_CLASSES = ("mas", "agent", "llm", "tool", "processing")
+
+# What a span given twice with other contents leaves unknown, as the GenAI reading names it.
+_CONFLICTING = ("target", "parent")
 
 
 class Plan:
@@ -476,7 +490,10 @@ class Plan:
 
     def _pair(self, record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """The (start, end) events of one span. A span whose id was given with other contents
-        names no agent, target or caller: either copy may be the true one."""
+        names no agent, target or caller: either copy may be the true one. Its events still
+        name the parent its (first) copy names, so that the fold does not place it by the
+        order of events (under whichever call happens to be open, and reporting the agents'
+        events as interleaved); :meth:`patches` then takes that caller away."""
         entry = table()["calls"][_name_of(record)]
         values = record["values"]
         trusted = not record.get("conflict")
@@ -492,7 +509,7 @@ class Plan:
         if record["span"]:
             common["call_id"] = record["span"]
             parent, _ = self.parent(record)
-            if parent is not None and trusted:
+            if parent is not None:
                 common["parent_call_id"] = parent
         start = {"kind": f"{entry['events']}_start", **common}
         end = {"kind": f"{entry['events']}_end", **common}
@@ -511,7 +528,10 @@ class Plan:
         """What the fold cannot know of each call, by the line number it was fed at (its
         start's place in ``fed``, from 1): the span's own line in its input, the digests of
         its content (never fed: checkpoints hold digests only) and, for spans on a cycle of
-        parents, that the caller is unknown."""
+        parents, that the caller is unknown. A span whose id was given with other contents is
+        the GenAI reading's conflicting span: no agent, target or caller (its parent id as
+        written, never resolved), both named ambiguous, so that no agent is ever charged
+        with it (attribution.py: ``capability.caller-unknown``)."""
         out: dict[int, dict[str, Any]] = {}
         for n, (record, event) in enumerate(fed, 1):
             if not event["kind"].endswith("_start"):
@@ -521,6 +541,9 @@ class Plan:
                                      "content": record.get("content")}
             if record["span"] in self.cut:
                 patch["parent"] = None
+            if record.get("conflict"):
+                patch.update(agent=None, target=None, parent=None, candidates=None,
+                             ambiguous=_CONFLICTING)
             out[n] = patch
         return out
 
