@@ -93,7 +93,7 @@ class Part(NamedTuple):
             return f"no artifact was read: {read.get('notReadBecause', 'none was screened')}"
         assert self.at is not None
         if not entry["dependencies"]["artifacts"]:
-            return "no artifact was offered: no validity limit was read"
+            return "no artifact was offered or retrieved: no validity limit was read"
         logged_sides = [_sides(a) for a in entry["dependencies"]["artifacts"]]
         if logged_sides == [_sides_at(a, self.at) for a in entry["dependencies"]["artifacts"]]:
             return "the instant is on the same side of every validity limit"
