@@ -301,7 +301,8 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "or named as a mas-lab call without any mas.* attribute: it is not used"),
     ("trace.span-name-unknown", None, "5.4",
      "a span with mas.* attributes whose name is missing, not a string, no mas-lab span name "
-     "the table knows, or contradicted by its mas.boundary: it is not used"),
+     "the table knows, or contradicted by its mas.boundary, or a mas-lab event of a kind the "
+     "schema does not name that carries a tool_name or a model: it is not used"),
     ("trace.convention-mixed", None, "5.4",
      "a GenAI call span in a trace of mas-lab spans: both conventions may write one call, so "
      "it is not used"),
@@ -314,7 +315,9 @@ _TABLE: tuple[tuple[str, Verdict | None, str, str], ...] = (
      "steps): no agent acts in it, and nothing in it is judged"),
     ("trace.incomplete", INDETERMINATE, "7.1",
      "part of the trace could not be used, so an undeclared use may be missing from the evidence"),
-    ("trace.call-incomplete", None, "5.4", "a call whose start or end event the trace lacks"),
+    ("trace.call-incomplete", None, "5.4",
+     "a call whose start or end event the trace lacks, or a parent a call names that the trace "
+     "does not hold"),
     ("trace.memory-bound", INDETERMINATE, "7.1",
      "the run could not be judged within the invocation's --max-memory bound: none of it was "
      "judged or stored, rather than a verdict on part of it"),

@@ -114,9 +114,14 @@ def old_build(source: Source, fold: Fold, disclose: Disclosure,
     settled = nesting.settle(fold.calls, fold.tree, disclose, place)
     findings: list[Finding] = [*run_file.findings, *events._unread(source, disclose),
                                *settled.findings]
+    # The parents the events name, checked as the build checks them now (cycles are cut,
+    # parents the trace does not hold reported): their findings follow the settled ones.
+    cut = events._named_parents(fold, ordered, by_id, [events._Wording(
+        source, disclose, run_file, None, settled, findings)], place)
     made: list[Call] = []
     for raw in ordered:
-        made.append(_old_call(raw, fold.calls, by_id, settled.candidates.get(raw.key)))
+        built = _old_call(raw, fold.calls, by_id, settled.candidates.get(raw.key))
+        made.append(built._replace(parent=None) if raw.key in cut else built)
         missing = [p for p, line in (("start", raw.startLine), ("end", raw.endLine))
                    if line is None]
         if missing:

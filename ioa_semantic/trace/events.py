@@ -23,7 +23,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import IO, Any, NamedTuple
 
@@ -63,6 +63,9 @@ KNOWN_KINDS = frozenset({
     "observability_post_execute_start", "observability_post_execute_end",
     "wait_state_start", "wait_state_end",
 })
+
+# Members that make an event of an unknown kind a use the audit cannot judge (Fold._unknown_use).
+_USE_MEMBERS = ("tool_name", "model")
 
 # Members holding free text or payloads, by phase: reduced to digests, never copied.
 _INPUT_MEMBERS = ("input", "arguments", "args", "messages", "prompt")
@@ -442,7 +445,10 @@ class Fold:
 
     def value(self, seq: int, value: dict[str, Any]) -> None:
         # Jaeger's JSON and the console exporter's spans are read as the OTLP they stand for.
-        value = formats.as_request(value) or value
+        self._read(seq, formats.as_request(value) or value)
+
+    def _read(self, seq: int, value: dict[str, Any]) -> None:
+        """One object, a Jaeger document or console span already made the OTLP it stands for."""
         if otlp.is_request(value):
             if self._format("otlp", seq):
                 self.request(seq, value)
@@ -457,6 +463,32 @@ class Fold:
         else:
             self.problems.append(["trace.event-malformed", seq, "an object with neither a kind "
                                   "nor the members of a trace outcome record"])
+
+    def array(self, seq: int, items: list[Any]) -> None:
+        """The values of a JSON array at line ``seq`` (a ``.json`` document, or one of
+        pretty-printed values): trace outcome records and OTLP requests are read, each at
+        that line. mas-lab events are not: the trajectory schema writes them one JSON object
+        per line (``events.jsonl``), and in an array they have no line of their own, by which
+        calls without ids are told apart (they would fold into one another, and a call would
+        be lost). They are refused, each array's with one problem that counts them."""
+        events = 0
+        for item in items:
+            if not isinstance(item, dict):
+                self.problems.append(["json.not-object", seq, "not an object (a record or an "
+                                      "event)"])
+            else:
+                value = formats.as_request(item) or item
+                if otlp.is_request(value) or not _text(value.get("kind")):
+                    self._read(seq, value)
+                else:
+                    events += 1  # what _read would read as an event
+        if events:
+            self.problems.append([
+                "trace.event-malformed", seq, f"a JSON array of {events} mas-lab event"
+                f"{'s' if events > 1 else ''}: events are read one JSON object per line (JSON "
+                "Lines, as mas-lab writes traces/events.jsonl), never from an array, where "
+                f"they have no line of their own; {'they are' if events > 1 else 'it is'} not "
+                "read (write one event per line)"])
 
     def _format(self, found: str, seq: int) -> bool:
         """A file holds one format; a line of the other is not read as either."""
@@ -539,16 +571,30 @@ class Fold:
             if kind not in KNOWN_KINDS:
                 self.unknown[kind] = self.unknown.get(kind, 0) + 1
                 self._changed["unknown"].add(kind)
+                self._unknown_use(seq, kind, event)
             return
         call = self._call_for(seq, cls, phase, event)
         started = call.startLine is not None
         self._merge(seq, call, phase, event)
         if phase == "start":
-            parent = _text(event.get("parent_call_id"))
-            self.tree.opened(call, seq, by_order=not parent or parent == call.id)
+            # A start naming its own call as its parent names a cycle (build_worded), not
+            # no parent: it is not placed by the order of events either.
+            self.tree.opened(call, seq, by_order=not _text(event.get("parent_call_id")))
         else:
             self.tree.closed(call, seq, started)
         self.touched.add(call.key)
+
+    def _unknown_use(self, seq: int, kind: str, event: dict[str, Any]) -> None:
+        """An event of a kind the reader does not know that names a tool or a model: it may
+        be a tool or model call under another name (another version's vocabulary), which
+        the audit cannot judge, as a mas-lab span of a name the table does not know: the
+        line is not used (so the run is at best indeterminate), never passed over."""
+        carried = [m for m in _USE_MEMBERS if event.get(m) is not None and event.get(m) != ""]
+        if carried:
+            self.problems.append([
+                "trace.span-name-unknown", seq, f"an event of kind {maslab_otel.shown(kind)}, "
+                f"which the reader does not know, carries {' and '.join(carried)}: it may be a "
+                "tool or model call the audit cannot judge (counted under unknownKinds)"])
 
     def _call_for(self, seq: int, cls: str, phase: str, event: dict[str, Any]) -> FoldedCall:
         raw_id = event.get("call_id")
@@ -594,14 +640,16 @@ class Fold:
             return self._new(made, call_id, cls, seq)
         return latest
 
-    def _named(self, parent: str, line: int) -> str | None:
-        """The call a parent id names for a call first seen at ``line``, where the id was
-        started again: its latest call begun by then; None for the id's first call (the
-        build resolves the id to it)."""
+    def _named(self, parent: str, line: int, own: str) -> str | None:
+        """The call a parent id names for a call (key ``own``) first seen at ``line``, where
+        the id was started again: its latest call begun by then other than the call itself
+        (a tool call given its execution's id names that execution); None for the id's first
+        call (the build resolves the id to it)."""
         named = self.calls.get(id_key(parent))
         if named is None or named.again is None:
             return None
-        before = [self.calls[k] for k in named.again.values() if self.calls[k].first <= line]
+        before = [self.calls[k] for k in named.again.values()
+                  if k != own and self.calls[k].first <= line]
         return max(before, key=lambda c: c.first).key if before else None
 
     def _new(self, key: str, call_id: str, cls: str, seq: int) -> FoldedCall:
@@ -640,10 +688,11 @@ class Fold:
         self._time(seq, call, phase, event.get("timestamp"))
         self._agree(seq, call, "agent", _text(event.get("agent_id")))
         parent = _text(event.get("parent_call_id"))
-        # mas-lab writes an execution_end whose parent is the call itself: not a parent.
-        if parent and parent != call.id and (phase == "start" or call.parent is None):
+        # mas-lab writes an execution_end whose parent is the call itself: not a parent. A
+        # start that names its own call is a cycle of one call (build_worded reports it).
+        if parent and (phase == "start" or (parent != call.id and call.parent is None)):
             call.parent = sys.intern(parent)  # the parent's every child names it
-            call.parentKey = self._named(parent, call.first)
+            call.parentKey = self._named(parent, call.first, call.key)
         self._agree(seq, call, "target", self._target(call.cls, event))
         if call.cls == "processing" and call.label is None:
             call.label = _text(event.get("processing_name"))
@@ -979,7 +1028,7 @@ def _maslab_run(source: str, records: dict[str, dict[str, Any]], genai: dict[str
         line, pointer = record["line"], record.get("pointer", "")
         return (f"line {line}" + (f", {pointer}" if pointer else ""), f"/{line - 1}{pointer}")
 
-    run = build(Source(source, None, None, None), fold, disclose, place)
+    run = build(Source(source, None, None, None), fold, disclose, place, planned=True)
     patches = plan.patches(fed)
     calls = tuple(call._replace(**patches[call.first_line]) if call.first_line in patches
                   else call for call in run.calls)
@@ -1100,12 +1149,16 @@ class _SpanLinks:
     def __init__(self, ordered: list[dict[str, Any]]) -> None:
         self.ordered = ordered
         self.by_id = {call["id"]: call for call in ordered}
-        self.cycles = _cycles(ordered, self.by_id)
+        self.cycles = parent_cycles(self.by_id, self._parent_in_trace)
         self.on_cycle = {ident for cycle in self.cycles for ident in cycle}
         self.mapped = {ident for ident, call in self.by_id.items()
                        if call["cls"] not in _LINKS_ONLY}
         self._parents: dict[str, tuple[str | None, bool]] = {}
         self._owners: dict[str, str | None] = {}
+
+    def _parent_in_trace(self, ident: str) -> str | None:
+        parent: str | None = self.by_id[ident].get("parent")
+        return parent if parent in self.by_id else None
 
     def _cut(self, ident: str) -> bool:
         """Whether a span's own parent link is not to be used."""
@@ -1177,18 +1230,21 @@ class _SpanLinks:
         return found
 
 
-def _cycles(ordered: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]) -> list[list[str]]:
-    """The cycles of the parent links, each once, in order of first appearance: every call
-    has at most one parent, so each walk stops at a call already settled (linear time)."""
+def parent_cycles(calls: Iterable[str], parent: Callable[[str], str | None]) -> list[list[str]]:
+    """The cycles of the parent links of ``calls`` (``parent``: a call's parent among them,
+    None for none or one that is not among them), each once, in the order of ``calls``:
+    every call has at most one parent, so each walk stops at a call already settled (linear
+    time). The one way a run's cycles are found, its spans' (:class:`_SpanLinks`) and its
+    events' (:func:`build_worded`)."""
     state: dict[str, int] = {}  # 1 on the walk now, 2 settled
     cycles: list[list[str]] = []
-    for call in ordered:
+    for start in calls:
         path: list[str] = []
-        current: str | None = call["id"]
-        while current is not None and current in by_id and current not in state:
+        current: str | None = start
+        while current is not None and current not in state:
             state[current] = 1
             path.append(current)
-            current = by_id[current].get("parent")
+            current = parent(current)
         if current is not None and state.get(current) == 1:
             cycles.append(path[path.index(current):])
         for ident in path:
@@ -1215,10 +1271,10 @@ def _worded(problem: list[Any], disclose: Disclosure, source: str | None) -> Fin
 
 
 def build(source: Source, fold: Fold, disclose: Disclosure,
-          place: nesting.Place = nesting.by_line) -> Run:
+          place: nesting.Place = nesting.by_line, planned: bool = False) -> Run:
     """The fold of one input as a :class:`Run`: parents resolved, findings worded, each at
     the ``place`` of the event it is about. The fold is spent (:func:`build_worded`)."""
-    return build_worded(fold, [(source, disclose)], place)[0]
+    return build_worded(fold, [(source, disclose)], place, planned)[0]
 
 
 class _Wording(NamedTuple):
@@ -1234,11 +1290,18 @@ class _Wording(NamedTuple):
 
 
 def build_worded(fold: Fold, wordings: Sequence[tuple[Source, Disclosure]],
-                 place: nesting.Place = nesting.by_line) -> list[Run]:
+                 place: nesting.Place = nesting.by_line, planned: bool = False) -> list[Run]:
     """The fold of one input as one :class:`Run` a wording (an input and the disclosure its
     run is shown through: the report's, a store's), the runs holding the same calls (they do
     not depend on the wording): parents resolved, findings worded, each at the ``place`` of
     the event it is about.
+
+    The parents the events name are checked as spans' are: calls that are each other's
+    ancestors (a call its own parent among them) are ``trace.parent-cycle`` and their parents
+    are not used, so their callers are unknown; a parent the trace holds no event of is
+    ``trace.call-incomplete``. ``planned``: the events are a plan's of mas-lab spans
+    (:class:`maslab_otel.Plan`), which cut the cycles of its spans' links and reported them,
+    and whose parents outside the trace are those of any OTLP trace cut short (not said).
 
     The fold is spent: each of its calls is let go as the run's call is made of it, so that
     a long run's calls are never held twice (the fold's and the run's, issue 37); a spent
@@ -1256,7 +1319,8 @@ def build_worded(fold: Fold, wordings: Sequence[tuple[Source, Disclosure]],
     # The problems' findings follow the calls' in a run's findings, but name calls the loop
     # below lets go: worded first.
     problems = [_problem_findings(fold, w.disclose, place) for w in worded]
-    calls = _spent(fold, ordered, by_id, worded, place)
+    cut = set() if planned else _named_parents(fold, ordered, by_id, worded, place)
+    calls = _spent(fold, ordered, by_id, worded, place, cut)
     events_run_id = fold.run_ids.get("run_id")
     runs = []
     for w, (found, skipped) in zip(worded, problems, strict=True):
@@ -1276,16 +1340,58 @@ def build_worded(fold: Fold, wordings: Sequence[tuple[Source, Disclosure]],
     return runs
 
 
+def _named_parents(fold: Fold, ordered: list[FoldedCall], by_id: dict[str, str],
+                   worded: list[_Wording], place: nesting.Place) -> set[str]:
+    """The calls on cycles of the parents the events name (their keys), the cycles' and the
+    parents the trace does not hold each a finding of each wording's (at the first line of
+    the first call concerned)."""
+    calls = fold.calls
+
+    def parent(key: str) -> str | None:
+        call = calls[key]
+        return (call.parentKey or by_id.get(call.parent)) if call.parent else None
+
+    cycles = parent_cycles((c.key for c in ordered), parent)
+    unheld: dict[str, list[FoldedCall]] = {}  # parent id -> the calls naming it, in order
+    for call in ordered:
+        if call.parent and parent(call.key) is None:
+            unheld.setdefault(call.parent, []).append(call)
+    for w in worded:
+        for cycle in cycles:
+            first = calls[cycle[0]]
+            named = [_call_name(calls[k], w.disclose, place) for k in cycle[:5]]
+            more = f" and {len(cycle) - 5} more" if len(cycle) > 5 else ""
+            what = (f"call {named[0]} names itself as its parent" if len(cycle) == 1 else
+                    f"calls {', '.join(named)}{more} are each other's ancestors")
+            w.findings.append(finding(
+                "trace.parent-cycle", f"{place(first.first)[0]}: {what} (parent_call_id); "
+                f"{'its parent is' if len(cycle) == 1 else 'their parents are'} not used",
+                place(first.first)[1], severity=Severity.WARNING))
+        for ident, children in unheld.items():
+            first = children[0]
+            others = f" and {len(children) - 1} more" if len(children) > 1 else ""
+            w.findings.append(finding(
+                "trace.call-incomplete", f"{place(first.first)[0]}: call "
+                f"{_call_name(first, w.disclose, place)}{others} name{'s' if not others else ''}"
+                f" call {w.disclose.call(ident)} as the parent (parent_call_id), and the trace "
+                "has no start and no end event of it", place(first.first)[1],
+                severity=Severity.WARNING))
+    return {key for cycle in cycles for key in cycle}
+
+
 def _spent(fold: Fold, ordered: list[FoldedCall], by_id: dict[str, str],
-           worded: list[_Wording], place: nesting.Place) -> tuple[Call, ...]:
+           worded: list[_Wording], place: nesting.Place, cut: set[str]) -> tuple[Call, ...]:
     """The calls of ``fold`` (``ordered``: all of them, in order, emptied), each let go as its
-    run's is made; an incomplete one's finding added to each wording's."""
+    run's is made; an incomplete one's finding added to each wording's. The calls of ``cut``
+    (on cycles of parents) have no parent."""
     candidates = worded[0].settled.candidates  # the calls', whatever the wording
     made: list[Call] = []
     ordered.reverse()
     while ordered:
         raw = ordered.pop()
         call = _call(raw, fold.calls, by_id, candidates.get(raw.key))
+        if raw.key in cut:
+            call = call._replace(parent=None)
         made.append(call)
         missing = [p for p, line in (("start", raw.startLine), ("end", raw.endLine))
                    if line is None]

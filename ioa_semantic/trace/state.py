@@ -30,9 +30,11 @@ from . import checkpoints, formats
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
 from .spool import readable_size
 
-STATE_VERSION = 4  # 2: checkpoints write only the counters and open calls a batch changed;
+STATE_VERSION = 5  # 2: checkpoints write only the counters and open calls a batch changed;
 # 3: calls without ids pair per agent and class, and the interval tree of the events is kept;
 # 4: an id's key doubles its "~" (calls.id_key) and a conflict names the call by its key
+# 5: a start naming its own call as its parent is not placed by the order of events (its
+#    parents are checked for loops), and a JSON array of events is refused, not folded
 DEFAULT_BATCH = 1000
 
 
@@ -369,11 +371,7 @@ def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int,
         elif isinstance(value, dict):
             fold.value(line, value)
         elif isinstance(value, list):
-            for item in value:
-                if isinstance(item, dict):
-                    fold.value(line, item)
-                else:
-                    fold.problems.append(["json.not-object", line, "not an object"])
+            fold.array(line, value)
         else:
             fold.problems.append(["json.not-object", line, "not an object"])
     if text:
@@ -409,19 +407,21 @@ def _read_all(path: str) -> bytes:
 
 
 def _whole_document(handle: IO[bytes], fold: Fold, max_bytes: int) -> bool:
-    """A ``.json`` input: one trace record, or an array of records or events, as one
-    document; whether it was one (a blank or unparsable file is not)."""
+    """A ``.json`` input as one document: one trace record, event or OTLP request, or an
+    array of records or requests (an array's events are refused: Fold.array); whether it was
+    one (a blank or unparsable file is not)."""
     value, problem = parse(handle.read(max_bytes + 1), max_bytes)
     if problem is not None:
         fold.problems.append([problem[0], 1, problem[1]])
         return False
     if value is None:
         return False
-    for item in value if isinstance(value, list) else [value]:
-        if isinstance(item, dict):
-            fold.value(1, item)
-        else:
-            fold.problems.append(["json.not-object", 1, "not an object (a record or an event)"])
+    if isinstance(value, list):
+        fold.array(1, value)
+    elif isinstance(value, dict):
+        fold.value(1, value)
+    else:
+        fold.problems.append(["json.not-object", 1, "not an object (a record or an event)"])
     return True
 
 
