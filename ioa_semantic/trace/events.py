@@ -84,6 +84,24 @@ def _is_count(value: Any) -> bool:
     return otlp.count(value) is not None
 
 
+# Below it every whole number is a float exactly: 1771889088767.0 is the number written.
+_EXACT_FLOATS = 2 ** 53
+
+
+def _milliseconds(value: Any) -> int | None:
+    """An outcome record's time in milliseconds, as its v1 schema admits one (JSON Schema
+    2020-12's "integer": any number whose fraction is zero, 1771889088767.0 and 1.771889088767e12
+    as well as 1771889088767): not negative, within 64 bits; else None. A float past 2**53
+    may not be the number written, so it is not read."""
+    if type(value) is float and value.is_integer() and 0 <= value < _EXACT_FLOATS:
+        return int(value)
+    return otlp.count(value)
+
+
+def _is_milliseconds(value: Any) -> bool:
+    return _milliseconds(value) is not None
+
+
 def _is_refs(value: Any) -> bool:
     return type(value) is list and all(type(v) is str and v for v in value)
 
@@ -105,8 +123,8 @@ def _is_optional_ref(value: Any) -> bool:
 # The members of agent-utilities' TraceOutcome v1 (trace-outcome.schema.json) that the
 # checks above leave aside, each with what its schema admits.
 _OUTCOME_MEMBERS: dict[str, Callable[[Any], bool]] = {
-    "started_at_ms": _is_count,
-    "ended_at_ms": _is_count,
+    "started_at_ms": _is_milliseconds,
+    "ended_at_ms": _is_milliseconds,
     "input_artifact_refs": _is_refs,
     "output_artifact_refs": _is_refs,
     "metrics": _is_scores,
@@ -313,6 +331,16 @@ def _strict(data: bytes, max_bytes: int) -> tuple[Any, tuple[str, str] | None]:
     if not intake.ok:
         return None, (intake.findings[0].code, intake.findings[0].message)
     return intake.document, None
+
+
+def _answered_model(event: dict[str, Any]) -> str | None:
+    """The model an LLM event's raw ``response`` names, interned; None for none or a
+    placeholder."""
+    response = event.get("response")
+    model = _text(response.get("model")) if isinstance(response, dict) else None
+    if model is None or otlp.is_placeholder_model(model):
+        return None
+    return sys.intern(model)
 
 
 def _text(value: Any) -> str | None:
@@ -668,11 +696,6 @@ class Fold:
             model = _text(event.get("model"))
             if model is not None and otlp.is_placeholder_model(model):
                 model = None
-            response = event.get("response")
-            if model is None and isinstance(response, dict):
-                model = _text(response.get("model"))
-                if model is not None and otlp.is_placeholder_model(model):
-                    model = None
             return model
         if cls == "tool":
             return _text(event.get("tool_name")) or _text(event.get("name"))
@@ -693,7 +716,15 @@ class Fold:
         if parent and (phase == "start" or (parent != call.id and call.parent is None)):
             call.parent = sys.intern(parent)  # the parent's every child names it
             call.parentKey = self._named(parent, call.first, call.key)
-        self._agree(seq, call, "target", self._target(call.cls, event))
+        target = self._target(call.cls, event)
+        if target is not None:
+            self._agree(seq, call, "target", target)
+        elif call.cls == "llm" and call.target is None and not call.disputed("target"):
+            # The model that answered (a raw response's "model", often the provider's dated
+            # name) stands in only where no event names the model asked for, which a manifest
+            # declares; it never contradicts that one (the OTel readings: request before
+            # response).
+            call.target = _answered_model(event)
         if call.cls == "processing" and call.label is None:
             call.label = _text(event.get("processing_name"))
         status = _text(event.get("status"))
@@ -797,7 +828,8 @@ class Fold:
         self.records.append({
             "line": seq, "outcome": record["outcome_id"], "trace": record["trace_id"],
             "operation": record["operation"], "status": record["status"],
-            "start": _count(record.get("started_at_ms")), "end": _count(record.get("ended_at_ms")),
+            "start": _milliseconds(record.get("started_at_ms")),
+            "end": _milliseconds(record.get("ended_at_ms")),
             "inputs": len(record["input_artifact_refs"]),
             "outputs": len(record["output_artifact_refs"]),
         })
