@@ -172,3 +172,19 @@ def test_a_malformed_artifact_reports_its_unknown_members_and_records_its_limits
                                                          "2026-12-31T00:00:00Z")
     status, out, _ = ioa("lint", artifact, cwd=tmp_path)
     assert status != 0 and "'direction' is a required property" in out and "'validUntill'" in out
+
+
+def test_a_declaration_with_two_units_or_comparisons_names_them(tmp_path: Path) -> None:
+    """Exit 2 naming the term and what stands there (profiles are read strictly): it said
+    "more than one term or unit", neither which nor what."""
+    for extra, named in (("; iop:unit unit:KiloBYTE ; iop:unit unit:MegaBYTE",
+                          ("iop:unit", "KiloBYTE", "MegaBYTE")),
+                         ("; iop:comparison iop:atMost ; iop:comparison iop:atLeast",
+                          ("iop:comparison", "atMost", "atLeast"))):
+        profile = tmp_path / f"p{len(extra)}.ttl"
+        profile.write_text(_PROFILE.replace("DATATYPE", "decimal").replace("UNIT", extra)
+                           .replace("VALUE", '"5"'))
+        status, out, err = ioa(EXAMPLES / "envelope-6.2.jsonld", "--profile", profile,
+                               "--at", "2026-06-01T00:00:00Z", cwd=tmp_path)
+        assert (status, out) == (2, ""), err
+        assert all(word in err for word in named) and "'x'" in err, err

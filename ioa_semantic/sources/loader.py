@@ -520,11 +520,14 @@ def _declaration(graph: _Graph, entry: Any, source: str) -> Parameter:
     datatype = DATATYPES[graph.one(entry, IOP + "datatype", where, source)]
     comparisons = graph.values(entry, IOP + "comparison")
     if len(comparisons) > 1:
-        raise ProfileError(f"{source}: {where} has more than one comparison")
+        raise ProfileError(f"{source}: {where} has more than one iop:comparison "
+                           f"({', '.join(sorted(comparisons))})")
     comparison = COMPARISONS[next(iter(comparisons))] if comparisons else "equal"
     terms, units = graph.values(entry, IOP + "term"), graph.values(entry, IOP + "unit")
-    if len(terms) > 1 or len(units) > 1:
-        raise ProfileError(f"{source}: {where} has more than one term or unit")
+    for member, found in (("iop:term", terms), ("iop:unit", units)):
+        if len(found) > 1:
+            raise ProfileError(f"{source}: {where} has more than one {member} "
+                               f"({', '.join(sorted(found))})")
     term = next(iter(terms)) if terms else None
     unit = next(iter(units)) if units else None
     if not name.strip() or any(c in name for c in "=&#\n\r"):
