@@ -87,3 +87,21 @@ def test_an_outcome_records_milliseconds_that_are_no_whole_number_are_malformed(
     path.write_text(json.dumps(_RECORD).replace("1771889088767", written, 1))
     _, out = _trace(path)
     assert "trace.event-malformed" in out and "started_at_ms" in out, out
+
+
+@pytest.mark.parametrize(("member", "value"), [("tool_name", 42), ("agent_id", ["a"]),
+                                               ("model", {"name": "m"})])
+def test_a_name_that_is_no_string_is_said(tmp_path: Path, member: str, value: object) -> None:
+    """The schema types agent_id, tool_name and model as strings: one written otherwise names
+    nothing, and is said so (it was left out unseen)."""
+    events = [{"kind": "execution_start", "agent_id": "schedule_agent", "timestamp": 1.0,
+               "run_id": "r"},
+              {"kind": "tool_call_start" if member != "model" else "llm_call_start",
+               "agent_id": "schedule_agent", "timestamp": 2.0, "run_id": "r"},
+              {"kind": "execution_end", "agent_id": "schedule_agent", "timestamp": 3.0,
+               "run_id": "r", "status": "success"}]
+    events[1][member] = value
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    _, out = _trace(path, "--manifests", MANIFESTS)
+    assert "trace.attribute-malformed" in out and f"the {member} " in out, out

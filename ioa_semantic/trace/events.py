@@ -333,6 +333,9 @@ def _strict(data: bytes, max_bytes: int) -> tuple[Any, tuple[str, str] | None]:
     return intake.document, None
 
 
+# The members of an event that name an agent, a tool or a model: strings, in the schema.
+_NAMES = ("agent_id", "tool_name", "model")
+
 def _answered_model(event: dict[str, Any]) -> str | None:
     """The model an LLM event's raw ``response`` names, interned; None for none or a
     placeholder."""
@@ -709,6 +712,7 @@ class Fold:
         else:
             call.endLine = seq
         self._time(seq, call, phase, event.get("timestamp"))
+        self._names_text(seq, event)
         self._agree(seq, call, "agent", _text(event.get("agent_id")))
         parent = _text(event.get("parent_call_id"))
         # mas-lab writes an execution_end whose parent is the call itself: not a parent. A
@@ -742,6 +746,16 @@ class Fold:
                 if call.content is None:
                     call.content = {}
                 call.content["input" if phase == "start" else "output"] = payload
+
+    def _names_text(self, seq: int, event: dict[str, Any]) -> None:
+        """A name the schema types as a string (agent_id, tool_name, model) written as
+        anything else names nothing, and is said so rather than left out unseen."""
+        for member in _NAMES:
+            value = event.get(member)
+            if value is not None and not isinstance(value, str):
+                self.problems.append(["trace.attribute-malformed", seq,
+                                      f"the {member} {_shown_value(value)} is not a string; "
+                                      "it names nothing"])
 
     def _time(self, seq: int, call: FoldedCall, phase: str, stamp: Any) -> None:
         instant = _instant(stamp)
