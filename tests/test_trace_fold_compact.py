@@ -131,9 +131,11 @@ def test_a_member_is_absent_as_a_missing_key_was() -> None:
 def test_a_disputed_agent_is_present_and_none(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
     events.write_text("".join(json.dumps(e) + "\n" for e in (
-        {"kind": "tool_call_start", "agent_id": "a", "call_id": "t", "tool_name": "x"},
-        {"kind": "tool_call_end", "agent_id": "b", "call_id": "t", "tool_name": "x"},
-        {"kind": "tool_call_start", "agent_id": "a", "call_id": "u"})))
+        {"kind": "tool_call_start", "agent_id": "a", "call_id": "t", "tool_name": "x",
+         "timestamp": 1},
+        {"kind": "tool_call_end", "agent_id": "b", "call_id": "t", "tool_name": "x",
+         "timestamp": 2},
+        {"kind": "tool_call_start", "agent_id": "a", "call_id": "u", "timestamp": 3})))
     fold = Fold()
     consume(resolve(str(events)), fold)
     disputed, plain = fold.calls["t"], fold.calls["u"]

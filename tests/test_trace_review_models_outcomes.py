@@ -105,3 +105,19 @@ def test_a_name_that_is_no_string_is_said(tmp_path: Path, member: str, value: ob
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     _, out = _trace(path, "--manifests", MANIFESTS)
     assert "trace.attribute-malformed" in out and f"the {member} " in out, out
+
+
+@pytest.mark.parametrize("stamp", ["absent", None])
+def test_an_event_without_a_timestamp_is_said(tmp_path: Path, stamp: object) -> None:
+    """The schema: every event carries kind, agent_id, timestamp and run_id. One without a
+    time is read (its call is not timed) and said so; it was silent."""
+    events = [{"kind": "execution_start", "agent_id": "schedule_agent", "timestamp": 1.0,
+               "run_id": "r"},
+              {"kind": "execution_end", "agent_id": "schedule_agent", "timestamp": stamp,
+               "run_id": "r", "status": "success"}]
+    if stamp == "absent":
+        del events[1]["timestamp"]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    _, out = _trace(path, "--manifests", MANIFESTS)
+    assert "line 2: the event has no timestamp" in out, out

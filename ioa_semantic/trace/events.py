@@ -488,6 +488,12 @@ class Fold:
             return
         kind = value.get("kind")
         if isinstance(kind, str) and kind:
+            if value.get("timestamp") is None:
+                # "Every event carries these mandatory fields": kind, agent_id, timestamp, run_id
+                # (the schema). One without a time is read, and said so (its call is not timed).
+                self.problems.append(["trace.attribute-malformed", seq,
+                                      "the event has no timestamp (a member the schema says "
+                                      "every event carries); it times nothing"])
             self.event(seq, kind, value)
         elif "outcome_id" in value and "schema_version" in value:
             self.outcome(seq, value)
