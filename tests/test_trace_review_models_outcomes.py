@@ -94,7 +94,8 @@ def test_an_outcome_records_milliseconds_that_are_no_whole_number_are_malformed(
 def test_a_name_that_is_no_string_is_said(tmp_path: Path, member: str, value: object) -> None:
     """The schema types agent_id, tool_name and model as strings: one written otherwise names
     nothing, and is said so (it was left out unseen)."""
-    events = [{"kind": "execution_start", "agent_id": "schedule_agent", "timestamp": 1.0,
+    events: list[dict[str, object]] = [
+              {"kind": "execution_start", "agent_id": "schedule_agent", "timestamp": 1.0,
                "run_id": "r"},
               {"kind": "tool_call_start" if member != "model" else "llm_call_start",
                "agent_id": "schedule_agent", "timestamp": 2.0, "run_id": "r"},
