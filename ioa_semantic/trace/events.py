@@ -333,8 +333,9 @@ def _strict(data: bytes, max_bytes: int) -> tuple[Any, tuple[str, str] | None]:
     return intake.document, None
 
 
-# The members of an event that name an agent, a tool or a model: strings, in the schema.
-_NAMES = ("agent_id", "tool_name", "model")
+# The member of an event that names what a call of each class executes (a string, in the
+# schema), beside agent_id.
+_NAMED_BY = {"tool": "tool_name", "llm": "model"}
 
 def _answered_model(event: dict[str, Any]) -> str | None:
     """The model an LLM event's raw ``response`` names, interned; None for none or a
@@ -718,8 +719,10 @@ class Fold:
         else:
             call.endLine = seq
         self._time(seq, call, phase, event.get("timestamp"))
-        self._names_text(seq, event)
-        self._agree(seq, call, "agent", _text(event.get("agent_id")))
+        agent = _text(event.get("agent_id"))
+        if agent is None:
+            self._names_text(seq, event, "agent_id")
+        self._agree(seq, call, "agent", agent)
         parent = _text(event.get("parent_call_id"))
         # mas-lab writes an execution_end whose parent is the call itself: not a parent. A
         # start that names its own call is a cycle of one call (build_worded reports it).
@@ -729,7 +732,10 @@ class Fold:
         target = self._target(call.cls, event)
         if target is not None:
             self._agree(seq, call, "target", target)
-        elif call.cls == "llm" and call.target is None and not call.disputed("target"):
+        elif call.cls in _NAMED_BY:
+            self._names_text(seq, event, _NAMED_BY[call.cls])
+        if target is None and call.cls == "llm" and call.target is None and not call.disputed(
+                "target"):
             # The model that answered (a raw response's "model", often the provider's dated
             # name) stands in only where no event names the model asked for, which a manifest
             # declares; it never contradicts that one (the OTel readings: request before
@@ -753,15 +759,15 @@ class Fold:
                     call.content = {}
                 call.content["input" if phase == "start" else "output"] = payload
 
-    def _names_text(self, seq: int, event: dict[str, Any]) -> None:
+    def _names_text(self, seq: int, event: dict[str, Any], member: str) -> None:
         """A name the schema types as a string (agent_id, tool_name, model) written as
-        anything else names nothing, and is said so rather than left out unseen."""
-        for member in _NAMES:
-            value = event.get(member)
-            if value is not None and not isinstance(value, str):
-                self.problems.append(["trace.attribute-malformed", seq,
-                                      f"the {member} {_shown_value(value)} is not a string; "
-                                      "it names nothing"])
+        anything else names nothing, and is said so rather than left out unseen. Asked only
+        where no name was read (a run's every event names its agent: nothing more per event)."""
+        value = event.get(member)
+        if value is not None and not isinstance(value, str):
+            self.problems.append(["trace.attribute-malformed", seq,
+                                  f"the {member} {_shown_value(value)} is not a string; "
+                                  "it names nothing"])
 
     def _time(self, seq: int, call: FoldedCall, phase: str, stamp: Any) -> None:
         instant = _instant(stamp)
