@@ -29,6 +29,7 @@ _WRITTEN = re.compile(
 # The fraction of the seconds, the only part past a microsecond.
 _FRACTION = re.compile(r"(?<=:[0-9][0-9])\.([0-9]+)")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
 
 
 class Instant(datetime):
@@ -56,6 +57,8 @@ class Instant(datetime):
         comparison of aware and naive ones does."""
         if not isinstance(other, datetime):
             return None
+        if (self.utcoffset() is None) != (other.utcoffset() is None):
+            raise TypeError("can't compare offset-naive and offset-aware datetimes")
         mine, theirs = _micro(self), _micro(other)
         if mine != theirs:
             return -1 if mine < theirs else 1
@@ -66,8 +69,11 @@ class Instant(datetime):
         return (digits > other_digits) - (digits < other_digits)
 
     def __eq__(self, other: object) -> bool:
-        order = self._order(other) if _aware(other) else None
-        return order == 0
+        # As datetime's: a naive one never equals an aware one (no TypeError for ==).
+        if not isinstance(other, datetime) or (
+                (self.utcoffset() is None) != (other.utcoffset() is None)):
+            return False
+        return self._order(other) == 0
 
     def __ne__(self, other: object) -> bool:
         return not self == other
@@ -119,12 +125,8 @@ def _restored(state: tuple[Any, ...], beyond: str) -> Instant:
 
 
 def _micro(moment: datetime) -> timedelta:
-    """Its microseconds since the epoch, whatever its offset (TypeError without one)."""
-    return datetime.__sub__(moment, _EPOCH)
-
-
-def _aware(other: object) -> bool:
-    return isinstance(other, datetime) and other.utcoffset() is not None
+    """Its microseconds since the epoch, whatever its offset (a naive one's as it reads)."""
+    return datetime.__sub__(moment, _EPOCH if moment.utcoffset() is not None else _NAIVE_EPOCH)
 
 
 def _compared(order: int | None, other: object) -> int:

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ioa_semantic._instants import instant
+from ioa_semantic._instants import Instant, instant
 
 from support import EXAMPLES, IOA_CHECK, ROOT
 
@@ -203,3 +203,27 @@ def test_an_instant_without_digits_past_the_microsecond_is_its_datetime() -> Non
     finer = instant("2026-06-01T00:00:00.0000001Z")
     assert plain < finer and not plain >= finer and finer > plain and plain != finer
     assert str(finer) == "2026-06-01 00:00:00.0000001+00:00"
+
+
+def test_an_instant_without_an_offset_compares_as_a_datetime_without_one() -> None:
+    """As datetime's: a naive one equals the naive datetime of its instant (and hashes
+    alike), never an aware one (== is False, an order a TypeError)."""
+    naive, plain = Instant(2026, 1, 1), datetime(2026, 1, 1)
+    assert naive == plain and plain == naive and hash(naive) == hash(plain)
+    aware = datetime(2026, 1, 1, tzinfo=UTC)
+    assert naive != aware and aware != naive
+    with pytest.raises(TypeError):
+        _ = naive < aware
+    assert plain < Instant(2026, 1, 1, beyond="1")
+
+
+def test_a_logged_instant_an_earlier_release_wrote_is_read() -> None:
+    """A decision log line whose ``at`` an earlier ioa-check took from a looser --at (an
+    offset with seconds) is read as it was then, not refused with the rest of its file."""
+    from ioa_semantic.impact.log import _instant_of
+
+    assert _instant_of("2026-06-01T00:00:00+05:30:15") == datetime.fromisoformat(
+        "2026-06-01T00:00:00+05:30:15")
+    assert _instant_of("2026-06-01T00:00:00.0000001Z").isoformat().endswith(".0000001+00:00")
+    with pytest.raises(ValueError):
+        _instant_of("2026-06-01T00:00:00")

@@ -56,6 +56,23 @@ def test_the_model_a_response_names_never_contradicts_the_model_asked_for(
     assert "model vertex_ai/gemini-3-pro-preview" in out
 
 
+def test_the_model_asked_for_wins_in_whichever_order_the_events_come(tmp_path: Path) -> None:
+    """An end (its response naming a dated model) read before its start (naming the model
+    asked for), as concurrent writers may interleave a call with an id: the start's model
+    replaces the response's, never contradicts it."""
+    run = _with_response_model(tmp_path, "gemini-3-pro-preview-2026-01-15", True)
+    path = run / "traces" / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    start = next(i for i, e in enumerate(events) if e["kind"] == "llm_call_start")
+    end = next(i for i, e in enumerate(events) if e["kind"] == "llm_call_end")
+    events[start]["call_id"] = events[end]["call_id"] = "llm-1"
+    events[start], events[end] = events[end], events[start]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    status, out = _trace(run, "--manifests", MANIFESTS)
+    assert status == 0, out
+    assert "trace.call-conflict" not in out and "model-unknown" not in out
+
+
 def test_the_model_a_response_names_stands_in_where_none_was_named(tmp_path: Path) -> None:
     status, out = _trace(_with_response_model(tmp_path, "vertex_ai/gemini-3-pro-preview", False),
                          "--manifests", MANIFESTS)

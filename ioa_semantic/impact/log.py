@@ -284,7 +284,7 @@ class Logged(NamedTuple):
 
     @property
     def at(self) -> datetime:
-        return instant(self.entry["at"])
+        return _instant_of(self.entry["at"])
 
 
 class Damage(NamedTuple):
@@ -419,9 +419,17 @@ def _digest(value: Any) -> bool:
 
 
 def _instant_of(value: Any) -> datetime:
-    """An instant with a UTC offset, as a line writes them (every fraction digit kept)."""
+    """An instant with a UTC offset, as a line writes them (every fraction digit kept), or
+    as a line of an earlier ioa-check wrote one it took from a looser --at (an offset with
+    seconds): the same format, read as it was then."""
     try:
         return instant(value)
     except (TypeError, ValueError):
-        _need(False, f"the instant {value!r}")
-        raise
+        pass
+    try:
+        earlier = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        earlier = None
+    _need(earlier is not None and earlier.utcoffset() is not None, f"the instant {value!r}")
+    assert earlier is not None
+    return earlier

@@ -465,6 +465,9 @@ class Fold:
         self.spent = False  # built (build_worded): its calls became its run's
         self._new_problems = 0
         self._new_records = 0
+        # LLM calls whose model only a response has named so far (by key): an event naming
+        # the model asked for, read after it, replaces it rather than contradicting it.
+        self._answered: set[str] = set()
 
     # --- feeding ---------------------------------------------------------------------------
 
@@ -729,18 +732,7 @@ class Fold:
         if parent and (phase == "start" or (parent != call.id and call.parent is None)):
             call.parent = sys.intern(parent)  # the parent's every child names it
             call.parentKey = self._named(parent, call.first, call.key)
-        target = self._target(call.cls, event)
-        if target is not None:
-            self._agree(seq, call, "target", target)
-        elif call.cls in _NAMED_BY:
-            self._names_text(seq, event, _NAMED_BY[call.cls])
-        if target is None and call.cls == "llm" and call.target is None and not call.disputed(
-                "target"):
-            # The model that answered (a raw response's "model", often the provider's dated
-            # name) stands in only where no event names the model asked for, which a manifest
-            # declares; it never contradicts that one (the OTel readings: request before
-            # response).
-            call.target = _answered_model(event)
+        self._name_target(seq, call, event)
         if call.cls == "processing" and call.label is None:
             call.label = _text(event.get("processing_name"))
         status = _text(event.get("status"))
@@ -758,6 +750,26 @@ class Fold:
                 if call.content is None:
                     call.content = {}
                 call.content["input" if phase == "start" else "output"] = payload
+
+    def _name_target(self, seq: int, call: FoldedCall, event: dict[str, Any]) -> None:
+        """What the call executes, as this event names it (agreed with the call's other
+        event). The model that answered (a raw response's "model", often the provider's dated
+        name) stands in only where no event names the model asked for, which a manifest
+        declares, in whichever order the events come: it never contradicts that one (the OTel
+        readings: request before response)."""
+        target = self._target(call.cls, event)
+        if target is not None:
+            if call.key in self._answered:  # a response's model stood in: this one is asked for
+                self._answered.discard(call.key)
+                call.target = None
+            self._agree(seq, call, "target", target)
+            return
+        if call.cls in _NAMED_BY:
+            self._names_text(seq, event, _NAMED_BY[call.cls])
+        if call.cls == "llm" and call.target is None and not call.disputed("target"):
+            call.target = _answered_model(event)
+            if call.target is not None:
+                self._answered.add(call.key)
 
     def _names_text(self, seq: int, event: dict[str, Any], member: str) -> None:
         """A name the schema types as a string (agent_id, tool_name, model) written as
