@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_trace import records
 
 from support import IOA_CHECK, SHARED
 
@@ -44,14 +45,7 @@ def trace(cwd: Path, *args: str | Path) -> tuple[int, dict[str, dict[str, Any]],
                            "--format", "json", "--no-shapes"], cwd=cwd, capture_output=True,
                           timeout=120)
     assert proc.stderr == b"", proc.stderr
-    agents: dict[str, dict[str, Any]] = {}
-    summaries = []
-    for line in proc.stdout.decode().splitlines():
-        item = json.loads(line)
-        if "summary" in item:
-            summaries.append(item["summary"])
-        else:
-            agents[item["agent"]] = item
+    agents, summaries = records(proc)
     [summary] = summaries
     return proc.returncode, agents, summary
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_trace import report_lines
 
 from ioa_semantic.trace import calls
 
@@ -45,14 +46,7 @@ def _trace(cwd: Path, text: str, *args: str) -> tuple[int, dict[str, Any], list[
                            "--emit-kg", "kg.nt", *args], cwd=cwd, capture_output=True,
                           timeout=240, check=False)
     assert proc.returncode in (0, 1, 3) and b"Traceback" not in proc.stderr, proc.stderr
-    records: list[dict[str, Any]] = []
-    summaries = []
-    for line in proc.stdout.decode().splitlines():
-        item = json.loads(line)
-        if "summary" in item:
-            summaries.append(item["summary"])
-        else:
-            records.append(item)
+    records, summaries = report_lines(proc)
     (summary,) = summaries
     graph = (cwd / "kg.nt").read_text(encoding="utf-8").splitlines()
     return proc.returncode, {**summary, "records": records}, graph

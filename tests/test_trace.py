@@ -41,18 +41,25 @@ def trace(args: list[str | Path], cwd: Path, env: dict[str, str] | None = None,
                           capture_output=True, timeout=120, env=env)
 
 
-def records(proc: subprocess.CompletedProcess[bytes]) -> tuple[dict[str, dict[str, Any]],
-                                                                list[dict[str, Any]]]:
-    """Agent lines by agent name (of the last run), and the summaries in order."""
-    agents: dict[str, dict[str, Any]] = {}
+def report_lines(proc: subprocess.CompletedProcess[bytes]) -> tuple[list[dict[str, Any]],
+                                                                     list[dict[str, Any]]]:
+    """The JSON report's agent lines and its summaries, each in order."""
+    agents: list[dict[str, Any]] = []
     summaries = []
     for line in proc.stdout.decode().splitlines():
         item = json.loads(line)
         if "summary" in item:
             summaries.append(item["summary"])
         else:
-            agents[item["agent"]] = item
+            agents.append(item)
     return agents, summaries
+
+
+def records(proc: subprocess.CompletedProcess[bytes]) -> tuple[dict[str, dict[str, Any]],
+                                                                list[dict[str, Any]]]:
+    """Agent lines by agent name (of the last run), and the summaries in order."""
+    agents, summaries = report_lines(proc)
+    return {item["agent"]: item for item in agents}, summaries
 
 
 def use(record: dict[str, Any], aspect: str, **match: Any) -> dict[str, Any]:
