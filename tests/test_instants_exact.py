@@ -151,9 +151,9 @@ def test_at_is_read_as_the_limits_are(written: str) -> None:
 
 # Instants as written: a date, a time, up to 12 fraction digits and an offset.
 _WRITTEN = st.builds(
-    lambda day, seconds, digits, offset: (
+    lambda day, clock, digits, offset: (
         f"{datetime(2026, 1, 1, tzinfo=UTC).fromordinal(day).date().isoformat()}"
-        f"T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        f"T{clock // 3600:02d}:{clock // 60 % 60:02d}:{clock % 60:02d}"
         f"{'.' + digits if digits else ''}{offset}"),
     st.integers(739_000, 739_010), st.integers(0, 86_399),
     st.text("0123456789", max_size=12) | st.sampled_from(["", "0000001", "9999999"]),
@@ -173,8 +173,8 @@ def _exact(text: str) -> Fraction:
     offset = 0 if rest in ("Z", "z") else (int(rest[1:3]) * 60 + int(rest[4:6])) * (
         1 if rest[0] == "+" else -1)
     days = datetime.fromisoformat(date).toordinal() - datetime(1970, 1, 1).toordinal()
-    hours, minutes, seconds = map(int, time.split(":"))
-    whole = days * 86_400 + hours * 3600 + minutes * 60 + seconds - offset * 60
+    hh, mm, ss = map(int, time.split(":"))
+    whole = days * 86_400 + hh * 3600 + mm * 60 + ss - offset * 60
     return whole + (Fraction(int(digits), 10 ** len(digits)) if digits else Fraction(0))
 
 
