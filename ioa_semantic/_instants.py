@@ -94,10 +94,7 @@ class Instant(datetime):
         return _compared(self._order(other), other) >= 0
 
     def astimezone(self, tz: tzinfo | None = None) -> Instant:
-        moved = datetime.astimezone(self, tz)
-        return Instant(moved.year, moved.month, moved.day, moved.hour, moved.minute,
-                       moved.second, moved.microsecond, moved.tzinfo, fold=moved.fold,
-                       beyond=self.beyond)
+        return _extended(datetime.astimezone(self, tz), self.beyond)
 
     def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
         """As datetime writes it, with the digits past the microsecond where they stand."""
@@ -118,6 +115,13 @@ class Instant(datetime):
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
         state = datetime.__reduce_ex__(self, protocol)[1]
         return (_restored, (state, self.beyond))
+
+
+def _extended(moment: datetime, beyond: str) -> Instant:
+    """``moment`` with the digits ``beyond`` its microsecond."""
+    return Instant(moment.year, moment.month, moment.day, moment.hour, moment.minute,
+                   moment.second, moment.microsecond, moment.tzinfo, fold=moment.fold,
+                   beyond=beyond)
 
 
 def _restored(state: tuple[Any, ...], beyond: str) -> Instant:
@@ -162,6 +166,4 @@ def instant(text: str, *, utc_unless_offset: bool = False) -> Instant:
         moment.astimezone(UTC)  # an offset past the first or the last year: out of range
     except OverflowError:
         raise ValueError(f"{text!r} lies outside the years 1 to 9999 in UTC") from None
-    return Instant(moment.year, moment.month, moment.day, moment.hour, moment.minute,
-                   moment.second, moment.microsecond, moment.tzinfo, fold=moment.fold,
-                   beyond=beyond)
+    return _extended(moment, beyond)

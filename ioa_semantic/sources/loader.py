@@ -492,13 +492,13 @@ def _task_parameters(graph: _Graph, node: Any, source: str) -> tuple[
 def _allowed_values(graph: _Graph, entry: Any, parameter: Parameter | None,
                     source: str) -> frozenset[str]:
     """The iop:allowedValue of ``entry``, each a literal written plain or typed with the
-    parameter's datatype: one typed otherwise (a unit
-    given as its datatype, another datatype, a language tag) would be read as a plain value
-    and compared as one, which the profile did not say (profiles are read strictly)."""
+    parameter's datatype: one typed otherwise (a unit given as its datatype, another
+    datatype, a language tag) would be read as a plain value and compared as one, which the
+    profile did not say (profiles are read strictly)."""
     kind = parameter or Parameter("", "string")
+    where = f"an allowedValue of {parameter.name if parameter else 'the parameter'}"
     values = set()
     for value in graph.objects(entry, IOP + "allowedValue"):
-        where = f"an allowedValue of {parameter.name if parameter else 'the parameter'}"
         if isinstance(value, pyoxigraph.Literal):
             datatype = value.datatype.value
             typed = Value(value.value, datatype=None if datatype == XSD + "string" else datatype)
@@ -739,11 +739,10 @@ def _utc(value: datetime | None) -> str | None:
 
 def _readable_limit(doc: Any, member: str) -> Instant | None:
     """A malformed artifact's limit where it reads as an instant, else None."""
-    value = doc.get(member)
-    if not isinstance(value, str):
+    if not isinstance(doc.get(member), str):
         return None
     try:
-        return instant(value)
+        return _limit(doc, member)
     except ValueError:
         return None
 

@@ -337,6 +337,7 @@ def _strict(data: bytes, max_bytes: int) -> tuple[Any, tuple[str, str] | None]:
 # schema), beside agent_id.
 _NAMED_BY = {"tool": "tool_name", "llm": "model"}
 
+
 def _answered_model(event: dict[str, Any]) -> str | None:
     """The model an LLM event's raw ``response`` names, interned; None for none or a
     placeholder."""
