@@ -29,11 +29,13 @@ from typing import Literal
 # stops with an internal error on its unpacking of a tuple of Any).
 COMPILED_MODULES = (
     "ioa_semantic._checker",
+    "ioa_semantic._findings",
     "ioa_semantic._iri",
     "ioa_semantic._memo",
     "ioa_semantic.pipeline.intake",
     "ioa_semantic.pipeline.contexts",
     "ioa_semantic.pipeline.engine",
+    "ioa_semantic.pipeline.decision",
     "ioa_semantic.compiled.conformance",
     "ioa_semantic.compiled.constraints",
     "ioa_semantic.compiled.decision",

@@ -515,8 +515,7 @@ class Checker:
         digest = _content_digest(node)
         # The pair by its digest: the memory holds 32 bytes a pair whatever the sender wrote
         # (an @id and a profileVersion may be hundreds of kB within the intake limit).
-        pair = sha256(json.dumps([ident, version], ensure_ascii=False).encode(
-            "utf-8", "surrogatepass")).digest()
+        pair = sha256(_pair_text(ident, version).encode("utf-8", "surrogatepass")).digest()
         first = self._first_content(pair, digest, take=self.learns_instances)
         if contents is not None:
             contents.append((pair, digest))
@@ -623,6 +622,13 @@ class Checker:
 # Envelope instances (@id, profileVersion) whose first content a Checker remembers.
 INSTANCES = 65536
 _PROFILE_VERSION = "https://example.org/ioa/semantic#profileVersion"
+
+
+def _pair_text(ident: str, version: str | None) -> str:
+    """``json.dumps([ident, version], ensure_ascii=False)``, which the memory of instances
+    has keyed pairs by, written without the encoder's machinery (a twentieth of a warm check)."""
+    return "[" + encode_basestring(ident) + ", " + (
+        "null" if version is None else encode_basestring(version)) + "]"
 
 
 def _referenced(node: dict[str, Any]) -> str | None:

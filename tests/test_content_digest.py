@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ioa_semantic._checker import _blank_labels, _canonical_text, _content_digest
+from ioa_semantic._checker import _blank_labels, _canonical_text, _content_digest, _pair_text
 
 
 def _canonical(value: Any, shared: set[str]) -> Any:
@@ -57,6 +57,14 @@ _VALUE = st.recursive(_SCALAR, lambda inner: st.one_of(
 def test_the_one_pass_text_gives_the_first_definitions_bytes(value: Any) -> None:
     """Any JSON value, however nested, sets of sets included, digests as it did."""
     assert _content_digest(value) == _first_digest(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT, st.one_of(st.none(), _TEXT))
+def test_an_instance_pair_is_written_as_json_dumps_wrote_it(ident: str, version: str | None) -> None:
+    """The memory of instances keys a pair by the text json.dumps gave it: a pair seen
+    before an upgrade is the same pair after it."""
+    assert _pair_text(ident, version) == json.dumps([ident, version], ensure_ascii=False)
 
 
 def test_a_known_content_keeps_its_digest() -> None:
