@@ -120,9 +120,15 @@ def frozen(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMS:  # most of what a decision holds; the ABC checks below cost more
         return value
-    if kind is dict or kind is MappingProxyType or isinstance(value, Mapping):
+    # The exact types first: an empty list's isinstance check against the Mapping ABC cost
+    # more than the rest of its freezing (a decision holds several).
+    if kind is dict or kind is MappingProxyType:
         return MappingProxyType({k: frozen(v) for k, v in value.items()})
-    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+    if kind is list or kind is tuple:
+        return tuple(map(frozen, value))
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: frozen(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
         return tuple(map(frozen, value))
     return value
 
