@@ -265,6 +265,11 @@ def _claim(opts: argparse.Namespace) -> None:
         # would go with them.
         raise NotOurs(f"--output {opts.output} is the file --state {opts.state} keeps (the "
                       "state or its journal): give the report its own path")
+    if opts.output and any(path != "-" and one_file(opts.output, path) for path in opts.paths):
+        # Read while it is written (a resumed one is kept, not emptied): the audit would read
+        # its own lines, and with --state never end.
+        raise NotOurs(f"--output {opts.output} is also an input of the audit: give the report "
+                      "its own path")
     if opts.output and opts.state and is_stream(opts.output):
         # A resume re-reads its output and cuts it back to the last checkpoint: a pipe or a
         # device holds nothing to read back.

@@ -1,0 +1,100 @@
+"""A resumed audit (``--state``) writes only into the files its run wrote.
+
+A state proves its output and journal by their recorded prefixes; a run killed before it had
+written anything records empty prefixes, which any file matches. The state therefore also
+names the very files (device and inode): another ``--output``, a user's file or a link put at
+the journal's path is refused (exit 2), byte for byte as it was. And a report is never one
+of the audit's own inputs, which a resumed run, keeping its output, would read forever.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_audit import _regs, _run
+
+ARGS = ["audit", "regs", "--profile", "cs-translation", "--format", "json", "--jobs", "1",
+        "--state", "state.json"]
+
+
+@pytest.fixture
+def killed_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """A run killed after its first piece, which held only blank lines: its state records an
+    output and a journal of 0 bytes."""
+    from ioa_semantic.audit import inputs as _inputs
+
+    monkeypatch.setattr(_inputs, "_BLOCK_BYTES", 4096)
+    monkeypatch.chdir(tmp_path)
+    regs = tmp_path / "regs"
+    regs.mkdir()
+    (regs / "a.jsonl").write_text("\n" * 12_000)  # three pieces of nothing
+    (regs / "b.jsonl").write_text(_regs(40))
+    status, err = _run([*ARGS, "--output", "out.jsonl"], capsys, kill_after=1)
+    assert status is None, err
+    state: dict[str, Any] = json.loads(Path("state.json").read_text())
+    assert state["output"]["length"] == 0 and state["journal"]["length"] == 0
+    return state
+
+
+def _refused(capsys: pytest.CaptureFixture[str], args: list[str], *kept: Path) -> str:
+    before = {path: path.read_bytes() for path in kept}
+    status, err = _run(args, capsys)
+    assert status == 2, err
+    assert {path: path.read_bytes() for path in kept} == before
+    return err
+
+
+def test_another_output_is_refused_not_overwritten(
+        killed_early: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    thesis = Path("thesis.txt")
+    thesis.write_text("my thesis, chapter 1\n")
+    err = _refused(capsys, [*ARGS, "--output", "thesis.txt"], thesis, Path("state.json"))
+    assert "thesis.txt is not the file its run wrote" in err
+
+
+def test_a_link_at_the_journals_path_is_refused_not_followed(
+        killed_early: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    victim = Path("victim.txt")
+    victim.write_text("precious\n")
+    os.remove("state.json.index")
+    os.symlink("victim.txt", "state.json.index")
+    err = _refused(capsys, [*ARGS, "--output", "out.jsonl"], victim, Path("state.json"))
+    assert "is a symbolic link, never followed" in err
+    assert os.path.islink("state.json.index")
+
+
+def test_a_users_file_at_the_journals_path_is_refused(
+        killed_early: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    os.remove("state.json.index")
+    Path("state.json.index").write_text("my notes\n")
+    err = _refused(capsys, [*ARGS, "--output", "out.jsonl"], Path("state.json.index"))
+    assert "is not the journal its run wrote" in err
+
+
+def test_the_same_output_resumes_to_the_uninterrupted_report(
+        killed_early: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    status, err = _run([*ARGS, "--output", "out.jsonl"], capsys)
+    assert err == ""
+    resumed = Path("out.jsonl").read_text()
+    status_whole, _ = _run([*ARGS[:-2], "--output", "whole.jsonl"], capsys)
+    assert (status, resumed) == (status_whole, Path("whole.jsonl").read_text())
+
+
+def test_an_output_that_is_an_input_is_refused_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("regs.jsonl").write_text(_regs(7))
+    assert _run(["audit", "regs.jsonl", "--profile", "cs-translation", "--format", "json",
+                 "--output", "rep.jsonl"], capsys)[0] == 1
+    report = Path("rep.jsonl")
+    for more in ([], ["--state", "st.json"]):
+        err = _refused(capsys, ["audit", "regs.jsonl", "rep.jsonl", "--profile",
+                                "cs-translation", "--format", "json", "--output", "rep.jsonl",
+                                *more], report)
+        assert "is also an input of the audit" in err
+        assert not Path("st.json").exists()
