@@ -754,6 +754,8 @@ def _open(path: str, create: str | None) -> ox.Store:
         raise StoreError(f"{path} is not a trace store (no store there)")
     if not current:
         _new_folder(path, create == PRIVATE)
+    else:
+        _held_to_be_ours(path)
     try:
         store = ox.Store(path)
     except RuntimeError as exc:  # RocksDB's "Corruption: ...": a damaged store
@@ -769,6 +771,34 @@ def _open(path: str, create: str | None) -> ox.Store:
     forget_info_log(path)
     forget_abandoned_loads(path)
     return store
+
+
+def _held_to_be_ours(path: str) -> None:
+    """A folder with a ``CURRENT`` file is read first, read-only, which writes nothing in it
+    (RocksDB's read-only open takes no lock and rotates no log): opened for writing, RocksDB
+    rewrites its manifest and log, and the store's open removes its info logs and abandoned
+    chunks, so a folder that is not a store of ioa-check (another program's Oxigraph store,
+    any folder holding a file of that name) is refused before, byte for byte as it was."""
+    graph = ox.NamedNode(STORE_GRAPH)
+    try:
+        found = ox.Store.read_only(path)
+    except (RuntimeError, OSError) as exc:
+        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        names = set(os.listdir(path)) if os.path.isdir(path) else set()
+        if "IDENTITY" in names and any(n.startswith("MANIFEST-") for n in names):
+            raise StoreUnavailable(f"the trace store {path} cannot be opened, it is damaged: "
+                                   f"{why} (nothing in it was changed)") from None
+        raise StoreError(f"{path} is not a trace store (it cannot be read as one: {why}); "
+                         "nothing in it was changed") from None
+    try:
+        versions = [lexical(q.object) for q in found.quads_for_pattern(
+            graph, term("storeVersion"), None, graph)]
+        held = versions or not any(True for _ in found.quads_for_pattern(None, None, None))
+    finally:
+        del found
+    if not held:  # an empty store is a creation cut short, which the open goes on with
+        raise StoreError(f"{path} is not a trace store of ioa-check (it has no store version); "
+                         "nothing in it was changed")
 
 
 def forget_info_log(path: str) -> None:
