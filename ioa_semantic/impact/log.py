@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, NamedTuple, cast
 
 from .._checker import Checked, Checker
 from .._exceptions import ConfigurationError
-from .._files import claim, first_line, writing
+from .._files import NotOurs, claim, first_line, writing
 from .._findings import Severity, Verdict
 from .._instants import instant
 
@@ -77,6 +77,9 @@ class DecisionLog:
         # Appending to a file that is not a decision log would corrupt it, and rotating it
         # would rename it: the path is claimed first, as every file ioa-check writes is.
         claim(path, is_decision_log, "a decision log", "decision log", streams=False)
+        if os.path.islink(objects_folder(path)):
+            raise NotOurs(f"{objects_folder(path)} (the decision log's objects) is a symbolic "
+                          "link: never written through; give the log a path of its own")
         self.path = path
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
@@ -183,6 +186,11 @@ class DecisionLog:
         folder = os.path.dirname(target)
         with writing(target):
             os.makedirs(folder, exist_ok=True)
+            for made in (objects_folder(self.path), folder):
+                # A link put there (since the log was opened) is never written through: the
+                # folder it names may be anyone's.
+                if os.path.islink(made):
+                    raise OSError(errno.ELOOP, "a symbolic link, never written through", made)
             # Written aside and renamed: a reader never finds half an object under its name.
             handle, temporary = tempfile.mkstemp(dir=folder, prefix=".part-")
             with os.fdopen(handle, "wb") as out:
