@@ -30,11 +30,12 @@ from . import checkpoints, formats
 from .events import DEFAULT_MAX_LINE_BYTES, Fold, Line, Source, decode, lines, parse
 from .spool import readable_size
 
-STATE_VERSION = 5  # 2: checkpoints write only the counters and open calls a batch changed;
+STATE_VERSION = 6  # 2: checkpoints write only the counters and open calls a batch changed;
 # 3: calls without ids pair per agent and class, and the interval tree of the events is kept;
 # 4: an id's key doubles its "~" (calls.id_key) and a conflict names the call by its key
 # 5: a start naming its own call as its parent is not placed by the order of events (its
 #    parents are checked for loops), and a JSON array of events is refused, not folded
+# 6: each checkpoint carries its check, chained from the header (an edited one is refused)
 DEFAULT_BATCH = 1000
 
 
@@ -91,6 +92,7 @@ class Cursor:
         self.positions: dict[str, dict[str, Any]] = {}  # input -> last checkpoint
         self.deltas: dict[str, list[dict[str, Any]]] = {}
         self._handle: IO[bytes] | None = None
+        self._previous = b""  # what the next checkpoint's check is chained to (see _sealed)
 
     def open(self) -> None:
         header = {"ioa-check-trace-state": STATE_VERSION, "includeContent": self.include_content}
@@ -119,8 +121,15 @@ class Cursor:
                     handle.close()
                     raise StateError(self._refusal(value))
                 first = False
+                self._previous = line.data
             else:
-                wrong = checkpoints.problem(value)
+                checked = _unsealed(self._previous, line.data)
+                if checked is None or not isinstance(value, dict) or (
+                        value.pop("check", None) != checked.decode()):
+                    wrong: str | None = "its check is not that of its content"
+                else:
+                    wrong = checkpoints.problem(value)
+                    self._previous = checked
                 if wrong is not None:
                     handle.close()
                     raise StateError(
@@ -133,7 +142,8 @@ class Cursor:
             handle.seek(valid_end)
             handle.truncate()
             if first:
-                handle.write(json.dumps(header).encode() + b"\n")
+                self._previous = json.dumps(header).encode() + b"\n"
+                handle.write(self._previous)
                 self._sync(handle)
         except OSError as exc:
             with contextlib.suppress(OSError):  # closing flushes the same failed write again
@@ -211,11 +221,13 @@ class Cursor:
         entry = {"input": source.key, "seq": seq, "offset": offset, "sha256": sha256,
                  "delta": delta}
         # Key order is kept: reports list members in the order the fold made them.
+        line, check = _sealed(self._previous, _line(entry))
         try:
-            self._handle.write(_line(entry))
+            self._handle.write(line)
             self._sync(self._handle)
         except OSError as exc:  # the disk filled up, or the device failed, under the run
             raise WriteFailed(self.path, exc) from None
+        self._previous = check
 
     @staticmethod
     def _sync(handle: IO[bytes]) -> None:
@@ -423,6 +435,31 @@ def _whole_document(handle: IO[bytes], fold: Fold, max_bytes: int) -> bool:
     else:
         fold.problems.append(["json.not-object", 1, "not an object (a record or an event)"])
     return True
+
+
+# A checkpoint line ends with its check: ``,"check":"<sha256 hex>"}``.
+_CHECK = b',"check":"'
+_SEAL_BYTES = len(_CHECK) + 64 + 3  # the check member, its closing quote, brace and newline
+
+
+def _sealed(previous: bytes, line: bytes) -> tuple[bytes, bytes]:
+    """A checkpoint's ``line`` with its check appended, and the check: the sha256 of the
+    check before it (the header line, for the first) and of the line as written without it.
+    Chained, a checkpoint edited, moved or left out is found (:func:`_unsealed`); the last
+    ones cut off is a state a kill left earlier, which resumes from there."""
+    check = hashlib.sha256(previous + line).hexdigest().encode()
+    return line[:-2] + _CHECK + check + b'"}\n', check
+
+
+def _unsealed(previous: bytes, data: bytes) -> bytes | None:
+    """The check of a checkpoint line (``data``) that carries its own, chained to
+    ``previous``; None for any other line."""
+    if len(data) < _SEAL_BYTES or not data.endswith(b'"}\n') or (
+            data[-_SEAL_BYTES:-_SEAL_BYTES + len(_CHECK)] != _CHECK):
+        return None
+    check = data[-67:-3]
+    line = data[:-_SEAL_BYTES] + b"}\n"
+    return check if hashlib.sha256(previous + line).hexdigest().encode() == check else None
 
 
 def _line(entry: Any) -> bytes:
