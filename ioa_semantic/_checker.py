@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 from ._codes import finding
 from ._exceptions import ConfigurationError, RegistrationError, RetrievalError
+from ._files import Unreadable, read_bounded
 from ._findings import Decision, Finding, ProfileRef, Remedy, Severity, Verdict, combine, sort_key
 from ._memo import BoundedCache
 from ._runtime import Lock, sha256
@@ -213,8 +214,8 @@ class Checker:
         if recorder is not None:
             self.offered = Offered(
                 profile if isinstance(profile, str) else self.profile.source,
-                tuple(_read(item, "capability registration", RegistrationError)
-                      for item in capabilities),
+                tuple(_read(item, "capability registration", RegistrationError,
+                            self.limits.max_bytes) for item in capabilities),
                 tuple((f"<artifact {i}>", item) if isinstance(item, bytes)
                       else resolve_artifact(str(item)) for i, item in enumerate(
                           a for a in offered if not (isinstance(a, str) and is_remote(a)))))
@@ -331,7 +332,8 @@ class Checker:
             self._cache = BoundedCache(self._cache.max_bytes, max_entries=self._cache_size)
 
     def _registration(self, item: str | Path | bytes, index: int) -> Registration:
-        origin, data = _read(item, "capability registration", RegistrationError)
+        origin, data = _read(item, "capability registration", RegistrationError,
+                             self.limits.max_bytes)
         result = read_document(data, "registration", shapes=self._shapes, policy=self.policy,
                                permitted_types=self.profile.permitted_types, limits=self.limits)
         errors = [f for f in result.findings if f.severity is Severity.ERROR]
@@ -397,6 +399,15 @@ class Checker:
             self._cache.put(key, (decision, contents[0] if contents else None),
                             _weight(decision))
         return self._recorded(envelope, params, at, decision, contents[0] if contents else None)
+
+    def unread(self, reasons: tuple[Finding, ...], *, params: Mapping[str, str] | None = None,
+               at: datetime | None = None, source: str = "-") -> Decision:
+        """The decision on an envelope its caller could not read whole (``reasons``: why, a
+        ``json.`` finding): invalid, with the instant and the dependencies a check records
+        (rule 15), as :meth:`check` would have made it of the envelope's bytes. Nothing is
+        given to the recorder: there are no bytes to keep."""
+        at = datetime.now(UTC) if at is None else _aware(at)
+        return self._decision_of(list(reasons), source, dict(params or {}), at, None)
 
     def _recorded(self, envelope: EnvelopeInput, params: Mapping[str, str], at: datetime,
                   decision: Decision, instance: tuple[bytes, bytes] | None) -> Decision:
@@ -775,16 +786,18 @@ def _as_asked(decision: Decision, source: str, at: str | None) -> Decision:
     return decision._replace(source=source, at=at)
 
 
-def _read(item: str | Path | bytes, what: str,
-          error: type[Exception]) -> tuple[str, bytes]:
+def _read(item: str | Path | bytes, what: str, error: type[Exception],
+          limit: int) -> tuple[str, bytes]:
+    """The file's name and bytes, read up to ``limit`` (the document's own, which the
+    intake holds it to anyway); one not read (unreadable, over it, not a regular file) is
+    ``error``."""
     if isinstance(item, bytes):
         return f"<{what}>", item
     path = os.fspath(item)
     try:
-        with open(path, "rb") as handle:
-            return path, handle.read()
-    except OSError as exc:
-        raise error(f"{path}: the {what} cannot be read: {exc.strerror}") from exc
+        return path, read_bounded(path, limit, f"for a {what} (--max-bytes)")
+    except Unreadable as exc:
+        raise error(f"{path}: the {what} {exc}") from None
 
 
 def check(envelope: EnvelopeInput, profile: str = "cs-translation", **options: Any) -> Decision:

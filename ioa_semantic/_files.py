@@ -9,6 +9,13 @@ it was. A symbolic link is never followed: what it points at is someone's file, 
 link is the user's. Whole files are then written under a temporary name in the same folder
 and renamed over the path once complete (:class:`Replacement`), so that a run killed half
 way leaves the previous file, never a torn one, in its place.
+
+Every file the command line *reads* whole (an envelope, a profile, an artifact, a
+registration, a key, a manifest, a bindings file) is read by :func:`read_bounded`: at most
+its limit and one byte more, whatever the file holds (``/dev/zero``, a sparse file of
+gigabytes), so that memory stays bounded; a configuration file only when it is a regular
+file, refused before it is opened otherwise (a named pipe would block the command until
+someone wrote to it).
 """
 
 from __future__ import annotations
@@ -24,6 +31,15 @@ from ._exceptions import ConfigurationError, WriteFailed
 
 # What recognising a file reads of it: every format's marker is in its first line or so.
 HEAD_BYTES = 1 << 16
+# The most a configuration file (a profile, an alignment artifact, a bindings file, a
+# manifest) may hold: sixteen times what an envelope or an artifact may (the intake's 1 MiB),
+# so that a larger artifact is still read and excluded with its reason (json.too-large).
+CONFIGURATION_BYTES = 16 << 20
+# The most a key file (an Ed25519 key, an --opaque-key) may hold: a PEM or JWK key has a few
+# hundred bytes.
+KEY_BYTES = 64 << 10
+# What one read takes at a time.
+_CHUNK = 1 << 20
 
 
 @contextlib.contextmanager
@@ -222,3 +238,74 @@ def _mode_for(path: str) -> int:
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+class Unreadable(ConfigurationError):
+    """A file that :func:`read_bounded` did not read; the message is why, worded to follow the
+    file's name (``cannot be read: ...``), for the caller to name it as its option does."""
+
+
+class TooLarge(Unreadable):
+    """A file over its limit: ``size`` is its size when known (a regular file's), else None
+    (a stream: only that it has more than ``limit`` bytes is known)."""
+
+    def __init__(self, size: int | None, limit: int, what: str) -> None:
+        self.size = size
+        self.limit = limit
+        has = f"has {size} bytes, over" if size is not None else "has more bytes than"
+        super().__init__(f"cannot be read: it {has} the limit of {limit} bytes {what}")
+
+
+def read_bounded(path: str | int, limit: int, what: str, *, streams: bool = False) -> bytes:
+    """The bytes of the file at ``path`` (or of the open descriptor ``path``, left open),
+    having read at most ``limit`` + 1 of them.
+
+    Raises :class:`TooLarge` past ``limit`` (its message ends with ``what``, whose limit it
+    is: "for an envelope (--max-bytes)"), and :class:`Unreadable` for a file that cannot be
+    read (an OSError, its reason). Unless ``streams`` (an input named on the command line, which a process
+    substitution or a pipe may give), only a regular file is read: anything else is refused
+    before it is opened (a named pipe would block until written to), and it is opened without
+    blocking, in case another took its place since."""
+    try:
+        if isinstance(path, int):
+            return _read_at_most(path, limit, what)
+        if not streams:
+            kind = os.stat(path).st_mode
+            if not stat.S_ISREG(kind):
+                raise _not_regular(kind, limit, what)
+        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | (0 if streams else os.O_NONBLOCK)
+        descriptor = os.open(path, flags)
+        try:
+            if not streams:
+                kind = os.fstat(descriptor).st_mode
+                if not stat.S_ISREG(kind):
+                    raise _not_regular(kind, limit, what)
+            return _read_at_most(descriptor, limit, what)
+        finally:
+            os.close(descriptor)
+    except OSError as exc:
+        raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _not_regular(mode: int, limit: int, what: str) -> Unreadable:
+    return Unreadable(f"cannot be read: it is {_kind(mode)}, not a regular file; only a "
+                      f"regular file is read, up to the limit of {limit} bytes {what}")
+
+
+def _read_at_most(descriptor: int, limit: int, what: str) -> bytes:
+    """What ``descriptor`` holds, or :class:`TooLarge` once more than ``limit`` bytes were
+    read (a regular file's size says so before any is)."""
+    info = os.fstat(descriptor)
+    if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+        raise TooLarge(info.st_size, limit, what)
+    pieces: list[bytes] = []
+    held = 0
+    while held <= limit:
+        piece = os.read(descriptor, min(_CHUNK, limit + 1 - held))
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(piece)
+        held += len(piece)
+    # A regular file that grew since, or a stream: its size is the file's if known.
+    size = os.fstat(descriptor).st_size if stat.S_ISREG(info.st_mode) else None
+    raise TooLarge(size if size is not None and size > limit else None, limit, what)

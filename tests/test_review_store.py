@@ -237,14 +237,14 @@ def test_feeds_under_two_opaque_keys_make_one_set_of_store_references(tmp_path: 
     join, and neither report key's references are stored."""
     from ioa_semantic.trace.privacy import Disclosure
 
-    (tmp_path / "k1").write_bytes(b"first key")
-    (tmp_path / "k2").write_bytes(b"second key")
+    (tmp_path / "k1").write_bytes(b"first key, of 16 bytes at least")
+    (tmp_path / "k2").write_bytes(b"second key, of 16 bytes at least")
     assert feed([GOLDEN], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "k1"
                 ).returncode == 3
     assert feed([SMOKE], tmp_path / "s", tmp_path, "--opaque-ids", "--opaque-key", "k2"
                 ).returncode == 3
     stored = dump(tmp_path / "s")
-    for key in (b"first key", b"second key"):
+    for key in (b"first key, of 16 bytes at least", b"second key, of 16 bytes at least"):
         for agent in ("moderator", "qa-agent"):
             assert Disclosure(key).agent(agent) not in stored
     assert ref(tmp_path / "s", "agent", "qa-agent") in stored

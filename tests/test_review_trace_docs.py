@@ -85,9 +85,9 @@ def test_an_opaque_key_of_any_bytes_in_the_environment_is_no_traceback(
     # with `head -c 32 /dev/urandom`) ends in a traceback and exit 70, in both commands:
     # bad input gets a verdict or a usage error, never a traceback.
     shutil.copy(OTEL / "otlp.jsonl", tmp_path / "otlp.jsonl")
-    env = {**os.environb, b"IOA_CHECK_OPAQUE_KEY": b"k\xff\xfe-key"}
+    env = {**os.environb, b"IOA_CHECK_OPAQUE_KEY": b"k\xff\xfe-key" * 3}
     if command == "reaudit":
-        (tmp_path / "key").write_bytes(b"k\xff\xfe-key")
+        (tmp_path / "key").write_bytes(b"k\xff\xfe-key" * 3)
         proc = ioa(["trace", "otlp.jsonl", "--opaque-ids", "--opaque-key", "key", "--store",
                     "s", "--no-shapes", "--at", AT], tmp_path)
         assert proc.returncode == 1, proc.stderr.decode()

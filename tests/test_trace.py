@@ -439,7 +439,7 @@ def test_opaque_ids_hide_agents_runs_and_calls(tmp_path: Path) -> None:
     assert sorted(a["verdict"] for a in agents.values()) == ["incompatible", "indeterminate"]
     # The same key gives the same references; another key, others.
     assert trace(args, tmp_path, shapes=True).stdout == proc.stdout
-    (tmp_path / "key").write_bytes(b"another key")
+    (tmp_path / "key").write_bytes(b"another key, of 16 bytes at least")
     assert records(trace(args, tmp_path))[1][0]["run"] != summary["run"]
 
 

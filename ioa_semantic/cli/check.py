@@ -12,8 +12,8 @@ from .. import data as _resources
 from .._checker import ENGINES, Checker, DecisionRecorder
 from .._codes import finding
 from .._exceptions import STANDARD_OUTPUT
-from .._files import writing
-from .._findings import Decision, ProfileRef, Verdict
+from .._files import TooLarge, Unreadable, read_bounded, writing
+from .._findings import Decision, Finding, ProfileRef, Verdict
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
 from ..pipeline import remedies
@@ -65,16 +65,21 @@ def _list() -> int:
     return ExitStatus.COMPATIBLE
 
 
-def _read_envelope(name: str) -> bytes | Decision:
+def _read_envelope(name: str, limit: int) -> bytes | tuple[Finding, ...]:
+    """The envelope's bytes, at most ``limit`` + 1 of them read (a pipe, a process
+    substitution or standard input as well as a file); or, for an envelope that cannot be
+    read or is over ``limit``, why (its decision is invalid, and the others are still
+    checked)."""
     try:
-        if name == "-":
-            return sys.stdin.buffer.read()
-        with open(name, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        reasons = (finding("json.unreadable", f"{name}: cannot be read: {exc.strerror}"),)
-        return Decision(Verdict.INVALID, reasons, profile=None, source=name,  # type: ignore[arg-type]
-                        remedies=remedies.for_decision(Verdict.INVALID, reasons))
+        return read_bounded(0 if name == "-" else name, limit, "for an envelope (--max-bytes)",
+                            streams=True)
+    except TooLarge as exc:
+        # Said as the intake says a document over the limit (pipeline.intake.parse).
+        said = (f"has {exc.size} bytes, over the limit of {exc.limit}" if exc.size is not None
+                else f"has more bytes than the limit of {exc.limit}")
+        return (finding("json.too-large", f"the document {said}", ""),)
+    except Unreadable as exc:
+        return (finding("json.unreadable", f"{name}: {exc}"),)
 
 
 def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -120,11 +125,10 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     params = dict(opts.param)
     decisions = []
     for name in opts.envelopes:
-        data = _read_envelope(name)
-        if isinstance(data, Decision):
-            decisions.append(data._replace(profile=checker.profile_ref))
-            continue
-        decisions.append(checker.check(data, params=params, at=opts.at, source=name))
+        data = _read_envelope(name, checker.limits.max_bytes)
+        decisions.append(checker.check(data, params=params, at=opts.at, source=name)
+                         if isinstance(data, bytes) else
+                         checker.unread(data, params=params, at=opts.at, source=name))
     _report(REPORTERS[opts.format], decisions)
     return max(ExitStatus.of(d.verdict) for d in decisions)
 

@@ -166,8 +166,12 @@ def _reported(impact: ImpactRun, fmt: str) -> int:
         REPORTERS[fmt](impact, sys.stdout)
         sys.stdout.flush()
     assert impact.summary is not None
+    from .._visible import visible
+
     for warning in impact.summary.warnings:
-        print(f"ioa-check impact: warning: {warning}", file=sys.stderr)
+        # A warning names the log as it was given: what a terminal would obey in it is shown.
+        print(visible(f"ioa-check impact: warning: {warning}", surrogates=False),
+              file=sys.stderr)
     if impact.summary.flipped or impact.summary.conflicts:
         return ExitStatus.INCOMPATIBLE
     # A decision or registration the change touches and that could not be judged again, or

@@ -12,6 +12,7 @@ import os
 import sys
 
 from .._exceptions import ProfileError
+from .._files import CONFIGURATION_BYTES, Unreadable, read_bounded
 from .._nearest import SUGGESTED, did_you_mean
 from .._status import ExitStatus
 from ..data import SHAPES_SUFFIX
@@ -155,10 +156,11 @@ def _did_you_mean_member(member: str) -> str:
 def _lint_problems(path: str, profile: Profile | None) -> tuple[list[str], str]:
     """The file's problems, and what an ok line adds (how an artifact's issuer stands)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return [f"cannot be read: {exc.strerror}"], ""
+        # A profile or an artifact is read as a check reads it: a regular file, up to the
+        # limit of a configuration file (a named pipe is a problem, never waited on).
+        data = read_bounded(path, CONFIGURATION_BYTES, "for a configuration file")
+    except Unreadable as exc:
+        return [str(exc)], ""
     if path.endswith(".ttl"):
         try:
             read_profile(data, str(path))

@@ -24,6 +24,7 @@ from typing import Any
 import pyoxigraph
 
 from .._exceptions import IoaSemanticError, ProfileError
+from .._files import CONFIGURATION_BYTES, Unreadable, read_bounded
 from .._findings import Severity
 from .._vocab import RDF, RDFS, SH, XSD
 from ..pipeline import bounded
@@ -48,10 +49,9 @@ def shown(source: str) -> str:
 def read_shape_file(path: str) -> ShapeFile:
     """A shape file named on the command line. Raises :class:`ProfileError`."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot be read: {exc.strerror}") from exc
+        data = read_bounded(path, CONFIGURATION_BYTES, "for a shape file")
+    except Unreadable as exc:
+        raise ProfileError(f"{path}: {exc}") from None
     return ShapeFile(path, path, data, hashlib.sha256(data).hexdigest())
 
 

@@ -13,6 +13,7 @@ import sys
 from datetime import UTC, datetime
 
 from .._exceptions import ConfigurationError, SigningKeyError
+from .._files import KEY_BYTES, Unreadable, read_bounded
 from .._status import ExitStatus
 from ..pipeline import provenance
 from ..sources.loader import read_artifact, resolve_artifact
@@ -46,11 +47,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> bytes:
+    """The key file's bytes, read up to :data:`~ioa_semantic._files.KEY_BYTES` from a regular
+    file (a named pipe is refused, never waited on)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise SigningKeyError(f"{path}: cannot be read: {exc.strerror}") from exc
+        return read_bounded(path, KEY_BYTES, "for a key file")
+    except Unreadable as exc:
+        raise SigningKeyError(f"--key {path}: {exc}") from None
+
+
+def _say(line: str) -> None:
+    """``line`` on standard error as sign says it: what it names (the artifact as given, a
+    problem quoting the artifact) shown, never obeyed by the terminal."""
+    from .._visible import visible
+
+    print(visible(f"ioa-check sign: {line}", surrogates=False), file=sys.stderr)
 
 
 def _overlap_problem(valid_from: datetime | None, valid_until: datetime | None,
@@ -83,22 +93,21 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     artifact = read_artifact(data, origin, 0)
     if artifact.malformed:
         for problem in artifact.problems:
-            print(f"ioa-check sign: {opts.artifact}: {problem}", file=sys.stderr)
-        print(f"ioa-check sign: {opts.artifact} is not a well-formed artifact; not signed",
-              file=sys.stderr)
+            _say(f"{opts.artifact}: {problem}")
+        _say(f"{opts.artifact} is not a well-formed artifact; not signed")
         return ExitStatus.INCOMPATIBLE
     did = provenance.did_of(key)
     if provenance.is_did_key(artifact.asserted_by) and (
             provenance.method_of(artifact.asserted_by) != provenance.method_of(did)):
-        print(f"ioa-check sign: {opts.artifact} is asserted by {artifact.asserted_by}, but the "
-              f"key is {did}: receivers would reject the proof; not signed", file=sys.stderr)
+        _say(f"{opts.artifact} is asserted by {artifact.asserted_by}, but the key is {did}: "
+             "receivers would reject the proof; not signed")
         return ExitStatus.INCOMPATIBLE
     if artifact.proof is not None:
-        print(f"ioa-check sign: {opts.artifact}: its proof is replaced", file=sys.stderr)
+        _say(f"{opts.artifact}: its proof is replaced")
     try:
         signed = provenance.sign(artifact.document, key, created=created, expires=opts.expires)
     except ValueError as exc:  # a document RFC 8785 cannot canonicalize
-        print(f"ioa-check sign: {opts.artifact}: {exc}; not signed", file=sys.stderr)
+        _say(f"{opts.artifact}: {exc}; not signed")
         return ExitStatus.INCOMPATIBLE
     # After the artifact's own problems, which a later --created would not cure.
     overlap = _overlap_problem(artifact.valid_from, artifact.valid_until, created, opts.expires)

@@ -52,6 +52,9 @@ DEFAULT_QUIET_PERIOD = 300.0
 # As trace/memory.py's (spelled here so that the parser imports nothing of the trace audit;
 # tests/test_trace_memory.py holds them equal).
 DEFAULT_MAX_MEMORY = 512 << 20
+# The fewest bytes an --opaque-key (or $IOA_CHECK_OPAQUE_KEY) may have: 128 bits, which no
+# one tries every one of (a one-byte key was found from a report in 256 tries).
+MIN_OPAQUE_KEY = 16
 _EXTRA = ("rdflib", "pyshacl", "yaml", "oxp_ontology")
 
 
@@ -111,7 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "emitted graph by keyed opaque references (a --store is private "
                              "whatever this says)")
     parser.add_argument("--opaque-key", metavar="FILE",
-                        help="the key for --opaque-ids (default: $IOA_CHECK_OPAQUE_KEY, else a "
+                        help="the key for --opaque-ids, at least 16 bytes (make one with "
+                             "head -c 32 /dev/urandom; default: $IOA_CHECK_OPAQUE_KEY, else a "
                              "random key, so references hold within one invocation only)")
     parser.add_argument("--no-shapes", action="store_true",
                         help="skip the SHACL check of the graph (it dominates the run time of "
@@ -178,6 +182,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="longest event line read (default: 16 MiB)")
 
 
+def _say(line: str) -> None:
+    """``line`` on standard error as trace says it: what it names (a trace file, a run) shown,
+    never obeyed by the terminal (as the errors cli.main says)."""
+    from .._visible import visible
+
+    print(visible(f"ioa-check trace: {line}", surrogates=False), file=sys.stderr)
+
+
 def extra_missing() -> bool:
     """Whether a module of the trace extra is not installed; if so, it is said on stderr
     (``ioa-check trace`` and its history commands exit 2 then). Found, not imported: pySHACL
@@ -206,8 +218,8 @@ def extra_unimportable() -> bool:
             importlib.import_module(module)
         except ImportError as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            print(f"ioa-check trace: needs the trace extra ({module} is installed but cannot "
-                  f"be imported: {reason}): pip install 'ioa-semantic[trace]'", file=sys.stderr)
+            _say(f"needs the trace extra ({module} is installed but cannot be imported: "
+                 f"{reason}): pip install 'ioa-semantic[trace]'")
             return True
     return False
 
@@ -257,7 +269,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """The options that go together, and those that do not: a usage error (exit 2) else."""
-    from .._files import one_file
+    from .._files import is_stream, one_file
 
     if opts.emit_kg and os.path.splitext(opts.emit_kg)[1].lower() not in GRAPH_SUFFIXES:
         parser.error(f"--emit-kg {opts.emit_kg}: the suffix must be one of "
@@ -271,10 +283,18 @@ def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) ->
         parser.error("--store: the store's path is empty")
     if opts.store and opts.state:
         parser.error("--store keeps the cursor in the store: --state is for runs without one")
-    if opts.state and opts.emit_kg and one_file(opts.state, opts.emit_kg):
-        # the graph would replace the state just written: the run could not be resumed
-        parser.error(f"--state {opts.state} and --emit-kg {opts.emit_kg} name one file: "
-                     "give each its own")
+    # Two outputs in one file would write over each other (the graph over the state just
+    # written, and the run could not be resumed; the waiting list lost): refused before any
+    # work. A stream (/dev/null) stores nothing to lose.
+    outputs = [(option, path) for option, path in (
+        ("--state", opts.state), ("--emit-kg", opts.emit_kg),
+        ("--waiting-list", opts.waiting_list), ("--store-key", opts.store_key))
+        if path and not is_stream(path)]
+    for index, (option, path) in enumerate(outputs):
+        for other, other_path in outputs[index + 1:]:
+            if one_file(path, other_path):
+                parser.error(f"{option} {path} and {other} {other_path} name one file: "
+                             "give each its own")
     if (opts.consumer is not None or opts.store_plain_ids or opts.store_key) and not opts.store:
         parser.error("--consumer, --store-plain-ids and --store-key go with --store")
     if opts.at is not None and not (opts.store or opts.complete_only):
@@ -290,25 +310,40 @@ def _check_options(opts: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
 
 def _disclosure(opts: argparse.Namespace) -> Disclosure:
-    from .._exceptions import ConfigurationError
     from ..trace.privacy import Disclosure
 
     if not opts.opaque_ids:
         return Disclosure(None, opts.include_content)
+    return Disclosure.opaque(opaque_key(opts.opaque_key), opts.include_content)
+
+
+def opaque_key(path: str | None) -> bytes | None:
+    """The key of ``--opaque-key path``, else of ``$IOA_CHECK_OPAQUE_KEY``, else None: a
+    regular file's bytes (at most a key file's limit), at least :data:`MIN_OPAQUE_KEY` of
+    them. Raises ConfigurationError."""
+    from .._exceptions import ConfigurationError
+    from .._files import KEY_BYTES, Unreadable, read_bounded
+
     key: bytes | None = None
-    if opts.opaque_key:
+    given = ""
+    if path:
         try:
-            with open(opts.opaque_key, "rb") as handle:
-                key = handle.read()
-        except OSError as exc:
-            raise ConfigurationError(f"--opaque-key {opts.opaque_key} cannot be read: "
-                                     f"{exc.strerror}") from None
-        if not key:
-            raise ConfigurationError(f"--opaque-key {opts.opaque_key} is empty")
+            key = read_bounded(path, KEY_BYTES, "for a key file")
+        except Unreadable as exc:
+            raise ConfigurationError(f"--opaque-key {path} {exc}") from None
+        given = f"--opaque-key {path}"
     elif os.environb.get(b"IOA_CHECK_OPAQUE_KEY"):
         # The key's bytes as the environment holds them (random bytes are no UTF-8).
         key = os.environb[b"IOA_CHECK_OPAQUE_KEY"]
-    return Disclosure.opaque(key, opts.include_content)
+        given = "$IOA_CHECK_OPAQUE_KEY"
+    if key is not None and len(key) < MIN_OPAQUE_KEY:
+        # A reference is an HMAC of the identifier under the key: a short key is found by
+        # trying every one against a report, and with it every identifier behind it.
+        raise ConfigurationError(
+            f"{given} has {len(key)} byte{'s' if len(key) != 1 else ''}: an opaque key needs "
+            f"at least {MIN_OPAQUE_KEY} (a shorter one is guessed from a report); make one "
+            "with head -c 32 /dev/urandom > KEYFILE and give --opaque-key KEYFILE")
+    return key
 
 
 def _declarations(opts: argparse.Namespace, disclose: Disclosure) -> Declarations:
@@ -399,7 +434,7 @@ def _each(sources: list[Source], opts: argparse.Namespace, cursor: Cursor | None
             reading.clear()
             # Said on stderr too: a feed's operator (trace serve's log) sees it without the
             # report.
-            print(f"ioa-check trace: {source.given}: {exc}", file=sys.stderr)
+            _say(f"{source.given}: {exc}")
             consumed.append(source._replace(problem=finding("trace.memory-bound", str(exc))))
             continue
         except OSError as exc:
@@ -681,6 +716,6 @@ def _record(feed: Feed, opts: argparse.Namespace, declarations: Declarations,
         # have left the spool since (older than its --retain): the stored run stays as
         # judged; the operator sees them in the service's log.
         for name in exc.runs:
-            print(f"ioa-check trace: late spans of run {name}: it was judged and recorded "
-                  "before they came, and its spans have left the spool; not recorded (the "
-                  "store keeps the run as judged)", file=sys.stderr)
+            _say(f"late spans of run {name}: it was judged and recorded before they came, "
+                 "and its spans have left the spool; not recorded (the store keeps the run "
+                 "as judged)")

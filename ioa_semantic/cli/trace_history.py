@@ -241,19 +241,8 @@ def _reaudit(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _key(path: str | None) -> bytes | None:
-    """The --opaque-key of a reaudit, else $IOA_CHECK_OPAQUE_KEY, else none."""
-    import os
+    """The --opaque-key of a reaudit, else $IOA_CHECK_OPAQUE_KEY, else none: read and held to
+    the rules of the trace's own (cli.trace.opaque_key)."""
+    from .trace import opaque_key
 
-    from .._exceptions import ConfigurationError
-
-    if path is None:
-        # The key's bytes as the environment holds them (random bytes are no UTF-8).
-        return os.environb.get(b"IOA_CHECK_OPAQUE_KEY") or None
-    try:
-        with open(path, "rb") as handle:
-            key = handle.read()
-    except OSError as exc:
-        raise ConfigurationError(f"--opaque-key {path} cannot be read: {exc.strerror}") from None
-    if not key:
-        raise ConfigurationError(f"--opaque-key {path} is empty")
-    return key
+    return opaque_key(path)

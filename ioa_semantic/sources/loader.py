@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 from .. import data as _resources
 from .._exceptions import ArtifactError, ProfileError, RetrievalError
+from .._files import CONFIGURATION_BYTES, Unreadable, read_bounded
 from .._instants import Instant, instant
 from .._iri import bidi_defect, is_absolute_iri, shown_iri
 from .._nearest import did_you_mean
@@ -235,11 +236,12 @@ def _mistyped(given: str, shipped: Mapping[str, str]) -> str:
 
 
 def _read_file(path: str, error: type[Exception]) -> bytes:
+    """A profile's or an artifact's file, read up to :data:`CONFIGURATION_BYTES`; a file
+    that is not read (unreadable, over the limit, not a regular file) is ``error``."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise error(f"{path}: cannot be read: {exc.strerror}") from exc
+        return read_bounded(path, CONFIGURATION_BYTES, "for a configuration file")
+    except Unreadable as exc:
+        raise error(f"{path}: {exc}") from None
 
 
 def load_profile(name_or_path: str, retriever: "Retriever | None" = None) -> Profile:

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from .._codes import finding
 from .._exceptions import ConfigurationError
+from .._files import CONFIGURATION_BYTES, Unreadable, read_bounded
 from .._findings import Finding, Severity
 from .privacy import DELEGATION_PREFIX, Disclosure
 from .workflow import Workflow
@@ -128,15 +129,16 @@ def _loader() -> Any:
     return loader_class
 
 
-def _read_yaml(path: str) -> tuple[Any, str | None]:
-    """The document, or why it cannot be read."""
+def _read_yaml(path: str, what: str = "for a manifest") -> tuple[Any, str | None]:
+    """The document, or why it cannot be read (``what``: whose limit a file over it passed)."""
     import yaml
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        return None, f"cannot be read: {exc.strerror}"
+        # A regular file up to the limit of a configuration file: a tool manifest that is a
+        # named pipe or gigabytes is unavailable, never waited on nor held.
+        text = read_bounded(path, CONFIGURATION_BYTES, what).decode("utf-8")
+    except Unreadable as exc:
+        return None, str(exc)
     except UnicodeDecodeError:
         return None, "is not UTF-8"
     try:
@@ -225,7 +227,7 @@ def read_manifests(path: str, disclose: Disclosure) -> Manifests:
         if not agents:
             raise ConfigurationError(f"--manifests {path}: no mas.yaml and no agent manifests")
         return Manifests(None, None, None, agents, False, None, False, tuple(findings))
-    if os.path.isfile(path):
+    if os.path.exists(path):  # a file, or what is refused as not one (a named pipe)
         document, problem = _read_yaml(path)
         if problem is not None:
             raise ConfigurationError(f"--manifests {path} {problem}")
@@ -442,18 +444,18 @@ def _read_agent(path: str, ident: str | None, delegates: frozenset[str] | None,
 def read_bindings(path: str) -> Bindings:
     """``{"agents": {name: IRI|[IRI]}, "tools": {name: IRI|[IRI]}}`` (JSON, or YAML by suffix)."""
     if path.endswith((".yaml", ".yml")):
-        document, problem = _read_yaml(path)
+        document, problem = _read_yaml(path, "for a bindings file")
         if problem is not None:
             raise ConfigurationError(f"--bindings {path} {problem}")
         if _has_repeats(document):
             raise ConfigurationError(f"--bindings {path}: a mapping repeats a key")
     else:
         try:
-            with open(path, "rb") as handle:
-                document = json.loads(handle.read().decode("utf-8"),
-                                      object_pairs_hook=_unique_pairs)
-        except OSError as exc:
-            raise ConfigurationError(f"--bindings {path} cannot be read: {exc.strerror}") from None
+            document = json.loads(
+                read_bounded(path, CONFIGURATION_BYTES, "for a bindings file").decode("utf-8"),
+                object_pairs_hook=_unique_pairs)
+        except Unreadable as exc:
+            raise ConfigurationError(f"--bindings {path} {exc}") from None
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ConfigurationError(f"--bindings {path} is not JSON: {exc}") from None
     if not isinstance(document, dict) or set(document) - {"agents", "tools"}:
