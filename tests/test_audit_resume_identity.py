@@ -54,7 +54,8 @@ def test_another_output_is_refused_not_overwritten(
     thesis = Path("thesis.txt")
     thesis.write_text("my thesis, chapter 1\n")
     err = _refused(capsys, [*ARGS, "--output", "thesis.txt"], thesis, Path("state.json"))
-    assert "thesis.txt is not the file its run wrote" in err
+    assert "thesis.txt holds what its run did not write" in err or (
+        "thesis.txt is not the file its run wrote" in err)
 
 
 def test_a_link_at_the_journals_path_is_refused_not_followed(
@@ -70,10 +71,25 @@ def test_a_link_at_the_journals_path_is_refused_not_followed(
 
 def test_a_users_file_at_the_journals_path_is_refused(
         killed_early: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    os.remove("state.json.index")
-    Path("state.json.index").write_text("my notes\n")
+    # Made while the journal is there, so it is another file (another inode) for certain.
+    Path("notes").write_text("my notes\n")
+    os.replace("notes", "state.json.index")
     err = _refused(capsys, [*ARGS, "--output", "out.jsonl"], Path("state.json.index"))
     assert "is not the journal its run wrote" in err
+
+
+@pytest.mark.parametrize("kept", ["out.jsonl", "state.json.index"])
+def test_a_users_file_in_place_of_an_empty_prefix_is_refused_even_with_its_inode(
+        killed_early: dict[str, Any], capsys: pytest.CaptureFixture[str], kept: str) -> None:
+    """A file removed and made again may get its inode back (Linux often hands it out
+    again): what it holds must then begin as the run writes it, which a user's does not."""
+    stat = os.stat(kept)
+    with open(kept, "r+b") as handle:  # the same inode, the user's content
+        handle.truncate(0)
+        handle.write(b"my thesis, chapter 1\n")
+    assert os.stat(kept).st_ino == stat.st_ino
+    err = _refused(capsys, [*ARGS, "--output", "out.jsonl"], Path(kept))
+    assert "holds what its run did not write" in err
 
 
 def test_the_same_output_resumes_to_the_uninterrupted_report(

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     pass
 
 from .._exceptions import ConfigurationError, WriteFailed
-from .._files import NotOurs, claim, first_line, write_file, writing
+from .._files import HEAD_BYTES, NotOurs, claim, first_line, write_file, writing
 from . import inputs
 from .conflicts import Digested
 from .inputs import FileRead, Fingerprint, Mark, Piece
@@ -121,8 +121,12 @@ class Checkpoint:
     difference refuses the resume (:class:`Refused`) before anything is written.
     """
 
-    def __init__(self, path: str, inputs: list[str], output: IO[str]) -> None:
+    def __init__(self, path: str, inputs: list[str], output: IO[str],
+                 is_output: Callable[[bytes], bool] = lambda head: True) -> None:
         self.path = path
+        # Whether a file's beginning is one the run writes (an audit report): what a resume
+        # holds an output whose recorded prefix is empty to (see _prove).
+        self.is_output = is_output
         self.journal_path = path + ".index"
         self.inputs = inputs
         self.output = output
@@ -147,7 +151,8 @@ class Checkpoint:
         if state is None:
             self._start()
             return 0
-        self._written = self._prove(self.output_name, self.output.fileno(), state["output"])
+        self._written = self._prove(self.output_name, self.output.fileno(), state["output"],
+                                    self.is_output)
         if _identity(self.output.fileno()) != state["identity"]["output"]:
             raise self._refused(f"{self.output_name} is not the file its run wrote (give the "
                                 "output the interrupted run was given)")
@@ -159,7 +164,7 @@ class Checkpoint:
         except OSError as exc:
             raise self._refused(f"{name} cannot be read: {exc.strerror}") from None
         with journal:
-            self._journaled = self._prove(name, journal.fileno(), state["journal"])
+            self._journaled = self._prove(name, journal.fileno(), state["journal"], is_journal)
         audit.total = state["total"]
         audit.statuses = dict(state["statuses"])
         audit.codes = dict(state["codes"])
@@ -256,13 +261,18 @@ class Checkpoint:
             raise self._refused(f"{self.journal_path} is not the journal its run wrote")
         return journal
 
-    def _prove(self, name: str, descriptor: int, recorded: dict[str, Any]) -> _Written:
+    def _prove(self, name: str, descriptor: int, recorded: dict[str, Any],
+               ours: Callable[[bytes], bool]) -> _Written:
         """A written file (``descriptor``) as long as recorded at least, and its recorded
-        prefix hashing the same: that prefix's running hash."""
+        prefix hashing the same: that prefix's running hash. A recorded prefix that is empty
+        proves nothing: the file must then begin as the run writes it (``ours``), for a file
+        put in its place (which may even have its inode) to be refused, not cut back."""
         length, size = recorded["length"], os.fstat(descriptor).st_size
         if size < length:
             raise self._refused(f"{name} is {size} bytes, shorter than the {length} already "
                                 "written (deleted or truncated since)")
+        if not length and size and not ours(os.pread(descriptor, HEAD_BYTES, 0)):
+            raise self._refused(f"{name} holds what its run did not write (replaced since)")
         digest, position = hashlib.sha256(), 0
         while position < length:
             data = os.pread(descriptor, min(_READ_BYTES, length - position), position)

@@ -1,14 +1,20 @@
 """The inputs of an audit: files, folders and standard input, cut into pieces of items.
 
 A JSON Lines file goes to workers in blocks of whole lines, cut without looking at each
-line; every other file is read whole. A :class:`Fingerprint` hashes what is read, as it is
-read, for the checkpoint of a resumable run.
+line; every other file is read whole. Nothing is held past the intake's byte limit: a line
+longer than it is counted to its end and let go, a longer file read no further. A folder is
+walked following its links, each real folder once; what cannot be read there (a folder, a
+file that is not a regular one) is a result of its own. A :class:`Fingerprint` hashes what
+is read, as it is read, for the checkpoint of a resumable run.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import itertools
 import os
+import stat
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -28,12 +34,17 @@ AUDITED_SUFFIXES = (".json", ".jsonld", ".jsonl")
 
 def items_of(piece: Piece) -> Iterable[Item]:
     """The items of a piece: a batch is its items; a block of lines has one per line that
-    is not blank, numbered as :func:`documents` numbers them."""
+    is not blank, numbered as :func:`documents` numbers them (a first line over the byte
+    limit, not held, by the findings the block carries for it: see :class:`Lines`)."""
     if isinstance(piece, list):
         return piece
-    source, first, data = piece
-    return ((source, first + offset, line, ())
-            for offset, line in enumerate(data.split(b"\n")) if line.strip(JSON_WHITESPACE))
+    source, first, data, head = piece
+    lines = ((source, index, line, ())
+             for index, line in enumerate(data.split(b"\n"), first if head is None else first + 1)
+             if line.strip(JSON_WHITESPACE))
+    if not head:  # none, or a blank line over the limit
+        return lines
+    return itertools.chain(((source, first, None, head),), lines)
 
 
 def documents(paths: Iterable[str], stdin: IO[bytes] | None = None,
@@ -44,20 +55,28 @@ def documents(paths: Iterable[str], stdin: IO[bytes] | None = None,
     """
     for path in paths:
         if path == "-":
-            yield from _lines("-", stdin if stdin is not None else sys.stdin.buffer)
+            yield from _lines("-", stdin if stdin is not None else sys.stdin.buffer, limits)
         elif os.path.isdir(path):
-            for file_path in audited_files(path):
-                yield from _file(file_path, limits, _lines)
+            for file_path, problem in walk(path):
+                if problem is not None:
+                    yield file_path, None, None, (problem,)
+                else:
+                    yield from _file(file_path, limits, _lines, walked=True)
         else:
             yield from _file(path, limits, _lines)
 
 
 class Lines(NamedTuple):
-    """A block of whole lines of a JSON Lines input, the first of them line ``first``."""
+    """A block of whole lines of a JSON Lines input, the first of them line ``first``.
+
+    ``head``, when not None, stands for line ``first``, longer than the byte limit and not
+    held: ``data`` holds the lines after it, and ``head`` the findings of its result (none
+    for a blank line)."""
 
     source: str
     first: int
     data: bytes
+    head: tuple[Finding, ...] | None = None
 
 
 Piece = list[Item] | Lines
@@ -75,10 +94,12 @@ def pieces(paths: Iterable[str], stdin: IO[bytes] | None = None,
     for path in paths:
         if path == "-":
             found: Iterable[Item | Lines] = _blocks("-", stdin if stdin is not None
-                                                    else sys.stdin.buffer)
+                                                    else sys.stdin.buffer, limits)
         elif os.path.isdir(path):
-            found = (unit for file_path in audited_files(path)
-                     for unit in _file(file_path, limits, _blocks, fingerprint, place))
+            found = (unit for file_path, problem in walk(path)
+                     for unit in (_file(file_path, limits, _blocks, fingerprint, place, True)
+                                  if problem is None else
+                                  _unread(file_path, problem, fingerprint)))
         else:
             found = _file(path, limits, _blocks, fingerprint, place)
         for unit in found:
@@ -97,53 +118,187 @@ def pieces(paths: Iterable[str], stdin: IO[bytes] | None = None,
 
 
 def audited_files(folder: str) -> list[str]:
-    """The files an audit reads under ``folder``, named and ordered as it reports them."""
-    found: list[str] = []
-    for parent, dirs, files in os.walk(folder):
-        dirs.sort()
-        found.extend(os.path.join(parent, name) for name in files
-                     if name.endswith(AUDITED_SUFFIXES))
-    return sorted(found)
+    """The files an audit opens under ``folder``, named and ordered as it reports them (see
+    :func:`walk`; the folders it cannot list and the files it does not open are left out)."""
+    return [path for path, problem in walk(folder) if problem is None]
+
+
+def walk(folder: str) -> list[tuple[str, Finding | None]]:
+    """What an audit finds under ``folder``, in sorted path order: every ``*.json``,
+    ``*.jsonld`` and ``*.jsonl`` file, with None (to open; one that cannot be, a link to
+    nothing or any link denied, which may lead to a folder, says why when it is opened), and
+    what is not to be opened, each with its finding (``json.unreadable``): a folder that
+    cannot be listed, such a file that is not a regular one (a named pipe, a socket, a
+    device).
+
+    Links are followed, to folders as to files; each real folder (by device and inode) is
+    walked once, under its own path when the walk meets it, else under the first link to it
+    in sorted order (links are followed once the real folders they stand among are walked),
+    so a cycle of links ends and no folder is read twice."""
+    found: list[tuple[str, Finding | None]] = []
+    seen: set[tuple[int, int]] = set()
+    with_links = [folder]  # folders to walk, each with the real folders under it
+    while with_links:
+        links: list[str] = []  # links to folders met: walked after the real folders
+        for top in with_links:
+            try:
+                info = os.stat(top)
+            except OSError as exc:
+                found.append((top, _unreadable(top, "the folder cannot be read", exc)))
+                continue
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            folders = [top]
+            while folders:
+                _walk_one(folders.pop(), found, seen, folders, links)
+        with_links = sorted(links)
+    found.sort(key=lambda entry: entry[0])
+    return found
+
+
+def _walk_one(parent: str, found: list[tuple[str, Finding | None]],
+              seen: set[tuple[int, int]], folders: list[str], links: list[str]) -> None:
+    """The entries of the folder ``parent`` into ``found``; its real folders not seen yet
+    into ``folders``, its links to folders into ``links``."""
+    try:
+        with os.scandir(parent) as listing:
+            entries = list(listing)
+    except OSError as exc:
+        found.append((parent, _unreadable(parent, "the folder cannot be read", exc)))
+        return
+    for entry in entries:
+        path = os.path.join(parent, entry.name)
+        audited = entry.name.endswith(AUDITED_SUFFIXES)
+        try:
+            if entry.is_symlink():
+                mode = entry.stat().st_mode  # followed
+                if stat.S_ISDIR(mode):
+                    links.append(path)
+                    continue
+            elif entry.is_dir(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                if (info.st_dev, info.st_ino) not in seen:
+                    seen.add((info.st_dev, info.st_ino))
+                    folders.append(path)
+                continue
+            elif not audited:
+                continue
+            elif entry.is_file(follow_symlinks=False):
+                found.append((path, None))
+                continue
+            else:
+                mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError as exc:
+            if exc.errno == errno.ENOENT and not entry.is_symlink():
+                continue  # gone since it was listed
+            if audited or exc.errno == errno.EACCES:  # a link denied may lead to a folder
+                found.append((path, None))  # opening it says why it cannot be read
+            continue
+        if not audited:
+            continue
+        found.append((path, None if stat.S_ISREG(mode) else _not_regular(path, mode)))
+
+
+def _unreadable(path: str, what: str, exc: OSError) -> Finding:
+    return finding("json.unreadable", f"{path}: {what}: {exc.strerror or exc}")
+
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISDIR, "a folder"))
+
+
+def _not_regular(path: str, mode: int) -> Finding:
+    kind = next((name for test, name in _KINDS if test(mode)), "of another kind")
+    return finding("json.unreadable",
+                   f"{path}: cannot be read: not a regular file ({kind}), so it was not opened")
+
+
+def _unread(path: str, problem: Finding, fingerprint: Fingerprint | None) -> Iterator[Item]:
+    """What the walk could not read: one result, which a resume proves as an unreadable file."""
+    if fingerprint is not None:
+        fingerprint.unreadable(path)
+    yield path, None, None, (problem,)
+
+
+def _too_large(size: int | None, limit: int) -> tuple[Finding, ...]:
+    """The intake's finding for a document over the limit, of ``size`` bytes (None: a stream,
+    read no further than the limit)."""
+    if size is None:
+        return (finding("json.too-large", f"the document has more than {limit} bytes (it was "
+                                          f"read no further), over the limit of {limit}"),)
+    return (finding("json.too-large", f"the document has {size} bytes, over the limit of "
+                                      f"{limit}"),)
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    # A named pipe opens at once, not when a writer comes: it is then told and not read.
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def _file(path: str, limits: Limits | None,
-          lines: Callable[[str, IO[bytes]], Iterator[Any]],
-          fingerprint: Fingerprint | None = None, place: bool = False) -> Iterator[Any]:
+          lines: Callable[[str, IO[bytes], Limits | None, Callable[[bytes], None] | None],
+                          Iterator[Any]],
+          fingerprint: Fingerprint | None = None, place: bool = False,
+          walked: bool = False) -> Iterator[Any]:
     """The items of one file; a JSON Lines file's as ``lines`` reads them. A ``fingerprint``
-    hashes the blocks of lines as they are cut, and any other file whole."""
+    hashes the blocks of lines as they are cut (and a line over the limit as it is passed
+    over), and any other file as far as it is read. A file the walk found (``walked``) is
+    read only if it is a regular file when opened; a path named as an input may be a pipe
+    (``<(...)``) or a device, read within the same bounds."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed below, also on a generator exit)
+        handle = open(path, "rb", opener=_nonblocking if walked else None)  # noqa: SIM115 (closed below, also on a generator exit)
     except OSError as exc:
-        if fingerprint is not None:
-            fingerprint.unreadable(path)
-        yield path, None, None, (finding("json.unreadable",
-                                         f"{path}: cannot be read: {exc.strerror}"),)
+        yield from _unread(path, _unreadable(path, "cannot be read", exc), fingerprint)
         return
+    limit = (limits or _LIMITS).max_bytes
     with handle:
+        if walked:
+            mode = os.fstat(handle.fileno()).st_mode
+            if not stat.S_ISREG(mode):  # replaced since the walk listed it
+                yield from _unread(path, _not_regular(path, mode), fingerprint)
+                return
         if fingerprint is not None:
             fingerprint.opened(path)
         if path.endswith(".jsonl"):
             if fingerprint is None:
-                yield from lines(path, handle)
+                yield from lines(path, handle, limits, None)
                 return
-            for unit in lines(path, handle):
+            for unit in lines(path, handle, limits, fingerprint.read):
                 if type(unit) is Lines:
                     fingerprint.read(unit.data)
                 yield unit
             fingerprint.closed()
             return
         try:
-            data = handle.read()
+            data, size = _head(handle, limit)
         except OSError as exc:
             if fingerprint is not None:
                 fingerprint.closed()
-            yield path, None, None, (finding("json.unreadable",
-                                             f"{path}: cannot be read: {exc.strerror}"),)
+            yield path, None, None, (_unreadable(path, "cannot be read", exc),)
             return
     if fingerprint is not None:
         fingerprint.read(data)
+        if size > len(data):
+            # Over the limit, judged by its size: its bytes past those read are counted, for
+            # a resume to prove the size the result names (and the bytes read the same).
+            fingerprint.count(size - len(data))
         fingerprint.closed()
+    if len(data) > limit:
+        yield path, None, None, _too_large(None if size < 0 else size, limit)
+        return
     yield from document_items(path, data, limits, place)
+
+
+def _head(handle: IO[bytes], limit: int) -> tuple[bytes, int]:
+    """A file's bytes, read to one past ``limit`` at most (which says it is over), and its
+    size (-1 for a stream over the limit: not known without reading it all)."""
+    data = handle.read(limit + 1)
+    if len(data) <= limit:
+        return data, len(data)
+    info = os.fstat(handle.fileno())
+    return data, info.st_size if stat.S_ISREG(info.st_mode) and info.st_size >= len(data) else -1
 
 
 def document_items(path: str, data: bytes, limits: Limits | None = None,
@@ -179,12 +334,32 @@ def _element_texts(data: bytes) -> list[tuple[str, int, int]]:
     return [(text[start:end], *position(text, start)) for start, end in elements(text)]
 
 
-def _lines(source: str, stream: IO[bytes]) -> Iterator[tuple[str, int | None, bytes | None,
-                                                              tuple[Finding, ...]]]:
+_LIMITS = Limits()
+
+
+def _lines(source: str, stream: IO[bytes], limits: Limits | None = None,
+           hashed: Callable[[bytes], None] | None = None,
+           ) -> Iterator[tuple[str, int | None, bytes | None, tuple[Finding, ...]]]:
+    """Each line of ``stream`` that is not blank, without its line break, as :func:`items_of`
+    has it. A line is read up to the byte limit: one longer is passed over to its end, its
+    bytes counted, its result the intake's (``hashed``: as for :func:`_blocks`, unused here)."""
+    limit = (limits or _LIMITS).max_bytes
+    index = 0
     try:
-        for index, line in enumerate(stream):
-            if line.strip(JSON_WHITESPACE):
-                yield source, index, line, ()
+        while line := stream.readline(limit + 1):
+            if len(line) > limit and not line.endswith(b"\n"):  # more than the limit
+                size, blank = len(line), not line.strip(JSON_WHITESPACE)
+                while more := stream.readline(_BLOCK_BYTES):
+                    ended = more.endswith(b"\n")
+                    size += len(more) - ended
+                    blank = blank and not more.strip(JSON_WHITESPACE)
+                    if ended:
+                        break
+                if not blank:
+                    yield source, index, None, _too_large(size, limit)
+            elif line.strip(JSON_WHITESPACE):
+                yield source, index, line[:-1] if line.endswith(b"\n") else line, ()
+            index += 1
     except OSError as exc:
         yield source, None, None, (finding("json.unreadable",
                                            f"{source}: reading stopped: {exc.strerror}"),)
@@ -194,22 +369,55 @@ def _lines(source: str, stream: IO[bytes]) -> Iterator[tuple[str, int | None, by
 _BLOCK_BYTES = 512 * 1024
 
 
-def _blocks(source: str, stream: IO[bytes]) -> Iterator[Lines | Item]:
-    """``stream`` in blocks of whole lines (the last may lack its newline)."""
+def _blocks(source: str, stream: IO[bytes], limits: Limits | None = None,
+            hashed: Callable[[bytes], None] | None = None) -> Iterator[Lines | Item]:
+    """``stream`` in blocks of whole lines (the last may lack its newline), cut where they
+    would be cut whatever the limit. A line is held up to the byte limit: one found longer
+    is passed over to its end, its bytes counted and given to ``hashed`` (the bytes of a
+    block are hashed by the caller, as it takes the block), and the block that ends where
+    its line ends carries its result (:attr:`Lines.head`)."""
+    limit = (limits or _LIMITS).max_bytes
     read = getattr(stream, "read1", stream.read)  # a pipe's bytes as they come
     first = 0
     parts: list[bytes] = []  # a line longer than a block, joined once it ends
+    held = 0  # the bytes of parts
+    over = -1  # the bytes so far of a line over the limit, passed over; -1: none
+    blank = True  # whether that line is only JSON's whitespace so far
     try:
         while chunk := read(_BLOCK_BYTES):
             cut = chunk.rfind(b"\n") + 1
+            if over >= 0:
+                end = chunk.find(b"\n") if cut else len(chunk)
+                over += end
+                blank = blank and not chunk[:end].strip(JSON_WHITESPACE)
+                if hashed is not None:
+                    hashed(chunk[:end + 1])
+                if not cut:
+                    continue
+                data = chunk[end + 1:cut]
+                yield Lines(source, first, data, () if blank else _too_large(over, limit))
+                first += 1 + data.count(b"\n")
+                parts = [chunk[cut:]] if cut < len(chunk) else []
+                held, over = len(chunk) - cut, -1
+                continue
             if not cut:
                 parts.append(chunk)
+                held += len(chunk)
+                if held > limit:  # over the limit however it ends: let go, counted
+                    blank = not any(part.strip(JSON_WHITESPACE) for part in parts)
+                    if hashed is not None:
+                        for part in parts:
+                            hashed(part)
+                    over, parts, held = held, [], 0
                 continue
             block = b"".join([*parts, chunk[:cut]]) if parts else chunk[:cut]
             parts = [chunk[cut:]] if cut < len(chunk) else []
+            held = len(chunk) - cut
             yield Lines(source, first, block)
             first += block.count(b"\n")
-        if parts:
+        if over >= 0:
+            yield Lines(source, first, b"", () if blank else _too_large(over, limit))
+        elif parts:
             yield Lines(source, first, b"".join(parts))
     except OSError as exc:
         yield source, None, None, (finding("json.unreadable",
@@ -252,6 +460,11 @@ class Fingerprint:
     def read(self, data: bytes) -> None:
         self._length += len(data)
         self._hash.update(data)
+
+    def count(self, length: int) -> None:
+        """Bytes of a file over the byte limit that were not read: its result names only its
+        size, which they make up, as the bytes read make up the rest of its record."""
+        self._length += length
 
     def closed(self) -> None:
         path, self._path = self._path, None

@@ -85,7 +85,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from ..audit.checkpoint import Checkpoint, Output
     from ..audit.inputs import pieces
     from ..audit.run import Asked, Audit
-    from ..reporters.audit import AUDIT_LINES, AUDIT_PLACED, with_progress
+    from ..reporters.audit import AUDIT_LINES, AUDIT_PLACED, is_report, with_progress
 
     if opts.state and (not opts.output or opts.format != "json"):
         parser.error("--state needs --output FILE and --format json")
@@ -126,7 +126,8 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         # A state that cannot be resumed is Refused (usage); one that cannot be written is
         # WriteFailed, and stays as the last checkpoint left it: rerun to resume.
-        checkpoint = Checkpoint(opts.state, list(opts.paths), out) if opts.state else None  # type: ignore[arg-type]
+        checkpoint = Checkpoint(opts.state, list(opts.paths), out,  # type: ignore[arg-type]
+                                is_report) if opts.state else None
         run = Audit(checker, checkpoint, asked)
         place = opts.format in AUDIT_PLACED
         batches = run.batches(pieces(opts.paths, limits=checker.limits,
