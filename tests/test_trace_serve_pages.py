@@ -122,7 +122,7 @@ def test_hostile_names_and_requests(tmp_path: Path) -> None:
         assert status("/runs?format=xml") == 400
         assert status("/runs?page=2") == 200  # past the last page: an empty page
         answer = httpx.get(running.url + "/runs/run-" + "0" * 20, timeout=60)
-        _secure(answer, "text/plain; charset=utf-8")
+        _secure(answer, "application/problem+json")
     finally:
         running.stop()
 

@@ -28,9 +28,11 @@ from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from ..trace.browse import BrowseError, Reader, Rebuilt, Summary, rebuilt
+from .problems import PROBLEM_MEDIA_TYPE
+from .problems import body as problem_body
 
 PER_PAGE = 50
 MAX_PAGE = 100_000
@@ -109,16 +111,17 @@ class RunPages:
         return _text(503, f"{why}: retry later", {"Retry-After": str(self.retry_after)})
 
     async def runs(self, request: Request) -> Response:
-        refused = _query_refused(request)
+        refused = _query_refused(request, ("page", "format"))
         if refused is not None:
             return refused
         raw = request.query_params.get("page", "1")
         if not raw.isdigit() or len(raw) > 6 or not 1 <= int(raw) <= MAX_PAGE:
-            return _text(400, f"page must be a whole number from 1 to {MAX_PAGE}")
+            return _text(400, f"page must be a whole number from 1 to {MAX_PAGE}",
+                         kind="bad-query")
         number = int(raw)
         wanted = request.query_params.get("format")
         if wanted not in (None, "html", "json"):
-            return _text(400, "format must be html or json")
+            return _text(400, "format must be html or json", kind="bad-query")
         as_json = wanted == "json" or (wanted is None and _asks_json(request))
         base = str(request.scope.get("root_path", "")) + "/runs"
 
@@ -145,12 +148,12 @@ class RunPages:
         return HTMLResponse(page, headers=HEADERS)
 
     async def run(self, request: Request) -> Response:
-        refused = _query_refused(request)
+        refused = _query_refused(request, ("format",))
         if refused is not None:
             return refused
         if request.query_params.get("format") not in (None, "html"):
             return _text(400, "a run's page is HTML only (format=html); /runs?format=json "
-                              "lists the runs")
+                              "lists the runs", kind="bad-query")
         name = request.path_params["run"]
         if len(name) > MAX_NAME or not name.isprintable():
             return _text(404, "no such run in the store")
@@ -178,12 +181,32 @@ def _asks_json(request: Request) -> bool:
     return "application/json" in accept and "text/html" not in accept
 
 
-def _query_refused(request: Request) -> Response | None:
-    if len(request.scope.get("query_string", b"")) > MAX_QUERY:
+def _query_refused(request: Request, names: tuple[str, ...]) -> Response | None:
+    """The answer to a query the page does not take: too long (414), or naming a parameter
+    it does not take or one twice (400, as ``ioa-check serve`` refuses them)."""
+    query = request.scope.get("query_string", b"")
+    if len(query) > MAX_QUERY:
         return _text(414, f"the query string is longer than {MAX_QUERY} bytes")
+    given = [name for name, _ in request.query_params.multi_items()]
+    for name in given:
+        if name not in names:
+            return _text(400, f"unknown query parameter {name!r} (this page takes "
+                              f"{', '.join(names)})", kind="bad-query")
+        if given.count(name) > 1:
+            return _text(400, f"the query parameter {name!r} is given more than once",
+                         kind="bad-query")
     return None
 
 
-def _text(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    return PlainTextResponse(message + "\n", status_code=status,
-                             headers={**HEADERS, **(headers or {})})
+def _text(status: int, message: str, headers: dict[str, str] | None = None,
+          kind: str | None = None) -> Response:
+    """An error as ``ioa-check serve`` answers one: problem details, ``error`` the message."""
+    return error(status, message, {**HEADERS, **(headers or {})}, kind)
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None,
+          kind: str | None = None) -> Response:
+    """An error answer of the service's own (not OTLP's): RFC 9457 problem details in JSON,
+    whose ``error`` member is the message (:mod:`.problems`)."""
+    return JSONResponse(problem_body(kind or str(status), message), status_code=status,
+                        headers=headers, media_type=PROBLEM_MEDIA_TYPE)

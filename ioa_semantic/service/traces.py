@@ -8,9 +8,17 @@ only once it is in the spool on disk (:mod:`..trace.spool`); spans whose trace o
 not one (a trace id of 16 bytes, a span id of 8, not all zero) are rejected and the rest kept,
 answered ``200`` with ``partial_success`` (``rejected_spans`` and why), as the specification
 has it; a request that cannot be parsed
-is ``400`` with a ``google.rpc.Status`` (nothing is kept: the specification's "bad data, do
+(JSON read strictly: a member named twice is refused, never one of its values kept) is
+``400`` with a ``google.rpc.Status`` (nothing is kept: the specification's "bad data, do
 not retry"); a full spool is ``503`` with ``Retry-After`` (the exporters retry then); a body
 past the bound, or a request larger than the whole spool, is ``413``; another media type or coding ``415``.
+
+What a request holds is bounded, whatever is sent: its body's bytes, and what decompressing
+and parsing it may hold (estimated before either runs: protobuf's messages counted in its
+wire format, making none; JSON's from its bytes), are held against ``max_buffered`` until it
+is answered. One that would pass what the others leave is ``503`` with ``Retry-After``, one
+that would pass the whole bound, or holds more than ``max_spans`` spans, ``413``; memory
+refused to the process anyway is ``503``, never a ``500``.
 
 A judge thread runs ``ioa-check trace SPOOL --store STORE --complete-only`` as a process of
 its own, at start (what was acknowledged before a crash is judged first) and then every
@@ -38,6 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -45,7 +54,7 @@ from starlette.routing import Route
 from ..trace.browse import Quiet
 from ..trace.spool import Segment, Spool, SpoolFull
 from .limits import HeldBytes
-from .runs import RunPages
+from .runs import RunPages, error
 
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 DEFAULT_MAX_BODY = 16 << 20
@@ -53,6 +62,10 @@ DEFAULT_BODY_TIMEOUT = 30.0
 # Body bytes all requests being read may hold at once: a flood of slow bodies is refused
 # (503) before it holds the memory.
 DEFAULT_MAX_BUFFERED = 256 << 20
+# Spans one request may hold (413 past it; counted in the wire format before any is made): a
+# bound on what a request of empty spans makes (16 MiB held 8 million), far past a batch (an
+# SDK's holds 512 spans, the Collector's batch processor 8,192 by default).
+DEFAULT_MAX_SPANS = 100_000
 # How long a judged segment of the spool is kept after its last span came, for late spans of
 # its runs (each joins its run, judged again whole); a span later still is told as late.
 DEFAULT_RETAIN = 300.0
@@ -73,7 +86,9 @@ class Judge:
     settle, the active one is closed (new spans go to the next), and a settled segment
     nothing was appended to for ``retain`` seconds leaves the spool: its runs are in the
     store, and a span of them later still is told in the log as late. So a round reads what
-    came since the last, not the feed's history, and the spool drains."""
+    came since the last, not the feed's history, and the spool drains. A round refused by
+    ``--max-memory`` has the segment it names judged on its own, then set aside (kept,
+    listed, never read again) if that is refused too: the rounds after judge the rest."""
 
     def __init__(self, command: Sequence[str], spool: Spool, every: float, log: IO[str],
                  shutdown_timeout: float = 10.0, retain: float = DEFAULT_RETAIN,
@@ -88,9 +103,17 @@ class Judge:
         self.rounds = 0  # judging processes run, for /healthz
         self.last_status: int | None = None
         self.round_started: float | None = None  # the round in flight's start, for /healthz
-        # What the last round could not judge within --max-memory, for /healthz: the
-        # segments it read stay unsettled until the bound is raised.
+        # What the last round could not judge within --max-memory, for /healthz.
         self.refused: str | None = None
+        # Segments a round could not judge within --max-memory: one named by a refusal is
+        # judged on its own next (_alone), and set aside if it cannot be judged so either
+        # (_aside, with the reason): kept in the spool, never read again by this service,
+        # listed in /healthz, so that the rounds after judge the rest.
+        self._refusing: list[Segment] = []  # the segments the last round's refusal named
+        self._alone: list[Segment] = []
+        self._tried_alone: set[Segment] = set()
+        self._aside: dict[Segment, str] = {}
+        self._reasons: dict[Segment, str] = {}  # why a refusal named each
         self.late = 0  # runs whose spans came after they were judged and left the spool
         self.retired = 0  # segments that left the spool
         self.waiting_list = os.path.join(spool.folder, WAITING_LIST)
@@ -123,6 +146,14 @@ class Judge:
     def start(self) -> None:
         self._thread.start()
 
+    def set_aside_list(self) -> list[dict[str, Any]]:
+        """The segments set aside, for /healthz: each one's name, size and reason."""
+        with self._lock:
+            aside = sorted(self._aside.items())
+        return [{"segment": os.path.basename(segment.path),
+                 "bytes": self.spool.segment_size(segment), "reason": reason}
+                for segment, reason in aside]
+
     def appended(self, segment: Segment, traces: set[str]) -> None:
         """A message with spans of ``traces`` was appended to ``segment``."""
         with self._lock:
@@ -154,6 +185,14 @@ class Judge:
         segment is settled."""
         sizes = {s: self.spool.segment_size(s) for s in self.spool.segments()}
         with self._lock:
+            for segment in self._aside:
+                sizes.pop(segment, None)
+            while self._alone:  # a segment a refused round named: judged on its own first
+                segment = self._alone[0]
+                if sizes.get(segment):
+                    self._tried_alone.add(segment)
+                    return [(segment, sizes[segment])]
+                self._alone.pop(0)
             open_ = [s for s, size in sizes.items() if size and (
                 self._settled.get(s) != size or self._traces.get(s, set()) & self._waiting)]
             wanted = set().union(*(self._traces.get(s, set()) for s in open_))
@@ -165,7 +204,11 @@ class Judge:
         started = self.round_started = time.monotonic()
         try:
             if self._judge(inputs, started):
+                if self._alone and inputs == [(self._alone[0], inputs[0][1])]:
+                    self._alone.pop(0)
                 self._settle(inputs)
+            elif self.refused is not None:
+                self._refused(inputs)
         finally:
             self.round_started = None
 
@@ -202,11 +245,18 @@ class Judge:
             self.log.flush()
             return False
         self.refused = None
+        self._refusing = []
         rejudge: set[str] = set()
         for line in text.splitlines():
             if "--max-memory" in line:  # the spool was not judged: the operator's to see
                 self.refused = line.removeprefix("ioa-check trace: ")
                 self.log.write(f"ioa-check trace serve: {self.refused}\n")
+                # The judge names the input it could not read within the bound by its path.
+                for segment, _ in inputs:
+                    named = os.path.abspath(segment.path) + ": "
+                    if self.refused.startswith(named):
+                        self._refusing.append(segment)
+                        self._reasons[segment] = self.refused.removeprefix(named)
             elif "late spans of run" in line:
                 late = re.search(r"late spans of run (\S+):", line)
                 if late is not None and self._held_elsewhere(late.group(1), inputs):
@@ -228,6 +278,30 @@ class Judge:
                        f"{f'; {len(waiting)} runs wait to complete' if waiting else ''}\n")
         self.log.flush()
         return self.refused is None
+
+    def _refused(self, inputs: list[tuple[Segment, int]]) -> None:
+        """A round refused by --max-memory: each segment its refusal named (all it read when
+        it named none) is judged on its own next, or set aside if it was read so already;
+        the active one is closed, so that what comes next is judged apart from it."""
+        named = self._refusing or [segment for segment, _ in inputs]
+        alone = len(inputs) == 1
+        for segment in named:
+            if alone or segment in self._tried_alone:
+                reason = self._reasons.get(segment) or self.refused or ""
+                with self._lock:
+                    self._aside[segment] = reason
+                    if segment in self._alone:
+                        self._alone.remove(segment)
+                self.log.write(
+                    f"ioa-check trace serve: {os.path.basename(segment.path)} "
+                    f"({self.spool.segment_size(segment)} bytes) set aside, unjudged: "
+                    f"{reason}; it stays in the spool (a service started with a larger "
+                    f"--max-memory judges it), and the rounds after judge the rest\n")
+            elif segment not in self._alone:
+                self._alone.append(segment)
+        self.log.flush()
+        if any(segment == self.spool.active for segment in named):
+            self.spool.rotate()
 
     def _held_elsewhere(self, trace: str, inputs: list[tuple[Segment, int]]) -> bool:
         """Whether a segment of the spool that a round did not read holds spans of ``trace``."""
@@ -326,35 +400,37 @@ class Ingest:
 
     def __init__(self, spool: Spool, judge: Judge | None, max_body: int = DEFAULT_MAX_BODY,
                  retry_after: int = 5, body_timeout: float = DEFAULT_BODY_TIMEOUT,
-                 max_buffered: int = DEFAULT_MAX_BUFFERED) -> None:
+                 max_buffered: int = DEFAULT_MAX_BUFFERED,
+                 max_spans: int = DEFAULT_MAX_SPANS) -> None:
         self.spool = spool
         self.judge = judge
         self.max_body = max_body
         self.retry_after = retry_after
         self.body_timeout = body_timeout
-        self.bodies = HeldBytes(max_buffered)  # held by requests being read, all together
+        self.max_spans = max_spans
+        # Held by the requests being read, decompressed and parsed, all together: a body's
+        # bytes from their arrival, and what its decompression and its parse are expected
+        # to hold until the request ends.
+        self.bodies = HeldBytes(max_buffered)
         self.accepted = 0  # requests kept, for /healthz
 
-    async def _read(self, request: Request) -> bytes | None:
+    async def _read(self, request: Request, held: _Held) -> bytes | None:
         """The body, or None past :attr:`max_body`; :class:`_Busy` when holding it would take
-        the bodies being read past their cap (:attr:`bodies`)."""
+        what requests hold past the cap (:attr:`bodies`). Its bytes stay in ``held``."""
         cap = self.max_body
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > cap:
             return None
         chunks: list[bytes] = []
         size = 0
-        try:
-            async for chunk in request.stream():
-                if not self.bodies.take(len(chunk)):
-                    raise _Busy
-                size += len(chunk)
-                if size > cap:
-                    return None
-                chunks.append(chunk)
-            return b"".join(chunks)
-        finally:
-            self.bodies.give(size)
+        async for chunk in request.stream():
+            if not held.take(len(chunk)):
+                raise _Busy
+            size += len(chunk)
+            if size > cap:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def healthz(self, request: Request) -> Response:
         judge = self.judge
@@ -366,6 +442,7 @@ class Ingest:
                              "lastJudgeStatus": judge.last_status if judge else None,
                              "judgingFor": _since(judge.round_started if judge else None),
                              "judgingRefused": judge.refused if judge else None,
+                             "setAside": judge.set_aside_list() if judge else None,
                              "segments": len(self.spool.segments()),
                              "retiredSegments": judge.retired if judge else None,
                              "lateRuns": judge.late if judge else None})
@@ -379,31 +456,65 @@ class Ingest:
                    for c in header.split(",") if c.strip()]
         if any(c not in ("gzip", "identity") for c in codings) or codings.count("gzip") > 1:
             return _status(media, 415, "Content-Encoding may be gzip or identity only")
+        held = _Held(self.bodies)
         try:
-            async with asyncio.timeout(self.body_timeout):
-                body = await self._read(request)
-        except TimeoutError:
-            return _status(media, 408, f"the request body did not arrive within "
-                                       f"{self.body_timeout:g} s", {"Connection": "close"})
+            return await self._export(request, media, "gzip" in codings, held)
         except _Busy:
-            return _status(media, 503, "the service holds as many request bodies as it may: "
-                                       "retry later", {"Retry-After": str(self.retry_after),
-                                                       "Connection": "close"})
-        if body is None:
-            return _status(media, 413, f"the request body exceeds {self.max_body} bytes")
+            return _status(media, 503, "the service holds as much of the requests being read "
+                                       "as it may (--max-buffered-bytes): retry later",
+                           {"Retry-After": str(self.retry_after), "Connection": "close"})
+        except MemoryError:
+            # The process was refused memory (a limit set on it below what it may hold): the
+            # request is not kept, and may be sent again.
+            return _status(media, 503, "the service is short of memory: retry later",
+                           {"Retry-After": str(self.retry_after), "Connection": "close"})
+        except _TooLarge as exc:
+            return _status(media, 413, str(exc))
+        finally:
+            held.release()
+
+    async def _export(self, request: Request, media: str, gzipped: bool,
+                      held: _Held) -> Response:
         from starlette.concurrency import run_in_threadpool
 
         try:
+            async with asyncio.timeout(self.body_timeout):
+                body = await self._read(request, held)
+        except TimeoutError:
+            return _status(media, 408, f"the request body did not arrive within "
+                                       f"{self.body_timeout:g} s", {"Connection": "close"})
+        if body is None:
+            return _status(media, 413, f"the request body exceeds {self.max_body} bytes")
+        data: bytes | bytearray = body
+        if gzipped:
+            # What decompressing holds: at most max_body bytes (and one), before its size
+            # is known; then what it came to, the compressed bytes let go.
+            self._hold(held, self.max_body + 1)
+            try:
+                inflated = await run_in_threadpool(_gunzip, body, self.max_body)
+            except ValueError as exc:
+                return _status(media, 400, str(exc))
+            if inflated is None:
+                return _status(media, 413, f"the request body exceeds {self.max_body} bytes "
+                                           "once decompressed")
+            given = len(body)
+            del body
+            data = inflated
+            held.give(self.max_body + 1 + given - len(inflated))
+        try:
+            # Off the event loop: a walk of 16 MiB of protobuf takes a third of a second.
+            cost = await run_in_threadpool(_cost, data, media, self.max_spans,
+                                           self.bodies.cap)
+            # What the parse may hold besides the body, held until the request ends: a
+            # parse that would take what all requests hold past the bound waits (503).
+            self._hold(held, cost - len(data))
             # Off the event loop: 16 MiB of JSON takes seconds to parse, and /healthz and the
             # other requests' deadlines would wait on it.
-            decoded = await run_in_threadpool(_decode, body, "gzip" in codings, media,
-                                              self.max_body)
+            message, rejected, traces = await run_in_threadpool(_parse, data, media,
+                                                                self.max_spans)
         except ValueError as exc:
             return _status(media, 400, str(exc))
-        if decoded is None:
-            return _status(media, 413, f"the request body exceeds {self.max_body} bytes once "
-                                       "decompressed")
-        message, rejected, traces = decoded
+        del data
         if len(message) + 4 > self.spool.max_bytes:
             # Never to be kept, however long the client waits: not 503 and Retry-After.
             return _status(media, 413, f"the request is larger than the spool may hold "
@@ -421,6 +532,39 @@ class Ingest:
                                {"Retry-After": str(self.retry_after)})
             self.accepted += 1
         return _success(media, rejected)
+
+    def _hold(self, held: _Held, size: int) -> None:
+        """``size`` more bytes held for the request; :class:`_TooLarge` when they exceed the
+        whole bound (never to be held), :class:`_Busy` when other requests hold the rest."""
+        if held.size + size > self.bodies.cap:
+            raise _TooLarge(f"reading the request would hold {held.size + size} bytes, more "
+                            f"than the service may hold for the requests being read "
+                            f"(--max-buffered-bytes {self.bodies.cap})")
+        if not held.take(size):
+            raise _Busy
+
+
+class _Held:
+    """What one request holds of the service's bound (:attr:`Ingest.bodies`), let go all at
+    once when it ends."""
+
+    def __init__(self, bodies: HeldBytes) -> None:
+        self.bodies = bodies
+        self.size = 0
+
+    def take(self, size: int) -> bool:
+        if not self.bodies.take(size):
+            return False
+        self.size += size
+        return True
+
+    def give(self, size: int) -> None:
+        size = min(size, self.size)
+        self.bodies.give(size)
+        self.size -= size
+
+    def release(self) -> None:
+        self.give(self.size)
 
 
 def _success(media: str, rejected: int) -> Response:
@@ -476,69 +620,225 @@ class _Busy(Exception):
     """The bodies being read hold the service's bound on buffered bytes."""
 
 
-def _decode(body: bytes, gzipped: bool, media: str,
-            cap: int) -> tuple[bytes, int, set[str]] | None:
-    """:func:`_parse` of the body, decompressed first if ``gzipped``; None past ``cap``."""
-    if gzipped:
-        inflated = _gunzip(body, cap)
-        if inflated is None:
-            return None
-        body = inflated
-    return _parse(body, media)
+class _TooLarge(Exception):
+    """A request the service will never take whole (413): more spans than it takes in one,
+    or more than it may hold to read it."""
 
 
-def _gunzip(body: bytes, cap: int) -> bytes | None:
+# gzip members one body may hold: each costs a decompressor of its own (a body of 16 MiB of
+# empty members held 800,000), and no exporter sends more than one.
+MAX_GZIP_MEMBERS = 1024
+# The compressed bytes given a decompressor at once: what it copies (unused_data) when a
+# member ends within them, and what the next member is given again, is at most this, so a
+# body's members cost at most their number times this, never the body's rest each.
+_GZIP_CHUNK = 1 << 12
+
+
+def _gunzip(body: bytes, cap: int) -> bytearray | None:
     """``body`` decompressed, or None when it would exceed ``cap`` bytes; ValueError when it
-    is not whole gzip members. gzip allows several members one after another (``cat a.gz
-    b.gz``): each is read, none dropped after it was acknowledged."""
+    is not whole gzip members, or more than :data:`MAX_GZIP_MEMBERS`. gzip allows several
+    members one after another (``cat a.gz b.gz``): each is read, none dropped after it was
+    acknowledged. Linear in the body: its bytes are given in chunks, each read once."""
     out = bytearray()
-    rest = body
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    members = 1
+    view = memoryview(body)
+    for at in range(0, len(body), _GZIP_CHUNK):
+        data: bytes | memoryview = view[at:at + _GZIP_CHUNK]
+        while data:
+            if inflate.eof:  # the rest is another member
+                members += 1
+                if members > MAX_GZIP_MEMBERS:
+                    raise ValueError(f"the gzip body has more than {MAX_GZIP_MEMBERS} members")
+                inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            try:
+                # Never past cap (and one byte, to tell): the rest stays in unconsumed_tail.
+                out += inflate.decompress(data, cap + 1 - len(out))
+            except zlib.error:
+                raise ValueError("the body is not gzip (Content-Encoding: gzip)") from None
+            if len(out) > cap or inflate.unconsumed_tail:
+                return None
+            data = inflate.unused_data if inflate.eof else b""
+    if not inflate.eof:
+        raise ValueError("the gzip body is cut short")
+    return out
+
+
+# What parsing a request may hold, besides its bytes, in bytes: measured with the protobuf
+# runtime (upb) and CPython, each rounded up. A span parsed from protobuf held 176 bytes
+# (216 once its ids were checked), its trace id's text 100 more; any other message (an
+# attribute, its value, an event, a link) at most 87. Four times the body: the body, its
+# text (JSON) or a copy of the bytes decompressed, the message serialized again, and what
+# the parse copies of its strings.
+_SPAN_COST = 384
+_MESSAGE_COST = 96
+_BYTES_COST = 4
+# For JSON, counted from the bytes, each character an upper bound on what it opens: a "{" a
+# dict and the message it may become (a span: 290 bytes for "{}" parsed), a "[" a list, two
+# '"' a string object, a "," one more member or item (a pointer, a dict's entry, a number
+# object: a number whose text is kept, intake.ExactNumber, 96 bytes for "1.10,").
+_JSON_COSTS = ((b"{", 320), (b"[", 80), (b'"', 48), (b",", 96))
+
+
+def _cost(data: bytes | bytearray, media: str, max_spans: int, bound: int) -> int:
+    """What parsing ``data`` may hold, in bytes, all told (an upper bound); :class:`_TooLarge`
+    past ``max_spans`` spans (protobuf: counted before any is made) or ``bound`` bytes,
+    ValueError for protobuf that is not an ``ExportTraceServiceRequest``."""
+    cost = _BYTES_COST * len(data)
+    if media == PROTOBUF:
+        cost += _weigh(data, max_spans, bound - cost)
+    else:
+        cost += sum(data.count(mark) * each for mark, each in _JSON_COSTS)
+    if cost > bound:
+        raise _TooLarge(f"reading the request would hold about {cost} bytes, more than the "
+                        f"service may hold for the requests being read "
+                        f"(--max-buffered-bytes {bound})")
+    return cost
+
+
+_INVALID_PROTOBUF = "the body is not an ExportTraceServiceRequest in protobuf"
+# Levels of messages in messages the walk follows: the protobuf runtime's own bound (upb's
+# decoder refuses deeper messages), so a request the walk refuses, the parse would too.
+_MAX_NESTING = 100
+
+
+def _weigh(data: bytes | bytearray, max_spans: int, bound: int) -> int:
+    """What the messages of ``data`` (an ``ExportTraceServiceRequest``) hold once parsed: its
+    wire format walked, each length-delimited field that is a message (by the schema) counted,
+    none made. :class:`_TooLarge` as soon as the spans pass ``max_spans`` or the weight
+    ``bound``; ValueError where the bytes are not the message."""
+    root, span = _schema()
+    spans = messages = 0
+    stack: list[tuple[dict[int, Any], int, int]] = []
+    fields, at, end = root, 0, len(data)
     while True:
-        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out += inflate.decompress(rest, cap + 1 - len(out))
-        except zlib.error:
-            raise ValueError("the body is not gzip (Content-Encoding: gzip)") from None
-        if len(out) > cap or inflate.unconsumed_tail:
-            return None
-        if not inflate.eof:
-            raise ValueError("the gzip body is cut short")
-        rest = inflate.unused_data
-        if not rest:
-            return bytes(out)
+        if at >= end:
+            if at > end:
+                raise ValueError(_INVALID_PROTOBUF)
+            if not stack:
+                return spans * _SPAN_COST + messages * _MESSAGE_COST
+            fields, at, end = stack.pop()
+            continue
+        key = data[at]
+        at += 1
+        if key >= 0x80:
+            key, at = _varint_at(data, at - 1, end)
+        wire = key & 7
+        if wire == 2:
+            size, at = _varint_at(data, at, end)
+            child = fields.get(key >> 3)
+            if child is None:
+                at += size  # a string, bytes or packed scalars: past the end is caught above
+                continue
+            if at + size > end or len(stack) >= _MAX_NESTING:
+                raise ValueError(_INVALID_PROTOBUF)
+            if child is span:
+                spans += 1
+                if spans > max_spans:
+                    raise _TooLarge(f"the request holds more than {max_spans} spans")
+            else:
+                messages += 1
+            if spans * _SPAN_COST + messages * _MESSAGE_COST > bound:
+                raise _TooLarge(f"reading the request would hold more than the service may "
+                                f"hold for the requests being read ({bound} bytes more)")
+            stack.append((fields, at + size, end))
+            fields, end = child, at + size
+        elif wire == 0:
+            _, at = _varint_at(data, at, end)
+        elif wire == 1:
+            at += 8
+        elif wire == 5:
+            at += 4
+        else:  # groups (no OTLP message has one) and wire types that do not exist
+            raise ValueError(_INVALID_PROTOBUF)
 
 
-def _parse(body: bytes, media: str) -> tuple[bytes, int, set[str]]:
+def _varint_at(data: bytes | bytearray, at: int, end: int) -> tuple[int, int]:
+    """The varint at ``at`` and the offset after it; ValueError past ``end`` or 10 bytes."""
+    value = shift = 0
+    while at < end and shift < 70:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+    raise ValueError(_INVALID_PROTOBUF)
+
+
+_SCHEMA: list[tuple[dict[int, Any], dict[int, Any]]] = []
+
+
+def _schema() -> tuple[dict[int, Any], dict[int, Any]]:
+    """The ``ExportTraceServiceRequest``'s messages as the walk reads them: for each, its
+    fields that are messages by number, each the same for its message; and the Span's."""
+    if not _SCHEMA:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        built: dict[str, dict[int, Any]] = {}
+
+        def fields(descriptor: Any) -> dict[int, Any]:
+            found = built.get(descriptor.full_name)
+            if found is None:
+                found = built[descriptor.full_name] = {}
+                for field in descriptor.fields:
+                    if field.message_type is not None:
+                        found[field.number] = fields(field.message_type)
+            return found
+
+        root = fields(ExportTraceServiceRequest.DESCRIPTOR)
+        _SCHEMA.append((root, built["opentelemetry.proto.trace.v1.Span"]))
+    return _SCHEMA[0]
+
+
+def _parse(body: bytes | bytearray, media: str,
+           max_spans: int = DEFAULT_MAX_SPANS) -> tuple[bytes, int, set[str]]:
     """The request as protobuf bytes to spool (empty when it holds no spans), how many of its
-    spans were rejected and the trace ids of those kept; ValueError naming what is wrong.
-    What is spooled is the message serialized again, its unknown fields dropped: the spool's
-    reader takes a message that does not begin with its spans for garbage, and one such
-    request would stop the judging of all after it."""
+    spans were rejected and the trace ids of those kept; ValueError naming what is wrong,
+    :class:`_TooLarge` past ``max_spans`` spans. JSON is read strictly (as the audit reads
+    it: a member named twice, which one reader takes the first of and another the last, is
+    refused). What is spooled is the message serialized again, its unknown fields dropped:
+    the spool's reader takes a message that does not begin with its spans for garbage, and
+    one such request would stop the judging of all after it."""
     from google.protobuf import json_format
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
+    from ..trace.events import parse
+
     message = ExportTraceServiceRequest()
     if media == PROTOBUF:
         try:
             message.ParseFromString(body)
-        except DecodeError:
-            raise ValueError("the body is not an ExportTraceServiceRequest in protobuf") from None
+        except DecodeError as exc:
+            if "alloc failed" in str(exc):  # upb's arena refused memory: no fault of the body
+                raise MemoryError(str(exc)) from None
+            raise ValueError(_INVALID_PROTOBUF) from None
         return _kept(message)
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        raise ValueError("the body is not JSON") from None
+    document, problem = parse(body if isinstance(body, bytes) else bytes(body), len(body))
+    if problem is not None:
+        raise ValueError(f"the body is not JSON ({problem[0]}): {problem[1]}")
     if not isinstance(document, dict):
         raise ValueError("the body is not a JSON object (an ExportTraceServiceRequest)")
+    if _json_spans(document) > max_spans:
+        raise _TooLarge(f"the request holds more than {max_spans} spans")
     try:
         json_format.ParseDict(_hex_ids(document), message, ignore_unknown_fields=True,
                               max_recursion_depth=64)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise ValueError(f"the body is not an ExportTraceServiceRequest: {exc}") from None
     return _kept(message)
+
+
+def _json_spans(document: dict[str, Any]) -> int:
+    """The spans of an OTLP/JSON request (the items of its scopes' span lists)."""
+    return sum(len(_list(scope.get("spans")))
+               for resource in _list(document.get("resourceSpans")) if isinstance(resource, dict)
+               for scope in _list(resource.get("scopeSpans")) if isinstance(scope, dict))
 
 
 def _kept(message: Any) -> tuple[bytes, int, set[str]]:
@@ -617,22 +917,32 @@ def _list(value: Any) -> list[Any]:
 
 def create_app(spool: Spool, judge: Judge | None, *, max_body: int = DEFAULT_MAX_BODY,
                retry_after: int = 5, body_timeout: float = DEFAULT_BODY_TIMEOUT,
-               max_buffered: int = DEFAULT_MAX_BUFFERED,
+               max_buffered: int = DEFAULT_MAX_BUFFERED, max_spans: int = DEFAULT_MAX_SPANS,
                pages: RunPages | None = None) -> Starlette:
     """The service's routes; with ``pages``, the store's pages for people too
     (:mod:`.runs`: ``GET /runs`` and ``GET /runs/{run}``)."""
-    ingest = Ingest(spool, judge, max_body, retry_after, body_timeout, max_buffered)
+    ingest = Ingest(spool, judge, max_body, retry_after, body_timeout, max_buffered,
+                    max_spans)
     routes = [Route("/v1/traces", ingest.traces, methods=["POST"]),
               Route("/healthz", ingest.healthz, methods=["GET"])]
     if pages is not None:
         # {run:path}: a plain store's run may be named with a "/" (sent as %2F).
         routes += [Route("/runs", pages.runs, methods=["GET"]),
                    Route("/runs/{run:path}", pages.run, methods=["GET"])]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
     # As the validation service: a trailing slash is an unknown route (404), never a redirect
     # to a URL built from the client's Host header.
     app.router.redirect_slashes = False
     return app
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """404 and 405 as ``ioa-check serve`` answers them: problem details in JSON."""
+    assert isinstance(exc, HTTPException)
+    messages = {404: f"no route {request.url.path!r}",
+                405: f"{request.method} is not allowed here"}
+    return error(exc.status_code, messages.get(exc.status_code, exc.detail),
+                 dict(exc.headers or {}))
 
 
 def judge_command(store: str, quiet_period: float,
