@@ -631,3 +631,24 @@ def test_a_batch_that_kills_its_workers_twice_is_not_judged_and_says_why(
     assert summary["decisions"] == 40 and summary["rejudged"] == summary["flipped"] == 0
     assert summary["unjudgeable"] == {
         "its batch ended worker processes of the cluster twice (Dask's KilledWorker)": 40}
+
+
+def test_what_the_walk_does_not_open_and_a_file_over_the_limit_are_the_local_audits(
+        cluster: tuple[str, Client], tmp_path: Path) -> None:
+    """A named pipe met by the walk, and a ``*.json`` file past the byte limit (read no
+    further), are each a result of their own on the cluster as in the local audit: never
+    left out (a pipe blocked nothing there, but was silently not audited), never read whole."""
+    address, _ = cluster
+    (tmp_path / "a.jsonl").write_text(line(registration_63()))
+    os.mkfifo(tmp_path / "b.jsonl")
+    with open(tmp_path / "c.json", "wb") as big:
+        big.truncate(3 << 20)  # sparse: 3 MiB of zero bytes, over --max-bytes 1 MiB
+    local = ioa_check([".", "--format", "json", "--jobs", "1"], tmp_path)
+    remote = ioa_check([".", "--format", "json", "--scheduler", address], tmp_path)
+    assert remote.stderr == b"", remote.stderr.decode()
+    assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout)
+    records = [json.loads(row) for row in local.stdout.splitlines()]
+    codes = {r["source"]: [reason["code"] for reason in r["reasons"]] for r in records
+             if "source" in r}
+    assert codes == {"./a.jsonl": [], "./b.jsonl": ["json.unreadable"],
+                     "./c.json": ["json.too-large"]}

@@ -50,7 +50,7 @@ from .._codes import finding
 from .._exceptions import ClusterStopped, ConfigurationError
 from ..pipeline.intake import Limits
 from ..sources.loader import read_profile, resolve_profile
-from .inputs import AUDITED_SUFFIXES, Lines, audited_files, document_items, items_of
+from .inputs import AUDITED_SUFFIXES, Lines, document_items, items_of, too_large, walk
 from .judge import Item, Result
 from .kinds import Kinds
 from .run import Asked, Audit, Conflict, differences
@@ -157,29 +157,34 @@ def partitions(paths: Iterable[str], partition_bytes: int,
             found: Iterable[Partition] = _stdin(stdin if stdin is not None else sys.stdin.buffer,
                                                  partition_bytes)
         else:
-            found = (part for source, url in _files(path)
-                     for part in _file_partitions(source, url, partition_bytes))
+            found = (part for source, url, problem in _files(path)
+                     for part in ((Partition(0, source, url, source.endswith(".jsonl"),
+                                             problem=problem),) if problem is not None
+                                  else _file_partitions(source, url, partition_bytes)))
         for part in found:
             yield part._replace(seq=next(counter))
 
 
-def _files(path: str) -> list[tuple[str, str]]:
-    """``(source, url)`` of every audited file ``path`` names, in the local audit's order."""
+def _files(path: str) -> list[tuple[str, str, str | None]]:
+    """``(source, url, problem)`` of every audited file ``path`` names, in the local audit's
+    order; ``problem`` says why the walk did not open one (a folder it cannot read, a file
+    that is not a regular one: reported as the local audit reports it, never left out)."""
     if "://" not in path:
         # A local path is walked as the local audit walks it, so sources are named alike;
         # workers open the absolute path (on a real cluster, a shared file system).
         if os.path.isdir(path):
-            return [(name, os.path.abspath(name)) for name in audited_files(path)]
-        return [(path, os.path.abspath(path))]
+            return [(name, os.path.abspath(name), None if problem is None else problem.message)
+                    for name, problem in walk(path)]
+        return [(path, os.path.abspath(path), None)]
     try:
         fs, root = fsspec.core.url_to_fs(path)
         if fs.isdir(root):
-            return [(name, name) for name in sorted(fs.unstrip_protocol(found)
-                                                    for found in fs.find(root))
+            return [(name, name, None) for name in sorted(fs.unstrip_protocol(found)
+                                                          for found in fs.find(root))
                     if name.endswith(AUDITED_SUFFIXES)]
     except (OSError, ValueError, ImportError):
         pass  # opening it names the problem, as for any unreadable file
-    return [(path, path)]
+    return [(path, path, None)]
 
 
 def _file_partitions(source: str, url: str, partition_bytes: int) -> Iterator[Partition]:
@@ -253,13 +258,16 @@ def read_partition(part: Partition, limits: Limits | None = None,
     array's items with their text (see :func:`document_items`)."""
     if part.problem is not None:
         return [(part.source, None, None, (finding("json.unreadable", part.problem),))], 0
+    limit = (limits or Limits()).max_bytes
     try:
-        block = _block(part)
+        block, size = _block(part, limit)
     except Exception as exc:  # any file system's failure: this partition is unreadable
         where = part.source if part.start == 0 and part.length is None else (
             f"{part.source} (bytes from {part.start})")
         return [(part.source, None, None, (finding("json.unreadable", _cannot_read(where, exc)),))], 0
     if not part.lines:
+        if len(block) > limit:  # read no further than the local audit reads it
+            return [(part.source, None, None, too_large(size, limit))], 0
         return list(document_items(part.source, block, limits, place)), 0
     # Cut into lines as the local audit cuts its blocks (items_of): a line's text ends before
     # its line break, so a json.syntax message gives the position the local audit gives (a
@@ -268,13 +276,17 @@ def read_partition(part: Partition, limits: Limits | None = None,
     return list(items_of(Lines(part.source, 0, block))), _line_count(block)
 
 
-def _block(part: Partition) -> bytes:
+def _block(part: Partition, limit: int) -> tuple[bytes, int | None]:
+    """A partition's bytes, and for a whole file read past ``limit`` (no more than one byte
+    past it) its size where the file system says it (else None)."""
     if part.data is not None:
-        return part.data
+        return part.data, None
     with fsspec.open(part.url, "rb") as handle:
-        block: bytes = (read_block(handle, part.start, part.length, delimiter=b"\n")
-                        if part.lines else handle.read())
-    return block
+        if part.lines:
+            return read_block(handle, part.start, part.length, delimiter=b"\n"), None
+        block: bytes = handle.read(limit + 1)
+        size = getattr(handle, "size", None) if len(block) > limit else None
+    return block, size if isinstance(size, int) and size > limit else None
 
 
 def _line_count(block: bytes) -> int:
@@ -435,7 +447,7 @@ class ClusterAudit(Audit):
                     "json.unreadable", f"{part.source} (bytes from {part.start}): partition "
                     f"{part.seq} could not be audited: it ended worker processes ({exc})"),))]
                 try:  # its lines still count for the numbering of the next partition's
-                    lines = _line_count(_block(part)) if part.lines else 0
+                    lines = _line_count(_block(part, 0)[0]) if part.lines else 0
                 except Exception:
                     lines = 0
             else:

@@ -86,8 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a request whose body has not arrived within this is answered "
                              "408 (default: 30)")
     parser.add_argument("--max-buffered-bytes", type=_positive, default=256 << 20, metavar="N",
-                        help="body bytes all requests being read may hold at once; past it, "
-                             "503 with Retry-After (default: 256 MiB)")
+                        help="bytes all requests may hold at once, their bodies and what "
+                             "decompressing and parsing them will hold (estimated first); past "
+                             "it, 503 with Retry-After, and 413 for a request that alone would "
+                             "pass it (default: 256 MiB)")
     parser.add_argument("--header-timeout", type=_positive_seconds, default=10.0,
                         metavar="SECONDS", help="as for ioa-check serve (default: 10)")
     parser.add_argument("--shutdown-timeout", type=_positive_seconds, default=10.0,
