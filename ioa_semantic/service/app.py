@@ -8,9 +8,11 @@ single-valued header given more than once, 404 and 405, 408 a body that did not 
 within the time bound, 413 a body over the limit, 415 an unsupported media type or any
 content coding. A check that does not finish within the time bound is 503 (the check is
 stopped: its worker process is killed and replaced, see :mod:`.workers`), and so is a body
-that would take the bodies held at once past their cap, and an audit refused because as
-many audits as the server runs at once are running. A bug is 500, with its traceback on
-stderr, never in the answer.
+(or an answer) that would take the bytes held at once past their cap, and an audit refused
+because as many audits as the server runs at once are running. An answer a client does not
+take in time (an audit's within its time bound, a check's or an impact run's within
+``--timeout`` of being ready) is cut: its connection is closed. A bug is 500, with its
+traceback on stderr, never in the answer.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     from .._findings import Decision
     from ..audit.judge import Judged, Result
     from ..impact import Impact
+    from .impacts import ImpactRequest
 
 class Wire(NamedTuple):
     """How the service writes answers and reads query values: the command line's own.
@@ -198,7 +201,16 @@ class Service:
         finally:
             self.bodies.give(sum(held))
         request.state.verdict = answered.verdict
-        return Response(answered.body, media_type="application/json")
+        return self._held_answer(answered.body, "application/json")
+
+    def _held_answer(self, content: bytes, media_type: str) -> Response:
+        """``content`` answered, held against --max-buffered-bytes until the client has
+        taken it (503 when it cannot be), cut if the client has not within --timeout."""
+        if not self.bodies.take(len(content)):
+            return problem("busy", "the server holds as many request bodies and answers as it "
+                                   f"may ({self.bodies.cap} bytes): try again later",
+                           {"Retry-After": "1"})
+        return _HeldAnswer(content, media_type, self.bodies, self.limits.timeout)
 
     def _check_query(self, request: Request) -> tuple[dict[str, str], datetime | None]:
         items = _query(request, ("param", "at"))
@@ -248,8 +260,11 @@ class Service:
         try:
             body = await _body(request, self.limits.max_impact_bytes, deadline,
                                self.limits.audit_timeout, self.bodies, held)
+            # Parsed on a thread (a large body would hold the event loop, and every request,
+            # for seconds), what the parse costs held against --max-buffered-bytes meanwhile.
             try:
-                asked = impacts.read_request(body, self.wire.instant)
+                asked = await asyncio.get_running_loop().run_in_executor(
+                    None, _parsed, body, self.wire.instant, self.bodies)
             except impacts.ImpactRefused as exc:
                 return problem("bad-impact-request", str(exc))
         finally:
@@ -284,7 +299,7 @@ class Service:
             job.add_done_callback(self._impact_ended)
             raise
         self.audit_ended()
-        return Response(answered, media_type=AUDIT_ANSWER_TYPE)
+        return self._held_answer(answered, AUDIT_ANSWER_TYPE)
 
     def _impact_ended(self, job: asyncio.Future[bytes]) -> None:
         if not job.cancelled():
@@ -311,6 +326,28 @@ class Service:
             output.finish(exc)
         else:
             output.finish()
+
+
+def _parsed(body: bytes, instant: Callable[[str], datetime],
+            bodies: HeldBytes) -> ImpactRequest:
+    """The impact request ``body`` holds, read on a thread while what its parse would cost
+    (:func:`.impacts.parse_cost`) is held against ``bodies``: 413 when that is more than
+    ``bodies`` may ever hold with the body, 503 when it is more than they may hold now."""
+    from .impacts import parse_cost, read_request
+
+    cost = parse_cost(body)
+    if cost + len(body) > bodies.cap:
+        raise _Refused(problem("body-too-large", f"the request body of {len(body)} bytes "
+                               f"would take some {cost} bytes more to read (its JSON has that "
+                               "many strings, objects and arrays): over the server's limit of "
+                               f"{bodies.cap} bytes held at once", maxBytes=bodies.cap))
+    if not bodies.take(cost):
+        raise _Refused(problem("busy", "the server holds as many request bodies as it may "
+                               f"({bodies.cap} bytes): try again later", {"Retry-After": "1"}))
+    try:
+        return read_request(body, instant)
+    finally:
+        bodies.give(cost)
 
 
 class _AuditAnswer(Response):
@@ -371,6 +408,8 @@ class _AuditAnswer(Response):
                     await problem("audit-timed-out", "the audit did not finish within the "
                                   f"server's time bound of {limits.audit_timeout:g} s")(
                         scope, receive, self._send)
+                else:
+                    await _cut(scope)
                 return False
             if item is END:
                 break
@@ -378,18 +417,32 @@ class _AuditAnswer(Response):
                 if stopped.is_set():
                     return False  # stopped from here: answered already, or nobody listens
                 raise item
-            if not await self._begin(scope, receive, body):
+            # Sending is held to the deadline too: a client that stops reading would
+            # otherwise hold the audit (and its place among --audits) for as long as it likes.
+            try:
+                async with asyncio.timeout_at(self._deadline):
+                    if not await self._begin(scope, receive, body):
+                        return False
+                    data = output.spilled(item) if isinstance(item, Spilled) else item
+                    await self._send({"type": "http.response.body", "body": data,
+                                      "more_body": True})
+            except TimeoutError:
+                await _cut(scope)
                 return False
-            data = output.spilled(item) if isinstance(item, Spilled) else item
-            await self._send({"type": "http.response.body", "body": data, "more_body": True})
             if not isinstance(item, Spilled):
                 output.credit.release()
             if body.ended and self._watcher is None:
                 # The body is in: from now on receive() says only that the client left.
                 self._watcher = asyncio.create_task(_disconnected(receive, stopped, queue))
-        if not await self._begin(scope, receive, body):
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                if not await self._begin(scope, receive, body):
+                    return False
+                await self._send({"type": "http.response.body", "body": b"",
+                                  "more_body": False})
+        except TimeoutError:
+            await _cut(scope)
             return False
-        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
         return True
 
     async def _begin(self, scope: Scope, receive: Receive, body: Body) -> bool:
@@ -414,6 +467,62 @@ async def _disconnected(receive: Receive, stopped: threading.Event,
         queue.put_nowait(_Stopped())
 
 
+async def _cut(scope: Scope) -> None:
+    """The connection closed at once, what is buffered for it dropped (an answer the client
+    does not take within its bound): a close would wait for the client to read it."""
+    abort = scope.get("ioa.abort")
+    if abort is not None:
+        abort()
+        await asyncio.sleep(0)  # the server learns the connection is lost (before it asks)
+
+
+def _abort_of(send: Send) -> Callable[[], None] | None:
+    """What closes the connection of uvicorn's ``send`` (its transport's ``abort``); None
+    under a server that does not say (the connection is then closed when it can be)."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    abort = getattr(transport, "abort", None)
+    return abort if callable(abort) else None
+
+
+# The pieces a held answer is sent in: the server writes one while the client takes the last.
+ANSWER_PIECE = 64 * 1024
+
+
+class _HeldAnswer(Response):
+    """An answer held against the bytes the server holds at once (``bodies``) until the
+    client has taken it. It is sent in pieces, each written once the client has taken the
+    one before, so that the answer stays here, counted, rather than in the connection's
+    buffer; one the client has not taken within ``bound`` seconds of it being ready has its
+    connection closed (the answer is cut, the access log says ``cut``), and its bytes are
+    given back either way."""
+
+    def __init__(self, content: bytes, media_type: str, bodies: HeldBytes, bound: float) -> None:
+        super().__init__(content, media_type=media_type)
+        self._bodies = bodies
+        self._held = len(content)
+        self._bound = bound
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            deadline = asyncio.get_running_loop().time() + self._bound
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await send({"type": "http.response.start", "status": self.status_code,
+                                "headers": self.raw_headers})
+                    content = memoryview(self.body)
+                    for start in range(0, len(content), ANSWER_PIECE):
+                        await send({"type": "http.response.body", "more_body": True,
+                                    "body": bytes(content[start:start + ANSWER_PIECE])})
+                    # The last send waits until the connection's buffer has drained.
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except TimeoutError:
+                scope.setdefault("state", {})["verdict"] = "cut"
+                await _cut(scope)
+        finally:
+            self.body = b""
+            self._bodies.give(self._held)
+
+
 def _too_large(cap: int) -> Response:
     return problem("body-too-large", f"the request body is over the server's limit of {cap} "
                    "bytes", {"Connection": "close"}, maxBytes=cap)
@@ -430,14 +539,42 @@ def _deadline(request: Request, bound: float) -> float:
 
 
 def _query(request: Request, names: tuple[str, ...]) -> list[tuple[str, str]]:
-    """The query's items; an unknown name is refused (400)."""
-    items = request.query_params.multi_items()
+    """The query's items; an unknown name, or a name or value that is not UTF-8 once its
+    percent-escapes are read, is refused (400)."""
+    items = _query_items(request.scope.get("query_string", b""))
     for name, _ in items:
         if name not in names:
             known = f" (this route takes {', '.join(names)})" if names else \
                 " (this route takes none)"
             raise _Refused(problem("bad-query", f"unknown query parameter {name!r}{known}"))
     return items
+
+
+def _query_items(query: bytes) -> list[tuple[str, str]]:
+    """The query string's items, read as Starlette reads them (``&`` between items, ``+`` a
+    space, a name without ``=`` an empty value), but strictly: Starlette's ``query_params``
+    puts U+FFFD in place of bytes that are not UTF-8, and the route would judge that
+    character as if the client had sent it. Such bytes are refused (400), in the words the
+    command line refuses them in (``--param``)."""
+    items = []
+    for piece in query.split(b"&"):
+        if not piece:
+            continue
+        raw_name, _, raw_value = piece.partition(b"=")
+        name = _query_text(raw_name, None)
+        items.append((name, _query_text(raw_value, name)))
+    return items
+
+
+def _query_text(raw: bytes, name: str | None) -> str:
+    try:
+        return unquote_to_bytes(raw.replace(b"+", b" ")).decode("utf-8")
+    except UnicodeDecodeError:
+        shown = _printable(raw.decode("latin-1"))[:80]
+        what = f"query parameter {name}: its value" if name is not None else \
+            f"the query parameter name {shown!r}"
+        raise _Refused(problem("bad-query", f"{what} is not text: its bytes are not UTF-8 "
+                                            "(once its percent-escapes are read)")) from None
 
 
 def _media_type(request: Request, accepted: tuple[str, ...]) -> None:
@@ -718,6 +855,17 @@ def page(profile: dict[str, Any], limits: ServiceLimits,
 # --- the application ----------------------------------------------------------------------
 
 
+class _Application(Starlette):
+    """Starlette, with what closes a request's connection in its scope (``ioa.abort``, see
+    :func:`_cut`): only the server's own ``send`` knows it, and Starlette's outermost layer
+    hands the routes another."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope["ioa.abort"] = _abort_of(send)
+        await super().__call__(scope, receive, send)
+
+
 def create_app(checker: Checker, wire: Wire, *, limits: ServiceLimits | None = None,
                log: IO[str] | None = None, build: Build | None = None,
                cors_origins: Sequence[str] = ()) -> Starlette:
@@ -752,8 +900,8 @@ def create_app(checker: Checker, wire: Wire, *, limits: ServiceLimits | None = N
         Route("/v1/audit", service.audit, methods=["POST"]),
         Route("/v1/impact", service.impact, methods=["POST"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan,
-                    exception_handlers={HTTPException: _http_error})
+    app = _Application(routes=routes, lifespan=lifespan,
+                       exception_handlers={HTTPException: _http_error})
     # A path the service does not serve is a 404 problem, "/v1/check/" too: Starlette's
     # answer to a trailing slash is a redirect to an absolute URL it builds from the Host
     # header (a client's word, which a cache in front would keep), which the OpenAPI

@@ -124,6 +124,64 @@ def read_request(body: bytes, instant: Callable[[str], datetime]) -> ImpactReque
     return ImpactRequest(log, objects, profile, tuple(artifacts), tuple(withdraw), when)
 
 
+# What parsing a body costs, by what it holds outside its strings (measured with the
+# duplicate-refusing hook, rounded up): a container (a dict or list, and the hook's list of
+# pairs) or an item after a comma, and a string (per quote: two a string); and what any
+# parse costs (the smallest document's objects).
+_CONTAINER_COST = 128
+_QUOTE_COST = 64
+_PARSE_COST = 64 * 1024
+# A string's text, read a window at a time (each a call that holds the interpreter's lock:
+# the event loop runs between them).
+_IN_STRING = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*')
+_WINDOW = 1 << 18
+# A character two bytes wide in Python (past Latin-1), or four (past the BMP): raw UTF-8,
+# or an escape.
+_WIDE = re.compile(rb"[\xc4-\xef]|\\u(?!00)")
+_WIDEST = re.compile(rb"[\xf0-\xff]|\\u[dD][89abAB]")
+
+
+def _found(pattern: re.Pattern[bytes], body: bytes) -> bool:
+    """Whether ``pattern`` is in ``body``, looked for a window at a time (a window's end may
+    cut a match: each window starts a few bytes before the last one ended)."""
+    return any(pattern.search(body, max(start - 8, 0), start + _WINDOW)
+               for start in range(0, len(body), _WINDOW))
+
+
+def parse_cost(body: bytes) -> int:
+    """An estimate, from the bytes alone and never under it, of the memory that parsing
+    ``body`` with :func:`read_request` takes on top of the body itself: its strings' text
+    (one to four bytes a character, as Python keeps the widest character of a string; the
+    objects' bytes once decoded), and each container, item and string as an object of its
+    own (``{},{},...`` takes some 25 bytes of memory a byte). Run it on a thread: it reads
+    the whole body."""
+    if _found(_WIDEST, body):
+        width = 4  # a character beyond the BMP, raw or as a surrogate pair
+    elif _found(_WIDE, body):
+        width = 2
+    else:
+        width = 1
+    items = quotes = 0
+    size, at = len(body), 0
+    while at < size:
+        opens = body.find(b'"', at)
+        outside = size if opens < 0 else opens
+        items += sum(body.count(mark, start, min(start + _WINDOW, outside))
+                     for start in range(at, outside, _WINDOW) for mark in (b"{", b"[", b","))
+        if opens < 0:
+            break
+        quotes += 2
+        at = opens + 1
+        while at < size:  # to the string's closing quote
+            ends = _IN_STRING.match(body, at, min(at + _WINDOW, size))
+            assert ends is not None  # the pattern matches the empty string
+            at = ends.end() if ends.end() > at else at + 1  # a lone backslash at the end
+            if at < size and body[at] == 0x22:
+                at += 1
+                break
+    return _PARSE_COST + (width + 1) * size + _CONTAINER_COST * items + _QUOTE_COST * quotes
+
+
 def _document(body: bytes) -> Any:
     """The body's JSON, a member twice in one object refused."""
     try:

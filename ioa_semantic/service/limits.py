@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 # The media types of an envelope (contract 7) and of an audit's JSON Lines, either way.
@@ -22,14 +23,17 @@ class ServiceLimits(NamedTuple):
     answers ``invalid`` with ``json.too-large`` as the command line does, so that only a body
     far over any envelope is refused at the HTTP level); ``max_audit_bytes``: an audit's
     body; ``timeout``: seconds from a check's arrival to its answer (body, wait for a thread,
-    check); ``audit_timeout``: the same for a whole audit; ``threads``: checks run at once
-    (each in a worker process of its own when the server can build one: see
+    check), and again from an answer being ready (a check's, an impact run's) to the client
+    having taken it (past it, the connection is closed); ``audit_timeout``: the same for a
+    whole audit, its answer sent included, and for an impact run; ``threads``: checks run
+    at once (each in a worker process of its own when the server can build one: see
     :mod:`.workers`); ``audits``: audits run at once (one more is refused with 503);
-    ``max_buffered_bytes``: the check bodies held at once, all requests together (a body
-    that would pass it is refused with 503); ``header_timeout``: seconds to read a request's
-    head (past it, 408 and the connection is closed); ``max_impact_bytes``: an impact
-    request's body (a decision log and its objects, held whole: within
-    ``max_buffered_bytes``, the cap on the bodies held at once).
+    ``max_buffered_bytes``: the check and impact bodies held at once, all requests together,
+    with what an impact body's parse takes and the answers not yet taken by their clients
+    (a body or an answer that would pass it is refused with 503); ``header_timeout``:
+    seconds to read a request's head (past it, 408 and the connection is closed);
+    ``max_impact_bytes``: an impact request's body (a decision log and its objects, held
+    whole: within ``max_buffered_bytes``, the cap on the bodies held at once).
     """
 
     max_body_bytes: int = 4 << 20
@@ -47,17 +51,22 @@ class ServiceLimits(NamedTuple):
 
 class HeldBytes:
     """The bytes of request bodies held at once, across requests, and their cap: without one,
-    many slow bodies, each within its own limit, would together fill the memory."""
+    many slow bodies, each within its own limit, would together fill the memory. What else
+    a request holds for a while is counted here too (an answer not yet taken by its client,
+    an impact request's body while it is parsed). Taken and given from any thread."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.size = 0
+        self._lock = threading.Lock()
 
     def take(self, size: int) -> bool:
-        if self.size + size > self.cap:
-            return False
-        self.size += size
-        return True
+        with self._lock:
+            if self.size + size > self.cap:
+                return False
+            self.size += size
+            return True
 
     def give(self, size: int) -> None:
-        self.size -= size
+        with self._lock:
+            self.size -= size
