@@ -92,6 +92,12 @@ class paused:
 LONG_RUN_THRESHOLDS = (100_000, 50, 100)
 
 
+# The long runs under way in this process (see frozen), and what the first of them found.
+_LONG_RUNS_LOCK = _thread.allocate_lock()
+_long_runs = 0
+_found: tuple[tuple[int, ...], bool] = ((), False)  # the thresholds; whether frozen before
+
+
 @contextmanager
 def frozen() -> Iterator[Callable[[], None]]:
     """Everything alive now is left out of the collector's passes until the block ends
@@ -100,23 +106,34 @@ def frozen() -> Iterator[Callable[[], None]]:
     batch after batch) is left out too.
 
     The collector also runs less often in the block (:data:`LONG_RUN_THRESHOLDS`, never
-    lowering a threshold the process set), and as before after it. An audit or a trace
-    allocates containers by the million, nearly all freed by their counts, not by the
-    collector: at the default thresholds its passes were a twelfth of an audit's time (a
-    sampling profile of 100,000 registrations from 5,000 senders), and at these 5 to 9%
-    less CPU is spent (docs/performance.md). What a reference cycle holds waits at most that
-    many allocations longer."""
-    frozen_before = gc.get_freeze_count()
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(*(max(now, long) for now, long in zip(thresholds, LONG_RUN_THRESHOLDS,
-                                                            strict=True)))
+    lowering a threshold the process set). An audit or a trace allocates containers by the
+    million, nearly all freed by their counts, not by the collector: at the default
+    thresholds its passes were a twelfth of an audit's time (a sampling profile of 100,000
+    registrations from 5,000 senders), and at these 5 to 9% less CPU is spent
+    (docs/performance.md). What a reference cycle holds waits at most that many allocations
+    longer.
+
+    Blocks may overlap (a service runs two audits at once, on threads or interleaved): the
+    first to begin saves what it found, the last to end restores it, so none ends another's
+    raised thresholds or unfreezes what it still holds."""
+    global _long_runs, _found
+    with _LONG_RUNS_LOCK:
+        if not _long_runs:
+            thresholds = gc.get_threshold()
+            _found = (thresholds, gc.get_freeze_count() > 0)
+            gc.set_threshold(*(max(now, long) for now, long in zip(
+                thresholds, LONG_RUN_THRESHOLDS, strict=True)))
+        _long_runs += 1
+        gc.freeze()
     try:
         yield gc.freeze
     finally:
-        gc.set_threshold(*thresholds)
-        if not frozen_before:
-            gc.unfreeze()
+        with _LONG_RUNS_LOCK:
+            _long_runs -= 1
+            if not _long_runs:
+                gc.set_threshold(*_found[0])
+                if not _found[1]:
+                    gc.unfreeze()
 
 
 def quick_exit(status: int, unwritable: Callable[[OSError], int]) -> NoReturn:

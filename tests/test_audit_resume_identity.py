@@ -1,21 +1,26 @@
-"""A resumed audit (``--state``) writes only into the files its run wrote.
+"""A resumed audit (``--state``) writes only into files its run wrote.
 
 A state proves its output and journal by their recorded prefixes; a run killed before it had
-written anything records empty prefixes, which any file matches. The state therefore also
-names the very files (device and inode): another ``--output``, a user's file or a link put at
-the journal's path is refused (exit 2), byte for byte as it was. And a report is never one
-of the audit's own inputs, which a resumed run, keeping its output, would read forever.
+written anything records empty prefixes, which any file matches. Such a file must then begin
+as the run writes it (an audit report, a journal): another ``--output`` or a user's file put
+at the journal's path is refused (exit 2), byte for byte as it was, and so is a link at the
+journal's path. A file whose bytes prove it the run's own resumes wherever it is now (copied,
+moved, restored from a backup). And a report is never one of the audit's own inputs, which a
+resumed run, keeping its output, would read forever.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_audit import _regs, _run
+
+from support import IOA_CHECK
 
 ARGS = ["audit", "regs", "--profile", "cs-translation", "--format", "json", "--jobs", "1",
         "--state", "state.json"]
@@ -54,8 +59,7 @@ def test_another_output_is_refused_not_overwritten(
     thesis = Path("thesis.txt")
     thesis.write_text("my thesis, chapter 1\n")
     err = _refused(capsys, [*ARGS, "--output", "thesis.txt"], thesis, Path("state.json"))
-    assert "thesis.txt holds what its run did not write" in err or (
-        "thesis.txt is not the file its run wrote" in err)
+    assert "thesis.txt holds what its run did not write" in err
 
 
 def test_a_link_at_the_journals_path_is_refused_not_followed(
@@ -75,7 +79,25 @@ def test_a_users_file_at_the_journals_path_is_refused(
     Path("notes").write_text("my notes\n")
     os.replace("notes", "state.json.index")
     err = _refused(capsys, [*ARGS, "--output", "out.jsonl"], Path("state.json.index"))
-    assert "is not the journal its run wrote" in err
+    assert "state.json.index (the journal of state.json) holds what its run did not write" in err
+
+
+def test_an_output_and_journal_copied_elsewhere_resume(
+        killed_early: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Moved to another disk or restored from a backup, the files are new ones with the same
+    bytes: what they hold proves them, and the audit resumes to its uninterrupted report."""
+    status, _ = _run([*ARGS, "--output", "out.jsonl"], capsys, kill_after=4)
+    assert status is None
+    state = json.loads(Path("state.json").read_text())
+    assert state["output"]["length"] > 0 and state["journal"]["length"] > 0
+    for name in ("out.jsonl", "state.json.index"):
+        Path("copy").write_bytes(Path(name).read_bytes())
+        os.replace("copy", name)
+    status, err = _run([*ARGS, "--output", "out.jsonl"], capsys)
+    assert err == ""
+    resumed = Path("out.jsonl").read_text()
+    status_whole, _ = _run([*ARGS[:-2], "--output", "whole.jsonl"], capsys)
+    assert (status, resumed) == (status_whole, Path("whole.jsonl").read_text())
 
 
 @pytest.mark.parametrize("kept", ["out.jsonl", "state.json.index"])
@@ -114,3 +136,37 @@ def test_an_output_that_is_an_input_is_refused_before_any_work(
                                 *more], report)
         assert "is also an input of the audit" in err
         assert not Path("st.json").exists()
+
+
+def _audit_to(cwd: Path, args: list[str], stdout_path: str | None = None,
+              append: bool = False) -> subprocess.CompletedProcess[bytes]:
+    command = [IOA_CHECK, "audit", *args, "--profile", "cs-translation", "--format", "json"]
+    if stdout_path is None:
+        return subprocess.run(command, cwd=cwd, capture_output=True, timeout=60)
+    with open(cwd / stdout_path, "ab" if append else "wb") as out:
+        return subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.PIPE, timeout=60)
+
+
+def test_a_report_the_walk_of_a_folder_input_would_read_is_refused(tmp_path: Path) -> None:
+    """With --state the report grows in place: inside a folder the audit walks, it was read
+    as it was written, and grew without end (149,600 lines in 30 s); so was standard output
+    sent into such a folder, or appended to an input."""
+    regs = tmp_path / "regs"
+    regs.mkdir()
+    (regs / "a.jsonl").write_text(_regs(7))
+    before = (regs / "a.jsonl").read_bytes()
+    refused = [
+        _audit_to(tmp_path, ["regs", "--output", "regs/out.jsonl", "--state", "st.json"]),
+        _audit_to(tmp_path, ["regs"], stdout_path="regs/out.jsonl"),
+        _audit_to(tmp_path, ["regs/a.jsonl"], stdout_path="regs/a.jsonl", append=True),
+    ]
+    for proc in refused:
+        assert proc.returncode == 2, proc.stderr
+        assert b"would be read as it is written" in proc.stderr or (
+            b"is also an input of the audit" in proc.stderr)
+    assert (regs / "a.jsonl").read_bytes() == before
+    assert not (tmp_path / "st.json").exists()
+    # Without --state the report is written aside and renamed: the walk never meets it.
+    whole = _audit_to(tmp_path, ["regs", "--output", "regs/report.jsonl"])
+    assert whole.returncode == 1, whole.stderr
+    assert len((regs / "report.jsonl").read_text().splitlines()) == 8

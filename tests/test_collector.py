@@ -84,3 +84,47 @@ def test_an_audit_of_thousands_of_senders_collects_seldom(
         gc.set_threshold(*before)
     assert len(capsys.readouterr().out.splitlines()) > 3000
     assert collections[0] < 30 and collections[1] == collections[2] == 0, collections
+
+
+def test_overlapping_long_runs_restore_what_the_first_found_when_the_last_ends() -> None:
+    """A service runs two audits at once: the first to end restored what it had found while
+    the other still ran, and the other then restored the raised thresholds for good."""
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        first, second = _runtime.frozen(), _runtime.frozen()
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert gc.get_threshold() == _runtime.LONG_RUN_THRESHOLDS  # the second still runs
+        assert gc.get_freeze_count() > 0
+        second.__exit__(None, None, None)
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_long_runs_on_threads_leave_the_process_as_found() -> None:
+    import threading
+
+    before = gc.get_threshold()
+    started, go = threading.Barrier(4), threading.Event()
+
+    def run() -> None:
+        with _runtime.frozen():
+            started.wait()
+            go.wait()
+
+    try:
+        gc.set_threshold(700, 10, 10)
+        threads = [threading.Thread(target=run) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        started.wait()
+        assert gc.get_threshold() == _runtime.LONG_RUN_THRESHOLDS
+        go.set()
+        for thread in threads:
+            thread.join()
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)

@@ -13,6 +13,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from support import IOA_CHECK
 
 ENVELOPE = Path(__file__).resolve().parent.parent / "examples" / "envelope-6.2.jsonld"
@@ -49,3 +51,23 @@ def test_a_log_of_its_own_keeps_the_envelope(tmp_path: Path) -> None:
     assert _check(tmp_path).returncode == 0
     digest = hashlib.sha256(ENVELOPE.read_bytes()).hexdigest()
     assert (tmp_path / "lg.objects" / digest[:2] / digest).read_bytes() == ENVELOPE.read_bytes()
+
+
+def test_a_link_put_in_place_of_the_objects_folder_after_the_log_is_opened_makes_nothing(
+        tmp_path: Path) -> None:
+    """The service opens its log once: a link put at LOG.objects afterwards refuses the
+    write, and nothing is made in the folder it names (a two-digit folder was)."""
+    from ioa_semantic import Checker
+    from ioa_semantic.impact.log import DecisionLog
+
+    log = DecisionLog(str(tmp_path / "lg"))
+    checker = Checker("cs-translation", recorder=log)
+    (tmp_path / "mine").mkdir()
+    os.symlink(tmp_path / "mine", tmp_path / "lg.objects")
+    from datetime import UTC, datetime
+
+    from ioa_semantic._exceptions import WriteFailed
+
+    with pytest.raises(WriteFailed):
+        checker.check(ENVELOPE.read_bytes(), at=datetime(2026, 6, 1, tzinfo=UTC))
+    assert list((tmp_path / "mine").iterdir()) == []

@@ -67,3 +67,37 @@ def test_a_users_folder_with_a_current_file_is_refused_unchanged(tmp_path: Path)
     assert proc.returncode == 2, proc.stderr
     assert "is not a trace store" in proc.stderr.decode()
     assert _contents(folder) == before
+
+
+def test_a_damaged_store_is_the_environments_failure_not_another_folder(tmp_path: Path) -> None:
+    """A store whose manifest is gone cannot be opened: it is damaged (74), never said to be
+    no store (which invites deleting a history); nothing in it is changed."""
+    folder = tmp_path / "st"
+    _another_programs_store(folder)
+    for name in os.listdir(folder):
+        if name.startswith("MANIFEST-"):
+            os.remove(folder / name)
+    before = _contents(folder)
+    proc = ioa(["trace", "query", folder, "runs"], tmp_path)
+    assert proc.returncode == 74, proc.stderr
+    assert "is damaged" in proc.stderr.decode()
+    assert _contents(folder) == before
+
+
+def test_a_folder_that_cannot_be_listed_is_the_environments_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder that may be searched but not listed (mode 711 to another user): its listing,
+    asked to tell a damaged store from another folder, failed with a traceback (exit 70)."""
+    from ioa_semantic.trace import store
+    from ioa_semantic.trace.store_errors import StoreUnavailable
+
+    folder = tmp_path / "st"
+    folder.mkdir()
+    (folder / "CURRENT").write_text("not RocksDB's\n")
+
+    def unlisted(path: object) -> list[str]:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("ioa_semantic.trace.store.os.listdir", unlisted)
+    with pytest.raises(StoreUnavailable, match="Permission denied"):
+        store._held_to_be_ours(str(folder))

@@ -78,18 +78,8 @@ class _Written:
 
 
 # The state's and the journal's format. 3: a declaration's ontology holds its ids and its
-# versions apart (a journal of 2 would compare its declarations with another shape's). 4: the
-# state names the very files its run wrote (see _identity).
-STATE_VERSION = 4
-
-
-def _identity(descriptor: int) -> list[int]:
-    """The file open at ``descriptor`` as a state names it: its device and inode. A resume
-    writes only into the files its run wrote: proving their recorded prefixes alone would
-    take any file for one whose recorded prefix is empty (a run killed before its first
-    registration was written), and cut it back to nothing."""
-    found = os.fstat(descriptor)
-    return [found.st_dev, found.st_ino]
+# versions apart (a journal of 2 would compare its declarations with another shape's).
+STATE_VERSION = 3
 
 
 def _open_journal(path: str, flags: int) -> int:
@@ -153,12 +143,9 @@ class Checkpoint:
             return 0
         self._written = self._prove(self.output_name, self.output.fileno(), state["output"],
                                     self.is_output)
-        if _identity(self.output.fileno()) != state["identity"]["output"]:
-            raise self._refused(f"{self.output_name} is not the file its run wrote (give the "
-                                "output the interrupted run was given)")
         name = f"{self.journal_path} (the journal of {self.path})"
         try:
-            journal = self._journal_file(os.O_RDONLY, state, "rb")
+            journal = self._journal_file(os.O_RDONLY, "rb")
         except FileNotFoundError:
             raise self._refused(f"{name} is missing") from None
         except OSError as exc:
@@ -219,7 +206,7 @@ class Checkpoint:
             os.ftruncate(self.output.fileno(), self._written.length)
             self.output.seek(0, os.SEEK_END)
         with writing(self.journal_path):
-            self._journal = self._journal_file(os.O_RDWR, state, "r+b")
+            self._journal = self._journal_file(os.O_RDWR, "r+b")
             self._journal.truncate(self._journaled.length)
             self._journal.seek(0, os.SEEK_END)
         unsaved = fingerprint.unsaved
@@ -232,7 +219,7 @@ class Checkpoint:
         import json
 
         length = state["journal"]["length"]
-        with self._journal_file(os.O_RDONLY, state, "rb") as journal:
+        with self._journal_file(os.O_RDONLY, "rb") as journal:
             read = 0
             for entry in journal:
                 read += len(entry)
@@ -245,9 +232,9 @@ class Checkpoint:
                     ident, declaration, source, index = value
                     audit.indexed(ident, _frozen(declaration), (source, index))
 
-    def _journal_file(self, flags: int, state: dict[str, Any] | None, mode: str) -> IO[bytes]:
-        """The journal the state's run wrote, opened: a link or another file at its path is
-        refused (:class:`Refused`), never read or cut back."""
+    def _journal_file(self, flags: int, mode: str) -> IO[bytes]:
+        """The journal, opened never through a link (a link at its path is refused:
+        :class:`Refused`); what it holds is proven by :meth:`_prove`."""
         try:
             descriptor = _open_journal(self.journal_path, flags)
         except OSError as exc:
@@ -255,11 +242,7 @@ class Checkpoint:
                 raise self._refused(f"{self.journal_path} (the journal of {self.path}) is a "
                                     "symbolic link, never followed") from None
             raise exc
-        journal = os.fdopen(descriptor, mode)
-        if state is not None and _identity(descriptor) != state["identity"]["journal"]:
-            journal.close()
-            raise self._refused(f"{self.journal_path} is not the journal its run wrote")
-        return journal
+        return os.fdopen(descriptor, mode)
 
     def _prove(self, name: str, descriptor: int, recorded: dict[str, Any],
                ours: Callable[[bytes], bool]) -> _Written:
@@ -391,9 +374,7 @@ class Checkpoint:
             "pieces": self.done, "output": self._written.as_dict(),
             "journal": self._journaled.as_dict(), "files": self._files,
             "reading": None if reading is None else list(reading), "total": audit.total,
-            "statuses": audit.statuses, "codes": audit.codes,
-            "identity": {"output": _identity(descriptor),
-                         "journal": _identity(self._journal.fileno())}}
+            "statuses": audit.statuses, "codes": audit.codes}
         state["check"] = _seal(state)
         try:
             # Replaced atomically; what a failed write took of a full disk is freed.
@@ -488,8 +469,6 @@ def _state_problem(state: dict[str, Any]) -> str | None:
         "inputs": lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v),
         "pieces": count, "files": count, "total": count, "output": written, "journal": written,
         "reading": reading,
-        "identity": lambda v: isinstance(v, dict) and set(v) == {"output", "journal"} and all(
-            isinstance(i, list) and len(i) == 2 and all(map(count, i)) for i in v.values()),
         "statuses": lambda v: isinstance(v, dict) and set(v) == {
             "valid", "invalid", "indeterminate"} and all(map(count, v.values())),
         "codes": lambda v: isinstance(v, dict) and all(map(count, v.values())),

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import io
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -242,6 +243,40 @@ def _docs_url(text: str) -> str:
     return text if text.endswith("/") else text + "/"
 
 
+def _read_while_written(opts: argparse.Namespace) -> None:
+    """Refuse a report the audit would read while it writes it: an input named as the
+    output, or standard output redirected to one; with --state (the report grows in place)
+    an output the walk of a folder input would meet. The audit would read its own lines, and
+    never end (a resumed report is kept, not emptied)."""
+    from ..audit.inputs import AUDITED_SUFFIXES
+
+    inputs = [path for path in opts.paths if path != "-"]
+    if opts.output:
+        written, name = opts.output, f"--output {opts.output}"
+    else:
+        try:
+            if not stat.S_ISREG(os.fstat(1).st_mode):
+                return
+            written = os.readlink("/proc/self/fd/1")  # where the shell sent it (Linux)
+        except OSError:
+            return
+        name = "standard output"
+    for path in inputs:
+        if one_file(written, path):
+            raise NotOurs(f"{name} is also an input of the audit ({path}): give the report "
+                          "its own path")
+        if (os.path.isdir(path) and written.endswith(AUDITED_SUFFIXES)
+                and (opts.state or not opts.output) and _within(written, path)):
+            raise NotOurs(f"{name} is in the folder {path} the audit reads, and would be read "
+                          "as it is written: give the report a path outside it")
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether ``path`` lies in ``folder`` or below it (links resolved)."""
+    inside, top = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([inside, top]) == top
+
+
 def _claim(opts: argparse.Namespace) -> None:
     """The files the audit writes, claimed before anything is read (see _files.claim): the
     output is replaced only if it is an audit report, and a new run's journal only if it is
@@ -266,11 +301,7 @@ def _claim(opts: argparse.Namespace) -> None:
         # would go with them.
         raise NotOurs(f"--output {opts.output} is the file --state {opts.state} keeps (the "
                       "state or its journal): give the report its own path")
-    if opts.output and any(path != "-" and one_file(opts.output, path) for path in opts.paths):
-        # Read while it is written (a resumed one is kept, not emptied): the audit would read
-        # its own lines, and with --state never end.
-        raise NotOurs(f"--output {opts.output} is also an input of the audit: give the report "
-                      "its own path")
+    _read_while_written(opts)
     if opts.output and opts.state and is_stream(opts.output):
         # A resume re-reads its output and cuts it back to the last checkpoint: a pipe or a
         # device holds nothing to read back.

@@ -185,12 +185,12 @@ class DecisionLog:
             return digest
         folder = os.path.dirname(target)
         with writing(target):
-            os.makedirs(folder, exist_ok=True)
+            # Each folder made only where it is not a link (one put there since the log was
+            # opened is never written through, nor anything made in the folder it names).
             for made in (objects_folder(self.path), folder):
-                # A link put there (since the log was opened) is never written through: the
-                # folder it names may be anyone's.
                 if os.path.islink(made):
                     raise OSError(errno.ELOOP, "a symbolic link, never written through", made)
+                os.makedirs(made, exist_ok=True)
             # Written aside and renamed: a reader never finds half an object under its name.
             handle, temporary = tempfile.mkstemp(dir=folder, prefix=".part-")
             with os.fdopen(handle, "wb") as out:

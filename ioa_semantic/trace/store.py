@@ -784,8 +784,15 @@ def _held_to_be_ours(path: str) -> None:
         found = ox.Store.read_only(path)
     except (RuntimeError, OSError) as exc:
         why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        names = set(os.listdir(path)) if os.path.isdir(path) else set()
-        if "IDENTITY" in names and any(n.startswith("MANIFEST-") for n in names):
+        try:
+            names = set(os.listdir(path))
+        except OSError as listing:  # a folder that may be searched but not listed
+            raise StoreUnavailable(f"the trace store {path} cannot be opened: {why} "
+                                   f"({listing.strerror})") from None
+        if names & {"IDENTITY", "OPTIONS", "LOCK"} or any(
+                n.startswith(("MANIFEST-", "OPTIONS-"))
+                or (n.endswith((".sst", ".log")) and n[:-4].isdigit()) for n in names):
+            # RocksDB's own files: a store, damaged (or of a format this one cannot read).
             raise StoreUnavailable(f"the trace store {path} cannot be opened, it is damaged: "
                                    f"{why} (nothing in it was changed)") from None
         raise StoreError(f"{path} is not a trace store (it cannot be read as one: {why}); "
