@@ -194,6 +194,23 @@ def test_answers_not_taken_are_held_against_the_buffered_bytes(tmp_path: Path) -
         _until(lambda: large().status_code == 200, "the held answer given back")
 
 
+def test_an_answer_larger_than_the_whole_bound_is_answered_not_busy_forever(
+        tmp_path: Path) -> None:
+    """An answer no retry could ever fit (a 4.7 MB answer, --max-buffered-bytes 4,000,000)
+    was 503 busy with Retry-After on an idle server, every time: a permanent condition said
+    to be passing, and the check run again on each retry. It is answered, unheld."""
+    body = _big_answer_envelope()
+    with Service(["--profile", "cs-translation", "--max-buffered-bytes", "4000000"], tmp_path,
+                 tmp_path / "stderr.log") as service, \
+            httpx.Client(base_url=service.url, timeout=HANG) as client:
+        answer = client.post(f"/v1/check?at={AT}", content=body,
+                             headers={"Content-Type": "application/json"})
+        assert answer.status_code == 200, answer.text[:300]
+        assert len(answer.content) > 4_000_000 and answer.json()["verdict"] == "invalid"
+        health = client.get("/healthz")
+        assert health.status_code == 200
+
+
 # --- D: an impact body's parse is counted ------------------------------------------------
 
 

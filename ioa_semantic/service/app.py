@@ -205,12 +205,15 @@ class Service:
 
     def _held_answer(self, content: bytes, media_type: str) -> Response:
         """``content`` answered, held against --max-buffered-bytes until the client has
-        taken it (503 when it cannot be), cut if the client has not within --timeout."""
-        if not self.bodies.take(len(content)):
+        taken it (503 when it cannot be for now), cut if the client has not within --timeout.
+        An answer larger than the whole bound could never be held: it is sent unheld (still
+        cut past --timeout), never refused with a 503 that no retry would get past."""
+        held = len(content) if len(content) <= self.bodies.cap else 0
+        if held and not self.bodies.take(held):
             return problem("busy", "the server holds as many request bodies and answers as it "
                                    f"may ({self.bodies.cap} bytes): try again later",
                            {"Retry-After": "1"})
-        return _HeldAnswer(content, media_type, self.bodies, self.limits.timeout)
+        return _HeldAnswer(content, media_type, self.bodies, self.limits.timeout, held)
 
     def _check_query(self, request: Request) -> tuple[dict[str, str], datetime | None]:
         items = _query(request, ("param", "at"))
@@ -496,10 +499,11 @@ class _HeldAnswer(Response):
     connection closed (the answer is cut, the access log says ``cut``), and its bytes are
     given back either way."""
 
-    def __init__(self, content: bytes, media_type: str, bodies: HeldBytes, bound: float) -> None:
+    def __init__(self, content: bytes, media_type: str, bodies: HeldBytes, bound: float,
+                 held: int) -> None:
         super().__init__(content, media_type=media_type)
         self._bodies = bodies
-        self._held = len(content)
+        self._held = held  # what it was counted for (none, for one past the whole bound)
         self._bound = bound
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -30,7 +30,8 @@ class ServiceLimits(NamedTuple):
     :mod:`.workers`); ``audits``: audits run at once (one more is refused with 503);
     ``max_buffered_bytes``: the check and impact bodies held at once, all requests together,
     with what an impact body's parse takes and the answers not yet taken by their clients
-    (a body or an answer that would pass it is refused with 503); ``header_timeout``:
+    (a body or an answer that would pass it is refused with 503; an answer larger than the
+    whole bound, which no retry would fit, is sent unheld); ``header_timeout``:
     seconds to read a request's head (past it, 408 and the connection is closed);
     ``max_impact_bytes``: an impact request's body (a decision log and its objects, held
     whole: within ``max_buffered_bytes``, the cap on the bodies held at once).

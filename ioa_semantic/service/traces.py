@@ -47,7 +47,7 @@ from typing import IO, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -470,6 +470,10 @@ class Ingest:
                            {"Retry-After": str(self.retry_after), "Connection": "close"})
         except _TooLarge as exc:
             return _status(media, 413, str(exc))
+        except ClientDisconnect:
+            # The client went away with its body half sent (an exporter's timeout): nothing
+            # was kept, and nobody reads an answer; said without a traceback.
+            return Response(status_code=400)
         finally:
             held.release()
 
@@ -487,11 +491,11 @@ class Ingest:
             return _status(media, 413, f"the request body exceeds {self.max_body} bytes")
         data: bytes | bytearray = body
         if gzipped:
-            # What decompressing holds: at most max_body bytes (and one), before its size
-            # is known; then what it came to, the compressed bytes let go.
-            self._hold(held, self.max_body + 1)
+            # What decompressing holds, taken as it grows (a reservation of max_body for
+            # each request refused bursts of small ones); then the compressed bytes let go.
             try:
-                inflated = await run_in_threadpool(_gunzip, body, self.max_body)
+                inflated = await run_in_threadpool(_gunzip, body, self.max_body,
+                                                   lambda size: self._hold(held, size))
             except ValueError as exc:
                 return _status(media, 400, str(exc))
             if inflated is None:
@@ -500,7 +504,7 @@ class Ingest:
             given = len(body)
             del body
             data = inflated
-            held.give(self.max_body + 1 + given - len(inflated))
+            held.give(given)
         try:
             # Off the event loop: a walk of 16 MiB of protobuf takes a third of a second.
             cost = await run_in_threadpool(_cost, data, media, self.max_spans,
@@ -634,11 +638,13 @@ MAX_GZIP_MEMBERS = 1024
 _GZIP_CHUNK = 1 << 12
 
 
-def _gunzip(body: bytes, cap: int) -> bytearray | None:
+def _gunzip(body: bytes, cap: int,
+            grow: Callable[[int], None] | None = None) -> bytearray | None:
     """``body`` decompressed, or None when it would exceed ``cap`` bytes; ValueError when it
     is not whole gzip members, or more than :data:`MAX_GZIP_MEMBERS`. gzip allows several
     members one after another (``cat a.gz b.gz``): each is read, none dropped after it was
-    acknowledged. Linear in the body: its bytes are given in chunks, each read once."""
+    acknowledged. Linear in the body: its bytes are given in chunks, each read once.
+    ``grow`` is told of each growth of the output before the next (it may raise, to stop)."""
     out = bytearray()
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
     members = 1
@@ -653,9 +659,12 @@ def _gunzip(body: bytes, cap: int) -> bytearray | None:
                 inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
             try:
                 # Never past cap (and one byte, to tell): the rest stays in unconsumed_tail.
-                out += inflate.decompress(data, cap + 1 - len(out))
+                more = inflate.decompress(data, cap + 1 - len(out))
             except zlib.error:
                 raise ValueError("the body is not gzip (Content-Encoding: gzip)") from None
+            if grow is not None and more:
+                grow(len(more))
+            out += more
             if len(out) > cap or inflate.unconsumed_tail:
                 return None
             data = inflate.unused_data if inflate.eof else b""
