@@ -82,11 +82,6 @@ class _Written:
 STATE_VERSION = 3
 
 
-def _open_journal(path: str, flags: int) -> int:
-    """The journal's descriptor, never through a symbolic link (``O_NOFOLLOW``)."""
-    return os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-
-
 _READ_BYTES = 1 << 20  # what proving a written file reads at a time
 
 
@@ -174,7 +169,7 @@ class Checkpoint:
             yield piece
 
     def _pass_over(self, found: Iterator[Piece], audit: Tally, state: dict[str, Any]) -> None:
-        files = self._replayed(audit, state)
+        files = self._replayed(audit, state["journal"]["length"])
         reading = None if state["reading"] is None else tuple(state["reading"])
 
         def check(record: FileRead) -> None:  # each input file read to its end, in order
@@ -213,12 +208,11 @@ class Checkpoint:
         while unsaved and unsaved[0][0] < self._files:  # in the journal already
             unsaved.popleft()
 
-    def _replayed(self, audit: Tally, state: dict[str, Any]) -> Iterator[FileRead]:
-        """The journal's first bytes the state records (proven): the conflict index's entries replayed
+    def _replayed(self, audit: Tally, length: int) -> Iterator[FileRead]:
+        """The journal's first ``length`` bytes (proven): the conflict index's entries replayed
         into ``audit``, the input files' yielded in the order they were read."""
         import json
 
-        length = state["journal"]["length"]
         with self._journal_file(os.O_RDONLY, "rb") as journal:
             read = 0
             for entry in journal:
@@ -236,7 +230,8 @@ class Checkpoint:
         """The journal, opened never through a link (a link at its path is refused:
         :class:`Refused`); what it holds is proven by :meth:`_prove`."""
         try:
-            descriptor = _open_journal(self.journal_path, flags)
+            descriptor = os.open(self.journal_path,
+                                 flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
             if os.path.islink(self.journal_path):
                 raise self._refused(f"{self.journal_path} (the journal of {self.path}) is a "

@@ -48,9 +48,9 @@ from fsspec.utils import read_block
 from .._checker import Checker
 from .._codes import finding
 from .._exceptions import ClusterStopped, ConfigurationError
-from ..pipeline.intake import Limits
+from ..pipeline.intake import Limits, too_large
 from ..sources.loader import read_profile, resolve_profile
-from .inputs import AUDITED_SUFFIXES, Lines, document_items, items_of, too_large, walk
+from .inputs import AUDITED_SUFFIXES, Lines, document_items, items_of, walk
 from .judge import Item, Result
 from .kinds import Kinds
 from .run import Asked, Audit, Conflict, differences
@@ -267,7 +267,7 @@ def read_partition(part: Partition, limits: Limits | None = None,
         return [(part.source, None, None, (finding("json.unreadable", _cannot_read(where, exc)),))], 0
     if not part.lines:
         if len(block) > limit:  # read no further than the local audit reads it
-            return [(part.source, None, None, too_large(size, limit))], 0
+            return [(part.source, None, None, (too_large(size, limit),))], 0
         return list(document_items(part.source, block, limits, place)), 0
     # Cut into lines as the local audit cuts its blocks (items_of): a line's text ends before
     # its line break, so a json.syntax message gives the position the local audit gives (a

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from .._codes import finding
 from .._findings import Finding
-from ..pipeline.intake import JSON_WHITESPACE, Limits, parse
+from ..pipeline.intake import JSON_WHITESPACE, Limits, parse, too_large
 from .judge import Item
 from .places import Element, elements, position
 
@@ -222,16 +222,6 @@ def _unread(path: str, problem: Finding, fingerprint: Fingerprint | None) -> Ite
     yield path, None, None, (problem,)
 
 
-def too_large(size: int | None, limit: int) -> tuple[Finding, ...]:
-    """The intake's finding for a document over the limit, of ``size`` bytes (None: a stream,
-    read no further than the limit)."""
-    if size is None:
-        return (finding("json.too-large", f"the document has more than {limit} bytes (it was "
-                                          f"read no further), over the limit of {limit}"),)
-    return (finding("json.too-large", f"the document has {size} bytes, over the limit of "
-                                      f"{limit}"),)
-
-
 def _nonblocking(path: str, flags: int) -> int:
     # A named pipe opens at once, not when a writer comes: it is then told and not read.
     return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
@@ -286,7 +276,7 @@ def _file(path: str, limits: Limits | None,
             fingerprint.count(size - len(data))
         fingerprint.closed()
     if len(data) > limit:
-        yield path, None, None, too_large(None if size < 0 else size, limit)
+        yield path, None, None, (too_large(None if size < 0 else size, limit),)
         return
     yield from document_items(path, data, limits, place)
 
@@ -356,7 +346,7 @@ def _lines(source: str, stream: IO[bytes], limits: Limits | None = None,
                     if ended:
                         break
                 if not blank:
-                    yield source, index, None, too_large(size, limit)
+                    yield source, index, None, (too_large(size, limit),)
             elif line.strip(JSON_WHITESPACE):
                 yield source, index, line[:-1] if line.endswith(b"\n") else line, ()
             index += 1
@@ -395,7 +385,7 @@ def _blocks(source: str, stream: IO[bytes], limits: Limits | None = None,
                 if not cut:
                     continue
                 data = chunk[end + 1:cut]
-                yield Lines(source, first, data, () if blank else too_large(over, limit))
+                yield Lines(source, first, data, () if blank else (too_large(over, limit),))
                 first += 1 + data.count(b"\n")
                 parts = [chunk[cut:]] if cut < len(chunk) else []
                 held, over = len(chunk) - cut, -1
@@ -416,7 +406,7 @@ def _blocks(source: str, stream: IO[bytes], limits: Limits | None = None,
             yield Lines(source, first, block)
             first += block.count(b"\n")
         if over >= 0:
-            yield Lines(source, first, b"", () if blank else too_large(over, limit))
+            yield Lines(source, first, b"", () if blank else (too_large(over, limit),))
         elif parts:
             yield Lines(source, first, b"".join(parts))
     except OSError as exc:

@@ -17,6 +17,7 @@ from .._findings import Decision, Finding, ProfileRef, Verdict
 from .._runtime import paused as collector_paused
 from .._status import ExitStatus
 from ..pipeline import remedies
+from ..pipeline.intake import too_large
 from ..reporters.check import REPORTERS
 from ..sources.loader import ProfileUnavailable
 from .parsing import (
@@ -74,10 +75,7 @@ def _read_envelope(name: str, limit: int) -> bytes | tuple[Finding, ...]:
         return read_bounded(0 if name == "-" else name, limit, "for an envelope (--max-bytes)",
                             streams=True)
     except TooLarge as exc:
-        # Said as the intake says a document over the limit (pipeline.intake.parse).
-        said = (f"has {exc.size} bytes, over the limit of {exc.limit}" if exc.size is not None
-                else f"has more bytes than the limit of {exc.limit}")
-        return (finding("json.too-large", f"the document {said}", ""),)
+        return (too_large(exc.size, exc.limit),)  # as the intake says it
     except Unreadable as exc:
         return (finding("json.unreadable", f"{name}: {exc}"),)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .._exceptions import STANDARD_OUTPUT, ConfigurationError
 from .._files import writing
 from .._status import ExitStatus
-from .parsing import _instant, _positive, add_limits, limits_of
+from .parsing import _instant, _positive, add_limits, limits_of, say
 
 if TYPE_CHECKING:
     from ..audit.judge import Judged
@@ -166,12 +166,9 @@ def _reported(impact: ImpactRun, fmt: str) -> int:
         REPORTERS[fmt](impact, sys.stdout)
         sys.stdout.flush()
     assert impact.summary is not None
-    from .._visible import visible
-
     for warning in impact.summary.warnings:
         # A warning names the log as it was given: what a terminal would obey in it is shown.
-        print(visible(f"ioa-check impact: warning: {warning}", surrogates=False),
-              file=sys.stderr)
+        say("ioa-check impact", f"warning: {warning}")
     if impact.summary.flipped or impact.summary.conflicts:
         return ExitStatus.INCOMPATIBLE
     # A decision or registration the change touches and that could not be judged again, or

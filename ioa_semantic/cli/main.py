@@ -34,7 +34,7 @@ from .._nearest import nearest
 from .._runtime import own_process, paused, quick_exit, untranslated_argparse
 from .._status import ExitStatus
 from .._version import __version__
-from .parsing import _Parser, unwritable_stdout
+from .parsing import _Parser, say, unwritable_stdout
 
 # The commands, each the module of this package of its name, in the order --help lists them.
 # A module is imported when its command is parsed (see command_module), never all at start: a
@@ -228,12 +228,9 @@ def said(exc: IoaSemanticError, command: str) -> ExitStatus | None:
     if isinstance(exc, WriteFailed) and exc.name == STANDARD_OUTPUT:
         # Whichever command it was, and with what is left in stdout's buffer sent nowhere.
         return unwritable_stdout(exc.error)
-    from ..reporters import visible
-
     # An error names what failed (a file, a profile's term) as it was given: what a terminal
     # would obey in it is shown, never sent.
-    print(visible(f"{_SPEAKERS.get(command, 'ioa-check')}: {exc}", surrogates=False),
-          file=sys.stderr)
+    say(_SPEAKERS.get(command, "ioa-check"), str(exc))
     return status
 
 

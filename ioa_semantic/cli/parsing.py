@@ -285,6 +285,14 @@ def write_output(path: str | None, data: bytes, *, private: bool = False,
         raise WriteFailed(path, exc) from exc
 
 
+def say(speaker: str, line: str) -> None:
+    """``line`` on standard error after ``speaker`` (``ioa-check trace``): what it names (a
+    file as it was given, a message quoting the input) shown, never obeyed by the terminal."""
+    from .._visible import visible
+
+    print(visible(f"{speaker}: {line}", surrogates=False), file=sys.stderr)
+
+
 def unwritable_stdout(exc: OSError) -> ExitStatus:
     """Say on stderr that standard output cannot be written; the environment's status."""
     print(f"ioa-check: {WriteFailed(STANDARD_OUTPUT, exc)}", file=sys.stderr)

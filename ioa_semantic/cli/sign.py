@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from datetime import UTC, datetime
 
 from .._exceptions import ConfigurationError, SigningKeyError
@@ -17,7 +16,7 @@ from .._files import KEY_BYTES, Unreadable, read_bounded
 from .._status import ExitStatus
 from ..pipeline import provenance
 from ..sources.loader import read_artifact, resolve_artifact
-from .parsing import _instant, write_output
+from .parsing import _instant, say, write_output
 
 DESCRIPTION = ("Sign an alignment artifact (12.4 shape) with an Ed25519 key: write it with a "
                "W3C Data Integrity proof (eddsa-jcs-2022) whose verification method is the "
@@ -56,11 +55,7 @@ def _read(path: str) -> bytes:
 
 
 def _say(line: str) -> None:
-    """``line`` on standard error as sign says it: what it names (the artifact as given, a
-    problem quoting the artifact) shown, never obeyed by the terminal."""
-    from .._visible import visible
-
-    print(visible(f"ioa-check sign: {line}", surrogates=False), file=sys.stderr)
+    say("ioa-check sign", line)  # the artifact as given, shown, never obeyed
 
 
 def _overlap_problem(valid_from: datetime | None, valid_until: datetime | None,

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, cast
 
 from .._status import ExitStatus
-from .parsing import _instant, _positive, _positive_seconds, _size
+from .parsing import _instant, _positive, _positive_seconds, _size, say
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -183,11 +183,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _say(line: str) -> None:
-    """``line`` on standard error as trace says it: what it names (a trace file, a run) shown,
-    never obeyed by the terminal (as the errors cli.main says)."""
-    from .._visible import visible
-
-    print(visible(f"ioa-check trace: {line}", surrogates=False), file=sys.stderr)
+    say("ioa-check trace", line)  # a trace file, a run, shown as cli.main shows errors
 
 
 def extra_missing() -> bool:

@@ -230,8 +230,7 @@ def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = Fals
     limits = limits or Limits()
     size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > limits.max_bytes:
-        return _fail("json.too-large",
-                     f"the document has {size} bytes, over the limit of {limits.max_bytes}")
+        return Intake(None, (too_large(size, limits.max_bytes),))
     if isinstance(data, str):
         text = data
         try:
@@ -309,6 +308,16 @@ def value_findings(document: Any, limits: Limits, size: int | None = None) -> tu
                             f"the document holds more than {limit} JSON values (members and "
                             f"array items); the limit is --max-values", ""),)
     return ()
+
+
+def too_large(size: int | None, limit: int) -> Finding:
+    """The finding of a document over ``limit`` bytes: of ``size`` bytes, or (None) one read
+    no further than the limit (a stream, a line let go), whose size is not known."""
+    if size is None:
+        return finding("json.too-large", f"the document has more than {limit} bytes (it was "
+                                         f"read no further), over the limit of {limit}", "")
+    return finding("json.too-large", f"the document has {size} bytes, over the limit of "
+                                     f"{limit}", "")
 
 
 def _fail(code: str, message: str) -> Intake:
