@@ -34,6 +34,7 @@ from test_audit import INVALID, line, variant
 from ioa_semantic.audit.dask import partitions, read_partition
 from ioa_semantic.audit.inputs import documents, items_of, pieces
 from ioa_semantic.audit.judge import Item
+from ioa_semantic.pipeline.intake import Limits, too_large
 
 from support import AT, IOA_CHECK, registration_63, sarif_of
 
@@ -379,33 +380,89 @@ def test_a_scheduler_address_dask_cannot_read_is_exit_2_without_a_traceback(
     assert b"Traceback" not in proc.stderr
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(rows=st.lists(st.sampled_from([b"{}", b"", b"  ", b"[1, 2]", b"x" * 40, b"{\"a\": 1}",
-                                      b"{\"a\": 1}\r", b"{\"a\": "]),
+                                      b"{\"a\": 1}\r", b"{\"a\": ", b" " * 70,
+                                      b"{\"long\": \"" + b"y" * 90 + b"\"}"]),
                      max_size=60),
-       final_newline=st.booleans(), size=st.integers(1, 120))
+       final_newline=st.booleans(), size=st.integers(1, 120), limited=st.booleans(),
+       stdin=st.booleans())
 def test_byte_ranges_read_back_as_the_local_audit_reads_the_file(
         tmp_path_factory: pytest.TempPathFactory, rows: list[bytes], final_newline: bool,
-        size: int) -> None:
-    """Cut at any size, a JSON Lines file's partitions hold every line once, and their line
-    counts number each line as the local audit numbers it; each line's text is the local
-    audit's, without its line break."""
+        size: int, limited: bool, stdin: bool) -> None:
+    """Cut at any size, a JSON Lines file's (or standard input's) partitions hold every line
+    once, and their line counts number each line as the local audit numbers it; each line's
+    text is the local audit's, without its line break; a line over the byte limit is the
+    local audit's result for it, wherever the cuts fall."""
     path = tmp_path_factory.mktemp("lines") / "r.jsonl"
     path.write_bytes(b"\n".join(rows) + (b"\n" if final_newline and rows else b""))
+    limits = Limits(max_bytes=64) if limited else None
     got: list[Item] = []
     before = 0
-    for part in partitions([str(path)], size):
-        items, lines = read_partition(part)
-        for source, index, document, problems in items:
-            assert index is not None  # a readable file's items have their line numbers
-            got.append((source, before + index, document, problems))
-        before += lines
-    assert got == [item for piece in pieces([str(path)]) for item in items_of(piece)]
+    with path.open("rb") as stream:
+        for part in partitions(["-" if stdin else str(path)], size, stream, limits):
+            items, lines = read_partition(part, limits)
+            for source, index, document, problems in items:
+                assert index is not None  # a readable file's items have their line numbers
+                got.append((str(path) if stdin else source, before + index, document,
+                            problems))
+            before += lines
+    got = _as_judged(got, limits)
+    assert got == _as_judged([item for piece in pieces([str(path)], limits=limits)
+                              for item in items_of(piece)], limits)
     # The items documents() reads, less their line breaks.
-    assert got == [(source, index, document.removesuffix(b"\n") if isinstance(document, bytes)
-                    else document, problems)
-                   for source, index, document, problems in documents([str(path)])]
+    assert got == _as_judged([(source, index, document.removesuffix(b"\n")
+                               if isinstance(document, bytes) else document, problems)
+                              for source, index, document, problems in documents(
+                                  [str(path)], limits=limits)], limits)
 
+
+def _as_judged(items: list[Item], limits: Limits | None) -> list[Item]:
+    """``items`` with each line over the byte limit as the intake judges it: a reader may
+    hold such a line (it fell within one block) or pass over it (it did not), and either
+    way its result is the same finding."""
+    if limits is None:
+        return items
+    return [(source, index, None, (too_large(len(document), limits.max_bytes),))
+            if isinstance(document, bytes) and len(document) > limits.max_bytes
+            else (source, index, document, problems)
+            for source, index, document, problems in items]
+
+
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "standard input"])
+def test_a_line_longer_than_memory_is_never_held_by_a_worker_or_the_client(
+        tmp_path: Path, stdin: bool) -> None:
+    """A JSON Lines line of 64 MiB under a 1 MiB limit is passed over in pieces, by the
+    worker reading a file's byte range and by the client cutting standard input alike: the
+    largest allocation while it is read is a small fraction of it (tracemalloc counts every
+    bytes object made), and it is reported as too large at its line."""
+    import tracemalloc
+
+    path = tmp_path / "r.jsonl"
+    with path.open("wb") as out:
+        out.write(b'{"a": 1}\n{"x": "')
+        for _ in range(64):
+            out.write(b"z" * (1 << 20))
+        out.write(b'"}\n{"b": 2}\n')
+    limits = Limits(max_bytes=1 << 20)
+    found: list[Item] = []
+    before = 0  # the lines of the partitions before, as the client numbers them
+    tracemalloc.start()
+    try:
+        with path.open("rb") as stream:
+            # Partitions of 4 MiB: the long line starts in the first and spans many.
+            for part in partitions(["-" if stdin else str(path)], 4 << 20, stream, limits):
+                items, lines = read_partition(part, limits)
+                found += [(source, index + before, document, problems)
+                          for source, index, document, problems in items
+                          if index is not None]
+                before += lines
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
+    assert [(index, problems[0].code if problems else None) for _, index, _, problems in found
+            ] == [(0, None), (1, "json.too-large"), (2, None)]
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
 def test_a_full_disk_under_the_cluster_is_exit_74_naming_the_file(tmp_path: Path) -> None:

@@ -43,14 +43,14 @@ import fsspec
 from distributed import Client, Future, KilledWorker, LocalCluster
 from distributed.comm.addressing import get_address_host_port, parse_address
 from distributed.comm.core import CommClosedError
-from fsspec.utils import read_block
+from fsspec.utils import seek_delimiter
 
 from .._checker import Checker
 from .._codes import finding
 from .._exceptions import ClusterStopped, ConfigurationError
 from ..pipeline.intake import Limits, too_large
 from ..sources.loader import read_profile, resolve_profile
-from .inputs import AUDITED_SUFFIXES, Lines, document_items, items_of, walk
+from .inputs import AUDITED_SUFFIXES, Lines, blocks, document_items, items_of, walk
 from .judge import Item, Result
 from .kinds import Kinds
 from .run import Asked, Audit, Conflict, differences
@@ -73,6 +73,9 @@ class Partition(NamedTuple):
     length: int | None = None  # nominal bytes from ``start``; None: to the end of the file
     data: bytes | None = None  # standard input, read by the client
     problem: str | None = None  # why the client could not open it (reported, not judged)
+    # Standard input's line before ``data``, over the byte limit and not held: its findings
+    # (see Lines.head)
+    head: tuple[Any, ...] | None = None
 
 
 class Setup(NamedTuple):
@@ -149,13 +152,14 @@ class Cluster:
 
 
 def partitions(paths: Iterable[str], partition_bytes: int,
-               stdin: IO[bytes] | None = None) -> Iterator[Partition]:
-    """Every partition of ``paths``, in input order (numbered from 0)."""
+               stdin: IO[bytes] | None = None, limits: Limits | None = None) -> Iterator[Partition]:
+    """Every partition of ``paths``, in input order (numbered from 0); standard input's
+    lines are held up to ``limits``' byte limit, as the workers hold a file's."""
     counter = itertools.count()
     for path in paths:
         if path == "-":
             found: Iterable[Partition] = _stdin(stdin if stdin is not None else sys.stdin.buffer,
-                                                 partition_bytes)
+                                                 partition_bytes, limits)
         else:
             found = (part for source, url, problem in _files(path)
                      for part in ((Partition(0, source, url, source.endswith(".jsonl"),
@@ -204,20 +208,29 @@ def _file_partitions(source: str, url: str, partition_bytes: int) -> Iterator[Pa
                         None if start == starts[-1] else partition_bytes)
 
 
-def _stdin(stream: IO[bytes], partition_bytes: int) -> Iterator[Partition]:
+def _stdin(stream: IO[bytes], partition_bytes: int,
+           limits: Limits | None = None) -> Iterator[Partition]:
+    """Standard input in partitions of whole lines, about ``partition_bytes`` each, read as
+    the local audit reads it (:func:`~.inputs.blocks`): a line over the byte limit is passed
+    over, never held, and starts a partition that carries its findings (``head``)."""
     start = 0
-    while True:
-        try:
-            data = stream.read(partition_bytes)
-            if data and not data.endswith(b"\n"):
-                data += stream.readline()
-        except OSError as exc:
-            yield Partition(0, "-", "", True, start, problem=f"-: reading stopped: {exc.strerror}")
+    parts: list[bytes] = []
+    held = 0
+    head: tuple[Any, ...] | None = None
+    for piece in blocks("-", stream, limits):
+        if not isinstance(piece, Lines):  # reading stopped: what was read is judged first
+            if parts or head is not None:
+                yield Partition(0, "-", "", True, start, held, data=b"".join(parts), head=head)
+            yield Partition(0, "-", "", True, start + held, problem=piece[3][0].message)
             return
-        if not data:
-            return
-        yield Partition(0, "-", "", True, start, len(data), data=data)
-        start += len(data)
+        if piece.head is not None or held >= partition_bytes:
+            if parts or head is not None:
+                yield Partition(0, "-", "", True, start, held, data=b"".join(parts), head=head)
+            start, parts, held, head = start + held, [], 0, piece.head
+        parts.append(piece.data)
+        held += len(piece.data)
+    if parts or head is not None:
+        yield Partition(0, "-", "", True, start, held, data=b"".join(parts), head=head)
 
 
 def _cannot_read(source: str, exc: BaseException) -> str:
@@ -260,6 +273,8 @@ def read_partition(part: Partition, limits: Limits | None = None,
         return [(part.source, None, None, (finding("json.unreadable", part.problem),))], 0
     limit = (limits or Limits()).max_bytes
     try:
+        if part.lines and part.data is None:
+            return _lines_read(part, limits)
         block, size = _block(part, limit)
     except Exception as exc:  # any file system's failure: this partition is unreadable
         where = part.source if part.start == 0 and part.length is None else (
@@ -269,21 +284,88 @@ def read_partition(part: Partition, limits: Limits | None = None,
         if len(block) > limit:  # read no further than the local audit reads it
             return [(part.source, None, None, (too_large(size, limit),))], 0
         return list(document_items(part.source, block, limits, place)), 0
-    # Cut into lines as the local audit cuts its blocks (items_of): a line's text ends before
-    # its line break, so a json.syntax message gives the position the local audit gives (a
-    # line read from a stream keeps its b"\n", after which the parser's end of input lies on
-    # the next line).
-    return list(items_of(Lines(part.source, 0, block))), _line_count(block)
+    # Standard input's lines, cut as the local audit cuts its blocks (items_of): a line's
+    # text ends before its line break, so a json.syntax message gives the position the local
+    # audit gives.
+    return list(items_of(Lines(part.source, 0, block, part.head))), (
+        _line_count(block) + (part.head is not None))
+
+
+def _lines_read(part: Partition, limits: Limits | None) -> tuple[list[Item], int]:
+    """A byte range of a JSON Lines file read as the local audit reads a file: in blocks,
+    each line held up to the byte limit (one longer is passed over to its end and reported,
+    never held), so a worker's memory is bounded whatever the file holds."""
+    with fsspec.open(part.url, "rb") as handle:
+        region = _Region(handle, part.start, part.length)
+        items: list[Item] = []
+        for piece in blocks(part.source, region, limits):
+            if type(piece) is Lines:
+                items.extend(items_of(piece))
+            else:
+                items.append(piece)  # type: ignore[arg-type]
+        return items, region.lines
+
+
+class _Region:
+    """The lines of an open file that a partition's byte range spans, as a stream: from the
+    first line that starts after ``start`` (or at 0) to the end of the line in which
+    ``start + length`` falls (None: to the end of the file), as fsspec's ``read_block`` cuts
+    ranges, but read in pieces rather than whole (a line may be longer than memory); counts
+    the lines it gives."""
+
+    def __init__(self, handle: IO[bytes], start: int, length: int | None) -> None:
+        handle.seek(start)
+        seek_delimiter(handle, b"\n", 1 << 16)
+        begin = handle.tell()
+        self._left: int | None = None
+        if length is not None:
+            handle.seek(start + length)
+            seek_delimiter(handle, b"\n", 1 << 16)
+            self._left = handle.tell() - begin
+        handle.seek(begin)
+        self._handle = handle
+        self._newlines = 0
+        self._last = b""
+
+    def read(self, size: int = -1) -> bytes:
+        if self._left is not None:
+            size = self._left if size < 0 else min(size, self._left)
+            if size == 0:
+                return b""
+        chunk: bytes = self._handle.read(size)
+        if self._left is not None:
+            self._left -= len(chunk)
+        if chunk:
+            self._newlines += chunk.count(b"\n")
+            self._last = chunk[-1:]
+        return chunk
+
+    @property
+    def lines(self) -> int:
+        """The lines given so far (a last one without its line break counted)."""
+        return self._newlines + (self._last not in (b"", b"\n"))
+
+
+def _counted(part: Partition) -> int:
+    """The lines a partition spans, counted without holding them (its results lost)."""
+    if not part.lines:
+        return 0
+    if part.data is not None:
+        return _line_count(part.data) + (part.head is not None)
+    with fsspec.open(part.url, "rb") as handle:
+        region = _Region(handle, part.start, part.length)
+        while region.read(1 << 20):
+            pass
+        return region.lines
 
 
 def _block(part: Partition, limit: int) -> tuple[bytes, int | None]:
-    """A partition's bytes, and for a whole file read past ``limit`` (no more than one byte
-    past it) its size where the file system says it (else None)."""
+    """A whole file's bytes (or standard input's, read by the client), and for a file read
+    past ``limit`` (no more than one byte past it) its size where the file system says it
+    (else None)."""
     if part.data is not None:
         return part.data, None
     with fsspec.open(part.url, "rb") as handle:
-        if part.lines:
-            return read_block(handle, part.start, part.length, delimiter=b"\n"), None
         block: bytes = handle.read(limit + 1)
         size = getattr(handle, "size", None) if len(block) > limit else None
     return block, size if isinstance(size, int) and size > limit else None
@@ -411,7 +493,7 @@ class ClusterAudit(Audit):
         # enough that results the client has not taken yet do not pile up on the workers.
         in_flight = max(4, 2 * sum(self.client.nthreads().values()))
         window: deque[tuple[Partition, Future[Any], Future[Any]]] = deque()
-        for part in partitions(paths, self.partition_bytes, stdin):
+        for part in partitions(paths, self.partition_bytes, stdin, self.setup.limits):
             window.append(self._submit(part))
             if len(window) >= in_flight:
                 yield from self._collect(*window.popleft())
@@ -447,7 +529,7 @@ class ClusterAudit(Audit):
                     "json.unreadable", f"{part.source} (bytes from {part.start}): partition "
                     f"{part.seq} could not be audited: it ended worker processes ({exc})"),))]
                 try:  # its lines still count for the numbering of the next partition's
-                    lines = _line_count(_block(part, 0)[0]) if part.lines else 0
+                    lines = _counted(part)
                 except Exception:
                     lines = 0
             else:

@@ -18,7 +18,7 @@ import stat
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     pass
@@ -93,15 +93,15 @@ def pieces(paths: Iterable[str], stdin: IO[bytes] | None = None,
     batch: list[Item] = []
     for path in paths:
         if path == "-":
-            found: Iterable[Item | Lines] = _blocks("-", stdin if stdin is not None
+            found: Iterable[Item | Lines] = blocks("-", stdin if stdin is not None
                                                     else sys.stdin.buffer, limits)
         elif os.path.isdir(path):
             found = (unit for file_path, problem in walk(path)
-                     for unit in (_file(file_path, limits, _blocks, fingerprint, place, True)
+                     for unit in (_file(file_path, limits, blocks, fingerprint, place, True)
                                   if problem is None else
                                   _unread(file_path, problem, fingerprint)))
         else:
-            found = _file(path, limits, _blocks, fingerprint, place)
+            found = _file(path, limits, blocks, fingerprint, place)
         for unit in found:
             if type(unit) is Lines:
                 if batch:
@@ -332,7 +332,7 @@ def _lines(source: str, stream: IO[bytes], limits: Limits | None = None,
            ) -> Iterator[tuple[str, int | None, bytes | None, tuple[Finding, ...]]]:
     """Each line of ``stream`` that is not blank, without its line break, as :func:`items_of`
     has it. A line is read up to the byte limit: one longer is passed over to its end, its
-    bytes counted, its result the intake's (``hashed``: as for :func:`_blocks`, unused here)."""
+    bytes counted, its result the intake's (``hashed``: as for :func:`blocks`, unused here)."""
     limit = (limits or _LIMITS).max_bytes
     index = 0
     try:
@@ -359,7 +359,13 @@ def _lines(source: str, stream: IO[bytes], limits: Limits | None = None,
 _BLOCK_BYTES = 512 * 1024
 
 
-def _blocks(source: str, stream: IO[bytes], limits: Limits | None = None,
+class Readable(Protocol):
+    """What :func:`blocks` reads: a binary stream's ``read`` (a file, a pipe, a byte range)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def blocks(source: str, stream: Readable, limits: Limits | None = None,
             hashed: Callable[[bytes], None] | None = None) -> Iterator[Lines | Item]:
     """``stream`` in blocks of whole lines (the last may lack its newline), cut where they
     would be cut whatever the limit. A line is held up to the byte limit: one found longer
