@@ -174,3 +174,36 @@ def test_a_declaration_met_again_is_not_written_out_again() -> None:
         sys.setprofile(None)
     assert written == []
     assert len(index) == 50
+
+
+def test_registrations_of_an_iri_registered_again_are_not_held_in_memory() -> None:
+    """The contract: memory does not grow with the registrations, apart from the index of
+    distinct IRIs. 200,000 registrations of one IRI hold what 2,000 hold (the repeats go to
+    a temporary file), and a conflict met after all of them still names every one, in order
+    (read back across the file's writes)."""
+    import tracemalloc
+
+    declaration = (("text/plain",), ("text/html",), None)
+
+    def held(repeats: int) -> tuple[int, ConflictIndex]:
+        index = ConflictIndex()
+        tracemalloc.start()
+        try:
+            for n in range(repeats):
+                index.add("urn:x:1", declaration, ("a.jsonl", n))
+            return tracemalloc.get_traced_memory()[0], index
+        finally:
+            tracemalloc.stop()
+
+    few, _ = held(2_000)
+    many, index = held(200_000)
+    assert many - few < 1_200_000, (few, many)  # at most the write buffer's megabyte more
+    differing = (("application/json",), ("text/html",), None)
+    index.add("urn:x:1", differing, ("b.jsonl", None))
+    ((ident, registrations, declared),) = index.conflicts()
+    assert ident == "urn:x:1"
+    assert registrations == (*(("a.jsonl", n) for n in range(200_000)), ("b.jsonl", None))
+    assert declared == (*(declaration,) * 200_000, differing)
+    # Asked again (the reporters ask once each), the same; a repeat added since is in it.
+    index.add("urn:x:1", declaration, ("c.jsonl", 7))
+    assert next(index.conflicts())[1][-2:] == (("b.jsonl", None), ("c.jsonl", 7))

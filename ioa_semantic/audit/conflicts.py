@@ -10,8 +10,13 @@ distinct declarations are numbered, each digest held once), the source's number 
 are held once each) and the index, 32 bytes; past those numbers, 32 bytes of the
 declaration's 20-byte digest and the place packed (an index of 1,000,000 IRIs: 125 -> 81
 bytes an IRI, measured). A collision of either digest would take about 2**80 tries.
-An IRI met again keeps its text and the list of every registration of it with its
-declaration's digest, which the conflict's report names. To say what differs, the index also
+An IRI met again keeps its text (the index of distinct IRIs the contract allows), and each
+registration after its first is written to a temporary file, not held: its IRI's and its
+declaration's digests and its place, 52 bytes on disk, so that memory does not grow with the
+registrations of IRIs registered again and again (a directory's senders repeat theirs on
+every registration). Once every registration is in, the file is read once for the IRIs
+registered with differing declarations, whose conflict's report names every registration of
+them (nothing of it is read when there is no conflict). To say what differs, the index also
 keeps the distinct declarations themselves, up to :data:`DECLARATIONS_KEPT` of them: an
 audit's registrations declare few distinct things, and past the bound (a directory whose
 senders each declare their own) a conflict's report says of a registration whose
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import tempfile
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -35,6 +41,12 @@ _DIGEST = 20
 # Distinct declarations kept to say what differs in a conflict (a few hundred bytes each).
 DECLARATIONS_KEPT = 1 << 16
 _PLACE = struct.Struct("<IQ")  # source number, index + 1 (0: none)
+# A registration after its IRI's first, as the index writes it aside: the IRI's digest, the
+# declaration's digest, the source's number and index + 1 (0: none).
+_REPEAT = struct.Struct(f"<{_DIGEST}s{_DIGEST}sIQ")
+_U32, _U64 = (1 << 32) - 1, (1 << 64) - 1
+# The repeats gathered before they are written (a write per megabyte, not per registration).
+_REPEATS_BUFFERED = 1 << 20
 # Declarations and sources numbered within an IRI's integer entry (16 bits each).
 DECLARATIONS_NUMBERED = 1 << 16
 _SOURCES_NUMBERED = 1 << 16
@@ -99,9 +111,12 @@ class ConflictIndex:
         self._first: dict[bytes, Any] = {}
         self._sources: list[str] = []
         self._source_numbers: dict[str, int] = {}
-        # digest -> (IRI, every registration of it, the digest of each one's declaration), for
-        # an IRI registered more than once
-        self._again: dict[bytes, tuple[str, list[Where], list[bytes]]] = {}
+        # digest -> IRI, for an IRI registered more than once; its registrations after the
+        # first are in _repeats (see _REPEAT)
+        self._again: dict[bytes, str] = {}
+        self._repeats: Any = None  # the temporary file, made at the first repeat
+        self._pending = bytearray()  # repeats not yet written to it
+        self._places: list[Where] = []  # places past what a record holds (see add_digested)
         self._conflicting: set[bytes] = set()
         self._declared: dict[bytes, tuple[Any, ...]] = {}  # digest -> declaration, bounded
         # The first DECLARATIONS_NUMBERED distinct declarations' digests, numbered
@@ -139,14 +154,42 @@ class ConflictIndex:
         if first is None:
             self._first[key] = self._packed(declared, where)
             return
-        first_declared, first_where = self._unpacked(first)
-        again = self._again.get(key)
-        if again is None:
-            again = self._again[key] = (ident, [first_where], [first_declared])
-        again[1].append(where)
-        again[2].append(declared)
-        if declared != first_declared:
+        if key not in self._again:
+            self._again[key] = ident
+        source, index = where
+        number, position = self._source_number(source), 0 if index is None else index + 1
+        if number > _U32 or position >= _U64:
+            # Past 2**32 sources or 2**64 - 2 lines: the place kept as it is, and the record
+            # says where (never met in a real audit, and never a wrong place if it is).
+            number, position = len(self._places), _U64
+            self._places.append(where)
+        self._pending += _REPEAT.pack(key, declared, number, position)
+        if len(self._pending) >= _REPEATS_BUFFERED:
+            self._write_repeats()
+        if key not in self._conflicting and declared != self._unpacked(first)[0]:
             self._conflicting.add(key)
+
+    def close(self) -> None:
+        """Let the registrations written aside go (the index answers no conflict after)."""
+        if self._repeats is not None:
+            self._repeats.close()
+            self._repeats = None
+        self._pending.clear()
+        self._conflicting.clear()
+
+    def __del__(self) -> None:
+        # An index let go (an audit done) closes its file: the operating system frees it
+        # (it has no name), and nothing warns of a file left open.
+        if self._repeats is not None:
+            self._repeats.close()
+
+    def _write_repeats(self) -> None:
+        if self._repeats is None:
+            # Unnamed, in the temporary folder: removed when closed or when the process ends,
+            # and never among the user's files.
+            self._repeats = tempfile.TemporaryFile(prefix="ioa-audit-repeats-")  # noqa: SIM115 (kept open across calls)
+        self._repeats.write(self._pending)
+        self._pending.clear()
 
     def conflicts(self) -> Iterator[tuple[str, tuple[Where, ...], tuple[Any, ...]]]:
         """Each IRI registered with differing declarations, every registration of it and
@@ -154,17 +197,43 @@ class ConflictIndex:
         first registered."""
         if not self._conflicting:
             return
+        found: dict[bytes, tuple[list[Where], list[bytes]]] = {}
         for key in self._first:
             if key in self._conflicting:
-                ident, registrations, declared = self._again[key]
-                yield ident, tuple(registrations), tuple(map(self._declared.get, declared))
+                first_declared, first_where = self._unpacked(self._first[key])
+                found[key] = ([first_where], [first_declared])
+        for key, declared, number, position in self._read_repeats():
+            held = found.get(key)
+            if held is not None:
+                held[0].append(self._places[number] if position == _U64 else (
+                    self._sources[number], None if position == 0 else position - 1))
+                held[1].append(declared)
+        for key, (registrations, digests) in found.items():
+            yield (self._again[key], tuple(registrations),
+                   tuple(map(self._declared.get, digests)))
 
-    def _packed(self, declared: bytes, where: Where) -> Any:
-        source, index = where
+    def _read_repeats(self) -> Iterator[tuple[bytes, bytes, int, int]]:
+        """The registrations written aside, in the order they were added."""
+        if self._repeats is not None:
+            self._write_repeats()
+            self._repeats.seek(0)
+            size = _REPEAT.size * (_REPEATS_BUFFERED // _REPEAT.size)
+            while chunk := self._repeats.read(size):
+                yield from _REPEAT.iter_unpack(chunk)
+            self._repeats.seek(0, 2)  # further repeats are appended
+        else:
+            yield from _REPEAT.iter_unpack(bytes(self._pending))
+
+    def _source_number(self, source: str) -> int:
         number = self._source_numbers.get(source)
         if number is None:
             number = self._source_numbers[source] = len(self._sources)
             self._sources.append(source)
+        return number
+
+    def _packed(self, declared: bytes, where: Where) -> Any:
+        source, index = where
+        number = self._source_number(source)
         position = 0 if index is None else index + 1
         declaration = self._numbers.get(declared)
         if declaration is None and len(self._numbered) < DECLARATIONS_NUMBERED:
