@@ -219,6 +219,7 @@ class Checker:
                 tuple((f"<artifact {i}>", item) if isinstance(item, bytes)
                       else resolve_artifact(str(item)) for i, item in enumerate(
                           a for a in offered if not (isinstance(a, str) and is_remote(a)))))
+        self._capability_retrieved: list[tuple[tuple[str, str, str], ...]] = []
         self.registrations = tuple(
             self._registration(item, i) for i, item in enumerate(capabilities))
         self._remote_artifacts = tuple(str(a) for a in offered
@@ -242,8 +243,11 @@ class Checker:
                         **({"shapes": self.constraints.dependencies()}
                            if self.constraints is not None else {})},
             "capabilities": [
-                {"id": r.iri, "ontologyId": r.ontology[0], "ontologyVersion": r.ontology[1]}
-                for r in self.registrations
+                {"id": r.iri, "ontologyId": r.ontology[0], "ontologyVersion": r.ontology[1],
+                 **({"retrieved": [{"url": url, "finalUrl": final, "sha256": digest}
+                                   for url, final, digest in retrieved]} if retrieved else {})}
+                for r, retrieved in zip(self.registrations, self._capability_retrieved,
+                                        strict=True)
             ],
         }
         #: The engine's stages for this Checker's fixed inputs.
@@ -334,8 +338,15 @@ class Checker:
     def _registration(self, item: str | Path | bytes, index: int) -> Registration:
         origin, data = _read(item, "capability registration", RegistrationError,
                              self.limits.max_bytes)
+        # A remote @context is retrieved under the Checker's policy (--allow-remote, the
+        # profile's), as an envelope's is; what was retrieved is recorded with the capability
+        # in every decision's dependencies (rule 15). A retrieval that fails leaves the
+        # registration unread: a configuration error naming its retrieval. reason.
+        retriever = self._retriever()
         result = read_document(data, "registration", shapes=self._shapes, policy=self.policy,
-                               permitted_types=self.profile.permitted_types, limits=self.limits)
+                               permitted_types=self.profile.permitted_types, limits=self.limits,
+                               retriever=retriever)
+        self._capability_retrieved.append(tuple(retriever.retrieved) if retriever else ())
         errors = [f for f in result.findings if f.severity is Severity.ERROR]
         if errors or result.node is None:
             details = "; ".join(f"{f.code} at {f.path or '/'}: {f.message}" for f in errors)

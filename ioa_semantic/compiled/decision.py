@@ -136,8 +136,10 @@ class CompiledDecision:
         alignment_ref, revision = referenced(node)
         if revision is not None and alignment_ref is None:
             return None  # envelope.missing: evaluate words it
+        # Offered artifacts are screened whether or not a capability is offered: each
+        # exclusion is reported (rule 9), even where no mapping is asked of it.
         screened = screen_artifacts(self.artifacts, profile, alignment_ref, at, out,
-                                    revision=revision) if registrations else {}
+                                    revision=revision)
         for capability in sorted(set(refs)):
             direct_providers = sorted({g for _, g in tables.registrations.get(
                 (capability, ontology_id, version_term), ())})

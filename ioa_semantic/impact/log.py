@@ -131,8 +131,8 @@ class DecisionLog:
             "configuration": {k: v for k, v in configuration.items() if k != "checker"},
             "decision": {"verdict": str(decision.verdict),
                          "reasons": [f.as_dict() for f in decision.findings]},
-            "dependencies": {**_thawed(dependencies), "read": reads(
-                decision.findings, dependencies, bool(configuration["capabilities"]))},
+            "dependencies": {**_thawed(dependencies), "read": reads(decision.findings,
+                                                                      dependencies)},
             "instance": ({"pair": checked.instance[0].hex(), "content": checked.instance[1].hex()}
                          if checked.instance is not None else None),
         }
@@ -221,22 +221,21 @@ def is_decision_log(head: bytes) -> bool:
     return line.startswith(_MARK) or (b"\n" not in head and _MARK.startswith(line))
 
 
-def reads(findings: Any, dependencies: Mapping[str, Any], offered: bool) -> dict[str, Any]:
+def reads(findings: Any, dependencies: Mapping[str, Any]) -> dict[str, Any]:
     """What a decision read beyond its profile, as :mod:`.change` tests it: whether the offered
     artifacts (and the instant, through their validity limits) were read at all, and the
     capabilities a mapping was looked up for and not established.
 
-    Artifacts are screened only when the envelope passed the baseline, its ontology version
-    is accepted (``readAs``) and registrations are offered (pipeline.decision.evaluate);
-    otherwise none of them, nor the instant, can change the decision.
+    Artifacts are screened when the envelope passed the baseline and its ontology version is
+    accepted (``readAs``; pipeline.decision.evaluate), whether or not registrations are
+    offered (each exclusion is reported); otherwise none of them, nor the instant, can
+    change the decision.
     """
     ontology = dependencies.get("ontology") or {}
     if not ontology:
         why = "the envelope was rejected before compatibility was evaluated"
     elif "readAs" not in ontology:
         why = "the envelope's ontology version is not accepted"
-    elif not offered:
-        why = "no registrations were offered"
     else:
         why = None
     looked_up = sorted({f.path for f in findings if f.code in _LOOKED_UP})

@@ -171,11 +171,19 @@ def _read_value(parameter: Parameter, item: Any, problems: list[Finding]) -> str
     for code, problem in (("constraint.parameter-type", datatype_problem(parameter, value)),
                           ("constraint.unit-conflict", unit_problem(parameter, value.unit))):
         if problem is not None:
+            # A unit conflict names its parameter (not in the output): its remedy is to
+            # renegotiate that parameter in the profile's unit (parameter_remedies).
             problems.append(finding(
                 code, f"the task parameter {parameter.name}={value.lexical!r} in "
-                f"profileContext: {problem}", "/profileContext"))
+                f"profileContext: {problem}", "/profileContext",
+                subject=UNIT_CONFLICT + parameter.name if code == "constraint.unit-conflict"
+                else None))
             return None
     return value.lexical if _typed(parameter, value.lexical, "profileContext", problems) else None
+
+
+# The subject of a task parameter's unit conflict, then the parameter's name.
+UNIT_CONFLICT = "urn:ioa-semantic:unit-conflict:"
 
 
 # How a reason names a value the carrier gave (--param, the service's param=, the A2A
@@ -258,8 +266,9 @@ def evaluate(
     capabilities = group(dataset.select("requested_capabilities"), "capability")
     candidates = group(dataset.select("mapping_candidates"), "capability") if registrations else {}
     conditions = conditions_by_rule(dataset.select("rule_conditions")) if registrations else {}
-    screened = screen_artifacts(artifacts, profile, alignment_ref, at, out,
-                                revision=revision) if registrations else {}
+    # Offered artifacts are screened whether or not a capability is offered: each exclusion
+    # is reported (rule 9), even where no mapping is asked of it.
+    screened = screen_artifacts(artifacts, profile, alignment_ref, at, out, revision=revision)
     by_graph = {r.graph_name: r for r in registrations}
     for capability, rows in sorted(capabilities.items()):
         known = any(r["known"] for r in rows)
@@ -458,6 +467,11 @@ def parameter_remedies(profile: Profile, task: Task) -> Iterator[Remedy]:
         if any(not _allowed(profile, name, value, allowed) for value in task.values(name)):
             yield remedy("renegotiate", SENDER, ("constraint.parameter-conflict",), field=name,
                          permitted=sorted(allowed))
+    for name in sorted({p.subject[len(UNIT_CONFLICT):] for p in task.problems
+                        if p.subject is not None and p.subject.startswith(UNIT_CONFLICT)}):
+        # Stated in another unit (S3: never converted): renegotiated in the profile's unit.
+        yield remedy("renegotiate", SENDER, ("constraint.unit-conflict",), field=name,
+                     **_in_unit(profile, name))
 
 
 # The parameters of the contract's table a registration declares in members of its own,
@@ -483,6 +497,8 @@ def _provider_conflicts(capability: str, registration: Registration, task: Task,
         # S3: never converted), whatever the task says or does not say.
         other = next((v for v in stated if unit_problem(parameter, v.unit) is not None), None)
         if other is not None:
+            remedies.append(remedy("renegotiate", SENDER, ("capability.unit-conflict",),
+                                   field=name, **_in_unit(profile, name)))
             conflicts.append(finding(
                 "capability.unit-conflict",
                 f"the provider capability {registration.iri} ({registration.origin}) states "
@@ -543,6 +559,13 @@ def _how(parameter: Parameter) -> dict[str, str]:
     out = {"comparison": parameter.comparison} if parameter.ordered and (
         parameter.comparison in ("atMost", "atLeast")) else {}
     return {**out, **({"unit": parameter.unit} if parameter.unit else {})}
+
+
+def _in_unit(profile: Profile, name: str) -> dict[str, Any]:
+    """A unit conflict's renegotiation: the profile's unit (and comparison), and the values
+    it permits, where it fixes them (none listed otherwise: any value in its unit)."""
+    return {**_how(profile.parameter(name)),
+            "permitted": sorted(profile.parameter_values.get(name, ()))}
 
 
 def _supplied_by(parameter: Parameter) -> dict[str, str]:

@@ -11,6 +11,7 @@ last), NaN and Infinity, and a top level that is not an object. It never raises 
 import json
 import math
 import re
+import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -262,6 +263,12 @@ def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = Fals
         return _fail("json.syntax",
                      f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
     except ValueError as exc:
+        if "integer string conversion" in str(exc):
+            # JSON, but an integer longer than Python converts (4,300 digits by default):
+            # over a limit, said in the input's words rather than the interpreter's.
+            return _fail("json.too-large", f"the document holds an integer of more than "
+                         f"{sys.get_int_max_str_digits()} digits, over the limit of "
+                         f"{sys.get_int_max_str_digits()} digits a number may have")
         return _fail("json.syntax", f"not JSON: {exc}")
     finally:
         duplicates = dict(seen)

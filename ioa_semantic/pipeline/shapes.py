@@ -888,6 +888,14 @@ def schema_error_findings(schema: dict[str, Any], errors: Iterable[SchemaError])
             continue  # an empty array where values are required: the shapes say so (minCount)
         pointer = "".join(
             "/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.path)
+        wrong = _wrong_items(error)
+        if wrong:
+            # An array where an array is allowed: its items are what is wrong, each said at
+            # its own place (never "the array has the wrong JSON type: an array").
+            out.extend(finding(f"{family}.type", f"{pointer}/{index} has the wrong JSON type: "
+                               f"{json_kind(item)}", f"{pointer}/{index}")
+                       for index, item in wrong)
+            continue
         code, message = _schema_error(family, error, pointer)
         if code.endswith(".legacy-key") and isinstance(error.instance, dict):
             out.extend(finding(code, message, f"{pointer}/{key}")
@@ -895,6 +903,32 @@ def schema_error_findings(schema: dict[str, Any], errors: Iterable[SchemaError])
             continue
         out.append(finding(code, message, pointer))
     return out
+
+
+def _of_json_type(value: Any, expected: str) -> bool:
+    """Whether a parsed value is of JSON Schema's type ``expected``."""
+    if isinstance(value, bool):
+        return expected == "boolean"
+    if isinstance(value, int):
+        return expected in ("integer", "number")
+    if isinstance(value, float):
+        return expected == "number"
+    kinds = {"string": str, "object": dict, "array": list}
+    return value is None if expected == "null" else isinstance(value, kinds.get(expected, ()))
+
+
+def _wrong_items(error: SchemaError) -> list[tuple[int, Any]]:
+    """For a ``oneOf`` of a value or an array of values that an array failed: the items of
+    another JSON type than the array's items must be (none where that is not what failed)."""
+    if error.keyword != "oneOf" or type(error.instance) is not list:
+        return []
+    items = next((branch.get("items") for branch in error.value
+                  if isinstance(branch, dict) and branch.get("type") == "array"), None)
+    expected = items.get("type") if isinstance(items, dict) else None
+    if not isinstance(expected, str):
+        return []
+    return [(index, item) for index, item in enumerate(error.instance)
+            if not _of_json_type(item, expected)]
 
 
 def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:

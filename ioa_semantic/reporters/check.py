@@ -59,8 +59,10 @@ def text(decisions: Iterable[Decision], stream: IO[str]) -> None:
             out.line("  ", ("provided", "green"), f" {item['capability']} by "
                      f"{item['providedBy']}{via}{provenance(item)}")
         for item in decision.excluded:
-            out.line("  ", (f"excluded artifact {item.get('artifactId')} revision "
-                            f"{item.get('revision')}: {item['reason']}", "dim"))
+            # A malformed artifact may have no id or revision: it is named by its file.
+            named = item.get("artifactId") or item.get("source")
+            revision = f" revision {item['revision']}" if item.get("revision") else ""
+            out.line("  ", (f"excluded artifact {named}{revision}: {item['reason']}", "dim"))
         if decision.remedies:
             out.line("  to proceed:")
             for remedy in decision.remedies:

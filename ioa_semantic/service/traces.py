@@ -52,6 +52,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..trace.browse import Quiet
+from ..trace.otlp import scopes_of
 from ..trace.spool import Segment, Spool, SpoolFull
 from .limits import HeldBytes
 from .runs import RunPages, error
@@ -847,7 +848,7 @@ def _json_spans(document: dict[str, Any]) -> int:
     """The spans of an OTLP/JSON request (the items of its scopes' span lists)."""
     return sum(len(_list(scope.get("spans")))
                for resource in _list(document.get("resourceSpans")) if isinstance(resource, dict)
-               for scope in _list(resource.get("scopeSpans")) if isinstance(scope, dict))
+               for scope in _list(scopes_of(resource)[1]) if isinstance(scope, dict))
 
 
 def _kept(message: Any) -> tuple[bytes, int, set[str]]:
@@ -886,9 +887,15 @@ _ID_MEMBERS = ("traceId", "spanId", "parentSpanId")
 def _hex_ids(document: dict[str, Any]) -> dict[str, Any]:
     """OTLP/JSON writes trace and span ids in hexadecimal where protobuf's JSON mapping has
     base64: each id is turned into what the mapping reads (base64 ids are read as they are;
-    an id that is neither is made one that :func:`_ids_valid` rejects, with its span)."""
+    an id that is neither is made one that :func:`_ids_valid` rejects, with its span); a
+    resource's scopes under OTLP 0.x's member are moved to ``scopeSpans``."""
     for resource in _list(document.get("resourceSpans")):
-        for scope in _list(resource.get("scopeSpans") if isinstance(resource, dict) else None):
+        if not isinstance(resource, dict):
+            continue
+        member, scopes = scopes_of(resource)
+        if member != "scopeSpans":  # OTLP 0.x's scopes, read as the file reader reads them
+            resource["scopeSpans"] = resource.pop(member)
+        for scope in _list(scopes):
             for span in _list(scope.get("spans") if isinstance(scope, dict) else None):
                 if not isinstance(span, dict):
                     continue

@@ -179,6 +179,15 @@ class _Graph:
                                f"(found {len(found)})")
         return str(found[0].value)
 
+    def version(self, subject: Any, predicate: str, what: str, source: str) -> str:
+        """:meth:`one` of a version or revision: a non-empty string (draft 5.2: "one
+        non-empty version string"; a blank one would match no envelope's, and say nothing)."""
+        value = self.one(subject, predicate, what, source)
+        if not value.strip():
+            raise ProfileError(f"{source}: {what}'s iop:{_local(predicate)} is blank: a version "
+                               "is a non-empty string")
+        return value
+
 
 def _local(iri: str) -> str:
     return iri.rpartition("#")[2]
@@ -275,18 +284,18 @@ def read_profile(data: bytes, source: str) -> Profile:  # noqa: C901
     strict = vocabulary.problems(quads, data.decode("utf-8", "replace"), node)
     if strict:
         raise ProfileError(f"{source}: " + "; ".join(strict), tuple(strict))
-    revision = graph.one(node, IOP + "revision", "the profile", source)
+    revision = graph.version(node, IOP + "revision", "the profile", source)
     accepted = set()
     for entry in graph.objects(node, IOP + "acceptsOntology"):
         accepted.add((graph.one(entry, IOP + "ontologyId", "acceptsOntology", source),
-                      graph.one(entry, IOP + "ontologyVersion", "acceptsOntology", source)))
+                      graph.version(entry, IOP + "ontologyVersion", "acceptsOntology", source)))
     if not accepted:
         raise ProfileError(f"{source}: the profile accepts no ontology (iop:acceptsOntology)")
     relationships = []
     for entry in graph.objects(node, IOP + "versionRelationship"):
         rel = VersionRelationship(
             graph.one(entry, IOP + "ontologyId", "versionRelationship", source),
-            graph.one(entry, IOP + "version", "versionRelationship", source),
+            graph.version(entry, IOP + "version", "versionRelationship", source),
             graph.one(entry, IOP + "readAs", "versionRelationship", source),
             graph.values(entry, IOP + "appliesToIntent"),
         )

@@ -168,20 +168,42 @@ def resolve(path: str) -> Source:
     return Source(path, None, None, finding("json.unreadable", problem))
 
 
+# The files of a run folder's traces/ named unread, at most (a folder of many is named by
+# its first ones and a count).
+_UNREAD_NAMED = 20
+
+
 def _unread(source: Source, disclose: Disclosure) -> tuple[Finding, ...]:
-    """A run folder with events in both places :func:`resolve` looks (the schema's
-    ``traces/events.jsonl``, and ``events.jsonl``): the first is read, and the second is
-    said to be left unread, never silently (it may be the run's other half)."""
+    """What a run folder holds beside the events read that may be more of them, each said to
+    be left unread, never silently (it may be the run's other half): with events in both
+    places :func:`resolve` looks (the schema's ``traces/events.jsonl``, and
+    ``events.jsonl``), the second; and every other file in ``traces/``, where the schema
+    lays out ``events.jsonl`` alone."""
     if source.run_folder is None or source.stream is None:
         return ()
+    found: list[Finding] = []
     other = os.path.join(source.run_folder, "events.jsonl")
-    if source.stream == other or not os.path.isfile(other):
-        return ()
-    shown = disclose.path(other)
-    return (finding(
-        "trace.run-malformed", f"{shown}: the run folder also holds traces/events.jsonl, "
-        "where the schema lays out a run's events, and only that one is read: this file is "
-        "not", shown, severity=Severity.WARNING),)
+    if source.stream != other and os.path.isfile(other):
+        shown = disclose.path(other)
+        found.append(finding(
+            "trace.run-malformed", f"{shown}: the run folder also holds traces/events.jsonl, "
+            "where the schema lays out a run's events, and only that one is read: this file "
+            "is not", shown, severity=Severity.WARNING))
+    traces = os.path.join(source.run_folder, "traces")
+    try:
+        names = sorted(name for name in os.listdir(traces)
+                       if name != "events.jsonl" and not name.startswith("."))
+    except OSError:  # no traces/ (events.jsonl read), or one that cannot be listed
+        names = []
+    if names:
+        shown = disclose.path(traces)
+        listed = ", ".join(disclose.path(name) for name in names[:_UNREAD_NAMED])
+        more = f" and {len(names) - _UNREAD_NAMED} more" if len(names) > _UNREAD_NAMED else ""
+        found.append(finding(
+            "trace.run-malformed", f"{shown}: the run folder's traces/ also holds {listed}"
+            f"{more}, which the schema does not lay out: {'it is' if len(names) == 1 else 'they are'}"
+            " not read (only traces/events.jsonl is)", shown, severity=Severity.WARNING))
+    return tuple(found)
 
 
 class Line(NamedTuple):
@@ -380,8 +402,10 @@ def _shown_value(value: Any) -> str:
 
 
 def _decimal_instant(value: Any) -> str | None:
-    """:func:`_instant` for every value, through ``Decimal`` (its shortcut's reference)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
+    """:func:`_instant` for every value, through ``Decimal`` (its shortcut's reference). The
+    schema's timestamp is a number: a string, even of digits, is none (a ``Decimal`` is the
+    exact time of a span read as mas-lab events, never a value parsed from JSON text)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         return None
     try:
         number = Decimal(repr(value) if isinstance(value, float) else str(value))
@@ -395,29 +419,42 @@ def _decimal_instant(value: Any) -> str | None:
 _count = otlp.count  # a token count or a time in milliseconds: within 64 bits
 
 
-def _usage(event: dict[str, Any]) -> dict[str, int]:
-    """Token counts from the usage blocks runtimes write (OpenAI and Anthropic spellings)."""
+_USAGE_NAMES = {"prompt": ("prompt_tokens", "input_tokens"),
+                "completion": ("completion_tokens", "output_tokens"),
+                "total": ("total_tokens",),
+                "cacheRead": ("cache_read_input_tokens", "cached_tokens")}
+
+
+def _usage(event: dict[str, Any]) -> tuple[dict[str, int], list[str]]:
+    """Token counts from the usage blocks runtimes write (OpenAI and Anthropic spellings),
+    and what is wrong with the block: a count that is not one (``"10"``, ``-1``) is not used,
+    and a total that is not prompt plus completion is not written (the ontology's
+    ``totalTokenCount`` is "prompt + completion": their sum is)."""
     response = event.get("response")
     usage = event.get("usage")
     if not isinstance(usage, dict) and isinstance(response, dict):
         usage = response.get("usage")
     if not isinstance(usage, dict):
-        return {}
-    names = {"prompt": ("prompt_tokens", "input_tokens"),
-             "completion": ("completion_tokens", "output_tokens"),
-             "total": ("total_tokens",),
-             "cacheRead": ("cache_read_input_tokens", "cached_tokens")}
+        return {}, []
     out: dict[str, int] = {}
-    for field, keys in names.items():
+    problems: list[str] = []
+    for field, keys in _USAGE_NAMES.items():
         for key in keys:
-            count = _count(usage.get(key))
+            value = usage.get(key)
+            count = _count(value)
             if count is not None:
                 out[field] = count
                 break
-    # The ontology defines the total as prompt plus completion.
-    if "total" not in out and "prompt" in out and "completion" in out:
-        out["total"] = out["prompt"] + out["completion"]
-    return out
+            if value is not None:
+                problems.append(f"the usage's {key} {_shown_value(value)} is not a count of "
+                                "tokens; it is not used")
+    if "prompt" in out and "completion" in out:
+        total = out["prompt"] + out["completion"]
+        if out.get("total", total) != total:
+            problems.append(f"the usage's total_tokens {out['total']} is not prompt plus "
+                            f"completion ({total}); their sum is the total used")
+        out["total"] = total
+    return out, problems
 
 
 def _payload(event: dict[str, Any], members: tuple[str, ...]) -> Any:
@@ -604,9 +641,16 @@ class Fold:
                 self.run_ids[member] = value
         # Every event carries "Same run_id as in run.json" (the schema): another id is another
         # run's event (two runs' files concatenated), reported, and judged as this run's.
-        other = _text(event.get("run_id"))
+        raw = event.get("run_id")
+        other = _text(raw)
         if other and other != self.run_ids["run_id"]:
             self.other_runs.setdefault(other, [seq, 0])[1] += 1
+        elif raw is not None and type(raw) is not str:
+            # The schema's run_id is a string: one of another type names no run, and whose
+            # run the event is cannot be told; said so rather than left out unseen.
+            self.problems.append(["trace.attribute-malformed", seq,
+                                  f"the run_id {_shown_value(raw)} is not a string; it names "
+                                  "no run"])
         prefix, _, phase = kind.rpartition("_")
         cls = CALL_CLASSES.get(prefix) if phase in ("start", "end") else None
         if cls is None:
@@ -740,7 +784,7 @@ class Fold:
         if status and phase == "end":
             call.status = sys.intern(status)
         if call.cls == "llm":
-            self._model_call(call, event)
+            self._model_call(seq, call, event)
         payload = _payload(event, _INPUT_MEMBERS if phase == "start" else _OUTPUT_MEMBERS)
         if payload is not None:
             if phase == "start":
@@ -806,13 +850,15 @@ class Fold:
                                   f"(timestamp {call.start}); its end time is not used"])
             call.end = None
 
-    @staticmethod
-    def _model_call(call: FoldedCall, event: dict[str, Any]) -> None:
+    def _model_call(self, seq: int, call: FoldedCall, event: dict[str, Any]) -> None:
         """What an LLM call's event says of the model's work: tokens, finish, temperature."""
-        for field, value in _usage(event).items():
+        counts, problems = _usage(event)
+        for field, value in counts.items():
             if call.tokens is None:
                 call.tokens = {}
             call.tokens[field] = value
+        for problem in problems:
+            self.problems.append(["trace.attribute-malformed", seq, problem])
         finish = _text(event.get("finish_reason"))
         if finish:
             call.finish = finish

@@ -36,6 +36,8 @@ _ZSTD = b"\x28\xb5\x2f\xfd"
 _GZIP = b"\x1f\x8b"
 # TracesData field 1 (resource_spans), length-delimited: the first byte of every message.
 _RESOURCE_SPANS_TAG = 0x0A
+# Bytes no JSON text holds raw (control characters but tab, line feed and carriage return).
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _JAEGER_KINDS = {"internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}
 _CONSOLE_KINDS = {"SpanKind.INTERNAL": 1, "SpanKind.SERVER": 2, "SpanKind.CLIENT": 3,
                   "SpanKind.PRODUCER": 4, "SpanKind.CONSUMER": 5}
@@ -85,6 +87,10 @@ def sniff(handle: IO[bytes]) -> str | None:
                 return "compressed"
             if head[4] == _RESOURCE_SPANS_TAG:
                 return "protobuf"
+    if head[:1] == bytes([_RESOURCE_SPANS_TAG]) and _CONTROL.search(head[1:64]):
+        # A protobuf message written without the Collector's length before it (a TracesData
+        # or an export request saved as it was sent): text never holds those control bytes.
+        return "bare-protobuf"
     # A JSON Lines file never has a line that is only an opening brace or bracket; the
     # console exporter's spans may follow a program's own log lines printed before them.
     lines = head.splitlines()[:-1] if len(head) == 4096 else head.splitlines()
@@ -211,6 +217,13 @@ def protobuf(handle: Readable, max_bytes: int, number: int = 0) -> Iterator[dict
         request: dict[str, Any] = json_format.MessageToDict(message)
         request.setdefault("resourceSpans", [])
         yield request
+
+
+def bare_protobuf() -> FormatUnreadable:
+    return FormatUnreadable(
+        "a protobuf message (TracesData or ExportTraceServiceRequest) without the 4-byte "
+        "big-endian length the Collector's file exporter writes before each message; write "
+        "that length before it, or export OTLP/JSON (the file exporter's format: json)")
 
 
 def compressed() -> FormatUnreadable:

@@ -5,8 +5,9 @@ The vocabulary and the shapes are read from the installed ``oxp-ontology`` packa
 (MASCall, AgentCall, LLMCall, ToolCall, ProcessingCall) with ``mas:executes`` and its
 specific sub-property to the structural type it ran (Agent by agent id, LLM by model, Tool by
 tool name, Processing by processing type, MAS by the MAS name), its times, duration, token
-counts and finish reason; nesting is ``mas:spanId``/``mas:parentSpanId`` plus an
-``ioat:parentCall`` link, and each run is a ``mas:Session``. Declared types (from manifests,
+counts and finish reason; nesting is an
+``ioat:parentCall`` link (and ``mas:spanId``/``mas:parentSpanId`` where the call is an OTel
+span, whose ids they are), and each run is a ``mas:Session``. Declared types (from manifests,
 or capabilities from registrations) carry ``mas:declared true``; types only discovered in the
 trace carry ``false``. Free text never enters the graph: an input or output is an
 ``ioat:…Sha256`` digest and an ``ioat:…Chars`` count. On request the run's trajectory is
@@ -308,10 +309,15 @@ class _Builder:
         self._type(iri, _CLASSES[call.cls])
         name = self.disclose.call_name(call.id, call.key)  # ids may be shared; IRIs never
         self._add(iri, "id", name)
-        self._add(iri, "spanId", name)
+        # mas:spanId is the "ID of the corresponding span in OTel traces, where one exists"
+        # (the ontology): a span's own id, never a mas-lab event's call id or a line's name
+        # (~N); the nesting of every call is ioat:parentCall.
+        spans = run.unit == "spans" and bool(call.id)
+        if spans:
+            self._add(iri, "spanId", name)
         self._add(iri, "sessionId", session_id)
         self._add(iri, "name", self._call_name(call))
-        if call.parent_id:
+        if call.parent_id and spans:
             self._add(iri, "parentSpanId", self.disclose.parent_name(call.parent_id, call.parent))
         parent = calls.get(call.parent) if call.parent else None
         if parent is not None:

@@ -513,10 +513,11 @@ class Plan:
                 common["parent_call_id"] = parent
         start = {"kind": f"{entry['events']}_start", **common}
         end = {"kind": f"{entry['events']}_end", **common}
+        # Exact, as numbers: the fold reads no time from a string (the schema's is a float).
         if record.get("start") is not None:
-            start["timestamp"] = record["start"]
+            start["timestamp"] = Decimal(record["start"])
         if record.get("end") is not None:
-            end["timestamp"] = record["end"]
+            end["timestamp"] = Decimal(record["end"])
         if record.get("status") is not None:
             end["status"] = record["status"]
         if trusted:

@@ -119,6 +119,21 @@ def spans(request: dict[str, Any]) -> Iterator[Span | Problem]:
             yield from read(*item)
 
 
+# OTLP before 1.0 named a resource's scopes ``instrumentationLibrarySpans`` (each scope's
+# own ``instrumentationLibrary``), and the Collector's file exporter wrote that member until
+# 2022: the same spans, so a resource without ``scopeSpans`` is read through it rather than
+# read as holding none.
+LEGACY_SCOPES = "instrumentationLibrarySpans"
+
+
+def scopes_of(resource: dict[str, Any]) -> tuple[str, Any]:
+    """The member that holds a resource's scopes, and its value: ``scopeSpans``, or for a
+    resource without it, OTLP 0.x's ``instrumentationLibrarySpans``."""
+    if "scopeSpans" not in resource and LEGACY_SCOPES in resource:
+        return LEGACY_SCOPES, resource[LEGACY_SCOPES]
+    return "scopeSpans", resource.get("scopeSpans", [])
+
+
 def walk(request: dict[str, Any]) -> Iterator[tuple[str, Any] | Problem]:
     """Each span of ``request`` as (its JSON Pointer, the span as written), or the problem of
     a part that holds no readable spans, in document order."""
@@ -131,17 +146,16 @@ def walk(request: dict[str, Any]) -> Iterator[tuple[str, Any] | Problem]:
         if not isinstance(resource, dict):
             yield Problem(at, "trace.event-malformed", "a resourceSpans entry is not an object")
             continue
-        scopes = resource.get("scopeSpans", [])
+        member, scopes = scopes_of(resource)
         if not isinstance(scopes, list):
-            yield Problem(f"{at}/scopeSpans", "trace.event-malformed",
-                          "scopeSpans is not an array")
+            yield Problem(f"{at}/{member}", "trace.event-malformed", f"{member} is not an array")
             continue
         for s, scope in enumerate(scopes):
-            where = f"{at}/scopeSpans/{s}"
+            where = f"{at}/{member}/{s}"
             listed = scope.get("spans", []) if isinstance(scope, dict) else None
             if not isinstance(listed, list):
                 yield Problem(where, "trace.event-malformed",
-                              "a scopeSpans entry is not an object with a spans array")
+                              f"a {member} entry is not an object with a spans array")
                 continue
             for i, span in enumerate(listed):
                 yield f"{where}/spans/{i}", span
@@ -173,9 +187,12 @@ def read(pointer: str, span: Any) -> Iterator[Span | Problem]:
             return
     attributes: dict[str, Any] = {}
     unreadable: set[str] = set()
-    for problem in _attributes(pointer, span.get("attributes", []), attributes, unreadable):
+    where: dict[str, int] = {}
+    for problem in _attributes(pointer, span.get("attributes", []), attributes, unreadable,
+                               where=where):
         yield problem._replace(trace=trace)
     values = _roles(attributes)
+    yield from _mistyped(pointer, values, where, trace)
     read = {role: value for role, (_, value) in values.items()}
     operation = read.get("operation")
     if unreadable & set(table()["attributes"]["operation"]) or (
@@ -221,6 +238,45 @@ def read(pointer: str, span: Any) -> Iterator[Span | Problem]:
                               "declares nothing", trace)
     yield Span(pointer, trace, ident, parent, cls, kind, read, start, end, status, declares,
                _fingerprint(span))
+
+
+# What each role's value must be (the GenAI conventions' types); a role not named here is
+# read as it is (content, whose digest is made of any value; the tool definitions, read by
+# _definitions; the operation, which decides what the span is and is checked with it).
+_ROLE_TYPES = {
+    **dict.fromkeys(("agent.id", "agent.name", "workflow.name", "conversation", "tool.name",
+                     "model.request", "model.response", "response.id", "a2a.method",
+                     "a2a.task"), "string"),
+    **dict.fromkeys(("tokens.prompt", "tokens.completion", "tokens.cacheRead"), "count"),
+    "temperature": "number",
+    "finish": "strings",
+}
+_TYPE_WORDS = {"string": "a string", "count": "a count (an integer, not negative)",
+               "number": "a number", "strings": "an array of strings"}
+
+
+def _mistyped(pointer: str, values: dict[str, tuple[str, Any]], where: dict[str, int],
+              trace: str) -> Iterator[Problem]:
+    """The problems of the roles whose value is not of the role's type, each left out of
+    ``values``: a tool named by bytes, a count given as a double or a negative number is
+    evidence of nothing, and a guess if read (an empty value is no value, and no problem)."""
+    for role, (name, value) in list(values.items()):
+        kind = _ROLE_TYPES.get(role)
+        if kind is None or value is None or value == "" or _of_type(value, kind):
+            continue
+        del values[role]
+        yield Problem(f"{pointer}/attributes/{where[name]}", "trace.attribute-malformed",
+                      f"{name} is not {_TYPE_WORDS[kind]}; it is not used", trace)
+
+
+def _of_type(value: Any, kind: str) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "count":
+        return count(value) is not None
+    if kind == "number":
+        return number(value) is not None
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 def _as_float(value: Any) -> float:
@@ -376,8 +432,13 @@ def _value(value: Any, depth: int = 0) -> tuple[Any, bool]:
 
 def _scalar(member: str, inner: Any) -> tuple[Any, bool]:
     numeric = isinstance(inner, int | float) and not isinstance(inner, bool)
-    if member in ("stringValue", "bytesValue"):  # bytes kept encoded: none is read
+    if member == "stringValue":
         return inner, isinstance(inner, str)
+    if member == "bytesValue":
+        # Bytes (base64 in JSON) are no text: kept as the AnyValue they are, so that content
+        # is digested with them and a name given as bytes is of the wrong type, never its
+        # base64 read as the name.
+        return {"bytesValue": inner}, isinstance(inner, str)
     if member == "boolValue":
         return inner, isinstance(inner, bool)
     if member == "intValue":

@@ -361,6 +361,8 @@ def _foreign(shape: str, handle: IO[bytes], fold: Fold, max_bytes: int,
     """A file of pretty-printed JSON values (``on_batch`` told every :data:`NOTICE_BYTES`)."""
     if shape == "compressed":
         raise formats.compressed()
+    if shape == "bare-protobuf":
+        raise formats.bare_protobuf()
     text: list[int] = []  # the first and last line of text between values
     noticed = 0
     for line, piece in formats.values(handle, max_bytes):
