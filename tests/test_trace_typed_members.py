@@ -222,12 +222,11 @@ def test_an_undeclared_tool_under_an_int_run_id_is_still_judged(tmp_path: Path) 
     run = tmp_path / "run"
     shutil.copytree(MAS_LAB / "run", run)
     events = run / "traces" / "events.jsonl"
-    with events.open("a") as out:
-        out.write(json.dumps({**_EVENT, "agent_id": "schedule_agent", "tool_name": "rm_rf",
-                              "call_id": "x-1", "run_id": 7}) + "\n")
+    with events.open("a") as handle:
+        handle.write(json.dumps({**_EVENT, "agent_id": "schedule_agent", "tool_name": "rm_rf",
+                                 "call_id": "x-1", "run_id": 7}) + "\n")
     status, out = _trace(tmp_path, run, MAS_LAB / "manifests")
     assert status == 1 and "rm_rf" in out and "the run_id 7 is not a string" in out
-    assert TRACE not in out  # (the OTLP trace id of the helpers is not this run's)
 
 
 def _span_ids(tmp_path: Path, path: Path, manifests: Path) -> set[str]:
