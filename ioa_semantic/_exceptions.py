@@ -57,6 +57,12 @@ class WriteFailed(EnvironmentFailure):
         self.error = error
 
 
+class WorkerLost(EnvironmentFailure):
+    """A worker process of ``audit --jobs N`` ended before its work was done: killed (by an
+    operator, or the system out of memory). The audit did not finish (exit status 74 on the
+    command line), and nothing it wrote is passed off as complete."""
+
+
 class ClusterStopped(IoaSemanticError):
     """An audit on a Dask cluster could not finish: the cluster went away (the scheduler
     lost, the connection closed). Neither a verdict nor a bug of the input's: exit status

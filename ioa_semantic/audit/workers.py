@@ -8,8 +8,11 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from .._checker import Checker
 
+from .._exceptions import WorkerLost
 from ..compiled.engine import CompiledEngine
 from .conflicts import Declared, digested
 from .inputs import _BATCH, Piece, items_of
@@ -161,6 +164,8 @@ def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Re
     """
     import itertools
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     pieces = iter(pieces)
     ahead = list(itertools.islice(pieces, 2))
@@ -171,12 +176,23 @@ def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Re
     pieces = itertools.chain(ahead, pieces)
     global _WORKER_CHECKER, _WORKER_KINDS
     _WORKER_CHECKER, _WORKER_KINDS = checker, kinds  # each worker fills its own copy
-    context = multiprocessing.get_context("fork")
-    with context.Pool(jobs) as pool:
-        pending: deque[Any] = deque()
+    # Not multiprocessing.Pool: its worker handler waits on the results' pipe too, and spins
+    # while a result waits there to be read (a batch's result is tens of kilobytes): a third
+    # of the writing process's time on a uniform audit went to that loop, on the cores the
+    # workers need. The executor's one thread reads each result as it comes.
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+    pending: deque[Future[Judged]] = deque()
+    try:
         for piece in pieces:
-            pending.append(pool.apply_async(_judge_in_worker, (piece, render, place)))
+            pending.append(pool.submit(_judge_in_worker, piece, render, place))
             if len(pending) >= 4 * jobs:
-                yield pending.popleft().get()
+                yield pending.popleft().result()
         while pending:
-            yield pending.popleft().get()
+            yield pending.popleft().result()
+    except BrokenProcessPool:  # from submit() or result(), whichever met it first
+        raise WorkerLost("a worker process ended before its work was done (killed, or the "
+                         "system out of memory); the audit did not finish") from None
+    finally:
+        # Ended early (an output that failed, a consumer that stopped): what is queued is
+        # not judged, and no worker outlives the run.
+        pool.shutdown(wait=True, cancel_futures=True)
