@@ -12,9 +12,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from test_audit import registration_63
-
-from support import IOA_CHECK
+from support import IOA_CHECK, registration_63
 
 
 def _children(pid: int) -> list[int]:
