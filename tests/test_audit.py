@@ -887,7 +887,9 @@ def _assert_refused(capsys: pytest.CaptureFixture[str], *named: str) -> str:
     status, err = _run(_RESUMABLE, capsys)
     assert status == 2, err
     assert err.count("\n") == 1 and err.startswith("ioa-check: cannot resume from state.json: ")
-    assert err.rstrip().endswith("; delete state.json to start the audit over")
+    assert err.rstrip().endswith(("; delete state.json to start the audit over",
+                                  "; if it is this audit's state, delete state.json to start "
+                                  "the audit over, else give --state a path of its own"))
     for name in named:
         assert name in err, (name, err)
     # Nothing written: the output, the state and its journal are as the kill left them.
@@ -1070,7 +1072,7 @@ def _replace_state(change: Any) -> None:
 @pytest.mark.parametrize(("change", "named"), [
     (lambda s: "{not json", "it is not JSON"),
     (lambda s: json.dumps(s)[:-20], "it is not JSON"),
-    (lambda s: "[]", "written by another version"),
+    (lambda s: "[]", "not a JSON object"),
     (lambda s: s.update(version=1), "written by another version"),
     (lambda s: json.dumps({"inputs": ["regs"], "block": 4096, "pieces": 3, "output": 5,
                            "journal": 0, "total": 30, "statuses": {}, "codes": {}}),
@@ -1111,8 +1113,9 @@ def test_a_refused_state_is_exit_2_from_the_installed_command(tmp_path: Path) ->
     proc = subprocess.run([IOA_CHECK, *_RESUMABLE[:1], "r.jsonl", *_RESUMABLE[2:]],
                           cwd=tmp_path, capture_output=True, timeout=60)
     assert (proc.returncode, proc.stdout) == (2, b"")
-    assert proc.stderr == (b"ioa-check: cannot resume from state.json: it is not JSON; delete "
-                           b"state.json to start the audit over\n")
+    assert proc.stderr == (b"ioa-check: cannot resume from state.json: it is not JSON; if it "
+                           b"is this audit's state, delete state.json to start the audit over, "
+                           b"else give --state a path of its own\n")
     assert (tmp_path / "out.jsonl").read_text() == "kept\n"
 
 

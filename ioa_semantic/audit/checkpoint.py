@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -16,7 +17,16 @@ if TYPE_CHECKING:
     pass
 
 from .._exceptions import ConfigurationError, WriteFailed
-from .._files import HEAD_BYTES, NotOurs, claim, first_line, write_file, writing
+from .._files import (
+    HEAD_BYTES,
+    NotOurs,
+    Unreadable,
+    claim,
+    first_line,
+    read_bounded,
+    write_file,
+    writing,
+)
 from . import inputs
 from .conflicts import Digested
 from .inputs import FileRead, Fingerprint, Mark, Piece
@@ -80,6 +90,9 @@ class _Written:
 # The state's and the journal's format. 3: a declaration's ontology holds its ids and its
 # versions apart (a journal of 2 would compare its declarations with another shape's).
 STATE_VERSION = 3
+# The largest state read: its places, counts and digests, a few kilobytes (16 MiB, as a
+# configuration file).
+STATE_BYTES = 16 << 20
 
 
 _READ_BYTES = 1 << 20  # what proving a written file reads at a time
@@ -230,13 +243,19 @@ class Checkpoint:
         """The journal, opened never through a link (a link at its path is refused:
         :class:`Refused`); what it holds is proven by :meth:`_prove`."""
         try:
-            descriptor = os.open(self.journal_path,
-                                 flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            # Without blocking: a named pipe put at its path would wait for a writer forever.
+            descriptor = os.open(self.journal_path, flags | os.O_NOFOLLOW | os.O_NONBLOCK
+                                 | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
             if os.path.islink(self.journal_path):
                 raise self._refused(f"{self.journal_path} (the journal of {self.path}) is a "
                                     "symbolic link, never followed") from None
             raise exc
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise self._refused(f"{self.journal_path} (the journal of {self.path}) is not a "
+                                "regular file", ours=False)
+        os.set_blocking(descriptor, True)
         return os.fdopen(descriptor, mode)
 
     def _prove(self, name: str, descriptor: int, recorded: dict[str, Any],
@@ -266,23 +285,30 @@ class Checkpoint:
     def _load(self) -> dict[str, Any] | None:
         import json
 
-        try:
-            with open(self.path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
+        if not os.path.lexists(self.path):
             return None
-        except OSError as exc:
-            raise self._refused(f"it cannot be read: {exc.strerror}") from None
+        try:
+            # Bounded, and only a regular file (a named pipe or a device is never waited
+            # on): a state is a few kilobytes of places and counts.
+            data = read_bounded(self.path, STATE_BYTES, "for an audit's state")
+        except Unreadable as exc:
+            raise self._refused(f"it {exc}", ours=False) from None
         try:
             state = json.loads(data)
         except ValueError:
-            raise self._refused("it is not JSON") from None
+            raise self._refused("it is not JSON", ours=None) from None
         except RecursionError:  # json reads nesting by recursion
-            raise self._refused("it nests too deeply to be a state") from None
-        if not isinstance(state, dict) or state.get("version") != STATE_VERSION or state.get(
+            raise self._refused("it nests too deeply to be a state", ours=False) from None
+        # A state of any version records its counts by status (and a version, its cut): a
+        # JSON object with none of these is something else of the user's (a registration
+        # has inputs too).
+        if not isinstance(state, dict):
+            raise self._refused("it is not an audit's state (not a JSON object)", ours=None)
+        if not {"version", "cut", "statuses"} & state.keys():
+            raise self._refused("it is not an audit's state", ours=False)
+        if state.get("version") != STATE_VERSION or state.get(
                 "cut") != [inputs._BLOCK_BYTES, inputs._BATCH]:
-            raise self._refused("it was written by another version of ioa-check (or is "
-                                "not an audit's state)")
+            raise self._refused("it was written by another version of ioa-check")
         missing = _state_problem(state)
         if missing:
             raise self._refused(f"it lacks {missing}")
@@ -293,7 +319,17 @@ class Checkpoint:
                                 + " ".join(state["inputs"]))
         return state
 
-    def _refused(self, detail: str) -> Refused:
+    def _refused(self, detail: str, ours: bool | None = True) -> Refused:
+        """The resume refused; ``ours`` False for a file that is no state of an audit's, which
+        may be anything of the user's (never to be deleted on the tool's advice), None for
+        one that may be either (not JSON: a state cut short, or another file)."""
+        if ours is False:
+            return Refused(f"cannot resume from {self.path}: {detail}; give --state a path "
+                           "of its own (a state the audit writes, or none yet)")
+        if ours is None:
+            return Refused(f"cannot resume from {self.path}: {detail}; if it is this audit's "
+                           f"state, delete {self.path} to start the audit over, else give "
+                           "--state a path of its own")
         return Refused(f"cannot resume from {self.path}: {detail}; delete {self.path} to start "
                        "the audit over")
 

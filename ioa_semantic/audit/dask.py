@@ -29,7 +29,6 @@ import logging
 import operator
 import os
 import pickle
-import sys
 import uuid
 import zlib
 from collections import deque
@@ -50,7 +49,15 @@ from .._codes import finding
 from .._exceptions import ClusterStopped, ConfigurationError
 from ..pipeline.intake import Limits, too_large
 from ..sources.loader import read_profile, resolve_profile
-from .inputs import AUDITED_SUFFIXES, Lines, blocks, document_items, items_of, walk
+from .inputs import (
+    AUDITED_SUFFIXES,
+    Lines,
+    blocks,
+    document_items,
+    items_of,
+    standard_input,
+    walk,
+)
 from .judge import Item, Result
 from .kinds import Kinds
 from .run import Asked, Audit, Conflict, differences
@@ -158,7 +165,7 @@ def partitions(paths: Iterable[str], partition_bytes: int,
     counter = itertools.count()
     for path in paths:
         if path == "-":
-            found: Iterable[Partition] = _stdin(stdin if stdin is not None else sys.stdin.buffer,
+            found: Iterable[Partition] = _stdin(stdin if stdin is not None else standard_input(),
                                                  partition_bytes, limits)
         else:
             found = (part for source, url, problem in _files(path)

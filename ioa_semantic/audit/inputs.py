@@ -18,7 +18,7 @@ import stat
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 if TYPE_CHECKING:
     pass
@@ -55,7 +55,7 @@ def documents(paths: Iterable[str], stdin: IO[bytes] | None = None,
     """
     for path in paths:
         if path == "-":
-            yield from _lines("-", stdin if stdin is not None else sys.stdin.buffer, limits)
+            yield from _lines("-", stdin if stdin is not None else standard_input(), limits)
         elif os.path.isdir(path):
             for file_path, problem in walk(path):
                 if problem is not None:
@@ -94,7 +94,7 @@ def pieces(paths: Iterable[str], stdin: IO[bytes] | None = None,
     for path in paths:
         if path == "-":
             found: Iterable[Item | Lines] = blocks("-", stdin if stdin is not None
-                                                    else sys.stdin.buffer, limits)
+                                                   else standard_input(), limits)
         elif os.path.isdir(path):
             found = (unit for file_path, problem in walk(path)
                      for unit in (_file(file_path, limits, blocks, fingerprint, place, True)
@@ -357,6 +357,21 @@ def _lines(source: str, stream: IO[bytes], limits: Limits | None = None,
 
 # Bytes of JSON Lines per piece: about 1,200 registrations of the 6.3 shape.
 _BLOCK_BYTES = 512 * 1024
+
+
+class _Closed:
+    """Standard input of a process started without one (``<&-``, some service managers):
+    read as a closed stream reads, so that ``-`` is a result that says so."""
+
+    def read(self, size: int = -1, /) -> bytes:
+        raise OSError(errno.EBADF, "standard input is closed")
+
+    read1 = readline = read
+
+
+def standard_input() -> IO[bytes]:
+    """The process's standard input, in bytes (a closed one reads as :class:`_Closed`)."""
+    return sys.stdin.buffer if sys.stdin is not None else cast("IO[bytes]", _Closed())
 
 
 class Readable(Protocol):

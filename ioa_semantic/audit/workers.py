@@ -180,7 +180,8 @@ def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Re
     # while a result waits there to be read (a batch's result is tens of kilobytes): a third
     # of the writing process's time on a uniform audit went to that loop, on the cores the
     # workers need. The executor's one thread reads each result as it comes.
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_as_a_worker)
     pending: deque[Future[Judged]] = deque()
     try:
         for piece in pieces:
@@ -196,3 +197,11 @@ def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Re
         # Ended early (an output that failed, a consumer that stopped): what is queued is
         # not judged, and no worker outlives the run.
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _as_a_worker() -> None:
+    """A worker ends as the operating system ends it on SIGTERM (the pool's own way to stop
+    its workers): the command line's handler, inherited, would print a traceback for it."""
+    import _signal
+
+    _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)

@@ -83,7 +83,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """The audit, reported; the exit status. The errors of the tool (a profile, a state or a
     file that is not ours: usage; an output that cannot be written: environment) are
     raised, for cli.main to say."""
-    from ..audit.checkpoint import Checkpoint, Output
+    from ..audit.checkpoint import Checkpoint, Output, Refused
     from ..audit.inputs import pieces
     from ..audit.run import Asked, Audit
     from ..reporters.audit import AUDIT_LINES, AUDIT_PLACED, is_report, with_progress
@@ -107,6 +107,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _on_cluster(opts, asked)
 
     replacement: Replacement | None = None
+    made = bool(opts.output and opts.state and not os.path.lexists(opts.output))
     # backslashreplace: a file name that is not UTF-8 is named in escapes, never as bytes.
     # An output that cannot be opened is the environment's (a folder missing, read-only),
     # not a usage error.
@@ -148,6 +149,14 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         else:
             out.flush()
         return status
+    except Refused:
+        if made and opened is not None and not opened.closed and not opened.tell():
+            # Nothing is written when a resume is refused: not even the empty output that
+            # opening it made.
+            opened.close()
+            with contextlib.suppress(OSError):
+                os.unlink(opts.output)
+        raise
     finally:
         if opened is not None and not opened.closed:
             with contextlib.suppress(OSError):  # a write failed already, and was reported

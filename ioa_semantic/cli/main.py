@@ -167,15 +167,38 @@ def _refuse_mistyped(word: str, commands: Iterable[str], within: str | None) -> 
     parser.error(f"{word!r} is neither {what} nor a file (did you mean {close!r}?)")
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised where the command stands (as SIGINT raises KeyboardInterrupt), so that
+    what it was writing aside is removed on the way out (``timeout``, a CI job cancelled,
+    ``systemctl stop``): never a ``.partial`` file left in the user's folder."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _undecodable_as_escapes()
     argv = sys.argv[1:] if argv is None else argv
     stdout = sys.stdout
     sys.stdout = _Written(stdout)
+    # _signal, not signal: the module's enumerations cost a cold check a millisecond. Not
+    # for the trace commands, whose store is made to survive a kill at any point (and
+    # whose services install handlers of their own), nor for serve.
+    import _signal
+
+    before = None
+    if not _command(argv).startswith(("trace", "serve")):
+        try:
+            before = _signal.signal(_signal.SIGTERM, _terminated)
+        except ValueError:  # not the main thread (a library caller's): left as it is
+            before = None
     try:
         return _main(argv)
     finally:
         sys.stdout = stdout
+        if before is not None:
+            _signal.signal(_signal.SIGTERM, before)
 
 
 def _main(argv: Sequence[str]) -> int:
@@ -183,6 +206,8 @@ def _main(argv: Sequence[str]) -> int:
         return run(argv)
     except KeyboardInterrupt:
         return 130
+    except _Terminated:
+        return 143  # what a shell reports for a process ended by SIGTERM
     except BrokenPipeError:
         # The reader went away (``| head``): nothing is wrong with the input or the tool.
         # Python would still complain while flushing stdout at exit, so point it at devnull.

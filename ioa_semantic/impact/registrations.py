@@ -116,6 +116,11 @@ class _Before(NamedTuple):
     reasons: list[dict[str, Any]]
 
 
+# The longest line of an audit report read (a decision log's bound): a registration line
+# carries its reasons, each bounded by the intake's limits.
+_MAX_REPORT_LINE = 256 << 20
+
+
 class _Report:
     """The audit's JSON output, read line by line: registrations, then conflicts, then the
     summary. A line that is none of these is a :class:`ConfigurationError` naming it."""
@@ -131,18 +136,22 @@ class _Report:
         self.conflicts: dict[str, frozenset[tuple[str, int | None]]] = {}
         self._pending: dict[str, Any] | None = None
         self.done = False
+        self._source: str | None = None  # the last registration's place read
+        self._index: int | None = None
 
     def close(self) -> None:
         self._handle.close()
 
     def _next(self) -> dict[str, Any] | None:
-        for raw in self._handle:
+        while raw := self._handle.readline(_MAX_REPORT_LINE + 1):
             self.number += 1
+            if len(raw) > _MAX_REPORT_LINE:
+                raise self._refused(f"a line longer than {_MAX_REPORT_LINE} bytes")
             if not raw.strip():
                 continue
             try:
                 line = json.loads(raw)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
                 raise self._refused("not a JSON line") from exc
             if not isinstance(line, dict):
                 raise self._refused("not a JSON object")
@@ -165,12 +174,18 @@ class _Report:
                 if status not in STATUSES or not isinstance(reasons, list) or not all(
                         isinstance(r, dict) for r in reasons):
                     raise TypeError("status or reasons")
-                index = line["index"]
-                if index is not None and not isinstance(index, int):
+                index, source, ident = line["index"], line["source"], line.get("id")
+                if index is not None and (type(index) is not int or index < 0):
                     raise TypeError("index")
-                yield _Before(str(line["source"]), index,
-                              line["id"] if isinstance(line.get("id"), str) else None,
-                              status, reasons)
+                if type(source) is not str or not (ident is None or type(ident) is str):
+                    raise TypeError("source or id")
+                # The audit writes its results in input order: within a file, by index.
+                if source == self._source and index is not None and (
+                        self._index is not None and index <= self._index):
+                    raise self._refused(f"{source} index {index} after index {self._index}: "
+                                        "out of the inputs' order")
+                self._source, self._index = source, index
+                yield _Before(source, index, ident, status, reasons)
             except (KeyError, TypeError) as exc:
                 raise self._refused(f"a registration's member is missing or of the wrong "
                                     f"kind ({exc})") from exc
@@ -324,12 +339,22 @@ class RegistrationImpact:
         befores = report.registrations()
         for batch in self.judging(run, (*self.inputs, *self.added)):
             notable = {(r.source, r.position): r for r in batch.notable}
+            # Where each registration of the batch is, and the IRI each valid one declares:
+            # the report's line for it must say the same (a report of other inputs, or of
+            # these in another order, is refused, never compared).
+            # (A cluster's batches carry no declarations: there the places of the results
+            # with a reason are held to the report's, below.)
+            ids = {where: ident for ident, _, _, where in batch.declarations}
+            listed = bool(ids) or batch.size == len(notable)
             here: set[tuple[str, int | None]] = set()
             for _ in range(batch.size):
                 before = next(befores, None)
                 if before is None:
                     break
                 where = (before.source, before.position)
+                if listed and where not in notable and (
+                        where not in ids or ids[where] != before.id):
+                    raise self._mismatch(where)
                 here.add(where)
                 result = notable.pop(where, None)
                 self._counts.read += 1
@@ -482,31 +507,30 @@ class RegistrationImpact:
                          if where not in listed)
         iris = {ident for ident, _ in plain} | {r.id for r in notable if r.id is not None}
         # The audited registrations of those IRIs (the report names each one's), judged
-        # again for their declarations; a registration not valid declares nothing.
-        wanted: dict[tuple[str, int | None], _Before] = {}
+        # again for their declarations; a registration not valid declares nothing. The
+        # inputs are read beside the report (not judged): each registration must be where
+        # the report has it, or the report is not of these inputs.
+        inputs = documents(self.inputs, limits=run.judging.limits)
         for before in report.registrations():
             self._counts.read += 1
-            if before.id in iris and before.status == "valid":
-                wanted[(before.source, before.position)] = before
-            else:
+            item = next(inputs, None)
+            if item is None or (item[0], item[1]) != (before.source, before.position):
+                raise self._mismatch((before.source, before.position))
+            if not (before.id in iris and before.status == "valid"):
                 self._counts.skipped[why] += 1
-        if wanted:
-            for source, index, document, problems in documents(self.inputs,
-                                                               limits=run.judging.limits):
-                if (source, index) not in wanted:
-                    continue
-                before = wanted.pop((source, index))
-                self._counts.rejudged += 1
-                result = (run.unreadable(source, index, problems) if document is None
-                          else run.registration(document, source, index))
-                flip = self._compared(before, result.status,
-                                      [r.as_dict() for r in result.reasons], (self._added_label,))
-                if flip is not None:
-                    yield flip
-                if not wanted:
-                    break
-            if wanted:
-                raise self._mismatch(next(iter(wanted)))
+                continue
+            source, index, document, problems = item
+            self._counts.rejudged += 1
+            result = (run.unreadable(source, index, problems) if document is None
+                      else run.registration(document, source, index))
+            flip = self._compared(before, result.status,
+                                  [r.as_dict() for r in result.reasons], (self._added_label,))
+            if flip is not None:
+                yield flip
+        if next(inputs, None) is not None:
+            raise ConfigurationError(
+                f"{self.report}: the inputs now hold more registrations than the report: "
+                "the audit report is not of these inputs")
         yield from self._new(notable, plain)
         after = {c.id: frozenset(c.registrations) for c in run.conflicts()}
         yield from self._conflicts(report.conflicts, after, frozenset(iris),

@@ -284,7 +284,9 @@ def parse(data: bytes | str, limits: Limits | None = None, *, array: bool = Fals
             for pointer, names in _locate(document, duplicates)
         ))
     if not isinstance(document, dict) and not (array and isinstance(document, list)):
-        kind = "an array" if isinstance(document, list) else f"a {type(document).__name__}"
+        kind = ("an array" if isinstance(document, list) else "null" if document is None
+                else "a boolean" if isinstance(document, bool)
+                else "a number" if isinstance(document, int | float) else "a string")
         return _fail("json.not-object", f"the document is {kind}, not one JSON object")
     return Intake(document, ())
 
