@@ -17,7 +17,10 @@
 * a registration's ``"inputs": [5]`` was said to be "/inputs has the wrong JSON type: an
   array" (an array is what it must be): each item of the wrong type is said at its place;
 * an integer of 5,000 digits (valid JSON) was "not JSON", with the interpreter's advice to
-  raise ``sys.set_int_max_str_digits()``: it is over a limit, said in the input's words.
+  raise ``sys.set_int_max_str_digits()``: it is over a limit, said in the input's words;
+* a domain the carrier gave (``--param domain=``) that the profile does not permit was
+  reported at ``/profileContext/domain``, where the envelope's own (permitted) domain stands:
+  no path of the envelope holds the carrier's value.
 """
 
 from __future__ import annotations
@@ -161,3 +164,13 @@ def test_an_item_of_the_wrong_json_type_is_said_at_its_place_not_its_arrays(
              if r["code"] == "registration.type"]
     assert typed == [("/inputs/1", "/inputs/1 has the wrong JSON type: a number"),
                      ("/inputs/2", "/inputs/2 has the wrong JSON type: null")], result
+
+
+def test_a_carriers_domain_is_reported_at_no_path_of_the_envelope(tmp_path: Path) -> None:
+    status, decision = ioa(ACCEPTED_MAPPING / "envelope.jsonld", "--profile", "cs-translation",
+                           "--param", "domain=https://example.org/onto/law#Law", "--param",
+                           "sourceLang=zh", "--param", "targetLang=en", "--at", AT,
+                           "--format", "json", cwd=tmp_path)
+    assert (status, decision["verdict"]) == (1, "incompatible")
+    (reason,) = [r for r in decision["reasons"] if r["code"] == "domain.context-not-permitted"]
+    assert reason["path"] == "" and "given by the carrier" in reason["message"]

@@ -15,16 +15,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-from a2a.server.agent_execution.agent_executor import AgentExecutor
-from a2a.server.routes.agent_card_routes import create_agent_card_routes
-from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import a2a_pb2 as pb
-from starlette.applications import Starlette
-
 from ioa_semantic import Checker
-from ioa_semantic.a2a import SemanticGateHandler, context_builder, profile_extension
+
+try:
+    import uvicorn
+    from a2a.server.agent_execution.agent_executor import AgentExecutor
+    from a2a.server.routes.agent_card_routes import create_agent_card_routes
+    from a2a.server.routes.jsonrpc_routes import create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore
+    from a2a.types import a2a_pb2 as pb
+    from starlette.applications import Starlette
+
+    from ioa_semantic.a2a import SemanticGateHandler, context_builder, profile_extension
+except ImportError as exc:
+    # A missing extra is one line and exit 2, as ioa-check says it, not a traceback.
+    reason = (f"{exc.name.split('.')[0]} is not installed"
+              if isinstance(exc, ModuleNotFoundError) and exc.name else str(exc).splitlines()[0])
+    print(f"agent.py: needs the a2a extra ({reason}): from the clone, pip install '.[a2a]' "
+          "(or pip install 'ioa-semantic[a2a]' in the venv that has ioa-semantic)",
+          file=sys.stderr)
+    raise SystemExit(2) from None
 
 HERE = Path(__file__).resolve().parent
 

@@ -420,9 +420,11 @@ def parameter_findings(profile: Profile, task: Task) -> Iterator[Finding]:
     domain = task.single("domain")
     if task.origin.get("domain") == "--param" and domain is not None and (
             domain not in profile.permitted_domains):
+        # No path of the envelope holds the carrier's value (its own domain may be one the
+        # profile permits): the reason names the parameter, as a carried value's type does.
         yield finding("domain.context-not-permitted",
                       f"the task's domain {domain} (given by the carrier) is one the profile "
-                      "does not permit", "/profileContext/domain")
+                      "does not permit", "", subject=CARRIED_PARAMETER + "domain")
     for name, allowed in sorted(profile.parameter_values.items()):
         for value in task.values(name):
             if not _allowed(profile, name, value, allowed):
