@@ -29,10 +29,13 @@ try:
     from ioa_semantic.a2a import SemanticGateHandler, context_builder, profile_extension
 except ImportError as exc:
     # A missing extra is one line and exit 2, as ioa-check says it, not a traceback.
-    reason = (f"{exc.name.split('.')[0]} is not installed"
-              if isinstance(exc, ModuleNotFoundError) and exc.name else str(exc).splitlines()[0])
+    # ioa_semantic.a2a says a missing module with the one it lacks as its cause.
+    missing = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+    reason = (f"{missing.name} is not installed"
+              if isinstance(missing, ModuleNotFoundError) and missing.name
+              else str(exc).splitlines()[0])
     print(f"agent.py: needs the a2a extra ({reason}): from the clone, pip install '.[a2a]' "
-          "(or pip install 'ioa-semantic[a2a]' in the venv that has ioa-semantic)",
+          "(or pip install 'ioa-semantic[a2a]' in the environment that has ioa-semantic)",
           file=sys.stderr)
     raise SystemExit(2) from None
 
