@@ -174,18 +174,28 @@ class Replacement:
                 open(path, "wb") if own is None else os.fdopen(os.dup(own), "wb"))  # noqa: SIM115
             return
         folder = os.path.dirname(path) or "."
-        # Imported here: tempfile brings shutil, and with it bz2 and lzma, into every
-        # command's start (a check that writes no file among them).
-        import tempfile
-
-        descriptor, self.temporary = tempfile.mkstemp(
-            dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".partial")
+        # Named, and known to be written aside (ASIDE), before it is made: a process ended
+        # between the two (SIGTERM: cli.main) removes it all the same.
+        while True:
+            self.temporary = os.path.join(
+                folder, f".{os.path.basename(path)}.{os.urandom(6).hex()}.partial")
+            ASIDE.add(self.temporary)
+            try:
+                descriptor = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                     | getattr(os, "O_CLOEXEC", 0), 0o600)
+                break
+            except FileExistsError:
+                ASIDE.discard(self.temporary)
+            except BaseException:
+                ASIDE.discard(self.temporary)
+                raise
         try:
             os.fchmod(descriptor, _mode_for(path))
             self.stream = os.fdopen(descriptor, "wb")
         except BaseException:
             os.close(descriptor)
             os.unlink(self.temporary)
+            ASIDE.discard(self.temporary)
             raise
 
     def commit(self) -> None:
@@ -198,6 +208,7 @@ class Replacement:
                 self.stream.close()
             if self.temporary is not None:
                 os.replace(self.temporary, self.path)
+                ASIDE.discard(self.temporary)
                 self.temporary = None  # renamed: nothing is left to discard
         except BaseException:
             self.discard()
@@ -209,6 +220,20 @@ class Replacement:
         if self.temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.temporary)
+            ASIDE.discard(self.temporary)
+
+
+# The files this process is writing aside (a Replacement's temporary file), to be removed if
+# it is ended before it renames or discards them (see cli.main's SIGTERM handler).
+ASIDE: set[str] = set()
+
+
+def remove_aside() -> None:
+    """Remove every file being written aside (the process is ending, unfinished)."""
+    for temporary in list(ASIDE):
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    ASIDE.clear()
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -134,6 +134,23 @@ def frozen() -> Iterator[Callable[[], None]]:
                 gc.set_threshold(*_found[0])
                 if not _found[1]:
                     gc.unfreeze()
+
+
+def die_with(parent: int) -> None:
+    """On Linux, this process (a worker) is killed when its parent ends, however it ends
+    (SIGKILL, the system out of memory, included): a worker would otherwise outlive it, asleep
+    on a pipe it holds both ends of. (The kernel watches the parent's thread that started the
+    worker.) ``parent`` is the process id the worker was started by: one that ended before
+    this took effect ends the worker at once."""
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere, a worker waiting on its pipe still ends with its parent
+    import ctypes
+
+    pr_set_pdeathsig, sigkill = 1, 9
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, sigkill)
+    if os.getppid() != parent:  # the parent ended before the line above
+        os._exit(0)
 
 
 def quick_exit(status: int, unwritable: Callable[[OSError], int]) -> NoReturn:

@@ -67,13 +67,27 @@ def test_a_report_of_other_inputs_is_refused_whatever_the_change(
     assert "conflict" in capsys.readouterr().out
 
 
-def test_a_report_of_these_inputs_in_another_order_is_refused(
+def test_a_report_in_another_order_is_compared_place_by_place_or_refused(
         two: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Judged again, each registration is compared with the report's line for its place,
+    wherever that line stands; where the registrations are not judged again (registrations
+    added), the report must follow the inputs line by line. And an input named twice is
+    two passes over it, in the report as in the inputs."""
     lines = two["b-report"].read_text().splitlines(keepends=True)
     swapped = two["b-report"].with_name("swapped.jsonl")
     swapped.write_text(lines[1] + lines[0] + "".join(lines[2:]))
-    assert _impact(swapped, two["b"], "--profile", str(two["notes"])) == 2
-    assert "out of the inputs' order" in capsys.readouterr().err
+    assert _impact(two["b-report"], two["b"], "--profile", str(two["notes"])) == 0
+    said = capsys.readouterr().out
+    assert _impact(swapped, two["b"], "--profile", str(two["notes"])) == 0
+    assert capsys.readouterr().out == said.replace(str(two["b-report"]), str(swapped))
+    assert _impact(swapped, two["b"], "--add-registrations", str(two["c"])) == 2
+    assert "is not where the report has it" in capsys.readouterr().err
+    twice = two["b-report"].with_name("twice.jsonl")
+    main(["audit", str(two["b"]), str(two["b"]), "--profile", "cs-translation", "--format",
+          "json", "--output", str(twice), "--jobs", "1"])
+    assert main(["impact", "--audit-report", str(twice), "--registrations", str(two["b"]),
+                 "--registrations", str(two["b"]), "--audited-profile", "cs-translation",
+                 "--profile", str(two["notes"])]) == 0
 
 
 @pytest.mark.parametrize("line", [

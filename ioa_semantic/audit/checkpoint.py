@@ -299,12 +299,12 @@ class Checkpoint:
             raise self._refused("it is not JSON", ours=None) from None
         except RecursionError:  # json reads nesting by recursion
             raise self._refused("it nests too deeply to be a state", ours=False) from None
-        # A state of any version records its counts by status (and a version, its cut): a
-        # JSON object with none of these is something else of the user's (a registration
-        # has inputs too).
+        # A state of any version records its inputs and its counts by status: a JSON object
+        # without both is something else of the user's (a registration has inputs, a
+        # package.json a version).
         if not isinstance(state, dict):
             raise self._refused("it is not an audit's state (not a JSON object)", ours=None)
-        if not {"version", "cut", "statuses"} & state.keys():
+        if not {"inputs", "statuses"} <= state.keys():
             raise self._refused("it is not an audit's state", ours=False)
         if state.get("version") != STATE_VERSION or state.get(
                 "cut") != [inputs._BLOCK_BYTES, inputs._BATCH]:

@@ -31,6 +31,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .._exceptions import WriteFailed
+
 Where = tuple[str, "int | None"]
 # (capability IRI, declaration, where): what a valid registration declares, and where
 Declared = tuple[str, tuple[Any, ...], Where]
@@ -184,11 +186,20 @@ class ConflictIndex:
             self._repeats.close()
 
     def _write_repeats(self) -> None:
-        if self._repeats is None:
-            # Unnamed, in the temporary folder: removed when closed or when the process ends,
-            # and never among the user's files.
-            self._repeats = tempfile.TemporaryFile(prefix="ioa-audit-repeats-")  # noqa: SIM115 (kept open across calls)
-        self._repeats.write(self._pending)
+        try:
+            if self._repeats is None:
+                # Unnamed, in the temporary folder: removed when closed or when the process
+                # ends, and never among the user's files. Unbuffered: what is pending is
+                # buffered here, and closing it has nothing left to write (and fail).
+                self._repeats = tempfile.TemporaryFile(  # noqa: SIM115 (kept open across calls)
+                    prefix="ioa-audit-repeats-", buffering=0)
+            with memoryview(self._pending) as pending:
+                written = 0
+                while written < len(pending):
+                    written += self._repeats.write(pending[written:])
+        except OSError as exc:  # the temporary folder full: the environment's failure
+            raise WriteFailed(f"the audit's file of repeated registrations in "
+                              f"{tempfile.gettempdir()} (TMPDIR)", exc) from None
         self._pending.clear()
 
     def conflicts(self) -> Iterator[tuple[str, tuple[Where, ...], tuple[Any, ...]]]:
@@ -218,8 +229,12 @@ class ConflictIndex:
             self._write_repeats()
             self._repeats.seek(0)
             size = _REPEAT.size * (_REPEATS_BUFFERED // _REPEAT.size)
+            rest = b""  # a record a read cut (a raw read may return less than asked)
             while chunk := self._repeats.read(size):
-                yield from _REPEAT.iter_unpack(chunk)
+                chunk = rest + chunk
+                whole = len(chunk) - len(chunk) % _REPEAT.size
+                yield from _REPEAT.iter_unpack(chunk[:whole])
+                rest = chunk[whole:]
             self._repeats.seek(0, 2)  # further repeats are appended
         else:
             yield from _REPEAT.iter_unpack(bytes(self._pending))

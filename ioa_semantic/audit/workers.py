@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from .._checker import Checker
 
 from .._exceptions import WorkerLost
+from .._runtime import die_with
 from ..compiled.engine import CompiledEngine
 from .conflicts import Declared, digested
 from .inputs import _BATCH, Piece, items_of
@@ -181,7 +183,7 @@ def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Re
     # of the writing process's time on a uniform audit went to that loop, on the cores the
     # workers need. The executor's one thread reads each result as it comes.
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_as_a_worker)
+                               initializer=_as_a_worker, initargs=(os.getpid(),))
     pending: deque[Future[Judged]] = deque()
     try:
         for piece in pieces:
@@ -199,9 +201,12 @@ def _in_workers(checker: Checker, pieces: Iterable[Piece], jobs: int, render: Re
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _as_a_worker() -> None:
-    """A worker ends as the operating system ends it on SIGTERM (the pool's own way to stop
-    its workers): the command line's handler, inherited, would print a traceback for it."""
+def _as_a_worker(parent: int) -> None:
+    """A worker ends with the process that started it, however that ends (killed, out of
+    memory: it would otherwise sleep forever on the pool's pipes, whose both ends it holds),
+    and as the operating system ends it on SIGTERM (the pool's own way to stop its workers;
+    the command line's handler, inherited, is the writing process's)."""
     import _signal
 
+    die_with(parent)
     _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)

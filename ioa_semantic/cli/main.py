@@ -30,6 +30,7 @@ from .._exceptions import (
     IoaSemanticError,
     WriteFailed,
 )
+from .._files import remove_aside
 from .._nearest import nearest
 from .._runtime import own_process, paused, quick_exit, untranslated_argparse
 from .._status import ExitStatus
@@ -167,14 +168,14 @@ def _refuse_mistyped(word: str, commands: Iterable[str], within: str | None) -> 
     parser.error(f"{word!r} is neither {what} nor a file (did you mean {close!r}?)")
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised where the command stands (as SIGINT raises KeyboardInterrupt), so that
-    what it was writing aside is removed on the way out (``timeout``, a CI job cancelled,
-    ``systemctl stop``): never a ``.partial`` file left in the user's folder."""
-
-
 def _terminated(signum: int, frame: object) -> None:
-    raise _Terminated
+    """SIGTERM (``timeout``, a CI job cancelled, ``systemctl stop``): what the command was
+    writing aside is removed, and the process ends at once with the status a shell reports
+    for it. Not an exception raised where the command stands: one raised inside an
+    extension's import (orjson's, on first use) ended the interpreter with SIGSEGV. What it
+    ends without (a state, a journal) is made to survive a kill."""
+    remove_aside()
+    os._exit(143)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -206,8 +207,6 @@ def _main(argv: Sequence[str]) -> int:
         return run(argv)
     except KeyboardInterrupt:
         return 130
-    except _Terminated:
-        return 143  # what a shell reports for a process ended by SIGTERM
     except BrokenPipeError:
         # The reader went away (``| head``): nothing is wrong with the input or the tool.
         # Python would still complain while flushing stdout at exit, so point it at devnull.

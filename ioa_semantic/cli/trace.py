@@ -231,7 +231,7 @@ def run(opts: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if parent.isdigit():
         import signal
 
-        from ..service.workers import die_with
+        from .._runtime import die_with
 
         die_with(int(parent))
         # Ctrl-C at the service reaches its whole process group: the service decides when

@@ -136,8 +136,6 @@ class _Report:
         self.conflicts: dict[str, frozenset[tuple[str, int | None]]] = {}
         self._pending: dict[str, Any] | None = None
         self.done = False
-        self._source: str | None = None  # the last registration's place read
-        self._index: int | None = None
 
     def close(self) -> None:
         self._handle.close()
@@ -179,12 +177,6 @@ class _Report:
                     raise TypeError("index")
                 if type(source) is not str or not (ident is None or type(ident) is str):
                     raise TypeError("source or id")
-                # The audit writes its results in input order: within a file, by index.
-                if source == self._source and index is not None and (
-                        self._index is not None and index <= self._index):
-                    raise self._refused(f"{source} index {index} after index {self._index}: "
-                                        "out of the inputs' order")
-                self._source, self._index = source, index
                 yield _Before(source, index, ident, status, reasons)
             except (KeyError, TypeError) as exc:
                 raise self._refused(f"a registration's member is missing or of the wrong "

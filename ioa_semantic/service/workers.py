@@ -34,6 +34,7 @@ from multiprocessing.connection import Connection
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .._exceptions import IoaSemanticError
+from .._runtime import die_with
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -88,22 +89,6 @@ def _judge(checker: Checker, render: Render, job: Job) -> Answered:
     out = io.StringIO()
     render([decision], out)
     return Answered(str(decision.verdict), out.getvalue().encode("utf-8"))
-
-
-def die_with(server: int) -> None:
-    """On Linux, this worker is killed when its server ends, however it ends (SIGKILL
-    included): a worker at a check that runs for days would otherwise outlive it. (The
-    kernel watches the server's thread that started the worker: a thread of the pool below,
-    which lives as long as the server.)"""
-    if not sys.platform.startswith("linux"):
-        return  # elsewhere, a worker waiting on its pipe still ends with the server
-    import ctypes
-
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() != server:  # the server ended before the line above
-        os._exit(0)
 
 
 def _serve(conn: Connection, build: Build, render: Render, server: int) -> None:

@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from .. import data
-from .otlp import is_placeholder_model
+from .otlp import SOURCE, is_placeholder_model
 
 _OPERATION = "gen_ai.operation.name"
 _A2A_METHOD = "a2a.method.name"
@@ -48,20 +48,26 @@ def normalise(span: Any) -> Any:
             attributes.setdefault(attribute["key"], attribute.get("value"))
     if _OPERATION in attributes:
         return span
-    added = _convention(span, attributes) or _a2a(span, attributes)
+    sources: dict[str, str] = {}
+    added = _convention(span, attributes, sources) or _a2a(span, attributes)
     if not added:
         return span
+    # Each attribute added says which one of the span it stands for (SOURCE), so that a
+    # reason about its value names that one, where it stands in the span.
     return {**span, "attributes": [*listed, *(
-        {"key": k, "value": value} for k, v in added.items()
-        for value in (v if isinstance(v, tuple) else (v,)))]}
+        {"key": k, "value": value, **({SOURCE: sources[k]} if k in sources else {})}
+        for k, v in added.items() for value in (v if isinstance(v, tuple) else (v,)))]}
 
 
-def _convention(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, Any]:
+
+def _convention(span: dict[str, Any], attributes: dict[str, Any],
+                names: dict[str, str]) -> dict[str, Any]:
     """The GenAI attributes of the one operation the span's conventions agree on. A kind
     attribute that is not a string, or conventions that say different operations, make the
     operation unreadable: it is added as written (or once per operation), so that ``otlp.py``
     reports the span and leaves it out rather than the span passing as a mere link or as
-    whichever convention comes first."""
+    whichever convention comes first. ``names`` gets the span's attribute each one added
+    stands for."""
     found: list[tuple[str, dict[str, Any]]] = []
     for convention in table()["conventions"]:
         written = attributes.get(convention["kind"])
@@ -92,11 +98,15 @@ def _convention(span: dict[str, Any], attributes: dict[str, Any]) -> dict[str, A
         # The first source that says something: a placeholder ("unknown", blank) gives way to
         # a later source (an agent's entity name "" to its agent_id), and is copied only when
         # no source has more, so that it is still read as no name.
-        written = [{"stringValue": span["name"]} if source == "@name" else attributes[source]
+        written = [(source, {"stringValue": span["name"]} if source == "@name"
+                    else attributes[source])
                    for source in sources if (source == "@name" and isinstance(
                        span.get("name"), str) and span["name"]) or source in attributes]
         if written:
-            added[target] = next((w for w in written if not _placeholder(w)), written[0])
+            source, added[target] = next(((s, w) for s, w in written if not _placeholder(w)),
+                                         written[0])
+            if source != "@name":
+                names[target] = source
     return added
 
 

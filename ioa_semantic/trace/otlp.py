@@ -188,11 +188,12 @@ def read(pointer: str, span: Any) -> Iterator[Span | Problem]:
     attributes: dict[str, Any] = {}
     unreadable: set[str] = set()
     where: dict[str, int] = {}
+    named: dict[str, str] = {}
     for problem in _attributes(pointer, span.get("attributes", []), attributes, unreadable,
-                               where=where):
+                               where=where, named=named):
         yield problem._replace(trace=trace)
     values = _roles(attributes)
-    yield from _mistyped(pointer, values, where, trace)
+    yield from _mistyped(pointer, values, where, named, trace)
     read = {role: value for role, (_, value) in values.items()}
     operation = read.get("operation")
     if unreadable & set(table()["attributes"]["operation"]) or (
@@ -203,10 +204,10 @@ def read(pointer: str, span: Any) -> Iterator[Span | Problem]:
         return
     cls = table()["operations"].get(operation, "span") if isinstance(operation, str) else "span"
     if cls == "span" and any(role in read for role in _CALL_ROLES):
-        named = operation if operation is not None else "no operation name"
+        said = operation if operation is not None else "no operation name"
         yield Problem(pointer, "trace.span-unmapped",
                       f"a span with {' and '.join(values[r][0] for r in _CALL_ROLES if r in read)}"
-                      f" but {json.dumps(named) if operation else named}: it may be a call the "
+                      f" but {json.dumps(said) if operation else said}: it may be a call the "
                       "mapping does not know", trace)
         return
     kind = _enum(span.get("kind", 0), _KINDS, "SPAN_KIND_")
@@ -256,7 +257,7 @@ _TYPE_WORDS = {"string": "a string", "count": "a count (an integer, not negative
 
 
 def _mistyped(pointer: str, values: dict[str, tuple[str, Any]], where: dict[str, int],
-              trace: str) -> Iterator[Problem]:
+              named: dict[str, str], trace: str) -> Iterator[Problem]:
     """The problems of the roles whose value is not of the role's type, each left out of
     ``values``: a tool named by bytes, a count given as a double or a negative number is
     evidence of nothing, and a guess if read (an empty value is no value, and no problem)."""
@@ -266,7 +267,8 @@ def _mistyped(pointer: str, values: dict[str, tuple[str, Any]], where: dict[str,
             continue
         del values[role]
         yield Problem(f"{pointer}/attributes/{where[name]}", "trace.attribute-malformed",
-                      f"{name} is not {_TYPE_WORDS[kind]}; it is not used", trace)
+                      f"{_named_as(name, named.get(name))} is not {_TYPE_WORDS[kind]}; it is "
+                      "not used", trace)
 
 
 def _of_type(value: Any, kind: str) -> bool:
@@ -286,7 +288,13 @@ def _as_float(value: Any) -> float:
 
 
 def _fingerprint(span: dict[str, Any]) -> str:
-    """The SHA-256 of a span's canonical JSON, to tell an exporter's retry from a conflict."""
+    """The SHA-256 of a span's canonical JSON, to tell an exporter's retry from a conflict
+    (an attribute conventions.normalise added is in it as written, without its SOURCE: the
+    span's own, as its stores and states have recorded it)."""
+    listed = span.get("attributes")
+    if isinstance(listed, list) and any(isinstance(a, dict) and SOURCE in a for a in listed):
+        span = {**span, "attributes": [{k: v for k, v in a.items() if k != SOURCE}
+                                       if isinstance(a, dict) else a for a in listed]}
     try:
         # A number read with its text kept (intake.ExactNumber) is the float it is: a span
         # reads the same whichever parser read its line (events.parse).
@@ -375,12 +383,14 @@ def _instant(value: Any) -> str | None:
 
 
 def _attributes(pointer: str, listed: Any, out: dict[str, Any], unreadable: set[str],
-                roles: Container[str] | None = None,
-                where: dict[str, int] | None = None) -> Iterator[Problem]:
+                roles: Container[str] | None = None, where: dict[str, int] | None = None,
+                named: dict[str, str] | None = None) -> Iterator[Problem]:
     """The span's attributes named in ``roles`` (default: the GenAI table's) as plain values;
     malformed or repeated ones are left out (and named in ``unreadable``). Attributes outside
     the table are not read at all: their values are not parsed, nor their keys named.
-    ``where`` gets each value's index in the list, for the reasons of a later stage."""
+    ``where`` gets each value's index in the list, for the reasons of a later stage, and
+    ``named`` the span's own attribute each one added by ``conventions.normalise`` stands for
+    (whose index ``where`` gives)."""
     if not isinstance(listed, list):
         yield Problem(f"{pointer}/attributes", "trace.attribute-malformed",
                       "attributes is not an array; none is used")
@@ -395,10 +405,17 @@ def _attributes(pointer: str, listed: Any, out: dict[str, Any], unreadable: set[
             continue
         if key not in roles:
             continue
+        source = attribute.get(SOURCE)
+        if isinstance(source, str):
+            # Added for another convention's attribute (conventions.normalise): what is said
+            # of it is said of that one, where it stands in the span.
+            a = next((n for n, each in enumerate(listed) if isinstance(each, dict)
+                      and each.get("key") == source), a)
+            at = f"{pointer}/attributes/{a}"
         value, ok = _value(attribute.get("value"))
         if not ok:
             yield Problem(at, "trace.attribute-malformed",
-                          f"{key} has no well-formed value; it is not used")
+                          f"{_named_as(key, source)} has no well-formed value; it is not used")
             unreadable.add(key)  # present but unreadable: not read from another entry either
             out.pop(key, None)
             continue
@@ -407,13 +424,26 @@ def _attributes(pointer: str, listed: Any, out: dict[str, Any], unreadable: set[
         if key in out and out[key] != value:
             # Two values for one key: which one the instrumentation meant is not known.
             yield Problem(at, "trace.attribute-malformed",
-                          f"{key} is given twice with different values; it is not used")
+                          f"{_named_as(key, source)} is given twice with different values; "
+                          "it is not used")
             unreadable.add(key)
             del out[key]
             continue
         out[key] = value
         if where is not None:
             where.setdefault(key, a)
+            if isinstance(source, str) and named is not None:
+                named.setdefault(key, source)
+
+
+# The member of an attribute conventions.normalise adds that names the span's attribute it
+# stands for (not an OTLP member: no span carries it).
+SOURCE = "x-ioa-source"
+
+
+def _named_as(key: str, source: Any) -> str:
+    """An attribute as a reason names it: the span's own, where ``key`` was added for it."""
+    return f"{source} (read as {key})" if isinstance(source, str) else key
 
 
 def _value(value: Any, depth: int = 0) -> tuple[Any, bool]:

@@ -1,0 +1,124 @@
+"""A review of the session's own changes, each finding held here:
+
+* ``audit --jobs N``'s workers, once a process pool's, outlived a parent that was killed
+  (SIGKILL, the system out of memory), asleep on the pool's pipes, holding their memory: they
+  now end with it (the service's workers already did);
+* the repeated registrations the conflict index writes aside went to a temporary folder
+  whose filling was a traceback (exit 70): it is the environment's failure, exit 74, naming
+  the folder;
+* a ``--state`` that is a JSON file with a ``version`` (a package.json) was called a state
+  of another version, to delete;
+* an attribute of another convention (OpenInference's ``llm.token_count.prompt``) of the
+  wrong type was reported at a place past the span's attributes, under the GenAI name it is
+  read as: it is reported where it stands, under its own name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ioa_semantic.trace import maslab_otel, otlp
+
+from support import IOA_CHECK, registration_63
+
+
+def _lines(path: Path, count: int, same: bool = False) -> None:
+    """``count`` valid registrations, each of an IRI of its own (or all of one)."""
+    document = json.dumps({**registration_63(), "@id": "https://example.org/c/{}"})
+    with path.open("w") as out:
+        for n in range(count):
+            out.write(document.replace("{}", "X" if same else f"X{n}", 1) + "\n")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal")
+def test_the_workers_end_with_a_parent_that_is_killed(tmp_path: Path) -> None:
+    _lines(tmp_path / "r.jsonl", 200_000)
+    proc = subprocess.Popen([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
+                             "--format", "json", "--jobs", "2", "--output", "out.jsonl"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    while len(workers) < 2 and proc.poll() is None:
+        workers = _children(proc.pid)
+    proc.kill()
+    proc.wait()
+    assert workers, "the audit ended before its workers could be seen"
+    # The kernel ends them at once; a worker reaped by init leaves no trace. Bounded only
+    # against a hang: the old pool's workers slept here forever.
+    for _ in range(100_000):
+        if not any(_alive(pid) for pid in workers):
+            break
+        os.sched_yield()
+    else:
+        import time
+
+        time.sleep(5)
+    assert not [pid for pid in workers if _alive(pid)]
+
+
+def test_a_full_temporary_folder_is_the_environments_failure_named(tmp_path: Path) -> None:
+    """60,000 registrations of one IRI: 3 MB of repeats written aside, past a file-size
+    limit of 1 MB (as a full disk answers a write)."""
+    _lines(tmp_path / "r.jsonl", 60_000, same=True)
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a killed process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
+                           "--format", "json", "--jobs", "1"], cwd=tmp_path,
+                          capture_output=True, timeout=120, preexec_fn=limited)
+    assert proc.returncode == 74, proc.stderr.decode()
+    err = proc.stderr.decode().strip().splitlines()
+    assert len(err) == 1 and "cannot write the audit's file of repeated registrations" in err[0]
+
+
+def test_a_json_file_with_a_version_is_no_state_to_delete(tmp_path: Path) -> None:
+    (tmp_path / "package.json").write_text('{"name": "my-app", "version": "1.0.0"}\n')
+    _lines(tmp_path / "r.jsonl", 3)
+    proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
+                           "--format", "json", "--output", "o.jsonl", "--state",
+                           "package.json"], cwd=tmp_path, capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "it is not an audit's state" in err and "delete" not in err
+
+
+def _attribute(key: str, value: dict[str, object]) -> dict[str, object]:
+    return {"key": key, "value": value}
+
+
+def test_another_conventions_attribute_is_reported_where_it_stands_under_its_name() -> None:
+    llm = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203332",
+           "name": "llm", "startTimeUnixNano": "1700000001000000000",
+           "endTimeUnixNano": "1700000002000000000",
+           "attributes": [_attribute("openinference.span.kind", {"stringValue": "LLM"}),
+                          _attribute("llm.model_name", {"stringValue": "gpt-4o"}),
+                          _attribute("llm.token_count.prompt", {"doubleValue": 12.5})]}
+    request = {"resourceSpans": [{"scopeSpans": [{"spans": [llm]}]}]}
+    problems = [(p.pointer, p.detail) for p in maslab_otel.spans(request, False)
+                if isinstance(p, otlp.Problem)]
+    assert problems == [("/resourceSpans/0/scopeSpans/0/spans/0/attributes/2",
+                         "llm.token_count.prompt (read as gen_ai.usage.input_tokens) is not a "
+                         "count (an integer, not negative); it is not used")]
