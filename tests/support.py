@@ -29,14 +29,22 @@ def registration_63() -> dict[str, Any]:
     return copy.deepcopy(json.loads((EXAMPLES / "registration-6.3.jsonld").read_text()))
 
 
-def write_registrations(path: Path, count: int) -> Path:
-    """``count`` valid 6.3 registrations as JSON Lines, each with an IRI of its own."""
-    registration = registration_63()
+def write_registrations(path: Path, count: int, *, one_iri: bool = False) -> Path:
+    """``count`` valid 6.3 registrations as JSON Lines, each with an IRI of its own (or, with
+    ``one_iri``, all of one IRI)."""
+    text = json.dumps({**registration_63(), "@id": "cs:Capability{}"})
     with path.open("w") as handle:
         for i in range(count):
-            registration["@id"] = f"cs:Capability{i}"
-            handle.write(json.dumps(registration) + "\n")
+            handle.write(text.replace("{}", "" if one_iri else str(i), 1) + "\n")
     return path
+
+
+def children(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children now (Linux's /proc; none elsewhere)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def dumps(document: Any) -> bytes:

@@ -6,38 +6,26 @@ pieces before, replaced the dead worker and waited forever for the piece it held
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 from pathlib import Path
 
-from support import IOA_CHECK, registration_63
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(child) for child in text.split()]
+from support import IOA_CHECK, children, write_registrations
 
 
 def test_a_killed_worker_ends_the_audit_with_74_and_no_output_passed_off_as_complete(
         tmp_path: Path) -> None:
     # Enough registrations that the workers are still judging when one is killed: about
     # 120 pieces of 512 KiB, seconds of work even for the compiled build.
-    document = json.dumps(registration_63()).replace('"@id": "', '"@id": "{}')
-    with (tmp_path / "r.jsonl").open("w") as out:
-        for n in range(200_000):
-            out.write(document.replace("{}", f"X{n}", 1) + "\n")
+    write_registrations(tmp_path / "r.jsonl", 200_000)
     proc = subprocess.Popen([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
                              "--format", "json", "--jobs", "2", "--output", "out.jsonl"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         workers: list[int] = []
         while not workers and proc.poll() is None:
-            workers = _children(proc.pid)
+            workers = children(proc.pid)
         assert workers, "the audit ended before its workers could be seen"
         os.kill(workers[0], signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=300)  # a Pool never returned here

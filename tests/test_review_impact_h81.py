@@ -29,7 +29,7 @@ from test_impact_registrations import SHIPPED, TRUSTED, registration
 from ioa_semantic.cli.main import main
 from ioa_semantic.impact import registrations as impact_registrations
 
-from support import IOA_CHECK
+from support import IOA_CHECK, write_registrations
 
 
 @pytest.fixture
@@ -145,10 +145,7 @@ def test_a_state_that_is_no_state_is_refused_unread_and_never_to_be_deleted(
 
 
 def test_a_journal_that_is_a_named_pipe_is_refused_on_resume(tmp_path: Path) -> None:
-    document = registration("{}")
-    with (tmp_path / "r.jsonl").open("w") as out:
-        for n in range(100_000):
-            out.write(document.replace('"{}"', f'"cs:X{n}"', 1) + "\n")
+    write_registrations(tmp_path / "r.jsonl", 100_000)
     args = ["r.jsonl", "--profile", "cs-translation", "--format", "json", "--output",
             "out.jsonl", "--state", "st.json", "--jobs", "1"]
     run = subprocess.Popen([IOA_CHECK, "audit", *args], cwd=tmp_path,
@@ -176,10 +173,7 @@ def test_standard_input_closed_is_a_result_that_says_so(tmp_path: Path) -> None:
 def test_sigterm_leaves_no_partial_file_in_the_users_folder(tmp_path: Path) -> None:
     """``timeout``, a cancelled CI job and ``systemctl stop`` send SIGTERM: the report
     written aside is removed on the way out, as on SIGINT (exit 143)."""
-    document = registration("{}")
-    with (tmp_path / "r.jsonl").open("w") as out:
-        for n in range(100_000):
-            out.write(document.replace('"{}"', f'"cs:X{n}"', 1) + "\n")
+    write_registrations(tmp_path / "r.jsonl", 100_000)
     proc = subprocess.Popen([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
                              "--format", "json", "--output", "report.jsonl", "--jobs", "1"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import signal
@@ -27,22 +26,7 @@ import pytest
 
 from ioa_semantic.trace import maslab_otel, otlp
 
-from support import IOA_CHECK, registration_63
-
-
-def _lines(path: Path, count: int, same: bool = False) -> None:
-    """``count`` valid registrations, each of an IRI of its own (or all of one)."""
-    document = json.dumps({**registration_63(), "@id": "https://example.org/c/{}"})
-    with path.open("w") as out:
-        for n in range(count):
-            out.write(document.replace("{}", "X" if same else f"X{n}", 1) + "\n")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+from support import IOA_CHECK, children, write_registrations
 
 
 def _alive(pid: int) -> bool:
@@ -55,13 +39,13 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal")
 def test_the_workers_end_with_a_parent_that_is_killed(tmp_path: Path) -> None:
-    _lines(tmp_path / "r.jsonl", 200_000)
+    write_registrations(tmp_path / "r.jsonl", 200_000)
     proc = subprocess.Popen([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
                              "--format", "json", "--jobs", "2", "--output", "out.jsonl"],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
     while len(workers) < 2 and proc.poll() is None:
-        workers = _children(proc.pid)
+        workers = children(proc.pid)
     proc.kill()
     proc.wait()
     assert workers, "the audit ended before its workers could be seen"
@@ -81,7 +65,7 @@ def test_the_workers_end_with_a_parent_that_is_killed(tmp_path: Path) -> None:
 def test_a_full_temporary_folder_is_the_environments_failure_named(tmp_path: Path) -> None:
     """60,000 registrations of one IRI: 3 MB of repeats written aside, past a file-size
     limit of 1 MB (as a full disk answers a write)."""
-    _lines(tmp_path / "r.jsonl", 60_000, same=True)
+    write_registrations(tmp_path / "r.jsonl", 60_000, one_iri=True)
 
     def limited() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a killed process
@@ -97,7 +81,7 @@ def test_a_full_temporary_folder_is_the_environments_failure_named(tmp_path: Pat
 
 def test_a_json_file_with_a_version_is_no_state_to_delete(tmp_path: Path) -> None:
     (tmp_path / "package.json").write_text('{"name": "my-app", "version": "1.0.0"}\n')
-    _lines(tmp_path / "r.jsonl", 3)
+    write_registrations(tmp_path / "r.jsonl", 3)
     proc = subprocess.run([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
                            "--format", "json", "--output", "o.jsonl", "--state",
                            "package.json"], cwd=tmp_path, capture_output=True, timeout=60)
