@@ -20,7 +20,9 @@
   raise ``sys.set_int_max_str_digits()``: it is over a limit, said in the input's words;
 * a domain the carrier gave (``--param domain=``) that the profile does not permit was
   reported at ``/profileContext/domain``, where the envelope's own (permitted) domain stands:
-  no path of the envelope holds the carrier's value.
+  no path of the envelope holds the carrier's value;
+* a profile term standing on a node no setting reaches was said to be at the line where the
+  term is first used (rightly, on the profile), not where it stands wrongly.
 """
 
 from __future__ import annotations
@@ -174,3 +176,15 @@ def test_a_carriers_domain_is_reported_at_no_path_of_the_envelope(tmp_path: Path
     assert (status, decision["verdict"]) == (1, "incompatible")
     (reason,) = [r for r in decision["reasons"] if r["code"] == "domain.context-not-permitted"]
     assert reason["path"] == "" and "given by the carrier" in reason["message"]
+
+
+def test_a_term_on_a_node_no_setting_reaches_is_named_at_its_own_line(tmp_path: Path) -> None:
+    shipped = (ROOT / "ioa_semantic" / "data" / "profiles" / "cs-translation.ttl").read_text()
+    lines = shipped.rstrip("\n").splitlines()
+    (tmp_path / "p.ttl").write_text(
+        shipped.rstrip("\n") + "\n<https://example.org/y> iop:trustedIssuer <https://a.example/> .\n")
+    proc = subprocess.run([IOA_CHECK, str(EXAMPLES / "sized" / "envelope.jsonld"), "--profile",
+                           "p.ttl", "--at", AT], cwd=tmp_path, capture_output=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"line {len(lines) + 1}: iop:trustedIssuer stands on <https://example.org/y>" in (
+        proc.stderr.decode()), proc.stderr

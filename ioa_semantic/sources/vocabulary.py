@@ -124,6 +124,22 @@ class _Lines:
             number = None
         return f"line {number}: " if number is not None else self.of(local)
 
+    def of_subject(self, local: str, subject: Any, value: Any) -> str:
+        """``line N: `` where the setting ``iop:local`` stands on ``subject``: the first of its
+        lines from the subject's first line on (a Turtle statement follows its subject), the
+        one holding ``value`` first; else as :meth:`of_setting` finds it. A term used rightly
+        on the profile and wrongly on another node is named where it is wrong."""
+        if self.first is None:
+            self.first = self._index()
+        start = self.first.get(subject.value) if isinstance(subject, pyoxigraph.NamedNode) else None
+        if start is None:
+            return self.of_setting(local, value)
+        after = [n for n in self.every.get(IOP + local, ()) if n >= start]
+        shown = value.value if isinstance(value, (pyoxigraph.NamedNode, pyoxigraph.Literal)) else None
+        number = next((n for n in after if shown is not None and shown in self.lines[n - 1]),
+                      after[0] if after else None)
+        return f"line {number}: " if number is not None else self.of_setting(local, value)
+
     def of_iri(self, iri: str) -> str:
         """``line N: `` where ``iri`` first stands, or nothing."""
         if self.first is None:
@@ -205,11 +221,12 @@ def problems(quads: Iterable[pyoxigraph.Quad], text: str, profile: Any) -> list[
     for subject, pairs in by_subject.items():
         if subject in reached:
             continue
-        for predicate, _ in pairs:
+        for predicate, value in pairs:
             name = predicate[len(IOP):] if predicate.startswith(IOP) else None
             if name is not None and name in known_terms():
-                found.append(f"{lines.of(name)}iop:{name} stands on {_shown(subject)}, which "
-                             "no setting of the profile reaches; it would be ignored")
+                found.append(f"{lines.of_subject(name, subject, value)}iop:{name} stands on "
+                             f"{_shown(subject)}, which no setting of the profile reaches; "
+                             "it would be ignored")
     return list(dict.fromkeys(found))
 
 
