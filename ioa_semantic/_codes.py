@@ -407,6 +407,13 @@ FIXES: dict[str, str] = {
                                        "(for example --param sourceLang=zh)",
     "alignment.ambiguous": "negotiate one mapping, reference it with alignmentRef, or give the "
                            "profile a selection rule",
+    "domain.context-not-permitted": "send the task in a domain the profile permits, or "
+                                    "negotiate a profile that permits this one",
+    "domain.intent-not-permitted": "use an intent that applies to a domain the profile "
+                                   "permits, or negotiate a profile that permits its domain",
+    "intent.domain-mismatch": "send the task in a domain the intent applies to, or use an "
+                              "intent that applies to the task's domain",
+    "intent.unknown": "use an intent the receiver's profile knows",
 }
 
 
