@@ -439,13 +439,14 @@ def test_the_trace_page_shows_the_query_and_its_real_output(tmp_path: Path) -> N
     page = (root / "docs" / "trace.md").read_text()
     section = page.split("### Asking the history: `trace query`", 1)[1].split("\n### ", 1)[0]
     feed_command = ("ioa-check trace examples/trace/otel/events.jsonl --manifests "
-                    "examples/trace/otel/manifests --store history --trajectory")
+                    "examples/trace/otel/manifests --store history --store-plain-ids "
+                    "--trajectory")
     assert feed_command in section.replace("\\\n    ", "")
     feed([Path("examples/trace/otel/events.jsonl")], Path("history"), tmp_path, "--manifests",
-         Path("examples/trace/otel/manifests"), "--trajectory")
+         Path("examples/trace/otel/manifests"), "--store-plain-ids", "--trajectory")
     table = ioa(["trace", "query", "history", "undeclared_flow", "--format", "table"],
                 tmp_path).stdout.decode()
-    assert f"```\n{table.rstrip()}\n```" in section
+    assert f"```text\n{table.rstrip()}\n```" in section
 
 
 # --- growth -------------------------------------------------------------------------------------
