@@ -178,11 +178,19 @@ def test_a_carriers_domain_is_reported_at_no_path_of_the_envelope(tmp_path: Path
     assert reason["path"] == "" and "given by the carrier" in reason["message"]
 
 
-def test_a_term_on_a_node_no_setting_reaches_is_named_at_its_own_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("issuer", ["<https://a.example/>",
+                                    "<https://example.org/mapping-authority>"])
+def test_a_term_on_a_node_no_setting_reaches_is_named_at_its_own_line(
+        tmp_path: Path, issuer: str) -> None:
+    """Also where the node is named before (as an object) and the value is the profile's
+    own (the line of the profile's rightful use is not the one to name)."""
     shipped = (ROOT / "ioa_semantic" / "data" / "profiles" / "cs-translation.ttl").read_text()
+    head, _, rest = shipped.partition("\n\n")
+    shipped = (head + "\n<https://example.org/z> <https://example.org/p> "
+               "<https://example.org/y> .\n\n" + rest)
     lines = shipped.rstrip("\n").splitlines()
     (tmp_path / "p.ttl").write_text(
-        shipped.rstrip("\n") + "\n<https://example.org/y> iop:trustedIssuer <https://a.example/> .\n")
+        shipped.rstrip("\n") + f"\n<https://example.org/y> iop:trustedIssuer {issuer} .\n")
     proc = subprocess.run([IOA_CHECK, str(EXAMPLES / "sized" / "envelope.jsonld"), "--profile",
                            "p.ttl", "--at", AT], cwd=tmp_path, capture_output=True, timeout=60)
     assert proc.returncode == 2

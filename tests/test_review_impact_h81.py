@@ -189,3 +189,27 @@ def test_sigterm_leaves_no_partial_file_in_the_users_folder(tmp_path: Path) -> N
             proc.wait()
     assert proc.returncode == 143
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.jsonl"]
+
+
+def test_json_files_named_twice_are_two_passes_in_one_batch(
+        two: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A batch holds every file's items but JSON Lines': a .json file named twice puts two
+    registrations at one place in it, each compared once (a second pass was compared with
+    no result, then the report refused as not of its inputs)."""
+    (tmp_path / "p.json").write_text(registration("cs:P"))
+    (tmp_path / "q.json").write_text(registration("cs:Q", note="n"))
+    inputs = [str(tmp_path / name) for name in ("p.json", "q.json", "p.json", "q.json")]
+    report = tmp_path / "twice-report.jsonl"
+    main(["audit", *inputs, "--profile", "cs-translation", "--format", "json", "--output",
+          str(report), "--jobs", "1"])
+    capsys.readouterr()
+    named = [arg for path in inputs for arg in ("--registrations", path)]
+    assert main(["impact", "--audit-report", str(report), *named, "--audited-profile",
+                 "cs-translation", "--profile", str(two["notes"]), "--format", "json"]) == 1
+    out = capsys.readouterr().out
+    lines = [json.loads(line) for line in out.splitlines()]
+    flips = [line for line in lines if "transition" in line]
+    assert [f["transition"] for f in flips] == ["invalid -> valid"] * 2
+    assert all([r["code"] for r in f["after"]["reasons"]] == ["jsonld.ignored-term"]
+               for f in flips), flips
+    assert lines[-1]["summary"]["flipped"] == 2

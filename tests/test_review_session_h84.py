@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -106,3 +107,42 @@ def test_another_conventions_attribute_is_reported_where_it_stands_under_its_nam
     assert problems == [("/resourceSpans/0/scopeSpans/0/spans/0/attributes/2",
                          "llm.token_count.prompt (read as gen_ai.usage.input_tokens) is not a "
                          "count (an integer, not negative); it is not used")]
+
+
+def test_conventions_that_disagree_on_the_operation_are_reported_at_the_span_kind() -> None:
+    span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203332",
+            "name": "x", "attributes": [
+                _attribute("openinference.span.kind", {"stringValue": "LLM"}),
+                _attribute("traceloop.span.kind", {"stringValue": "tool"})]}
+    request = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+    problems = [(p.pointer, p.detail) for p in maslab_otel.spans(request, False)
+                if isinstance(p, otlp.Problem) and p.code == "trace.attribute-malformed"]
+    assert problems == [("/resourceSpans/0/scopeSpans/0/spans/0/attributes/0",
+                         "openinference.span.kind (read as gen_ai.operation.name) is given "
+                         "twice with different values; it is not used")]
+
+
+def test_sigterm_during_a_trace_leaves_no_partial_graph(tmp_path: Path) -> None:
+    """The plain trace audit writes its report and graph aside too; the services alone keep
+    handlers of their own."""
+    events = tmp_path / "events.jsonl"
+    with events.open("w") as out:
+        for n in range(1_000):  # the graph's default bound: seconds of rdflib's writing
+            out.write(json.dumps({"kind": "tool_call_start", "agent_id": "a",
+                                  "call_id": f"c{n}", "tool_name": "t", "run_id": "r",
+                                  "timestamp": 1.0 + n}) + "\n")
+    proc = subprocess.Popen([IOA_CHECK, "trace", "events.jsonl", "--no-shapes", "--emit-kg",
+                             "kg.ttl"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        while proc.poll() is None and not any(
+                p.name.endswith(".partial") for p in tmp_path.iterdir()):
+            pass  # until something is being written aside
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode in (0, 1, 3, 143), proc.returncode  # never a default SIGTERM end
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]

@@ -184,12 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout = sys.stdout
     sys.stdout = _Written(stdout)
     # _signal, not signal: the module's enumerations cost a cold check a millisecond. Not
-    # for the trace commands, whose store is made to survive a kill at any point (and
-    # whose services install handlers of their own), nor for serve.
+    # for the services, which install handlers of their own (a trace store, fed or asked,
+    # is made to survive the immediate end this handler makes).
     import _signal
 
     before = None
-    if not _command(argv).startswith(("trace", "serve")):
+    if _command(argv) not in ("serve", "trace serve"):
         try:
             before = _signal.signal(_signal.SIGTERM, _terminated)
         except ValueError:  # not the main thread (a library caller's): left as it is

@@ -23,7 +23,7 @@ audit's does, the conflict index and one batch, never the report.
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any, NamedTuple, Protocol
 
@@ -197,6 +197,36 @@ class _Report:
                                  "line (an audit cut short)")
 
 
+Place = tuple[str, "int | None"]
+
+
+def _by_place(batch: Judged) -> tuple[dict[Place, deque[Result]], dict[Place, deque[str]], bool]:
+    """A batch's results with a reason, and the IRI each valid registration declares, by
+    place, in order (a file named twice is two registrations at one place: a batch holds
+    every file's items but JSON Lines', each met once); and whether every registration of
+    the batch is listed so (a cluster's batches carry no declarations: there only the places
+    of the results with a reason are held to the report's)."""
+    notable: dict[Place, deque[Result]] = {}
+    for r in batch.notable:
+        notable.setdefault((r.source, r.position), deque()).append(r)
+    ids: dict[Place, deque[str]] = {}
+    for ident, _, _, where in batch.declarations:
+        ids.setdefault(where, deque()).append(ident)
+    return notable, ids, bool(ids) or batch.size == len(batch.notable)
+
+
+def _first(held: dict[tuple[str, int | None], deque[Any]], where: tuple[str, int | None]
+           ) -> Any:
+    """The first of what ``held`` has at ``where``, taken (None where it has nothing)."""
+    found = held.get(where)
+    if not found:
+        return None
+    first = found.popleft()
+    if not found:
+        del held[where]
+    return first
+
+
 def _located(source: str, index: int | None) -> int:
     """The line a registration begins on, as far as its place says: a JSON Lines record's
     own (its index counts from 0), else the file's first."""
@@ -330,25 +360,20 @@ class RegistrationImpact:
         self._declared_by_added = set()
         befores = report.registrations()
         for batch in self.judging(run, (*self.inputs, *self.added)):
-            notable = {(r.source, r.position): r for r in batch.notable}
-            # Where each registration of the batch is, and the IRI each valid one declares:
-            # the report's line for it must say the same (a report of other inputs, or of
-            # these in another order, is refused, never compared).
-            # (A cluster's batches carry no declarations: there the places of the results
-            # with a reason are held to the report's, below.)
-            ids = {where: ident for ident, _, _, where in batch.declarations}
-            listed = bool(ids) or batch.size == len(notable)
-            here: set[tuple[str, int | None]] = set()
+            notable, ids, listed = _by_place(batch)
+            matched = 0
             for _ in range(batch.size):
                 before = next(befores, None)
                 if before is None:
                     break
                 where = (before.source, before.position)
-                if listed and where not in notable and (
-                        where not in ids or ids[where] != before.id):
+                result = _first(notable, where)
+                ident = _first(ids, where)
+                # The report's line for the place must say what the inputs hold there (a
+                # report of other inputs is refused, never compared).
+                if listed and result is None and (ident is None or ident != before.id):
                     raise self._mismatch(where)
-                here.add(where)
-                result = notable.pop(where, None)
+                matched += 1
                 self._counts.read += 1
                 self._counts.rejudged += 1
                 flip = (self._compared(before, "valid", [], causes) if result is None else
@@ -358,7 +383,7 @@ class RegistrationImpact:
                     if flip.before["verdict"] != flip.after["verdict"] and flip.id:
                         changed.add(flip.id)
                     yield flip
-            if len(here) == batch.size:
+            if matched == batch.size:
                 if notable:  # a result with a reason the report does not have there
                     raise self._mismatch(next(iter(notable)))
                 continue
@@ -367,10 +392,13 @@ class RegistrationImpact:
                     f"{self.report}: the inputs now hold more registrations than the report: "
                     "the audit report is not of these inputs (name registrations added "
                     "with --add-registrations)")
-            plain = [(ident, where) for ident, _, _, where in batch.declarations
-                     if where not in here and where not in notable]
-            yield from self._new(list(notable.values()), plain)
-            # (The registrations added come after every audited one: the report has run out.)
+            # The rest of the batch are registrations added (they come after every audited
+            # one: the report has run out).
+            left = [r for results in notable.values() for r in results]
+            listed_left = {(r.source, r.position) for r in left}
+            plain = [(ident, where) for where, idents in ids.items() for ident in idents
+                     if where not in listed_left]
+            yield from self._new(left, plain)
         if next(befores, None) is not None:
             raise ConfigurationError(f"{self.report}: the report has more registrations "
                                      "than its inputs now hold: the audit report is not of "

@@ -83,6 +83,8 @@ class _Lines:
         self.first: dict[str, int] | None = None
         # Every line a term stands on (the first _SEARCHED of them), and the lines' text.
         self.every: dict[str, list[int]] = {}
+        # The first line each term begins (a statement's subject, as Turtle is written).
+        self.subjects: dict[str, int] = {}
         self.lines: list[str] = []
 
     def _index(self) -> dict[str, int]:
@@ -94,13 +96,18 @@ class _Lines:
         for number, line in enumerate(self.lines, 1):
             if line.lstrip().startswith("#"):
                 continue
+            leading = True  # the line's first term: a statement's subject, as Turtle is written
             for match in term.finditer(line):
                 full, prefix, local = match.groups()
                 if full is None:
                     namespace = prefixes.get(prefix or "")
                     if namespace is None:
+                        leading = False
                         continue
                     full = namespace + local
+                if leading and not line[:match.start()].strip():
+                    self.subjects.setdefault(full, number)
+                leading = False
                 first.setdefault(full, number)
                 seen = self.every.setdefault(full, [])
                 if len(seen) < self._SEARCHED and (not seen or seen[-1] != number):
@@ -131,7 +138,9 @@ class _Lines:
         on the profile and wrongly on another node is named where it is wrong."""
         if self.first is None:
             self.first = self._index()
-        start = self.first.get(subject.value) if isinstance(subject, pyoxigraph.NamedNode) else None
+        # From where it stands as a subject (a line it begins), else where it first stands.
+        start = (self.subjects.get(subject.value) or self.first.get(subject.value)
+                 if isinstance(subject, pyoxigraph.NamedNode) else None)
         if start is None:
             return self.of_setting(local, value)
         after = [n for n in self.every.get(IOP + local, ()) if n >= start]

@@ -78,6 +78,7 @@ def _convention(span: dict[str, Any], attributes: dict[str, Any],
             continue
         inner = written.get("stringValue") if isinstance(written, dict) else None
         if not isinstance(inner, str):
+            names[_OPERATION] = convention["kind"]
             return {_OPERATION: written}
         kind = inner
         operations = {k.lower(): v for k, v in convention["operations"].items()}
@@ -89,6 +90,7 @@ def _convention(span: dict[str, Any], attributes: dict[str, Any],
         return {}
     operation, convention = found[0]
     if any(other != operation for other, _ in found):
+        names[_OPERATION] = convention["kind"]  # the first of the kinds that disagree
         return {_OPERATION: tuple({"stringValue": each} for each, _ in found)}
     added: dict[str, Any] = {_OPERATION: {"stringValue": operation}}
     roles = convention["attributes"]
