@@ -39,12 +39,48 @@ def write_registrations(path: Path, count: int, *, one_iri: bool = False) -> Pat
     return path
 
 
-def children(pid: int) -> list[int]:
-    """The process ids of ``pid``'s children now (Linux's /proc; none elsewhere)."""
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie nobody reaped has ended; Linux's /proc)."""
     try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
-        return []
+        return False
+    return state != "Z"
+
+
+def terminated_while_writing_aside(args: list[str], cwd: Path) -> int:
+    """The exit status of ``ioa-check args`` sent SIGTERM as soon as a file appears in
+    ``cwd`` that it writes aside (``.partial``), or of its own end where none does."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen([IOA_CHECK, *args], cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        while proc.poll() is None and not any(
+                p.name.endswith(".partial") for p in cwd.iterdir()):
+            pass  # until something is being written aside
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` now, whichever of its threads started them
+    (Linux's /proc; none elsewhere)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def dumps(document: Any) -> bytes:

@@ -27,6 +27,8 @@ from ioa_semantic.pipeline import bounded, constraints
 from ioa_semantic.pipeline.constraints import ProfileShapes
 from ioa_semantic.sources.loader import ShapeFile
 
+from support import children, running
+
 CASES = Path(__file__).parent / "cases" / "compatibility"
 CLI = [sys.executable, "-m", "ioa_semantic"]
 HANG_GUARD = 60  # seconds: a hang guard, never a measure (see the module)
@@ -113,28 +115,6 @@ def test_a_decision_stopped_at_the_bound_is_not_served_from_the_cache() -> None:
     assert bounded.stops() == before + 2  # evaluated (and stopped) twice: no cache hit
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (Linux's /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie nobody reaped has ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
 def test_a_worker_ends_when_its_caller_is_killed_in_the_middle_of_a_call(
         tmp_path: Path) -> None:
@@ -156,15 +136,15 @@ def test_a_worker_ends_when_its_caller_is_killed_in_the_middle_of_a_call(
         while not (mark.exists() and mark.read_text().strip()) and time.monotonic() < guard:
             time.sleep(0.1)
         assert mark.exists(), "the call did not begin"
-        workers = _children(caller.pid)
+        workers = children(caller.pid)
         assert workers, "no worker"
     finally:
         caller.kill()
         caller.wait()
     try:
-        while any(_running(w) for w in workers) and time.monotonic() < guard:
+        while any(running(w) for w in workers) and time.monotonic() < guard:
             time.sleep(0.1)
-        assert not any(_running(w) for w in workers), "the worker outlived its caller"
+        assert not any(running(w) for w in workers), "the worker outlived its caller"
     finally:
         os.kill(int(mark.read_text()), signal.SIGKILL)  # the call's own child, an orphan
 

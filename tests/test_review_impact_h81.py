@@ -29,7 +29,7 @@ from test_impact_registrations import SHIPPED, TRUSTED, registration
 from ioa_semantic.cli.main import main
 from ioa_semantic.impact import registrations as impact_registrations
 
-from support import IOA_CHECK, write_registrations
+from support import IOA_CHECK, terminated_while_writing_aside, write_registrations
 
 
 @pytest.fixture
@@ -174,20 +174,9 @@ def test_sigterm_leaves_no_partial_file_in_the_users_folder(tmp_path: Path) -> N
     """``timeout``, a cancelled CI job and ``systemctl stop`` send SIGTERM: the report
     written aside is removed on the way out, as on SIGINT (exit 143)."""
     write_registrations(tmp_path / "r.jsonl", 100_000)
-    proc = subprocess.Popen([IOA_CHECK, "audit", "r.jsonl", "--profile", "cs-translation",
-                             "--format", "json", "--output", "report.jsonl", "--jobs", "1"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        while proc.poll() is None and not any(
-                p.name.endswith(".partial") for p in tmp_path.iterdir()):
-            pass  # until the report is being written aside
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 143
+    assert terminated_while_writing_aside(
+        ["audit", "r.jsonl", "--profile", "cs-translation", "--format", "json", "--output",
+         "report.jsonl", "--jobs", "1"], tmp_path) == 143
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.jsonl"]
 
 

@@ -16,26 +16,24 @@
 from __future__ import annotations
 
 import json
-import os
 import resource
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from ioa_semantic.trace import maslab_otel, otlp
 
-from support import IOA_CHECK, children, write_registrations
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+from support import (
+    IOA_CHECK,
+    children,
+    running,
+    terminated_while_writing_aside,
+    write_registrations,
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal")
@@ -50,17 +48,12 @@ def test_the_workers_end_with_a_parent_that_is_killed(tmp_path: Path) -> None:
     proc.kill()
     proc.wait()
     assert workers, "the audit ended before its workers could be seen"
-    # The kernel ends them at once; a worker reaped by init leaves no trace. Bounded only
-    # against a hang: the old pool's workers slept here forever.
-    for _ in range(100_000):
-        if not any(_alive(pid) for pid in workers):
-            break
-        os.sched_yield()
-    else:
-        import time
-
-        time.sleep(5)
-    assert not [pid for pid in workers if _alive(pid)]
+    # The kernel ends them at once; the guard is only against a hang (the old pool's
+    # workers slept here forever), never a bound on how fast.
+    guard = time.monotonic() + 60
+    while any(running(pid) for pid in workers) and time.monotonic() < guard:
+        time.sleep(0.05)
+    assert not [pid for pid in workers if running(pid)]
 
 
 def test_a_full_temporary_folder_is_the_environments_failure_named(tmp_path: Path) -> None:
@@ -131,18 +124,7 @@ def test_sigterm_during_a_trace_leaves_no_partial_graph(tmp_path: Path) -> None:
             out.write(json.dumps({"kind": "tool_call_start", "agent_id": "a",
                                   "call_id": f"c{n}", "tool_name": "t", "run_id": "r",
                                   "timestamp": 1.0 + n}) + "\n")
-    proc = subprocess.Popen([IOA_CHECK, "trace", "events.jsonl", "--no-shapes", "--emit-kg",
-                             "kg.ttl"], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        while proc.poll() is None and not any(
-                p.name.endswith(".partial") for p in tmp_path.iterdir()):
-            pass  # until something is being written aside
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode in (0, 1, 3, 143), proc.returncode  # never a default SIGTERM end
+    status = terminated_while_writing_aside(
+        ["trace", "events.jsonl", "--no-shapes", "--emit-kg", "kg.ttl"], tmp_path)
+    assert status in (0, 1, 3, 143), status  # never a default SIGTERM end
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".partial")]

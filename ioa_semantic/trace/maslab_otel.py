@@ -148,26 +148,6 @@ def _ids(pointer: str, span: dict[str, Any]) -> tuple[str | None, str | None, st
     return trace, ident, parent, None
 
 
-_TYPES = {"string": "a string", "number": "a number", "count": "a count (an integer, not "
-          "negative)", "content": "a value"}
-
-
-def _typed(value: Any, kind: str) -> tuple[Any, bool]:
-    """A role's value as the table types it; ``ok`` False for the wrong type. An empty string,
-    which mas-lab writes for a value it does not have, is no value."""
-    if value is None or value == "":
-        return None, True
-    if kind == "string":
-        return value, isinstance(value, str)
-    if kind == "number":  # an integer too large for a float is no number
-        number = otlp.number(value)
-        return (number, True) if number is not None else (None, False)
-    if kind == "count":
-        count = otlp.count(value)
-        return (count, True) if count is not None else (None, False)
-    return value, True
-
-
 def _values(pointer: str, attributes: dict[str, Any], where: dict[str, int], trace: str | None
             ) -> tuple[dict[str, Any], list[otlp.Problem]]:
     """Role -> value; the table lists a role's names in order of preference, and the first
@@ -179,11 +159,11 @@ def _values(pointer: str, attributes: dict[str, Any], where: dict[str, int], tra
     problems = []
     for name, raw in attributes.items():
         role = _roles()[name]
-        value, ok = _typed(raw, rows[role]["type"])
+        value, ok = otlp.typed(raw, rows[role]["type"])
         if not ok:
             problems.append(otlp.Problem(
                 f"{pointer}/attributes/{where[name]}", "trace.attribute-malformed",
-                f"{name} is not {_TYPES[rows[role]['type']]}; it is not used", trace))
+                f"{name} is not {otlp.TYPE_WORDS[rows[role]['type']]}; it is not used", trace))
             continue
         if value is None or value in unrecorded.get(role, ()):
             continue

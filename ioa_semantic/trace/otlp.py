@@ -252,8 +252,10 @@ _ROLE_TYPES = {
     "temperature": "number",
     "finish": "strings",
 }
-_TYPE_WORDS = {"string": "a string", "count": "a count (an integer, not negative)",
-               "number": "a number", "strings": "an array of strings"}
+# A type as a reason words it (see typed).
+TYPE_WORDS = {"string": "a string", "number": "a number",
+              "count": "a count (an integer, not negative)", "strings": "an array of strings",
+              "content": "a value"}
 
 
 def _mistyped(pointer: str, values: dict[str, tuple[str, Any]], where: dict[str, int],
@@ -263,22 +265,31 @@ def _mistyped(pointer: str, values: dict[str, tuple[str, Any]], where: dict[str,
     evidence of nothing, and a guess if read (an empty value is no value, and no problem)."""
     for role, (name, value) in list(values.items()):
         kind = _ROLE_TYPES.get(role)
-        if kind is None or value is None or value == "" or _of_type(value, kind):
+        if kind is None or typed(value, kind)[1]:
             continue
         del values[role]
         yield Problem(f"{pointer}/attributes/{where[name]}", "trace.attribute-malformed",
-                      f"{_named_as(name, named.get(name))} is not {_TYPE_WORDS[kind]}; it is "
+                      f"{_named_as(name, named.get(name))} is not {TYPE_WORDS[kind]}; it is "
                       "not used", trace)
 
 
-def _of_type(value: Any, kind: str) -> bool:
+def typed(value: Any, kind: str) -> tuple[Any, bool]:
+    """A role's value as its type (``string``, ``number``, ``count``, ``strings``, or any
+    ``content``) reads it; ``ok`` False for the wrong type. An empty string (what mas-lab
+    writes for a value it does not have) or an empty value is no value, and no problem."""
+    if value is None or value == "":
+        return None, True
     if kind == "string":
-        return isinstance(value, str)
-    if kind == "count":
-        return count(value) is not None
-    if kind == "number":
-        return number(value) is not None
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+        return value, isinstance(value, str)
+    if kind == "number":  # an integer too large for a float is no number
+        read_number = number(value)
+        return read_number, read_number is not None
+    if kind == "count":  # (a variable of its own: mypyc would hold an int typed float as one)
+        read_count = count(value)
+        return read_count, read_count is not None
+    if kind == "strings":
+        return value, isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return value, True
 
 
 def _as_float(value: Any) -> float:
