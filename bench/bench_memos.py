@@ -6,8 +6,8 @@ Usage: python bench/bench_memos.py [--size 20000]
 compiled module calls past; the memos are the same in both builds). Each corpus is audited in
 a process of its own (``--jobs 1``, so that every lookup is in that process) and prints, as
 hits / lookups: the IRI schemes of the walk, the active contexts (looked up by their
-serialization), the compiled shapes' pattern searches, the declaration digests of the
-conflict index, and the invalid registrations answered by an invalid kind.
+serialization), the compiled shapes' pattern searches, the digests of declarations' parts
+(inputs, outputs, ontology) for the conflict index, and the invalid registrations answered by an invalid kind.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ def compile_conformance(shape):
 conformance.compile_conformance = compile_conformance
 
 digests = [0, 0]
-_digest = conflicts.declaration_digest
-def declaration_digest(declaration):
+_part_digest = conflicts._part_digest
+def part_digest(part):
     digests[0] += 1
-    digests[1] += declaration not in conflicts._DECLARATION_DIGESTS
-    return _digest(declaration)
-conflicts.declaration_digest = declaration_digest
+    digests[1] += part not in conflicts._PART_DIGESTS
+    return _part_digest(part)
+conflicts._part_digest = part_digest
 
 invalid = [0, 0]  # answered by an invalid kind, reported in full while kinds were asked
 _judged = kinds.Kinds.judged
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=20_000)
     opts = parser.parse_args()
     print(f"| corpus ({opts.size:,} registrations) | IRI schemes | contexts | pattern searches"
-          " | declaration digests | invalid answered by kind |  (load "
+          " | declaration parts' digests | invalid answered by kind |  (load "
           f"{os.getloadavg()[0]:.1f})")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:

@@ -14,10 +14,12 @@ the modules without importing them.
 from typing import Literal
 
 # The modules mypyc compiles: the compiled engine's walk, tables and shapes, the IRI checks,
-# the memo, the intake, the Checker (the instance content's canonical text, the decision's
-# record), the audit's per-registration path, the trace audit's reading (the fold of each
-# event or span, the run built from it, its judging) and the graph of a run a trace store is
-# given (its quads spelled as N-Quads). What each buys is measured in
+# the memo, the intake, the reporting path of a document the compiled walk cannot show clean
+# (the reference baseline, its expansion's checks, the shapes' evaluation, the remedies), the
+# Checker (the instance content's canonical text, the decision's record), the audit's
+# per-registration path, the trace audit's reading (the fold of each event or span, the run
+# built from it, its judging) and the graph of a run a trace store is given (its quads spelled
+# as N-Quads). What each buys is measured in
 # docs/performance.md ("Compiled with mypyc", "The trace audit compiled").
 # Not audit.inputs: its generators hold files open, and a generator mypyc compiles is not
 # closed when dropped (no `with` exits), so an audit that stops early would leak the file.
@@ -33,6 +35,10 @@ COMPILED_MODULES = (
     "ioa_semantic._iri",
     "ioa_semantic._memo",
     "ioa_semantic.pipeline.intake",
+    "ioa_semantic.pipeline.baseline",
+    "ioa_semantic.pipeline.expansion",
+    "ioa_semantic.pipeline.shapes",
+    "ioa_semantic.pipeline.remedies",
     "ioa_semantic.pipeline.contexts",
     "ioa_semantic.pipeline.engine",
     "ioa_semantic.pipeline.decision",

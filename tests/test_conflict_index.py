@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from operations import counted
 
+from ioa_semantic.audit import conflicts
 from ioa_semantic.audit.conflicts import ConflictIndex
 
 Where = tuple[str, "int | None"]
@@ -207,3 +208,42 @@ def test_registrations_of_an_iri_registered_again_are_not_held_in_memory() -> No
     # Asked again (the reporters ask once each), the same; a repeat added since is in it.
     index.add("urn:x:1", declaration, ("c.jsonl", 7))
     assert next(index.conflicts())[1][-2:] == (("b.jsonl", None), ("c.jsonl", 7))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(declarations, min_size=2, max_size=6), st.booleans())
+def test_a_declaration_digest_tells_declarations_apart_as_equality_does(
+        said: list[tuple[Any, ...]], forget: bool) -> None:
+    """Declarations are digested by their parts (inputs, outputs, ontology): two digests are
+    equal exactly when the declarations are, whether the parts were remembered or forgotten
+    (the memo cleared) in between."""
+    first = [conflicts.declaration_digest(d) for d in said]
+    if forget:
+        conflicts._PART_DIGESTS.clear()
+    again = [conflicts.declaration_digest(tuple(d)) for d in said]
+    assert first == again
+    for one, digest in zip(said, first, strict=True):
+        for other, other_digest in zip(said, first, strict=True):
+            assert (digest == other_digest) == (one == other)
+
+
+def test_a_declaration_of_known_parts_is_digested_without_remembering_it_whole() -> None:
+    """A directory's registrations combine a few media types in many ways: 4 inputs and 4
+    outputs make 16 declarations, and the memo holds the 9 parts (one ontology), not the 16
+    declarations (which were all remembered, and most of a large audit's were new)."""
+    conflicts._PART_DIGESTS.clear()
+    inputs = [f"application/vnd.in{n}+json" for n in range(4)]
+    outputs = [f"application/vnd.out{n}+json" for n in range(4)]
+    ontology = (("https://example.org/onto",), ("1.0",))
+    digests = {conflicts.declaration_digest(((i,), (o,), ontology))
+               for i in inputs for o in outputs}
+    assert len(digests) == 16
+    assert len(conflicts._PART_DIGESTS) == 9
+
+
+def test_a_state_s_declaration_of_another_form_is_digested_too() -> None:
+    """What a hand-edited state replays need not be a judge's three parts: it gets a digest
+    (of its whole text) rather than an error, and one apart from the three parts'."""
+    odd = (("text/plain",), ("text/html",))
+    assert conflicts.declaration_digest(odd) == conflicts.declaration_digest(tuple(odd))
+    assert conflicts.declaration_digest(odd) != conflicts.declaration_digest((*odd, None))

@@ -30,6 +30,7 @@ from ioa_semantic.compiled import engine, walk
 from ioa_semantic.compiled.engine import cached_active_context as _active_context
 from ioa_semantic.compiled.engine import restricted_expansion
 from ioa_semantic.pipeline import contexts
+from ioa_semantic.pipeline.baseline import serialized_context
 from ioa_semantic.pipeline.contexts import ContextPolicy, review_contexts
 from ioa_semantic.pipeline.intake import Limits
 
@@ -351,7 +352,7 @@ def test_the_context_cache_counts_what_an_active_contexts_memos_come_to_hold() -
     assert active.remembered > first  # the memos grew past their first charge
     assert engine.cached_active_context(context, POLICY) is not None
     assert active.charged >= active.remembered
-    assert engine._CONTEXTS.size == 4 * len(engine._serialized(context) or b"") + active.charged
+    assert engine._CONTEXTS.size == 4 * len(serialized_context(context) or b"") + active.charged
     grown = active.remembered
     assert engine.cached_active_context(context, POLICY) is not None
     assert active.remembered == grown and engine._CONTEXTS.size <= 64 << 20

@@ -455,7 +455,7 @@ def test_a_second_context_is_never_answered_from_memory() -> None:
     parsed = json.loads(text)
     _reviewed(parsed, POLICY, None)
     assert baseline._one_context(parsed) and baseline._REVIEWS.get(
-        (POLICY, baseline._serialized(parsed["@context"]) or b"")) is not None
+        (POLICY, baseline.serialized_context(parsed["@context"]) or b"")) is not None
     assert not baseline._one_context(nested)
     deep = registration_63()
     deep["x"] = [[{"y": {"@context": None}}]]

@@ -12,7 +12,6 @@ to the reference stage where they decline:
 * the queries of every other decision, answered from tables (:class:`.tables.TableDataset`).
 """
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pyoxigraph
 
 from .._memo import BoundedCache
-from .._runtime import Lock, orjson_if_loaded
+from .._runtime import Lock
 from .._vocab import IOA
 from ..pipeline.baseline import (
     Baseline,
@@ -29,6 +28,7 @@ from ..pipeline.baseline import (
     extra_types,
     read_document,
     review_cache_bytes,
+    serialized_context,
 )
 from ..pipeline.contexts import (
     ContextLoader,
@@ -92,18 +92,6 @@ def _weight(serialized: bytes, active: ActiveContext | None) -> int:
 _CHARGE_STEP = 4 << 10
 
 
-def _serialized(context: Any) -> bytes | None:
-    """A context as the cache of active contexts keys it, or None (not JSON data)."""
-    # An exact key of parsed JSON (member order included: a reordered context is only a
-    # miss); orjson's serialization is the cheapest, once something loaded it.
-    orjson = orjson_if_loaded()
-    try:
-        return orjson.dumps(context) if orjson is not None else json.dumps(
-            context, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-    except (ValueError, TypeError, RecursionError):  # orjson's JSONEncodeError is a TypeError
-        return None
-
-
 class ReviewedContext(NamedTuple):
     """A clean inline context as the compiled engine keeps it: its active context, its
     colons (see read_unproven), and its context objects and term definitions as
@@ -129,7 +117,7 @@ def cached_active_context(context: Any, policy: ContextPolicy,
     """The active context of a clean inline context, or None; with ``limits``, None as well
     for a context with more objects or definitions than they allow (never built: the
     reference reports it)."""
-    serialized = _serialized(context)
+    serialized = serialized_context(context)
     if serialized is None:
         return None
     key = (policy, serialized)

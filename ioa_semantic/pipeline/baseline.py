@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple
 from .._codes import finding
 from .._findings import Finding, Severity, Verdict
 from .._memo import BoundedCache
+from .._runtime import orjson_if_loaded
 from .._vocab import IOA, RDF_TYPE
 from .contexts import (
     NO_BASE,
@@ -213,7 +214,7 @@ def _reviewed(document: dict[str, Any], policy: ContextPolicy,
     only one (then the review is that context's alone, at ``/@context``)."""
     if retriever is not None or "@context" not in document or not _one_context(document):
         return review_contexts(document, policy, retriever)
-    serialized = _serialized(document["@context"])
+    serialized = serialized_context(document["@context"])
     if serialized is None:
         return review_contexts(document, policy, retriever)
     key = (policy, serialized)
@@ -239,13 +240,17 @@ def _one_context(document: dict[str, Any]) -> bool:
     return True
 
 
-def _serialized(context: Any) -> bytes | None:
-    """A context as the cache of reviews keys it, or None (not JSON data): a serialization is
-    an exact key of parsed JSON (member order included: a reordered context is only a miss)."""
+def serialized_context(context: Any) -> bytes | None:
+    """A context as the caches of contexts key it (the reviews here, the compiled engine's
+    active contexts), or None (not JSON data): a serialization is an exact key of parsed
+    JSON (member order included: a reordered context is only a miss). orjson's is the
+    cheapest, once something loaded it (a key only finds what was put under a key of the
+    same writer: a process that loads orjson midway misses once a context, no more)."""
+    orjson = orjson_if_loaded()
     try:
-        return json.dumps(context, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8", "surrogatepass")
-    except (ValueError, TypeError, RecursionError):
+        return orjson.dumps(context) if orjson is not None else json.dumps(
+            context, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    except (ValueError, TypeError, RecursionError):  # orjson's JSONEncodeError is a TypeError
         return None
 
 
