@@ -677,30 +677,26 @@ def _content_digest(node: Any) -> bytes:
     the graph refers to and is dropped; a label used more than once is kept as written, so
     the same graph relabelled there is taken as another content (the cautious side: the
     instance is then ambiguous, never two contents taken as one)."""
-    shared = {label for label, uses in _blank_labels(node).items() if uses > 1}
-    return sha256(_canonical_text(node, shared).encode("utf-8", "surrogatepass")).digest()
-
-
-def _blank_labels(value: Any) -> dict[str, int]:
-    """How many times each blank node label stands as an ``@id`` in an expanded document."""
+    # The labels are counted as the text is written, every label left out; a label used
+    # more than once (rare: a sender's own blank node referred to twice) has it written again
+    # with that label kept. A separate walk to count them first was a sixth of the digest.
     uses: dict[str, int] = {}
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            ident = item.get("@id")
-            if isinstance(ident, str) and ident.startswith("_:"):
-                uses[ident] = uses.get(ident, 0) + 1
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return uses
+    text = _canonical_text(node, _NO_LABELS, uses)
+    shared = {label for label, count in uses.items() if count > 1}
+    if shared:
+        text = _canonical_text(node, shared)
+    return sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
-def _canonical_text(value: Any, shared: set[str]) -> str:
+_NO_LABELS: set[str] = set()
+
+
+def _canonical_text(value: Any, shared: set[str], uses: dict[str, int] | None = None) -> str:
     """The canonical form of an expanded document as JSON text: members in key order, every
     array but an ``@list`` a set (its values' texts sorted, each once), and an ``@id`` of a
-    blank node label used once left out.
+    blank node label used once left out (``shared``: the labels used more than once). With
+    ``uses``, each blank node label that stands as an ``@id`` of an object is counted in it
+    (each object is written once).
 
     Built as text in one pass, each value's text made once: sorting a set by its values'
     texts and then serializing the whole again (``json.dumps`` with ``sort_keys``) made
@@ -709,6 +705,10 @@ def _canonical_text(value: Any, shared: set[str]) -> str:
     ``json.dumps``'s default spacing did: a space follows only a separator, and two texts
     first differ before it."""
     if isinstance(value, dict):
+        if uses is not None:
+            ident = value.get("@id")
+            if isinstance(ident, str) and ident.startswith("_:"):
+                uses[ident] = uses.get(ident, 0) + 1
         members = []
         for key in sorted(value):
             item = value[key]
@@ -718,22 +718,42 @@ def _canonical_text(value: Any, shared: set[str]) -> str:
                 text = encode_basestring(item)
             elif key == "@list" and isinstance(item, list):
                 # A list keeps its order and its repeated values.
-                text = "[" + ",".join([_canonical_text(x, shared) for x in item]) + "]"
+                text = "[" + ",".join([_canonical_text(x, shared, uses) for x in item]) + "]"
             else:
-                text = _canonical_text(item, shared)
-            members.append(encode_basestring(key) + ":" + text)
+                text = _canonical_text(item, shared, uses)
+            members.append(_key_text(key) + text)
         return "{" + ",".join(members) + "}"
     if isinstance(value, list):
         if len(value) == 1:  # the common set: one value
-            return "[" + _canonical_text(value[0], shared) + "]"
+            return "[" + _canonical_text(value[0], shared, uses) + "]"
         # Values of a property are a set in JSON-LD: their order means nothing, and a value
         # written twice is one triple.
-        return "[" + ",".join(sorted({_canonical_text(x, shared) for x in value})) + "]"
+        return "[" + ",".join(sorted({_canonical_text(x, shared, uses) for x in value})) + "]"
     if isinstance(value, str):
         return encode_basestring(value)
     # Numbers (an exact number's float too), booleans and null the way json.dumps writes
     # them.
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _key_text(key: str) -> str:
+    """A member name as the canonical text writes it, with its colon: an expanded document's
+    names are its properties' IRIs and keywords, the same few in every envelope of a
+    profile, so each is written once and remembered (short ones, a bounded number)."""
+    found = _KEY_TEXTS.get(key)
+    if found is None:
+        found = encode_basestring(key) + ":"
+        if len(key) <= _KEY_CHARS:
+            if len(_KEY_TEXTS) >= _KEYS_REMEMBERED:
+                _KEY_TEXTS.clear()  # forgotten at once: a sender's names of the moment
+            _KEY_TEXTS[key] = found
+    return found
+
+
+# At most 4,096 names of up to 256 characters: about 3 MiB whatever the envelopes hold.
+_KEYS_REMEMBERED = 4096
+_KEY_CHARS = 256
+_KEY_TEXTS: dict[str, str] = {}
 
 
 # The evaluation instant's position against each validity limit, as Artifact.validity_at
