@@ -836,10 +836,12 @@ class Fold:
                                       f"the timestamp {_shown_value(stamp)} is not a number "
                                       "of Unix seconds; the call's time is not used"])
             return
+        # Held as FoldedCall.start and .end hold them, set without their descriptors (an
+        # interpreted call each, for every event of a run).
         if phase == "start":
-            call.start = instant
+            call._start = instants.held(instant)
         else:
-            call.end = instant
+            call._end = instants.held(instant)
         start, end = call._start, call._end  # as held: compared without their texts made
         if start is not None and end is not None and instants.earlier(end, start):
             # Times that cannot both be right. The end's is not used; the start's is kept,

@@ -149,8 +149,10 @@ class FoldedCall:
 
     def __init__(self, key: str, call_id: str, cls: str, first: int) -> None:
         self.key, self.id, self.cls, self.first = key, call_id, cls, first
-        self.startLine = self.start = self.agent = self.parent = self.target = None
-        self.input = self.endLine = self.end = self.status = self.tokens = self.output = None
+        # start and end held as None is what their descriptors would hold (set here without
+        # them: a call is made for every start event of a run).
+        self.startLine = self._start = self.agent = self.parent = self.target = None
+        self.input = self.endLine = self._end = self.status = self.tokens = self.output = None
         self._rare = None
 
     @classmethod
