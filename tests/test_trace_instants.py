@@ -8,7 +8,7 @@ import sys
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ioa_semantic.trace.events import _instant
+from ioa_semantic.trace.events import _instant, held_instant
 from ioa_semantic.trace.instants import earlier, held, text
 
 
@@ -84,3 +84,15 @@ def test_neighbouring_floats_are_ordered_as_their_texts() -> None:
             first, second = _instant(one), _instant(other)
             assert first is not None and second is not None
             assert earlier(_held(first), _held(second)) is (Decimal(first) < Decimal(second))
+
+
+@given(st.one_of(st.floats(), st.integers(), st.sampled_from(
+    [1e-4, -1e-4, 9.999999999999999e-05, 1e16, -1e16, 9999999999999998.0, 0.0, -0.0,
+     5e-324, 1.7976931348623157e308, float("inf"), float("nan"), 1800000000.007, 1.5])))
+def test_a_timestamp_is_held_as_its_text_would_be(value: float | int) -> None:
+    """The fold holds a float without writing its text and reading it back: what it holds is
+    what the text would be held as, of the same type (a float, or the text where a float
+    would spell it otherwise)."""
+    fast, slow = held_instant(value), (None if _instant(value) is None else held(_instant(value)))
+    assert type(fast) is type(slow)
+    assert fast == slow or (fast != fast and slow != slow)

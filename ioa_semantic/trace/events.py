@@ -36,7 +36,7 @@ from ..pipeline.intake import parse as parse_json
 from . import formats, instants, maslab_otel, nesting, otlp, runfile
 from .attribution import Attribution
 from .calls import Call, Digest, Run, id_key
-from .folded import FoldedCall
+from .folded import NO_RARE, FoldedCall
 from .privacy import Disclosure, digest
 
 # Event kind prefix -> call class; the class names follow the oxp-ontology (MASCall, ...).
@@ -395,6 +395,23 @@ def _instant(value: Any) -> str | None:
     return _decimal_instant(value)
 
 
+def held_instant(value: Any) -> str | float | None:
+    """``instants.held(_instant(value))``: a timestamp as a call holds it, or None (no
+    timestamp). A float whose shortest text is plain decimal notation (repr writes an
+    exponent from 1e16 and below 1e-4) is held as itself, without that text made and read
+    back (twice the text of every event's time); zero is held as its text, as held keeps it
+    (tests/test_trace_instants.py holds the two alike)."""
+    if type(value) is float and _PLAIN_LOW <= abs(value) < _PLAIN_HIGH:
+        return value
+    instant = _instant(value)
+    return None if instant is None else instants.held(instant)
+
+
+# The floats whose repr is plain decimal notation: 1e-4 itself is "0.0001", the float below
+# it "9.999999999999999e-05"; below 1e16, "1e+16" from it.
+_PLAIN_LOW, _PLAIN_HIGH = 1e-4, 1e16
+
+
 def _shown_value(value: Any) -> str:
     """A member's value in a message: as JSON, cut to a length a reason can carry."""
     text = json.dumps(value, ensure_ascii=True, default=str)
@@ -714,7 +731,8 @@ class Fold:
         # The id's latest call of the event's class: an id started again is another call,
         # and its own end (or start, read after its end) pairs with it, not with the first
         # call of the id; an execution and a tool call under one id pair each their own.
-        latest_key = (first.again or {}).get(cls) or (key if first.cls == cls else None)
+        again = (first._rare or NO_RARE).again
+        latest_key = (again or {}).get(cls) or (key if first.cls == cls else None)
         latest = None if latest_key is None else self.calls[latest_key]
         if latest is None or (phase == "start" and latest.startLine is not None) or (
                 phase == "end" and latest.endLine is not None):
@@ -732,9 +750,10 @@ class Fold:
         (a tool call given its execution's id names that execution); None for the id's first
         call (the build resolves the id to it)."""
         named = self.calls.get(id_key(parent))
-        if named is None or named.again is None:
+        again = None if named is None else (named._rare or NO_RARE).again
+        if again is None:
             return None
-        before = [self.calls[k] for k in named.again.values()
+        before = [self.calls[k] for k in again.values()
                   if k != own and self.calls[k].first <= line]
         return max(before, key=lambda c: c.first).key if before else None
 
@@ -776,7 +795,9 @@ class Fold:
         # start that names its own call is a cycle of one call (build_worded reports it).
         if parent and (phase == "start" or (parent != call.id and call.parent is None)):
             call.parent = sys.intern(parent)  # the parent's every child names it
-            call.parentKey = self._named(parent, call.first, call.key)
+            named = self._named(parent, call.first, call.key)
+            if named is not None or call._rare is not None:  # None is what it holds without
+                call.parentKey = named
         self._name_target(seq, call, event)
         if call.cls == "processing" and call.label is None:
             call.label = _text(event.get("processing_name"))
@@ -827,7 +848,7 @@ class Fold:
                                   "it names nothing"])
 
     def _time(self, seq: int, call: FoldedCall, phase: str, stamp: Any) -> None:
-        instant = _instant(stamp)
+        instant = held_instant(stamp)
         if instant is None:
             if stamp is not None:
                 # The schema's timestamp is a number of Unix seconds on every event: one of
@@ -839,9 +860,9 @@ class Fold:
         # Held as FoldedCall.start and .end hold them, set without their descriptors (an
         # interpreted call each, for every event of a run).
         if phase == "start":
-            call._start = instants.held(instant)
+            call._start = instant
         else:
-            call._end = instants.held(instant)
+            call._end = instant
         start, end = call._start, call._end  # as held: compared without their texts made
         if start is not None and end is not None and instants.earlier(end, start):
             # Times that cannot both be right. The end's is not used; the start's is kept,
@@ -880,7 +901,7 @@ class Fold:
             return
         current = getattr(call, field)
         if current is None:
-            if not call.disputed(field):
+            if call._rare is None or not call.disputed(field):
                 # Agents, tools and models are few, named by every call: held once (interned).
                 setattr(call, field, sys.intern(value))
         elif current != value:
@@ -1468,7 +1489,8 @@ def _named_parents(fold: Fold, ordered: list[FoldedCall], by_id: dict[str, str],
 
     def parent(key: str) -> str | None:
         call = calls[key]
-        return (call.parentKey or by_id.get(call.parent)) if call.parent else None
+        return ((call._rare or NO_RARE).parentKey or by_id.get(call.parent)
+                ) if call.parent else None
 
     cycles = parent_cycles((c.key for c in ordered), parent)
     unheld: dict[str, list[FoldedCall]] = {}  # parent id -> the calls naming it, in order
@@ -1605,7 +1627,8 @@ def _call(raw: FoldedCall, calls: dict[str, FoldedCall], by_id: dict[str, str],
     """One call of the fold, its parent resolved: the parent its events name, else the call
     the order of events placed it in, else none (``candidates``: the order cannot tell)."""
     parent_id = raw.parent
-    parent = (raw.parentKey or by_id.get(parent_id)) if parent_id else None
+    rare = raw._rare or NO_RARE  # read here, not through the call's descriptors
+    parent = (rare.parentKey or by_id.get(parent_id)) if parent_id else None
     if not parent_id and candidates is None and raw.get("placed") is not None:
         parent = raw["placed"]
         parent_id = calls[parent].id or parent
@@ -1615,8 +1638,8 @@ def _call(raw: FoldedCall, calls: dict[str, FoldedCall], by_id: dict[str, str],
         # The times as the fold holds them, which Call holds as they are (instants.held
         # keeps a held time), rather than made into their texts and held again.
         parent_id=parent_id, start=raw._start, end=raw._end,
-        first_line=raw.first, status=raw.status, label=raw.label,
-        tokens=raw.tokens or _NO_TOKENS, finish=raw.finish,
-        temperature=raw.temperature, response_id=raw.responseId,
-        input=raw.input, output=raw.output, content=raw.content,
-        ambiguous=tuple(raw.ambiguous or ()), candidates=candidates)
+        first_line=raw.first, status=raw.status, label=rare.label,
+        tokens=raw.tokens or _NO_TOKENS, finish=rare.finish,
+        temperature=rare.temperature, response_id=rare.responseId,
+        input=raw.input, output=raw.output, content=rare.content,
+        ambiguous=tuple(rare.ambiguous or ()), candidates=candidates)

@@ -58,9 +58,27 @@ class _Rare:
 
     __slots__ = RARE
 
+    label: str | None
+    temperature: float | None
+    content: dict[str, Any] | None
+    placed: str | None
+    candidates: list[str] | None
+    hosted: int | None
+    finish: str | None
+    responseId: str | None
+    ambiguous: list[str] | None
+    again: dict[str, str] | None
+    parentKey: str | None
+
     def __init__(self) -> None:
         self.label = self.temperature = self.content = self.candidates = self.hosted = None
         self.finish = self.responseId = self.ambiguous = self.again = self.parentKey = None
+
+
+# A call's rare members when it has none (every one None, ``placed`` unset): what the fold's
+# compiled readers read from ``call._rare or NO_RARE`` where a descriptor's interpreted call
+# for each member of each call was a sixth of a long run's fold. Never written.
+NO_RARE = _Rare()
 
 
 class _RareMember(Generic[T]):
