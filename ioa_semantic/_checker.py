@@ -750,7 +750,8 @@ def _key_text(key: str) -> str:
     return found
 
 
-# At most 4,096 names of up to 256 characters: about 3 MiB whatever the envelopes hold.
+# At most 4,096 names of up to 256 characters, each held with its text: about 9 MiB at worst
+# (4 bytes a character, as names of astral characters are), whatever the envelopes hold.
 _KEYS_REMEMBERED = 4096
 _KEY_CHARS = 256
 _KEY_TEXTS: dict[str, str] = {}

@@ -1063,6 +1063,62 @@ def test_a_journal_not_as_written_is_refused(
     _assert_refused(capsys, named)
 
 
+def _reseal_journal(entry: Any) -> None:
+    """The journal's first entry replaced by ``entry``, the state sealed again over it (its
+    journal's length and hash, its own check), as one who edits both files would."""
+    import hashlib
+
+    from ioa_semantic.audit.checkpoint import _seal
+
+    journal = Path("state.json.index")
+    lines = journal.read_bytes().splitlines(keepends=True)
+    lines[0] = json.dumps(entry).encode() + b"\n"
+    journal.write_bytes(b"".join(lines))
+    state = json.loads(Path("state.json").read_text())
+    state.pop("check")
+    state["journal"] = {"length": journal.stat().st_size,
+                        "sha256": hashlib.sha256(journal.read_bytes()).hexdigest()}
+    state["check"] = _seal(state)
+    Path("state.json").write_text(json.dumps(state))
+
+
+_NOT_WRITTEN_BY_THE_AUDIT = "line 1 of its journal state.json.index is not an entry the audit writes"
+
+
+@pytest.mark.parametrize("entry", [
+    ["urn:cap:x", {"a": 1}, "regs/a.jsonl", 0],  # a declaration no registration makes
+    ["urn:cap:x", [["text/plain"], ["text/plain"]], "regs/a.jsonl", 0],
+    ["urn:cap:x", [[True], ["text/plain"], None], "regs/a.jsonl", 0],
+    ["urn:cap:x", [[], [], None], "regs/a.jsonl", -1],
+], ids=["object", "two-parts", "not-strings", "negative-index"])
+def test_a_journal_resealed_with_an_entry_of_another_form_is_refused(
+        corpus: Path, capsys: pytest.CaptureFixture[str], entry: Any) -> None:
+    """A journal's hash proves it as written only if the state's own record is: a state
+    sealed again over an edited journal is read entry by entry, and an entry of another
+    form is refused when it is replayed (exit 2, its line named), never indexed (where it
+    failed as an internal error when the conflicts were reported, after the whole audit)."""
+    _killed(capsys, 4)
+    _reseal_journal(entry)
+    _assert_refused(capsys, _NOT_WRITTEN_BY_THE_AUDIT)
+
+
+@pytest.mark.parametrize("entry", [{"file": "regs/a.jsonl", "length": "12"}, "not an entry"],
+                         ids=["file-entry", "string"])
+def test_a_journal_resealed_with_what_no_journal_begins_with_is_refused_and_kept(
+        corpus: Path, capsys: pytest.CaptureFixture[str], entry: Any) -> None:
+    """Refused alike; and the journal, which no longer begins as one the audit writes, is
+    kept whatever follows (a run without the state will not write over it either)."""
+    _killed(capsys, 4)
+    _reseal_journal(entry)
+    journal = Path("state.json.index").read_bytes()
+    status, err = _run(_RESUMABLE, capsys)
+    assert status == 2 and _NOT_WRITTEN_BY_THE_AUDIT in err, err
+    Path("state.json").unlink()
+    status, err = _run(_RESUMABLE, capsys)
+    assert status == 2 and "state.json.index exists and is not" in err, err
+    assert Path("state.json.index").read_bytes() == journal
+
+
 def _replace_state(change: Any) -> None:
     state = json.loads(Path("state.json").read_text())
     result = change(state)

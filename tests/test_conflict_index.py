@@ -247,3 +247,29 @@ def test_a_state_s_declaration_of_another_form_is_digested_too() -> None:
     odd = (("text/plain",), ("text/html",))
     assert conflicts.declaration_digest(odd) == conflicts.declaration_digest(tuple(odd))
     assert conflicts.declaration_digest(odd) != conflicts.declaration_digest((*odd, None))
+
+
+def test_the_memory_of_parts_holds_no_more_than_its_bound() -> None:
+    """Each part remembered is weighed as it is held, strings and all: parts of fifty short
+    media types each (short as text, most of their weight their strings) fill the memory to
+    its bound and no further, counted by what Python allocated for them."""
+    import gc
+    import tracemalloc
+
+    conflicts._PART_DIGESTS.clear()
+    conflicts._part_bytes = 0
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(6000):
+            inputs = (f"n/{n}", *(f"a/{k}" for k in range(49)))  # under 512 as text
+            conflicts.declaration_digest((inputs, ("text/plain",), None))
+        del inputs
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert 0 < conflicts._part_bytes <= conflicts.PART_DIGESTS_BYTES
+    assert held <= conflicts.PART_DIGESTS_BYTES
+    assert len(conflicts._PART_DIGESTS) > 100  # remembered, up to the bound (then forgotten)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ioa_semantic import Checker, Verdict
+from ioa_semantic import Checker, Verdict, build_kind
 
 from support import envelope_62
 
@@ -92,11 +92,14 @@ def test_chained_prefix_definitions_are_refused_before_any_context_is_built(
     def never(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a context past the bound was reviewed, built or expanded")
 
-    for module, name in ((baseline, "review_contexts"), (baseline, "expand"),
-                         (compiled_engine, "active_context"),
-                         (compiled_engine, "inline_context_clean"),
-                         (compiled_engine, "review_contexts")):
-        monkeypatch.setattr(module, name, never)
+    # Compiled, those stages' callers call them directly and take no patch: there the
+    # outcome alone is held, and the pure build's run holds that they are never called.
+    if build_kind() == "pure":
+        for module, name in ((baseline, "review_contexts"), (baseline, "expand"),
+                             (compiled_engine, "active_context"),
+                             (compiled_engine, "inline_context_clean"),
+                             (compiled_engine, "review_contexts")):
+            monkeypatch.setattr(module, name, never)
     doc = envelope_62()
     context = doc["@context"]
     for i in range(1000):

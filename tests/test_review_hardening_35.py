@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ioa_semantic import build_kind
 from ioa_semantic.pipeline.shapes import PatternNotTranslated, xpath_regex
 
 from support import IOA_CHECK
@@ -89,7 +90,10 @@ def test_the_work_of_translating_a_pattern_is_bounded(monkeypatch: pytest.Monkey
     hostile = r"[\p{Lu}\p{Mn}\p{Po}-[\p{Ll}\p{Mc}]]" * 3000
     with pytest.raises(PatternNotTranslated):
         shapes.xpath_pattern(hostile)
-    assert seen[0] < 2_000_000
+    # Compiled, the translation calls _merged directly and takes no patch: the refusal alone
+    # is held there, and the pure build's run holds the count.
+    if build_kind() == "pure":
+        assert 0 < seen[0] < 2_000_000
 
 
 def test_a_class_subtraction_is_the_difference_of_its_code_points() -> None:

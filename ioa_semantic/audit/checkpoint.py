@@ -228,16 +228,25 @@ class Checkpoint:
 
         with self._journal_file(os.O_RDONLY, "rb") as journal:
             read = 0
-            for entry in journal:
+            for number, entry in enumerate(journal, 1):
                 read += len(entry)
                 if read > length:
                     break
-                value = json.loads(entry)
-                if type(value) is dict:
+                # Proven by its hash, but a hash the state records can be made again: an entry
+                # of another form is refused here, never replayed (it would fail, or index a
+                # declaration no registration can make, only when the conflicts are reported).
+                try:
+                    value = json.loads(entry)
+                except ValueError:
+                    value = None
+                if _file_entry(value):
                     yield value["file"], value["length"], value["sha256"]
-                else:
+                elif _index_entry(value):
                     ident, declaration, source, index = value
                     audit.indexed(ident, _frozen(declaration), (source, index))
+                else:
+                    raise self._refused(f"line {number} of its journal {self.journal_path} is "
+                                        "not an entry the audit writes")
 
     def _journal_file(self, flags: int, mode: str) -> IO[bytes]:
         """The journal, opened never through a link (a link at its path is refused:
@@ -484,9 +493,7 @@ def _seal(state: dict[str, Any]) -> str:
 
 def _state_problem(state: dict[str, Any]) -> str | None:
     """The first field a state lacks (or holds of the wrong type), or None."""
-
-    def count(value: Any) -> bool:
-        return type(value) is int and value >= 0
+    count = _count
 
     def written(value: Any) -> bool:
         return isinstance(value, dict) and count(value.get("length")) and isinstance(
@@ -508,6 +515,36 @@ def _state_problem(state: dict[str, Any]) -> str | None:
         if name not in state or not valid(state[name]):
             return f"a valid {name!r} field"
     return None
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _file_entry(value: Any) -> bool:
+    """Whether a journal entry is an input file read to its end, as the audit writes it."""
+    return (type(value) is dict and set(value) == {"file", "length", "sha256"}
+            and type(value["file"]) is str and (value["length"] is None or _count(value["length"]))
+            and (value["sha256"] is None or type(value["sha256"]) is str))
+
+
+def _index_entry(value: Any) -> bool:
+    """Whether a journal entry is a registration indexed for conflicts, as the audit writes
+    it: its IRI, its declaration (inputs, outputs and the ontology's ids and versions or
+    null, each a list of strings), its source and its index (null for a file's one)."""
+    if type(value) is not list or len(value) != 4:
+        return False
+    ident, declaration, source, index = value
+    return (type(ident) is str and type(source) is str and (index is None or _count(index))
+            and type(declaration) is list and len(declaration) == 3
+            and _strings(declaration[0]) and _strings(declaration[1])
+            and (declaration[2] is None or (
+                type(declaration[2]) is list and len(declaration[2]) == 2
+                and _strings(declaration[2][0]) and _strings(declaration[2][1]))))
+
+
+def _strings(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
 
 
 def _frozen(value: Any) -> Any:

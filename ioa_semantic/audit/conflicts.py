@@ -95,22 +95,31 @@ def declaration_digest(declaration: tuple[Any, ...]) -> bytes:
 
 
 def _part_digest(part: Any) -> bytes:
+    global _part_bytes
     found = _PART_DIGESTS.get(part)
     if found is None:
         text = repr(part)
         found = _digest(text)
         if len(text) <= _REMEMBERED_CHARS:
-            if len(_PART_DIGESTS) >= PARTS_REMEMBERED:
+            # Weighed as held: the text's characters at up to 4 bytes each, an object for
+            # each of the part's strings, and the entry (a part of fifty one-letter media
+            # types is short as text and weighs mostly its strings).
+            weight = 4 * len(text) + 64 * (len(part) if type(part) is tuple else 1) + 200
+            if _part_bytes + weight > PART_DIGESTS_BYTES:
                 _PART_DIGESTS.clear()  # forgotten at once: the senders of the moment
+                _part_bytes = 0
             _PART_DIGESTS[part] = found
+            _part_bytes += weight
     return found
 
 
-# The digests of distinct parts met lately, each up to _REMEMBERED_CHARS long as written: at
-# most about 12 MiB (key, digest and the dictionary's share) whatever the registrations hold.
-PARTS_REMEMBERED = 16384
+# The digests of distinct parts met lately, each up to _REMEMBERED_CHARS long as written:
+# at most PART_DIGESTS_BYTES as they are weighed (a generous count of what Python holds for
+# them), whatever the registrations hold.
+PART_DIGESTS_BYTES = 8 << 20
 _REMEMBERED_CHARS = 512
 _PART_DIGESTS: dict[Any, bytes] = {}
+_part_bytes = 0
 
 
 class ConflictIndex:
