@@ -1034,6 +1034,29 @@ def test_an_input_that_could_not_be_read_and_now_can_is_refused(
     assert "missing.jsonl: could not be read when it was audited, and now can" in err
 
 
+def test_a_journal_that_begins_with_an_unreadable_input_is_the_audits_own(
+        corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An input that could not be read is journaled with no length and no digest: a journal
+    that begins with one is still the audit's, so a resume proves it, and a run started over
+    (its state deleted, as a refusal says) writes over it rather than refusing it as a
+    file of the user's."""
+    args = [*_RESUMABLE[:1], "missing.jsonl", *_RESUMABLE[1:]]
+    status, err = _run(args, capsys, kill_after=3)
+    assert status is None, err
+    assert json.loads(Path("state.json.index").read_text().splitlines()[0]) == {
+        "file": "missing.jsonl", "length": None, "sha256": None}
+    status, err = _run(args, capsys)
+    assert status == 1 and err == "", err
+    resumed = Path("out.jsonl").read_bytes()
+    status, err = _run(args, capsys, kill_after=3)
+    assert status is None, err
+    Path("state.json").unlink()
+    Path("out.jsonl").unlink()
+    status, err = _run(args, capsys)
+    assert status == 1 and err == "", err
+    assert Path("out.jsonl").read_bytes() == resumed
+
+
 @pytest.mark.parametrize(("change", "named"), [
     (lambda out: out.unlink(), "out.jsonl is 0 bytes, shorter than the"),
     (lambda out: out.write_bytes(out.read_bytes()[:1000]), "out.jsonl is 1000 bytes, shorter"),
@@ -1090,24 +1113,17 @@ _NOT_WRITTEN_BY_THE_AUDIT = "line 1 of its journal state.json.index is not an en
     ["urn:cap:x", [["text/plain"], ["text/plain"]], "regs/a.jsonl", 0],
     ["urn:cap:x", [[True], ["text/plain"], None], "regs/a.jsonl", 0],
     ["urn:cap:x", [[], [], None], "regs/a.jsonl", -1],
-], ids=["object", "two-parts", "not-strings", "negative-index"])
-def test_a_journal_resealed_with_an_entry_of_another_form_is_refused(
+    {"file": "regs/a.jsonl", "length": "12", "sha256": None},
+    "not an entry",
+], ids=["object", "two-parts", "not-strings", "negative-index", "file-entry", "string"])
+def test_a_journal_resealed_with_an_entry_of_another_form_is_refused_and_kept(
         corpus: Path, capsys: pytest.CaptureFixture[str], entry: Any) -> None:
     """A journal's hash proves it as written only if the state's own record is: a state
     sealed again over an edited journal is read entry by entry, and an entry of another
     form is refused when it is replayed (exit 2, its line named), never indexed (where it
-    failed as an internal error when the conflicts were reported, after the whole audit)."""
-    _killed(capsys, 4)
-    _reseal_journal(entry)
-    _assert_refused(capsys, _NOT_WRITTEN_BY_THE_AUDIT)
-
-
-@pytest.mark.parametrize("entry", [{"file": "regs/a.jsonl", "length": "12"}, "not an entry"],
-                         ids=["file-entry", "string"])
-def test_a_journal_resealed_with_what_no_journal_begins_with_is_refused_and_kept(
-        corpus: Path, capsys: pytest.CaptureFixture[str], entry: Any) -> None:
-    """Refused alike; and the journal, which no longer begins as one the audit writes, is
-    kept whatever follows (a run without the state will not write over it either)."""
+    failed as an internal error when the conflicts were reported, after the whole audit).
+    The journal, which no longer begins as one the audit writes, is kept (a run without
+    the state will not write over it either)."""
     _killed(capsys, 4)
     _reseal_journal(entry)
     journal = Path("state.json.index").read_bytes()

@@ -454,12 +454,9 @@ def is_journal(head: bytes) -> bool:
         return False
     except ValueError:
         return b"\n" not in head and line.startswith((b'["', b'{"file": "'))
-    if isinstance(value, dict):  # an input file read: {"file", "length", "sha256"}
-        return (set(value) == {"file", "length", "sha256"} and isinstance(value["file"], str)
-                and type(value["length"]) is int and isinstance(value["sha256"], str))
-    # an index entry: [ident, declaration, source, index]
-    return (isinstance(value, list) and len(value) == 4 and isinstance(value[0], str)
-            and isinstance(value[2], str) and (value[3] is None or type(value[3]) is int))
+    # An input file read (one that could not be read has no length and no digest), or an
+    # index entry: each as the replay reads it.
+    return _file_entry(value) or _index_entry(value)
 
 
 def _difference(wanted: FileRead | tuple[Any, ...] | None, found: FileRead | None) -> str:
