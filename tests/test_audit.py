@@ -1095,7 +1095,7 @@ def _reseal_journal(entry: Any) -> None:
 
     journal = Path("state.json.index")
     lines = journal.read_bytes().splitlines(keepends=True)
-    lines[0] = json.dumps(entry).encode() + b"\n"
+    lines[0] = (entry if isinstance(entry, bytes) else json.dumps(entry).encode()) + b"\n"
     journal.write_bytes(b"".join(lines))
     state = json.loads(Path("state.json").read_text())
     state.pop("check")
@@ -1115,7 +1115,9 @@ _NOT_WRITTEN_BY_THE_AUDIT = "line 1 of its journal state.json.index is not an en
     ["urn:cap:x", [[], [], None], "regs/a.jsonl", -1],
     {"file": "regs/a.jsonl", "length": "12", "sha256": None},
     "not an entry",
-], ids=["object", "two-parts", "not-strings", "negative-index", "file-entry", "string"])
+    b"[" * 100_000 + b"]" * 100_000,  # nested past what the parser reads
+], ids=["object", "two-parts", "not-strings", "negative-index", "file-entry", "string",
+        "nested"])
 def test_a_journal_resealed_with_an_entry_of_another_form_is_refused_and_kept(
         corpus: Path, capsys: pytest.CaptureFixture[str], entry: Any) -> None:
     """A journal's hash proves it as written only if the state's own record is: a state

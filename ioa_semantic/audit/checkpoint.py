@@ -237,7 +237,7 @@ class Checkpoint:
                 # declaration no registration can make, only when the conflicts are reported).
                 try:
                     value = json.loads(entry)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested past the parser
                     value = None
                 if _file_entry(value):
                     yield value["file"], value["length"], value["sha256"]
