@@ -851,7 +851,9 @@ def _as_floats(value: Any) -> Any:
     stack: list[tuple[Any, Any, Any]] = [(top, 0, value)]
     while stack:
         holder, place, item = stack.pop()
-        if isinstance(item, float) and type(item) is not float:
+        # The exact type asked first: compiled, an item isinstance has narrowed to float is
+        # held as a plain double, whose type is float whatever the object was.
+        if type(item) is not float and isinstance(item, float):
             holder[place] = float(item)
         elif type(item) is dict:
             members = holder[place] = dict(item)
