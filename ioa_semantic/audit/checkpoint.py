@@ -490,23 +490,21 @@ def _seal(state: dict[str, Any]) -> str:
 
 def _state_problem(state: dict[str, Any]) -> str | None:
     """The first field a state lacks (or holds of the wrong type), or None."""
-    count = _count
-
     def written(value: Any) -> bool:
-        return isinstance(value, dict) and count(value.get("length")) and isinstance(
+        return isinstance(value, dict) and _count(value.get("length")) and isinstance(
             value.get("sha256"), str)
 
     def reading(value: Any) -> bool:
         return value is None or (isinstance(value, list) and len(value) == 3 and isinstance(
-            value[0], str) and count(value[1]) and isinstance(value[2], str))
+            value[0], str) and _count(value[1]) and isinstance(value[2], str))
 
     fields: dict[str, Callable[[Any], bool]] = {
         "inputs": lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v),
-        "pieces": count, "files": count, "total": count, "output": written, "journal": written,
+        "pieces": _count, "files": _count, "total": _count, "output": written, "journal": written,
         "reading": reading,
         "statuses": lambda v: isinstance(v, dict) and set(v) == {
-            "valid", "invalid", "indeterminate"} and all(map(count, v.values())),
-        "codes": lambda v: isinstance(v, dict) and all(map(count, v.values())),
+            "valid", "invalid", "indeterminate"} and all(map(_count, v.values())),
+        "codes": lambda v: isinstance(v, dict) and all(map(_count, v.values())),
         "check": lambda v: isinstance(v, str)}
     for name, valid in fields.items():
         if name not in state or not valid(state[name]):

@@ -215,8 +215,7 @@ def _by_place(batch: Judged) -> tuple[dict[Place, deque[Result]], dict[Place, de
     return notable, ids, bool(ids) or batch.size == len(batch.notable)
 
 
-def _first(held: dict[tuple[str, int | None], deque[Any]], where: tuple[str, int | None]
-           ) -> Any:
+def _first(held: dict[Place, deque[Any]], where: Place) -> Any:
     """The first of what ``held`` has at ``where``, taken (None where it has nothing)."""
     found = held.get(where)
     if not found:
