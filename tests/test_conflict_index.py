@@ -3,8 +3,10 @@ packed), against the plain index it replaces: the same conflicts, registrations 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from operations import counted
@@ -242,17 +244,33 @@ def test_a_declaration_of_known_parts_is_digested_without_remembering_it_whole()
 
 
 def test_a_state_s_declaration_of_another_form_is_digested_too() -> None:
-    """What a hand-edited state replays need not be a judge's three parts: it gets a digest
-    (of its whole text) rather than an error, and one apart from the three parts'."""
+    """A declaration that is not a judge's three parts (none the judge makes, nor a state
+    replays: its journal's entries are read by their form) still gets a digest (of its whole
+    text) rather than an error, and one apart from the three parts'."""
     odd = (("text/plain",), ("text/html",))
     assert conflicts.declaration_digest(odd) == conflicts.declaration_digest(tuple(odd))
     assert conflicts.declaration_digest(odd) != conflicts.declaration_digest((*odd, None))
 
 
-def test_the_memory_of_parts_holds_no_more_than_its_bound() -> None:
+def _flat(n: int) -> tuple[Any, ...]:
+    inputs = (f"n/{n}", *(f"a/{k}" for k in range(49)))  # under 512 as text
+    return (inputs, ("text/plain",), None)
+
+
+def _nested(n: int) -> tuple[Any, ...]:
+    # An ontology's part nests its ids and versions: each string weighed as well.
+    ontology = ((f"u:{n}", *(f"u:{k}" for k in range(24))), tuple(f"{k}" for k in range(24)))
+    return (("text/plain",), ("text/plain",), ontology)
+
+
+@pytest.mark.parametrize(("declaration", "times"), [(_flat, 6000), (_nested, 40000)],
+                         ids=["fifty-media-types", "an-ontology-of-many-ids"])
+def test_the_memory_of_parts_holds_no_more_than_its_bound(
+        declaration: Callable[[int], tuple[Any, ...]], times: int) -> None:
     """Each part remembered is weighed as it is held, strings and all: parts of fifty short
-    media types each (short as text, most of their weight their strings) fill the memory to
-    its bound and no further, counted by what Python allocated for them."""
+    media types each (short as text, most of their weight their strings), or an ontology's
+    ids and versions nested in it, fill the memory to its bound and no further, counted by
+    what Python allocated for them."""
     import gc
     import tracemalloc
 
@@ -262,10 +280,8 @@ def test_the_memory_of_parts_holds_no_more_than_its_bound() -> None:
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        for n in range(6000):
-            inputs = (f"n/{n}", *(f"a/{k}" for k in range(49)))  # under 512 as text
-            conflicts.declaration_digest((inputs, ("text/plain",), None))
-        del inputs
+        for n in range(times):
+            conflicts.declaration_digest(declaration(n))
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before
     finally:

@@ -88,7 +88,9 @@ def declaration_digest(declaration: tuple[Any, ...]) -> bytes:
     remembered, and a declaration costs three lookups and the digest of 60 bytes, not its
     whole text written and digested again."""
     if type(declaration) is not tuple or len(declaration) != 3:
-        return _digest(repr(declaration))  # none the judge makes; a state's, as it reads
+        # None the judge makes, nor a state replays (its journal's entries are read by their
+        # form): any other caller's still gets a digest, not an error.
+        return _digest(repr(declaration))
     inputs, outputs, ontology = declaration
     return hashlib.blake2b(_part_digest(inputs) + _part_digest(outputs) + _part_digest(ontology),
                            digest_size=_DIGEST).digest()
@@ -102,15 +104,21 @@ def _part_digest(part: Any) -> bytes:
         found = _digest(text)
         if len(text) <= _REMEMBERED_CHARS:
             # Weighed as held: the text's characters at up to 4 bytes each, an object for
-            # each of the part's strings, and the entry (a part of fifty one-letter media
-            # types is short as text and weighs mostly its strings).
-            weight = 4 * len(text) + 64 * (len(part) if type(part) is tuple else 1) + 200
+            # each of the part's strings and tuples (an ontology's are nested), and the entry
+            # (a part of fifty one-letter media types is short as text and weighs mostly its
+            # strings).
+            weight = 4 * len(text) + 64 * _objects(part) + 200
             if _part_bytes + weight > PART_DIGESTS_BYTES:
                 _PART_DIGESTS.clear()  # forgotten at once: the senders of the moment
                 _part_bytes = 0
             _PART_DIGESTS[part] = found
             _part_bytes += weight
     return found
+
+
+def _objects(part: Any) -> int:
+    """The objects a part holds: itself, and each string or tuple within it."""
+    return 1 + sum(map(_objects, part)) if type(part) is tuple else 1
 
 
 # The digests of distinct parts met lately, each up to _REMEMBERED_CHARS long as written:
